@@ -1,0 +1,111 @@
+// The cluster's hardware and its organisation: nodes, GPUs, network places,
+// partitions and accounts (DESIGN.md, "Resource model").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace shoal {
+
+// A node may hold at most this many GPUs: allocations keep GPUs in a 64-bit mask.
+inline constexpr int kMaxGpusPerNode = 64;
+// GPU shares are counted in thousandths of a GPU, as Alibaba's GPU-sharing traces do.
+inline constexpr int kMilliPerGpu = 1000;
+
+enum class NodeState : uint8_t {
+  kUp,        // accepts work
+  kDraining,  // runs what it has, takes nothing new
+  kDrained,   // empty and out of service until an admin resumes it
+  kDown,      // not responding
+};
+
+std::string_view NodeStateName(NodeState state);
+Result<NodeState> ParseNodeState(std::string_view text);
+
+struct Gpu {
+  int index = 0;
+  std::string uuid;
+  std::string model;         // e.g. "H100-SXM-80GB"
+  int64_t memory_mib = 0;
+  int nvlink_island = 0;     // GPUs of one island talk over NVLink/NVSwitch
+  int numa_node = 0;
+  int pcie_switch = 0;
+  bool healthy = true;
+};
+
+// Where a node sits in a two-level (leaf/spine) network tree.
+struct NetworkPlace {
+  std::string spine;
+  std::string leaf;
+
+  // Parses "spine1/leaf3" or "leaf3" (a single-spine tree).
+  static Result<NetworkPlace> Parse(std::string_view text);
+  std::string ToString() const;
+};
+
+struct Node {
+  NodeId id;
+  std::string name;
+  std::string address;
+  NodeState state = NodeState::kUp;
+  std::string state_reason;
+  int64_t cpu_milli = 0;     // CPUs in thousandths
+  int64_t memory_mib = 0;
+  std::vector<Gpu> gpus;
+  std::vector<std::string> labels;      // "ib", "nvme", "rack=r12", ...
+  std::vector<std::string> partitions;  // the partitions this node serves
+  NetworkPlace place;
+
+  int GpuCount() const { return static_cast<int>(gpus.size()); }
+};
+
+struct Partition {
+  std::string name;
+  bool is_default = false;
+  bool up = true;
+  Duration max_time{0};       // 0: no limit
+  Duration default_time{0};   // 0: max_time, or 1 day when there is no limit
+  int max_nodes_per_job = 0;  // 0: no limit
+  int max_gpus_per_job = 0;   // 0: no limit
+  std::vector<std::string> allowed_accounts;  // empty: every account
+  int priority_tier = 0;      // higher tiers are scheduled first and may preempt lower ones
+
+  bool AllowsAccount(std::string_view account) const;
+  // The time limit a job gets when it names none.
+  Duration DefaultTimeLimit() const;
+};
+
+struct Account {
+  std::string name;
+  double shares = 1.0;  // fair-share weight against the other accounts
+  int max_gpus = 0;     // GPUs the account may hold at once; 0: no limit
+};
+
+struct Cluster {
+  std::string name;
+  std::vector<Node> nodes;
+  std::vector<Partition> partitions;
+  std::vector<Account> accounts;
+
+  // Checks names are unique, GPU counts within kMaxGpusPerNode, every node's
+  // partitions exist, and exactly one partition is the default.
+  Status Validate() const;
+
+  const Partition* FindPartition(std::string_view partition) const;
+  const Partition* DefaultPartition() const;
+  const Node* FindNode(std::string_view node_name) const;
+  int TotalGpus() const;
+};
+
+// Whether a requested GPU model names `model`: equal ignoring case, or a prefix
+// of it that ends at a '-' ("h100" names "H100-SXM-80GB").
+bool GpuModelMatches(std::string_view requested, std::string_view model);
+
+}  // namespace shoal

@@ -1,0 +1,155 @@
+#include "core/job.h"
+
+#include <fmt/format.h>
+
+#include "core/strings.h"
+
+namespace shoal {
+
+std::string_view JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kPending: return "pending";
+    case JobState::kRunning: return "running";
+    case JobState::kCompleted: return "completed";
+    case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
+    case JobState::kTimeout: return "timeout";
+    case JobState::kNodeFail: return "node_fail";
+    case JobState::kPreempted: return "preempted";
+  }
+  return "unknown";
+}
+
+Result<JobState> ParseJobState(std::string_view text) {
+  std::string s = ToLower(Trim(text));
+  for (JobState st : {JobState::kPending, JobState::kRunning, JobState::kCompleted, JobState::kFailed,
+                      JobState::kCancelled, JobState::kTimeout, JobState::kNodeFail,
+                      JobState::kPreempted}) {
+    if (s == JobStateName(st)) return st;
+  }
+  return InvalidArgument(fmt::format("unknown job state '{}'", text));
+}
+
+bool IsTerminal(JobState state) {
+  return state != JobState::kPending && state != JobState::kRunning;
+}
+
+std::string_view PendingReasonName(PendingReason reason) {
+  switch (reason) {
+    case PendingReason::kNone: return "none";
+    case PendingReason::kResources: return "resources";
+    case PendingReason::kPriority: return "priority";
+    case PendingReason::kDependency: return "dependency";
+    case PendingReason::kDependencyNeverSatisfied: return "dependency_never_satisfied";
+    case PendingReason::kHeld: return "held";
+    case PendingReason::kBeginTime: return "begin_time";
+    case PendingReason::kGpuModelUnavailable: return "gpu_model_unavailable";
+    case PendingReason::kPartitionLimit: return "partition_limit";
+    case PendingReason::kPartitionDown: return "partition_down";
+    case PendingReason::kAccountLimit: return "account_limit";
+    case PendingReason::kNodesUnavailable: return "nodes_unavailable";
+    case PendingReason::kUnsatisfiable: return "unsatisfiable";
+  }
+  return "unknown";
+}
+
+Result<std::vector<Dependency>> ParseDependencies(std::string_view text) {
+  std::vector<Dependency> out;
+  if (Trim(text).empty()) return out;
+  for (std::string_view clause : Split(text, ',')) {
+    std::vector<std::string_view> parts = Split(Trim(clause), ':');
+    if (parts.size() < 2) {
+      return InvalidArgument(fmt::format("dependency '{}' needs a type and job ids (afterok:12)", clause));
+    }
+    DependencyType type;
+    std::string kind = ToLower(parts[0]);
+    if (kind == "afterok") {
+      type = DependencyType::kAfterOk;
+    } else if (kind == "afterany") {
+      type = DependencyType::kAfterAny;
+    } else if (kind == "afternotok") {
+      type = DependencyType::kAfterNotOk;
+    } else {
+      return InvalidArgument(
+          fmt::format("dependency type '{}' is not supported (afterok, afterany, afternotok)", parts[0]));
+    }
+    for (size_t i = 1; i < parts.size(); ++i) {
+      auto id = ParseInt(parts[i]);
+      if (!id.ok() || *id <= 0) return InvalidArgument(fmt::format("'{}' is not a job id", parts[i]));
+      out.push_back(Dependency{type, JobId(static_cast<uint64_t>(*id))});
+    }
+  }
+  return out;
+}
+
+std::string FormatDependencies(const std::vector<Dependency>& deps) {
+  std::string out;
+  for (const Dependency& d : deps) {
+    if (!out.empty()) out += ",";
+    out += d.type == DependencyType::kAfterOk    ? "afterok:"
+           : d.type == DependencyType::kAfterAny ? "afterany:"
+                                                 : "afternotok:";
+    out += ToString(d.job);
+  }
+  return out;
+}
+
+int JobSpec::TotalGpus() const {
+  if (gpus_per_node > 0) return (nodes > 0 ? nodes : 1) * gpus_per_node;
+  return gpus;
+}
+
+Status JobSpec::Validate() const {
+  if (nodes < 0 || gpus_per_node < 0 || gpus < 0) return InvalidArgument("counts cannot be negative");
+  if (gpus_per_node > kMaxGpusPerNode) {
+    return InvalidArgument(fmt::format("{} GPUs per node is more than any node has (at most {})",
+                                       gpus_per_node, kMaxGpusPerNode));
+  }
+  if (gpus_per_node > 0 && gpus > 0 && gpus != TotalGpus()) {
+    return InvalidArgument(fmt::format("{} GPUs in total does not match {} nodes x {} GPUs per node", gpus,
+                                       nodes, gpus_per_node));
+  }
+  if (gpu_milli <= 0 || gpu_milli > kMilliPerGpu) {
+    return InvalidArgument(fmt::format("GPU share {} is outside 1..{} thousandths", gpu_milli, kMilliPerGpu));
+  }
+  if (cpu_milli_per_gpu < 0 || mem_mib_per_gpu < 0 || cpu_milli_per_node < 0 || mem_mib_per_node < 0) {
+    return InvalidArgument("CPU and memory amounts cannot be negative");
+  }
+  if (time_limit.count() < 0) return InvalidArgument("time limit cannot be negative");
+  if (nodes > 100000) return InvalidArgument("too many nodes");
+  if (gpus > 1000000) return InvalidArgument("too many GPUs");
+  return Status::Ok();
+}
+
+int Allocation::TotalGpus() const {
+  int total = 0;
+  for (const NodeAllocation& n : nodes) total += n.GpuCount();
+  return total;
+}
+
+double Allocation::GpuEquivalents() const {
+  double total = 0;
+  for (const NodeAllocation& n : nodes) {
+    total += n.GpuCount() * static_cast<double>(n.gpu_milli) / kMilliPerGpu;
+  }
+  return total;
+}
+
+std::string FormatGpuMask(uint64_t mask) {
+  std::string out;
+  int i = 0;
+  while (i < 64) {
+    if (!(mask >> i & 1)) {
+      ++i;
+      continue;
+    }
+    int j = i;
+    while (j + 1 < 64 && (mask >> (j + 1) & 1)) ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? fmt::format("{}", i) : fmt::format("{}-{}", i, j);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace shoal

@@ -1,0 +1,150 @@
+// Jobs: what a user asks for (JobSpec), where it runs (Allocation), and how
+// it got there (Job, with its state and the reason it waits).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/ids.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace shoal {
+
+enum class JobState : uint8_t {
+  kPending,
+  kRunning,
+  kCompleted,
+  kFailed,
+  kCancelled,
+  kTimeout,
+  kNodeFail,
+  kPreempted,  // preempted and not requeued
+};
+
+std::string_view JobStateName(JobState state);
+Result<JobState> ParseJobState(std::string_view text);
+bool IsTerminal(JobState state);
+
+// Why a pending job waits. Every pending job has one (STYLE habit 3).
+enum class PendingReason : uint8_t {
+  kNone,                      // not yet looked at
+  kResources,                 // would fit the cluster, but not what is free now
+  kPriority,                  // fits now, but higher-priority work goes first
+  kDependency,                // waits for the jobs it depends on
+  kDependencyNeverSatisfied,  // a job it depends on ended the wrong way
+  kHeld,                      // held by its user or an admin
+  kBeginTime,                 // asked not to start before a given time
+  kGpuModelUnavailable,       // no usable node has the GPU model it asks for
+  kPartitionLimit,            // exceeds a limit of its partition (time, nodes, GPUs, account)
+  kPartitionDown,             // its partition does not accept work now
+  kAccountLimit,              // its account holds its GPU limit already
+  kNodesUnavailable,          // the nodes that could run it are down or drained
+  kUnsatisfiable,             // no node of the cluster could ever run it
+};
+
+std::string_view PendingReasonName(PendingReason reason);
+
+enum class DependencyType : uint8_t { kAfterOk, kAfterAny, kAfterNotOk };
+
+struct Dependency {
+  DependencyType type = DependencyType::kAfterOk;
+  JobId job;
+  friend bool operator==(const Dependency&, const Dependency&) = default;
+};
+
+// Parses Slurm's "afterok:12:13,afterany:14" (also "afternotok").
+Result<std::vector<Dependency>> ParseDependencies(std::string_view text);
+std::string FormatDependencies(const std::vector<Dependency>& deps);
+
+// What a user asks for. Resources come in one of three shapes:
+//  - nodes x gpus_per_node: a gang of `nodes` nodes with the same GPUs on each;
+//  - gpus (total) with nodes == 0: as few nodes as the GPUs need;
+//  - no GPUs: `nodes` nodes (default 1) with CPUs and memory only.
+struct JobSpec {
+  std::string name;
+  std::string user;
+  std::string account;
+  std::string partition;  // empty: the cluster's default partition
+  std::string qos;
+
+  std::string command;    // what runs; a batch script's text when `script` is set
+  bool script = false;
+  std::map<std::string, std::string> env;
+  std::string work_dir;
+  std::string stdout_path;
+  std::string stderr_path;
+
+  int nodes = 0;
+  int gpus_per_node = 0;
+  int gpus = 0;
+  int gpu_milli = kMilliPerGpu;        // share of each GPU; below 1000 a GPU may be shared
+  std::vector<std::string> gpu_models; // acceptable models; empty: any
+  int64_t cpu_milli_per_gpu = 0;
+  int64_t mem_mib_per_gpu = 0;
+  int64_t cpu_milli_per_node = 0;      // in addition to the per-GPU amounts
+  int64_t mem_mib_per_node = 0;
+  std::vector<std::string> constraints;  // node labels the job needs
+  bool exclusive = false;                // whole nodes, shared with nobody
+
+  Duration time_limit{0};  // 0: the partition's default
+  std::vector<Dependency> dependencies;
+  bool requeue = false;    // may be requeued after preemption or node failure
+  bool hold = false;
+  std::optional<Time> begin_time;
+
+  // GPUs over all nodes: nodes x gpus_per_node, or `gpus`.
+  int TotalGpus() const;
+  // Checks the numbers make sense on their own (no cluster needed).
+  Status Validate() const;
+};
+
+// One node's part of an allocation.
+struct NodeAllocation {
+  NodeId node;
+  uint64_t gpu_mask = 0;          // bit i: GPU with index i
+  int gpu_milli = kMilliPerGpu;   // share of each of those GPUs
+  int64_t cpu_milli = 0;
+  int64_t mem_mib = 0;
+  bool exclusive = false;         // the node is the job's alone
+
+  int GpuCount() const { return std::popcount(gpu_mask); }
+  friend bool operator==(const NodeAllocation&, const NodeAllocation&) = default;
+};
+
+struct Allocation {
+  std::vector<NodeAllocation> nodes;
+
+  bool empty() const { return nodes.empty(); }
+  int TotalGpus() const;
+  // GPUs weighted by share: two half GPUs count as one.
+  double GpuEquivalents() const;
+  friend bool operator==(const Allocation&, const Allocation&) = default;
+};
+
+// "0-3,6" for a GPU mask.
+std::string FormatGpuMask(uint64_t mask);
+
+struct Job {
+  JobId id;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  PendingReason reason = PendingReason::kNone;
+  std::string reason_detail;
+  Time submit_time{};
+  Time start_time{};
+  Time end_time{};
+  Duration time_limit{0};   // the effective limit (the spec's or the partition's default)
+  Allocation allocation;
+  uint64_t epoch = 0;       // bumped at every start so a stale launch never runs twice
+  int restarts = 0;
+  int exit_code = 0;
+};
+
+}  // namespace shoal

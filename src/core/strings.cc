@@ -1,0 +1,129 @@
+#include "core/strings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace shoal {
+
+std::string_view Trim(std::string_view s) {
+  size_t b = 0;
+  size_t e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.push_back(s.substr(start));
+      return out;
+    }
+    out.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+Result<int64_t> ParseInt(std::string_view s) {
+  s = Trim(s);
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) {
+    return InvalidArgument(fmt::format("'{}' is not an integer", s));
+  }
+  return v;
+}
+
+Result<double> ParseDouble(std::string_view s) {
+  s = Trim(s);
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) {
+    return InvalidArgument(fmt::format("'{}' is not a number", s));
+  }
+  return v;
+}
+
+Result<int64_t> ParseMemoryMib(std::string_view s) {
+  s = Trim(s);
+  size_t digits = 0;
+  while (digits < s.size() && (std::isdigit(static_cast<unsigned char>(s[digits])) || s[digits] == '.')) {
+    ++digits;
+  }
+  if (digits == 0) return InvalidArgument(fmt::format("'{}' is not a memory size", s));
+  auto number = ParseDouble(s.substr(0, digits));
+  if (!number.ok()) return InvalidArgument(fmt::format("'{}' is not a memory size", s));
+  std::string unit = ToLower(Trim(s.substr(digits)));
+  double mib_per_unit = 0;
+  if (unit.empty() || unit == "m" || unit == "mb" || unit == "mib") {
+    mib_per_unit = 1;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    mib_per_unit = 1.0 / 1024;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    mib_per_unit = 1024;
+  } else if (unit == "t" || unit == "tb" || unit == "tib") {
+    mib_per_unit = 1024.0 * 1024;
+  } else {
+    return InvalidArgument(fmt::format("'{}' has an unknown memory unit '{}' (use M, G or T)", s, unit));
+  }
+  double mib = *number * mib_per_unit;
+  if (mib < 0 || mib > 1e15) return InvalidArgument(fmt::format("'{}' is out of range", s));
+  return static_cast<int64_t>(std::llround(mib));
+}
+
+Result<std::vector<int>> ParseIntRanges(std::string_view s) {
+  std::vector<int> out;
+  for (std::string_view part : Split(s, ',')) {
+    part = Trim(part);
+    size_t dash = part.find('-');
+    if (dash == std::string_view::npos) {
+      SHOAL_ASSIGN_OR_RETURN(int64_t v, ParseInt(part));
+      out.push_back(static_cast<int>(v));
+      continue;
+    }
+    SHOAL_ASSIGN_OR_RETURN(int64_t lo, ParseInt(part.substr(0, dash)));
+    SHOAL_ASSIGN_OR_RETURN(int64_t hi, ParseInt(part.substr(dash + 1)));
+    if (hi < lo || hi - lo > 1'000'000) {
+      return InvalidArgument(fmt::format("'{}' is not a valid range", part));
+    }
+    for (int64_t v = lo; v <= hi; ++v) out.push_back(static_cast<int>(v));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string FormatMemoryMib(int64_t mib) {
+  if (mib >= 1024 * 1024) return fmt::format("{:.3g}T", static_cast<double>(mib) / (1024.0 * 1024));
+  if (mib >= 1024) return fmt::format("{:.3g}G", static_cast<double>(mib) / 1024.0);
+  return fmt::format("{}M", mib);
+}
+
+}  // namespace shoal

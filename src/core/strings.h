@@ -1,0 +1,31 @@
+// Small text helpers shared by the parsers of cluster files, traces and job options.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace shoal {
+
+std::string_view Trim(std::string_view s);
+std::vector<std::string_view> Split(std::string_view s, char sep);
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+std::string ToLower(std::string_view s);
+bool StartsWith(std::string_view s, std::string_view prefix);
+
+Result<int64_t> ParseInt(std::string_view s);
+Result<double> ParseDouble(std::string_view s);
+
+// Parses a memory size into MiB: "512" (MiB), "16384M", "80G", "80GiB", "1T", "2048MB".
+Result<int64_t> ParseMemoryMib(std::string_view s);
+
+// Parses "0-3,6,8-9" into a sorted list of integers.
+Result<std::vector<int>> ParseIntRanges(std::string_view s);
+
+// 1536 MiB -> "1.5G"; used in tables.
+std::string FormatMemoryMib(int64_t mib);
+
+}  // namespace shoal

@@ -1,0 +1,106 @@
+// The cluster compiled for scheduling: every name turned into a small index or
+// bit, every node's GPUs into masks, the network into leaf and spine indices.
+//
+// An Inventory is immutable and shared by every snapshot of the same cluster
+// layout; it is rebuilt only when nodes, GPUs, labels or partitions change.
+// Node states and GPU health change more often and travel in the Snapshot.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/status.h"
+
+namespace shoal::sched {
+
+using NodeIndex = uint32_t;
+
+// At most 64 GPU models and 64 partitions per cluster (masks are 64-bit), and
+// 128 distinct node labels.
+inline constexpr int kMaxModels = 64;
+inline constexpr int kMaxPartitions = 64;
+inline constexpr int kMaxLabels = 128;
+
+struct LabelMask {
+  uint64_t bits[2] = {0, 0};
+
+  void Set(int i) { bits[i >> 6] |= uint64_t{1} << (i & 63); }
+  bool Contains(const LabelMask& need) const {
+    return (bits[0] & need.bits[0]) == need.bits[0] && (bits[1] & need.bits[1]) == need.bits[1];
+  }
+  bool empty() const { return bits[0] == 0 && bits[1] == 0; }
+  friend bool operator==(const LabelMask&, const LabelMask&) = default;
+};
+
+struct InvNode {
+  NodeId id;
+  std::string name;
+  uint64_t partitions = 0;  // bit p: serves partition p
+  LabelMask labels;
+  uint64_t models = 0;      // bit m: has a GPU of model m
+  uint32_t leaf = 0;
+  uint32_t spine = 0;
+  int64_t cpu_milli = 0;
+  int64_t mem_mib = 0;
+  int gpu_count = 0;
+  uint64_t all_gpus = 0;                 // bit i for each GPU index
+  std::vector<uint8_t> gpu_model;        // model index of each GPU
+  std::vector<uint64_t> island_masks;    // GPUs of each NVLink island
+  std::vector<uint64_t> model_gpus;      // per model index present: GPUs of that model (kMaxModels long if mixed)
+
+  // GPUs whose model is in `model_mask`.
+  uint64_t GpusOfModels(uint64_t model_mask) const;
+};
+
+class Inventory {
+ public:
+  static Result<std::shared_ptr<const Inventory>> Build(const Cluster& cluster);
+
+  const std::vector<InvNode>& nodes() const { return nodes_; }
+  const InvNode& node(NodeIndex i) const { return nodes_[i]; }
+  size_t size() const { return nodes_.size(); }
+  const std::vector<std::string>& models() const { return models_; }
+  const std::vector<Partition>& partitions() const { return partitions_; }
+  const std::vector<std::string>& leaves() const { return leaves_; }
+  const std::vector<std::string>& spines() const { return spines_; }
+  uint32_t SpineOfLeaf(uint32_t leaf) const { return leaf_spine_[leaf]; }
+  int max_gpus_per_node() const { return max_gpus_per_node_; }
+  int total_gpus() const { return total_gpus_; }
+  // Changes whenever the layout changes, so compiled requests can tell they are stale.
+  uint64_t version() const { return version_; }
+
+  // -1 when unknown.
+  int PartitionIndex(std::string_view name) const;
+  int DefaultPartition() const { return default_partition_; }
+  std::optional<NodeIndex> IndexOf(NodeId id) const;
+  std::optional<NodeIndex> IndexOfName(std::string_view name) const;
+
+  // The models that `requested` names (all models when `requested` is empty);
+  // an error naming the first model no node has.
+  Result<uint64_t> ModelMask(const std::vector<std::string>& requested) const;
+  // The labels a job needs; an error naming the first label no node has.
+  Result<LabelMask> Labels(const std::vector<std::string>& constraints) const;
+  std::string ModelNames(uint64_t mask) const;
+
+ private:
+  std::vector<InvNode> nodes_;
+  std::vector<std::string> models_;
+  std::vector<Partition> partitions_;
+  std::vector<std::string> labels_;
+  std::vector<std::string> leaves_;
+  std::vector<std::string> spines_;
+  std::vector<uint32_t> leaf_spine_;
+  std::unordered_map<uint32_t, NodeIndex> by_id_;
+  std::unordered_map<std::string, NodeIndex> by_name_;
+  int default_partition_ = -1;
+  int max_gpus_per_node_ = 0;
+  int total_gpus_ = 0;
+  uint64_t version_ = 0;
+};
+
+}  // namespace shoal::sched

@@ -1,0 +1,365 @@
+#include "sched/placement.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace shoal::sched {
+
+namespace {
+
+uint64_t TakeLowest(uint64_t mask, int k) {
+  uint64_t out = 0;
+  for (int i = 0; i < k && mask != 0; ++i) {
+    const uint64_t low = mask & (~mask + 1);
+    out |= low;
+    mask &= mask - 1;
+  }
+  return out;
+}
+
+struct Candidate {
+  NodeIndex node;
+  uint32_t leaf;
+  uint32_t spine;
+  int capacity;  // spread: GPUs this node can give; gang: unused
+  NodeChoice choice;
+};
+
+bool Better(const NodeChoice& a, NodeIndex an, const NodeChoice& b, NodeIndex bn) {
+  if (a.score != b.score) return a.score > b.score;
+  return an < bn;
+}
+
+// Calls f(node) for usable eligible nodes that may fit `demand`, per the scan order.
+template <typename F>
+void ForEachCandidate(const WorkingState& state, const NodeBitset& eligible, const NodeDemand& d, F&& f) {
+  const int k = d.gpu_milli >= kMilliPerGpu ? std::min(d.gpus, state.max_gpus()) : 0;
+  if (d.gpus > state.max_gpus()) return;
+  NodeBitset::ForEachAnd(state.AtLeast(k), eligible, f);
+}
+
+std::optional<NodeIndex> PlaceOne(const WorkingState& state, const NodeBitset& eligible, const NodeDemand& d,
+                                  PlaceContext& ctx, NodeChoice* choice_out) {
+  std::optional<NodeIndex> best;
+  NodeChoice best_choice;
+  const CandidateScan scan = ctx.score.Scan();
+  auto consider = [&](NodeIndex n) {
+    ++ctx.stats.placements_tried;
+    if (!state.Fits(n, d)) return true;
+    NodeChoice c = ctx.score.Evaluate(state, n, d, ctx.pass, ctx.rng);
+    if (!best || Better(c, n, best_choice, *best)) {
+      best = n;
+      best_choice = c;
+    }
+    return true;
+  };
+  if (scan == CandidateScan::kFirstFit) {
+    ForEachCandidate(state, eligible, d, [&](NodeIndex n) {
+      ++ctx.stats.placements_tried;
+      if (!state.Fits(n, d)) return true;
+      best = n;
+      best_choice = ctx.score.Evaluate(state, n, d, ctx.pass, ctx.rng);
+      return false;
+    });
+  } else if (scan == CandidateScan::kTightestFirst && d.gpu_milli >= kMilliPerGpu && d.gpus > 0 &&
+             !d.exclusive) {
+    // Nodes with exactly k free GPUs, k rising from the request: the tightest
+    // fits come first, and at most max_candidates fitting nodes are scored.
+    int scored = 0;
+    const int limit = std::max(1, ctx.params.max_candidates);
+    for (int k = d.gpus; k <= state.max_gpus() && scored < limit; ++k) {
+      const NodeBitset* above = k + 1 <= state.max_gpus() ? &state.AtLeast(k + 1) : nullptr;
+      auto visit = [&](NodeIndex n) {
+        ++ctx.stats.placements_tried;
+        if (!state.Fits(n, d)) return true;
+        NodeChoice c = ctx.score.Evaluate(state, n, d, ctx.pass, ctx.rng);
+        if (!best || Better(c, n, best_choice, *best)) {
+          best = n;
+          best_choice = c;
+        }
+        return ++scored < limit;
+      };
+      if (above != nullptr) {
+        NodeBitset::ForEachAndNot(state.AtLeast(k), eligible, *above, visit);
+      } else {
+        NodeBitset::ForEachAnd(state.AtLeast(k), eligible, visit);
+      }
+    }
+  } else {
+    ForEachCandidate(state, eligible, d, consider);
+  }
+  if (best && choice_out != nullptr) *choice_out = best_choice;
+  return best;
+}
+
+// Chooses leaves for `need` units given candidates sorted by (leaf, node):
+// one leaf if any holds enough (the tightest such), else the fewest leaves of
+// one spine (the tightest spine), else the largest leaves overall. Returns the
+// chosen leaves, or empty when all candidates together are not enough.
+std::vector<uint32_t> ChooseLeaves(const std::vector<Candidate>& cands, int64_t need, bool count_nodes) {
+  struct LeafSum {
+    uint32_t leaf;
+    uint32_t spine;
+    int64_t units;
+  };
+  std::vector<LeafSum> leaves;
+  for (const Candidate& c : cands) {
+    const int64_t units = count_nodes ? 1 : c.capacity;
+    if (leaves.empty() || leaves.back().leaf != c.leaf) leaves.push_back({c.leaf, c.spine, 0});
+    leaves.back().units += units;
+  }
+  int64_t total = 0;
+  const LeafSum* single = nullptr;
+  for (const LeafSum& l : leaves) {
+    total += l.units;
+    if (l.units >= need && (single == nullptr || l.units < single->units)) single = &l;
+  }
+  if (total < need) return {};
+  if (single != nullptr) return {single->leaf};
+  auto by_size = [](const LeafSum& a, const LeafSum& b) {
+    return a.units != b.units ? a.units > b.units : a.leaf < b.leaf;
+  };
+  // Per spine: how many leaves its largest ones need to reach `need`.
+  std::vector<LeafSum> sorted = leaves;
+  std::sort(sorted.begin(), sorted.end(), [&](const LeafSum& a, const LeafSum& b) {
+    return a.spine != b.spine ? a.spine < b.spine : by_size(a, b);
+  });
+  std::vector<uint32_t> best;
+  for (size_t i = 0; i < sorted.size();) {
+    size_t j = i;
+    int64_t sum = 0;
+    std::vector<uint32_t> chosen;
+    while (j < sorted.size() && sorted[j].spine == sorted[i].spine) {
+      if (sum < need) {
+        sum += sorted[j].units;
+        chosen.push_back(sorted[j].leaf);
+      }
+      ++j;
+    }
+    if (sum >= need && (best.empty() || chosen.size() < best.size())) best = chosen;
+    i = j;
+  }
+  if (!best.empty()) return best;
+  std::sort(leaves.begin(), leaves.end(), by_size);
+  int64_t sum = 0;
+  for (const LeafSum& l : leaves) {
+    if (sum >= need) break;
+    sum += l.units;
+    best.push_back(l.leaf);
+  }
+  return best;
+}
+
+std::optional<Allocation> PlaceGang(const WorkingState& state, const NodeBitset& eligible, const Request& req,
+                                    PlaceContext& ctx) {
+  const int per_node = req.shape == Shape::kGang ? req.gpus_per_node : 0;
+  const NodeDemand d = req.Demand(per_node);
+  const Inventory& inv = state.inventory();
+  std::vector<Candidate> cands;
+  ForEachCandidate(state, eligible, d, [&](NodeIndex n) {
+    ++ctx.stats.placements_tried;
+    if (state.Fits(n, d)) cands.push_back({n, inv.node(n).leaf, inv.node(n).spine, 1, {}});
+    return true;
+  });
+  if (static_cast<int>(cands.size()) < req.nodes) return std::nullopt;
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    return a.leaf != b.leaf ? a.leaf < b.leaf : a.node < b.node;
+  });
+  std::vector<uint32_t> leaves = ChooseLeaves(cands, req.nodes, /*count_nodes=*/true);
+  std::vector<Candidate> chosen;
+  for (Candidate& c : cands) {
+    if (std::find(leaves.begin(), leaves.end(), c.leaf) == leaves.end()) continue;
+    c.choice = ctx.score.Evaluate(state, c.node, d, ctx.pass, ctx.rng);
+    chosen.push_back(c);
+  }
+  // Fill the chosen leaves largest first so that the gang spans as few as it can.
+  std::vector<int> leaf_rank(inv.leaves().size(), 0);
+  for (size_t i = 0; i < leaves.size(); ++i) leaf_rank[leaves[i]] = static_cast<int>(i);
+  std::sort(chosen.begin(), chosen.end(), [&](const Candidate& a, const Candidate& b) {
+    if (leaf_rank[a.leaf] != leaf_rank[b.leaf]) return leaf_rank[a.leaf] < leaf_rank[b.leaf];
+    return Better(a.choice, a.node, b.choice, b.node);
+  });
+  Allocation alloc;
+  for (int i = 0; i < req.nodes; ++i) {
+    alloc.nodes.push_back(MakeNodeAllocation(state, chosen[i].node, d, chosen[i].choice.gpus));
+  }
+  return alloc;
+}
+
+std::optional<Allocation> PlaceSpread(const WorkingState& state, const NodeBitset& eligible, const Request& req,
+                                      PlaceContext& ctx) {
+  const Inventory& inv = state.inventory();
+  std::vector<Candidate> cands;
+  const NodeDemand one = req.Demand(1);
+  ForEachCandidate(state, eligible, one, [&](NodeIndex n) {
+    ++ctx.stats.placements_tried;
+    if (!state.Fits(n, one)) return true;
+    int cap = std::popcount(state.FitGpus(n, one));
+    if (req.cpu_per_gpu > 0) {
+      cap = static_cast<int>(std::min<int64_t>(cap, (state.CpuFree(n) - req.cpu_base) / req.cpu_per_gpu));
+    }
+    if (req.mem_per_gpu > 0) {
+      cap = static_cast<int>(std::min<int64_t>(cap, (state.MemFree(n) - req.mem_base) / req.mem_per_gpu));
+    }
+    if (cap > 0) cands.push_back({n, inv.node(n).leaf, inv.node(n).spine, cap, {}});
+    return true;
+  });
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    return a.leaf != b.leaf ? a.leaf < b.leaf : a.node < b.node;
+  });
+  std::vector<uint32_t> leaves = ChooseLeaves(cands, req.total_gpus, /*count_nodes=*/false);
+  if (leaves.empty()) return std::nullopt;
+  std::vector<Candidate> pool;
+  for (const Candidate& c : cands) {
+    if (std::find(leaves.begin(), leaves.end(), c.leaf) != leaves.end()) pool.push_back(c);
+  }
+  // Whole nodes first (the most GPUs), then the tightest node for what remains.
+  std::sort(pool.begin(), pool.end(), [](const Candidate& a, const Candidate& b) {
+    return a.capacity != b.capacity ? a.capacity > b.capacity : a.node < b.node;
+  });
+  Allocation alloc;
+  int remaining = req.total_gpus;
+  std::vector<bool> used(pool.size(), false);
+  while (remaining > 0) {
+    int pick = -1;
+    for (size_t i = 0; i < pool.size(); ++i) {
+      if (used[i]) continue;
+      if (pool[i].capacity <= remaining) {
+        pick = static_cast<int>(i);  // the largest that does not overshoot
+        break;
+      }
+    }
+    if (pick < 0) {
+      // Every remaining node has more than needed: the tightest of them.
+      for (size_t i = pool.size(); i-- > 0;) {
+        if (!used[i]) {
+          pick = static_cast<int>(i);
+          break;
+        }
+      }
+    }
+    if (pick < 0) return std::nullopt;
+    used[static_cast<size_t>(pick)] = true;
+    const Candidate& c = pool[static_cast<size_t>(pick)];
+    const int take = std::min(c.capacity, remaining);
+    const NodeDemand d = req.Demand(take);
+    NodeChoice choice = ctx.score.Evaluate(state, c.node, d, ctx.pass, ctx.rng);
+    alloc.nodes.push_back(MakeNodeAllocation(state, c.node, d, choice.gpus));
+    remaining -= take;
+  }
+  return alloc;
+}
+
+}  // namespace
+
+const NodeBitset& EligibilityCache::Eligible(const Request& req) { return Find(req).nodes; }
+
+int EligibilityCache::MaxNodeGpus(const Request& req) { return Find(req).max_gpus; }
+
+EligibilityCache::Entry& EligibilityCache::Find(const Request& req) {
+  const bool cpu_only = req.shape == Shape::kCpuOnly;
+  for (Entry& e : entries_) {
+    if (e.partition == req.partition && e.models == req.model_mask && e.labels == req.labels &&
+        e.cpu_only == cpu_only) {
+      return e;
+    }
+  }
+  Entry e{req.partition, req.model_mask, req.labels, cpu_only, NodeBitset(inv_->size()), 0};
+  for (NodeIndex n = 0; n < inv_->size(); ++n) {
+    const InvNode& node = inv_->node(n);
+    if (!NodeEligible(node, req)) continue;
+    e.nodes.Set(n);
+    e.max_gpus = std::max(e.max_gpus, std::popcount(node.GpusOfModels(req.model_mask)));
+  }
+  entries_.push_back(std::move(e));
+  return entries_.back();
+}
+
+std::optional<Allocation> Place(const WorkingState& state, const Request& req, PlaceContext& ctx) {
+  const NodeBitset& eligible = ctx.eligibility.Eligible(req);
+  if (req.shape == Shape::kSpread) {
+    if (req.total_gpus <= ctx.eligibility.MaxNodeGpus(req)) {
+      // Small enough for one node: keep it on one node (NVLink, no network hops).
+      const NodeDemand d = req.Demand(req.total_gpus);
+      NodeChoice choice;
+      auto n = PlaceOne(state, eligible, d, ctx, &choice);
+      if (!n) return std::nullopt;
+      return Allocation{{MakeNodeAllocation(state, *n, d, choice.gpus)}};
+    }
+    return PlaceSpread(state, eligible, req, ctx);
+  }
+  if (req.nodes == 1) {
+    const NodeDemand d = req.Demand(req.shape == Shape::kGang ? req.gpus_per_node : 0);
+    NodeChoice choice;
+    auto n = PlaceOne(state, eligible, d, ctx, &choice);
+    if (!n) return std::nullopt;
+    return Allocation{{MakeNodeAllocation(state, *n, d, choice.gpus)}};
+  }
+  return PlaceGang(state, eligible, req, ctx);
+}
+
+bool WithinOneIsland(const InvNode& node, uint64_t gpus) {
+  for (uint64_t island : node.island_masks) {
+    if ((gpus & ~island) == 0) return true;
+  }
+  return gpus == 0;
+}
+
+uint64_t PickGpus(const WorkingState& state, NodeIndex n, const NodeDemand& d) {
+  if (d.gpus == 0) return 0;
+  const uint64_t cand = state.FitGpus(n, d);
+  if (std::popcount(cand) == d.gpus) return cand;
+  const InvNode& node = state.inventory().node(n);
+  if (d.gpu_milli < kMilliPerGpu) {
+    // Shares: the GPUs with the least room left that still fit, so that whole
+    // GPUs stay whole.
+    std::vector<std::pair<int, int>> room;  // (free milli, gpu)
+    for (uint64_t bits = cand; bits != 0; bits &= bits - 1) {
+      const int g = std::countr_zero(bits);
+      room.push_back({kMilliPerGpu - state.UsedMilli(n, g), g});
+    }
+    std::sort(room.begin(), room.end());
+    uint64_t out = 0;
+    for (int i = 0; i < d.gpus && i < static_cast<int>(room.size()); ++i) out |= uint64_t{1} << room[i].second;
+    return out;
+  }
+  // Whole GPUs: the tightest island that holds them all.
+  int best_avail = kMaxGpusPerNode + 1;
+  uint64_t best_island = 0;
+  for (uint64_t island : node.island_masks) {
+    const int avail = std::popcount(cand & island);
+    if (avail >= d.gpus && avail < best_avail) {
+      best_avail = avail;
+      best_island = island;
+    }
+  }
+  if (best_island != 0) return TakeLowest(cand & best_island, d.gpus);
+  // Else the fewest islands: largest first.
+  std::vector<uint64_t> islands = node.island_masks;
+  std::sort(islands.begin(), islands.end(), [&](uint64_t a, uint64_t b) {
+    return std::popcount(cand & a) > std::popcount(cand & b);
+  });
+  uint64_t out = 0;
+  int need = d.gpus;
+  for (uint64_t island : islands) {
+    const uint64_t take = TakeLowest(cand & island, need);
+    out |= take;
+    need -= std::popcount(take);
+    if (need == 0) break;
+  }
+  return out;
+}
+
+NodeAllocation MakeNodeAllocation(const WorkingState& state, NodeIndex n, const NodeDemand& d, uint64_t gpus) {
+  const InvNode& node = state.inventory().node(n);
+  NodeAllocation a;
+  a.node = node.id;
+  a.gpu_mask = gpus;
+  a.gpu_milli = d.gpu_milli;
+  a.cpu_milli = d.exclusive ? state.CpuFree(n) : d.cpu_milli;
+  a.mem_mib = d.exclusive ? state.MemFree(n) : d.mem_mib;
+  a.exclusive = d.exclusive;
+  return a;
+}
+
+}  // namespace shoal::sched

@@ -1,0 +1,53 @@
+// The scheduler's output: which jobs start where, which are preempted, and why
+// every other pending job waits.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/time.h"
+
+namespace shoal::sched {
+
+struct StartDecision {
+  JobId job;
+  Allocation allocation;
+  bool backfilled = false;        // started ahead of a higher-priority job's reservation
+  bool after_preemption = false;  // uses resources that preempted jobs hold now
+};
+
+struct PreemptDecision {
+  JobId victim;
+  JobId preemptor;
+};
+
+struct PendingDecision {
+  JobId job;
+  PendingReason reason = PendingReason::kNone;
+  std::string detail;                   // set for reasons that need words (unsatisfiable, limits)
+  Time estimated_start = kTimeNever;    // set for the job holding the reservation
+  std::vector<NodeId> planned_nodes;    // where the reservation would run it
+};
+
+struct PassStats {
+  int pending = 0;
+  int considered = 0;      // pending jobs that reached placement
+  int placements_tried = 0;
+  int shape_cache_hits = 0;
+  int started = 0;
+  int backfilled = 0;
+  int preempted = 0;
+};
+
+struct Plan {
+  std::vector<StartDecision> starts;
+  std::vector<PreemptDecision> preemptions;
+  std::vector<PendingDecision> pending;  // one entry for every pending job not started
+  PassStats stats;
+
+  const StartDecision* FindStart(JobId id) const;
+  const PendingDecision* FindPending(JobId id) const;
+};
+
+}  // namespace shoal::sched

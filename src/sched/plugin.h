@@ -1,0 +1,102 @@
+// The scheduler's extension points (STYLE habit 2). A policy is one plugin of
+// each kind, picked by name from a Registry; a new policy never edits the cycle.
+//
+//   sort     orders the pending queue (fifo, multifactor, las, oracle)
+//   score    chooses nodes and GPUs for a job that fits (first-fit, best-fit,
+//            random, topology, fgd)
+//   preempt  decides which running jobs a blocked job may displace (none,
+//            class, srtf, tier)
+// Filtering (partition, labels, GPU model, node state, free resources) is not
+// a plugin: it is what "fits" means, the same for every policy. Reservation
+// (backfill) is the queue mode of the policy: strict, greedy or backfill.
+//
+// Plugins are immutable and may be shared between threads; per-pass state
+// lives in the ScorePass object a plugin creates for each pass.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/time.h"
+#include "sched/request.h"
+#include "sched/snapshot.h"
+
+namespace shoal::sched {
+
+class WorkingState;
+struct PolicyParams;
+
+struct SortContext {
+  const Snapshot& snapshot;
+  Time now;
+  const PolicyParams& params;
+  double total_usage_gpu_s = 0;  // over all accounts
+  double total_shares = 0;
+  int cluster_gpus = 0;
+};
+
+class SortPlugin {
+ public:
+  virtual ~SortPlugin() = default;
+  virtual std::string_view Name() const = 0;
+  // True for plugins that read what only a simulator knows (oracle_remaining_s).
+  virtual bool SimulationOnly() const { return false; }
+  // Lower values are scheduled first; ties go to the earlier submission, then
+  // the lower job id. Called for pending and, when the policy preempts, running jobs.
+  virtual double Value(const SortContext& ctx, const JobInfo& job) const = 0;
+};
+
+// GPUs chosen on one node and how good the choice is (higher is better).
+struct NodeChoice {
+  uint64_t gpus = 0;
+  double score = 0;
+};
+
+// How the placement engine walks the nodes that fit.
+enum class CandidateScan {
+  kFirstFit,       // the first node that fits, in node order; Evaluate only picks GPUs
+  kTightestFirst,  // nodes with the fewest free GPUs first, scoring at most max_candidates of them
+  kAll,            // score every node that fits
+};
+
+// A score plugin's state for one pass; plugins derive their own.
+class ScorePass {
+ public:
+  virtual ~ScorePass() = default;
+};
+
+class ScorePlugin {
+ public:
+  virtual ~ScorePlugin() = default;
+  virtual std::string_view Name() const = 0;
+  virtual CandidateScan Scan() const = 0;
+  // Per-pass state (caches, the target workload), or null.
+  virtual std::unique_ptr<ScorePass> BeginPass(const Snapshot&, const PolicyParams&) const {
+    return nullptr;
+  }
+  // Chooses GPUs for `demand` on node `n`, which fits it, and scores the choice.
+  virtual NodeChoice Evaluate(const WorkingState& state, NodeIndex n, const NodeDemand& demand,
+                              ScorePass* pass, Rng& rng) const = 0;
+};
+
+// A job's place in the order: partition tier first (higher first), then the
+// sort plugin's value (lower first).
+struct JobRank {
+  int tier = 0;
+  double value = 0;
+};
+
+class PreemptPlugin {
+ public:
+  virtual ~PreemptPlugin() = default;
+  virtual std::string_view Name() const = 0;
+  // Whether running `victim` may be preempted so that pending `preemptor` can
+  // start. The cycle has already checked that the victim may be requeued and
+  // has run its minimum time.
+  virtual bool MayPreempt(const JobInfo& preemptor, JobRank preemptor_rank, const JobInfo& victim,
+                          JobRank victim_rank) const = 0;
+};
+
+}  // namespace shoal::sched

@@ -1,0 +1,30 @@
+// Factories for the plugins shipped with Shoal; BuiltinRegistry() names them.
+#pragma once
+
+#include <memory>
+
+#include "sched/plugin.h"
+
+namespace shoal::sched::plugins {
+
+std::shared_ptr<const SortPlugin> MakeFifoSort();
+std::shared_ptr<const SortPlugin> MakeMultifactorSort();
+std::shared_ptr<const SortPlugin> MakeLasSort();
+std::shared_ptr<const SortPlugin> MakeOracleSort();
+
+std::shared_ptr<const ScorePlugin> MakeFirstFitScore();
+std::shared_ptr<const ScorePlugin> MakeBestFitScore();
+std::shared_ptr<const ScorePlugin> MakeRandomScore();
+std::shared_ptr<const ScorePlugin> MakeTopologyScore();
+std::shared_ptr<const ScorePlugin> MakeFgdScore();
+
+std::shared_ptr<const PreemptPlugin> MakeClassPreempt();
+std::shared_ptr<const PreemptPlugin> MakeSrtfPreempt();
+std::shared_ptr<const PreemptPlugin> MakeTierPreempt();
+
+// Multifactor priority of one job (exposed for `shoal show` and tests).
+double MultifactorPriority(const SortContext& ctx, const JobInfo& job);
+// The LAS queue a job is in (0 is the top).
+int LasQueue(const SortContext& ctx, const JobInfo& job);
+
+}  // namespace shoal::sched::plugins

@@ -1,0 +1,210 @@
+#include "sched/policy.h"
+
+#include <fmt/format.h>
+
+#include "core/strings.h"
+#include "sched/plugins/plugins.h"
+
+namespace shoal::sched {
+
+std::string_view QueueModeName(QueueMode mode) {
+  switch (mode) {
+    case QueueMode::kStrict: return "strict";
+    case QueueMode::kGreedy: return "greedy";
+    case QueueMode::kBackfill: return "backfill";
+  }
+  return "unknown";
+}
+
+namespace {
+
+template <typename Map>
+std::vector<std::string> Names(const Map& m) {
+  std::vector<std::string> out;
+  for (const auto& [name, f] : m) out.push_back(name);
+  return out;
+}
+
+struct PresetDef {
+  const char* name;
+  const char* sort;
+  const char* score;
+  const char* queue;
+  const char* preempt;
+  bool simulation_only;
+  const char* summary;
+};
+
+constexpr PresetDef kPresets[] = {
+    {"fifo", "fifo", "topology", "strict", "none", false, "first come first served; the head blocks its partition"},
+    {"backfill", "fifo", "topology", "backfill", "none", false, "FIFO with EASY backfill"},
+    {"multifactor", "multifactor", "topology", "backfill", "none", false,
+     "Slurm-style multifactor priority with EASY backfill"},
+    {"las", "las", "topology", "greedy", "class", false,
+     "Tiresias 2D-LAS: least attained GPU-time first, preemptive, for jobs that checkpoint"},
+    {"greedy", "fifo", "topology", "greedy", "none", false, "FIFO order, any job that fits starts"},
+    {"first-fit", "fifo", "first-fit", "greedy", "none", false, "baseline: first node that fits"},
+    {"best-fit", "fifo", "best-fit", "greedy", "none", false, "baseline: node left with the least free"},
+    {"random", "fifo", "random", "greedy", "none", false, "baseline: a random node that fits"},
+    {"topology", "fifo", "topology", "greedy", "none", false, "GPU packing, NVLink islands, leaf switches"},
+    {"fgd", "fifo", "fgd", "greedy", "none", false, "fragmentation gradient descent (FGD, ATC'23)"},
+    {"oracle", "oracle", "topology", "greedy", "srtf", true,
+     "simulation only: shortest remaining service first from true run times, preemptive"},
+};
+
+Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view value) {
+  const std::string v(Trim(value));
+  if (key == "sort") {
+    p.sort = v;
+  } else if (key == "score") {
+    p.score = v;
+  } else if (key == "queue") {
+    p.queue = v;
+  } else if (key == "preempt") {
+    p.preempt = v;
+  } else if (key == "seed") {
+    SHOAL_ASSIGN_OR_RETURN(int64_t s, ParseInt(v));
+    p.seed = static_cast<uint64_t>(s);
+  } else if (key == "candidates") {
+    SHOAL_ASSIGN_OR_RETURN(int64_t c, ParseInt(v));
+    if (c < 1) return InvalidArgument("candidates must be at least 1");
+    p.max_candidates = static_cast<int>(c);
+  } else if (key == "las-thresholds") {
+    p.las_thresholds_gpu_s.clear();
+    for (std::string_view t : Split(v, '/')) {
+      SHOAL_ASSIGN_OR_RETURN(double d, ParseDouble(t));
+      p.las_thresholds_gpu_s.push_back(d);
+    }
+  } else if (key == "starvation-knob") {
+    SHOAL_ASSIGN_OR_RETURN(p.las_starvation_knob, ParseDouble(v));
+  } else if (key == "favor-small") {
+    p.favor_small = v == "1" || v == "true" || v == "yes";
+  } else {
+    return InvalidArgument(fmt::format(
+        "unknown policy option '{}' (sort, score, queue, preempt, seed, candidates, las-thresholds, "
+        "starvation-knob, favor-small)",
+        key));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PolicyParams> Policy::Preset(std::string_view spec) {
+  std::vector<std::string_view> parts = Split(Trim(spec), ':');
+  const std::string name = ToLower(Trim(parts[0]));
+  const PresetDef* def = nullptr;
+  for (const PresetDef& d : kPresets) {
+    if (name == d.name) def = &d;
+  }
+  if (def == nullptr) {
+    std::vector<std::string> names = PresetNames(true);
+    return InvalidArgument(fmt::format("unknown policy '{}' (one of: {})", name, Join(names, ", ")));
+  }
+  PolicyParams p;
+  p.name = def->name;
+  p.sort = def->sort;
+  p.score = def->score;
+  p.queue = def->queue;
+  p.preempt = def->preempt;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq == std::string_view::npos) {
+      return InvalidArgument(fmt::format("policy option '{}' needs key=value", parts[i]));
+    }
+    SHOAL_RETURN_IF_ERROR(ApplyOverride(p, Trim(parts[i].substr(0, eq)), parts[i].substr(eq + 1)));
+    p.name = std::string(Trim(spec));
+  }
+  return p;
+}
+
+std::vector<std::string> Policy::PresetNames(bool simulation) {
+  std::vector<std::string> out;
+  for (const PresetDef& d : kPresets) {
+    if (!d.simulation_only || simulation) out.push_back(d.name);
+  }
+  return out;
+}
+
+Result<Policy> Policy::Create(PolicyParams params, const Registry& registry, PolicyOptions options) {
+  Policy policy;
+  SHOAL_ASSIGN_OR_RETURN(policy.sort_, registry.MakeSort(params.sort));
+  SHOAL_ASSIGN_OR_RETURN(policy.score_, registry.MakeScore(params.score));
+  SHOAL_ASSIGN_OR_RETURN(policy.preempt_, registry.MakePreempt(params.preempt));
+  if (policy.sort_->SimulationOnly() && !options.simulation) {
+    return InvalidArgument(fmt::format(
+        "sort '{}' reads true run times that only a simulator knows; it is for `shoal sim`, not a live cluster",
+        params.sort));
+  }
+  if (params.queue == "strict") {
+    policy.queue_mode_ = QueueMode::kStrict;
+  } else if (params.queue == "greedy") {
+    policy.queue_mode_ = QueueMode::kGreedy;
+  } else if (params.queue == "backfill" || params.queue == "easy") {
+    policy.queue_mode_ = QueueMode::kBackfill;
+  } else {
+    return InvalidArgument(fmt::format("unknown queue mode '{}' (strict, greedy, backfill)", params.queue));
+  }
+  for (size_t i = 1; i < params.las_thresholds_gpu_s.size(); ++i) {
+    if (params.las_thresholds_gpu_s[i] <= params.las_thresholds_gpu_s[i - 1]) {
+      return InvalidArgument("LAS thresholds must increase");
+    }
+  }
+  if (params.max_candidates < 1) return InvalidArgument("max_candidates must be at least 1");
+  policy.params_ = std::move(params);
+  return policy;
+}
+
+std::string Policy::Describe() const {
+  return fmt::format("{} (sort={} score={} queue={} preempt={})", params_.name, params_.sort, params_.score,
+                     params_.queue, params_.preempt);
+}
+
+Result<std::shared_ptr<const SortPlugin>> Registry::MakeSort(std::string_view name) const {
+  auto it = sorts_.find(name);
+  if (it == sorts_.end()) {
+    return InvalidArgument(fmt::format("unknown sort plugin '{}' (one of: {})", name, Join(SortNames(), ", ")));
+  }
+  return it->second();
+}
+
+Result<std::shared_ptr<const ScorePlugin>> Registry::MakeScore(std::string_view name) const {
+  auto it = scores_.find(name);
+  if (it == scores_.end()) {
+    return InvalidArgument(fmt::format("unknown score plugin '{}' (one of: {})", name, Join(ScoreNames(), ", ")));
+  }
+  return it->second();
+}
+
+Result<std::shared_ptr<const PreemptPlugin>> Registry::MakePreempt(std::string_view name) const {
+  if (name == "none") return std::shared_ptr<const PreemptPlugin>();
+  auto it = preempts_.find(name);
+  if (it == preempts_.end()) {
+    return InvalidArgument(
+        fmt::format("unknown preempt plugin '{}' (none, {})", name, Join(PreemptNames(), ", ")));
+  }
+  return it->second();
+}
+
+std::vector<std::string> Registry::SortNames() const { return Names(sorts_); }
+std::vector<std::string> Registry::ScoreNames() const { return Names(scores_); }
+std::vector<std::string> Registry::PreemptNames() const { return Names(preempts_); }
+
+Registry BuiltinRegistry() {
+  Registry r;
+  r.AddSort("fifo", plugins::MakeFifoSort);
+  r.AddSort("multifactor", plugins::MakeMultifactorSort);
+  r.AddSort("las", plugins::MakeLasSort);
+  r.AddSort("oracle", plugins::MakeOracleSort);
+  r.AddScore("first-fit", plugins::MakeFirstFitScore);
+  r.AddScore("best-fit", plugins::MakeBestFitScore);
+  r.AddScore("random", plugins::MakeRandomScore);
+  r.AddScore("topology", plugins::MakeTopologyScore);
+  r.AddScore("fgd", plugins::MakeFgdScore);
+  r.AddPreempt("class", plugins::MakeClassPreempt);
+  r.AddPreempt("srtf", plugins::MakeSrtfPreempt);
+  r.AddPreempt("tier", plugins::MakeTierPreempt);
+  return r;
+}
+
+}  // namespace shoal::sched

@@ -1,0 +1,127 @@
+// A scheduling policy: the plugins to use and their parameters.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "sched/plugin.h"
+#include "sched/request.h"
+
+namespace shoal::sched {
+
+enum class QueueMode {
+  kStrict,    // a job that cannot start blocks every later job of its partition
+  kGreedy,    // every job is tried in order; later jobs may pass a blocked one
+  kBackfill,  // EASY backfill: the first blocked job gets a reservation, later jobs
+              // may pass it only if they do not delay that reservation
+};
+
+std::string_view QueueModeName(QueueMode mode);
+
+// One kind of request with how often it appears: the workload that
+// fragmentation-aware scoring keeps room for.
+struct TypicalDemand {
+  NodeDemand demand;
+  double weight = 0;
+};
+
+struct PolicyParams {
+  std::string name = "backfill";
+  std::string sort = "fifo";
+  std::string score = "topology";
+  std::string queue = "backfill";
+  std::string preempt = "none";
+
+  // Multifactor priority, as Slurm's priority/multifactor plugin.
+  double weight_age = 1000;
+  double weight_fairshare = 2000;
+  double weight_size = 500;
+  double weight_qos = 1000;
+  Duration max_age = std::chrono::hours(24 * 7);
+  bool favor_small = false;
+
+  // Discretised least-attained-service (Tiresias 2D-LAS): queue boundaries in
+  // GPU-seconds of attained service; a job moves down a queue as it crosses each.
+  std::vector<double> las_thresholds_gpu_s = {3600.0, 36000.0};
+  // A job waiting longer than this many times its attained run time goes back
+  // to the top queue (Tiresias' starvation knob); 0 disables it.
+  double las_starvation_knob = 0;
+
+  // Preemption.
+  Duration min_run_before_preempt{0};
+  int max_preemptions_per_pass = 32;
+
+  // Placement.
+  int max_candidates = 32;  // nodes scored per placement by tightest-first scoring
+  uint64_t seed = 1;
+  std::vector<TypicalDemand> workload;  // for fgd; empty: the mix of jobs in the snapshot
+};
+
+class Registry;
+
+struct PolicyOptions {
+  bool simulation = false;  // allow plugins that read what only a simulator knows
+};
+
+class Policy {
+ public:
+  static Result<Policy> Create(PolicyParams params, const Registry& registry, PolicyOptions options = {});
+
+  // A named policy: fifo, backfill, multifactor, las, greedy, first-fit,
+  // best-fit, random, topology, fgd, and (simulation) oracle. A name may carry
+  // overrides: "backfill:score=fgd:seed=7".
+  static Result<PolicyParams> Preset(std::string_view spec);
+  static std::vector<std::string> PresetNames(bool simulation);
+
+  const PolicyParams& params() const { return params_; }
+  const SortPlugin& sort() const { return *sort_; }
+  const ScorePlugin& score() const { return *score_; }
+  const PreemptPlugin* preempt() const { return preempt_.get(); }
+  QueueMode queue_mode() const { return queue_mode_; }
+  // "las (sort=las score=topology queue=greedy preempt=class)"
+  std::string Describe() const;
+
+ private:
+  PolicyParams params_;
+  std::shared_ptr<const SortPlugin> sort_;
+  std::shared_ptr<const ScorePlugin> score_;
+  std::shared_ptr<const PreemptPlugin> preempt_;
+  QueueMode queue_mode_ = QueueMode::kBackfill;
+};
+
+// Named plugin factories. BuiltinRegistry() holds every plugin shipped with
+// Shoal; tests and embedders may add their own.
+class Registry {
+ public:
+  using SortFactory = std::function<std::shared_ptr<const SortPlugin>()>;
+  using ScoreFactory = std::function<std::shared_ptr<const ScorePlugin>()>;
+  using PreemptFactory = std::function<std::shared_ptr<const PreemptPlugin>()>;
+
+  void AddSort(std::string name, SortFactory f) { sorts_[std::move(name)] = std::move(f); }
+  void AddScore(std::string name, ScoreFactory f) { scores_[std::move(name)] = std::move(f); }
+  void AddPreempt(std::string name, PreemptFactory f) { preempts_[std::move(name)] = std::move(f); }
+
+  Result<std::shared_ptr<const SortPlugin>> MakeSort(std::string_view name) const;
+  Result<std::shared_ptr<const ScorePlugin>> MakeScore(std::string_view name) const;
+  // Null for "none".
+  Result<std::shared_ptr<const PreemptPlugin>> MakePreempt(std::string_view name) const;
+
+  std::vector<std::string> SortNames() const;
+  std::vector<std::string> ScoreNames() const;
+  std::vector<std::string> PreemptNames() const;
+
+ private:
+  std::map<std::string, SortFactory, std::less<>> sorts_;
+  std::map<std::string, ScoreFactory, std::less<>> scores_;
+  std::map<std::string, PreemptFactory, std::less<>> preempts_;
+};
+
+Registry BuiltinRegistry();
+
+}  // namespace shoal::sched

@@ -1,0 +1,75 @@
+// A job's resource request compiled against an Inventory: names become masks,
+// the three request shapes of JobSpec become one of Shape, and the time limit
+// is resolved against the partition's default.
+#pragma once
+
+#include <cstdint>
+
+#include "core/job.h"
+#include "core/status.h"
+#include "core/time.h"
+#include "sched/inventory.h"
+
+namespace shoal::sched {
+
+enum class Shape : uint8_t {
+  kGang,     // `nodes` nodes with `gpus_per_node` GPUs each, started together
+  kSpread,   // `total_gpus` GPUs on one node if any node can hold them, else over the fewest nodes
+  kCpuOnly,  // `nodes` nodes with CPUs and memory only
+};
+
+// What one node must provide.
+struct NodeDemand {
+  int gpus = 0;
+  int gpu_milli = kMilliPerGpu;
+  int64_t cpu_milli = 0;
+  int64_t mem_mib = 0;
+  bool exclusive = false;
+  uint64_t model_mask = ~uint64_t{0};
+};
+
+struct Request {
+  uint64_t inventory_version = 0;
+  Shape shape = Shape::kGang;
+  int partition = 0;
+  uint64_t model_mask = ~uint64_t{0};
+  LabelMask labels;
+  int nodes = 1;
+  int gpus_per_node = 0;
+  int total_gpus = 0;
+  int gpu_milli = kMilliPerGpu;
+  int64_t cpu_base = 0;
+  int64_t cpu_per_gpu = 0;
+  int64_t mem_base = 0;
+  int64_t mem_per_gpu = 0;
+  bool exclusive = false;
+  Duration time_limit{0};
+
+  NodeDemand Demand(int gpus_on_node) const;
+  // GPUs weighted by share.
+  double GpuEquivalents() const { return total_gpus * static_cast<double>(gpu_milli) / kMilliPerGpu; }
+  // Requests with the same shape fit in exactly the same places.
+  bool SameShape(const Request& o) const;
+  uint64_t ShapeHash() const;
+};
+
+Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec);
+
+struct NodeStatus;
+
+// Whether some state of the cluster (every node up and idle) could run the
+// request; if not, a message that says what is missing.
+Status CheckSatisfiable(const Inventory& inv, const Request& req);
+
+// Like CheckSatisfiable, counting only nodes that are up and their healthy
+// GPUs (`status` parallel to the inventory's nodes; empty: all up).
+Status CheckCapacity(const Inventory& inv, const Request& req, const std::vector<NodeStatus>& status);
+
+// The most GPUs of the request's kind that node `n` could ever give it (0 when
+// the node is not eligible at all); -1 when the request has no GPUs and the node fits.
+int NodeCapacityFor(const InvNode& n, const Request& req, uint64_t unhealthy_gpus = 0);
+
+// Whether node `n` is eligible for the request by partition, labels and model.
+bool NodeEligible(const InvNode& n, const Request& req);
+
+}  // namespace shoal::sched

@@ -1,0 +1,466 @@
+#include "sched/schedule.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "sched/placement.h"
+#include "sched/working_state.h"
+
+namespace shoal::sched {
+
+namespace {
+
+struct Entry {
+  size_t index;        // into Snapshot::pending
+  const Request* req;  // the job's request, or its recompiled copy
+  JobRank rank;
+  Time submit;
+  JobId id;
+};
+
+bool RankedBefore(const Entry& a, const Entry& b) {
+  if (a.rank.tier != b.rank.tier) return a.rank.tier > b.rank.tier;
+  if (a.rank.value != b.rank.value) return a.rank.value < b.rank.value;
+  if (a.submit != b.submit) return a.submit < b.submit;
+  return a.id < b.id;
+}
+
+// Results remembered by request shape for one pass.
+template <typename V>
+class ShapeMemo {
+ public:
+  const V* Find(const Request& r) const {
+    auto it = map_.find(r.ShapeHash());
+    if (it == map_.end()) return nullptr;
+    for (const auto& [rep, v] : it->second) {
+      if (rep.SameShape(r)) return &v;
+    }
+    return nullptr;
+  }
+  void Put(const Request& r, V v) { map_[r.ShapeHash()].emplace_back(r, std::move(v)); }
+  void Clear() { map_.clear(); }
+
+ private:
+  std::unordered_map<uint64_t, std::vector<std::pair<Request, V>>> map_;
+};
+
+struct Reservation {
+  Time start;
+  JobId job;
+};
+
+class Cycle {
+ public:
+  Cycle(const Snapshot& snap, Time now, const Policy& policy)
+      : snap_(snap),
+        inv_(*snap.inventory),
+        now_(now),
+        policy_(policy),
+        params_(policy.params()),
+        now_state_(inv_, snap.nodes),
+        eligibility_(inv_),
+        rng_(params_.seed ^ static_cast<uint64_t>(now.time_since_epoch().count()) * 0x9e3779b97f4a7c15ULL),
+        sort_ctx_{snap, now, params_, 0, 0, inv_.total_gpus()} {
+    for (const AccountInfo& a : snap.accounts) {
+      sort_ctx_.total_usage_gpu_s += a.usage_gpu_s;
+      sort_ctx_.total_shares += a.shares;
+    }
+    account_gpus_.assign(snap.accounts.size(), 0);
+  }
+
+  Plan Run() {
+    plan_.stats.pending = static_cast<int>(snap_.pending.size());
+    plan_.pending.reserve(snap_.pending.size());
+    TakeRunning();
+    pass_ = policy_.score().BeginPass(snap_, params_);
+    std::vector<Entry> order = Screen();
+    if (!std::is_sorted(order.begin(), order.end(), RankedBefore)) {
+      std::sort(order.begin(), order.end(), RankedBefore);
+    }
+    plan_.stats.considered = static_cast<int>(order.size());
+    for (const Entry& e : order) Walk(e);
+    return std::move(plan_);
+  }
+
+ private:
+  PlaceContext Ctx() { return PlaceContext{policy_.score(), pass_.get(), rng_, params_, eligibility_, plan_.stats}; }
+
+  void TakeRunning() {
+    preempted_.assign(snap_.running.size(), false);
+    for (const JobInfo& r : snap_.running) {
+      if (r.allocation == nullptr) continue;
+      // A running job on a node the inventory no longer has keeps nothing here;
+      // the caller reconciles it.
+      if (now_state_.Allocate(*r.allocation)) ChargeAccount(r, r.allocation->TotalGpus());
+    }
+  }
+
+  void ChargeAccount(const JobInfo& j, int gpus) {
+    if (j.account >= 0 && static_cast<size_t>(j.account) < account_gpus_.size()) {
+      account_gpus_[static_cast<size_t>(j.account)] += gpus;
+    }
+  }
+
+  void Wait(const JobInfo& j, PendingReason reason, std::string detail = {}) {
+    PendingDecision d;
+    d.job = j.id;
+    d.reason = reason;
+    d.detail = std::move(detail);
+    plan_.pending.push_back(std::move(d));
+  }
+
+  // Dependencies: kNone when satisfied.
+  std::pair<PendingReason, std::string> CheckDependencies(const JobInfo& j) const {
+    if (j.dependencies == nullptr) return {PendingReason::kNone, {}};
+    bool waiting = false;
+    for (const Dependency& d : *j.dependencies) {
+      auto it = snap_.dependency_states.find(d.job);
+      if (it == snap_.dependency_states.end()) {
+        return {PendingReason::kDependencyNeverSatisfied, fmt::format("job {} is unknown", ToString(d.job))};
+      }
+      const JobState st = it->second;
+      if (!IsTerminal(st)) {
+        waiting = true;
+        continue;
+      }
+      const bool ok = d.type == DependencyType::kAfterAny ||
+                      (d.type == DependencyType::kAfterOk && st == JobState::kCompleted) ||
+                      (d.type == DependencyType::kAfterNotOk && st != JobState::kCompleted);
+      if (!ok) {
+        return {PendingReason::kDependencyNeverSatisfied,
+                fmt::format("job {} ended {}", ToString(d.job), JobStateName(st))};
+      }
+    }
+    return {waiting ? PendingReason::kDependency : PendingReason::kNone, {}};
+  }
+
+  std::vector<Entry> Screen() {
+    std::vector<Entry> order;
+    order.reserve(snap_.pending.size());
+    for (size_t i = 0; i < snap_.pending.size(); ++i) {
+      const JobInfo& j = snap_.pending[i];
+      if (j.held) {
+        Wait(j, PendingReason::kHeld);
+        continue;
+      }
+      if (j.begin_time && *j.begin_time > now_) {
+        Wait(j, PendingReason::kBeginTime);
+        continue;
+      }
+      if (auto [reason, detail] = CheckDependencies(j); reason != PendingReason::kNone) {
+        Wait(j, reason, std::move(detail));
+        continue;
+      }
+      const Request* req = &j.request;
+      if (req->inventory_version != inv_.version()) {
+        if (j.spec == nullptr) {
+          Wait(j, PendingReason::kUnsatisfiable, "the request was compiled for another cluster layout");
+          continue;
+        }
+        Result<Request> r = CompileRequest(inv_, *j.spec);
+        if (!r.ok()) {
+          Wait(j, PendingReason::kUnsatisfiable, r.status().message());
+          continue;
+        }
+        recompiled_.push_back(std::move(r).value());
+        req = &recompiled_.back();
+      }
+      const Status* sat = satisfiable_.Find(*req);
+      if (sat == nullptr) {
+        satisfiable_.Put(*req, CheckSatisfiable(inv_, *req));
+        sat = satisfiable_.Find(*req);
+      }
+      if (!sat->ok()) {
+        Wait(j, PendingReason::kUnsatisfiable, sat->message());
+        continue;
+      }
+      const Partition& part = inv_.partitions()[static_cast<size_t>(req->partition)];
+      if (!part.up) {
+        Wait(j, PendingReason::kPartitionDown, fmt::format("partition '{}' is down", part.name));
+        continue;
+      }
+      if (std::string limit = PartitionLimit(part, j, *req); !limit.empty()) {
+        Wait(j, PendingReason::kPartitionLimit, std::move(limit));
+        continue;
+      }
+      order.push_back(Entry{i, req, JobRank{part.priority_tier, policy_.sort().Value(sort_ctx_, j)}, j.submit, j.id});
+    }
+    return order;
+  }
+
+  static std::string PartitionLimit(const Partition& part, const JobInfo& j, const Request& req) {
+    if (part.max_time.count() > 0 && req.time_limit > part.max_time) {
+      return fmt::format("time limit {} exceeds partition '{}' maximum {}", FormatDuration(req.time_limit),
+                         part.name, FormatDuration(part.max_time));
+    }
+    if (part.max_nodes_per_job > 0 && req.nodes > part.max_nodes_per_job) {
+      return fmt::format("{} nodes exceed partition '{}' maximum {}", req.nodes, part.name, part.max_nodes_per_job);
+    }
+    if (part.max_gpus_per_job > 0 && req.total_gpus > part.max_gpus_per_job) {
+      return fmt::format("{} GPUs exceed partition '{}' maximum {}", req.total_gpus, part.name,
+                         part.max_gpus_per_job);
+    }
+    if (j.spec != nullptr && !part.AllowsAccount(j.spec->account)) {
+      return fmt::format("account '{}' may not use partition '{}'", j.spec->account, part.name);
+    }
+    return {};
+  }
+
+  bool OverAccountLimit(const JobInfo& j, const Request& req, std::string* detail) const {
+    if (j.account < 0 || static_cast<size_t>(j.account) >= snap_.accounts.size()) return false;
+    const AccountInfo& a = snap_.accounts[static_cast<size_t>(j.account)];
+    if (a.max_gpus <= 0) return false;
+    const int held = account_gpus_[static_cast<size_t>(j.account)];
+    if (held + req.total_gpus <= a.max_gpus) return false;
+    *detail = fmt::format("account '{}' holds {} of its {} GPUs", a.name, held, a.max_gpus);
+    return true;
+  }
+
+  // Places on `state`, remembering shapes that did not fit in `memo`.
+  std::optional<Allocation> TryPlace(const WorkingState& state, const Request& req, ShapeMemo<bool>& memo) {
+    if (memo.Find(req) != nullptr) {
+      ++plan_.stats.shape_cache_hits;
+      return std::nullopt;
+    }
+    PlaceContext ctx = Ctx();
+    std::optional<Allocation> a = Place(state, req, ctx);
+    if (!a) memo.Put(req, true);
+    return a;
+  }
+
+  // Why a job that does not fit now waits.
+  std::pair<PendingReason, std::string> Classify(const Request& req) {
+    if (const auto* c = classified_.Find(req)) return *c;
+    std::pair<PendingReason, std::string> out{PendingReason::kResources, {}};
+    Status cap = CheckCapacity(inv_, req, snap_.nodes);
+    if (!cap.ok()) {
+      out = {PendingReason::kNodesUnavailable, cap.message()};
+      const uint64_t all_models = inv_.models().size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << inv_.models().size()) - 1;
+      if (req.shape != Shape::kCpuOnly && (req.model_mask & all_models) != all_models) {
+        bool any_usable = false;
+        for (NodeIndex n = 0; n < inv_.size() && !any_usable; ++n) {
+          const NodeStatus st = n < snap_.nodes.size() ? snap_.nodes[n] : NodeStatus{};
+          any_usable = st.state == NodeState::kUp && NodeEligible(inv_.node(n), req);
+        }
+        if (!any_usable) {
+          out = {PendingReason::kGpuModelUnavailable,
+                 fmt::format("no usable node has GPU model {}", inv_.ModelNames(req.model_mask))};
+        }
+      }
+    }
+    classified_.Put(req, out);
+    return out;
+  }
+
+  void Walk(const Entry& e) {
+    const JobInfo& j = snap_.pending[e.index];
+    const Request& req = *e.req;
+    std::string detail;
+    if (OverAccountLimit(j, req, &detail)) {
+      Wait(j, PendingReason::kAccountLimit, std::move(detail));
+      return;
+    }
+    const QueueMode mode = policy_.queue_mode();
+    if (mode == QueueMode::kStrict && blocked_partition_ >> req.partition & 1) {
+      Wait(j, PendingReason::kPriority);
+      return;
+    }
+    const bool long_job = reservation_ && now_ + req.time_limit > reservation_->start;
+    std::optional<Allocation> alloc =
+        long_job ? TryPlace(*long_ok_, req, long_memo_) : TryPlace(now_state_, req, now_memo_);
+    if (alloc) {
+      Commit(j, std::move(*alloc), long_job, /*after_preemption=*/false);
+      return;
+    }
+    if (long_job && TryPlace(now_state_, req, now_memo_)) {
+      // It would fit now, but only on what the reservation needs.
+      Wait(j, PendingReason::kPriority);
+      return;
+    }
+    if (policy_.preempt() != nullptr && TryPreempt(e)) return;
+    auto [reason, why] = Classify(req);
+    PendingDecision d;
+    d.job = j.id;
+    d.reason = reason;
+    d.detail = std::move(why);
+    if (mode == QueueMode::kBackfill && !reservation_ && reason == PendingReason::kResources) Reserve(req, d);
+    if (mode == QueueMode::kStrict) blocked_partition_ |= uint64_t{1} << req.partition;
+    plan_.pending.push_back(std::move(d));
+  }
+
+  void Commit(const JobInfo& j, Allocation alloc, bool long_job, bool after_preemption) {
+    if (!after_preemption) now_state_.Allocate(alloc);
+    if (reservation_) {
+      if (long_job) SHOAL_CHECK(shadow_->Allocate(alloc), "backfill placement outside the inventory");
+      for (const NodeAllocation& na : alloc.nodes) {
+        const NodeIndex n = *inv_.IndexOf(na.node);
+        long_ok_->SetToMin(n, now_state_, *shadow_);
+      }
+    }
+    ChargeAccount(j, alloc.TotalGpus());
+    ends_.push_back({now_ + j.request.time_limit, plan_.starts.size()});
+    StartDecision s;
+    s.job = j.id;
+    s.allocation = std::move(alloc);
+    s.backfilled = reservation_.has_value();
+    s.after_preemption = after_preemption;
+    if (s.backfilled) ++plan_.stats.backfilled;
+    plan_.starts.push_back(std::move(s));
+    ++plan_.stats.started;
+  }
+
+  // EASY backfill: the earliest time the running jobs' time limits free room
+  // for `req`, and where it would run then.
+  void Reserve(const Request& req, PendingDecision& d) {
+    WorkingState shadow = now_state_;
+    struct Release {
+      Time at;
+      const Allocation* alloc;
+    };
+    std::vector<Release> releases;
+    for (size_t k = 0; k < snap_.running.size(); ++k) {
+      const JobInfo& r = snap_.running[k];
+      if (preempted_[k] || r.allocation == nullptr) continue;
+      releases.push_back({std::max(r.expected_end, now_), r.allocation});
+    }
+    for (const auto& [at, index] : ends_) releases.push_back({at, &plan_.starts[index].allocation});
+    std::stable_sort(releases.begin(), releases.end(), [](const Release& a, const Release& b) { return a.at < b.at; });
+    const NodeBitset& eligible = eligibility_.Eligible(req);
+    const bool count_gpus = req.shape != Shape::kCpuOnly && req.gpu_milli >= kMilliPerGpu;
+    int64_t free_gpus = 0;
+    if (count_gpus) {
+      NodeBitset::ForEachAnd(shadow.AtLeast(1), eligible, [&](NodeIndex n) {
+        free_gpus += shadow.FreeWhole(n);
+        return true;
+      });
+    }
+    std::optional<Allocation> found;
+    Time at = now_;
+    for (size_t i = 0; i < releases.size() && !found;) {
+      at = releases[i].at;
+      for (; i < releases.size() && releases[i].at == at; ++i) {
+        for (const NodeAllocation& na : releases[i].alloc->nodes) {
+          auto n = inv_.IndexOf(na.node);
+          if (!n) continue;
+          const int before = shadow.FreeWhole(*n);
+          shadow.Release(*n, na);
+          if (count_gpus && eligible.Test(*n) && shadow.Usable(*n)) free_gpus += shadow.FreeWhole(*n) - before;
+        }
+      }
+      if (count_gpus && free_gpus < req.total_gpus) continue;
+      PlaceContext ctx = Ctx();
+      found = Place(shadow, req, ctx);
+    }
+    if (!found) return;  // even an empty cluster would not do: nodes are down
+    SHOAL_CHECK(shadow.Allocate(*found), "reservation outside the inventory");
+    d.estimated_start = at;
+    for (const NodeAllocation& na : found->nodes) d.planned_nodes.push_back(na.node);
+    reservation_ = Reservation{at, d.job};
+    long_ok_ = WorkingState::Min(now_state_, shadow);
+    shadow_ = std::move(shadow);
+    long_memo_.Clear();
+  }
+
+  // Frees lower-ranked running jobs, worst first, until `e` fits; keeps only
+  // the victims whose resources the placement needs.
+  bool TryPreempt(const Entry& e) {
+    if (reservation_ || preemptions_ >= params_.max_preemptions_per_pass) return false;
+    const JobInfo& j = snap_.pending[e.index];
+    const Request& req = *e.req;
+    if (running_ranks_.empty()) {
+      for (const JobInfo& r : snap_.running) {
+        const int tier = inv_.partitions()[static_cast<size_t>(std::clamp(r.request.partition, 0, static_cast<int>(inv_.partitions().size()) - 1))].priority_tier;
+        running_ranks_.push_back({tier, policy_.sort().Value(sort_ctx_, r)});
+      }
+    }
+    std::vector<size_t> victims;
+    for (size_t k = 0; k < snap_.running.size(); ++k) {
+      const JobInfo& r = snap_.running[k];
+      if (preempted_[k] || r.allocation == nullptr || !r.preemptible) continue;
+      if (now_ - r.start < params_.min_run_before_preempt) continue;
+      if (!policy_.preempt()->MayPreempt(j, e.rank, r, running_ranks_[k])) continue;
+      victims.push_back(k);
+    }
+    if (victims.empty()) return false;
+    std::sort(victims.begin(), victims.end(), [&](size_t a, size_t b) {
+      const JobRank& ra = running_ranks_[a];
+      const JobRank& rb = running_ranks_[b];
+      if (ra.tier != rb.tier) return ra.tier < rb.tier;
+      if (ra.value != rb.value) return ra.value > rb.value;
+      const JobInfo& ja = snap_.running[a];
+      const JobInfo& jb = snap_.running[b];
+      if (ja.start != jb.start) return ja.start > jb.start;
+      return ja.id > jb.id;
+    });
+    std::vector<size_t> released;
+    std::optional<Allocation> alloc;
+    for (size_t k : victims) {
+      now_state_.Release(*snap_.running[k].allocation);
+      released.push_back(k);
+      PlaceContext ctx = Ctx();
+      alloc = Place(now_state_, req, ctx);
+      if (alloc) break;
+    }
+    if (!alloc) {
+      for (size_t k : released) now_state_.Allocate(*snap_.running[k].allocation);
+      return false;
+    }
+    now_state_.Allocate(*alloc);
+    for (auto it = released.rbegin(); it != released.rend(); ++it) {
+      const JobInfo& v = snap_.running[*it];
+      if (now_state_.CanAllocate(*v.allocation).ok()) {
+        now_state_.Allocate(*v.allocation);  // not needed after all
+        continue;
+      }
+      preempted_[*it] = true;
+      ++preemptions_;
+      ++plan_.stats.preempted;
+      ChargeAccount(v, -v.allocation->TotalGpus());
+      plan_.preemptions.push_back({v.id, j.id});
+    }
+    now_memo_.Clear();
+    Commit(j, std::move(*alloc), false, /*after_preemption=*/true);
+    return true;
+  }
+
+  const Snapshot& snap_;
+  const Inventory& inv_;
+  const Time now_;
+  const Policy& policy_;
+  const PolicyParams& params_;
+  WorkingState now_state_;
+  EligibilityCache eligibility_;
+  Rng rng_;
+  SortContext sort_ctx_;
+  std::unique_ptr<ScorePass> pass_;
+  Plan plan_;
+  std::deque<Request> recompiled_;
+  ShapeMemo<Status> satisfiable_;
+  ShapeMemo<std::pair<PendingReason, std::string>> classified_;
+  ShapeMemo<bool> now_memo_;
+  ShapeMemo<bool> long_memo_;
+  std::vector<int> account_gpus_;
+  std::vector<bool> preempted_;
+  std::vector<JobRank> running_ranks_;
+  std::vector<std::pair<Time, size_t>> ends_;  // started this pass: expected end, index in plan_.starts
+  uint64_t blocked_partition_ = 0;
+  int preemptions_ = 0;
+  std::optional<Reservation> reservation_;
+  std::optional<WorkingState> shadow_;
+  std::optional<WorkingState> long_ok_;
+};
+
+}  // namespace
+
+Plan Schedule(const Snapshot& snapshot, Time now, const Policy& policy) {
+  SHOAL_CHECK(snapshot.inventory != nullptr, "a snapshot needs an inventory");
+  Cycle cycle(snapshot, now, policy);
+  return cycle.Run();
+}
+
+}  // namespace shoal::sched

@@ -1,0 +1,29 @@
+// The scheduling cycle.
+//
+// Schedule() is a pure function: no clock, threads, I/O or globals; the same
+// snapshot, time and policy always give the same plan. The controller and the
+// simulator both call it (DESIGN.md, boundary 1).
+//
+// One pass:
+//  1. screen: held, begin time, dependencies, unsatisfiable requests and
+//     partition limits give their reasons without touching resources;
+//  2. sort the rest with the policy's sort plugin (partition tier first);
+//  3. walk them in order, placing each with the policy's score plugin. In
+//     strict mode a job that cannot start blocks its partition; in backfill
+//     mode the first such job gets a reservation at the earliest time the
+//     running jobs' time limits free enough room, and later jobs start only
+//     if they end before it or stay off the resources it needs (EASY); with
+//     a preempt plugin a blocked job may displace lower-ranked running jobs.
+// Every pending job not started gets a reason.
+#pragma once
+
+#include "core/time.h"
+#include "sched/plan.h"
+#include "sched/policy.h"
+#include "sched/snapshot.h"
+
+namespace shoal::sched {
+
+Plan Schedule(const Snapshot& snapshot, Time now, const Policy& policy);
+
+}  // namespace shoal::sched

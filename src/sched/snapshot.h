@@ -1,0 +1,74 @@
+// The scheduler's whole input besides the time and the policy: the cluster as
+// it is at one instant (STYLE habit 1).
+//
+// A Snapshot is a view: JobInfo points at specs, dependencies and allocations
+// owned by the caller, which must outlive the Schedule() call. Nothing in it
+// is modified by the scheduler.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/job.h"
+#include "core/time.h"
+#include "sched/inventory.h"
+#include "sched/request.h"
+
+namespace shoal::sched {
+
+// A node's state and which of its GPUs are healthy; parallel to Inventory::nodes().
+struct NodeStatus {
+  NodeState state = NodeState::kUp;
+  uint64_t unhealthy_gpus = 0;
+};
+
+struct AccountInfo {
+  std::string name;
+  double shares = 1.0;
+  double usage_gpu_s = 0;  // decayed GPU-seconds (see DecayUsage)
+  int max_gpus = 0;        // 0: no limit
+};
+
+struct JobInfo {
+  JobId id;
+  const JobSpec* spec = nullptr;  // optional: used for explanations and to recompile a stale request
+  Request request;
+  Time submit{};                  // when it was submitted (age)
+  int account = -1;               // index into Snapshot::accounts; -1: none
+  double qos_factor = 0;          // 0..1, from the job's QoS
+  int64_t admin_priority = 0;     // > 0: replaces the computed priority
+  double attained_gpu_s = 0;      // GPU-seconds of service received so far
+  double oracle_remaining_s = -1; // simulation only: true remaining run time; < 0 when unknown
+
+  // Pending jobs.
+  bool held = false;
+  std::optional<Time> begin_time;
+  const std::vector<Dependency>* dependencies = nullptr;
+  Time queued_since{};            // when it last became pending
+
+  // Running jobs.
+  const Allocation* allocation = nullptr;
+  Time start{};
+  Time expected_end{};            // when the scheduler may count on it being gone (start + time limit)
+  bool preemptible = false;
+};
+
+struct Snapshot {
+  std::shared_ptr<const Inventory> inventory;
+  std::vector<NodeStatus> nodes;  // empty: every node up and healthy
+  std::vector<JobInfo> running;
+  std::vector<JobInfo> pending;
+  std::vector<AccountInfo> accounts;
+  // The states of the jobs that pending jobs depend on. A dependency on a job
+  // missing here can never be satisfied.
+  std::unordered_map<JobId, JobState> dependency_states;
+};
+
+// Decays usage with a half-life: usage * 2^(-elapsed / half_life), as Slurm's
+// PriorityDecayHalfLife does.
+double DecayUsage(double usage, Duration elapsed, Duration half_life);
+
+}  // namespace shoal::sched

@@ -1,0 +1,169 @@
+#include "sched/working_state.h"
+
+#include <algorithm>
+#include <bit>
+
+#include <fmt/format.h>
+
+namespace shoal::sched {
+
+WorkingState::WorkingState(const Inventory& inv, const std::vector<NodeStatus>& status) : inv_(&inv) {
+  const size_t n = inv.size();
+  cpu_free_.resize(n);
+  mem_free_.resize(n);
+  free_mask_.resize(n);
+  healthy_.resize(n);
+  jobs_.assign(n, 0);
+  exclusive_.assign(n, 0);
+  version_.assign(n, 0);
+  offset_.resize(n + 1);
+  leaf_free_.assign(inv.leaves().size(), 0);
+  leaf_usable_.assign(inv.leaves().size(), 0);
+  at_least_.assign(static_cast<size_t>(inv.max_gpus_per_node()) + 1, NodeBitset(n));
+  uint32_t offset = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const InvNode& node = inv.node(static_cast<NodeIndex>(i));
+    offset_[i] = offset;
+    offset += static_cast<uint32_t>(node.gpu_count);
+    cpu_free_[i] = node.cpu_milli;
+    mem_free_[i] = node.mem_mib;
+    const NodeStatus st = i < status.size() ? status[i] : NodeStatus{};
+    healthy_[i] = node.all_gpus & ~st.unhealthy_gpus;
+    free_mask_[i] = healthy_[i];
+    if (st.state == NodeState::kUp) {
+      const int free = std::popcount(free_mask_[i]);
+      for (int k = 0; k <= free; ++k) at_least_[static_cast<size_t>(k)].Set(i);
+      leaf_free_[node.leaf] += free;
+      leaf_usable_[node.leaf] += free;
+    }
+  }
+  offset_[n] = offset;
+  used_milli_.assign(offset, 0);
+}
+
+int WorkingState::FreeWhole(NodeIndex n) const { return std::popcount(free_mask_[n]); }
+
+uint64_t WorkingState::FitGpus(NodeIndex n, const NodeDemand& d) const {
+  const InvNode& node = inv_->node(n);
+  const uint64_t allowed = node.GpusOfModels(d.model_mask) & healthy_[n];
+  if (d.gpu_milli >= kMilliPerGpu) return free_mask_[n] & allowed;
+  uint64_t out = 0;
+  const int16_t* used = &used_milli_[offset_[n]];
+  for (uint64_t bits = allowed; bits != 0; bits &= bits - 1) {
+    const int g = std::countr_zero(bits);
+    if (kMilliPerGpu - used[g] >= d.gpu_milli) out |= uint64_t{1} << g;
+  }
+  return out;
+}
+
+bool WorkingState::Fits(NodeIndex n, const NodeDemand& d) const {
+  if (!Usable(n) || exclusive_[n]) return false;
+  if (d.exclusive && jobs_[n] != 0) return false;
+  if (cpu_free_[n] < d.cpu_milli || mem_free_[n] < d.mem_mib) return false;
+  if (d.gpus == 0) return true;
+  return std::popcount(FitGpus(n, d)) >= d.gpus;
+}
+
+void WorkingState::Apply(NodeIndex n, const NodeAllocation& a, int sign) {
+  const int old_free = std::popcount(free_mask_[n]);
+  cpu_free_[n] -= sign * a.cpu_milli;
+  mem_free_[n] -= sign * a.mem_mib;
+  int16_t* used = &used_milli_[offset_[n]];
+  for (uint64_t bits = a.gpu_mask; bits != 0; bits &= bits - 1) {
+    const int g = std::countr_zero(bits);
+    used[g] = static_cast<int16_t>(used[g] + sign * a.gpu_milli);
+    const uint64_t bit = uint64_t{1} << g;
+    if (used[g] == 0 && (healthy_[n] & bit)) {
+      free_mask_[n] |= bit;
+    } else {
+      free_mask_[n] &= ~bit;
+    }
+  }
+  jobs_[n] = static_cast<uint32_t>(static_cast<int>(jobs_[n]) + sign);
+  if (a.exclusive) exclusive_[n] = sign > 0 ? 1 : 0;
+  ++version_[n];
+  Reindex(n, old_free);
+}
+
+void WorkingState::Reindex(NodeIndex n, int old_free) {
+  if (!Usable(n)) return;
+  const int new_free = std::popcount(free_mask_[n]);
+  if (new_free == old_free) return;
+  for (int k = std::min(old_free, new_free) + 1; k <= std::max(old_free, new_free); ++k) {
+    if (new_free > old_free) {
+      at_least_[static_cast<size_t>(k)].Set(n);
+    } else {
+      at_least_[static_cast<size_t>(k)].Clear(n);
+    }
+  }
+  leaf_free_[inv_->node(n).leaf] += new_free - old_free;
+}
+
+bool WorkingState::Allocate(const Allocation& a) {
+  for (const NodeAllocation& na : a.nodes) {
+    if (!inv_->IndexOf(na.node)) return false;
+  }
+  for (const NodeAllocation& na : a.nodes) Allocate(*inv_->IndexOf(na.node), na);
+  return true;
+}
+
+bool WorkingState::Release(const Allocation& a) {
+  for (const NodeAllocation& na : a.nodes) {
+    if (!inv_->IndexOf(na.node)) return false;
+  }
+  for (const NodeAllocation& na : a.nodes) Release(*inv_->IndexOf(na.node), na);
+  return true;
+}
+
+Status WorkingState::CanAllocate(const Allocation& a) const {
+  for (const NodeAllocation& na : a.nodes) {
+    auto idx = inv_->IndexOf(na.node);
+    if (!idx) return FailedPrecondition(fmt::format("node {} is not in the cluster", ToString(na.node)));
+    const NodeIndex n = *idx;
+    const InvNode& node = inv_->node(n);
+    if (!Usable(n)) return FailedPrecondition(fmt::format("node {} is not accepting work", node.name));
+    if (exclusive_[n] || (na.exclusive && jobs_[n] != 0)) {
+      return FailedPrecondition(fmt::format("node {} is held exclusively", node.name));
+    }
+    if (cpu_free_[n] < na.cpu_milli || mem_free_[n] < na.mem_mib) {
+      return FailedPrecondition(fmt::format("node {} lacks CPUs or memory", node.name));
+    }
+    if ((na.gpu_mask & ~node.all_gpus) != 0) {
+      return FailedPrecondition(fmt::format("node {} has no GPUs {}", node.name, FormatGpuMask(na.gpu_mask & ~node.all_gpus)));
+    }
+    for (uint64_t bits = na.gpu_mask; bits != 0; bits &= bits - 1) {
+      const int g = std::countr_zero(bits);
+      if (!(healthy_[n] >> g & 1)) return FailedPrecondition(fmt::format("GPU {} of {} is unhealthy", g, node.name));
+      if (kMilliPerGpu - UsedMilli(n, g) < na.gpu_milli) {
+        return FailedPrecondition(fmt::format("GPU {} of {} is taken", g, node.name));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void WorkingState::SetToMin(NodeIndex n, const WorkingState& a, const WorkingState& b) {
+  const int old_free = std::popcount(free_mask_[n]);
+  cpu_free_[n] = std::min(a.cpu_free_[n], b.cpu_free_[n]);
+  mem_free_[n] = std::min(a.mem_free_[n], b.mem_free_[n]);
+  jobs_[n] = std::max(a.jobs_[n], b.jobs_[n]);
+  exclusive_[n] = a.exclusive_[n] | b.exclusive_[n];
+  uint64_t free = healthy_[n];
+  const uint32_t off = offset_[n];
+  const int count = inv_->node(n).gpu_count;
+  for (int g = 0; g < count; ++g) {
+    used_milli_[off + g] = std::max(a.used_milli_[off + g], b.used_milli_[off + g]);
+    if (used_milli_[off + g] != 0) free &= ~(uint64_t{1} << g);
+  }
+  free_mask_[n] = free;
+  ++version_[n];
+  Reindex(n, old_free);
+}
+
+WorkingState WorkingState::Min(const WorkingState& a, const WorkingState& b) {
+  WorkingState out = a;
+  for (NodeIndex n = 0; n < out.size(); ++n) out.SetToMin(n, a, b);
+  return out;
+}
+
+}  // namespace shoal::sched
