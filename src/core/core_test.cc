@@ -1,0 +1,156 @@
+// Table-driven tests of the core vocabulary: statuses, time limits, sizes, dependencies.
+#include <gtest/gtest.h>
+
+#include "core/cluster.h"
+#include "core/job.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "core/time.h"
+
+namespace shoal {
+namespace {
+
+TEST(StatusTest, OkAndErrors) {
+  EXPECT_TRUE(Status::Ok().ok());
+  Status s = InvalidArgument("bad thing");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.ToString(), "invalid_argument: bad thing");
+  EXPECT_EQ(s.WithContext("file.toml:3").message(), "file.toml:3: bad thing");
+}
+
+Result<int> Half(int v) {
+  if (v % 2 != 0) return InvalidArgument("odd");
+  return v / 2;
+}
+
+Result<int> Quarter(int v) {
+  SHOAL_ASSIGN_OR_RETURN(int h, Half(v));
+  return Half(h);
+}
+
+TEST(ResultTest, PropagatesErrors) {
+  EXPECT_EQ(*Quarter(8), 2);
+  EXPECT_FALSE(Quarter(6).ok());
+  EXPECT_EQ(Quarter(6).status().message(), "odd");
+}
+
+TEST(DurationTest, ParsesSlurmForms) {
+  struct Case {
+    const char* text;
+    int64_t seconds;
+  } cases[] = {
+      {"90", 90 * 60},          {"1:30", 90},           {"1:30:00", 5400}, {"2-00:00:00", 172800},
+      {"1-12", 36 * 3600},      {"1-00:30", 86400 + 1800}, {"45m", 2700},  {"2h", 7200},
+      {"3d", 259200},           {"30s", 30},
+  };
+  for (const Case& c : cases) {
+    auto d = ParseDuration(c.text);
+    ASSERT_TRUE(d.ok()) << c.text << ": " << d.status().ToString();
+    EXPECT_EQ(d->count(), c.seconds * 1000) << c.text;
+  }
+  for (const char* bad : {"", "abc", "1:2:3:4", "-5", "1-xx", "5x"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
+}
+
+TEST(DurationTest, Formats) {
+  EXPECT_EQ(FormatDuration(std::chrono::seconds(3725)), "01:02:05");
+  EXPECT_EQ(FormatDuration(std::chrono::hours(49)), "2-01:00:00");
+}
+
+TEST(StringsTest, MemorySizes) {
+  struct Case {
+    const char* text;
+    int64_t mib;
+  } cases[] = {{"512", 512}, {"16384M", 16384}, {"80G", 81920}, {"80GiB", 81920}, {"1T", 1048576}, {"1.5G", 1536}};
+  for (const Case& c : cases) {
+    auto v = ParseMemoryMib(c.text);
+    ASSERT_TRUE(v.ok()) << c.text;
+    EXPECT_EQ(*v, c.mib) << c.text;
+  }
+  EXPECT_FALSE(ParseMemoryMib("12Q").ok());
+  EXPECT_FALSE(ParseMemoryMib("G").ok());
+  EXPECT_EQ(FormatMemoryMib(1536), "1.5G");
+}
+
+TEST(StringsTest, Ranges) {
+  auto v = ParseIntRanges("0-3,6,8-9");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, (std::vector<int>{0, 1, 2, 3, 6, 8, 9}));
+  EXPECT_FALSE(ParseIntRanges("3-1").ok());
+  EXPECT_EQ(FormatGpuMask(0b1011001111), "0-3,6-7,9");
+}
+
+TEST(JobTest, Dependencies) {
+  auto deps = ParseDependencies("afterok:12:13,afternotok:14");
+  ASSERT_TRUE(deps.ok());
+  ASSERT_EQ(deps->size(), 3u);
+  EXPECT_EQ((*deps)[2].type, DependencyType::kAfterNotOk);
+  EXPECT_EQ(FormatDependencies(*deps), "afterok:12,afterok:13,afternotok:14");
+  EXPECT_FALSE(ParseDependencies("after:1").ok());
+  EXPECT_FALSE(ParseDependencies("afterok").ok());
+  EXPECT_FALSE(ParseDependencies("afterok:x").ok());
+}
+
+TEST(JobTest, SpecValidation) {
+  JobSpec s;
+  s.gpus = 4;
+  EXPECT_TRUE(s.Validate().ok());
+  s.gpu_milli = 0;
+  EXPECT_FALSE(s.Validate().ok());
+  s.gpu_milli = 1000;
+  s.nodes = 2;
+  s.gpus_per_node = 4;
+  s.gpus = 6;
+  EXPECT_FALSE(s.Validate().ok()) << "6 total does not match 2 x 4";
+  s.gpus = 8;
+  EXPECT_TRUE(s.Validate().ok());
+  EXPECT_EQ(s.TotalGpus(), 8);
+}
+
+TEST(ClusterTest, GpuModelMatching) {
+  EXPECT_TRUE(GpuModelMatches("h100", "H100-SXM-80GB"));
+  EXPECT_TRUE(GpuModelMatches("H100-SXM-80GB", "H100-SXM-80GB"));
+  EXPECT_FALSE(GpuModelMatches("h10", "H100-SXM-80GB"));
+  EXPECT_FALSE(GpuModelMatches("a100", "H100-SXM-80GB"));
+  EXPECT_TRUE(GpuModelMatches("V100M16", "v100m16"));
+}
+
+TEST(ClusterTest, Validation) {
+  Cluster c;
+  c.nodes.resize(2);
+  c.nodes[0].name = "a";
+  c.nodes[1].name = "a";
+  EXPECT_FALSE(c.Validate().ok());
+  c.nodes[1].name = "b";
+  c.nodes[1].partitions = {"nope"};
+  EXPECT_FALSE(c.Validate().ok());
+  c.nodes[1].partitions.clear();
+  EXPECT_TRUE(c.Validate().ok());
+  Partition p;
+  p.name = "p";
+  c.partitions.push_back(p);
+  EXPECT_FALSE(c.Validate().ok()) << "no default partition";
+  c.partitions[0].is_default = true;
+  EXPECT_TRUE(c.Validate().ok());
+}
+
+TEST(NetworkPlaceTest, Parses) {
+  EXPECT_EQ(NetworkPlace::Parse("spine1/leaf3")->ToString(), "spine1/leaf3");
+  EXPECT_EQ(NetworkPlace::Parse("leaf3")->spine, "spine0");
+  EXPECT_FALSE(NetworkPlace::Parse("a/b/c").ok());
+  EXPECT_FALSE(NetworkPlace::Parse("/x").ok());
+}
+
+TEST(RngTest, SeededAndUniform) {
+  Rng a(42), b(42);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(a.Next(), b.Next());
+  Rng r(7);
+  int counts[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 40000; ++i) counts[r.Uniform(4)]++;
+  for (int c : counts) EXPECT_NEAR(c, 10000, 600);
+}
+
+}  // namespace
+}  // namespace shoal
