@@ -1,0 +1,39 @@
+# Shoal on a fresh Debian 12 machine:
+#   make run    installs what it needs, builds, and runs the main job
+#   make test   installs what it needs, builds, and runs every test
+PRESET ?= release
+BUILD := build/$(PRESET)
+SHOAL := $(BUILD)/src/cli/shoal
+
+.PHONY: all deps configure build run test bench sanitize clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+configure: deps
+	@cmake --preset $(PRESET) > /dev/null
+
+build: configure
+	@cmake --build --preset $(PRESET)
+
+# The main job, for now: the shipped Microsoft ITP trace replayed through the
+# scheduler under five policies on a 128-GPU cluster.
+run: build
+	$(SHOAL) sim --cluster examples/clusters/itp-16x8-a100.toml \
+	  --trace data/traces/microsoft-itp-2021/cluster01.csv \
+	  --policy fifo,backfill,multifactor,las,oracle
+
+test: build
+	@ctest --preset $(PRESET) -j 2
+
+# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+sanitize:
+	@$(MAKE) --no-print-directory PRESET=asan-ubsan test
+
+bench: build
+	@./bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build

@@ -1,0 +1,49 @@
+// shoal: one binary, one subcommand per stage of a GPU cluster's life.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(const std::vector<std::string>&);
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"sim", shoal::cli::RunSim, "replay a job trace through the scheduler on a cluster"},
+};
+
+void Usage(FILE* out) {
+  std::fprintf(out, "usage: shoal <command> [options]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n`shoal <command> --help` describes a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    std::printf("shoal %s\n", SHOAL_VERSION);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (name == c.name) return c.run(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  std::fprintf(stderr, "shoal: unknown command '%s'\n\n", name.c_str());
+  Usage(stderr);
+  return 2;
+}

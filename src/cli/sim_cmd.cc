@@ -1,0 +1,203 @@
+// shoal sim: replay a trace through the real scheduler, one or more policies side by side.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/strings.h"
+#include "sched/policy.h"
+#include "sim/engine.h"
+#include "sim/inputs.h"
+#include "sim/report.h"
+#include "trace/cluster_file.h"
+
+namespace shoal::cli {
+
+namespace {
+
+struct SimArgs {
+  std::string cluster;
+  std::string trace;
+  std::string format = "auto";
+  std::string policies = "fifo,backfill,multifactor,las";
+  std::string mode = "replay";
+  std::string limits = "x2";
+  std::string restart_cost = "30s";
+  std::string series;
+  uint64_t seed = 1;
+  double fill_target = 1.3;
+  int max_jobs = 0;
+  bool json = false;
+  bool csv = false;
+  bool no_invariants = false;
+  bool list = false;
+  bool progress = false;
+  bool no_progress = false;
+};
+
+void PrintPolicies() {
+  std::printf("policies (use several with commas; override parts with name:key=value):\n");
+  for (const std::string& name : sched::Policy::PresetNames(true)) {
+    auto p = sched::Policy::Preset(name);
+    auto policy = sched::Policy::Create(*p, sched::BuiltinRegistry(), {true});
+    std::printf("  %s\n", policy->Describe().c_str());
+  }
+}
+
+}  // namespace
+
+int RunSim(const std::vector<std::string>& raw) {
+  SimArgs a;
+  CLI::App app{"Replay a job trace through Shoal's scheduler on a cluster (discrete-event, virtual time).", "shoal sim"};
+  app.add_option("--cluster,-c", a.cluster,
+                 "cluster: a Shoal cluster file (.toml), an openb/PAI/spot node list (.csv) or a Gavel cluster spec "
+                 "(.json); optional when the trace comes with its own nodes");
+  app.add_option("--trace,-t", a.trace, "trace file, or a directory of trace files (each file an account)");
+  app.add_option("--format", a.format, "trace format: auto, itp, gavel, pollux, openb");
+  app.add_option("--policy,-p", a.policies, "policies to compare, comma-separated (see --list-policies)");
+  app.add_option("--mode", a.mode, "replay (arrivals and run times from the trace) or fill (FGD-style placement)");
+  app.add_option("--time-limits", a.limits, "time limits the scheduler sees: exact, xK (K times the true run time), default");
+  app.add_option("--restart-cost", a.restart_cost, "time lost by a preempted job when it restarts");
+  app.add_option("--seed", a.seed, "seed for every random choice");
+  app.add_option("--fill-target", a.fill_target, "fill mode: arrived GPU demand to reach, as a multiple of the cluster's GPUs");
+  app.add_option("--max-jobs", a.max_jobs, "use only the first N jobs of the trace");
+  app.add_option("--series", a.series, "write the utilisation series (or fill curve) to this CSV file");
+  app.add_flag("--json", a.json, "print JSON");
+  app.add_flag("--csv", a.csv, "print CSV (one row per policy)");
+  app.add_flag("--no-invariants", a.no_invariants, "skip the invariant checks after every event");
+  app.add_flag("--progress", a.progress, "print a progress line every second (default when stderr is a terminal)");
+  app.add_flag("--no-progress", a.no_progress, "no progress line");
+  app.add_flag("--list-policies", a.list, "list the policies and exit");
+  std::vector<std::string> args(raw.rbegin(), raw.rend());
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "shoal sim: " << e.what() << "\n";
+    return 2;
+  }
+  if (a.list) {
+    PrintPolicies();
+    return 0;
+  }
+  if (a.trace.empty()) {
+    std::cerr << "shoal sim: --trace is required (shoal sim --help)\n";
+    return 2;
+  }
+  if (a.json && a.csv) {
+    std::cerr << "shoal sim: choose one of --json and --csv\n";
+    return 2;
+  }
+  sim::SimOptions opts;
+  opts.seed = a.seed;
+  opts.fill_target = a.fill_target;
+  opts.check_invariants = !a.no_invariants;
+  if (a.mode == "fill") {
+    opts.mode = sim::Mode::kFill;
+  } else if (a.mode != "replay") {
+    std::cerr << "shoal sim: --mode is replay or fill\n";
+    return 2;
+  }
+  auto limits = sim::ParseLimitModel(a.limits);
+  if (!limits.ok()) {
+    std::cerr << "shoal sim: " << limits.status().message() << "\n";
+    return 2;
+  }
+  opts.limits = *limits;
+  auto restart = ParseDuration(a.restart_cost);
+  if (!restart.ok()) {
+    std::cerr << "shoal sim: --restart-cost: " << restart.status().message() << "\n";
+    return 2;
+  }
+  opts.restart_cost = *restart;
+  std::vector<sched::PolicyParams> policies;
+  for (std::string_view p : Split(a.policies, ',')) {
+    auto params = sched::Policy::Preset(Trim(p));
+    if (!params.ok()) {
+      std::cerr << "shoal sim: " << params.status().message() << "\n";
+      return 2;
+    }
+    auto check = sched::Policy::Create(*params, sched::BuiltinRegistry(), {true});
+    if (!check.ok()) {
+      std::cerr << "shoal sim: policy '" << p << "': " << check.status().message() << "\n";
+      return 2;
+    }
+    policies.push_back(*params);
+  }
+
+  trace::TraceOptions topts;
+  topts.format = a.format;
+  topts.max_jobs = a.max_jobs;
+  auto tr = sim::LoadTraceInput(a.trace, topts);
+  if (!tr.ok()) {
+    std::cerr << "shoal sim: " << tr.status().message() << "\n";
+    return 1;
+  }
+  Cluster cluster;
+  if (!a.cluster.empty()) {
+    auto c = trace::LoadCluster(a.cluster);
+    if (!c.ok()) {
+      std::cerr << "shoal sim: " << c.status().message() << "\n";
+      return 1;
+    }
+    cluster = std::move(c).value();
+  } else if (tr->cluster) {
+    cluster = *tr->cluster;
+  } else {
+    std::cerr << "shoal sim: this trace has no nodes of its own; give a --cluster (examples/clusters has some)\n";
+    return 2;
+  }
+
+  SystemClock wall;
+  opts.wall_clock = &wall;
+  const bool progress = !a.no_progress && (a.progress || isatty(STDERR_FILENO));
+  if (progress) {
+    opts.progress = [](const sim::Progress& p) {
+      std::fprintf(stderr, "\r[%s] t=%s  finished %zu/%zu  pending %zu  running %zu   ", p.policy.c_str(),
+                   FormatDuration(p.now.time_since_epoch()).c_str(), p.finished, p.total, p.pending, p.running);
+      std::fflush(stderr);
+    };
+  }
+  std::vector<sim::SimResult> results;
+  for (const sched::PolicyParams& p : policies) {
+    auto r = sim::Simulate(cluster, *tr, p, opts);
+    if (progress) std::fprintf(stderr, "\r%80s\r", "");
+    if (!r.ok()) {
+      std::cerr << "shoal sim: " << r.status().message() << "\n";
+      return 1;
+    }
+    results.push_back(std::move(r).value());
+  }
+  sim::ReportContext ctx;
+  ctx.cluster = a.cluster.empty() ? a.trace + " (its own nodes)" : a.cluster;
+  ctx.trace = a.trace;
+  ctx.gpus = cluster.TotalGpus();
+  ctx.nodes = static_cast<int>(cluster.nodes.size());
+  ctx.limits = sim::FormatLimitModel(opts.limits);
+  ctx.seed = a.seed;
+  if (!a.series.empty()) {
+    std::ofstream out(a.series);
+    out << sim::RenderSeriesCsv(results);
+    if (!out) {
+      std::cerr << "shoal sim: cannot write " << a.series << "\n";
+      return 1;
+    }
+  }
+  if (a.json) {
+    std::cout << sim::RenderJson(ctx, results);
+  } else if (a.csv) {
+    std::cout << sim::RenderCsv(ctx, results);
+  } else {
+    std::cout << sim::RenderTable(ctx, results);
+  }
+  return 0;
+}
+
+}  // namespace shoal::cli

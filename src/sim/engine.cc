@@ -1,0 +1,675 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <queue>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/rng.h"
+#include "core/strings.h"
+#include "sched/fragmentation.h"
+#include "sched/inventory.h"
+#include "sched/schedule.h"
+#include "sim/ledger.h"
+
+namespace shoal::sim {
+
+Result<LimitModel> ParseLimitModel(std::string_view text) {
+  const std::string s = ToLower(Trim(text));
+  LimitModel m;
+  if (s == "exact") {
+    m.kind = LimitModel::kExact;
+    return m;
+  }
+  if (s == "default" || s == "partition") {
+    m.kind = LimitModel::kPartitionDefault;
+    return m;
+  }
+  std::string_view num = s;
+  if (!num.empty() && (num[0] == 'x' || num[0] == '*')) num.remove_prefix(1);
+  auto f = ParseDouble(num);
+  if (!f.ok() || *f < 1.0) {
+    return InvalidArgument(fmt::format("time-limit estimate '{}': use exact, default, or a factor >= 1 like x2", text));
+  }
+  m.kind = LimitModel::kFactor;
+  m.factor = *f;
+  return m;
+}
+
+std::string FormatLimitModel(const LimitModel& m) {
+  switch (m.kind) {
+    case LimitModel::kExact: return "exact";
+    case LimitModel::kPartitionDefault: return "default";
+    case LimitModel::kFactor: return fmt::format("x{:g}", m.factor);
+  }
+  return "?";
+}
+
+namespace {
+
+using sched::NodeIndex;
+
+struct SimJob {
+  const trace::TraceJob* t = nullptr;
+  sched::Request req;
+  int account = -1;
+  enum class Phase : uint8_t { kFuture, kPending, kRunning, kDone } phase = Phase::kFuture;
+  Time submit{};
+  Time first_start = kTimeNever;
+  Time seg_start{};
+  Time end = kTimeNever;
+  Time queued_since{};
+  double ref_s = 0;          // true run time on the reference GPU
+  double seg_duration_s = 0; // the whole job's run time on the GPUs it has now
+  double seg_overhead_s = 0; // restart cost paid at the start of this run
+  double remaining = 1.0;    // fraction of the work left when this run began
+  double attained_gpu_s = 0; // GPU-seconds held before this run
+  Allocation alloc;
+  uint64_t epoch = 0;
+  uint32_t running_pos = 0;
+  int restarts = 0;
+  JobState state = JobState::kPending;
+};
+
+enum class EventType : uint8_t { kFinish, kTimeLimit, kWakeup };
+
+struct Event {
+  Time at;
+  uint64_t seq;
+  EventType type;
+  uint32_t job;
+  uint64_t epoch;
+};
+
+struct EventLater {
+  bool operator()(const Event& a, const Event& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+};
+
+JobSpec SpecFor(const trace::TraceJob& t) {
+  JobSpec s;
+  s.name = t.name;
+  s.account = t.account;
+  s.gpu_milli = t.gpu_milli;
+  s.gpu_models = t.gpu_models;
+  s.cpu_milli_per_node = t.cpu_milli;
+  s.mem_mib_per_node = t.mem_mib;
+  if (t.gpus_per_node > 0) {
+    s.nodes = std::max(1, t.nodes);
+    s.gpus_per_node = t.gpus_per_node;
+  } else if (t.gpus > 0) {
+    s.gpus = t.gpus;
+  } else {
+    s.nodes = std::max(1, t.nodes);
+    if (s.cpu_milli_per_node == 0) s.cpu_milli_per_node = 1000;
+  }
+  return s;
+}
+
+double SecondsCeilMinute(double s) { return std::max(60.0, std::ceil(s / 60.0) * 60.0); }
+
+class Simulator {
+ public:
+  Simulator(const Cluster& cluster, const trace::Trace& trace, sched::Policy policy, const SimOptions& opts,
+            std::shared_ptr<const sched::Inventory> inv)
+      : cluster_(cluster), trace_(trace), policy_(std::move(policy)), opts_(opts), inv_(std::move(inv)), ledger_(*inv_) {
+    result_.policy = policy_.params().name;
+    result_.policy_description = policy_.Describe();
+    result_.mode = opts.mode;
+    result_.seed = opts.seed;
+    result_.cluster_gpus = inv_->total_gpus();
+    result_.cluster_nodes = static_cast<int>(inv_->size());
+    result_.notes = trace.notes;
+    snap_.inventory = inv_;
+  }
+
+  Result<SimResult> Run() {
+    const Time wall_start = WallNow();
+    SHOAL_RETURN_IF_ERROR(Prepare());
+    Status s = opts_.mode == Mode::kFill ? RunFill() : RunReplay();
+    if (!s.ok()) return s;
+    result_.wall_seconds = ToSeconds(WallNow() - wall_start);
+    return std::move(result_);
+  }
+
+ private:
+  Time WallNow() const { return opts_.wall_clock ? opts_.wall_clock->Now() : kTimeZero; }
+
+  Status Violation(const std::string& what) const {
+    return Internal(fmt::format("invariant violated at t={}s under {}: {} (rerun with --seed {} to reproduce)",
+                                ToSeconds(now_), result_.policy, what, opts_.seed));
+  }
+
+  Status Prepare() {
+    jobs_.resize(trace_.jobs.size());
+    std::unordered_map<std::string, int> accounts;
+    std::vector<const sched::Request*> reqs;
+    for (size_t i = 0; i < trace_.jobs.size(); ++i) {
+      const trace::TraceJob& t = trace_.jobs[i];
+      SimJob& j = jobs_[i];
+      j.t = &t;
+      j.submit = t.submit;
+      j.ref_s = std::max(1.0, ToSeconds(t.duration));
+      JobSpec spec = SpecFor(t);
+      // A user who cannot choose the GPU model asks for enough time on the slowest one.
+      double worst_s = j.ref_s;
+      for (const auto& [model, d] : t.duration_by_model) worst_s = std::max(worst_s, ToSeconds(d));
+      if (opts_.mode == Mode::kReplay) {
+        switch (opts_.limits.kind) {
+          case LimitModel::kExact: spec.time_limit = DurationFromSeconds(SecondsCeilMinute(worst_s)); break;
+          case LimitModel::kFactor:
+            spec.time_limit = DurationFromSeconds(SecondsCeilMinute(worst_s * opts_.limits.factor));
+            break;
+          case LimitModel::kPartitionDefault: break;
+        }
+      }
+      Result<sched::Request> r = sched::CompileRequest(*inv_, spec);
+      if (!r.ok()) return r.status().WithContext(fmt::format("trace job {} ('{}')", i + 1, t.name));
+      j.req = *r;
+      Status sat = sched::CheckSatisfiable(*inv_, j.req);
+      if (!sat.ok()) {
+        return sat.WithContext(fmt::format("trace job {} ('{}') can never run on this cluster", i + 1, t.name));
+      }
+      if (!t.account.empty()) {
+        auto [it, inserted] = accounts.emplace(t.account, static_cast<int>(accounts.size()));
+        if (inserted) snap_.accounts.push_back({t.account, 1.0, 0.0, 0});
+        j.account = it->second;
+      }
+      reqs.push_back(&j.req);
+    }
+    // The workload mix for fragmentation, as FGD measures it: CPUs and GPUs, not memory.
+    std::vector<sched::Request> no_mem;
+    no_mem.reserve(reqs.size());
+    for (const sched::Request* r : reqs) {
+      sched::Request c = *r;
+      c.mem_base = 0;
+      c.mem_per_gpu = 0;
+      no_mem.push_back(c);
+    }
+    std::vector<const sched::Request*> ptrs;
+    for (const sched::Request& r : no_mem) ptrs.push_back(&r);
+    workload_ = sched::WorkloadOf(ptrs, inv_->max_gpus_per_node());
+    return Status::Ok();
+  }
+
+  // Fragmented GPU capacity from the ledger (not the scheduler's own state).
+  double Fragmented() const {
+    double total = 0;
+    std::vector<sched::GpuRoom> rooms;
+    for (NodeIndex n = 0; n < inv_->size(); ++n) {
+      const sched::InvNode& node = inv_->node(n);
+      if (node.gpu_count == 0) continue;
+      rooms.clear();
+      for (int g = 0; g < node.gpu_count; ++g) {
+        rooms.push_back({node.gpu_model[static_cast<size_t>(g)], static_cast<int16_t>(kMilliPerGpu - ledger_.UsedMilli(n, g))});
+      }
+      total += sched::NodeFragmentation(rooms, node.cpu_milli - ledger_.CpuUsed(n), node.mem_mib - ledger_.MemUsed(n),
+                                        workload_);
+    }
+    return total / kMilliPerGpu;
+  }
+
+  // ---- replay ----
+
+  double DurationOn(const SimJob& j, const Allocation& a) const {
+    const trace::TraceJob& t = *j.t;
+    if (t.duration_by_model.empty()) return j.ref_s;
+    double worst = 0;
+    for (const NodeAllocation& na : a.nodes) {
+      const sched::InvNode& node = inv_->node(*inv_->IndexOf(na.node));
+      for (uint64_t bits = na.gpu_mask; bits != 0; bits &= bits - 1) {
+        const std::string& model = inv_->models()[node.gpu_model[static_cast<size_t>(std::countr_zero(bits))]];
+        double d = j.ref_s;
+        for (const auto& [m, dur] : t.duration_by_model) {
+          if (GpuModelMatches(m, model)) d = std::max(1.0, ToSeconds(dur));
+        }
+        worst = std::max(worst, d);
+      }
+    }
+    return worst > 0 ? worst : j.ref_s;
+  }
+
+  double GpuEq(const SimJob& j) const { return j.alloc.GpuEquivalents(); }
+
+  double AttainedNow(const SimJob& j) const {
+    if (j.phase != SimJob::Phase::kRunning) return j.attained_gpu_s;
+    return j.attained_gpu_s + ToSeconds(now_ - j.seg_start) * GpuEq(j);
+  }
+
+  double RemainingNow(const SimJob& j) const {
+    if (j.phase != SimJob::Phase::kRunning) return j.remaining;
+    const double worked = std::max(0.0, ToSeconds(now_ - j.seg_start) - j.seg_overhead_s);
+    return std::max(0.0, j.remaining - worked / j.seg_duration_s);
+  }
+
+  void Push(Time at, EventType type, uint32_t job, uint64_t epoch) { events_.push({at, seq_++, type, job, epoch}); }
+
+  Status Start(uint32_t idx, Allocation alloc, bool backfilled) {
+    SimJob& j = jobs_[idx];
+    if (j.phase != SimJob::Phase::kPending) return Violation(fmt::format("job {} started while not pending", j.t->name));
+    SHOAL_RETURN_IF_ERROR(CheckWhole(j, alloc));
+    Status took = ledger_.Take(alloc);
+    if (!took.ok()) return Violation(fmt::format("starting job {}: {}", j.t->name, took.message()));
+    j.alloc = std::move(alloc);
+    j.phase = SimJob::Phase::kRunning;
+    j.seg_start = now_;
+    if (j.first_start == kTimeNever) j.first_start = now_;
+    j.seg_overhead_s = j.restarts > 0 ? ToSeconds(opts_.restart_cost) : 0.0;
+    j.seg_duration_s = DurationOn(j, j.alloc);
+    ++j.epoch;
+    const Time finish = now_ + DurationFromSeconds(j.seg_overhead_s + j.remaining * j.seg_duration_s);
+    const Time limit = now_ + j.req.time_limit;
+    if (finish <= limit) {
+      Push(std::max(finish, now_ + Duration(1)), EventType::kFinish, idx, j.epoch);
+    } else {
+      Push(limit, EventType::kTimeLimit, idx, j.epoch);
+    }
+    j.running_pos = static_cast<uint32_t>(running_.size());
+    running_.push_back(idx);
+    if (backfilled) ++result_.backfilled;
+    return Status::Ok();
+  }
+
+  Status CheckWhole(const SimJob& j, const Allocation& a) const {
+    const sched::Request& r = j.req;
+    for (const NodeAllocation& na : a.nodes) {
+      if (na.gpu_milli != r.gpu_milli && na.gpu_mask != 0) {
+        return Violation(fmt::format("job {} got shares of {} instead of {}", j.t->name, na.gpu_milli, r.gpu_milli));
+      }
+    }
+    switch (r.shape) {
+      case sched::Shape::kGang:
+        if (static_cast<int>(a.nodes.size()) != r.nodes) {
+          return Violation(fmt::format("gang {} got {} of its {} nodes", j.t->name, a.nodes.size(), r.nodes));
+        }
+        for (const NodeAllocation& na : a.nodes) {
+          if (na.GpuCount() != r.gpus_per_node) {
+            return Violation(fmt::format("gang {} got {} GPUs on a node instead of {}", j.t->name, na.GpuCount(),
+                                         r.gpus_per_node));
+          }
+        }
+        break;
+      case sched::Shape::kSpread:
+        if (a.TotalGpus() != r.total_gpus) {
+          return Violation(fmt::format("job {} got {} of its {} GPUs", j.t->name, a.TotalGpus(), r.total_gpus));
+        }
+        break;
+      case sched::Shape::kCpuOnly:
+        if (static_cast<int>(a.nodes.size()) != r.nodes || a.TotalGpus() != 0) {
+          return Violation(fmt::format("CPU job {} got a wrong allocation", j.t->name));
+        }
+        break;
+    }
+    return Status::Ok();
+  }
+
+  void StopRunning(uint32_t idx) {
+    SimJob& j = jobs_[idx];
+    j.attained_gpu_s = AttainedNow(j);
+    j.remaining = RemainingNow(j);
+    ledger_.Give(j.alloc);
+    AddUsage(j, ToSeconds(now_ - j.seg_start) * GpuEq(j));
+    const uint32_t pos = j.running_pos;
+    running_[pos] = running_.back();
+    jobs_[running_[pos]].running_pos = pos;
+    running_.pop_back();
+    ++j.epoch;
+  }
+
+  void Finish(uint32_t idx, JobState state) {
+    StopRunning(idx);
+    SimJob& j = jobs_[idx];
+    j.phase = SimJob::Phase::kDone;
+    j.state = state;
+    j.end = now_;
+    ++finished_;
+  }
+
+  void Requeue(uint32_t idx) {
+    StopRunning(idx);
+    SimJob& j = jobs_[idx];
+    j.alloc = Allocation{};
+    j.phase = SimJob::Phase::kPending;
+    j.queued_since = now_;
+    ++j.restarts;
+    pending_.push_back(idx);
+    ++result_.preemptions;
+  }
+
+  void AddUsage(const SimJob& j, double gpu_s) {
+    if (j.account >= 0) snap_.accounts[static_cast<size_t>(j.account)].usage_gpu_s += gpu_s;
+  }
+
+  void DecayUsage() {
+    const Duration dt = now_ - usage_updated_;
+    if (dt.count() <= 0) return;
+    for (sched::AccountInfo& a : snap_.accounts) a.usage_gpu_s = sched::DecayUsage(a.usage_gpu_s, dt, opts_.usage_half_life);
+    usage_updated_ = now_;
+  }
+
+  sched::JobInfo Info(uint32_t idx, bool running) const {
+    const SimJob& j = jobs_[idx];
+    sched::JobInfo info;
+    info.id = JobId(idx + 1);
+    info.request = j.req;
+    info.submit = j.submit;
+    info.account = j.account;
+    info.attained_gpu_s = AttainedNow(j);
+    info.oracle_remaining_s = RemainingNow(j) * j.ref_s;
+    info.queued_since = j.queued_since;
+    info.preemptible = true;  // trace jobs are taken to checkpoint; only preemptive policies use it
+    if (running) {
+      info.allocation = &j.alloc;
+      info.start = j.seg_start;
+      info.expected_end = j.seg_start + j.req.time_limit;
+    }
+    return info;
+  }
+
+  Status Pass() {
+    DecayUsage();
+    snap_.running.clear();
+    snap_.pending.clear();
+    for (uint32_t idx : running_) snap_.running.push_back(Info(idx, true));
+    for (uint32_t idx : pending_) snap_.pending.push_back(Info(idx, false));
+    const Time t0 = WallNow();
+    sched::Plan plan = sched::Schedule(snap_, now_, policy_);
+    result_.schedule_seconds += ToSeconds(WallNow() - t0);
+    ++result_.passes;
+    if (opts_.check_invariants) SHOAL_RETURN_IF_ERROR(CheckDecisions(plan));
+    for (const sched::PreemptDecision& p : plan.preemptions) {
+      const uint32_t v = static_cast<uint32_t>(p.victim.value() - 1);
+      if (v >= jobs_.size() || jobs_[v].phase != SimJob::Phase::kRunning) {
+        return Violation(fmt::format("preempted job {} is not running", ToString(p.victim)));
+      }
+      Requeue(v);
+    }
+    for (sched::StartDecision& s : plan.starts) {
+      const uint32_t idx = static_cast<uint32_t>(s.job.value() - 1);
+      if (idx >= jobs_.size()) return Violation(fmt::format("unknown job {} started", ToString(s.job)));
+      SHOAL_RETURN_IF_ERROR(Start(idx, std::move(s.allocation), s.backfilled));
+    }
+    if (!plan.starts.empty()) {
+      pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                    [&](uint32_t idx) { return jobs_[idx].phase != SimJob::Phase::kPending; }),
+                     pending_.end());
+    }
+    ScheduleWakeup();
+    return Status::Ok();
+  }
+
+  // Every pending job got exactly one decision.
+  Status CheckDecisions(const sched::Plan& plan) {
+    seen_.assign(jobs_.size(), 0);
+    for (const sched::StartDecision& s : plan.starts) ++seen_[s.job.value() - 1];
+    for (const sched::PendingDecision& p : plan.pending) {
+      if (p.reason == PendingReason::kNone) return Violation(fmt::format("job {} waits without a reason", ToString(p.job)));
+      ++seen_[p.job.value() - 1];
+    }
+    for (uint32_t idx : pending_) {
+      if (seen_[idx] != 1) {
+        return Violation(fmt::format("pending job {} got {} decisions", jobs_[idx].t->name, static_cast<int>(seen_[idx])));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Under LAS a running job may fall to a lower queue between events; wake up
+  // when the first one does, so waiting jobs can preempt it.
+  void ScheduleWakeup() {
+    if (policy_.preempt() == nullptr || policy_.params().sort != "las" || pending_.empty()) return;
+    Time next = kTimeNever;
+    for (uint32_t idx : running_) {
+      const SimJob& j = jobs_[idx];
+      const double attained = AttainedNow(j);
+      for (double threshold : policy_.params().las_thresholds_gpu_s) {
+        if (attained < threshold) {
+          next = std::min(next, now_ + DurationFromSeconds((threshold - attained) / std::max(1e-9, GpuEq(j))) + Duration(1));
+          break;
+        }
+      }
+    }
+    if (next < kTimeNever && next < next_wakeup_) {
+      next_wakeup_ = next;
+      Push(next, EventType::kWakeup, 0, 0);
+    }
+  }
+
+  void Sample(Time until) {
+    while (next_sample_ <= until) {
+      UtilSample s;
+      s.at = next_sample_;
+      s.allocated_gpus = ledger_.AllocatedGpus();
+      s.fragmented_gpus = Fragmented();
+      s.pending = static_cast<int>(pending_.size());
+      s.running = static_cast<int>(running_.size());
+      result_.samples.push_back(s);
+      next_sample_ += sample_every_;
+    }
+  }
+
+  Status RunReplay() {
+    if (jobs_.empty()) return Status::Ok();
+    const Time first = jobs_.front().submit;
+    const Time last = jobs_.back().submit;
+    sample_every_ = std::max(opts_.sample_every, (last - first) / 2000);
+    next_sample_ = first;
+    usage_updated_ = first;
+    size_t cursor = 0;
+    Time last_progress = WallNow();
+    while (cursor < jobs_.size() || !events_.empty()) {
+      Time t = kTimeNever;
+      if (cursor < jobs_.size()) t = jobs_[cursor].submit;
+      if (!events_.empty()) t = std::min(t, events_.top().at);
+      Sample(t - Duration(1));
+      now_ = t;
+      bool changed = false;
+      while (!events_.empty() && events_.top().at == t) {
+        const Event e = events_.top();
+        events_.pop();
+        ++result_.events;
+        if (e.type == EventType::kWakeup) {
+          if (next_wakeup_ == t) next_wakeup_ = kTimeNever;
+          changed = true;
+          continue;
+        }
+        SimJob& j = jobs_[e.job];
+        if (j.epoch != e.epoch || j.phase != SimJob::Phase::kRunning) continue;  // stale
+        Finish(e.job, e.type == EventType::kFinish ? JobState::kCompleted : JobState::kTimeout);
+        changed = true;
+      }
+      while (cursor < jobs_.size() && jobs_[cursor].submit == t) {
+        SimJob& j = jobs_[cursor];
+        j.phase = SimJob::Phase::kPending;
+        j.queued_since = t;
+        pending_.push_back(static_cast<uint32_t>(cursor));
+        ++cursor;
+        ++result_.events;
+        changed = true;
+      }
+      if (changed && !pending_.empty()) SHOAL_RETURN_IF_ERROR(Pass());
+      if (opts_.check_invariants && result_.events - last_full_check_ >= opts_.full_check_every) {
+        SHOAL_RETURN_IF_ERROR(FullCheck());
+      }
+      if (opts_.progress && opts_.wall_clock && (result_.events & 1023) == 0 &&
+          WallNow() - last_progress >= std::chrono::seconds(1)) {
+        last_progress = WallNow();
+        opts_.progress({result_.policy, now_, finished_, jobs_.size(), pending_.size(), running_.size()});
+      }
+    }
+    Sample(now_);
+    if (opts_.check_invariants) SHOAL_RETURN_IF_ERROR(FullCheck());
+    for (const SimJob& j : jobs_) {
+      if (j.phase != SimJob::Phase::kDone) {
+        return Violation(fmt::format("job {} never finished (it waits for {})", j.t->name,
+                                     j.phase == SimJob::Phase::kPending ? "resources that never came" : "nothing"));
+      }
+    }
+    Record();
+    return Status::Ok();
+  }
+
+  Status FullCheck() {
+    last_full_check_ = result_.events;
+    std::vector<const Allocation*> running;
+    for (uint32_t idx : running_) running.push_back(&jobs_[idx].alloc);
+    Status s = ledger_.CheckAgainst(running);
+    return s.ok() ? s : Violation(s.message());
+  }
+
+  void Record() {
+    result_.jobs.reserve(jobs_.size());
+    for (const SimJob& j : jobs_) {
+      JobRecord r;
+      r.name = j.t->name;
+      r.account = j.t->account;
+      r.gpus = j.req.total_gpus;
+      r.gpu_equivalents = j.req.GpuEquivalents();
+      r.submit = j.submit;
+      r.first_start = j.first_start;
+      r.end = j.end;
+      r.duration = DurationFromSeconds(j.ref_s);
+      r.state = j.state;
+      r.restarts = j.restarts;
+      result_.jobs.push_back(std::move(r));
+    }
+  }
+
+  // ---- fill ----
+
+  Status RunFill() {
+    // The trace's tasks in seeded random order, then random copies of them until
+    // arrived GPU demand reaches the target (as the FGD artifact's workload tuning).
+    Rng rng(opts_.seed);
+    std::vector<uint32_t> order(jobs_.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Uniform(i)]);
+    const double capacity = static_cast<double>(inv_->total_gpus());
+    if (capacity <= 0) return InvalidArgument("fill mode needs a cluster with GPUs");
+    const size_t originals = jobs_.size();
+    if (originals == 0) return Status::Ok();
+    double demand = 0;
+    size_t keep = 0;
+    while (keep < order.size() && demand + jobs_[order[keep]].req.GpuEquivalents() <= opts_.fill_target * capacity) {
+      demand += jobs_[order[keep++]].req.GpuEquivalents();
+    }
+    // More demand than the target: the rest of the shuffled tasks never arrive.
+    order.resize(keep);
+    while (keep == originals) {
+      const uint32_t src = static_cast<uint32_t>(rng.Uniform(originals));
+      const double d = jobs_[src].req.GpuEquivalents();
+      if (demand + d > opts_.fill_target * capacity) break;
+      demand += d;
+      order.push_back(src);  // a copy: the same request again
+    }
+    result_.notes.push_back(fmt::format(
+        "fill: {} tasks ({} of the trace's {}, {} random copies) in seeded random order (seed {}), {:.0f} GPUs of demand on {:.0f} GPUs",
+        order.size(), keep, originals, order.size() - keep, opts_.seed, demand, capacity));
+    // One pass: the queue in arrival order, placed in that order, a task that
+    // does not fit dropped; the same as scheduling each as it arrives.
+    sched::PolicyParams params = policy_.params();
+    params.queue = "greedy";
+    params.workload = workload_;
+    auto policy = sched::Policy::Create(params, opts_.registry ? *opts_.registry : sched::BuiltinRegistry(), {true});
+    if (!policy.ok()) return policy.status();
+    snap_.pending.clear();
+    snap_.pending.reserve(order.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+      sched::JobInfo info;
+      info.id = JobId(k + 1);
+      info.request = jobs_[order[k]].req;
+      info.submit = Time(Duration(static_cast<int64_t>(k)));
+      snap_.pending.push_back(info);
+    }
+    now_ = Time(Duration(static_cast<int64_t>(order.size())));
+    const Time t0 = WallNow();
+    sched::Plan plan = sched::Schedule(snap_, now_, *policy);
+    result_.schedule_seconds += ToSeconds(WallNow() - t0);
+    ++result_.passes;
+    std::vector<const Allocation*> placed(order.size(), nullptr);
+    std::vector<int> decisions(order.size(), 0);
+    for (const sched::StartDecision& s : plan.starts) {
+      placed[s.job.value() - 1] = &s.allocation;
+      ++decisions[s.job.value() - 1];
+    }
+    for (const sched::PendingDecision& p : plan.pending) {
+      if (p.reason == PendingReason::kNone) return Violation("a task waits without a reason");
+      ++decisions[p.job.value() - 1];
+    }
+    double arrived = 0;
+    double allocated = 0;
+    int failed = 0;
+    double next_point = 0.05;
+    bool recorded_full = false;
+    for (size_t k = 0; k < order.size(); ++k) {
+      now_ = Time(Duration(static_cast<int64_t>(k)));
+      ++result_.events;
+      if (decisions[k] != 1) return Violation(fmt::format("task {} got {} decisions", k + 1, decisions[k]));
+      const SimJob& j = jobs_[order[k]];
+      const double d = j.req.GpuEquivalents();
+      arrived += d;
+      if (placed[k] != nullptr) {
+        SHOAL_RETURN_IF_ERROR(CheckWhole(j, *placed[k]));
+        Status took = ledger_.Take(*placed[k]);
+        if (!took.ok()) return Violation(fmt::format("task {}: {}", k + 1, took.message()));
+        allocated += d;
+      } else {
+        ++failed;
+      }
+      const double frac = arrived / capacity;
+      const bool full = !recorded_full && frac >= 1.0;
+      if (frac >= next_point - 1e-12 || full || k + 1 == order.size()) {
+        FillPoint p;
+        p.arrived = frac;
+        p.allocated = ledger_.AllocatedGpus() / capacity;
+        p.fragmented = Fragmented() / capacity;
+        p.arrived_tasks = static_cast<int>(k + 1);
+        p.failed_tasks = failed;
+        result_.fill.push_back(p);
+        while (next_point <= frac + 1e-12) next_point += 0.05;
+        if (full) recorded_full = true;
+      }
+    }
+    (void)allocated;
+    return Status::Ok();
+  }
+
+  const Cluster& cluster_;
+  const trace::Trace& trace_;
+  sched::Policy policy_;
+  const SimOptions& opts_;
+  std::shared_ptr<const sched::Inventory> inv_;
+  Ledger ledger_;
+  SimResult result_;
+  sched::Snapshot snap_;
+  std::vector<SimJob> jobs_;
+  std::vector<uint32_t> pending_;
+  std::vector<uint32_t> running_;
+  std::vector<uint8_t> seen_;
+  std::priority_queue<Event, std::vector<Event>, EventLater> events_;
+  std::vector<sched::TypicalDemand> workload_;
+  uint64_t seq_ = 0;
+  Time now_{};
+  Time usage_updated_{};
+  Time next_sample_{};
+  Time next_wakeup_ = kTimeNever;
+  Duration sample_every_{0};
+  size_t finished_ = 0;
+  int64_t last_full_check_ = 0;
+};
+
+}  // namespace
+
+Result<SimResult> Simulate(const Cluster& cluster, const trace::Trace& trace, const sched::PolicyParams& params,
+                           const SimOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<const sched::Inventory> inv, sched::Inventory::Build(cluster));
+  const sched::Registry builtin = sched::BuiltinRegistry();
+  SHOAL_ASSIGN_OR_RETURN(sched::Policy policy,
+                         sched::Policy::Create(params, options.registry ? *options.registry : builtin, {true}));
+  Simulator sim(cluster, trace, std::move(policy), options, std::move(inv));
+  return sim.Run();
+}
+
+}  // namespace shoal::sim
