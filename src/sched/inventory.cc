@@ -95,7 +95,9 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
     if (lnew) {
       inv->leaves_.push_back(place.leaf);
       inv->leaf_spine_.push_back(sit->second);
+      inv->leaf_nodes_.emplace_back();
     }
+    inv->leaf_nodes_[lit->second].push_back(static_cast<NodeIndex>(inv->nodes_.size()));
     if (snew) inv->spines_.push_back(place.spine);
     n.leaf = lit->second;
     n.spine = sit->second;

@@ -69,6 +69,7 @@ class Inventory {
   const std::vector<std::string>& leaves() const { return leaves_; }
   const std::vector<std::string>& spines() const { return spines_; }
   uint32_t SpineOfLeaf(uint32_t leaf) const { return leaf_spine_[leaf]; }
+  const std::vector<NodeIndex>& LeafNodes(uint32_t leaf) const { return leaf_nodes_[leaf]; }
   int max_gpus_per_node() const { return max_gpus_per_node_; }
   int total_gpus() const { return total_gpus_; }
   // Changes whenever the layout changes, so compiled requests can tell they are stale.
@@ -95,6 +96,7 @@ class Inventory {
   std::vector<std::string> leaves_;
   std::vector<std::string> spines_;
   std::vector<uint32_t> leaf_spine_;
+  std::vector<std::vector<NodeIndex>> leaf_nodes_;
   std::unordered_map<uint32_t, NodeIndex> by_id_;
   std::unordered_map<std::string, NodeIndex> by_name_;
   int default_partition_ = -1;

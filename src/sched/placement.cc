@@ -64,10 +64,10 @@ std::optional<NodeIndex> PlaceOne(const WorkingState& state, const NodeBitset& e
   } else if (scan == CandidateScan::kTightestFirst && d.gpu_milli >= kMilliPerGpu && d.gpus > 0 &&
              !d.exclusive) {
     // Nodes with exactly k free GPUs, k rising from the request: the tightest
-    // fits come first, and at most max_candidates fitting nodes are scored.
+    // bucket with a fit wins, and at most max_candidates of its nodes are scored.
     int scored = 0;
     const int limit = std::max(1, ctx.params.max_candidates);
-    for (int k = d.gpus; k <= state.max_gpus() && scored < limit; ++k) {
+    for (int k = d.gpus; k <= state.max_gpus() && scored == 0; ++k) {
       const NodeBitset* above = k + 1 <= state.max_gpus() ? &state.AtLeast(k + 1) : nullptr;
       auto visit = [&](NodeIndex n) {
         ++ctx.stats.placements_tried;
@@ -92,22 +92,28 @@ std::optional<NodeIndex> PlaceOne(const WorkingState& state, const NodeBitset& e
   return best;
 }
 
-// Chooses leaves for `need` units given candidates sorted by (leaf, node):
-// one leaf if any holds enough (the tightest such), else the fewest leaves of
-// one spine (the tightest spine), else the largest leaves overall. Returns the
-// chosen leaves, or empty when all candidates together are not enough.
-std::vector<uint32_t> ChooseLeaves(const std::vector<Candidate>& cands, int64_t need, bool count_nodes) {
-  struct LeafSum {
-    uint32_t leaf;
-    uint32_t spine;
-    int64_t units;
-  };
+struct LeafSum {
+  uint32_t leaf;
+  uint32_t spine;
+  int64_t units;
+};
+
+// Per-leaf sums of candidates sorted by (leaf, node): nodes, or GPUs they can give.
+std::vector<LeafSum> SumByLeaf(const std::vector<Candidate>& cands, bool count_nodes) {
   std::vector<LeafSum> leaves;
   for (const Candidate& c : cands) {
     const int64_t units = count_nodes ? 1 : c.capacity;
     if (leaves.empty() || leaves.back().leaf != c.leaf) leaves.push_back({c.leaf, c.spine, 0});
     leaves.back().units += units;
   }
+  return leaves;
+}
+
+// Chooses leaves for `need` units: one leaf if any holds enough (the tightest
+// such), else the fewest leaves of one spine (the tightest spine), else the
+// largest leaves overall. Returns the chosen leaves, or empty when all leaves
+// together are not enough.
+std::vector<uint32_t> ChooseLeaves(std::vector<LeafSum> leaves, int64_t need) {
   int64_t total = 0;
   const LeafSum* single = nullptr;
   for (const LeafSum& l : leaves) {
@@ -150,22 +156,65 @@ std::vector<uint32_t> ChooseLeaves(const std::vector<Candidate>& cands, int64_t 
   return best;
 }
 
+// Candidates in the given leaves (or all leaves when `leaves` is null), sorted by (leaf, node).
+template <typename Accept>
+std::vector<Candidate> Gather(const WorkingState& state, const NodeBitset& eligible, const NodeDemand& d,
+                              const std::vector<uint32_t>* leaves, PlaceContext& ctx, Accept&& accept) {
+  const Inventory& inv = state.inventory();
+  std::vector<Candidate> cands;
+  auto visit = [&](NodeIndex n) {
+    ++ctx.stats.placements_tried;
+    if (!eligible.Test(n) || !state.Fits(n, d)) return true;
+    Candidate c{n, inv.node(n).leaf, inv.node(n).spine, 1, {}};
+    if (accept(c)) cands.push_back(c);
+    return true;
+  };
+  if (leaves == nullptr) {
+    ForEachCandidate(state, eligible, d, visit);
+  } else {
+    for (uint32_t leaf : *leaves) {
+      for (NodeIndex n : inv.LeafNodes(leaf)) visit(n);
+    }
+  }
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    return a.leaf != b.leaf ? a.leaf < b.leaf : a.node < b.node;
+  });
+  return cands;
+}
+
+// Leaf sums from the state's per-leaf counts: upper bounds that need no node scan.
+std::vector<LeafSum> LeafBounds(const WorkingState& state, const NodeDemand& d, bool count_nodes) {
+  const Inventory& inv = state.inventory();
+  std::vector<LeafSum> out;
+  const int k = d.gpu_milli >= kMilliPerGpu ? d.gpus : 0;
+  for (uint32_t leaf = 0; leaf < inv.leaves().size(); ++leaf) {
+    const int64_t units = count_nodes ? state.LeafNodesWithAtLeast(leaf, k)
+                          : d.gpu_milli >= kMilliPerGpu ? state.LeafFreeGpus(leaf)
+                                                        : static_cast<int64_t>(inv.LeafNodes(leaf).size()) * kMaxGpusPerNode;
+    if (units > 0) out.push_back({leaf, inv.SpineOfLeaf(leaf), units});
+  }
+  return out;
+}
+
 std::optional<Allocation> PlaceGang(const WorkingState& state, const NodeBitset& eligible, const Request& req,
                                     PlaceContext& ctx) {
   const int per_node = req.shape == Shape::kGang ? req.gpus_per_node : 0;
   const NodeDemand d = req.Demand(per_node);
   const Inventory& inv = state.inventory();
-  std::vector<Candidate> cands;
-  ForEachCandidate(state, eligible, d, [&](NodeIndex n) {
-    ++ctx.stats.placements_tried;
-    if (state.Fits(n, d)) cands.push_back({n, inv.node(n).leaf, inv.node(n).spine, 1, {}});
-    return true;
-  });
-  if (static_cast<int>(cands.size()) < req.nodes) return std::nullopt;
-  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    return a.leaf != b.leaf ? a.leaf < b.leaf : a.node < b.node;
-  });
-  std::vector<uint32_t> leaves = ChooseLeaves(cands, req.nodes, /*count_nodes=*/true);
+  // Choose leaves from the per-leaf counts first; scan only their nodes. The
+  // counts are upper bounds (they ignore CPUs, memory and eligibility): when
+  // the chosen leaves fall short, scan every node.
+  std::vector<uint32_t> leaves = ChooseLeaves(LeafBounds(state, d, /*count_nodes=*/true), req.nodes);
+  if (leaves.empty()) return std::nullopt;
+  auto all = [](const Candidate&) { return true; };
+  std::vector<Candidate> cands = Gather(state, eligible, d, &leaves, ctx, all);
+  if (static_cast<int>(cands.size()) < req.nodes) {
+    cands = Gather(state, eligible, d, nullptr, ctx, all);
+    if (static_cast<int>(cands.size()) < req.nodes) return std::nullopt;
+    leaves = ChooseLeaves(SumByLeaf(cands, /*count_nodes=*/true), req.nodes);
+  } else {
+    leaves = ChooseLeaves(SumByLeaf(cands, /*count_nodes=*/true), req.nodes);
+  }
   std::vector<Candidate> chosen;
   for (Candidate& c : cands) {
     if (std::find(leaves.begin(), leaves.end(), c.leaf) == leaves.end()) continue;
@@ -188,12 +237,9 @@ std::optional<Allocation> PlaceGang(const WorkingState& state, const NodeBitset&
 
 std::optional<Allocation> PlaceSpread(const WorkingState& state, const NodeBitset& eligible, const Request& req,
                                       PlaceContext& ctx) {
-  const Inventory& inv = state.inventory();
-  std::vector<Candidate> cands;
   const NodeDemand one = req.Demand(1);
-  ForEachCandidate(state, eligible, one, [&](NodeIndex n) {
-    ++ctx.stats.placements_tried;
-    if (!state.Fits(n, one)) return true;
+  auto capacity = [&](Candidate& c) {
+    const NodeIndex n = c.node;
     int cap = std::popcount(state.FitGpus(n, one));
     if (req.cpu_per_gpu > 0) {
       cap = static_cast<int>(std::min<int64_t>(cap, (state.CpuFree(n) - req.cpu_base) / req.cpu_per_gpu));
@@ -201,13 +247,22 @@ std::optional<Allocation> PlaceSpread(const WorkingState& state, const NodeBitse
     if (req.mem_per_gpu > 0) {
       cap = static_cast<int>(std::min<int64_t>(cap, (state.MemFree(n) - req.mem_base) / req.mem_per_gpu));
     }
-    if (cap > 0) cands.push_back({n, inv.node(n).leaf, inv.node(n).spine, cap, {}});
-    return true;
-  });
-  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    return a.leaf != b.leaf ? a.leaf < b.leaf : a.node < b.node;
-  });
-  std::vector<uint32_t> leaves = ChooseLeaves(cands, req.total_gpus, /*count_nodes=*/false);
+    c.capacity = cap;
+    return cap > 0;
+  };
+  auto enough = [&](const std::vector<Candidate>& cs) {
+    int64_t sum = 0;
+    for (const Candidate& c : cs) sum += c.capacity;
+    return sum >= req.total_gpus;
+  };
+  std::vector<uint32_t> leaves = ChooseLeaves(LeafBounds(state, one, /*count_nodes=*/false), req.total_gpus);
+  if (leaves.empty()) return std::nullopt;
+  std::vector<Candidate> cands = Gather(state, eligible, one, &leaves, ctx, capacity);
+  if (!enough(cands)) {
+    cands = Gather(state, eligible, one, nullptr, ctx, capacity);
+    if (!enough(cands)) return std::nullopt;
+  }
+  leaves = ChooseLeaves(SumByLeaf(cands, /*count_nodes=*/false), req.total_gpus);
   if (leaves.empty()) return std::nullopt;
   std::vector<Candidate> pool;
   for (const Candidate& c : cands) {

@@ -94,7 +94,9 @@ class PreemptPlugin {
   virtual std::string_view Name() const = 0;
   // Whether running `victim` may be preempted so that pending `preemptor` can
   // start. The cycle has already checked that the victim may be requeued and
-  // has run its minimum time.
+  // has run its minimum time. Must be monotone: if it allows a victim, it
+  // allows every victim ranked below it (lower tier, or same tier and a
+  // higher value), so the cycle can stop at the first refusal.
   virtual bool MayPreempt(const JobInfo& preemptor, JobRank preemptor_rank, const JobInfo& victim,
                           JobRank victim_rank) const = 0;
 };

@@ -366,28 +366,20 @@ class Cycle {
     long_memo_.Clear();
   }
 
-  // Frees lower-ranked running jobs, worst first, until `e` fits; keeps only
-  // the victims whose resources the placement needs.
-  bool TryPreempt(const Entry& e) {
-    if (reservation_ || preemptions_ >= params_.max_preemptions_per_pass) return false;
-    const JobInfo& j = snap_.pending[e.index];
-    const Request& req = *e.req;
-    if (running_ranks_.empty()) {
-      for (const JobInfo& r : snap_.running) {
-        const int tier = inv_.partitions()[static_cast<size_t>(std::clamp(r.request.partition, 0, static_cast<int>(inv_.partitions().size()) - 1))].priority_tier;
-        running_ranks_.push_back({tier, policy_.sort().Value(sort_ctx_, r)});
-      }
-    }
-    std::vector<size_t> victims;
+  // Running jobs that may ever be preempted, worst ranked first.
+  void RankVictims() {
+    victims_ranked_ = true;
+    const int parts = static_cast<int>(inv_.partitions().size());
+    running_ranks_.reserve(snap_.running.size());
     for (size_t k = 0; k < snap_.running.size(); ++k) {
       const JobInfo& r = snap_.running[k];
-      if (preempted_[k] || r.allocation == nullptr || !r.preemptible) continue;
+      const int tier = inv_.partitions()[static_cast<size_t>(std::clamp(r.request.partition, 0, parts - 1))].priority_tier;
+      running_ranks_.push_back({tier, policy_.sort().Value(sort_ctx_, r)});
+      if (r.allocation == nullptr || !r.preemptible) continue;
       if (now_ - r.start < params_.min_run_before_preempt) continue;
-      if (!policy_.preempt()->MayPreempt(j, e.rank, r, running_ranks_[k])) continue;
-      victims.push_back(k);
+      victims_.push_back(k);
     }
-    if (victims.empty()) return false;
-    std::sort(victims.begin(), victims.end(), [&](size_t a, size_t b) {
+    std::sort(victims_.begin(), victims_.end(), [&](size_t a, size_t b) {
       const JobRank& ra = running_ranks_[a];
       const JobRank& rb = running_ranks_[b];
       if (ra.tier != rb.tier) return ra.tier < rb.tier;
@@ -397,17 +389,51 @@ class Cycle {
       if (ja.start != jb.start) return ja.start > jb.start;
       return ja.id > jb.id;
     });
+  }
+
+  // Frees lower-ranked running jobs, worst first, until `e` fits; keeps only
+  // the victims whose resources the placement needs.
+  bool TryPreempt(const Entry& e) {
+    if (reservation_ || preemptions_ >= params_.max_preemptions_per_pass) return false;
+    if (preempt_attempts_ >= 4 * params_.max_preemptions_per_pass) return false;
+    const JobInfo& j = snap_.pending[e.index];
+    const Request& req = *e.req;
+    // A shape that could not make room before cannot now: later jobs rank
+    // lower and so have no more victims.
+    if (preempt_failed_.Find(req) != nullptr) return false;
+    if (!victims_ranked_) RankVictims();
+    ++preempt_attempts_;
+    const NodeBitset& eligible = eligibility_.Eligible(req);
+    const bool count_gpus = req.shape != Shape::kCpuOnly && req.gpu_milli >= kMilliPerGpu;
+    int64_t free_gpus = 0;
+    if (count_gpus) {
+      NodeBitset::ForEachAnd(now_state_.AtLeast(1), eligible, [&](NodeIndex n) {
+        free_gpus += now_state_.FreeWhole(n);
+        return true;
+      });
+    }
     std::vector<size_t> released;
     std::optional<Allocation> alloc;
-    for (size_t k : victims) {
-      now_state_.Release(*snap_.running[k].allocation);
+    for (size_t k : victims_) {
+      if (preempted_[k]) continue;
+      const JobInfo& v = snap_.running[k];
+      if (!policy_.preempt()->MayPreempt(j, e.rank, v, running_ranks_[k])) break;
+      for (const NodeAllocation& na : v.allocation->nodes) {
+        auto n = inv_.IndexOf(na.node);
+        if (!n) continue;
+        const int before = now_state_.FreeWhole(*n);
+        now_state_.Release(*n, na);
+        if (count_gpus && eligible.Test(*n) && now_state_.Usable(*n)) free_gpus += now_state_.FreeWhole(*n) - before;
+      }
       released.push_back(k);
+      if (count_gpus && free_gpus < req.total_gpus) continue;
       PlaceContext ctx = Ctx();
       alloc = Place(now_state_, req, ctx);
       if (alloc) break;
     }
     if (!alloc) {
       for (size_t k : released) now_state_.Allocate(*snap_.running[k].allocation);
+      preempt_failed_.Put(req, true);
       return false;
     }
     now_state_.Allocate(*alloc);
@@ -447,6 +473,10 @@ class Cycle {
   std::vector<int> account_gpus_;
   std::vector<bool> preempted_;
   std::vector<JobRank> running_ranks_;
+  std::vector<size_t> victims_;
+  bool victims_ranked_ = false;
+  int preempt_attempts_ = 0;
+  ShapeMemo<bool> preempt_failed_;
   std::vector<std::pair<Time, size_t>> ends_;  // started this pass: expected end, index in plan_.starts
   uint64_t blocked_partition_ = 0;
   int preemptions_ = 0;

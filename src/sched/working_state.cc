@@ -20,6 +20,7 @@ WorkingState::WorkingState(const Inventory& inv, const std::vector<NodeStatus>& 
   leaf_free_.assign(inv.leaves().size(), 0);
   leaf_usable_.assign(inv.leaves().size(), 0);
   at_least_.assign(static_cast<size_t>(inv.max_gpus_per_node()) + 1, NodeBitset(n));
+  leaf_hist_.assign(inv.leaves().size() * at_least_.size(), 0);
   uint32_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
     const InvNode& node = inv.node(static_cast<NodeIndex>(i));
@@ -35,6 +36,7 @@ WorkingState::WorkingState(const Inventory& inv, const std::vector<NodeStatus>& 
       for (int k = 0; k <= free; ++k) at_least_[static_cast<size_t>(k)].Set(i);
       leaf_free_[node.leaf] += free;
       leaf_usable_[node.leaf] += free;
+      ++leaf_hist_[node.leaf * at_least_.size() + static_cast<size_t>(free)];
     }
   }
   offset_[n] = offset;
@@ -96,7 +98,17 @@ void WorkingState::Reindex(NodeIndex n, int old_free) {
       at_least_[static_cast<size_t>(k)].Clear(n);
     }
   }
-  leaf_free_[inv_->node(n).leaf] += new_free - old_free;
+  const uint32_t leaf = inv_->node(n).leaf;
+  leaf_free_[leaf] += new_free - old_free;
+  --leaf_hist_[leaf * at_least_.size() + static_cast<size_t>(old_free)];
+  ++leaf_hist_[leaf * at_least_.size() + static_cast<size_t>(new_free)];
+}
+
+int WorkingState::LeafNodesWithAtLeast(uint32_t leaf, int k) const {
+  const size_t width = at_least_.size();
+  int count = 0;
+  for (size_t f = static_cast<size_t>(std::max(0, k)); f < width; ++f) count += leaf_hist_[leaf * width + f];
+  return count;
 }
 
 bool WorkingState::Allocate(const Allocation& a) {

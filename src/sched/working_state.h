@@ -41,6 +41,9 @@ class WorkingState {
   // Free whole GPUs on usable nodes under a leaf switch.
   int LeafFreeGpus(uint32_t leaf) const { return leaf_free_[leaf]; }
   int LeafUsableGpus(uint32_t leaf) const { return leaf_usable_[leaf]; }
+  // Usable nodes under a leaf with at least k free whole GPUs (an upper bound
+  // for any one request, which may also need CPUs, memory or a GPU model).
+  int LeafNodesWithAtLeast(uint32_t leaf, int k) const;
 
   // GPUs of node n (of the demand's models, healthy) that could take one
   // share of `demand`: fully free ones for whole GPUs, ones with enough left
@@ -81,6 +84,7 @@ class WorkingState {
   std::vector<int16_t> used_milli_;
   std::vector<int> leaf_free_;
   std::vector<int> leaf_usable_;
+  std::vector<int> leaf_hist_;  // [leaf * (max_gpus + 1) + k]: usable nodes with exactly k free
   std::vector<NodeBitset> at_least_;
 };
 

@@ -36,7 +36,8 @@ class FirstFitScore final : public ScorePlugin {
 class BestFitScore final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "best-fit"; }
-  CandidateScan Scan() const override { return CandidateScan::kTightestFirst; }
+  // Every node: the least-left node may be in a looser GPU bucket if its CPUs are tighter.
+  CandidateScan Scan() const override { return CandidateScan::kAll; }
   NodeChoice Evaluate(const WorkingState& state, NodeIndex n, const NodeDemand& d, ScorePass*,
                       Rng&) const override {
     const InvNode& node = state.inventory().node(n);
