@@ -1,0 +1,83 @@
+#include "sched/request.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/builders.h"
+
+namespace shoal::sched {
+namespace {
+
+TEST(RequestTest, ShapesAndErrorsByTable) {
+  testing::ClusterBuilder cb;
+  cb.AddPartition("gpu", true).default_time = std::chrono::hours(2);
+  cb.Node("h1").Gpus(8, "H100-SXM-80GB").Partitions({"gpu"}).Labels({"ib"});
+  cb.Node("a1").Gpus(4, "A100-SXM4-80GB").Partitions({"gpu"});
+  auto inv = cb.Inventory();
+  struct Case {
+    const char* what;
+    JobSpec spec;
+    bool compiles;
+    Shape shape;
+    bool satisfiable;
+    const char* message;  // part of the error, when there is one
+  };
+  auto spec = [](auto&& f) {
+    JobSpec s;
+    f(s);
+    return s;
+  };
+  Case cases[] = {
+      {"4 GPUs anywhere", spec([](JobSpec& s) { s.gpus = 4; }), true, Shape::kSpread, true, ""},
+      {"2x8 gang", spec([](JobSpec& s) { s.nodes = 2; s.gpus_per_node = 8; }), true, Shape::kGang, false, "has 1"},
+      {"16 over 2 nodes", spec([](JobSpec& s) { s.nodes = 2; s.gpus = 16; }), true, Shape::kGang, false, ""},
+      {"uneven split", spec([](JobSpec& s) { s.nodes = 3; s.gpus = 16; }), false, Shape::kGang, false, "evenly"},
+      {"CPU only", spec([](JobSpec& s) { s.cpu_milli_per_node = 4000; }), true, Shape::kCpuOnly, true, ""},
+      {"too many CPUs", spec([](JobSpec& s) { s.cpu_milli_per_node = 400000; }), true, Shape::kCpuOnly, false, "CPUs"},
+      {"unknown model", spec([](JobSpec& s) { s.gpus = 1; s.gpu_models = {"B200"}; }), false, Shape::kGang, false, "B200"},
+      {"A100 x 8 on one node", spec([](JobSpec& s) { s.nodes = 1; s.gpus_per_node = 8; s.gpu_models = {"a100"}; }),
+       true, Shape::kGang, false, "has 4"},
+      {"unknown label", spec([](JobSpec& s) { s.gpus = 1; s.constraints = {"nvme"}; }), false, Shape::kGang, false, "nvme"},
+      {"label", spec([](JobSpec& s) { s.gpus = 8; s.constraints = {"ib"}; }), true, Shape::kSpread, true, ""},
+      {"unknown partition", spec([](JobSpec& s) { s.gpus = 1; s.partition = "cpu"; }), false, Shape::kGang, false, "cpu"},
+      {"12 GPUs spread", spec([](JobSpec& s) { s.gpus = 12; }), true, Shape::kSpread, true, ""},
+      {"13 GPUs spread", spec([](JobSpec& s) { s.gpus = 13; }), true, Shape::kSpread, false, "has 12"},
+  };
+  for (const Case& k : cases) {
+    const Case& c = k;
+    auto r = CompileRequest(*inv, c.spec);
+    EXPECT_EQ(r.ok(), c.compiles) << c.what << ": " << r.status().ToString();
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find(c.message), std::string::npos) << c.what << ": " << r.status().message();
+      continue;
+    }
+    EXPECT_EQ(r->shape, c.shape) << c.what;
+    EXPECT_EQ(r->time_limit, std::chrono::hours(2)) << c.what << ": the partition's default";
+    Status sat = CheckSatisfiable(*inv, *r);
+    EXPECT_EQ(sat.ok(), c.satisfiable) << c.what << ": " << sat.ToString();
+    if (!sat.ok()) {
+      EXPECT_NE(sat.message().find(c.message), std::string::npos) << c.what << ": " << sat.message();
+    }
+  }
+}
+
+TEST(RequestTest, CapacityCountsOnlyUsableNodes) {
+  testing::ClusterBuilder c;
+  c.Node("a");
+  c.Node("b");
+  auto inv = c.Inventory();
+  JobSpec s;
+  s.nodes = 2;
+  s.gpus_per_node = 8;
+  Request r = *CompileRequest(*inv, s);
+  std::vector<NodeStatus> status(2);
+  EXPECT_TRUE(CheckCapacity(*inv, r, status).ok());
+  status[1].state = NodeState::kDrained;
+  EXPECT_FALSE(CheckCapacity(*inv, r, status).ok());
+  status[1].state = NodeState::kUp;
+  status[1].unhealthy_gpus = 1;
+  EXPECT_FALSE(CheckCapacity(*inv, r, status).ok()) << "a node with a bad GPU has only 7";
+  EXPECT_TRUE(CheckSatisfiable(*inv, r).ok());
+}
+
+}  // namespace
+}  // namespace shoal::sched
