@@ -176,7 +176,7 @@ int RunSim(const std::vector<std::string>& raw) {
     results.push_back(std::move(r).value());
   }
   sim::ReportContext ctx;
-  ctx.cluster = a.cluster.empty() ? a.trace + " (its own nodes)" : a.cluster;
+  ctx.cluster = a.cluster.empty() ? tr->cluster_source : a.cluster;
   ctx.trace = a.trace;
   ctx.gpus = cluster.TotalGpus();
   ctx.nodes = static_cast<int>(cluster.nodes.size());

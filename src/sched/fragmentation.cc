@@ -55,7 +55,7 @@ double ClusterFragmentation(const WorkingState& state, const std::vector<Typical
 }
 
 std::vector<TypicalDemand> WorkloadOf(const std::vector<const Request*>& requests, int max_gpus_per_node,
-                                      double coverage) {
+                                      double coverage, bool by_gpus) {
   using Key = std::tuple<int, int, int64_t, int64_t, uint64_t>;
   std::map<Key, double> counts;
   for (const Request* r : requests) {
@@ -63,7 +63,9 @@ std::vector<TypicalDemand> WorkloadOf(const std::vector<const Request*>& request
                : r->shape == Shape::kSpread ? std::min(r->total_gpus, std::max(1, max_gpus_per_node))
                                             : 0;
     NodeDemand d = r->Demand(gpus);
-    counts[{d.gpus, d.gpu_milli, d.cpu_milli, d.mem_mib, gpus == 0 ? ~uint64_t{0} : d.model_mask}] += 1;
+    const double weight = by_gpus ? r->GpuEquivalents() : 1.0;
+    if (weight <= 0) continue;
+    counts[{d.gpus, d.gpu_milli, d.cpu_milli, d.mem_mib, gpus == 0 ? ~uint64_t{0} : d.model_mask}] += weight;
   }
   std::vector<TypicalDemand> out;
   double total = 0;

@@ -37,7 +37,10 @@ double ClusterFragmentation(const WorkingState& state, const std::vector<Typical
 // The workload mix of a set of requests: their per-node demands with weights
 // by count, the most common first, cut at `coverage` of all requests (as FGD
 // keeps the "typical" tasks that make up 95% of the trace) and renormalised.
+// With `by_gpus`, each request weighs as many GPUs as it asks for (CPU-only
+// requests weigh nothing: they use no GPU, so they cannot change which node
+// fragments least), else each request counts once.
 std::vector<TypicalDemand> WorkloadOf(const std::vector<const Request*>& requests, int max_gpus_per_node,
-                                      double coverage = 0.95);
+                                      double coverage = 0.95, bool by_gpus = false);
 
 }  // namespace shoal::sched

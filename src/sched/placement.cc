@@ -27,6 +27,7 @@ struct Candidate {
 
 bool Better(const NodeChoice& a, NodeIndex an, const NodeChoice& b, NodeIndex bn) {
   if (a.score != b.score) return a.score > b.score;
+  if (a.tie != b.tie) return a.tie > b.tie;
   return an < bn;
 }
 

@@ -48,10 +48,12 @@ class SortPlugin {
   virtual double Value(const SortContext& ctx, const JobInfo& job) const = 0;
 };
 
-// GPUs chosen on one node and how good the choice is (higher is better).
+// GPUs chosen on one node and how good the choice is: the higher score wins,
+// then the higher tie-breaker, then the lower node index.
 struct NodeChoice {
   uint64_t gpus = 0;
   double score = 0;
+  double tie = 0;
 };
 
 // How the placement engine walks the nodes that fit.

@@ -77,12 +77,18 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
     }
   } else if (key == "starvation-knob") {
     SHOAL_ASSIGN_OR_RETURN(p.las_starvation_knob, ParseDouble(v));
+  } else if (key == "workload") {
+    if (v != "gpus" && v != "count") return InvalidArgument("workload is gpus or count");
+    p.workload_by_gpus = v == "gpus";
+  } else if (key == "workload-coverage") {
+    SHOAL_ASSIGN_OR_RETURN(p.workload_coverage, ParseDouble(v));
+    if (p.workload_coverage <= 0 || p.workload_coverage > 1) return InvalidArgument("workload-coverage is in (0, 1]");
   } else if (key == "favor-small") {
     p.favor_small = v == "1" || v == "true" || v == "yes";
   } else {
     return InvalidArgument(fmt::format(
         "unknown policy option '{}' (sort, score, queue, preempt, seed, candidates, las-thresholds, "
-        "starvation-knob, favor-small)",
+        "starvation-knob, workload, workload-coverage, favor-small)",
         key));
   }
   return Status::Ok();

@@ -61,6 +61,11 @@ struct PolicyParams {
   int max_candidates = 32;  // nodes scored per placement by tightest-first scoring
   uint64_t seed = 1;
   std::vector<TypicalDemand> workload;  // for fgd; empty: the mix of jobs in the snapshot
+  // How a workload is made from a set of jobs (WorkloadOf): each kind weighted
+  // by the GPUs it asks for (true) or by its count (false, as the FGD paper),
+  // keeping the commonest kinds up to `workload_coverage` of the weight.
+  bool workload_by_gpus = true;
+  double workload_coverage = 0.95;
 };
 
 class Registry;

@@ -190,7 +190,8 @@ class Simulator {
     }
     std::vector<const sched::Request*> ptrs;
     for (const sched::Request& r : no_mem) ptrs.push_back(&r);
-    workload_ = sched::WorkloadOf(ptrs, inv_->max_gpus_per_node());
+    const sched::PolicyParams& p = policy_.params();
+    workload_ = sched::WorkloadOf(ptrs, inv_->max_gpus_per_node(), p.workload_coverage, p.workload_by_gpus);
     return Status::Ok();
   }
 
@@ -617,6 +618,7 @@ class Simulator {
         allocated += d;
       } else {
         ++failed;
+        if (!recorded_full) RecordDropped(j.req, d);
       }
       const double frac = arrived / capacity;
       const bool full = !recorded_full && frac >= 1.0;
@@ -634,6 +636,18 @@ class Simulator {
     }
     (void)allocated;
     return Status::Ok();
+  }
+
+  void RecordDropped(const sched::Request& r, double gpus) {
+    const std::string kind = r.total_gpus == 0               ? "CPU only"
+                             : r.gpu_milli < kMilliPerGpu ? "shared GPU"
+                             : r.total_gpus == 1          ? "1 GPU"
+                                                          : fmt::format("{} GPUs", r.total_gpus);
+    auto it = std::find_if(result_.dropped_at_full.begin(), result_.dropped_at_full.end(),
+                           [&](const DroppedKind& k) { return k.kind == kind; });
+    if (it == result_.dropped_at_full.end()) it = result_.dropped_at_full.insert(it, DroppedKind{kind, 0, 0});
+    ++it->tasks;
+    it->gpus += gpus;
   }
 
   const Cluster& cluster_;

@@ -87,6 +87,13 @@ struct UtilSample {
   int running = 0;
 };
 
+// Tasks dropped in fill mode, by kind ("CPU only", "shared GPU", "1 GPU", "2 GPUs", ...).
+struct DroppedKind {
+  std::string kind;
+  int tasks = 0;
+  double gpus = 0;
+};
+
 struct FillPoint {
   double arrived = 0;     // arrived GPU demand / cluster GPUs
   double allocated = 0;   // allocated GPUs / cluster GPUs
@@ -105,6 +112,7 @@ struct SimResult {
   std::vector<JobRecord> jobs;
   std::vector<UtilSample> samples;
   std::vector<FillPoint> fill;
+  std::vector<DroppedKind> dropped_at_full;  // fill mode: what did not fit by 100 % arrived demand
   int64_t events = 0;
   int64_t passes = 0;
   int64_t preemptions = 0;

@@ -167,6 +167,22 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
     row("GPU allocation at 100%", [](const Summary& s) { return Pct(s.allocation_at_full); });
     row("fragmented GPUs at 100%", [](const Summary& s) { return Pct(s.fragmentation_at_full); });
     row("tasks dropped by 100%", [](const Summary& s) { return std::to_string(s.failed_at_full); });
+    std::vector<std::string> kinds;
+    for (const SimResult& r : results) {
+      for (const DroppedKind& k : r.dropped_at_full) {
+        if (std::find(kinds.begin(), kinds.end(), k.kind) == kinds.end()) kinds.push_back(k.kind);
+      }
+    }
+    std::sort(kinds.begin(), kinds.end());
+    for (const std::string& kind : kinds) {
+      out += fmt::format("{:<28}", "  " + kind + " (GPUs)");
+      for (const SimResult& r : results) {
+        double g = 0;
+        for (const DroppedKind& k : r.dropped_at_full) g += k.kind == kind ? k.gpus : 0;
+        out += fmt::format("{:>{}}", fmt::format("{:.0f}", g), w);
+      }
+      out += "\n";
+    }
     out += "\nGPU allocation as arrived demand grows (allocated / cluster GPUs)\n";
     std::vector<double> marks;
     for (const FillPoint& p : results[0].fill) marks.push_back(p.arrived);

@@ -39,6 +39,7 @@ struct Trace {
   std::string path;
   std::vector<TraceJob> jobs;       // sorted by submit time, stable
   std::optional<Cluster> cluster;   // when the trace comes with its own cluster
+  std::string cluster_source;       // the file it came from
   std::vector<std::string> notes;   // modelling assumptions a reader of the results must know
 };
 
@@ -47,7 +48,18 @@ struct TraceOptions {
   int max_jobs = 0;                 // 0: all
 };
 
-// Reads a trace. A malformed row is an error naming the file and line.
+// Reads a trace. The format is told by options.format or detected:
+//   itp     Microsoft ITP CSV (job_id,submission_time,duration,num_gpu), raw or
+//           with ElasticFlow's extra columns (model_name becomes `kind`);
+//   gavel   Gavel/Philly 7-field TSV (*.trace); run times from Gavel's measured
+//           throughputs per GPU type (data/gavel/README.md);
+//   pollux  Pollux/Sia workload CSV; run times from a GPU-hours model (see the
+//           notes it adds);
+//   openb   Alibaba openb pod CSV, one-node pods; Trace::cluster is the
+//           openb_node_list_all_node.csv beside it, when there is one.
+// Jobs are sorted by submit time (stably), then cut to options.max_jobs. A
+// malformed row is an error "path:line: what is wrong"; Trace::notes states the
+// modelling assumptions of the format.
 Result<Trace> LoadTrace(const std::string& path, const TraceOptions& options = {});
 
 }  // namespace shoal::trace

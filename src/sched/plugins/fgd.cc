@@ -1,6 +1,7 @@
 // Fragmentation gradient descent (Weng et al., USENIX ATC 2023): put each task
 // where it adds the least fragmentation for the workload to come.
 #include <algorithm>
+#include <bit>
 #include <unordered_map>
 
 #include "sched/fragmentation.h"
@@ -79,6 +80,12 @@ Signature SignatureOf(const std::vector<GpuRoom>& rooms, int64_t cpu, int64_t me
   return s;
 }
 
+// Shoal's variant, measured against the paper's in docs/scheduling.md:
+//  - the workload weighs each kind of task by the GPUs it needs
+//    (PolicyParams::workload_by_gpus), so that rare 8-GPU tasks, a sixth of
+//    the GPU demand in the openb trace, still count;
+//  - equal changes in fragmentation are broken by packing: the node, and on
+//    it the GPU, left with the least free capacity.
 class FgdScore final : public ScorePlugin {
  public:
   std::string_view Name() const override { return "fgd"; }
@@ -92,7 +99,8 @@ class FgdScore final : public ScorePlugin {
       std::vector<const Request*> reqs;
       for (const JobInfo& j : snap.pending) reqs.push_back(&j.request);
       for (const JobInfo& j : snap.running) reqs.push_back(&j.request);
-      pass->workload = WorkloadOf(reqs, snap.inventory->max_gpus_per_node());
+      pass->workload = WorkloadOf(reqs, snap.inventory->max_gpus_per_node(), params.workload_coverage,
+                                  params.workload_by_gpus);
     }
     return pass;
   }
@@ -127,7 +135,11 @@ class FgdScore final : public ScorePlugin {
     } else {
       gpus = PickGpus(state, n, d);
     }
-    return {gpus, -o.delta};
+    // Equal fragmentation: pack, the node left with the least free GPU capacity first.
+    int64_t left = 0;
+    for (const GpuRoom& r : rooms) left += r.free_milli;
+    left -= static_cast<int64_t>(std::popcount(gpus)) * d.gpu_milli;
+    return {gpus, -o.delta, -static_cast<double>(left)};
   }
 
  private:
@@ -162,7 +174,9 @@ class FgdScore final : public ScorePlugin {
         std::vector<GpuRoom> after = rooms;
         after[i].free_milli = static_cast<int16_t>(after[i].free_milli - d.gpu_milli);
         const double delta = after_of(after) - before;
-        if (!found || delta < best.delta) {
+        // Equal change: the GPU with the least room, so that roomy GPUs stay roomy.
+        const bool tighter = found && delta == best.delta && static_cast<uint32_t>(r.free_milli) < (best.chosen & 0xffff);
+        if (!found || delta < best.delta || tighter) {
           best = {delta, tag};
           found = true;
         }
