@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "catalog/profiles.h"
 #include "core/strings.h"
 #include "sched/policy.h"
 #include "sim/engine.h"
@@ -29,6 +30,9 @@ struct SimArgs {
   std::string limits = "x2";
   std::string restart_cost = "30s";
   std::string series;
+  std::string profile = "dgx-a100";
+  int nodes = 0;
+  int nodes_per_leaf = 16;
   uint64_t seed = 1;
   double fill_target = 1.3;
   int max_jobs = 0;
@@ -57,6 +61,9 @@ int RunSim(const std::vector<std::string>& raw) {
   app.add_option("--cluster,-c", a.cluster,
                  "cluster: a Shoal cluster file (.toml), an openb/PAI/spot node list (.csv) or a Gavel cluster spec "
                  "(.json); optional when the trace comes with its own nodes");
+  app.add_option("--nodes", a.nodes, "instead of --cluster: this many nodes of --profile");
+  app.add_option("--profile", a.profile, "node profile for --nodes (dgx-h100, hgx-h200, dgx-a100, ...)");
+  app.add_option("--nodes-per-leaf", a.nodes_per_leaf, "with --nodes: nodes under each leaf switch");
   app.add_option("--trace,-t", a.trace, "trace file, or a directory of trace files (each file an account)");
   app.add_option("--format", a.format, "trace format: auto, itp, gavel, pollux, openb");
   app.add_option("--policy,-p", a.policies, "policies to compare, comma-separated (see --list-policies)");
@@ -141,7 +148,27 @@ int RunSim(const std::vector<std::string>& raw) {
     return 1;
   }
   Cluster cluster;
-  if (!a.cluster.empty()) {
+  if (!a.cluster.empty() && a.nodes > 0) {
+    std::cerr << "shoal sim: give --cluster or --nodes, not both\n";
+    return 2;
+  }
+  if (a.nodes > 0) {
+    const catalog::NodeProfile* profile = catalog::FindProfile(a.profile);
+    if (profile == nullptr) {
+      std::cerr << "shoal sim: unknown profile '" << a.profile << "' (" << Join(catalog::ProfileNames(), ", ") << ")\n";
+      return 2;
+    }
+    cluster.name = fmt::format("{}x{}", a.nodes, a.profile);
+    const int per_leaf = std::max(1, a.nodes_per_leaf);
+    for (int i = 0; i < a.nodes; ++i) {
+      Node n = catalog::MakeNode(*profile, fmt::format("n{:04}", i + 1));
+      n.id = NodeId(static_cast<uint32_t>(i + 1));
+      n.place.spine = fmt::format("spine{}", i / (per_leaf * 16));
+      n.place.leaf = fmt::format("leaf{}", i / per_leaf);
+      cluster.nodes.push_back(std::move(n));
+    }
+    a.cluster = fmt::format("{} x {}", a.nodes, a.profile);
+  } else if (!a.cluster.empty()) {
     auto c = trace::LoadCluster(a.cluster);
     if (!c.ok()) {
       std::cerr << "shoal sim: " << c.status().message() << "\n";
