@@ -44,6 +44,19 @@ struct SimArgs {
   bool no_progress = false;
 };
 
+// Peak resident memory of this process (VmHWM), in MiB; 0 when unknown.
+double PeakRssMib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      auto kb = ParseInt(Trim(std::string_view(line).substr(6, line.size() - 6 - 3)));
+      return kb.ok() ? static_cast<double>(*kb) / 1024.0 : 0.0;
+    }
+  }
+  return 0;
+}
+
 void PrintPolicies() {
   std::printf("policies (use several with commas; override parts with name:key=value):\n");
   for (const std::string& name : sched::Policy::PresetNames(true)) {
@@ -209,6 +222,7 @@ int RunSim(const std::vector<std::string>& raw) {
   ctx.nodes = static_cast<int>(cluster.nodes.size());
   ctx.limits = sim::FormatLimitModel(opts.limits);
   ctx.seed = a.seed;
+  ctx.peak_rss_mib = PeakRssMib();
   if (!a.series.empty()) {
     std::ofstream out(a.series);
     out << sim::RenderSeriesCsv(results);

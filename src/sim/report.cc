@@ -230,6 +230,7 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
   row("scheduling passes", [](const Summary& s) { return std::to_string(s.passes); });
   row("wall time", [](const Summary& s) { return fmt::format("{:.2f}s", s.wall_s); });
   row("  of which scheduling", [](const Summary& s) { return fmt::format("{:.2f}s", s.schedule_s); });
+  if (ctx.peak_rss_mib > 0) out += fmt::format("{:<28}{:>{}}\n", "peak memory (process)", fmt::format("{:.0f} MiB", ctx.peak_rss_mib), w);
   out += "\n";
   for (const Summary& s : sums) out += fmt::format("{}: {}\n", s.policy, s.description);
   return out;
@@ -249,6 +250,7 @@ std::string RenderJson(const ReportContext& ctx, const std::vector<SimResult>& r
   out["trace"] = ctx.trace;
   out["seed"] = ctx.seed;
   out["time_limits"] = ctx.limits;
+  out["peak_rss_mib"] = ctx.peak_rss_mib;
   out["notes"] = results.empty() ? std::vector<std::string>{} : results[0].notes;
   nlohmann::json policies = nlohmann::json::array();
   for (const SimResult& r : results) {

@@ -74,6 +74,7 @@ struct ReportContext {
   int nodes = 0;
   std::string limits;    // time-limit estimate
   uint64_t seed = 0;
+  double peak_rss_mib = 0;  // of the whole process, when known
 };
 
 // A readable report with the policies side by side.
