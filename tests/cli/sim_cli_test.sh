@@ -1,0 +1,44 @@
+#!/bin/sh
+# `shoal sim` as a user runs it: outputs, exit codes (0 ok, 1 failure, 2 bad
+# usage) and error messages that name the file and line.
+set -u
+SHOAL=$1
+ROOT=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+check() {  # check <name> <expected exit> <pattern in output> -- command...
+  name=$1; want=$2; pattern=$3; shift 4
+  "$@" > "$TMP/out" 2>&1
+  got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL $name: exit $got, want $want"; cat "$TMP/out"; fail=1; return
+  fi
+  if ! grep -q -- "$pattern" "$TMP/out"; then
+    echo "FAIL $name: output lacks '$pattern'"; cat "$TMP/out"; fail=1; return
+  fi
+  echo "ok   $name"
+}
+TRACE="$ROOT/data/traces/microsoft-itp-2021/cluster01.csv"
+CLUSTER="$ROOT/examples/clusters/itp-16x8-a100.toml"
+
+check "table" 0 "JCT mean" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy fifo,las --max-jobs 300
+check "json" 0 '"policies"' -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy backfill --max-jobs 300 --json
+check "csv" 0 "^policy,jobs" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy backfill --max-jobs 300 --csv
+check "series" 0 "policy" -- "$SHOAL" sim --nodes 16 --trace "$TRACE" --policy fifo --max-jobs 100 --series "$TMP/s.csv"
+check "series file" 0 "allocated_gpus" -- cat "$TMP/s.csv"
+check "list policies" 0 "oracle" -- "$SHOAL" sim --list-policies
+check "help" 0 "--time-limits" -- "$SHOAL" sim --help
+check "no command" 2 "usage" -- "$SHOAL"
+check "unknown command" 2 "unknown command" -- "$SHOAL" frobnicate
+check "unknown flag" 2 "shoal sim" -- "$SHOAL" sim --trace "$TRACE" --frobnicate
+check "unknown policy" 2 "unknown policy" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy fast
+check "bad limits" 2 "time-limit" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --time-limits x0.5
+check "missing trace" 1 "nope.csv" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TMP/nope.csv"
+printf 'job_id,submission_time,duration,num_gpu\na,0,10,1\nb,5,ten,1\n' > "$TMP/bad.csv"
+check "bad row" 1 "bad.csv:3" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TMP/bad.csv"
+printf 'name = "x"\n[[nodes]]\ncount = 2\nprofile = "dgx-h100"\ncolour = "red"\n' > "$TMP/bad.toml"
+check "bad cluster key" 1 "colour" -- "$SHOAL" sim --cluster "$TMP/bad.toml" --trace "$TRACE"
+check "job too big" 1 "can never run" -- "$SHOAL" sim --nodes 2 --trace "$TRACE"
+check "no cluster" 2 "no nodes of its own" -- "$SHOAL" sim --trace "$TRACE"
+exit $fail
