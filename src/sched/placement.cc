@@ -43,10 +43,10 @@ std::optional<NodeIndex> PlaceOne(const WorkingState& state, const NodeBitset& e
                                   PlaceContext& ctx, NodeChoice* choice_out) {
   std::optional<NodeIndex> best;
   NodeChoice best_choice;
-  const CandidateScan scan = ctx.score.Scan();
+  // Scores node n if it fits; returns whether it did.
   auto consider = [&](NodeIndex n) {
     ++ctx.stats.placements_tried;
-    if (!state.Fits(n, d)) return true;
+    if (!state.Fits(n, d)) return false;
     NodeChoice c = ctx.score.Evaluate(state, n, d, ctx.pass, ctx.rng);
     if (!best || Better(c, n, best_choice, *best)) {
       best = n;
@@ -54,40 +54,31 @@ std::optional<NodeIndex> PlaceOne(const WorkingState& state, const NodeBitset& e
     }
     return true;
   };
+  const CandidateScan scan = ctx.score.Scan();
   if (scan == CandidateScan::kFirstFit) {
-    ForEachCandidate(state, eligible, d, [&](NodeIndex n) {
-      ++ctx.stats.placements_tried;
-      if (!state.Fits(n, d)) return true;
-      best = n;
-      best_choice = ctx.score.Evaluate(state, n, d, ctx.pass, ctx.rng);
-      return false;
-    });
+    ForEachCandidate(state, eligible, d, [&](NodeIndex n) { return !consider(n); });
   } else if (scan == CandidateScan::kTightestFirst && d.gpu_milli >= kMilliPerGpu && d.gpus > 0 &&
              !d.exclusive) {
     // Nodes with exactly k free GPUs, k rising from the request: the tightest
     // bucket with a fit wins, and at most max_candidates of its nodes are scored.
     int scored = 0;
     const int limit = std::max(1, ctx.params.max_candidates);
+    auto visit = [&](NodeIndex n) {
+      if (consider(n)) ++scored;
+      return scored < limit;
+    };
     for (int k = d.gpus; k <= state.max_gpus() && scored == 0; ++k) {
-      const NodeBitset* above = k + 1 <= state.max_gpus() ? &state.AtLeast(k + 1) : nullptr;
-      auto visit = [&](NodeIndex n) {
-        ++ctx.stats.placements_tried;
-        if (!state.Fits(n, d)) return true;
-        NodeChoice c = ctx.score.Evaluate(state, n, d, ctx.pass, ctx.rng);
-        if (!best || Better(c, n, best_choice, *best)) {
-          best = n;
-          best_choice = c;
-        }
-        return ++scored < limit;
-      };
-      if (above != nullptr) {
-        NodeBitset::ForEachAndNot(state.AtLeast(k), eligible, *above, visit);
+      if (k + 1 <= state.max_gpus()) {
+        NodeBitset::ForEachAndNot(state.AtLeast(k), eligible, state.AtLeast(k + 1), visit);
       } else {
         NodeBitset::ForEachAnd(state.AtLeast(k), eligible, visit);
       }
     }
   } else {
-    ForEachCandidate(state, eligible, d, consider);
+    ForEachCandidate(state, eligible, d, [&](NodeIndex n) {
+      consider(n);
+      return true;
+    });
   }
   if (best && choice_out != nullptr) *choice_out = best_choice;
   return best;

@@ -54,6 +54,42 @@ struct Reservation {
   JobId job;
 };
 
+// Releases allocations into a state while counting the free whole GPUs on
+// the nodes a request may use, so that a placement is tried only once it
+// could succeed.
+class ReleaseCounter {
+ public:
+  ReleaseCounter(WorkingState& state, const NodeBitset& eligible, const Request& req)
+      : state_(state), eligible_(eligible), need_(req.total_gpus),
+        counting_(req.shape != Shape::kCpuOnly && req.gpu_milli >= kMilliPerGpu) {
+    if (!counting_) return;
+    NodeBitset::ForEachAnd(state_.AtLeast(1), eligible_, [&](NodeIndex n) {
+      free_ += state_.FreeWhole(n);
+      return true;
+    });
+  }
+
+  void Release(const Allocation& a) {
+    const Inventory& inv = state_.inventory();
+    for (const NodeAllocation& na : a.nodes) {
+      auto n = inv.IndexOf(na.node);
+      if (!n) continue;
+      const int before = state_.FreeWhole(*n);
+      state_.Release(*n, na);
+      if (counting_ && eligible_.Test(*n) && state_.Usable(*n)) free_ += state_.FreeWhole(*n) - before;
+    }
+  }
+
+  bool MayFit() const { return !counting_ || free_ >= need_; }
+
+ private:
+  WorkingState& state_;
+  const NodeBitset& eligible_;
+  const int64_t need_;
+  const bool counting_;
+  int64_t free_ = 0;
+};
+
 class Cycle {
  public:
   Cycle(const Snapshot& snap, Time now, const Policy& policy)
@@ -330,29 +366,13 @@ class Cycle {
     }
     for (const auto& [at, index] : ends_) releases.push_back({at, &plan_.starts[index].allocation});
     std::stable_sort(releases.begin(), releases.end(), [](const Release& a, const Release& b) { return a.at < b.at; });
-    const NodeBitset& eligible = eligibility_.Eligible(req);
-    const bool count_gpus = req.shape != Shape::kCpuOnly && req.gpu_milli >= kMilliPerGpu;
-    int64_t free_gpus = 0;
-    if (count_gpus) {
-      NodeBitset::ForEachAnd(shadow.AtLeast(1), eligible, [&](NodeIndex n) {
-        free_gpus += shadow.FreeWhole(n);
-        return true;
-      });
-    }
+    ReleaseCounter counter(shadow, eligibility_.Eligible(req), req);
     std::optional<Allocation> found;
     Time at = now_;
     for (size_t i = 0; i < releases.size() && !found;) {
       at = releases[i].at;
-      for (; i < releases.size() && releases[i].at == at; ++i) {
-        for (const NodeAllocation& na : releases[i].alloc->nodes) {
-          auto n = inv_.IndexOf(na.node);
-          if (!n) continue;
-          const int before = shadow.FreeWhole(*n);
-          shadow.Release(*n, na);
-          if (count_gpus && eligible.Test(*n) && shadow.Usable(*n)) free_gpus += shadow.FreeWhole(*n) - before;
-        }
-      }
-      if (count_gpus && free_gpus < req.total_gpus) continue;
+      for (; i < releases.size() && releases[i].at == at; ++i) counter.Release(*releases[i].alloc);
+      if (!counter.MayFit()) continue;
       PlaceContext ctx = Ctx();
       found = Place(shadow, req, ctx);
     }
@@ -403,30 +423,16 @@ class Cycle {
     if (preempt_failed_.Find(req) != nullptr) return false;
     if (!victims_ranked_) RankVictims();
     ++preempt_attempts_;
-    const NodeBitset& eligible = eligibility_.Eligible(req);
-    const bool count_gpus = req.shape != Shape::kCpuOnly && req.gpu_milli >= kMilliPerGpu;
-    int64_t free_gpus = 0;
-    if (count_gpus) {
-      NodeBitset::ForEachAnd(now_state_.AtLeast(1), eligible, [&](NodeIndex n) {
-        free_gpus += now_state_.FreeWhole(n);
-        return true;
-      });
-    }
+    ReleaseCounter counter(now_state_, eligibility_.Eligible(req), req);
     std::vector<size_t> released;
     std::optional<Allocation> alloc;
     for (size_t k : victims_) {
       if (preempted_[k]) continue;
       const JobInfo& v = snap_.running[k];
       if (!policy_.preempt()->MayPreempt(j, e.rank, v, running_ranks_[k])) break;
-      for (const NodeAllocation& na : v.allocation->nodes) {
-        auto n = inv_.IndexOf(na.node);
-        if (!n) continue;
-        const int before = now_state_.FreeWhole(*n);
-        now_state_.Release(*n, na);
-        if (count_gpus && eligible.Test(*n) && now_state_.Usable(*n)) free_gpus += now_state_.FreeWhole(*n) - before;
-      }
+      counter.Release(*v.allocation);
       released.push_back(k);
-      if (count_gpus && free_gpus < req.total_gpus) continue;
+      if (!counter.MayFit()) continue;
       PlaceContext ctx = Ctx();
       alloc = Place(now_state_, req, ctx);
       if (alloc) break;
