@@ -54,10 +54,14 @@ Duration Partition::DefaultTimeLimit() const {
 
 Status Cluster::Validate() const {
   std::set<std::string_view> names;
+  std::set<uint32_t> ids;
   for (const Node& node : nodes) {
     if (node.name.empty()) return InvalidArgument("a node has no name");
     if (!names.insert(node.name).second) {
       return InvalidArgument(fmt::format("node '{}' is defined twice", node.name));
+    }
+    if (!ids.insert(node.id.value()).second) {
+      return InvalidArgument(fmt::format("node '{}' has the id {} of another node", node.name, node.id.value()));
     }
     if (node.GpuCount() > kMaxGpusPerNode) {
       return InvalidArgument(fmt::format("node '{}' has {} GPUs; at most {} are supported", node.name,

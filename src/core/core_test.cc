@@ -6,6 +6,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/strings.h"
+#include "core/topology.h"
 #include "core/time.h"
 
 namespace shoal {
@@ -121,9 +122,13 @@ TEST(ClusterTest, Validation) {
   Cluster c;
   c.nodes.resize(2);
   c.nodes[0].name = "a";
+  c.nodes[0].id = NodeId(1);
   c.nodes[1].name = "a";
+  c.nodes[1].id = NodeId(1);
   EXPECT_FALSE(c.Validate().ok());
   c.nodes[1].name = "b";
+  EXPECT_FALSE(c.Validate().ok()) << "two nodes with one id";
+  c.nodes[1].id = NodeId(2);
   c.nodes[1].partitions = {"nope"};
   EXPECT_FALSE(c.Validate().ok());
   c.nodes[1].partitions.clear();
@@ -150,6 +155,31 @@ TEST(RngTest, SeededAndUniform) {
   int counts[4] = {0, 0, 0, 0};
   for (int i = 0; i < 40000; ++i) counts[r.Uniform(4)]++;
   for (int c : counts) EXPECT_NEAR(c, 10000, 600);
+}
+
+}  // namespace
+}  // namespace shoal
+
+namespace shoal {
+namespace {
+
+TEST(TopologyTest, LeavesAndSpines) {
+  std::vector<Node> nodes(4);
+  const char* places[] = {"s1/l1", "s1/l1", "s1/l2", ""};
+  for (int i = 0; i < 4; ++i) {
+    nodes[i].id = NodeId(static_cast<uint32_t>(i + 1));
+    nodes[i].name = "n" + std::to_string(i);
+    if (places[i][0] != '\0') nodes[i].place = *NetworkPlace::Parse(places[i]);
+  }
+  Topology t = Topology::FromNodes(nodes);
+  ASSERT_EQ(t.leaves().size(), 3u);
+  EXPECT_EQ(t.spines(), (std::vector<std::string>{"s1", "spine0"}));
+  EXPECT_EQ(t.LeafOf(NodeId(2)), t.LeafOf(NodeId(1)));
+  EXPECT_EQ(t.LeafOf(NodeId(99)), -1);
+  EXPECT_EQ(t.LeavesSpanned({NodeId(1), NodeId(2)}), 1);
+  EXPECT_EQ(t.LeavesSpanned({NodeId(1), NodeId(3), NodeId(4)}), 3);
+  EXPECT_EQ(t.SpinesSpanned({NodeId(1), NodeId(3)}), 1);
+  EXPECT_EQ(t.SpinesSpanned({NodeId(1), NodeId(4)}), 2);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "sched/inventory.h"
 
+#include "core/topology.h"
+
 #include <algorithm>
 #include <map>
 
@@ -50,8 +52,15 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
   }
   std::map<std::string, int> model_index;
   std::map<std::string, int> label_index;
-  std::map<std::string, uint32_t> leaf_index;
-  std::map<std::string, uint32_t> spine_index;
+  const Topology topology = Topology::FromNodes(cluster.nodes);
+  for (const Topology::Leaf& leaf : topology.leaves()) {
+    inv->leaves_.push_back(leaf.name);
+    inv->leaf_nodes_.emplace_back();
+  }
+  for (size_t l = 0; l < topology.leaves().size(); ++l) {
+    inv->leaf_spine_.push_back(static_cast<uint32_t>(topology.SpineOfLeaf(static_cast<int>(l))));
+  }
+  inv->spines_ = topology.spines();
   uint64_t version = HashString(cluster.name);
   inv->nodes_.reserve(cluster.nodes.size());
   for (const Node& node : cluster.nodes) {
@@ -87,20 +96,9 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
       version = Mix(version, HashString(gpu.model) + static_cast<uint64_t>(gpu.nvlink_island));
     }
     for (auto& [island, mask] : islands) n.island_masks.push_back(mask);
-    NetworkPlace place = node.place;
-    if (place.leaf.empty()) place.leaf = "leaf0";
-    if (place.spine.empty()) place.spine = "spine0";
-    auto [sit, snew] = spine_index.emplace(place.spine, static_cast<uint32_t>(spine_index.size()));
-    auto [lit, lnew] = leaf_index.emplace(place.spine + "/" + place.leaf, static_cast<uint32_t>(leaf_index.size()));
-    if (lnew) {
-      inv->leaves_.push_back(place.leaf);
-      inv->leaf_spine_.push_back(sit->second);
-      inv->leaf_nodes_.emplace_back();
-    }
-    inv->leaf_nodes_[lit->second].push_back(static_cast<NodeIndex>(inv->nodes_.size()));
-    if (snew) inv->spines_.push_back(place.spine);
-    n.leaf = lit->second;
-    n.spine = sit->second;
+    n.leaf = static_cast<uint32_t>(topology.LeafOf(node.id));
+    n.spine = inv->leaf_spine_[n.leaf];
+    inv->leaf_nodes_[n.leaf].push_back(static_cast<NodeIndex>(inv->nodes_.size()));
     inv->max_gpus_per_node_ = std::max(inv->max_gpus_per_node_, n.gpu_count);
     inv->total_gpus_ += n.gpu_count;
     version = Mix(version, HashString(n.name));

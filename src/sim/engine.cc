@@ -71,6 +71,8 @@ struct SimJob {
   uint64_t epoch = 0;
   uint32_t running_pos = 0;
   int restarts = 0;
+  int first_nodes = 0;
+  int first_leaves = 0;
   JobState state = JobState::kPending;
 };
 
@@ -256,7 +258,14 @@ class Simulator {
     j.alloc = std::move(alloc);
     j.phase = SimJob::Phase::kRunning;
     j.seg_start = now_;
-    if (j.first_start == kTimeNever) j.first_start = now_;
+    if (j.first_start == kTimeNever) {
+      j.first_start = now_;
+      j.first_nodes = static_cast<int>(j.alloc.nodes.size());
+      std::vector<uint32_t> leaves;
+      for (const NodeAllocation& na : j.alloc.nodes) leaves.push_back(inv_->node(*inv_->IndexOf(na.node)).leaf);
+      std::sort(leaves.begin(), leaves.end());
+      j.first_leaves = static_cast<int>(std::unique(leaves.begin(), leaves.end()) - leaves.begin());
+    }
     j.seg_overhead_s = j.restarts > 0 ? ToSeconds(opts_.restart_cost) : 0.0;
     j.seg_duration_s = DurationOn(j, j.alloc);
     ++j.epoch;
@@ -534,6 +543,8 @@ class Simulator {
       r.duration = DurationFromSeconds(j.ref_s);
       r.state = j.state;
       r.restarts = j.restarts;
+      r.nodes = j.first_nodes;
+      r.leaves = j.first_leaves;
       result_.jobs.push_back(std::move(r));
     }
   }

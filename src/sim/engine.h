@@ -77,6 +77,8 @@ struct JobRecord {
   Duration duration{0};      // true run time on the reference GPU
   JobState state = JobState::kPending;
   int restarts = 0;
+  int nodes = 0;   // nodes of its first run
+  int leaves = 0;  // leaf switches those nodes sit under
 };
 
 struct UtilSample {

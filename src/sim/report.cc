@@ -75,6 +75,11 @@ Summary Summarize(const SimResult& r) {
     first = std::min(first, j.submit);
     if (j.end != kTimeNever) last = std::max(last, j.end);
     if (j.state == JobState::kTimeout) ++s.timeouts;
+    if (j.nodes > 1) {
+      ++s.multi_node_jobs;
+      s.leaves_per_multi_node_job += j.leaves;
+      s.nodes_per_multi_node_job += j.nodes;
+    }
     if (j.state != JobState::kCompleted) continue;
     ++s.completed;
     const double c = ToSeconds(j.end - j.submit);
@@ -97,6 +102,10 @@ Summary Summarize(const SimResult& r) {
       a.mean_slowdown += sd;
       a.gpu_hours += j.gpu_equivalents * ToSeconds(j.duration) / 3600;
     }
+  }
+  if (s.multi_node_jobs > 0) {
+    s.leaves_per_multi_node_job /= s.multi_node_jobs;
+    s.nodes_per_multi_node_job /= s.multi_node_jobs;
   }
   s.jct_s = Describe(jct);
   s.queue_s = Describe(queue);
@@ -207,6 +216,10 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
     row("preemptions", [](const Summary& s) { return std::to_string(s.preemptions); });
     row("backfilled starts", [](const Summary& s) { return std::to_string(s.backfilled); });
     row("timeouts", [](const Summary& s) { return std::to_string(s.timeouts); });
+    row("multi-node jobs", [](const Summary& s) { return std::to_string(s.multi_node_jobs); });
+    row("  nodes / leaves each", [](const Summary& s) {
+      return fmt::format("{:.1f} / {:.2f}", s.nodes_per_multi_node_job, s.leaves_per_multi_node_job);
+    });
     if (!sums.empty() && !sums[0].accounts.empty()) {
       row("fairness (Jain, slowdown)", [](const Summary& s) { return fmt::format("{:.3f}", s.jain_fairness); });
     }
@@ -281,6 +294,9 @@ std::string RenderJson(const ReportContext& ctx, const std::vector<SimResult>& r
       p["fragmentation"] = s.fragmentation;
       p["preemptions"] = s.preemptions;
       p["backfilled"] = s.backfilled;
+      p["multi_node_jobs"] = s.multi_node_jobs;
+      p["nodes_per_multi_node_job"] = s.nodes_per_multi_node_job;
+      p["leaves_per_multi_node_job"] = s.leaves_per_multi_node_job;
       nlohmann::json sizes = nlohmann::json::array();
       for (const SizeClass& c : s.by_size) {
         sizes.push_back({{"gpus", c.label}, {"jct_s", StatJson(c.jct_s)}, {"queueing_s", StatJson(c.queue_s)}});

@@ -52,6 +52,9 @@ struct Summary {
   double fragmentation = 0;  // mean fragmented GPUs / free GPUs, where any were free
   std::vector<AccountSummary> accounts;
   double jain_fairness = 0;  // Jain's index over the accounts' mean slowdowns (1 is fair)
+  int multi_node_jobs = 0;
+  double leaves_per_multi_node_job = 0;  // leaf switches they span, on average
+  double nodes_per_multi_node_job = 0;
   // Fill.
   double allocation_at_full = 0;     // allocated / GPUs when arrived demand first reaches 100 %
   double fragmentation_at_full = 0;  // fragmented / GPUs then
