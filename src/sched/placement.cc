@@ -314,12 +314,20 @@ EligibilityCache::Entry& EligibilityCache::Find(const Request& req) {
   Entry e{req.partition, req.model_mask, req.labels, cpu_only, NodeBitset(inv_->size()), 0};
   for (NodeIndex n = 0; n < inv_->size(); ++n) {
     const InvNode& node = inv_->node(n);
-    if (!NodeEligible(node, req)) continue;
+    if (!Admits(node, req)) continue;
     e.nodes.Set(n);
     e.max_gpus = std::max(e.max_gpus, std::popcount(node.GpusOfModels(req.model_mask)));
   }
   entries_.push_back(std::move(e));
   return entries_.back();
+}
+
+bool EligibilityCache::Admits(const InvNode& n, const Request& req) const {
+  if (filters_ == nullptr) return NodeEligible(n, req);
+  for (const auto& f : *filters_) {
+    if (!f->Admits(n, req)) return false;
+  }
+  return true;
 }
 
 std::optional<Allocation> Place(const WorkingState& state, const Request& req, PlaceContext& ctx) {

@@ -29,7 +29,10 @@ namespace shoal::sched {
 // per distinct combination for one pass.
 class EligibilityCache {
  public:
-  explicit EligibilityCache(const Inventory& inv) : inv_(&inv) {}
+  // With `filters` null, the built-in eligibility (NodeEligible) decides.
+  explicit EligibilityCache(const Inventory& inv,
+                            const std::vector<std::shared_ptr<const FilterPlugin>>* filters = nullptr)
+      : inv_(&inv), filters_(filters) {}
   const NodeBitset& Eligible(const Request& req);
   // The most GPUs of the request's models any eligible node has.
   int MaxNodeGpus(const Request& req);
@@ -44,7 +47,9 @@ class EligibilityCache {
     int max_gpus;
   };
   Entry& Find(const Request& req);
+  bool Admits(const InvNode& n, const Request& req) const;
   const Inventory* inv_;
+  const std::vector<std::shared_ptr<const FilterPlugin>>* filters_;
   std::vector<Entry> entries_;
 };
 

@@ -2,13 +2,15 @@
 // each kind, picked by name from a Registry; a new policy never edits the cycle.
 //
 //   sort     orders the pending queue (fifo, multifactor, las, oracle)
+//   filter   decides which nodes may ever serve a request (partition, labels,
+//            gpu-model); free resources and node state are checked for every
+//            policy, as they are what "fits" means
 //   score    chooses nodes and GPUs for a job that fits (first-fit, best-fit,
 //            random, topology, fgd)
+//   reserve  decides what a job that cannot start does to the jobs behind it
+//            (strict, greedy, backfill)
 //   preempt  decides which running jobs a blocked job may displace (none,
 //            class, srtf, tier)
-// Filtering (partition, labels, GPU model, node state, free resources) is not
-// a plugin: it is what "fits" means, the same for every policy. Reservation
-// (backfill) is the queue mode of the policy: strict, greedy or backfill.
 //
 // Plugins are immutable and may be shared between threads; per-pass state
 // lives in the ScorePass object a plugin creates for each pass.
@@ -46,6 +48,31 @@ class SortPlugin {
   // Lower values are scheduled first; ties go to the earlier submission, then
   // the lower job id. Called for pending and, when the policy preempts, running jobs.
   virtual double Value(const SortContext& ctx, const JobInfo& job) const = 0;
+};
+
+class FilterPlugin {
+ public:
+  virtual ~FilterPlugin() = default;
+  virtual std::string_view Name() const = 0;
+  // Whether node `n` may ever serve `req`. Decides from the node's static
+  // properties and the request's partition, models, labels and shape only
+  // (the cycle caches the answer per such combination).
+  virtual bool Admits(const InvNode& n, const Request& req) const = 0;
+};
+
+// What a job that cannot start now means for the jobs behind it.
+enum class QueueMode {
+  kStrict,    // it blocks every later job of its partition
+  kGreedy,    // later jobs may pass it
+  kBackfill,  // EASY backfill: the first such job gets a reservation, later jobs
+              // may pass it only if they do not delay that reservation
+};
+
+class ReservePlugin {
+ public:
+  virtual ~ReservePlugin() = default;
+  virtual std::string_view Name() const = 0;
+  virtual QueueMode Mode() const = 0;
 };
 
 // GPUs chosen on one node and how good the choice is: the higher score wins,

@@ -7,15 +7,6 @@
 
 namespace shoal::sched {
 
-std::string_view QueueModeName(QueueMode mode) {
-  switch (mode) {
-    case QueueMode::kStrict: return "strict";
-    case QueueMode::kGreedy: return "greedy";
-    case QueueMode::kBackfill: return "backfill";
-  }
-  return "unknown";
-}
-
 namespace {
 
 template <typename Map>
@@ -77,6 +68,11 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
     }
   } else if (key == "starvation-knob") {
     SHOAL_ASSIGN_OR_RETURN(p.las_starvation_knob, ParseDouble(v));
+  } else if (key == "filters") {
+    p.filters.clear();
+    for (std::string_view f : Split(v, '/')) {
+      if (!Trim(f).empty()) p.filters.emplace_back(Trim(f));
+    }
   } else if (key == "workload") {
     if (v != "gpus" && v != "count") return InvalidArgument("workload is gpus or count");
     p.workload_by_gpus = v == "gpus";
@@ -87,7 +83,7 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
     p.favor_small = v == "1" || v == "true" || v == "yes";
   } else {
     return InvalidArgument(fmt::format(
-        "unknown policy option '{}' (sort, score, queue, preempt, seed, candidates, las-thresholds, "
+        "unknown policy option '{}' (sort, filters, score, queue, preempt, seed, candidates, las-thresholds, "
         "starvation-knob, workload, workload-coverage, favor-small)",
         key));
   }
@@ -142,14 +138,10 @@ Result<Policy> Policy::Create(PolicyParams params, const Registry& registry, Pol
         "sort '{}' reads true run times that only a simulator knows; it is for `shoal sim`, not a live cluster",
         params.sort));
   }
-  if (params.queue == "strict") {
-    policy.queue_mode_ = QueueMode::kStrict;
-  } else if (params.queue == "greedy") {
-    policy.queue_mode_ = QueueMode::kGreedy;
-  } else if (params.queue == "backfill" || params.queue == "easy") {
-    policy.queue_mode_ = QueueMode::kBackfill;
-  } else {
-    return InvalidArgument(fmt::format("unknown queue mode '{}' (strict, greedy, backfill)", params.queue));
+  SHOAL_ASSIGN_OR_RETURN(policy.reserve_, registry.MakeReserve(params.queue));
+  for (const std::string& f : params.filters) {
+    SHOAL_ASSIGN_OR_RETURN(auto filter, registry.MakeFilter(f));
+    policy.filters_.push_back(std::move(filter));
   }
   for (size_t i = 1; i < params.las_thresholds_gpu_s.size(); ++i) {
     if (params.las_thresholds_gpu_s[i] <= params.las_thresholds_gpu_s[i - 1]) {
@@ -163,13 +155,29 @@ Result<Policy> Policy::Create(PolicyParams params, const Registry& registry, Pol
 
 std::string Policy::Describe() const {
   return fmt::format("{} (sort={} score={} queue={} preempt={})", params_.name, params_.sort, params_.score,
-                     params_.queue, params_.preempt);
+                     reserve_->Name(), params_.preempt);
 }
 
 Result<std::shared_ptr<const SortPlugin>> Registry::MakeSort(std::string_view name) const {
   auto it = sorts_.find(name);
   if (it == sorts_.end()) {
     return InvalidArgument(fmt::format("unknown sort plugin '{}' (one of: {})", name, Join(SortNames(), ", ")));
+  }
+  return it->second();
+}
+
+Result<std::shared_ptr<const FilterPlugin>> Registry::MakeFilter(std::string_view name) const {
+  auto it = filters_.find(name);
+  if (it == filters_.end()) {
+    return InvalidArgument(fmt::format("unknown filter plugin '{}' (one of: {})", name, Join(FilterNames(), ", ")));
+  }
+  return it->second();
+}
+
+Result<std::shared_ptr<const ReservePlugin>> Registry::MakeReserve(std::string_view name) const {
+  auto it = reserves_.find(name);
+  if (it == reserves_.end()) {
+    return InvalidArgument(fmt::format("unknown queue mode '{}' (one of: {})", name, Join(ReserveNames(), ", ")));
   }
   return it->second();
 }
@@ -193,7 +201,9 @@ Result<std::shared_ptr<const PreemptPlugin>> Registry::MakePreempt(std::string_v
 }
 
 std::vector<std::string> Registry::SortNames() const { return Names(sorts_); }
+std::vector<std::string> Registry::FilterNames() const { return Names(filters_); }
 std::vector<std::string> Registry::ScoreNames() const { return Names(scores_); }
+std::vector<std::string> Registry::ReserveNames() const { return Names(reserves_); }
 std::vector<std::string> Registry::PreemptNames() const { return Names(preempts_); }
 
 Registry BuiltinRegistry() {
@@ -202,6 +212,12 @@ Registry BuiltinRegistry() {
   r.AddSort("multifactor", plugins::MakeMultifactorSort);
   r.AddSort("las", plugins::MakeLasSort);
   r.AddSort("oracle", plugins::MakeOracleSort);
+  r.AddFilter("partition", plugins::MakePartitionFilter);
+  r.AddFilter("labels", plugins::MakeLabelsFilter);
+  r.AddFilter("gpu-model", plugins::MakeGpuModelFilter);
+  r.AddReserve("strict", [] { return plugins::MakeQueueMode(QueueMode::kStrict); });
+  r.AddReserve("greedy", [] { return plugins::MakeQueueMode(QueueMode::kGreedy); });
+  r.AddReserve("backfill", [] { return plugins::MakeQueueMode(QueueMode::kBackfill); });
   r.AddScore("first-fit", plugins::MakeFirstFitScore);
   r.AddScore("best-fit", plugins::MakeBestFitScore);
   r.AddScore("random", plugins::MakeRandomScore);

@@ -15,15 +15,6 @@
 
 namespace shoal::sched {
 
-enum class QueueMode {
-  kStrict,    // a job that cannot start blocks every later job of its partition
-  kGreedy,    // every job is tried in order; later jobs may pass a blocked one
-  kBackfill,  // EASY backfill: the first blocked job gets a reservation, later jobs
-              // may pass it only if they do not delay that reservation
-};
-
-std::string_view QueueModeName(QueueMode mode);
-
 // One kind of request with how often it appears: the workload that
 // fragmentation-aware scoring keeps room for.
 struct TypicalDemand {
@@ -34,6 +25,7 @@ struct TypicalDemand {
 struct PolicyParams {
   std::string name = "backfill";
   std::string sort = "fifo";
+  std::vector<std::string> filters = {"partition", "labels", "gpu-model"};
   std::string score = "topology";
   std::string queue = "backfill";
   std::string preempt = "none";
@@ -86,18 +78,20 @@ class Policy {
 
   const PolicyParams& params() const { return params_; }
   const SortPlugin& sort() const { return *sort_; }
+  const std::vector<std::shared_ptr<const FilterPlugin>>& filters() const { return filters_; }
   const ScorePlugin& score() const { return *score_; }
   const PreemptPlugin* preempt() const { return preempt_.get(); }
-  QueueMode queue_mode() const { return queue_mode_; }
+  QueueMode queue_mode() const { return reserve_->Mode(); }
   // "las (sort=las score=topology queue=greedy preempt=class)"
   std::string Describe() const;
 
  private:
   PolicyParams params_;
   std::shared_ptr<const SortPlugin> sort_;
+  std::vector<std::shared_ptr<const FilterPlugin>> filters_;
+  std::shared_ptr<const ReservePlugin> reserve_;
   std::shared_ptr<const ScorePlugin> score_;
   std::shared_ptr<const PreemptPlugin> preempt_;
-  QueueMode queue_mode_ = QueueMode::kBackfill;
 };
 
 // Named plugin factories. BuiltinRegistry() holds every plugin shipped with
@@ -105,25 +99,35 @@ class Policy {
 class Registry {
  public:
   using SortFactory = std::function<std::shared_ptr<const SortPlugin>()>;
+  using FilterFactory = std::function<std::shared_ptr<const FilterPlugin>()>;
   using ScoreFactory = std::function<std::shared_ptr<const ScorePlugin>()>;
+  using ReserveFactory = std::function<std::shared_ptr<const ReservePlugin>()>;
   using PreemptFactory = std::function<std::shared_ptr<const PreemptPlugin>()>;
 
   void AddSort(std::string name, SortFactory f) { sorts_[std::move(name)] = std::move(f); }
+  void AddFilter(std::string name, FilterFactory f) { filters_[std::move(name)] = std::move(f); }
   void AddScore(std::string name, ScoreFactory f) { scores_[std::move(name)] = std::move(f); }
+  void AddReserve(std::string name, ReserveFactory f) { reserves_[std::move(name)] = std::move(f); }
   void AddPreempt(std::string name, PreemptFactory f) { preempts_[std::move(name)] = std::move(f); }
 
   Result<std::shared_ptr<const SortPlugin>> MakeSort(std::string_view name) const;
+  Result<std::shared_ptr<const FilterPlugin>> MakeFilter(std::string_view name) const;
   Result<std::shared_ptr<const ScorePlugin>> MakeScore(std::string_view name) const;
+  Result<std::shared_ptr<const ReservePlugin>> MakeReserve(std::string_view name) const;
   // Null for "none".
   Result<std::shared_ptr<const PreemptPlugin>> MakePreempt(std::string_view name) const;
 
   std::vector<std::string> SortNames() const;
+  std::vector<std::string> FilterNames() const;
   std::vector<std::string> ScoreNames() const;
+  std::vector<std::string> ReserveNames() const;
   std::vector<std::string> PreemptNames() const;
 
  private:
   std::map<std::string, SortFactory, std::less<>> sorts_;
+  std::map<std::string, FilterFactory, std::less<>> filters_;
   std::map<std::string, ScoreFactory, std::less<>> scores_;
+  std::map<std::string, ReserveFactory, std::less<>> reserves_;
   std::map<std::string, PreemptFactory, std::less<>> preempts_;
 };
 

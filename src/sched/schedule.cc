@@ -99,7 +99,7 @@ class Cycle {
         policy_(policy),
         params_(policy.params()),
         now_state_(inv_, snap.nodes),
-        eligibility_(inv_),
+        eligibility_(inv_, &policy.filters()),
         rng_(params_.seed ^ static_cast<uint64_t>(now.time_since_epoch().count()) * 0x9e3779b97f4a7c15ULL),
         sort_ctx_{snap, now, params_, 0, 0, inv_.total_gpus()} {
     for (const AccountInfo& a : snap.accounts) {

@@ -12,6 +12,12 @@ std::shared_ptr<const SortPlugin> MakeMultifactorSort();
 std::shared_ptr<const SortPlugin> MakeLasSort();
 std::shared_ptr<const SortPlugin> MakeOracleSort();
 
+std::shared_ptr<const FilterPlugin> MakePartitionFilter();
+std::shared_ptr<const FilterPlugin> MakeLabelsFilter();
+std::shared_ptr<const FilterPlugin> MakeGpuModelFilter();
+
+std::shared_ptr<const ReservePlugin> MakeQueueMode(QueueMode mode);
+
 std::shared_ptr<const ScorePlugin> MakeFirstFitScore();
 std::shared_ptr<const ScorePlugin> MakeBestFitScore();
 std::shared_ptr<const ScorePlugin> MakeRandomScore();
