@@ -19,11 +19,11 @@ build: configure
 	@cmake --build --preset $(PRESET)
 
 # The main job, for now: the shipped Microsoft ITP trace replayed through the
-# scheduler under five policies on a 128-GPU cluster.
+# scheduler under six policies on a 128-GPU cluster.
 run: build
 	$(SHOAL) sim --cluster examples/clusters/itp-16x8-a100.toml \
 	  --trace data/traces/microsoft-itp-2021/cluster01.csv \
-	  --policy fifo,backfill,multifactor,las,oracle
+	  --policy fifo,backfill,multifactor,las,gittins,oracle
 
 test: build
 	@ctest --preset $(PRESET) -j 2

@@ -37,7 +37,7 @@ awk -F, -v n=100000 -v c="$COMPRESS" '
         out++
       }
   }' "$SRC" > "$TRACE"
-for policy in fifo backfill multifactor las oracle; do
+for policy in fifo backfill multifactor las gittins oracle; do
   "$BUILD/src/cli/shoal" sim --nodes 125 --profile dgx-a100 --trace "$TRACE" --policy "$policy" \
     --no-progress > /tmp/shoal-bench-out.txt
   awk -v p="$policy" '

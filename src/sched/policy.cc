@@ -33,6 +33,8 @@ constexpr PresetDef kPresets[] = {
      "Slurm-style multifactor priority with EASY backfill"},
     {"las", "las", "topology", "greedy", "class", false,
      "Tiresias 2D-LAS: least attained GPU-time first, preemptive, for jobs that checkpoint"},
+    {"gittins", "gittins", "topology", "greedy", "class", false,
+     "Tiresias 2DAS with Gittins indices from past jobs' service, preemptive"},
     {"greedy", "fifo", "topology", "greedy", "none", false, "FIFO order, any job that fits starts"},
     {"first-fit", "fifo", "first-fit", "greedy", "none", false, "baseline: first node that fits"},
     {"best-fit", "fifo", "best-fit", "greedy", "none", false, "baseline: node left with the least free"},
@@ -212,6 +214,7 @@ Registry BuiltinRegistry() {
   r.AddSort("multifactor", plugins::MakeMultifactorSort);
   r.AddSort("las", plugins::MakeLasSort);
   r.AddSort("oracle", plugins::MakeOracleSort);
+  r.AddSort("gittins", plugins::MakeGittinsSort);
   r.AddFilter("partition", plugins::MakePartitionFilter);
   r.AddFilter("labels", plugins::MakeLabelsFilter);
   r.AddFilter("gpu-model", plugins::MakeGpuModelFilter);

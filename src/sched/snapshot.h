@@ -14,6 +14,7 @@
 
 #include "core/job.h"
 #include "core/time.h"
+#include "sched/gittins.h"
 #include "sched/inventory.h"
 #include "sched/request.h"
 
@@ -65,6 +66,9 @@ struct Snapshot {
   // The states of the jobs that pending jobs depend on. A dependency on a job
   // missing here can never be satisfied.
   std::unordered_map<JobId, JobState> dependency_states;
+  // Gittins indices from the service that recently completed jobs needed (see
+  // gittins.h); the caller rebuilds it as jobs complete. Null: no history.
+  std::shared_ptr<const GittinsTable> service_index;
 };
 
 // Decays usage with a half-life: usage * 2^(-elapsed / half_life), as Slurm's

@@ -331,6 +331,7 @@ class Simulator {
   void Finish(uint32_t idx, JobState state) {
     StopRunning(idx);
     SimJob& j = jobs_[idx];
+    if (state == JobState::kCompleted) RecordService(j.attained_gpu_s);
     j.phase = SimJob::Phase::kDone;
     j.state = state;
     j.end = now_;
@@ -346,6 +347,24 @@ class Simulator {
     ++j.restarts;
     pending_.push_back(idx);
     ++result_.preemptions;
+  }
+
+  // The service of the last kServiceWindow completed jobs, as a Gittins table
+  // rebuilt every kServiceRebuild completions (only past jobs: no lookahead).
+  static constexpr size_t kServiceWindow = 2000;
+  static constexpr size_t kServiceRebuild = 50;
+  void RecordService(double gpu_s) {
+    if (service_.size() < kServiceWindow) {
+      service_.push_back(gpu_s);
+    } else {
+      service_[service_next_] = gpu_s;
+    }
+    service_next_ = (service_next_ + 1) % kServiceWindow;
+    if (++service_since_rebuild_ < kServiceRebuild && snap_.service_index) return;
+    service_since_rebuild_ = 0;
+    std::vector<double> sorted = service_;
+    std::sort(sorted.begin(), sorted.end());
+    snap_.service_index = std::make_shared<const sched::GittinsTable>(sorted);
   }
 
   void AddUsage(const SimJob& j, double gpu_s) {
@@ -429,7 +448,8 @@ class Simulator {
   // Under LAS a running job may fall to a lower queue between events; wake up
   // when the first one does, so waiting jobs can preempt it.
   void ScheduleWakeup() {
-    if (policy_.preempt() == nullptr || policy_.params().sort != "las" || pending_.empty()) return;
+    if (policy_.preempt() == nullptr || pending_.empty()) return;
+    if (policy_.params().sort != "las" && policy_.params().sort != "gittins") return;
     Time next = kTimeNever;
     for (uint32_t idx : running_) {
       const SimJob& j = jobs_[idx];
@@ -675,6 +695,9 @@ class Simulator {
   std::vector<uint8_t> seen_;
   std::priority_queue<Event, std::vector<Event>, EventLater> events_;
   std::vector<sched::TypicalDemand> workload_;
+  std::vector<double> service_;
+  size_t service_next_ = 0;
+  size_t service_since_rebuild_ = 0;
   uint64_t seq_ = 0;
   Time now_{};
   Time usage_updated_{};

@@ -11,6 +11,7 @@ std::shared_ptr<const SortPlugin> MakeFifoSort();
 std::shared_ptr<const SortPlugin> MakeMultifactorSort();
 std::shared_ptr<const SortPlugin> MakeLasSort();
 std::shared_ptr<const SortPlugin> MakeOracleSort();
+std::shared_ptr<const SortPlugin> MakeGittinsSort();
 
 std::shared_ptr<const FilterPlugin> MakePartitionFilter();
 std::shared_ptr<const FilterPlugin> MakeLabelsFilter();

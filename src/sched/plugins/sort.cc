@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "sched/plugins/plugins.h"
+#include "sched/gittins.h"
 #include "sched/policy.h"
 
 namespace shoal::sched::plugins {
@@ -33,6 +34,23 @@ class LasSort final : public SortPlugin {
  public:
   std::string_view Name() const override { return "las"; }
   double Value(const SortContext& ctx, const JobInfo& job) const override { return LasQueue(ctx, job); }
+};
+
+// Tiresias' 2DAS with Gittins indices: the job whose attained GPU-time gives the
+// best chance of finishing soon per GPU-second, judged against the service that
+// past jobs needed, goes first. Values are -log2 of the index, so that a whole
+// unit of value is a factor of two in the index and the `class` preempt plugin
+// can compare classes. Without enough history it falls back to LAS's queues.
+class GittinsSort final : public SortPlugin {
+ public:
+  std::string_view Name() const override { return "gittins"; }
+  double Value(const SortContext& ctx, const JobInfo& job) const override {
+    const GittinsTable* table = ctx.snapshot.service_index.get();
+    if (table == nullptr || table->empty()) return 64.0 + LasQueue(ctx, job);
+    const double index = table->Index(job.attained_gpu_s);
+    if (index <= 0) return 64.0;  // beyond all history: last
+    return std::clamp(-std::log2(index), -63.0, 63.0);
+  }
 };
 
 // Shortest remaining service (GPUs x remaining time) first, from the true
@@ -91,5 +109,6 @@ std::shared_ptr<const SortPlugin> MakeFifoSort() { return std::make_shared<FifoS
 std::shared_ptr<const SortPlugin> MakeMultifactorSort() { return std::make_shared<MultifactorSort>(); }
 std::shared_ptr<const SortPlugin> MakeLasSort() { return std::make_shared<LasSort>(); }
 std::shared_ptr<const SortPlugin> MakeOracleSort() { return std::make_shared<OracleSort>(); }
+std::shared_ptr<const SortPlugin> MakeGittinsSort() { return std::make_shared<GittinsSort>(); }
 
 }  // namespace shoal::sched::plugins

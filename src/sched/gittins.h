@@ -1,0 +1,37 @@
+// The Gittins index of a job's attained service against the distribution of
+// service that past jobs needed (Gittins; used for GPU clusters by Tiresias,
+// Gu et al., NSDI 2019): the best ratio, over a further quantum D, of the
+// chance to finish within D to the service it would cost.
+//
+//   G(a) = max over D > 0 of  P(S <= a + D | S > a) / E[min(S, a + D) - a | S > a]
+//
+// Serving the highest index first minimises mean completion time when only the
+// distribution, not each job's size, is known. Computed once per pass on a
+// log-spaced grid of attained service and looked up for each job.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace shoal::sched {
+
+class GittinsTable {
+ public:
+  // `sorted` is ascending; fewer than kMinHistory samples give an empty table.
+  explicit GittinsTable(const std::vector<double>& sorted);
+
+  static constexpr size_t kMinHistory = 32;
+
+  bool empty() const { return grid_.empty(); }
+  // The index at attained service `a` (GPU-seconds); 0 past every sample.
+  double Index(double attained) const;
+
+  // The exact index from the samples (for tests and the table itself).
+  static double Compute(const std::vector<double>& sorted, const std::vector<double>& prefix, double a);
+
+ private:
+  std::vector<double> grid_;   // attained-service points
+  std::vector<double> index_;  // the index at each point
+};
+
+}  // namespace shoal::sched
