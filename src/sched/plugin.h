@@ -45,6 +45,8 @@ class SortPlugin {
   virtual std::string_view Name() const = 0;
   // True for plugins that read what only a simulator knows (oracle_remaining_s).
   virtual bool SimulationOnly() const { return false; }
+  // True for plugins that read Snapshot::service_index, which callers then keep up to date.
+  virtual bool UsesServiceHistory() const { return false; }
   // Lower values are scheduled first; ties go to the earlier submission, then
   // the lower job id. Called for pending and, when the policy preempts, running jobs.
   virtual double Value(const SortContext& ctx, const JobInfo& job) const = 0;

@@ -331,7 +331,7 @@ class Simulator {
   void Finish(uint32_t idx, JobState state) {
     StopRunning(idx);
     SimJob& j = jobs_[idx];
-    if (state == JobState::kCompleted) RecordService(j.attained_gpu_s);
+    if (state == JobState::kCompleted && policy_.sort().UsesServiceHistory()) RecordService(j.attained_gpu_s);
     j.phase = SimJob::Phase::kDone;
     j.state = state;
     j.end = now_;
@@ -449,7 +449,8 @@ class Simulator {
   // when the first one does, so waiting jobs can preempt it.
   void ScheduleWakeup() {
     if (policy_.preempt() == nullptr || pending_.empty()) return;
-    if (policy_.params().sort != "las" && policy_.params().sort != "gittins") return;
+    // Only the attained-service sorts change a running job's rank between events.
+    if (policy_.params().sort != "las" && !policy_.sort().UsesServiceHistory()) return;
     Time next = kTimeNever;
     for (uint32_t idx : running_) {
       const SimJob& j = jobs_[idx];

@@ -44,6 +44,7 @@ class LasSort final : public SortPlugin {
 class GittinsSort final : public SortPlugin {
  public:
   std::string_view Name() const override { return "gittins"; }
+  bool UsesServiceHistory() const override { return true; }
   double Value(const SortContext& ctx, const JobInfo& job) const override {
     const GittinsTable* table = ctx.snapshot.service_index.get();
     if (table == nullptr || table->empty()) return 64.0 + LasQueue(ctx, job);
