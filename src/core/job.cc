@@ -1,5 +1,7 @@
 #include "core/job.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/strings.h"
@@ -49,6 +51,7 @@ std::string_view PendingReasonName(PendingReason reason) {
     case PendingReason::kAccountLimit: return "account_limit";
     case PendingReason::kNodesUnavailable: return "nodes_unavailable";
     case PendingReason::kUnsatisfiable: return "unsatisfiable";
+    case PendingReason::kArrayLimit: return "array_limit";
   }
   return "unknown";
 }
@@ -94,6 +97,57 @@ std::string FormatDependencies(const std::vector<Dependency>& deps) {
   return out;
 }
 
+Result<ArraySpec> ParseArraySpec(std::string_view text) {
+  ArraySpec a;
+  std::string_view body = Trim(text);
+  const size_t pct = body.find('%');
+  if (pct != std::string_view::npos) {
+    auto m = ParseInt(body.substr(pct + 1));
+    if (!m.ok() || *m <= 0) return InvalidArgument(fmt::format("'{}': the limit after % must be a positive number", text));
+    a.max_running = static_cast<int>(*m);
+    body = body.substr(0, pct);
+  }
+  for (std::string_view part : Split(body, ',')) {
+    part = Trim(part);
+    int64_t step = 1;
+    const size_t colon = part.find(':');
+    if (colon != std::string_view::npos) {
+      auto s = ParseInt(part.substr(colon + 1));
+      if (!s.ok() || *s <= 0) return InvalidArgument(fmt::format("'{}': the step after : must be positive", text));
+      step = *s;
+      part = part.substr(0, colon);
+    }
+    const size_t dash = part.find('-');
+    auto lo = ParseInt(dash == std::string_view::npos ? part : part.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : ParseInt(part.substr(dash + 1));
+    if (!lo.ok() || !hi.ok() || *lo < 0 || *hi < *lo) {
+      return InvalidArgument(fmt::format("'{}' is not an array (use e.g. 0-99%10, 1,3,5 or 0-15:4)", text));
+    }
+    for (int64_t i = *lo; i <= *hi; i += step) {
+      a.indices.push_back(static_cast<int>(i));
+      if (a.indices.size() > 100000) return InvalidArgument(fmt::format("'{}': at most 100,000 tasks", text));
+    }
+  }
+  std::sort(a.indices.begin(), a.indices.end());
+  a.indices.erase(std::unique(a.indices.begin(), a.indices.end()), a.indices.end());
+  if (a.indices.empty()) return InvalidArgument(fmt::format("'{}' names no tasks", text));
+  return a;
+}
+
+std::string FormatArraySpec(const ArraySpec& a) {
+  std::string out;
+  size_t i = 0;
+  while (i < a.indices.size()) {
+    size_t j = i;
+    while (j + 1 < a.indices.size() && a.indices[j + 1] == a.indices[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? fmt::format("{}", a.indices[i]) : fmt::format("{}-{}", a.indices[i], a.indices[j]);
+    i = j + 1;
+  }
+  if (a.max_running > 0) out += fmt::format("%{}", a.max_running);
+  return out;
+}
+
 int JobSpec::TotalGpus() const {
   if (gpus_per_node > 0) return (nodes > 0 ? nodes : 1) * gpus_per_node;
   return gpus;
@@ -117,6 +171,7 @@ Status JobSpec::Validate() const {
   }
   if (time_limit.count() < 0) return InvalidArgument("time limit cannot be negative");
   if (nodes > 100000) return InvalidArgument("too many nodes");
+  if (tasks < 0 || tasks > 1000000) return InvalidArgument("tasks must be between 0 and 1,000,000");
   if (gpus > 1000000) return InvalidArgument("too many GPUs");
   return Status::Ok();
 }

@@ -47,6 +47,7 @@ enum class PendingReason : uint8_t {
   kAccountLimit,              // its account holds its GPU limit already
   kNodesUnavailable,          // the nodes that could run it are down or drained
   kUnsatisfiable,             // no node of the cluster could ever run it
+  kArrayLimit,                // its array has as many tasks running as it may
 };
 
 std::string_view PendingReasonName(PendingReason reason);
@@ -62,6 +63,17 @@ struct Dependency {
 // Parses Slurm's "afterok:12:13,afterany:14" (also "afternotok").
 Result<std::vector<Dependency>> ParseDependencies(std::string_view text);
 std::string FormatDependencies(const std::vector<Dependency>& deps);
+
+// A job array: one job per index, at most `max_running` of them at once (0: no limit).
+struct ArraySpec {
+  std::vector<int> indices;
+  int max_running = 0;
+  friend bool operator==(const ArraySpec&, const ArraySpec&) = default;
+};
+
+// Parses Slurm's "0-99%10", "1,3,5", "0-15:4" (a step) into an ArraySpec.
+Result<ArraySpec> ParseArraySpec(std::string_view text);
+std::string FormatArraySpec(const ArraySpec& a);
 
 // What a user asks for. Resources come in one of three shapes:
 //  - nodes x gpus_per_node: a gang of `nodes` nodes with the same GPUs on each;
@@ -98,6 +110,8 @@ struct JobSpec {
   bool requeue = false;    // may be requeued after preemption or node failure
   bool hold = false;
   std::optional<Time> begin_time;
+  int tasks = 0;           // processes to start over all nodes; 0: one per node
+  std::optional<ArraySpec> array;
 
   // GPUs over all nodes: nodes x gpus_per_node, or `gpus`.
   int TotalGpus() const;
@@ -145,6 +159,11 @@ struct Job {
   uint64_t epoch = 0;       // bumped at every start so a stale launch never runs twice
   int restarts = 0;
   int exit_code = 0;
+  int exit_signal = 0;
+  int64_t priority = 0;     // set by an admin: replaces the computed priority when > 0
+  JobId array_job_id;       // the array's first job, for array tasks; 0 otherwise
+  int array_task_id = -1;   // the task's index, for array tasks
+  double gpu_seconds = 0;   // GPU-seconds used so far (shares count as fractions)
 };
 
 }  // namespace shoal

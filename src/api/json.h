@@ -1,0 +1,61 @@
+// The JSON forms of Shoal's vocabulary: the HTTP API's bodies and the
+// store's records. Parsing is strict: an unknown field or a field of the
+// wrong type is an error that names the field, so a typo never passes
+// silently.
+//
+// This header includes nlohmann/json: include it only from .cc files that
+// build or read JSON (the API handlers, the CLI, the store).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/cluster.h"
+#include "core/job.h"
+#include "core/status.h"
+
+namespace shoal::api {
+
+using Json = nlohmann::json;
+
+// Node ids <-> names, for allocations in API bodies (the store keeps ids only).
+struct NodeNames {
+  std::function<std::string(NodeId)> name_of;
+  std::function<std::optional<NodeId>(std::string_view)> id_of;
+};
+
+// Parses text into JSON; a syntax error says where.
+Result<Json> Parse(std::string_view text);
+
+Json ToJson(const JobSpec& spec);
+Result<JobSpec> JobSpecFromJson(const Json& j);
+
+Json ToJson(const Allocation& a, const NodeNames* names = nullptr);
+Result<Allocation> AllocationFromJson(const Json& j, const NodeNames* names = nullptr);
+
+// A job with its spec, state and allocation.
+Json ToJson(const Job& job, const NodeNames* names = nullptr);
+Result<Job> JobFromJson(const Json& j, const NodeNames* names = nullptr);
+
+Json ToJson(const Node& node);
+Result<Node> NodeFromJson(const Json& j);
+
+Json ToJson(const Partition& p);
+Result<Partition> PartitionFromJson(const Json& j);
+
+Json ToJson(const Account& a);
+Result<Account> AccountFromJson(const Json& j);
+
+// Times on the wire are Unix seconds (fractions allowed); durations seconds.
+double TimeToJson(Time t);
+Time TimeFromJson(double seconds);
+
+// The error body of every failed request: {"error": code, "detail": message}.
+Json ErrorBody(const Status& s);
+// The HTTP status for a Status (400, 401, 403, 404, 409, 413, 503, 500).
+int HttpStatus(const Status& s);
+
+}  // namespace shoal::api

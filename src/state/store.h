@@ -1,0 +1,112 @@
+// Durable state of the controller (DESIGN.md, "Protocols and state").
+//
+// The control loop is the only writer: it groups the changes of many commands
+// into one Batch and commits it in one transaction before acknowledging any
+// of them (group commit: durability without a transaction per request). On
+// start the controller loads everything it needs to go on where it stopped.
+//
+// Thread safety: Commit and Load are called by one thread (the control loop);
+// History and FindJob may be called from any thread at the same time as a
+// commit (SQLite in WAL mode lets readers run beside the writer).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/job.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace shoal::state {
+
+// An API token. Only a hash of the secret is stored; `id` is the public part
+// that names the token in listings and revocations.
+struct TokenRecord {
+  std::string id;
+  std::string secret_hash;  // hex SHA-256 of the secret
+  std::string user;
+  std::string role;         // "admin", "user" or "node"
+  Time created{};
+  bool revoked = false;
+};
+
+// Decayed GPU-seconds per account, for fair share.
+struct AccountUsage {
+  std::string account;
+  double usage_gpu_s = 0;
+  Time updated{};
+};
+
+// Everything one transaction writes. Jobs and nodes are written whole
+// (insert or replace by id / name).
+struct Batch {
+  std::vector<Job> jobs;
+  std::vector<Node> nodes;
+  std::vector<std::string> deleted_nodes;
+  std::vector<TokenRecord> tokens;
+  std::vector<Partition> partitions;
+  std::vector<std::string> deleted_partitions;
+  std::vector<Account> accounts;
+  std::vector<std::string> deleted_accounts;
+  std::vector<AccountUsage> usage;
+  std::optional<uint64_t> next_job_id;
+
+  bool empty() const;
+};
+
+// What the controller needs to start again.
+struct Loaded {
+  std::vector<Job> active_jobs;  // pending and running
+  // States of finished jobs newer than the load horizon, for dependencies.
+  std::vector<std::pair<JobId, JobState>> finished;
+  std::vector<Node> nodes;
+  std::vector<TokenRecord> tokens;
+  std::vector<Partition> partitions;
+  std::vector<Account> accounts;
+  std::vector<AccountUsage> usage;
+  uint64_t next_job_id = 1;
+};
+
+struct HistoryQuery {
+  std::string user;                 // empty: every user
+  std::string account;              // empty: every account
+  std::vector<JobState> states;     // empty: every finished state
+  Time since{};                     // end time at or after
+  Time until = kTimeNever;          // end time before
+  int limit = 100;                  // newest first; at most 10,000
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Writes the batch atomically; when it returns OK the batch survives a crash
+  // of the process (and, with synchronous=FULL, of the machine).
+  virtual Status Commit(const Batch& batch) = 0;
+  // Reads the state the last committed batch left. `finished_horizon`: finished
+  // jobs that ended after it are listed in Loaded::finished.
+  virtual Result<Loaded> Load(Time finished_horizon) = 0;
+  // Finished jobs, newest end first.
+  virtual Result<std::vector<Job>> History(const HistoryQuery& query) = 0;
+  // One job, active or finished.
+  virtual Result<std::optional<Job>> FindJob(JobId id) = 0;
+};
+
+struct SqliteOptions {
+  // FULL: a committed batch survives power loss; NORMAL: only a process crash.
+  bool synchronous_full = true;
+};
+
+// The embedded store: one SQLite database, `shoal.db`, in WAL mode under
+// `state_dir` (created if missing), with the schema brought up to date by
+// numbered migrations.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& state_dir, const SqliteOptions& options = {});
+
+// A store in memory, for tests and simulations; nothing survives the process.
+std::unique_ptr<Store> NewMemoryStore();
+
+}  // namespace shoal::state
