@@ -129,6 +129,7 @@ class Cycle {
   void TakeRunning() {
     preempted_.assign(snap_.running.size(), false);
     for (const JobInfo& r : snap_.running) {
+      if (r.array_id != 0) ++array_running_[r.array_id];
       if (r.allocation == nullptr) continue;
       // A running job on a node the inventory no longer has keeps nothing here;
       // the caller reconciles it.
@@ -301,6 +302,11 @@ class Cycle {
       Wait(j, PendingReason::kAccountLimit, std::move(detail));
       return;
     }
+    if (j.array_id != 0 && j.array_max_running > 0 && array_running_[j.array_id] >= j.array_max_running) {
+      Wait(j, PendingReason::kArrayLimit,
+           fmt::format("{} of its array's tasks run, the most it allows", array_running_[j.array_id]));
+      return;
+    }
     const QueueMode mode = policy_.queue_mode();
     if (mode == QueueMode::kStrict && blocked_partition_ >> req.partition & 1) {
       Wait(j, PendingReason::kPriority);
@@ -339,6 +345,7 @@ class Cycle {
       }
     }
     ChargeAccount(j, alloc.TotalGpus());
+    if (j.array_id != 0) ++array_running_[j.array_id];
     ends_.push_back({now_ + j.request.time_limit, plan_.starts.size()});
     StartDecision s;
     s.job = j.id;
@@ -477,6 +484,7 @@ class Cycle {
   ShapeMemo<bool> now_memo_;
   ShapeMemo<bool> long_memo_;
   std::vector<int> account_gpus_;
+  std::unordered_map<uint64_t, int> array_running_;
   std::vector<bool> preempted_;
   std::vector<JobRank> running_ranks_;
   std::vector<size_t> victims_;

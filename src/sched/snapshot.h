@@ -43,6 +43,8 @@ struct JobInfo {
   int64_t admin_priority = 0;     // > 0: replaces the computed priority
   double attained_gpu_s = 0;      // GPU-seconds of service received so far
   double oracle_remaining_s = -1; // simulation only: true remaining run time; < 0 when unknown
+  uint64_t array_id = 0;          // tasks of one job array share it; 0: not an array task
+  int array_max_running = 0;      // tasks of the array that may run at once; 0: no limit
 
   // Pending jobs.
   bool held = false;

@@ -192,6 +192,8 @@ class Runner {
     if (Has(l, "remaining")) info.oracle_remaining_s = static_cast<double>(Int(l, "remaining", 0));
     if (Has(l, "qos")) info.qos_factor = std::stod(Opt(l, "qos"));
     if (Has(l, "priority")) info.admin_priority = Int(l, "priority", 0);
+    if (Has(l, "array")) info.array_id = static_cast<uint64_t>(Int(l, "array", 0));
+    if (Has(l, "array-max")) info.array_max_running = static_cast<int>(Int(l, "array-max", 0));
     if (Has(l, "after")) pending_deps_.push_back({l, id});
   }
 
