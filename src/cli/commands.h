@@ -8,5 +8,6 @@
 namespace shoal::cli {
 
 int RunSim(const std::vector<std::string>& args);
+int RunServer(const std::vector<std::string>& args);
 
 }  // namespace shoal::cli

@@ -15,6 +15,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"server", shoal::cli::RunServer, "run the controller: API, scheduler, durable state"},
     {"sim", shoal::cli::RunSim, "replay a job trace through the scheduler on a cluster"},
 };
 

@@ -356,14 +356,99 @@ Result<NodeGroup> ReadNodeGroup(const TableReader& r) {
 
 }  // namespace
 
-Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin) {
-  toml::table root;
+namespace {
+
+Result<toml::table> ParseTomlText(std::string_view text, std::string_view origin) {
   try {
-    root = toml::parse(text, origin);
+    return toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
     return InvalidArgument(fmt::format("{}:{}:{}: {}", origin, e.source().begin.line,
                                        e.source().begin.column, e.description()));
   }
+}
+
+// Accounts and partitions (at least one, exactly one default) into `cluster`.
+Status ReadAccountsAndPartitions(const TableReader& top, std::string_view origin, Cluster& cluster,
+                                 std::vector<const toml::table*>& partition_tables, bool& implicit_partition) {
+  SHOAL_ASSIGN_OR_RETURN(std::vector<const toml::table*> account_tables, top.Tables("account"));
+  for (size_t i = 0; i < account_tables.size(); ++i) {
+    TableReader r(origin, *account_tables[i], fmt::format("account[{}]", i + 1));
+    SHOAL_ASSIGN_OR_RETURN(Account account, ReadAccount(r));
+    for (const Account& a : cluster.accounts) {
+      if (a.name == account.name)
+        return r.Error("name", fmt::format("account '{}' is defined twice", a.name));
+    }
+    cluster.accounts.push_back(std::move(account));
+  }
+  SHOAL_ASSIGN_OR_RETURN(partition_tables, top.Tables("partition"));
+  for (size_t i = 0; i < partition_tables.size(); ++i) {
+    TableReader r(origin, *partition_tables[i], fmt::format("partition[{}]", i + 1));
+    SHOAL_ASSIGN_OR_RETURN(Partition partition, ReadPartition(r));
+    for (const Partition& p : cluster.partitions) {
+      if (p.name == partition.name) {
+        return r.Error("name", fmt::format("partition '{}' is defined twice", p.name));
+      }
+    }
+    if (!cluster.accounts.empty()) {
+      for (const std::string& a : partition.allowed_accounts) {
+        bool known = std::any_of(cluster.accounts.begin(), cluster.accounts.end(),
+                                 [&](const Account& acc) { return acc.name == a; });
+        if (!known) return r.Error("allowed_accounts", fmt::format("unknown account '{}'", a));
+      }
+    }
+    cluster.partitions.push_back(std::move(partition));
+  }
+  implicit_partition = cluster.partitions.empty();
+  if (implicit_partition) cluster.partitions.push_back(DefaultPartition());
+  if (cluster.partitions.size() == 1) cluster.partitions[0].is_default = true;
+  int defaults = 0;
+  for (size_t i = 0; i < cluster.partitions.size(); ++i) {
+    if (!cluster.partitions[i].is_default) continue;
+    if (++defaults > 1) {
+      TableReader r(origin, *partition_tables[i], fmt::format("partition[{}]", i + 1));
+      return r.Error("default", "a second default partition; exactly one may have default = true");
+    }
+  }
+  if (defaults == 0) {
+    TableReader r(origin, *partition_tables[0], "partition[1]");
+    return r.Error("", "no partition has default = true; exactly one must");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ServerFile> ParseServerToml(std::string_view text, std::string_view origin) {
+  SHOAL_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(text, origin));
+  TableReader top(origin, root, "");
+  SHOAL_RETURN_IF_ERROR(top.CheckKeys({"server", "partition", "account"}));
+  ServerFile out;
+  std::vector<const toml::table*> partition_tables;
+  bool implicit = false;
+  SHOAL_RETURN_IF_ERROR(ReadAccountsAndPartitions(top, origin, out.cluster, partition_tables, implicit));
+  if (const toml::node* n = root.get("server"); n != nullptr) {
+    if (!n->is_table()) return top.Error("server", "must be a table, written [server]");
+    for (const auto& [key, value] : *n->as_table()) {
+      std::string text_value;
+      if (auto sv = value.value<std::string>()) {
+        text_value = *sv;
+      } else if (auto iv = value.value<int64_t>()) {
+        text_value = std::to_string(*iv);
+      } else if (auto dv = value.value<double>()) {
+        text_value = fmt::format("{}", *dv);
+      } else if (auto bv = value.value<bool>()) {
+        text_value = *bv ? "true" : "false";
+      } else {
+        return top.Error("server", fmt::format("'{}' must be a string, number or boolean", key.str()));
+      }
+      out.server[std::string(key.str())] = text_value;
+    }
+  }
+  return out;
+}
+
+Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin) {
+  SHOAL_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(text, origin));
   TableReader top(origin, root, "");
   SHOAL_RETURN_IF_ERROR(top.CheckKeys({"name", "network", "partition", "account", "nodes"}));
 
@@ -382,50 +467,9 @@ Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin)
     if (per_spine) network.leaves_per_spine = static_cast<int>(*per_spine);
   }
 
-  SHOAL_ASSIGN_OR_RETURN(std::vector<const toml::table*> account_tables, top.Tables("account"));
-  for (size_t i = 0; i < account_tables.size(); ++i) {
-    TableReader r(origin, *account_tables[i], fmt::format("account[{}]", i + 1));
-    SHOAL_ASSIGN_OR_RETURN(Account account, ReadAccount(r));
-    for (const Account& a : cluster.accounts) {
-      if (a.name == account.name)
-        return r.Error("name", fmt::format("account '{}' is defined twice", a.name));
-    }
-    cluster.accounts.push_back(std::move(account));
-  }
-
-  SHOAL_ASSIGN_OR_RETURN(std::vector<const toml::table*> partition_tables, top.Tables("partition"));
-  for (size_t i = 0; i < partition_tables.size(); ++i) {
-    TableReader r(origin, *partition_tables[i], fmt::format("partition[{}]", i + 1));
-    SHOAL_ASSIGN_OR_RETURN(Partition partition, ReadPartition(r));
-    for (const Partition& p : cluster.partitions) {
-      if (p.name == partition.name) {
-        return r.Error("name", fmt::format("partition '{}' is defined twice", p.name));
-      }
-    }
-    if (!cluster.accounts.empty()) {
-      for (const std::string& a : partition.allowed_accounts) {
-        bool known = std::any_of(cluster.accounts.begin(), cluster.accounts.end(),
-                                 [&](const Account& acc) { return acc.name == a; });
-        if (!known) return r.Error("allowed_accounts", fmt::format("unknown account '{}'", a));
-      }
-    }
-    cluster.partitions.push_back(std::move(partition));
-  }
-  bool implicit_partition = cluster.partitions.empty();
-  if (implicit_partition) cluster.partitions.push_back(DefaultPartition());
-  if (cluster.partitions.size() == 1) cluster.partitions[0].is_default = true;
-  int defaults = 0;
-  for (size_t i = 0; i < cluster.partitions.size(); ++i) {
-    if (!cluster.partitions[i].is_default) continue;
-    if (++defaults > 1) {
-      TableReader r(origin, *partition_tables[i], fmt::format("partition[{}]", i + 1));
-      return r.Error("default", "a second default partition; exactly one may have default = true");
-    }
-  }
-  if (defaults == 0) {
-    TableReader r(origin, *partition_tables[0], "partition[1]");
-    return r.Error("", "no partition has default = true; exactly one must");
-  }
+  std::vector<const toml::table*> partition_tables;
+  bool implicit_partition = false;
+  SHOAL_RETURN_IF_ERROR(ReadAccountsAndPartitions(top, origin, cluster, partition_tables, implicit_partition));
   const Partition* default_partition = cluster.DefaultPartition();
 
   SHOAL_ASSIGN_OR_RETURN(std::vector<const toml::table*> node_tables, top.Tables("nodes"));

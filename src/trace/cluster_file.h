@@ -41,6 +41,7 @@
 // Node ids are NodeId(1..N) in file order.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -71,5 +72,14 @@ Result<Cluster> LoadCluster(const std::string& path, const ClusterLoadOptions& o
 
 // Parses Shoal's cluster file format; `origin` names the source in errors.
 Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin);
+
+// The controller's configuration file: a [server] table of settings, and
+// [[partition]] and [[account]] tables written as in a cluster file. It has
+// no [[nodes]]: nodes join by registering.
+struct ServerFile {
+  Cluster cluster;                            // partitions and accounts
+  std::map<std::string, std::string> server;  // [server] settings, values as text
+};
+Result<ServerFile> ParseServerToml(std::string_view text, std::string_view origin);
 
 }  // namespace shoal::trace

@@ -1,0 +1,94 @@
+// shoal server: the controller.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/paths.h"
+#include "server/config.h"
+#include "server/server.h"
+
+namespace shoal::cli {
+
+namespace {
+
+// Set by SIGINT/SIGTERM; the main thread polls it and stops the server
+// (Stop() joins threads, which a signal handler must not do).
+volatile std::sig_atomic_t g_stop = 0;
+
+void OnSignal(int) { g_stop = 1; }
+
+}  // namespace
+
+int RunServer(const std::vector<std::string>& raw) {
+  CLI::App app{"The Shoal controller: API, scheduler and durable state.", "shoal server"};
+  std::string config, listen, state_dir, policy, node_timeout;
+  bool memory = false;
+  app.add_option("--config", config, "configuration file (TOML: [server], [[partition]], [[account]])");
+  app.add_option("--listen", listen, "address to listen on (default 127.0.0.1:6820; 0.0.0.0 listens everywhere)");
+  app.add_option("--state-dir", state_dir, "where the database and tokens live (default ~/.local/share/shoal)");
+  app.add_option("--policy", policy, "scheduling policy (fifo, backfill, multifactor, las, gittins, ...)");
+  app.add_option("--node-timeout", node_timeout, "missed heartbeats before a node is down (e.g. 30s)");
+  app.add_flag("--memory", memory, "keep state in memory only (for trying things out; nothing survives)");
+  std::vector<std::string> args(raw.rbegin(), raw.rend());
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "shoal server: " << e.what() << "\n";
+    return 2;
+  }
+  server::ServerOptions options;
+  options.state_dir = DefaultStateDir();
+  if (!config.empty()) {
+    Status s = server::LoadServerConfig(config, options);
+    if (!s.ok()) {
+      std::cerr << "shoal server: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"listen", listen}, {"state_dir", state_dir}, {"policy", policy}, {"node_timeout", node_timeout}}) {
+    if (value.empty()) continue;
+    Status s = server::ApplyServerSetting(key, value, options);
+    if (!s.ok()) {
+      std::cerr << "shoal server: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  if (memory) options.state_dir.clear();
+  if (!options.state_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.state_dir, ec);
+    std::filesystem::permissions(options.state_dir, std::filesystem::perms::owner_all, ec);
+  }
+  SystemClock clock;
+  auto srv = server::Server::Start(options, clock);
+  if (!srv.ok()) {
+    std::cerr << "shoal server: " << srv.status().message() << "\n";
+    return 1;
+  }
+  std::printf("shoal server listening on http://%s (policy %s)\n", (*srv)->address().c_str(),
+              options.controller.policy.c_str());
+  if (options.state_dir.empty()) {
+    std::printf("state in memory only; admin token: %s\n", (*srv)->admin_token().c_str());
+  } else {
+    std::printf("state in %s; admin token in %s/admin.token, node token in %s/node.token\n", options.state_dir.c_str(),
+                options.state_dir.c_str(), options.state_dir.c_str());
+  }
+  std::fflush(stdout);
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (*srv)->Stop();
+  std::printf("shoal server stopped\n");
+  return 0;
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,90 @@
+#include "server/agent_link.h"
+
+#include <map>
+#include <memory>
+
+#include "api/json.h"
+#include "net/http_client.h"
+
+namespace shoal::server {
+
+AgentLink::AgentLink(std::string token, int workers) : token_(std::move(token)) {
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { Work(); });
+}
+
+AgentLink::~AgentLink() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+std::string AgentLink::LaunchBody(const LaunchOrder& o) {
+  Allocation one;
+  one.nodes.push_back(o.allocation);
+  api::Json j = {{"job", o.job.value()},     {"epoch", o.epoch},          {"spec", api::ToJson(o.spec)},
+                 {"allocation", api::ToJson(one)[0]}, {"node_rank", o.node_rank}, {"nodes", o.nodes},
+                 {"addresses", o.addresses}, {"master_port", o.master_port}};
+  return j.dump();
+}
+
+std::string AgentLink::KillBody(const KillOrder& o) {
+  api::Json j = {{"job", o.job.value()}, {"epoch", o.epoch}, {"grace_s", ToSeconds(o.grace)}, {"why", o.why}};
+  return j.dump();
+}
+
+void AgentLink::Send(Outbox orders) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Kills first: they free resources that launches may need.
+    for (const KillOrder& k : orders.kills) queue_.push_back({k.address, "/v1/kill", KillBody(k)});
+    for (const LaunchOrder& l : orders.launches) queue_.push_back({l.address, "/v1/launch", LaunchBody(l)});
+  }
+  cv_.notify_all();
+}
+
+uint64_t AgentLink::Delivered() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return delivered_;
+}
+
+uint64_t AgentLink::Failed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_;
+}
+
+void AgentLink::Work() {
+  std::map<std::string, std::unique_ptr<net::HttpClient>> clients;
+  while (true) {
+    Message m;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_ && queue_.empty()) return;
+      m = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    bool ok = false;
+    for (int attempt = 0; attempt < 3 && !ok; ++attempt) {
+      auto& client = clients[m.address];
+      if (!client) {
+        auto c = net::HttpClient::Connect(m.address, {.token = token_, .connect_timeout_ms = 1000, .read_timeout_ms = 5000});
+        if (!c.ok()) break;
+        client = std::move(*c);
+      }
+      auto r = client->Post(m.path, m.body);
+      if (r.ok() && r->status < 500) {
+        ok = r->status < 300;
+        break;
+      }
+      client.reset();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++(ok ? delivered_ : failed_);
+  }
+}
+
+}  // namespace shoal::server

@@ -1,0 +1,52 @@
+// Sends the controller's orders (launch, kill) to node agents, off the control
+// loop's thread: a small pool of workers, each with its own keep-alive
+// connections, retrying a few times. An order that cannot be delivered is
+// dropped: the heartbeats reconcile (a lost launch fails the job after the
+// launch grace; an unknown process is killed).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/controller.h"
+
+namespace shoal::server {
+
+class AgentLink {
+ public:
+  // `token` authenticates the server to the agents (the cluster's node token).
+  AgentLink(std::string token, int workers = 4);
+  ~AgentLink();
+
+  void Send(Outbox orders);
+  uint64_t Delivered() const;
+  uint64_t Failed() const;
+
+  // The JSON bodies of the orders (also what tests and fake agents read).
+  static std::string LaunchBody(const LaunchOrder& o);
+  static std::string KillBody(const KillOrder& o);
+
+ private:
+  struct Message {
+    std::string address;
+    std::string path;
+    std::string body;
+  };
+  void Work();
+
+  const std::string token_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Message> queue_;
+  bool stopping_ = false;
+  uint64_t delivered_ = 0;
+  uint64_t failed_ = 0;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace shoal::server

@@ -1,0 +1,79 @@
+#include "server/config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/strings.h"
+#include "sched/policy.h"
+#include "trace/cluster_file.h"
+
+namespace shoal::server {
+
+Status ApplyServerSetting(const std::string& key, const std::string& value, ServerOptions& o) {
+  auto duration = [&](Duration* out) -> Status {
+    auto d = ParseDuration(value);
+    if (!d.ok()) return InvalidArgument(fmt::format("{}: {}", key, d.status().message()));
+    *out = *d;
+    return Status::Ok();
+  };
+  if (key == "listen") {
+    o.listen = value;
+  } else if (key == "state_dir") {
+    o.state_dir = value;
+  } else if (key == "policy") {
+    auto p = sched::Policy::Preset(value);
+    if (!p.ok()) return InvalidArgument(fmt::format("policy: {}", p.status().message()));
+    auto created = sched::Policy::Create(*p, sched::BuiltinRegistry(), {.simulation = false});
+    if (!created.ok()) return InvalidArgument(fmt::format("policy: {}", created.status().message()));
+    o.controller.policy = value;
+  } else if (key == "node_timeout") {
+    return duration(&o.controller.node_timeout);
+  } else if (key == "kill_grace") {
+    return duration(&o.controller.kill_grace);
+  } else if (key == "launch_grace") {
+    return duration(&o.controller.launch_grace);
+  } else if (key == "usage_half_life") {
+    return duration(&o.controller.usage_half_life);
+  } else if (key == "finished_retention") {
+    return duration(&o.controller.finished_retention);
+  } else if (key == "max_body") {
+    auto mib = ParseMemoryMib(value);
+    if (!mib.ok() || *mib <= 0) return InvalidArgument("max_body: a size such as 1M");
+    o.max_body_bytes = static_cast<size_t>(*mib) * 1024 * 1024;
+  } else if (key == "http_threads") {
+    auto n = ParseInt(value);
+    if (!n.ok() || *n < 2 || *n > 256) return InvalidArgument("http_threads: 2 to 256");
+    o.http_threads = static_cast<int>(*n);
+  } else if (key == "max_queue") {
+    auto n = ParseInt(value);
+    if (!n.ok() || *n < 1) return InvalidArgument("max_queue: a positive number");
+    o.loop.max_queue = static_cast<size_t>(*n);
+  } else if (key == "sync") {
+    if (value != "full" && value != "normal") return InvalidArgument("sync: full or normal");
+    o.sqlite_full_sync = value == "full";
+  } else {
+    return InvalidArgument(fmt::format(
+        "unknown server setting '{}' (listen, state_dir, policy, node_timeout, kill_grace, launch_grace, "
+        "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync)",
+        key));
+  }
+  return Status::Ok();
+}
+
+Status LoadServerConfig(const std::string& path, ServerOptions& options) {
+  std::ifstream in(path);
+  if (!in) return NotFound(fmt::format("cannot read {}", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  SHOAL_ASSIGN_OR_RETURN(trace::ServerFile file, trace::ParseServerToml(text.str(), path));
+  for (const auto& [key, value] : file.server) {
+    SHOAL_RETURN_IF_ERROR(ApplyServerSetting(key, value, options).WithContext(path));
+  }
+  options.controller.partitions = file.cluster.partitions;
+  options.controller.accounts = file.cluster.accounts;
+  return Status::Ok();
+}
+
+}  // namespace shoal::server

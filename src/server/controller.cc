@@ -1,0 +1,964 @@
+#include "server/controller.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+#include "net/token.h"
+#include "sched/request.h"
+#include "sched/schedule.h"
+#include "sched/working_state.h"
+
+namespace shoal::server {
+
+namespace {
+
+Status Denied(std::string why) { return Status(StatusCode::kPermissionDenied, std::move(why)); }
+
+bool IsActive(JobState s) { return s == JobState::kPending || s == JobState::kRunning; }
+
+// A port for the job's rendezvous (MASTER_PORT), the same on every node.
+int MasterPort(JobId id) { return 20000 + static_cast<int>(id.value() % 20000); }
+
+}  // namespace
+
+Controller::Controller(ControllerConfig config) : config_(std::move(config)) {
+  auto params = sched::Policy::Preset(config_.policy);
+  SHOAL_CHECK(params.ok(), params.status().message().c_str());
+  auto policy = sched::Policy::Create(*params, sched::BuiltinRegistry(), {.simulation = false});
+  SHOAL_CHECK(policy.ok(), policy.status().message().c_str());
+  policy_ = std::move(*policy);
+  partitions_ = config_.partitions;
+  if (partitions_.empty()) {
+    Partition p;
+    p.name = "default";
+    p.is_default = true;
+    partitions_.push_back(p);
+  }
+  accounts_ = config_.accounts;
+  RebuildInventory();
+}
+
+Status Controller::Restore(const state::Loaded& loaded, Time now) {
+  next_job_id_ = std::max<uint64_t>(1, loaded.next_job_id);
+  // Partitions and accounts: the stored ones, with the configuration file's on top.
+  std::vector<Partition> parts = loaded.partitions;
+  for (const Partition& p : config_.partitions) {
+    auto it = std::find_if(parts.begin(), parts.end(), [&](const Partition& q) { return q.name == p.name; });
+    if (it == parts.end()) {
+      parts.push_back(p);
+    } else {
+      *it = p;
+    }
+  }
+  if (!parts.empty()) partitions_ = parts;
+  if (!config_.partitions.empty()) {
+    for (Partition& p : partitions_) {
+      p.is_default = false;
+      for (const Partition& c : config_.partitions) {
+        if (c.name == p.name) p.is_default = c.is_default;
+      }
+    }
+  }
+  for (const Partition& p : partitions_) batch_.partitions.push_back(p);
+  std::vector<Account> accounts = loaded.accounts;
+  for (const Account& a : config_.accounts) {
+    auto it = std::find_if(accounts.begin(), accounts.end(), [&](const Account& b) { return b.name == a.name; });
+    if (it == accounts.end()) {
+      accounts.push_back(a);
+    } else {
+      *it = a;
+    }
+  }
+  accounts_ = accounts;
+  for (const Account& a : accounts_) batch_.accounts.push_back(a);
+  for (const state::AccountUsage& u : loaded.usage) usage_[u.account] = u;
+  for (const state::TokenRecord& t : loaded.tokens) tokens_[t.id] = t;
+  tokens_changed_ = true;
+  for (const Node& n : loaded.nodes) {
+    NodeRecord r;
+    r.node = n;
+    r.last_seen = now;  // it has node_timeout to check in again
+    r.admin_drain = n.state == NodeState::kDrained || n.state == NodeState::kDraining;
+    next_node_id_ = std::max(next_node_id_, n.id.value() + 1);
+    nodes_[n.name] = std::move(r);
+  }
+  for (const auto& [id, st] : loaded.finished) finished_[id.value()] = st;
+  std::vector<uint64_t> pending;
+  for (const Job& j : loaded.active_jobs) {
+    auto job = std::make_shared<Job>(j);
+    jobs_[j.id.value()] = job;
+    ++active_;
+    next_job_id_ = std::max(next_job_id_, j.id.value() + 1);
+    if (j.state == JobState::kPending) {
+      pending.push_back(j.id.value());
+    } else {
+      Running r;
+      for (const NodeAllocation& na : j.allocation.nodes) r.nodes_left.insert(NodeName(na.node));
+      running_[j.id.value()] = std::move(r);
+    }
+  }
+  std::sort(pending.begin(), pending.end());
+  pending_order_ = std::move(pending);
+  RebuildInventory();
+  last_usage_ = now;
+  last_usage_commit_ = now;
+  dirty_ = true;
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- helpers
+
+Job& Controller::Mutable(JobId id) {
+  auto it = jobs_.find(id.value());
+  SHOAL_CHECK(it != jobs_.end(), "Mutable on an unknown job");
+  // Copy on write: readers holding the old version keep a consistent view.
+  auto copy = std::make_shared<Job>(*it->second);
+  Job* raw = copy.get();
+  it->second = std::move(copy);
+  return *raw;
+}
+
+const Job* Controller::Find(JobId id) const {
+  auto it = jobs_.find(id.value());
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+Status Controller::CheckOwner(const Identity& who, const Job& job) const {
+  if (who.admin() || job.spec.user == who.user) return Status::Ok();
+  return Denied(fmt::format("job {} belongs to another user", job.id.value()));
+}
+
+bool Controller::MaySee(const Identity& who, const Job& job) const { return who.admin() || job.spec.user == who.user; }
+
+void Controller::Record(const Job& job) {
+  auto [it, inserted] = std::pair<std::unordered_set<uint64_t>::iterator, bool>(batch_jobs_.insert(job.id.value()));
+  if (inserted) {
+    batch_.jobs.push_back(job);
+    return;
+  }
+  for (Job& j : batch_.jobs) {
+    if (j.id == job.id) j = job;
+  }
+}
+
+void Controller::RecordNode(const NodeRecord& n) {
+  Node node = n.node;
+  node.state = EffectiveState(n);
+  for (auto& b : batch_.nodes) {
+    if (b.name == node.name) {
+      b = node;
+      return;
+    }
+  }
+  batch_.nodes.push_back(node);
+}
+
+std::string Controller::NodeName(NodeId id) const {
+  for (const auto& [name, n] : nodes_) {
+    if (n.node.id == id) return name;
+  }
+  return fmt::format("node{}", id.value());
+}
+
+std::optional<NodeId> Controller::NodeIdOf(std::string_view name) const {
+  auto it = nodes_.find(std::string(name));
+  if (it == nodes_.end()) return std::nullopt;
+  return it->second.node.id;
+}
+
+api::NodeNames Controller::Names() const {
+  return {[this](NodeId id) { return NodeName(id); }, [this](std::string_view n) { return NodeIdOf(n); }};
+}
+
+NodeState Controller::EffectiveState(const NodeRecord& n) const {
+  if (n.node.state == NodeState::kDown) return NodeState::kDown;
+  if (n.admin_drain) return n.node.state == NodeState::kDrained ? NodeState::kDrained : NodeState::kDraining;
+  return NodeState::kUp;
+}
+
+void Controller::RebuildInventory() {
+  Cluster c;
+  c.name = "shoal";
+  c.partitions = partitions_;
+  c.accounts = accounts_;
+  for (const auto& [name, n] : nodes_) {
+    Node node = n.node;
+    // Partitions a node names but the cluster no longer has are dropped, not fatal.
+    node.partitions.erase(std::remove_if(node.partitions.begin(), node.partitions.end(),
+                                         [&](const std::string& p) { return c.FindPartition(p) == nullptr; }),
+                          node.partitions.end());
+    c.nodes.push_back(std::move(node));
+  }
+  auto inv = sched::Inventory::Build(c);
+  SHOAL_CHECK(inv.ok(), inv.status().message().c_str());
+  inventory_ = *inv;
+  // Requests are compiled against the new layout; one that no longer compiles
+  // is recompiled (and explained) by the scheduler from its spec each pass.
+  for (auto& [id, job] : jobs_) {
+    if (!IsActive(job->state)) continue;
+    auto r = sched::CompileRequest(*inventory_, job->spec);
+    if (r.ok()) {
+      requests_[id] = *r;
+    } else {
+      sched::Request stale;
+      stale.inventory_version = 0;
+      requests_[id] = stale;
+    }
+  }
+  dirty_ = true;
+}
+
+Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) const {
+  SHOAL_RETURN_IF_ERROR(spec.Validate());
+  const Partition* part = nullptr;
+  for (const Partition& p : partitions_) {
+    if (spec.partition.empty() ? p.is_default : p.name == spec.partition) part = &p;
+  }
+  if (part == nullptr) {
+    return InvalidArgument(spec.partition.empty() ? "there is no default partition; name one with -p"
+                                                  : fmt::format("unknown partition '{}'", spec.partition));
+  }
+  if (!spec.account.empty() && !accounts_.empty()) {
+    const bool known =
+        std::any_of(accounts_.begin(), accounts_.end(), [&](const Account& a) { return a.name == spec.account; });
+    if (!known) return InvalidArgument(fmt::format("unknown account '{}'", spec.account));
+  }
+  if (!part->AllowsAccount(spec.account)) {
+    return Denied(fmt::format("account '{}' may not use partition '{}'", spec.account, part->name));
+  }
+  if (part->max_time.count() > 0 && spec.time_limit > part->max_time) {
+    return InvalidArgument(fmt::format("time limit {} exceeds partition '{}' maximum {}",
+                                       FormatDuration(spec.time_limit), part->name, FormatDuration(part->max_time)));
+  }
+  if (inventory_->size() == 0) {
+    // No node has registered yet: the request is checked when nodes join.
+    out->inventory_version = 0;
+    out->time_limit = spec.time_limit.count() > 0 ? spec.time_limit : part->DefaultTimeLimit();
+    return Status::Ok();
+  }
+  SHOAL_ASSIGN_OR_RETURN(*out, sched::CompileRequest(*inventory_, spec));
+  return sched::CheckSatisfiable(*inventory_, *out);
+}
+
+// ---------------------------------------------------------------- commands
+
+Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now) {
+  if (who.node()) return Denied("node tokens cannot submit jobs");
+  if (!who.admin() || spec.user.empty()) spec.user = who.user;
+  if (spec.user.empty()) return InvalidArgument("the job has no user");
+  if (spec.command.empty()) return InvalidArgument("the job has no command");
+  for (const Dependency& d : spec.dependencies) {
+    if (Find(d.job) == nullptr && !finished_.count(d.job.value())) {
+      return NotFound(fmt::format("dependency on job {}, which does not exist", d.job.value()));
+    }
+  }
+  sched::Request req;
+  SHOAL_RETURN_IF_ERROR(CompileAndCheck(spec, &req));
+  const size_t count = spec.array ? spec.array->indices.size() : 1;
+  if (count > static_cast<size_t>(config_.max_jobs_per_submit)) {
+    return InvalidArgument(fmt::format("{} array tasks; at most {} per submission", count, config_.max_jobs_per_submit));
+  }
+  if (active_ + count > static_cast<size_t>(config_.max_active_jobs)) {
+    return Status(StatusCode::kUnavailable, fmt::format("the queue is full ({} active jobs)", active_));
+  }
+  api::Json ids = api::Json::array();
+  const JobId first(next_job_id_);
+  for (size_t k = 0; k < count; ++k) {
+    auto job = std::make_shared<Job>();
+    job->id = JobId(next_job_id_++);
+    job->spec = spec;
+    job->state = JobState::kPending;
+    job->submit_time = now;
+    job->time_limit = req.time_limit;
+    if (spec.array) {
+      job->array_job_id = first;
+      job->array_task_id = spec.array->indices[k];
+    }
+    requests_[job->id.value()] = req;
+    pending_order_.push_back(job->id.value());
+    ids.push_back(job->id.value());
+    Record(*job);
+    jobs_[job->id.value()] = std::move(job);
+    ++active_;
+  }
+  batch_.next_job_id = next_job_id_;
+  dirty_ = true;
+  api::Json reply = {{"jobs", ids}};
+  if (spec.array) reply["array_job_id"] = first.value();
+  return reply;
+}
+
+Status Controller::Cancel(const Identity& who, JobId id, Time now) {
+  const Job* job = Find(id);
+  if (job == nullptr) {
+    if (finished_.count(id.value())) return FailedPrecondition(fmt::format("job {} has already ended", id.value()));
+    return NotFound(fmt::format("no job {}", id.value()));
+  }
+  SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
+  if (job->state == JobState::kPending) {
+    Finish(Mutable(id), JobState::kCancelled, now);
+    return Status::Ok();
+  }
+  if (job->state == JobState::kRunning) {
+    StopJob(Mutable(id), JobState::kCancelled, now, fmt::format("cancelled by {}", who.user));
+    return Status::Ok();
+  }
+  return FailedPrecondition(fmt::format("job {} has already ended ({})", id.value(), JobStateName(job->state)));
+}
+
+Status Controller::Hold(const Identity& who, JobId id, Time) {
+  const Job* job = Find(id);
+  if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
+  SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
+  if (job->state != JobState::kPending) return FailedPrecondition(fmt::format("job {} is not pending", id.value()));
+  Job& j = Mutable(id);
+  j.spec.hold = true;
+  Record(j);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+Status Controller::Release(const Identity& who, JobId id, Time) {
+  const Job* job = Find(id);
+  if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
+  SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
+  if (job->state != JobState::kPending) return FailedPrecondition(fmt::format("job {} is not pending", id.value()));
+  if (!job->spec.hold) return FailedPrecondition(fmt::format("job {} is not held", id.value()));
+  Job& j = Mutable(id);
+  j.spec.hold = false;
+  Record(j);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+Status Controller::Requeue(const Identity& who, JobId id, Time now) {
+  const Job* job = Find(id);
+  if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
+  SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
+  if (job->state != JobState::kRunning) return FailedPrecondition(fmt::format("job {} is not running", id.value()));
+  StopJob(Mutable(id), JobState::kPending, now, fmt::format("requeued by {}", who.user), /*requeue_after=*/true);
+  return Status::Ok();
+}
+
+Status Controller::SetPriority(const Identity& who, JobId id, int64_t priority, Time) {
+  if (!who.admin()) return Denied("only admins set priorities");
+  const Job* job = Find(id);
+  if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
+  if (!IsActive(job->state)) return FailedPrecondition(fmt::format("job {} has ended", id.value()));
+  if (priority < 0) return InvalidArgument("priority cannot be negative");
+  Job& j = Mutable(id);
+  j.priority = priority;
+  Record(j);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time now) {
+  if (!who.node() && !who.admin()) return Denied("only node agents register nodes");
+  if (node.name.empty()) return InvalidArgument("node: a name is required");
+  if (node.address.empty()) return InvalidArgument("node: the agent's address is required");
+  for (const std::string& p : node.partitions) {
+    if (std::none_of(partitions_.begin(), partitions_.end(), [&](const Partition& q) { return q.name == p; })) {
+      return InvalidArgument(fmt::format("node {} names unknown partition '{}'", node.name, p));
+    }
+  }
+  if (node.GpuCount() > kMaxGpusPerNode) return InvalidArgument("node: too many GPUs");
+  auto it = nodes_.find(node.name);
+  NodeRecord rec;
+  if (it != nodes_.end()) {
+    rec = it->second;
+    node.id = rec.node.id;
+  } else {
+    node.id = NodeId(next_node_id_++);
+  }
+  node.state = rec.node.state == NodeState::kDown || it == nodes_.end() ? NodeState::kUp : rec.node.state;
+  if (rec.admin_drain) node.state = rec.node.state;
+  node.state_reason = rec.admin_drain ? rec.node.state_reason : "";
+  const bool layout_changed = it == nodes_.end() || api::ToJson(rec.node) != api::ToJson(node);
+  rec.node = std::move(node);
+  rec.last_seen = now;
+  const std::string name = rec.node.name;
+  nodes_[name] = rec;
+  RecordNode(nodes_[name]);
+  if (layout_changed) RebuildInventory();
+  dirty_ = true;
+  // What the server believes runs there, for the agent to reconcile with.
+  api::Json running = api::Json::array();
+  for (const auto& [id, r] : running_) {
+    if (r.nodes_left.count(name)) running.push_back({{"job", id}, {"epoch", Find(JobId(id))->epoch}});
+  }
+  return api::Json{{"node", name}, {"id", nodes_[name].node.id.value()}, {"running", running}};
+}
+
+Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::string& name, const Heartbeat& hb,
+                                                Time now) {
+  if (!who.node() && !who.admin()) return Denied("only node agents send heartbeats");
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NotFound(fmt::format("node {} is not registered", name));
+  NodeRecord& n = it->second;
+  n.last_seen = now;
+  if (n.node.state == NodeState::kDown) {
+    n.node.state = n.admin_drain ? NodeState::kDrained : NodeState::kUp;
+    n.node.state_reason = n.admin_drain ? n.node.state_reason : "";
+    RecordNode(n);
+    dirty_ = true;
+  }
+  uint64_t unhealthy = 0;
+  for (const GpuReport& g : hb.gpus) {
+    if (!g.healthy && g.index >= 0 && g.index < n.node.GpuCount()) unhealthy |= uint64_t{1} << g.index;
+  }
+  if (unhealthy != n.unhealthy_gpus) {
+    n.unhealthy_gpus = unhealthy;
+    dirty_ = true;
+  }
+  // Exits: a gang ends when every node's task has; the first failure decides how.
+  auto exited = [&](JobId id, uint64_t epoch, int code, int signal, const std::string& message) {
+    const Job* job = Find(id);
+    auto r = running_.find(id.value());
+    if (job == nullptr || job->state != JobState::kRunning || job->epoch != epoch || r == running_.end()) return;
+    if (!r->second.nodes_left.erase(name)) return;
+    Running& run = r->second;
+    const bool failed = code != 0 || signal != 0;
+    if (failed && run.first_failure_code == 0 && run.first_failure_signal == 0) {
+      run.first_failure_code = code;
+      run.first_failure_signal = signal;
+    }
+    if (!run.nodes_left.empty()) {
+      // One task of a gang failed: stop the others.
+      if (failed && !run.ending_as) StopJob(Mutable(id), JobState::kFailed, now, fmt::format("a task failed on {}", name));
+      return;
+    }
+    Job& j = Mutable(id);
+    j.exit_code = run.first_failure_code != 0 ? run.first_failure_code : code;
+    j.exit_signal = run.first_failure_signal != 0 ? run.first_failure_signal : signal;
+    if (!message.empty()) j.reason_detail = message;
+    if (run.requeue_after) {
+      RequeueNow(j, now, "requeued");
+    } else if (run.ending_as) {
+      Finish(j, *run.ending_as, now);
+    } else {
+      Finish(j, j.exit_code == 0 && j.exit_signal == 0 ? JobState::kCompleted : JobState::kFailed, now);
+    }
+  };
+  for (const JobEvent& e : hb.events) {
+    if (e.kind == JobEvent::kExited) exited(e.job, e.epoch, e.exit_code, e.signal, e.message);
+  }
+  // Reconcile: kill what the server does not know to run here; fail what the
+  // agent has lost.
+  std::unordered_set<uint64_t> reported;
+  for (const auto& [id, epoch] : hb.running) {
+    reported.insert(id.value());
+    const Job* job = Find(id);
+    auto r = running_.find(id.value());
+    const bool known = job != nullptr && job->state == JobState::kRunning && job->epoch == epoch &&
+                       r != running_.end() && r->second.nodes_left.count(name);
+    if (!known) outbox_.kills.push_back({name, n.node.address, id, epoch, config_.kill_grace, "not known to the server"});
+  }
+  std::vector<uint64_t> lost;
+  for (const auto& [id, r] : running_) {
+    if (!r.nodes_left.count(name) || reported.count(id)) continue;
+    const Job* job = Find(JobId(id));
+    if (job != nullptr && now - job->start_time > config_.launch_grace) lost.push_back(id);
+  }
+  for (uint64_t id : lost) {
+    exited(JobId(id), Find(JobId(id))->epoch, -1, 0, fmt::format("the job's processes vanished from {}", name));
+  }
+  return api::Json{{"ok", true}};
+}
+
+Status Controller::Drain(const Identity& who, const std::string& name, const std::string& reason, Time) {
+  if (!who.admin()) return Denied("only admins drain nodes");
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
+  if (reason.empty()) return InvalidArgument("drain needs a reason");
+  NodeRecord& n = it->second;
+  n.admin_drain = true;
+  n.node.state = NodeState::kDraining;
+  n.node.state_reason = reason;
+  RecordNode(n);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+Status Controller::Resume(const Identity& who, const std::string& name, Time) {
+  if (!who.admin()) return Denied("only admins resume nodes");
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
+  NodeRecord& n = it->second;
+  n.admin_drain = false;
+  if (n.node.state != NodeState::kDown) {
+    n.node.state = NodeState::kUp;
+    n.node.state_reason.clear();
+  }
+  RecordNode(n);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+Status Controller::PutPartition(const Identity& who, Partition p) {
+  if (!who.admin()) return Denied("only admins change partitions");
+  if (p.name.empty()) return InvalidArgument("partition: a name is required");
+  auto it = std::find_if(partitions_.begin(), partitions_.end(), [&](const Partition& q) { return q.name == p.name; });
+  if (p.is_default) {
+    for (Partition& q : partitions_) {
+      if (q.is_default && q.name != p.name) {
+        q.is_default = false;
+        batch_.partitions.push_back(q);
+      }
+    }
+  }
+  if (it == partitions_.end()) {
+    partitions_.push_back(p);
+  } else {
+    *it = p;
+  }
+  if (std::none_of(partitions_.begin(), partitions_.end(), [](const Partition& q) { return q.is_default; })) {
+    partitions_.front().is_default = true;
+    batch_.partitions.push_back(partitions_.front());
+  }
+  batch_.partitions.push_back(p);
+  RebuildInventory();
+  return Status::Ok();
+}
+
+Status Controller::PutAccount(const Identity& who, Account a) {
+  if (!who.admin()) return Denied("only admins change accounts");
+  if (a.name.empty() || !(a.shares > 0)) return InvalidArgument("account: a name and shares > 0 are required");
+  auto it = std::find_if(accounts_.begin(), accounts_.end(), [&](const Account& b) { return b.name == a.name; });
+  if (it == accounts_.end()) {
+    accounts_.push_back(a);
+  } else {
+    *it = a;
+  }
+  batch_.accounts.push_back(a);
+  dirty_ = true;
+  return Status::Ok();
+}
+
+Result<api::Json> Controller::CreateToken(const Identity& who, const std::string& user, const std::string& role,
+                                           Time now) {
+  if (!who.admin()) return Denied("only admins create tokens");
+  if (role != "admin" && role != "user" && role != "node") return InvalidArgument("role is admin, user or node");
+  if (user.empty()) return InvalidArgument("a token needs a user");
+  if (user.find_first_of(" \t\n/") != std::string::npos || user.size() > 64) {
+    return InvalidArgument("user names are up to 64 characters without spaces or slashes");
+  }
+  SHOAL_ASSIGN_OR_RETURN(net::NewToken t, net::MakeToken());
+  state::TokenRecord rec{t.id, t.hash, user, role, now, false};
+  tokens_[t.id] = rec;
+  batch_.tokens.push_back(rec);
+  tokens_changed_ = true;
+  return api::Json{{"token", t.text}, {"id", t.id}, {"user", user}, {"role", role}};
+}
+
+Status Controller::RevokeToken(const Identity& who, const std::string& id) {
+  if (!who.admin()) return Denied("only admins revoke tokens");
+  auto it = tokens_.find(id);
+  if (it == tokens_.end()) return NotFound(fmt::format("no token {}", id));
+  it->second.revoked = true;
+  batch_.tokens.push_back(it->second);
+  tokens_changed_ = true;
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- queries
+
+Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Identity& who, const JobFilter& f) const {
+  if (f.all_users && !who.admin()) return Denied("only admins list every user's jobs");
+  if (!f.user.empty() && f.user != who.user && !who.admin()) return Denied("you may list only your own jobs");
+  const std::string user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
+  std::vector<std::shared_ptr<const Job>> out;
+  for (const auto& [id, job] : jobs_) {
+    if (!user.empty() && job->spec.user != user) continue;
+    const bool state_ok = f.states.empty() ? IsActive(job->state)
+                                           : std::find(f.states.begin(), f.states.end(), job->state) != f.states.end();
+    if (state_ok) out.push_back(job);
+  }
+  return out;
+}
+
+api::Json Controller::JobJson(const Job& job) const {
+  api::NodeNames names = Names();
+  api::Json j = api::ToJson(job, &names);
+  if (job.state == JobState::kPending) {
+    auto d = decisions_.find(job.id.value());
+    if (d != decisions_.end()) {
+      j["reason"] = std::string(PendingReasonName(d->second.reason));
+      if (!d->second.detail.empty()) j["reason_detail"] = d->second.detail;
+      if (d->second.estimated_start != kTimeNever) j["estimated_start"] = api::TimeToJson(d->second.estimated_start);
+      api::Json planned = api::Json::array();
+      for (NodeId n : d->second.planned_nodes) planned.push_back(NodeName(n));
+      if (!planned.empty()) j["planned_nodes"] = planned;
+    } else {
+      j["reason"] = job.spec.hold ? "held" : "none";
+    }
+  } else if (job.state != JobState::kRunning) {
+    j["reason"] = "none";
+  }
+  return j;
+}
+
+Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
+  const Job* job = Find(id);
+  if (job == nullptr) return NotFound(fmt::format("no job {} (finished jobs are in the history)", id.value()));
+  if (!MaySee(who, *job)) return Denied(fmt::format("job {} belongs to another user", id.value()));
+  api::Json j = JobJson(*job);
+  auto r = running_.find(id.value());
+  if (r != running_.end() && r->second.ending_as) j["ending_as"] = std::string(JobStateName(*r->second.ending_as));
+  return j;
+}
+
+api::Json Controller::NodesJson() const {
+  api::Json out = api::Json::array();
+  for (const auto& [name, n] : nodes_) out.push_back(*NodeJson(name));
+  return out;
+}
+
+Result<api::Json> Controller::NodeJson(const std::string& name) const {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
+  const NodeRecord& n = it->second;
+  api::Json j = api::ToJson(n.node);
+  j["state"] = std::string(NodeStateName(EffectiveState(n)));
+  j["last_seen"] = api::TimeToJson(n.last_seen);
+  // GPUs in use and by which job.
+  api::Json jobs = api::Json::array();
+  int used = 0;
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    for (const NodeAllocation& na : job->allocation.nodes) {
+      if (na.node != n.node.id) continue;
+      used += na.GpuCount();
+      jobs.push_back({{"job", id}, {"user", job->spec.user}, {"gpus", FormatGpuMask(na.gpu_mask)}});
+    }
+  }
+  j["gpus_used"] = used;
+  j["jobs"] = jobs;
+  if (n.unhealthy_gpus != 0) j["unhealthy_gpus"] = FormatGpuMask(n.unhealthy_gpus);
+  return j;
+}
+
+api::Json Controller::PartitionsJson() const {
+  api::Json out = api::Json::array();
+  for (const Partition& p : partitions_) out.push_back(api::ToJson(p));
+  return out;
+}
+
+api::Json Controller::AccountsJson() const {
+  api::Json out = api::Json::array();
+  for (const Account& a : accounts_) {
+    api::Json j = api::ToJson(a);
+    auto u = usage_.find(a.name);
+    j["usage_gpu_hours"] = u == usage_.end() ? 0.0 : u->second.usage_gpu_s / 3600;
+    out.push_back(j);
+  }
+  return out;
+}
+
+Result<api::Json> Controller::TokensJson(const Identity& who) const {
+  if (!who.admin()) return Denied("only admins list tokens");
+  api::Json out = api::Json::array();
+  for (const auto& [id, t] : tokens_) {
+    out.push_back({{"id", id}, {"user", t.user}, {"role", t.role}, {"created", api::TimeToJson(t.created)},
+                   {"revoked", t.revoked}});
+  }
+  return out;
+}
+
+std::vector<state::TokenRecord> Controller::Tokens() {
+  tokens_changed_ = false;
+  std::vector<state::TokenRecord> out;
+  for (const auto& [id, t] : tokens_) out.push_back(t);
+  return out;
+}
+
+// ---------------------------------------------------------------- lifecycle
+
+void Controller::Finish(Job& job, JobState state, Time now) {
+  const bool was_running = job.state == JobState::kRunning;
+  job.state = state;
+  job.end_time = now;
+  if (was_running) {
+    job.gpu_seconds += job.allocation.GpuEquivalents() * std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
+    running_.erase(job.id.value());
+  }
+  requests_.erase(job.id.value());
+  decisions_.erase(job.id.value());
+  finished_[job.id.value()] = state;
+  --active_;
+  Record(job);
+  dirty_ = true;
+}
+
+void Controller::StopJob(Job& job, JobState ending_as, Time now, const std::string& why, bool requeue_after) {
+  auto r = running_.find(job.id.value());
+  if (r == running_.end()) return;
+  Running& run = r->second;
+  if (run.ending_as && !requeue_after) return;  // already stopping
+  run.ending_as = ending_as;
+  run.requeue_after = requeue_after;
+  run.kill_sent = now;
+  for (const std::string& node : run.nodes_left) {
+    auto n = nodes_.find(node);
+    if (n == nodes_.end()) continue;
+    outbox_.kills.push_back({node, n->second.node.address, job.id, job.epoch, config_.kill_grace, why});
+  }
+  job.reason_detail = why;
+  Record(job);
+}
+
+void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
+  job.gpu_seconds += job.allocation.GpuEquivalents() * std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
+  running_.erase(job.id.value());
+  job.state = JobState::kPending;
+  job.allocation = Allocation{};
+  job.restarts += 1;
+  job.reason_detail = why;
+  pending_order_.push_back(job.id.value());
+  auto r = sched::CompileRequest(*inventory_, job.spec);
+  if (r.ok()) requests_[job.id.value()] = *r;
+  Record(job);
+  dirty_ = true;
+}
+
+void Controller::NodeLost(NodeRecord& n, Time now) {
+  n.node.state = NodeState::kDown;
+  n.node.state_reason = fmt::format("not responding since {:.0f}", ToSeconds(n.last_seen));
+  RecordNode(n);
+  std::vector<uint64_t> hit;
+  for (const auto& [id, r] : running_) {
+    if (r.nodes_left.count(n.node.name)) hit.push_back(id);
+  }
+  for (uint64_t id : hit) {
+    Job& j = Mutable(JobId(id));
+    Running& run = running_[id];
+    run.nodes_left.erase(n.node.name);
+    // The rest of the gang cannot go on without this node.
+    for (const std::string& other : run.nodes_left) {
+      auto o = nodes_.find(other);
+      if (o != nodes_.end()) {
+        outbox_.kills.push_back({other, o->second.node.address, j.id, j.epoch, config_.kill_grace,
+                                 fmt::format("node {} was lost", n.node.name)});
+      }
+    }
+    if (j.spec.requeue || run.requeue_after) {
+      RequeueNow(j, now, fmt::format("node {} was lost", n.node.name));
+    } else {
+      j.reason_detail = fmt::format("node {} stopped responding", n.node.name);
+      Finish(j, JobState::kNodeFail, now);
+    }
+  }
+  dirty_ = true;
+}
+
+void Controller::AccrueUsage(Time now) {
+  const Duration dt = now - last_usage_;
+  if (dt.count() <= 0) return;
+  for (auto& [name, u] : usage_) u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, dt, config_.usage_half_life);
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    const double gpu_s = job->allocation.GpuEquivalents() * ToSeconds(now - std::max(job->start_time, last_usage_));
+    if (!job->spec.account.empty()) {
+      state::AccountUsage& u = usage_[job->spec.account];
+      u.account = job->spec.account;
+      u.usage_gpu_s += gpu_s;
+      u.updated = now;
+    }
+  }
+  // Jobs keep their own GPU-seconds up to the last accrual in the job record
+  // when they end (Finish); usage here is for fair share.
+  for (auto& [id, r] : running_) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    auto copy = std::make_shared<Job>(*it->second);
+    copy->gpu_seconds += copy->allocation.GpuEquivalents() * ToSeconds(now - std::max(copy->start_time, last_usage_));
+    it->second = std::move(copy);
+  }
+  last_usage_ = now;
+  if (now - last_usage_commit_ >= std::chrono::seconds(60)) {
+    for (const auto& [name, u] : usage_) batch_.usage.push_back(u);
+    last_usage_commit_ = now;
+  }
+}
+
+void Controller::Tick(Time now) {
+  for (auto& [name, n] : nodes_) {
+    if (n.node.state != NodeState::kDown && now - n.last_seen > config_.node_timeout) NodeLost(n, now);
+  }
+  std::vector<uint64_t> over;
+  std::vector<uint64_t> stuck;
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    if (!r.ending_as && job->time_limit.count() > 0 && now > job->start_time + job->time_limit) over.push_back(id);
+    if (r.ending_as && now - r.kill_sent > config_.kill_grace + config_.node_timeout) stuck.push_back(id);
+  }
+  for (uint64_t id : over) StopJob(Mutable(JobId(id)), JobState::kTimeout, now, "time limit reached");
+  for (uint64_t id : stuck) {
+    // The agents never confirmed the stop: count the job as ended anyway.
+    Job& j = Mutable(JobId(id));
+    const Running r = running_[id];
+    j.reason_detail = "the node did not confirm the stop";
+    if (r.requeue_after) {
+      RequeueNow(j, now, "requeued");
+    } else {
+      Finish(j, *r.ending_as, now);
+    }
+  }
+  for (auto& [name, n] : nodes_) {
+    if (n.node.state != NodeState::kDraining) continue;
+    bool busy = false;
+    for (const auto& [id, r] : running_) busy |= r.nodes_left.count(name) > 0;
+    if (!busy) {
+      n.node.state = NodeState::kDrained;
+      RecordNode(n);
+    }
+  }
+  AccrueUsage(now);
+  // Finished jobs leave memory after a while; the store keeps them.
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (!IsActive(it->second->state) && now - it->second->end_time > config_.finished_retention) {
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = finished_.begin(); it != finished_.end();) {
+    ++it;  // kept for dependencies; bounded by the load horizon on restart
+  }
+  if (!over.empty() || !stuck.empty()) dirty_ = true;
+}
+
+sched::PassStats Controller::SchedulePass(Time now) {
+  dirty_ = false;
+  sched::Snapshot snap;
+  snap.inventory = inventory_;
+  snap.nodes.resize(inventory_->size());
+  for (size_t i = 0; i < inventory_->size(); ++i) {
+    const sched::InvNode& inode = inventory_->node(static_cast<sched::NodeIndex>(i));
+    const NodeRecord& n = nodes_.at(inode.name);
+    snap.nodes[i] = {EffectiveState(n), n.unhealthy_gpus};
+  }
+  std::unordered_map<std::string, int> account_index;
+  for (const Account& a : accounts_) {
+    account_index[a.name] = static_cast<int>(snap.accounts.size());
+    auto u = usage_.find(a.name);
+    snap.accounts.push_back({a.name, a.shares, u == usage_.end() ? 0.0 : u->second.usage_gpu_s, a.max_gpus});
+  }
+  auto info_of = [&](const Job& job) {
+    sched::JobInfo info;
+    info.id = job.id;
+    info.spec = &job.spec;
+    info.request = requests_[job.id.value()];
+    info.submit = job.submit_time;
+    auto a = account_index.find(job.spec.account);
+    info.account = a == account_index.end() ? -1 : a->second;
+    info.admin_priority = job.priority;
+    info.attained_gpu_s = job.gpu_seconds;
+    if (job.array_task_id >= 0 && job.spec.array) {
+      info.array_id = job.array_job_id.value();
+      info.array_max_running = job.spec.array->max_running;
+    }
+    return info;
+  };
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    sched::JobInfo info = info_of(*job);
+    info.allocation = &job->allocation;
+    info.start = job->start_time;
+    info.expected_end = job->start_time + job->time_limit;
+    info.preemptible = job->spec.requeue && !r.ending_as;
+    snap.running.push_back(info);
+  }
+  // Pending jobs in submission order (compacting the list of those that left).
+  size_t keep = 0;
+  for (uint64_t id : pending_order_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr || job->state != JobState::kPending) continue;
+    pending_order_[keep++] = id;
+    sched::JobInfo info = info_of(*job);
+    info.held = job->spec.hold;
+    info.begin_time = job->spec.begin_time;
+    info.queued_since = job->submit_time;
+    if (!job->spec.dependencies.empty()) {
+      info.dependencies = &job->spec.dependencies;
+      for (const Dependency& d : job->spec.dependencies) {
+        const Job* dep = Find(d.job);
+        if (dep != nullptr) {
+          snap.dependency_states[d.job] = dep->state;
+        } else if (auto f = finished_.find(d.job.value()); f != finished_.end()) {
+          snap.dependency_states[d.job] = f->second;
+        }
+      }
+    }
+    snap.pending.push_back(info);
+  }
+  pending_order_.resize(keep);
+  std::sort(pending_order_.begin(), pending_order_.end());
+  pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()), pending_order_.end());
+
+  sched::Plan plan = sched::Schedule(snap, now, *policy_);
+
+  // Verify the plan against the state once more before committing it (one
+  // writer makes this cheap, and a scheduler bug is caught here, not on a node).
+  sched::WorkingState check(*inventory_, snap.nodes);
+  for (const sched::JobInfo& r : snap.running) check.Allocate(*r.allocation);
+  for (const sched::PreemptDecision& p : plan.preemptions) {
+    const Job* victim = Find(p.victim);
+    if (victim == nullptr || victim->state != JobState::kRunning) continue;
+    StopJob(Mutable(p.victim), JobState::kPending, now, fmt::format("preempted by job {}", p.preemptor.value()),
+            /*requeue_after=*/true);
+  }
+  for (sched::StartDecision& s : plan.starts) {
+    // A job placed where preempted jobs still run starts once they have stopped.
+    if (s.after_preemption) continue;
+    const Job* job = Find(s.job);
+    if (job == nullptr || job->state != JobState::kPending) continue;
+    if (!check.CanAllocate(s.allocation).ok()) continue;
+    check.Allocate(s.allocation);
+    Job& j = Mutable(s.job);
+    j.state = JobState::kRunning;
+    j.start_time = now;
+    j.allocation = std::move(s.allocation);
+    j.epoch += 1;
+    j.reason = PendingReason::kNone;
+    j.reason_detail.clear();
+    decisions_.erase(j.id.value());
+    Running run;
+    std::vector<std::string> names, addresses;
+    for (const NodeAllocation& na : j.allocation.nodes) {
+      names.push_back(NodeName(na.node));
+      addresses.push_back(nodes_[names.back()].node.address);
+      run.nodes_left.insert(names.back());
+    }
+    running_[j.id.value()] = std::move(run);
+    for (size_t k = 0; k < j.allocation.nodes.size(); ++k) {
+      outbox_.launches.push_back(
+          {names[k], addresses[k], j.id, j.epoch, j.spec, j.allocation.nodes[k], static_cast<int>(k), names, addresses,
+           MasterPort(j.id)});
+    }
+    Record(j);
+  }
+  for (sched::PendingDecision& d : plan.pending) decisions_[d.job.value()] = std::move(d);
+  return plan.stats;
+}
+
+state::Batch Controller::TakeBatch() {
+  state::Batch b = std::move(batch_);
+  batch_ = state::Batch{};
+  batch_jobs_.clear();
+  return b;
+}
+
+Outbox Controller::TakeOutbox() {
+  Outbox o = std::move(outbox_);
+  outbox_ = Outbox{};
+  return o;
+}
+
+}  // namespace shoal::server

@@ -1,0 +1,229 @@
+// The controller's state and every change to it (DESIGN.md, boundaries 3 and 4).
+//
+// A Controller holds the truth about jobs, nodes, partitions, accounts and
+// tokens in memory. Commands (submit, cancel, register, heartbeat, ...) check
+// who asks and what they ask, change the state, and record what changed in a
+// pending state::Batch and what agents must be told in an Outbox. The caller
+// (the control loop) commits the batch and only then acknowledges the
+// commands and sends the orders, so nothing is acknowledged or launched that
+// a crash could lose.
+//
+// Not thread-safe: one thread (the control loop) owns it. It reads no clock:
+// every command is given the time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "api/json.h"
+#include "core/cluster.h"
+#include "core/job.h"
+#include "core/time.h"
+#include "sched/inventory.h"
+#include "sched/plan.h"
+#include "sched/policy.h"
+#include "state/store.h"
+
+namespace shoal::server {
+
+// Who is asking: a user (their own jobs), an admin (everything), or a node
+// agent (register and heartbeat).
+struct Identity {
+  std::string user;
+  std::string role;  // "admin", "user" or "node"
+  bool admin() const { return role == "admin"; }
+  bool node() const { return role == "node"; }
+};
+
+struct ControllerConfig {
+  std::string policy = "backfill";
+  Duration node_timeout = std::chrono::seconds(30);   // missed heartbeats before a node is down
+  Duration kill_grace = std::chrono::seconds(30);     // SIGTERM to SIGKILL, told to the agent
+  Duration launch_grace = std::chrono::seconds(15);   // a launched job may be missing from heartbeats this long
+  Duration usage_half_life = std::chrono::hours(24 * 7);
+  Duration finished_retention = std::chrono::hours(1);  // finished jobs kept in memory for `show`
+  Duration dependency_horizon = std::chrono::hours(24 * 30);
+  int max_jobs_per_submit = 100000;
+  int max_active_jobs = 1000000;
+  std::vector<Partition> partitions;  // from the configuration file
+  std::vector<Account> accounts;
+};
+
+// Orders for node agents, sent after the batch that decided them is committed.
+struct LaunchOrder {
+  std::string node;
+  std::string address;
+  JobId job;
+  uint64_t epoch = 0;
+  JobSpec spec;
+  NodeAllocation allocation;          // this node's part
+  int node_rank = 0;
+  std::vector<std::string> nodes;     // every node of the job, in rank order
+  std::vector<std::string> addresses; // their addresses, same order
+  int master_port = 0;
+};
+
+struct KillOrder {
+  std::string node;
+  std::string address;
+  JobId job;
+  uint64_t epoch = 0;
+  Duration grace{0};
+  std::string why;
+};
+
+struct Outbox {
+  std::vector<LaunchOrder> launches;
+  std::vector<KillOrder> kills;
+  bool empty() const { return launches.empty() && kills.empty(); }
+};
+
+// What a node agent reports with each heartbeat.
+struct JobEvent {
+  JobId job;
+  uint64_t epoch = 0;
+  enum Kind { kStarted, kExited } kind = kExited;
+  int exit_code = 0;
+  int signal = 0;
+  std::string message;
+};
+
+struct GpuReport {
+  int index = 0;
+  bool healthy = true;
+  std::string health_reason;
+};
+
+struct Heartbeat {
+  std::vector<JobEvent> events;
+  std::vector<std::pair<JobId, uint64_t>> running;  // (job, epoch) the agent runs now
+  std::vector<GpuReport> gpus;
+};
+
+struct JobFilter {
+  std::string user;                // empty: the caller's own jobs (admins: everyone's)
+  bool all_users = false;          // admins only
+  std::vector<JobState> states;    // empty: pending and running
+};
+
+class Controller {
+ public:
+  explicit Controller(ControllerConfig config);
+
+  // Takes over the state a store loaded. Called once, before any command.
+  Status Restore(const state::Loaded& loaded, Time now);
+
+  // --- commands (each returns its reply body or an error; none throws) ---
+  Result<api::Json> Submit(const Identity& who, JobSpec spec, Time now);
+  Status Cancel(const Identity& who, JobId id, Time now);
+  Status Hold(const Identity& who, JobId id, Time now);
+  Status Release(const Identity& who, JobId id, Time now);
+  Status Requeue(const Identity& who, JobId id, Time now);
+  Status SetPriority(const Identity& who, JobId id, int64_t priority, Time now);
+  Result<api::Json> RegisterNode(const Identity& who, Node node, Time now);
+  Result<api::Json> ReceiveHeartbeat(const Identity& who, const std::string& node, const Heartbeat& hb, Time now);
+  Status Drain(const Identity& who, const std::string& node, const std::string& reason, Time now);
+  Status Resume(const Identity& who, const std::string& node, Time now);
+  Status PutPartition(const Identity& who, Partition p);
+  Status PutAccount(const Identity& who, Account a);
+  // Returns the token's text, shown once.
+  Result<api::Json> CreateToken(const Identity& who, const std::string& user, const std::string& role, Time now);
+  Status RevokeToken(const Identity& who, const std::string& id);
+
+  // --- queries (read-only; the returned pointers stay valid as long as held) ---
+  Result<std::vector<std::shared_ptr<const Job>>> ListJobs(const Identity& who, const JobFilter& f) const;
+  // A job with why it waits and where it would run (estimated start, planned nodes).
+  Result<api::Json> ShowJob(const Identity& who, JobId id) const;
+  api::Json JobJson(const Job& job) const;
+  api::Json NodesJson() const;
+  Result<api::Json> NodeJson(const std::string& name) const;
+  api::Json PartitionsJson() const;
+  api::Json AccountsJson() const;
+  Result<api::Json> TokensJson(const Identity& who) const;
+  // Whether the caller may see `job`.
+  bool MaySee(const Identity& who, const Job& job) const;
+
+  // --- time ---
+  // Node timeouts, time limits, draining nodes, usage and eviction of old
+  // finished jobs. Call often (every few hundred milliseconds).
+  void Tick(Time now);
+  // Runs one scheduling pass and applies its plan.
+  sched::PassStats SchedulePass(Time now);
+  // Whether something happened since the last pass that a pass could act on.
+  bool WantsPass() const { return dirty_; }
+
+  // --- output ---
+  state::Batch TakeBatch();
+  Outbox TakeOutbox();
+  // Tokens as the HTTP layer's cache needs them (after each commit of tokens).
+  bool TokensChanged() const { return tokens_changed_; }
+  std::vector<state::TokenRecord> Tokens();
+
+  size_t active_jobs() const { return active_; }
+  const ControllerConfig& config() const { return config_; }
+
+ private:
+  struct NodeRecord {
+    Node node;
+    Time last_seen{};
+    uint64_t unhealthy_gpus = 0;
+    bool admin_drain = false;  // drained by an admin (stays drained until resumed)
+  };
+  struct Running {
+    std::unordered_set<std::string> nodes_left;  // nodes whose task has not exited yet
+    std::optional<JobState> ending_as;           // set when we asked it to stop
+    Time kill_sent{};
+    bool requeue_after = false;                  // preempted: back to pending when it exits
+    int first_failure_code = 0;
+    int first_failure_signal = 0;
+  };
+
+  Job& Mutable(JobId id);
+  const Job* Find(JobId id) const;
+  Status CheckOwner(const Identity& who, const Job& job) const;
+  Status CompileAndCheck(const JobSpec& spec, sched::Request* out) const;
+  void RebuildInventory();
+  void Record(const Job& job);
+  void RecordNode(const NodeRecord& n);
+  void Finish(Job& job, JobState state, Time now);
+  void StopJob(Job& job, JobState ending_as, Time now, const std::string& why, bool requeue_after = false);
+  void RequeueNow(Job& job, Time now, const std::string& why);
+  void NodeLost(NodeRecord& n, Time now);
+  void AccrueUsage(Time now);
+  std::string NodeName(NodeId id) const;
+  std::optional<NodeId> NodeIdOf(std::string_view name) const;
+  api::NodeNames Names() const;
+  NodeState EffectiveState(const NodeRecord& n) const;
+
+  ControllerConfig config_;
+  std::optional<sched::Policy> policy_;
+  std::shared_ptr<const sched::Inventory> inventory_;
+  std::map<uint64_t, std::shared_ptr<const Job>> jobs_;  // active and recently finished
+  std::unordered_map<uint64_t, sched::Request> requests_;
+  std::unordered_map<uint64_t, Running> running_;
+  std::unordered_map<uint64_t, JobState> finished_;      // for dependencies
+  std::vector<uint64_t> pending_order_;                  // submission order, compacted lazily
+  std::map<std::string, NodeRecord> nodes_;
+  std::vector<Partition> partitions_;
+  std::vector<Account> accounts_;
+  std::map<std::string, state::AccountUsage> usage_;
+  std::map<std::string, state::TokenRecord> tokens_;
+  std::map<uint64_t, sched::PendingDecision> decisions_;  // from the last pass
+  uint64_t next_job_id_ = 1;
+  uint32_t next_node_id_ = 1;
+  size_t active_ = 0;
+  bool dirty_ = true;
+  bool tokens_changed_ = true;
+  Time last_usage_{};
+  Time last_usage_commit_{};
+  state::Batch batch_;
+  std::unordered_set<uint64_t> batch_jobs_;
+  Outbox outbox_;
+};
+
+}  // namespace shoal::server

@@ -1,0 +1,362 @@
+// The controller's commands and lifecycle, driven directly with a fixed clock
+// (no threads, no HTTP): what each command changes, records and orders.
+#include "server/controller.h"
+
+#include <gtest/gtest.h>
+
+namespace shoal::server {
+namespace {
+
+using std::chrono::seconds;
+
+const Identity kAlice{"alice", "user"};
+const Identity kBob{"bob", "user"};
+const Identity kAdmin{"root", "admin"};
+const Identity kNodeAgent{"nodes", "node"};
+
+Node MakeNode(const std::string& name, int gpus = 8) {
+  Node n;
+  n.name = name;
+  n.address = "127.0.0.1:1";
+  n.cpu_milli = 64000;
+  n.memory_mib = 512 * 1024;
+  for (int i = 0; i < gpus; ++i) {
+    Gpu g;
+    g.index = i;
+    g.model = "H100-SXM-80GB";
+    n.gpus.push_back(g);
+  }
+  return n;
+}
+
+JobSpec Spec(int gpus, const std::string& command = "train.sh") {
+  JobSpec s;
+  s.gpus = gpus;
+  s.command = command;
+  s.time_limit = std::chrono::hours(1);
+  return s;
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  ControllerTest() : c_(Config()) {}
+
+  static ControllerConfig Config() {
+    ControllerConfig cfg;
+    cfg.policy = "backfill";
+    cfg.node_timeout = seconds(30);
+    cfg.launch_grace = seconds(15);
+    Partition p;
+    p.name = "gpu";
+    p.is_default = true;
+    p.max_time = std::chrono::hours(24);
+    cfg.partitions.push_back(p);
+    return cfg;
+  }
+
+  Time At(int s) const { return kTimeZero + seconds(1000000 + s); }
+
+  void Register(const std::string& name, int gpus = 8, int at = 0) {
+    ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode(name, gpus), At(at)).ok());
+  }
+
+  JobId Submit(const Identity& who, JobSpec spec, int at = 0) {
+    auto r = c_.Submit(who, std::move(spec), At(at));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? JobId((*r)["jobs"][0].get<uint64_t>()) : JobId(0);
+  }
+
+  JobState StateOf(JobId id) {
+    auto r = c_.ShowJob(kAdmin, id);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *ParseJobState((*r)["state"].get<std::string>()) : JobState::kPending;
+  }
+
+  uint64_t EpochOf(JobId id) { return (*c_.ShowJob(kAdmin, id))["epoch"].get<uint64_t>(); }
+
+  // A heartbeat that reports the jobs the controller believes run on the node.
+  void Beat(const std::string& node, int at) {
+    Heartbeat hb;
+    const api::Json info = *c_.NodeJson(node);
+    for (const auto& j : info["jobs"]) {
+      const JobId id(j["job"].get<uint64_t>());
+      hb.running.emplace_back(id, EpochOf(id));
+    }
+    ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, node, hb, At(at)).ok());
+  }
+
+  // A heartbeat with the job's exit, still listing the node's other jobs (as
+  // an agent's heartbeat always does).
+  void Exit(const std::string& node, JobId id, int code, int at, int signal = 0) {
+    Heartbeat hb;
+    hb.events.push_back({id, EpochOf(id), JobEvent::kExited, code, signal, ""});
+    const api::Json info = *c_.NodeJson(node);
+    for (const auto& j : info["jobs"]) {
+      const JobId other(j["job"].get<uint64_t>());
+      if (other != id) hb.running.emplace_back(other, EpochOf(other));
+    }
+    ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, node, hb, At(at)).ok());
+  }
+
+  Controller c_;
+};
+
+TEST_F(ControllerTest, SubmitScheduleLaunchComplete) {
+  Register("n1");
+  JobId id = Submit(kAlice, Spec(2));
+  state::Batch b = c_.TakeBatch();
+  ASSERT_EQ(b.jobs.size(), 1u);
+  EXPECT_EQ(b.jobs[0].spec.user, "alice");
+  EXPECT_EQ(*b.next_job_id, id.value() + 1);
+  c_.SchedulePass(At(1));
+  EXPECT_EQ(StateOf(id), JobState::kRunning);
+  Outbox out = c_.TakeOutbox();
+  ASSERT_EQ(out.launches.size(), 1u);
+  EXPECT_EQ(out.launches[0].node, "n1");
+  EXPECT_EQ(out.launches[0].allocation.GpuCount(), 2);
+  EXPECT_EQ(out.launches[0].epoch, 1u);
+  Exit("n1", id, 0, 60);
+  EXPECT_EQ(StateOf(id), JobState::kCompleted);
+  b = c_.TakeBatch();
+  ASSERT_FALSE(b.jobs.empty());
+  EXPECT_EQ(b.jobs.back().state, JobState::kCompleted);
+  EXPECT_GT(b.jobs.back().gpu_seconds, 0);
+}
+
+TEST_F(ControllerTest, UsersTouchOnlyTheirOwnJobs) {
+  Register("n1");
+  JobId mine = Submit(kAlice, Spec(1));
+  EXPECT_EQ(c_.Cancel(kBob, mine, At(1)).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.Hold(kBob, mine, At(1)).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.ShowJob(kBob, mine).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(c_.ListJobs(kBob, {})->empty());
+  EXPECT_EQ(c_.ListJobs(kBob, {.user = "alice", .all_users = false, .states = {}}).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.ListJobs(kAlice, {})->size(), 1u);
+  EXPECT_EQ(c_.ListJobs(kAdmin, {.user = "", .all_users = true, .states = {}})->size(), 1u);
+  EXPECT_EQ(c_.SetPriority(kAlice, mine, 10, At(1)).code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(c_.Cancel(kAdmin, mine, At(2)).ok());
+  EXPECT_EQ(StateOf(mine), JobState::kCancelled);
+  EXPECT_EQ(c_.Cancel(kAlice, mine, At(3)).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ControllerTest, NodesCannotSubmitAndUsersCannotRegister) {
+  EXPECT_EQ(c_.Submit(kNodeAgent, Spec(1), At(0)).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.RegisterNode(kAlice, MakeNode("n1"), At(0)).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.Drain(kAlice, "n1", "x", At(0)).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.CreateToken(kAlice, "eve", "admin", At(0)).status().code(), StatusCode::kPermissionDenied);
+}
+
+TEST_F(ControllerTest, BadSubmissionsAreRefusedWithReasons) {
+  Register("n1");
+  struct Case {
+    const char* what;
+    JobSpec spec;
+    StatusCode code;
+  };
+  auto spec = [](auto&& f) {
+    JobSpec s = Spec(1);
+    f(s);
+    return s;
+  };
+  Case cases[] = {
+      {"no command", spec([](JobSpec& s) { s.command.clear(); }), StatusCode::kInvalidArgument},
+      {"unknown partition", spec([](JobSpec& s) { s.partition = "cpu"; }), StatusCode::kInvalidArgument},
+      {"nine GPUs on one node", spec([](JobSpec& s) { s.gpus = 0; s.nodes = 1; s.gpus_per_node = 9; }),
+       StatusCode::kUnsatisfiable},
+      {"unknown GPU model", spec([](JobSpec& s) { s.gpu_models = {"B200"}; }), StatusCode::kUnsatisfiable},
+      {"over the partition's time", spec([](JobSpec& s) { s.time_limit = std::chrono::hours(48); }),
+       StatusCode::kInvalidArgument},
+      {"negative GPUs", spec([](JobSpec& s) { s.gpus = -1; }), StatusCode::kInvalidArgument},
+      {"share of zero", spec([](JobSpec& s) { s.gpu_milli = 0; }), StatusCode::kInvalidArgument},
+      {"unknown dependency", spec([](JobSpec& s) { s.dependencies = {{DependencyType::kAfterOk, JobId(999)}}; }),
+       StatusCode::kNotFound},
+  };
+  for (const Case& k : cases) {
+    auto r = c_.Submit(kAlice, k.spec, At(0));
+    EXPECT_EQ(r.status().code(), k.code) << k.what << ": " << r.status().ToString();
+  }
+  EXPECT_TRUE(c_.TakeBatch().jobs.empty()) << "nothing refused is recorded";
+}
+
+TEST_F(ControllerTest, GangFailureStopsTheOtherNodes) {
+  Register("n1");
+  Register("n2");
+  JobSpec s = Spec(0);
+  s.nodes = 2;
+  s.gpus_per_node = 8;
+  JobId id = Submit(kAlice, s);
+  c_.SchedulePass(At(1));
+  ASSERT_EQ(c_.TakeOutbox().launches.size(), 2u);
+  Exit("n1", id, 3, 10);
+  Outbox out = c_.TakeOutbox();
+  ASSERT_EQ(out.kills.size(), 1u);
+  EXPECT_EQ(out.kills[0].node, "n2");
+  EXPECT_EQ(StateOf(id), JobState::kRunning) << "until every node's task has exited";
+  Exit("n2", id, 0, 11, 15);
+  EXPECT_EQ(StateOf(id), JobState::kFailed);
+  EXPECT_EQ((*c_.ShowJob(kAdmin, id))["exit_code"].get<int>(), 3);
+}
+
+TEST_F(ControllerTest, CancelTimeLimitAndNodeLoss) {
+  Register("n1");
+  Register("n2");
+  JobId cancelled = Submit(kAlice, Spec(8));
+  JobSpec limited = Spec(4);
+  limited.time_limit = seconds(100);
+  JobId timed = Submit(kAlice, limited);
+  JobSpec requeue = Spec(4);
+  requeue.requeue = true;
+  JobId requeued = Submit(kAlice, requeue);
+  c_.SchedulePass(At(1));
+  c_.TakeOutbox();
+  ASSERT_EQ(StateOf(cancelled), JobState::kRunning);
+  ASSERT_TRUE(c_.Cancel(kAlice, cancelled, At(2)).ok());
+  Outbox out = c_.TakeOutbox();
+  ASSERT_EQ(out.kills.size(), 1u);
+  const std::string node_of_cancelled = out.kills[0].node;
+  Exit(node_of_cancelled, cancelled, 0, 3, 15);
+  EXPECT_EQ(StateOf(cancelled), JobState::kCancelled);
+  // Time limit: a kill at start + 100 s, then the exit makes it a timeout.
+  Beat("n1", 45);
+  Beat("n2", 45);
+  c_.Tick(At(50));
+  EXPECT_TRUE(c_.TakeOutbox().kills.empty());
+  Beat("n1", 95);
+  Beat("n2", 95);
+  c_.Tick(At(102));
+  out = c_.TakeOutbox();
+  ASSERT_EQ(out.kills.size(), 1u);
+  Exit(out.kills[0].node, timed, 0, 103, 15);
+  EXPECT_EQ(StateOf(timed), JobState::kTimeout);
+  // Node loss: the requeueable job goes back to pending.
+  std::string node_of_requeued;
+  const api::Json shown = *c_.ShowJob(kAdmin, requeued);
+  for (const auto& j : shown["allocation"]) node_of_requeued = j["node"];
+  const std::string other = node_of_requeued == "n1" ? "n2" : "n1";
+  Beat(other, 125);  // the other node keeps reporting; this one last reported at 103 s
+  c_.Tick(At(140));
+  EXPECT_EQ(StateOf(requeued), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAdmin, requeued))["restarts"].get<int>(), 1);
+  EXPECT_EQ((*c_.NodeJson(node_of_requeued))["state"], "down");
+  EXPECT_EQ((*c_.NodeJson(other))["state"], "up");
+}
+
+TEST_F(ControllerTest, NodeFailWithoutRequeue) {
+  Register("n1");
+  JobId id = Submit(kAlice, Spec(1));
+  c_.SchedulePass(At(1));
+  c_.Tick(At(40));
+  EXPECT_EQ(StateOf(id), JobState::kNodeFail);
+}
+
+TEST_F(ControllerTest, ReconcileKillsUnknownAndFailsLost) {
+  Register("n1");
+  JobId id = Submit(kAlice, Spec(1));
+  c_.SchedulePass(At(1));
+  c_.TakeOutbox();
+  Heartbeat hb;
+  hb.running.emplace_back(JobId(4242), 1);  // not ours
+  hb.running.emplace_back(id, EpochOf(id));
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", hb, At(5)).ok());
+  Outbox out = c_.TakeOutbox();
+  ASSERT_EQ(out.kills.size(), 1u);
+  EXPECT_EQ(out.kills[0].job, JobId(4242));
+  // A heartbeat past the launch grace that does not list the job: it was lost.
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", Heartbeat{}, At(10)).ok());
+  EXPECT_EQ(StateOf(id), JobState::kRunning) << "still within the launch grace";
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", Heartbeat{}, At(20)).ok());
+  EXPECT_EQ(StateOf(id), JobState::kFailed);
+}
+
+TEST_F(ControllerTest, StaleEpochsChangeNothing) {
+  Register("n1");
+  JobSpec s = Spec(1);
+  s.requeue = true;
+  JobId id = Submit(kAlice, s);
+  c_.SchedulePass(At(1));
+  ASSERT_TRUE(c_.Requeue(kAlice, id, At(2)).ok());
+  Exit("n1", id, 0, 3, 15);
+  ASSERT_EQ(StateOf(id), JobState::kPending);
+  c_.SchedulePass(At(4));
+  ASSERT_EQ(EpochOf(id), 2u);
+  // An exit of the first run arrives late: it must not end the second.
+  Heartbeat hb;
+  hb.events.push_back({id, 1, JobEvent::kExited, 0, 0, ""});
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", hb, At(5)).ok());
+  EXPECT_EQ(StateOf(id), JobState::kRunning);
+}
+
+TEST_F(ControllerTest, DependenciesHoldsAndArrays) {
+  Register("n1");
+  JobId first = Submit(kAlice, Spec(1));
+  JobSpec after = Spec(1);
+  after.dependencies = {{DependencyType::kAfterOk, first}};
+  JobId second = Submit(kAlice, after);
+  JobSpec held = Spec(1);
+  held.hold = true;
+  JobId h = Submit(kAlice, held);
+  JobSpec array = Spec(1);
+  array.array = ArraySpec{{0, 1, 2, 3}, 2};
+  auto r = c_.Submit(kAlice, array, At(0));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ((*r)["jobs"].size(), 4u);
+  c_.SchedulePass(At(1));
+  EXPECT_EQ(StateOf(first), JobState::kRunning);
+  EXPECT_EQ(StateOf(second), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAlice, second))["reason"], "dependency");
+  EXPECT_EQ((*c_.ShowJob(kAlice, h))["reason"], "held");
+  int running = 0;
+  const api::Json ids = (*r)["jobs"];
+  for (const auto& id : ids) running += StateOf(JobId(id.get<uint64_t>())) == JobState::kRunning;
+  EXPECT_EQ(running, 2) << "%2";
+  const JobId last((*r)["jobs"][3].get<uint64_t>());
+  EXPECT_EQ((*c_.ShowJob(kAlice, last))["reason"], "array_limit");
+  EXPECT_EQ((*c_.ShowJob(kAlice, last))["array_task_id"], 3);
+  Exit("n1", first, 0, 5);
+  c_.SchedulePass(At(6));
+  EXPECT_EQ(StateOf(second), JobState::kRunning);
+  ASSERT_TRUE(c_.Release(kAlice, h, At(7)).ok());
+  c_.SchedulePass(At(8));
+  EXPECT_EQ(StateOf(h), JobState::kRunning);
+}
+
+TEST_F(ControllerTest, DrainAndResume) {
+  Register("n1");
+  JobId id = Submit(kAlice, Spec(1));
+  c_.SchedulePass(At(1));
+  ASSERT_TRUE(c_.Drain(kAdmin, "n1", "disk swap", At(2)).ok());
+  EXPECT_EQ((*c_.NodeJson("n1"))["state"], "draining");
+  JobId waits = Submit(kAlice, Spec(1), 3);
+  c_.SchedulePass(At(3));
+  EXPECT_EQ(StateOf(waits), JobState::kPending);
+  Exit("n1", id, 0, 4);
+  c_.Tick(At(5));
+  EXPECT_EQ((*c_.NodeJson("n1"))["state"], "drained");
+  ASSERT_TRUE(c_.Resume(kAdmin, "n1", At(6)).ok());
+  c_.SchedulePass(At(7));
+  EXPECT_EQ(StateOf(waits), JobState::kRunning);
+}
+
+TEST_F(ControllerTest, RestoreContinuesWhereItStopped) {
+  Register("n1");
+  JobId running = Submit(kAlice, Spec(8));
+  JobId pending = Submit(kAlice, Spec(8));
+  c_.SchedulePass(At(1));
+  auto token = c_.CreateToken(kAdmin, "carol", "user", At(1));
+  ASSERT_TRUE(token.ok());
+  auto store = state::NewMemoryStore();
+  ASSERT_TRUE(store->Commit(c_.TakeBatch()).ok());
+  auto loaded = store->Load(kTimeZero);
+  ASSERT_TRUE(loaded.ok());
+  Controller again(Config());
+  ASSERT_TRUE(again.Restore(*loaded, At(2)).ok());
+  EXPECT_EQ((*again.ShowJob(kAdmin, running))["state"], "running");
+  EXPECT_EQ((*again.ShowJob(kAdmin, pending))["state"], "pending");
+  EXPECT_EQ(again.Tokens().size(), 1u);
+  auto next = again.Submit(kAlice, Spec(1), At(3));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ((*next)["jobs"][0].get<uint64_t>(), pending.value() + 1) << "ids are never reused";
+}
+
+}  // namespace
+}  // namespace shoal::server

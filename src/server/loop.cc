@@ -1,0 +1,114 @@
+#include "server/loop.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "server/agent_link.h"
+#include "server/auth.h"
+
+namespace shoal::server {
+
+ControlLoop::ControlLoop(Controller& controller, state::Store& store, AgentLink* agents, TokenCache* tokens,
+                         const Clock& clock, LoopOptions options)
+    : controller_(controller), store_(store), agents_(agents), tokens_(tokens), clock_(clock), options_(options) {}
+
+ControlLoop::~ControlLoop() { Stop(); }
+
+void ControlLoop::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_) return;
+  running_ = true;
+  stopping_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ControlLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  running_ = false;
+}
+
+bool ControlLoop::Enqueue(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_ || stopping_ || queue_.size() >= options_.max_queue) {
+      ++stats_.rejected;
+      return false;
+    }
+    queue_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+LoopStats ControlLoop::Stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void ControlLoop::Run() {
+  Time last_tick = clock_.Now();
+  Time last_pass = clock_.Now() - options_.idle_pass;
+  std::vector<Task> batch;
+  while (true) {
+    batch.clear();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const Time now = clock_.Now();
+      Time wake = std::min(last_tick + options_.tick_interval, last_pass + options_.idle_pass);
+      if (controller_.WantsPass()) wake = std::min(wake, last_pass + options_.pass_interval);
+      if (queue_.empty() && !stopping_ && wake > now) {
+        cv_.wait_for(lock, wake - now, [this] { return !queue_.empty() || stopping_; });
+      }
+      if (stopping_ && queue_.empty()) break;
+      while (!queue_.empty() && batch.size() < options_.max_batch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    const Time now = clock_.Now();
+    for (Task& t : batch) t.run(controller_, now);
+    if (now - last_tick >= options_.tick_interval) {
+      controller_.Tick(now);
+      last_tick = now;
+    }
+    bool passed = false;
+    double pass_ms = 0;
+    if ((controller_.WantsPass() && now - last_pass >= options_.pass_interval) || now - last_pass >= options_.idle_pass) {
+      const auto t0 = std::chrono::steady_clock::now();
+      controller_.SchedulePass(now);
+      pass_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      last_pass = now;
+      passed = true;
+    }
+    state::Batch changes = controller_.TakeBatch();
+    if (!changes.empty()) {
+      Status s = store_.Commit(changes);
+      if (!s.ok()) {
+        // The state in memory is ahead of the state on disk; going on would
+        // acknowledge what a restart forgets. Stop here; a restart recovers.
+        std::fprintf(stderr, "shoal server: cannot commit to the store: %s\n", s.ToString().c_str());
+        std::abort();
+      }
+    }
+    for (Task& t : batch) t.done();
+    if (tokens_ != nullptr && controller_.TokensChanged()) tokens_->Replace(controller_.Tokens());
+    Outbox out = controller_.TakeOutbox();
+    if (agents_ != nullptr && !out.empty()) agents_->Send(std::move(out));
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.calls += batch.size();
+    if (!changes.empty()) ++stats_.batches;
+    if (passed) {
+      ++stats_.passes;
+      stats_.last_pass_ms = pass_ms;
+    }
+  }
+}
+
+}  // namespace shoal::server

@@ -1,0 +1,96 @@
+// The control loop: the one thread that changes the controller's state
+// (DESIGN.md, boundary 3).
+//
+// Handlers on other threads hand it work with Call(); it runs a batch of such
+// work, a scheduling pass when one is due, commits everything the batch
+// changed in one transaction (group commit), and only then answers the
+// callers and sends launches and kills to the agents. A queue limit turns a
+// flood into "503 overloaded" instead of unbounded memory.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "server/controller.h"
+#include "state/store.h"
+
+namespace shoal::server {
+
+class AgentLink;
+class TokenCache;
+
+struct LoopOptions {
+  size_t max_queue = 20000;                         // waiting calls before 503
+  size_t max_batch = 2000;                          // calls per transaction
+  Duration pass_interval = std::chrono::milliseconds(20);  // least time between scheduling passes
+  Duration idle_pass = std::chrono::seconds(1);     // a pass at least this often (begin times, LAS)
+  Duration tick_interval = std::chrono::milliseconds(200);
+};
+
+struct LoopStats {
+  uint64_t calls = 0;
+  uint64_t batches = 0;
+  uint64_t passes = 0;
+  uint64_t rejected = 0;
+  double last_pass_ms = 0;
+};
+
+class ControlLoop {
+ public:
+  ControlLoop(Controller& controller, state::Store& store, AgentLink* agents, TokenCache* tokens,
+              const Clock& clock, LoopOptions options = {});
+  ~ControlLoop();
+
+  void Start();
+  void Stop();
+
+  // Runs fn on the loop thread and returns its result once the batch it ran in
+  // is committed. Unavailable when the queue is full or the loop has stopped.
+  template <typename T, typename F>
+  Result<T> Call(F&& fn) {
+    auto promise = std::make_shared<std::promise<Result<T>>>();
+    auto result = std::make_shared<std::optional<Result<T>>>();
+    Task task;
+    task.run = [fn = std::forward<F>(fn), result](Controller& c, Time now) mutable { result->emplace(fn(c, now)); };
+    task.done = [promise, result]() { promise->set_value(std::move(**result)); };
+    std::future<Result<T>> future = promise->get_future();
+    if (!Enqueue(std::move(task))) {
+      return Status(StatusCode::kUnavailable, "the server is overloaded; try again");
+    }
+    return future.get();
+  }
+
+  LoopStats Stats();
+
+ private:
+  struct Task {
+    std::function<void(Controller&, Time)> run;
+    std::function<void()> done;
+  };
+  bool Enqueue(Task task);
+  void Run();
+
+  Controller& controller_;
+  state::Store& store_;
+  AgentLink* agents_;
+  TokenCache* tokens_;
+  const Clock& clock_;
+  const LoopOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  bool running_ = false;
+  LoopStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace shoal::server

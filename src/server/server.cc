@@ -1,0 +1,512 @@
+#include "server/server.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <httplib.h>
+
+#include <fmt/format.h>
+
+#include "api/json.h"
+#include "core/strings.h"
+#include "net/http_client.h"
+#include "server/agent_link.h"
+#include "server/auth.h"
+
+namespace shoal::server {
+
+namespace {
+
+using api::Json;
+
+void Reply(httplib::Response& res, const Status& s) {
+  res.status = api::HttpStatus(s);
+  res.set_content(api::ErrorBody(s).dump(), "application/json");
+}
+
+void Reply(httplib::Response& res, const Json& body, int status = 200) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+template <typename T>
+void Reply(httplib::Response& res, const Result<T>& r, int status = 200) {
+  if (!r.ok()) {
+    Reply(res, r.status());
+    return;
+  }
+  Reply(res, *r, status);
+}
+
+Result<JobId> JobIdOf(const httplib::Request& req) {
+  auto v = ParseInt(req.matches[1].str());
+  if (!v.ok() || *v <= 0) return InvalidArgument("bad job id");
+  return JobId(static_cast<uint64_t>(*v));
+}
+
+Status WriteSecretFile(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return Internal(fmt::format("cannot write {}", path));
+  const std::string line = text + "\n";
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  return ok ? Status::Ok() : Internal(fmt::format("cannot write {}", path));
+}
+
+std::vector<JobState> ParseStates(const std::string& text, Status* err) {
+  std::vector<JobState> out;
+  if (text.empty()) return out;
+  for (std::string_view s : Split(text, ',')) {
+    auto st = ParseJobState(s);
+    if (!st.ok()) {
+      *err = st.status();
+      return {};
+    }
+    out.push_back(*st);
+  }
+  return out;
+}
+
+// The heartbeat body an agent sends.
+Result<Heartbeat> HeartbeatFromJson(const Json& j) {
+  if (!j.is_object()) return InvalidArgument("heartbeat must be an object");
+  Heartbeat hb;
+  try {
+    for (const Json& e : j.value("events", Json::array())) {
+      JobEvent ev;
+      ev.job = JobId(e.at("job").get<uint64_t>());
+      ev.epoch = e.at("epoch").get<uint64_t>();
+      const std::string kind = e.at("type").get<std::string>();
+      if (kind != "started" && kind != "exited") return InvalidArgument("event type is started or exited");
+      ev.kind = kind == "started" ? JobEvent::kStarted : JobEvent::kExited;
+      ev.exit_code = e.value("exit_code", 0);
+      ev.signal = e.value("signal", 0);
+      ev.message = e.value("message", std::string());
+      hb.events.push_back(ev);
+    }
+    for (const Json& r : j.value("running", Json::array())) {
+      hb.running.emplace_back(JobId(r.at("job").get<uint64_t>()), r.at("epoch").get<uint64_t>());
+    }
+    for (const Json& g : j.value("gpus", Json::array())) {
+      hb.gpus.push_back({g.at("index").get<int>(), g.value("healthy", true), g.value("reason", std::string())});
+    }
+  } catch (const Json::exception& e) {
+    return InvalidArgument(fmt::format("heartbeat: {}", e.what()));
+  }
+  return hb;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  const Clock* clock = nullptr;
+  std::unique_ptr<state::Store> store;
+  std::unique_ptr<Controller> controller;
+  TokenCache tokens;
+  std::unique_ptr<AgentLink> agents;
+  std::unique_ptr<ControlLoop> loop;
+  httplib::Server http;
+  std::thread http_thread;
+  int port = 0;
+  std::string host;
+  std::string admin_token;
+  std::string node_token;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopped = false;
+
+  Result<Identity> Auth(const httplib::Request& req) const {
+    return tokens.Authenticate(req.get_header_value("Authorization"));
+  }
+
+  // Runs fn(identity) when the request is authenticated, else answers 401.
+  template <typename F>
+  void Authed(const httplib::Request& req, httplib::Response& res, F&& fn) {
+    auto who = Auth(req);
+    if (!who.ok()) {
+      Reply(res, who.status());
+      return;
+    }
+    fn(*who);
+  }
+
+  void Routes();
+};
+
+void Server::Impl::Routes() {
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, Json{{"ok", true}}); });
+
+  http.Get("/v1/whoami", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) { Reply(res, Json{{"user", who.user}, {"role", who.role}}); });
+  });
+
+  http.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto body = api::Parse(req.body);
+      if (!body.ok()) return Reply(res, body.status());
+      auto spec = api::JobSpecFromJson(*body);
+      if (!spec.ok()) return Reply(res, spec.status());
+      Reply(res, loop->Call<Json>([who, s = std::move(*spec)](Controller& c, Time now) mutable {
+              return c.Submit(who, std::move(s), now);
+            }),
+            201);
+    });
+  });
+
+  http.Get("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      JobFilter f;
+      f.user = req.get_param_value("user");
+      f.all_users = req.get_param_value("all") == "1";
+      Status err;
+      f.states = ParseStates(req.get_param_value("state"), &err);
+      if (!err.ok()) return Reply(res, err);
+      // The loop hands back the jobs; the JSON is built here, off its thread.
+      struct Listing {
+        std::vector<std::shared_ptr<const Job>> jobs;
+        std::vector<Json> reasons;
+      };
+      auto r = loop->Call<Listing>([who, f](Controller& c, Time) -> Result<Listing> {
+        SHOAL_ASSIGN_OR_RETURN(auto jobs, c.ListJobs(who, f));
+        Listing l;
+        l.reasons.reserve(jobs.size());
+        for (const auto& j : jobs) {
+          Json jj = c.JobJson(*j);
+          l.reasons.push_back(std::move(jj));
+        }
+        l.jobs = std::move(jobs);
+        return l;
+      });
+      if (!r.ok()) return Reply(res, r.status());
+      Json out = Json::array();
+      for (Json& j : r->reasons) out.push_back(std::move(j));
+      Reply(res, Json{{"jobs", out}});
+    });
+  });
+
+  http.Get(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto id = JobIdOf(req);
+      if (!id.ok()) return Reply(res, id.status());
+      auto r = loop->Call<Json>([who, id = *id](Controller& c, Time) { return c.ShowJob(who, id); });
+      if (r.ok() || r.status().code() != StatusCode::kNotFound) return Reply(res, r);
+      // Not in memory: the history may have it.
+      auto old = store->FindJob(*id);
+      if (!old.ok()) return Reply(res, old.status());
+      if (!*old) return Reply(res, r.status());
+      if (!who.admin() && (*old)->spec.user != who.user) {
+        return Reply(res, Status(StatusCode::kPermissionDenied, "that job belongs to another user"));
+      }
+      Reply(res, api::ToJson(**old));
+    });
+  });
+
+  http.Post(R"(/v1/jobs/(\d+)/(cancel|hold|release|requeue))",
+            [this](const httplib::Request& req, httplib::Response& res) {
+              Authed(req, res, [&](const Identity& who) {
+                auto id = JobIdOf(req);
+                if (!id.ok()) return Reply(res, id.status());
+                const std::string action = req.matches[2].str();
+                auto r = loop->Call<Json>([who, id = *id, action](Controller& c, Time now) -> Result<Json> {
+                  Status s = action == "cancel"    ? c.Cancel(who, id, now)
+                             : action == "hold"    ? c.Hold(who, id, now)
+                             : action == "release" ? c.Release(who, id, now)
+                                                   : c.Requeue(who, id, now);
+                  if (!s.ok()) return s;
+                  return Json{{"job", id.value()}, {"done", action}};
+                });
+                Reply(res, r);
+              });
+            });
+
+  http.Patch(R"(/v1/jobs/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto id = JobIdOf(req);
+      if (!id.ok()) return Reply(res, id.status());
+      auto body = api::Parse(req.body);
+      if (!body.ok()) return Reply(res, body.status());
+      if (!body->is_object() || body->size() != 1 || !body->contains("priority") ||
+          !(*body)["priority"].is_number_integer()) {
+        return Reply(res, InvalidArgument("only {\"priority\": N} can be changed"));
+      }
+      const int64_t p = (*body)["priority"].get<int64_t>();
+      Reply(res, loop->Call<Json>([who, id = *id, p](Controller& c, Time now) -> Result<Json> {
+              SHOAL_RETURN_IF_ERROR(c.SetPriority(who, id, p, now));
+              return Json{{"job", id.value()}, {"priority", p}};
+            }));
+    });
+  });
+
+  http.Get("/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      state::HistoryQuery q;
+      q.user = req.get_param_value("user");
+      if (req.get_param_value("all") == "1") {
+        if (!who.admin()) return Reply(res, Status(StatusCode::kPermissionDenied, "only admins see every user's history"));
+      } else if (q.user.empty()) {
+        q.user = who.user;
+      } else if (q.user != who.user && !who.admin()) {
+        return Reply(res, Status(StatusCode::kPermissionDenied, "you may see only your own history"));
+      }
+      q.account = req.get_param_value("account");
+      Status err;
+      q.states = ParseStates(req.get_param_value("state"), &err);
+      if (!err.ok()) return Reply(res, err);
+      if (req.has_param("since")) {
+        auto v = ParseDouble(req.get_param_value("since"));
+        if (!v.ok()) return Reply(res, v.status());
+        q.since = TimeFromSeconds(*v);
+      }
+      if (req.has_param("limit")) {
+        auto v = ParseInt(req.get_param_value("limit"));
+        if (!v.ok() || *v <= 0) return Reply(res, InvalidArgument("limit must be a positive number"));
+        q.limit = static_cast<int>(std::min<int64_t>(*v, 10000));
+      }
+      auto jobs = store->History(q);
+      if (!jobs.ok()) return Reply(res, jobs.status());
+      Json out = Json::array();
+      for (const Job& j : *jobs) out.push_back(api::ToJson(j));
+      Reply(res, Json{{"jobs", out}});
+    });
+  });
+
+  http.Get("/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity&) {
+      Reply(res, loop->Call<Json>([](Controller& c, Time) -> Result<Json> { return Json{{"nodes", c.NodesJson()}}; }));
+    });
+  });
+
+  http.Get(R"(/v1/nodes/([A-Za-z0-9._-]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity&) {
+      const std::string name = req.matches[1].str();
+      Reply(res, loop->Call<Json>([name](Controller& c, Time) { return c.NodeJson(name); }));
+    });
+  });
+
+  http.Post("/v1/nodes/register", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto body = api::Parse(req.body);
+      if (!body.ok()) return Reply(res, body.status());
+      auto node = api::NodeFromJson(*body);
+      if (!node.ok()) return Reply(res, node.status());
+      Reply(res, loop->Call<Json>([who, n = std::move(*node)](Controller& c, Time now) mutable {
+              return c.RegisterNode(who, std::move(n), now);
+            }));
+    });
+  });
+
+  http.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/heartbeat)", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto body = api::Parse(req.body);
+      if (!body.ok()) return Reply(res, body.status());
+      auto hb = HeartbeatFromJson(*body);
+      if (!hb.ok()) return Reply(res, hb.status());
+      const std::string name = req.matches[1].str();
+      Reply(res, loop->Call<Json>([who, name, h = std::move(*hb)](Controller& c, Time now) {
+              return c.ReceiveHeartbeat(who, name, h, now);
+            }));
+    });
+  });
+
+  http.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/(drain|resume))", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      const std::string name = req.matches[1].str();
+      const std::string action = req.matches[2].str();
+      std::string reason;
+      if (!req.body.empty()) {
+        auto body = api::Parse(req.body);
+        if (!body.ok()) return Reply(res, body.status());
+        if (!body->is_object() || (body->contains("reason") && !(*body)["reason"].is_string())) {
+          return Reply(res, InvalidArgument("body is {\"reason\": \"...\"}"));
+        }
+        reason = body->value("reason", std::string());
+      }
+      Reply(res, loop->Call<Json>([who, name, action, reason](Controller& c, Time now) -> Result<Json> {
+              SHOAL_RETURN_IF_ERROR(action == "drain" ? c.Drain(who, name, reason, now) : c.Resume(who, name, now));
+              return Json{{"node", name}, {"done", action}};
+            }));
+    });
+  });
+
+  http.Get("/v1/partitions", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity&) {
+      Reply(res, loop->Call<Json>([](Controller& c, Time) -> Result<Json> { return Json{{"partitions", c.PartitionsJson()}}; }));
+    });
+  });
+
+  http.Post("/v1/partitions", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto body = api::Parse(req.body);
+      if (!body.ok()) return Reply(res, body.status());
+      auto p = api::PartitionFromJson(*body);
+      if (!p.ok()) return Reply(res, p.status());
+      Reply(res, loop->Call<Json>([who, p = *p](Controller& c, Time) -> Result<Json> {
+              SHOAL_RETURN_IF_ERROR(c.PutPartition(who, p));
+              return api::ToJson(p);
+            }));
+    });
+  });
+
+  http.Get("/v1/accounts", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity&) {
+      Reply(res, loop->Call<Json>([](Controller& c, Time) -> Result<Json> { return Json{{"accounts", c.AccountsJson()}}; }));
+    });
+  });
+
+  http.Post("/v1/accounts", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto body = api::Parse(req.body);
+      if (!body.ok()) return Reply(res, body.status());
+      auto a = api::AccountFromJson(*body);
+      if (!a.ok()) return Reply(res, a.status());
+      Reply(res, loop->Call<Json>([who, a = *a](Controller& c, Time) -> Result<Json> {
+              SHOAL_RETURN_IF_ERROR(c.PutAccount(who, a));
+              return api::ToJson(a);
+            }));
+    });
+  });
+
+  http.Get("/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      Reply(res, loop->Call<Json>([who](Controller& c, Time) -> Result<Json> {
+              SHOAL_ASSIGN_OR_RETURN(Json t, c.TokensJson(who));
+              return Json{{"tokens", t}};
+            }));
+    });
+  });
+
+  http.Post("/v1/tokens", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto body = api::Parse(req.body);
+      if (!body.ok()) return Reply(res, body.status());
+      if (!body->is_object() || !(*body)["user"].is_string() || !(*body)["role"].is_string()) {
+        return Reply(res, InvalidArgument("body is {\"user\": \"...\", \"role\": \"admin|user|node\"}"));
+      }
+      const std::string user = (*body)["user"].get<std::string>();
+      const std::string role = (*body)["role"].get<std::string>();
+      Reply(res, loop->Call<Json>([who, user, role](Controller& c, Time now) { return c.CreateToken(who, user, role, now); }),
+            201);
+    });
+  });
+
+  http.Delete(R"(/v1/tokens/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      const std::string id = req.matches[1].str();
+      Reply(res, loop->Call<Json>([who, id](Controller& c, Time) -> Result<Json> {
+              SHOAL_RETURN_IF_ERROR(c.RevokeToken(who, id));
+              return Json{{"revoked", id}};
+            }));
+    });
+  });
+
+  // httplib's own errors (no route, body too large) in the API's JSON form.
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty() && res.get_header_value("Content-Type") == "application/json") return;
+    std::string detail = res.status == 404   ? fmt::format("no such endpoint: {} {}", req.method, req.path)
+                         : res.status == 413 ? "the request body is larger than the server accepts"
+                                             : fmt::format("HTTP error {}", res.status);
+    const StatusCode code = res.status == 404   ? StatusCode::kNotFound
+                            : res.status == 413 ? StatusCode::kResourceExhausted
+                            : res.status < 500  ? StatusCode::kInvalidArgument
+                                                : StatusCode::kInternal;
+    res.set_content(api::ErrorBody(Status(code, detail)).dump(), "application/json");
+  });
+}
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, const Clock& clock) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->clock = &clock;
+  if (options.state_dir.empty()) {
+    impl->store = state::NewMemoryStore();
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(impl->store, state::OpenSqliteStore(options.state_dir, {options.sqlite_full_sync}));
+  }
+  impl->controller = std::make_unique<Controller>(options.controller);
+  SHOAL_ASSIGN_OR_RETURN(state::Loaded loaded, impl->store->Load(clock.Now() - options.controller.dependency_horizon));
+  SHOAL_RETURN_IF_ERROR(impl->controller->Restore(loaded, clock.Now()));
+  // Bootstrap: the first start creates an admin and a node token.
+  const bool fresh = loaded.tokens.empty();
+  Identity bootstrap{"bootstrap", "admin"};
+  std::string node_token;
+  if (fresh) {
+    const char* env_user = std::getenv("USER");
+    const std::string admin_user = env_user != nullptr && *env_user != '\0' ? env_user : "admin";
+    SHOAL_ASSIGN_OR_RETURN(Json admin, impl->controller->CreateToken(bootstrap, admin_user, "admin", clock.Now()));
+    SHOAL_ASSIGN_OR_RETURN(Json node, impl->controller->CreateToken(bootstrap, "nodes", "node", clock.Now()));
+    impl->admin_token = admin["token"].get<std::string>();
+    impl->node_token = node["token"].get<std::string>();
+    if (!options.state_dir.empty()) {
+      SHOAL_RETURN_IF_ERROR(WriteSecretFile(options.state_dir + "/admin.token", impl->admin_token));
+      SHOAL_RETURN_IF_ERROR(WriteSecretFile(options.state_dir + "/node.token", impl->node_token));
+    }
+  } else if (!options.state_dir.empty()) {
+    std::ifstream in(options.state_dir + "/node.token");
+    std::getline(in, impl->node_token);
+    std::ifstream admin_in(options.state_dir + "/admin.token");
+    std::getline(admin_in, impl->admin_token);
+  }
+  SHOAL_RETURN_IF_ERROR(impl->store->Commit(impl->controller->TakeBatch()));
+  impl->tokens.Replace(impl->controller->Tokens());
+  impl->agents = std::make_unique<AgentLink>(impl->node_token);
+  impl->loop = std::make_unique<ControlLoop>(*impl->controller, *impl->store, impl->agents.get(), &impl->tokens,
+                                             clock, options.loop);
+  // HTTP.
+  SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6820));
+  impl->host = hp.first;
+  impl->http.set_tcp_nodelay(true);
+  impl->http.set_keep_alive_max_count(100000);
+  impl->http.set_keep_alive_timeout(30);
+  impl->http.set_payload_max_length(options.max_body_bytes);
+  const int threads = std::max(2, options.http_threads);
+  impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  impl->Routes();
+  if (hp.second == 0) {
+    impl->port = impl->http.bind_to_any_port(hp.first);
+  } else if (impl->http.bind_to_port(hp.first, hp.second)) {
+    impl->port = hp.second;
+  } else {
+    impl->port = -1;
+  }
+  if (impl->port <= 0) return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
+  impl->loop->Start();
+  Impl* raw = impl.get();
+  impl->http_thread = std::thread([raw] { raw->http.listen_after_bind(); });
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Stop(); }
+
+void Server::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->stop_mu);
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+  }
+  impl_->http.stop();
+  if (impl_->http_thread.joinable()) impl_->http_thread.join();
+  impl_->loop->Stop();
+  impl_->stop_cv.notify_all();
+}
+
+void Server::Wait() {
+  std::unique_lock<std::mutex> lock(impl_->stop_mu);
+  impl_->stop_cv.wait(lock, [this] { return impl_->stopped; });
+}
+
+int Server::port() const { return impl_->port; }
+std::string Server::address() const { return fmt::format("{}:{}", impl_->host, impl_->port); }
+const std::string& Server::admin_token() const { return impl_->admin_token; }
+const std::string& Server::node_token() const { return impl_->node_token; }
+ControlLoop& Server::loop() { return *impl_->loop; }
+
+}  // namespace shoal::server

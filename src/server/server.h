@@ -1,0 +1,51 @@
+// `shoal server`: the store, the controller, its control loop, the link to
+// the agents and the HTTP API, started and stopped together.
+//
+// On first start the state directory gets two tokens: admin.token (for the
+// operator and the CLI on this host) and node.token (for agents), both mode
+// 0600. The API listens only where it is told (127.0.0.1 by default).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "server/controller.h"
+#include "server/loop.h"
+
+namespace shoal::server {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:6820";  // port 0: any free port (tests)
+  std::string state_dir;                   // empty: in memory only (tests)
+  size_t max_body_bytes = 1 << 20;
+  int http_threads = 16;
+  bool sqlite_full_sync = true;
+  ControllerConfig controller;
+  LoopOptions loop;
+};
+
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options, const Clock& clock);
+  ~Server();
+
+  void Stop();
+  // Blocks until Stop() (or a signal handler calling Stop()).
+  void Wait();
+
+  int port() const;
+  std::string address() const;
+  // The bootstrap tokens' text (empty when they were created by an earlier run).
+  const std::string& admin_token() const;
+  const std::string& node_token() const;
+  ControlLoop& loop();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shoal::server
