@@ -9,5 +9,18 @@ namespace shoal::cli {
 
 int RunSim(const std::vector<std::string>& args);
 int RunServer(const std::vector<std::string>& args);
+int RunSubmit(const std::vector<std::string>& args);
+int RunQueue(const std::vector<std::string>& args);
+int RunShow(const std::vector<std::string>& args);
+int RunCancel(const std::vector<std::string>& args);
+int RunHold(const std::vector<std::string>& args);
+int RunRelease(const std::vector<std::string>& args);
+int RunRequeue(const std::vector<std::string>& args);
+int RunPriority(const std::vector<std::string>& args);
+int RunHistory(const std::vector<std::string>& args);
+int RunNodes(const std::vector<std::string>& args);
+int RunDrain(const std::vector<std::string>& args);
+int RunResume(const std::vector<std::string>& args);
+int RunToken(const std::vector<std::string>& args);
 
 }  // namespace shoal::cli

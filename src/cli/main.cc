@@ -1,4 +1,5 @@
 // shoal: one binary, one subcommand per stage of a GPU cluster's life.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,6 +16,19 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"submit", shoal::cli::RunSubmit, "submit a job: a batch script, --wrap=COMMAND, or a command"},
+    {"queue", shoal::cli::RunQueue, "pending and running jobs, why they wait, where they run"},
+    {"show", shoal::cli::RunShow, "everything about one job"},
+    {"cancel", shoal::cli::RunCancel, "cancel jobs"},
+    {"hold", shoal::cli::RunHold, "keep pending jobs from starting"},
+    {"release", shoal::cli::RunRelease, "let held jobs start"},
+    {"requeue", shoal::cli::RunRequeue, "stop running jobs and queue them again"},
+    {"priority", shoal::cli::RunPriority, "set a job's priority (admins)"},
+    {"history", shoal::cli::RunHistory, "finished jobs and their GPU-hours"},
+    {"nodes", shoal::cli::RunNodes, "nodes, their GPUs in use and their state"},
+    {"drain", shoal::cli::RunDrain, "take nodes out of service (admins)"},
+    {"resume", shoal::cli::RunResume, "put drained nodes back in service (admins)"},
+    {"token", shoal::cli::RunToken, "create, list and revoke API tokens (admins)"},
     {"server", shoal::cli::RunServer, "run the controller: API, scheduler, durable state"},
     {"sim", shoal::cli::RunSim, "replay a job trace through the scheduler on a cluster"},
 };
@@ -28,6 +42,8 @@ void Usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A peer that goes away mid-write is an error to report, not a reason to die.
+  std::signal(SIGPIPE, SIG_IGN);
   if (argc < 2) {
     Usage(stderr);
     return 2;

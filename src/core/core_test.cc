@@ -75,6 +75,15 @@ TEST(StringsTest, MemorySizes) {
   EXPECT_EQ(FormatMemoryMib(1536), "1.5G");
 }
 
+TEST(StringsTest, EditDistance) {
+  EXPECT_EQ(EditDistance("", ""), 0u);
+  EXPECT_EQ(EditDistance("partition", "partition"), 0u);
+  EXPECT_EQ(EditDistance("partiton", "partition"), 1u);
+  EXPECT_EQ(EditDistance("gpus", "gres"), 2u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+}
+
 TEST(StringsTest, Ranges) {
   auto v = ParseIntRanges("0-3,6,8-9");
   ASSERT_TRUE(v.ok());
@@ -180,6 +189,22 @@ TEST(TopologyTest, LeavesAndSpines) {
   EXPECT_EQ(t.LeavesSpanned({NodeId(1), NodeId(3), NodeId(4)}), 3);
   EXPECT_EQ(t.SpinesSpanned({NodeId(1), NodeId(3)}), 1);
   EXPECT_EQ(t.SpinesSpanned({NodeId(1), NodeId(4)}), 2);
+}
+
+}  // namespace
+}  // namespace shoal
+
+namespace shoal {
+namespace {
+
+TEST(OverflowTest, HugeNumbersAreErrorsNotUndefinedBehaviour) {
+  EXPECT_FALSE(ParseDuration("99999999999999999-00:00:00").ok());
+  EXPECT_FALSE(ParseDuration("9999999999999999m").ok());
+  EXPECT_FALSE(ParseArraySpec("0-99999999999").ok());
+  EXPECT_FALSE(ParseArraySpec("0-10:99999999999").ok());
+  EXPECT_FALSE(ParseIntRanges("0-99999999999").ok());
+  EXPECT_FALSE(ParseIntRanges("99999999999").ok());
+  EXPECT_EQ(ToSeconds(TimeFromSeconds(ToSeconds(Time(Duration(741))))), 0.741) << "rounding, not truncation";
 }
 
 }  // namespace

@@ -120,7 +120,8 @@ Result<ArraySpec> ParseArraySpec(std::string_view text) {
     const size_t dash = part.find('-');
     auto lo = ParseInt(dash == std::string_view::npos ? part : part.substr(0, dash));
     auto hi = dash == std::string_view::npos ? lo : ParseInt(part.substr(dash + 1));
-    if (!lo.ok() || !hi.ok() || *lo < 0 || *hi < *lo) {
+    // Indices fit an int and the loop below cannot overflow.
+    if (!lo.ok() || !hi.ok() || *lo < 0 || *hi < *lo || *hi > 100'000'000 || step > 100'000'000) {
       return InvalidArgument(fmt::format("'{}' is not an array (use e.g. 0-99%10, 1,3,5 or 0-15:4)", text));
     }
     for (int64_t i = *lo; i <= *hi; i += step) {

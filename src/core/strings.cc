@@ -105,12 +105,13 @@ Result<std::vector<int>> ParseIntRanges(std::string_view s) {
     size_t dash = part.find('-');
     if (dash == std::string_view::npos) {
       SHOAL_ASSIGN_OR_RETURN(int64_t v, ParseInt(part));
+      if (v < INT32_MIN || v > INT32_MAX) return InvalidArgument(fmt::format("'{}' is out of range", part));
       out.push_back(static_cast<int>(v));
       continue;
     }
     SHOAL_ASSIGN_OR_RETURN(int64_t lo, ParseInt(part.substr(0, dash)));
     SHOAL_ASSIGN_OR_RETURN(int64_t hi, ParseInt(part.substr(dash + 1)));
-    if (hi < lo || hi - lo > 1'000'000) {
+    if (lo < INT32_MIN || hi > INT32_MAX || hi < lo || hi - lo > 1'000'000) {
       return InvalidArgument(fmt::format("'{}' is not a valid range", part));
     }
     for (int64_t v = lo; v <= hi; ++v) out.push_back(static_cast<int>(v));
@@ -124,6 +125,22 @@ std::string FormatMemoryMib(int64_t mib) {
   if (mib >= 1024 * 1024) return fmt::format("{:.3g}T", static_cast<double>(mib) / (1024.0 * 1024));
   if (mib >= 1024) return fmt::format("{:.3g}G", static_cast<double>(mib) / 1024.0);
   return fmt::format("{}M", mib);
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
 }
 
 }  // namespace shoal

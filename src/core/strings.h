@@ -16,6 +16,9 @@ std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 std::string ToLower(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 
+// Levenshtein distance, for "did you mean" hints on unknown keys and options.
+size_t EditDistance(std::string_view a, std::string_view b);
+
 Result<int64_t> ParseInt(std::string_view s);
 Result<double> ParseDouble(std::string_view s);
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,12 +21,10 @@ using Time = std::chrono::time_point<std::chrono::system_clock, Duration>;
 inline constexpr Time kTimeZero{};
 inline constexpr Time kTimeNever = Time(Duration(INT64_MAX / 4));
 
-constexpr Time TimeFromSeconds(double seconds) {
-  return Time(Duration(static_cast<int64_t>(seconds * 1000.0)));
-}
-constexpr Duration DurationFromSeconds(double seconds) {
-  return Duration(static_cast<int64_t>(seconds * 1000.0));
-}
+// Rounded to the nearest millisecond, so that seconds written out and read
+// back give the same time.
+inline Time TimeFromSeconds(double seconds) { return Time(Duration(std::llround(seconds * 1000.0))); }
+inline Duration DurationFromSeconds(double seconds) { return Duration(std::llround(seconds * 1000.0)); }
 constexpr double ToSeconds(Duration d) { return static_cast<double>(d.count()) / 1000.0; }
 constexpr double ToSeconds(Time t) { return ToSeconds(t.time_since_epoch()); }
 

@@ -14,7 +14,7 @@ struct HttpClient::Impl {
   httplib::Headers headers;
 };
 
-Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int default_port) {
+Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int default_port, bool allow_any_port) {
   std::string_view s = Trim(base);
   if (StartsWith(s, "https://")) return InvalidArgument("https is not supported yet; use http:// on a trusted network");
   if (StartsWith(s, "http://")) s.remove_prefix(7);
@@ -23,7 +23,9 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int d
   const size_t colon = s.rfind(':');
   if (colon == std::string_view::npos) return std::make_pair(std::string(s), default_port);
   auto port = ParseInt(s.substr(colon + 1));
-  if (!port.ok() || *port <= 0 || *port > 65535) return InvalidArgument(fmt::format("'{}' has a bad port", base));
+  if (!port.ok() || *port < (allow_any_port ? 0 : 1) || *port > 65535) {
+    return InvalidArgument(fmt::format("'{}' has a bad port", base));
+  }
   return std::make_pair(std::string(s.substr(0, colon)), static_cast<int>(*port));
 }
 

@@ -43,6 +43,8 @@ class HttpClient {
 };
 
 // "host:port" for a base URL; "http://" prefixes are stripped, https refused.
-Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int default_port);
+// Port 0 (any free port) only when `allow_any_port`, for servers.
+Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int default_port,
+                                                  bool allow_any_port = false);
 
 }  // namespace shoal::net

@@ -1,9 +1,12 @@
 #include "server/server.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -105,6 +108,11 @@ Result<Heartbeat> HeartbeatFromJson(const Json& j) {
 }  // namespace
 
 struct Server::Impl {
+  ~Impl() {
+    if (lock_fd >= 0) ::close(lock_fd);
+  }
+  std::atomic<bool> listen_returned{false};
+  int lock_fd = -1;  // flock on <state_dir>/lock: one controller per state directory
   ServerOptions options;
   const Clock* clock = nullptr;
   std::unique_ptr<state::Store> store;
@@ -427,6 +435,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   if (options.state_dir.empty()) {
     impl->store = state::NewMemoryStore();
   } else {
+    std::error_code ec;
+    std::filesystem::create_directories(options.state_dir, ec);
+    const std::string lock_path = options.state_dir + "/lock";
+    impl->lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (impl->lock_fd < 0) return Internal(fmt::format("cannot open {}", lock_path));
+    if (::flock(impl->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      return FailedPrecondition(fmt::format("another shoal server uses {} (it holds {})", options.state_dir, lock_path));
+    }
     SHOAL_ASSIGN_OR_RETURN(impl->store, state::OpenSqliteStore(options.state_dir, {options.sqlite_full_sync}));
   }
   impl->controller = std::make_unique<Controller>(options.controller);
@@ -459,11 +475,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   impl->loop = std::make_unique<ControlLoop>(*impl->controller, *impl->store, impl->agents.get(), &impl->tokens,
                                              clock, options.loop);
   // HTTP.
-  SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6820));
+  SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6820, /*allow_any_port=*/true));
   impl->host = hp.first;
   impl->http.set_tcp_nodelay(true);
   impl->http.set_keep_alive_max_count(100000);
-  impl->http.set_keep_alive_timeout(30);
+  // Idle connections close after 5 s: Stop() waits for them (httplib checks
+  // for shutdown only between requests), and clients reconnect when needed.
+  impl->http.set_keep_alive_timeout(5);
   impl->http.set_payload_max_length(options.max_body_bytes);
   const int threads = std::max(2, options.http_threads);
   impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -478,7 +496,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   if (impl->port <= 0) return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
   impl->loop->Start();
   Impl* raw = impl.get();
-  impl->http_thread = std::thread([raw] { raw->http.listen_after_bind(); });
+  impl->http_thread = std::thread([raw] {
+    raw->http.listen_after_bind();
+    raw->listen_returned = true;
+  });
+  // httplib's stop() does nothing until the listener runs: wait for it, so a
+  // Stop() right after Start() cannot leave the accept loop blocked forever.
+  while (!impl->http.is_running() && !impl->listen_returned) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -43,6 +43,12 @@ struct AccountUsage {
 
 // Everything one transaction writes. Jobs and nodes are written whole
 // (insert or replace by id / name).
+//
+// The deletions of a batch are applied before its writes, so a batch that
+// both deletes and writes one name leaves the written record. Every record is
+// checked to read back before anything is written: a batch with one record
+// that could not be loaded again (a job id of 0, a node without a name, text
+// that is not UTF-8, ...) is refused whole with kInvalidArgument.
 struct Batch {
   std::vector<Job> jobs;
   std::vector<Node> nodes;
@@ -58,7 +64,8 @@ struct Batch {
   bool empty() const;
 };
 
-// What the controller needs to start again.
+// What the controller needs to start again. Every list is ordered by its key
+// (job id; node, partition and account name; token id; usage by account).
 struct Loaded {
   std::vector<Job> active_jobs;  // pending and running
   // States of finished jobs newer than the load horizon, for dependencies.
@@ -68,9 +75,15 @@ struct Loaded {
   std::vector<Partition> partitions;
   std::vector<Account> accounts;
   std::vector<AccountUsage> usage;
+  // The larger of the last committed next_job_id and one more than the
+  // largest stored job id, so an id is never handed out twice.
   uint64_t next_job_id = 1;
 };
 
+// History answers at most this many jobs; a larger limit is cut to it.
+inline constexpr int kMaxHistoryLimit = 10000;
+
+// A limit below 1, or a state that is not a finished one, is kInvalidArgument.
 struct HistoryQuery {
   std::string user;                 // empty: every user
   std::string account;              // empty: every account
@@ -88,9 +101,9 @@ class Store {
   // of the process (and, with synchronous=FULL, of the machine).
   virtual Status Commit(const Batch& batch) = 0;
   // Reads the state the last committed batch left. `finished_horizon`: finished
-  // jobs that ended after it are listed in Loaded::finished.
+  // jobs that ended after it (or at it) are listed in Loaded::finished.
   virtual Result<Loaded> Load(Time finished_horizon) = 0;
-  // Finished jobs, newest end first.
+  // Finished jobs, newest end first (ties: the larger id first).
   virtual Result<std::vector<Job>> History(const HistoryQuery& query) = 0;
   // One job, active or finished.
   virtual Result<std::optional<Job>> FindJob(JobId id) = 0;
@@ -99,11 +112,16 @@ class Store {
 struct SqliteOptions {
   // FULL: a committed batch survives power loss; NORMAL: only a process crash.
   bool synchronous_full = true;
+  // How long a statement waits for a lock another connection holds before it
+  // fails with kUnavailable.
+  int busy_timeout_ms = 5000;
 };
 
 // The embedded store: one SQLite database, `shoal.db`, in WAL mode under
 // `state_dir` (created if missing), with the schema brought up to date by
-// numbered migrations.
+// numbered migrations. A directory that cannot be created or written, a file
+// that is not an SQLite database, or a schema newer than this build knows
+// (kFailedPrecondition) is an error that names the path.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& state_dir, const SqliteOptions& options = {});
 
 // A store in memory, for tests and simulations; nothing survives the process.

@@ -26,21 +26,6 @@ constexpr int kMaxNodesPerGroup = 100'000;
 // ---------------------------------------------------------------------------
 // Reading TOML tables with errors that point at the line.
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // One table of the file and its name in errors ("nodes[2]"). It reads values
 // of the expected type or fails with the file, line and key.

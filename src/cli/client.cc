@@ -1,0 +1,146 @@
+#include "cli/client.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/paths.h"
+#include "core/strings.h"
+
+namespace shoal::cli {
+
+namespace {
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (in) std::getline(in, line);
+  return std::string(Trim(line));
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+std::string FindToken(const ClientFlags& flags) {
+  if (!flags.token.empty()) return flags.token;
+  if (std::string t = Env("SHOAL_TOKEN"); !t.empty()) return t;
+  if (std::string f = Env("SHOAL_TOKEN_FILE"); !f.empty()) return ReadFirstLine(f);
+  if (std::string h = Env("HOME"); !h.empty()) {
+    if (std::string t = ReadFirstLine(h + "/.config/shoal/token"); !t.empty()) return t;
+  }
+  return ReadFirstLine(DefaultStateDir() + "/admin.token");
+}
+
+}  // namespace
+
+Status TakeClientFlags(std::vector<std::string>& args, size_t stop, ClientFlags& flags) {
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (i >= stop) {
+      rest.push_back(a);
+      continue;
+    }
+    auto value = [&](const std::string& name, std::string* out) -> Status {
+      if (a == name) {
+        if (i + 1 >= args.size()) return InvalidArgument(fmt::format("{} needs a value", name));
+        *out = args[++i];
+        --stop;
+      } else {
+        *out = a.substr(name.size() + 1);
+      }
+      return Status::Ok();
+    };
+    if (a == "--server" || StartsWith(a, "--server=")) {
+      SHOAL_RETURN_IF_ERROR(value("--server", &flags.server));
+    } else if (a == "--token" || StartsWith(a, "--token=")) {
+      SHOAL_RETURN_IF_ERROR(value("--token", &flags.token));
+    } else if (a == "--json") {
+      flags.json = true;
+    } else {
+      rest.push_back(a);
+    }
+  }
+  args = std::move(rest);
+  return Status::Ok();
+}
+
+Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
+  const std::string server = flags.server.empty() ? DefaultServer() : flags.server;
+  const std::string token = FindToken(flags);
+  if (token.empty()) {
+    return Status(StatusCode::kUnauthenticated,
+                  "no token: pass --token, set SHOAL_TOKEN, or put one in ~/.config/shoal/token");
+  }
+  SHOAL_ASSIGN_OR_RETURN(auto http, net::HttpClient::Connect(server, {.token = token}));
+  return ApiClient(std::move(http));
+}
+
+Result<api::Json> ApiClient::Answer(const Result<net::HttpResponse>& r) {
+  if (!r.ok()) return r.status();
+  auto body = api::Parse(r->body);
+  if (r->status >= 200 && r->status < 300) {
+    if (!body.ok()) return Internal("the server answered with malformed JSON");
+    return *body;
+  }
+  std::string detail = body.ok() && body->is_object() ? body->value("detail", r->body) : r->body;
+  StatusCode code = StatusCode::kInternal;
+  switch (r->status) {
+    case 400: code = StatusCode::kInvalidArgument; break;
+    case 401: code = StatusCode::kUnauthenticated; break;
+    case 403: code = StatusCode::kPermissionDenied; break;
+    case 404: code = StatusCode::kNotFound; break;
+    case 409: code = StatusCode::kFailedPrecondition; break;
+    case 413: code = StatusCode::kResourceExhausted; break;
+    case 503: code = StatusCode::kUnavailable; break;
+    default: break;
+  }
+  return Status(code, detail);
+}
+
+Result<api::Json> ApiClient::Get(const std::string& path) { return Answer(http_->Get(path)); }
+Result<api::Json> ApiClient::Post(const std::string& path, const api::Json& body) {
+  return Answer(http_->Post(path, body.dump()));
+}
+Result<api::Json> ApiClient::Patch(const std::string& path, const api::Json& body) {
+  return Answer(http_->Patch(path, body.dump()));
+}
+Result<api::Json> ApiClient::Delete(const std::string& path) { return Answer(http_->Delete(path)); }
+
+int Fail(const std::string& command, const Status& s) {
+  std::fprintf(stderr, "shoal %s: %s\n", command.c_str(), s.message().c_str());
+  switch (s.code()) {
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied: return kExitDenied;
+    case StatusCode::kUnavailable:
+      return s.message().find("cannot reach") != std::string::npos ? kExitUnreachable : kExitRefused;
+    default: return kExitRefused;
+  }
+}
+
+std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size(), 0);
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& r : rows) {
+    for (size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    for (size_t c = 0; c < header.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      l += c + 1 == header.size() ? cell : fmt::format("{:<{}}  ", cell, width[c]);
+    }
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    out += l + "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+  return out;
+}
+
+}  // namespace shoal::cli

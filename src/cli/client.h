@@ -1,0 +1,59 @@
+// What the user-facing commands share: finding the server and a token, making
+// a request, and turning failures into messages and exit codes that scripts
+// can rely on:
+//   0  done
+//   1  the server refused (bad request, not found, conflict, server error)
+//   2  bad usage (checked before anything is sent)
+//   3  the server cannot be reached
+//   4  not authenticated or not allowed
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/json.h"
+#include "core/status.h"
+#include "net/http_client.h"
+
+namespace shoal::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRefused = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnreachable = 3;
+inline constexpr int kExitDenied = 4;
+
+struct ClientFlags {
+  std::string server;  // --server, else $SHOAL_SERVER, else 127.0.0.1:6820
+  std::string token;   // --token, else $SHOAL_TOKEN, $SHOAL_TOKEN_FILE, ~/.config/shoal/token, the state dir's admin.token
+  bool json = false;
+};
+
+// Removes --server/--token/--json (and their values) from the front part of
+// `args` (before `stop`), filling `flags`.
+Status TakeClientFlags(std::vector<std::string>& args, size_t stop, ClientFlags& flags);
+
+class ApiClient {
+ public:
+  static Result<ApiClient> Open(const ClientFlags& flags);
+
+  // The parsed JSON of a 2xx answer; otherwise the server's error as a Status.
+  Result<api::Json> Get(const std::string& path);
+  Result<api::Json> Post(const std::string& path, const api::Json& body);
+  Result<api::Json> Patch(const std::string& path, const api::Json& body);
+  Result<api::Json> Delete(const std::string& path);
+
+ private:
+  explicit ApiClient(std::unique_ptr<net::HttpClient> http) : http_(std::move(http)) {}
+  Result<api::Json> Answer(const Result<net::HttpResponse>& r);
+  std::shared_ptr<net::HttpClient> http_;
+};
+
+// Prints "shoal <command>: <message>" to stderr and returns the exit code for s.
+int Fail(const std::string& command, const Status& s);
+
+// A text table with columns sized to fit.
+std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+}  // namespace shoal::cli

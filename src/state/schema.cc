@@ -1,0 +1,122 @@
+#include "state/schema.h"
+
+#include <fmt/format.h>
+
+#include "core/check.h"
+
+namespace shoal::state {
+
+namespace {
+
+// Records are the JSON forms of src/api/json.h in `record`, beside copies of
+// the fields that queries filter or sort on. `finished` is IsTerminal(state):
+// the partial indexes keep the few active jobs apart from the many finished
+// ones, so Load reads the active jobs without scanning history. Times are Unix
+// milliseconds; an end time of 0 means none. Tokens and usage are flat rows of
+// fixed fields with no JSON form, so they are plain columns.
+constexpr std::string_view kSchema1 = R"sql(
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value ANY NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('next_job_id', 1);
+
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY,
+  state TEXT NOT NULL,
+  finished INTEGER NOT NULL,
+  user_name TEXT NOT NULL,
+  account_name TEXT NOT NULL,
+  end_ms INTEGER NOT NULL,
+  record TEXT NOT NULL
+) STRICT;
+CREATE INDEX jobs_active ON jobs (id) WHERE finished = 0;
+CREATE INDEX jobs_finished_end ON jobs (end_ms) WHERE finished = 1;
+CREATE INDEX jobs_finished_user ON jobs (user_name, end_ms) WHERE finished = 1;
+CREATE INDEX jobs_finished_account ON jobs (account_name, end_ms) WHERE finished = 1;
+
+CREATE TABLE nodes (
+  name TEXT PRIMARY KEY,
+  record TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE partitions (
+  name TEXT PRIMARY KEY,
+  record TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE accounts (
+  name TEXT PRIMARY KEY,
+  record TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE tokens (
+  id TEXT PRIMARY KEY,
+  secret_hash TEXT NOT NULL,
+  user_name TEXT NOT NULL,
+  role TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  revoked INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE usage (
+  account TEXT PRIMARY KEY,
+  usage_gpu_s REAL NOT NULL,
+  updated_ms INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, "jobs, nodes, partitions, accounts, tokens, usage and meta", kSchema1},
+};
+
+// Applies the migration after the database's current version, if there is one.
+// Returns whether it applied one.
+Result<bool> ApplyNext(Connection& db, std::span<const Migration> migrations) {
+  SHOAL_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> Result<bool> {
+    SHOAL_ASSIGN_OR_RETURN(int64_t version, db.QueryInt("PRAGMA user_version"));
+    const int64_t known = migrations.empty() ? 0 : migrations.back().version;
+    if (version > known) {
+      return FailedPrecondition(fmt::format(
+          "the database has schema version {}, but this build of shoal knows versions up to {}: use a newer shoal",
+          version, known));
+    }
+    if (version < 0) return Internal(fmt::format("the database has a negative schema version {}", version));
+    if (version == known) return false;
+    const Migration& m = migrations[static_cast<size_t>(version)];
+    Status applied = db.Exec(std::string(m.sql));
+    if (applied.ok()) applied = db.Exec(fmt::format("PRAGMA user_version = {}", m.version));
+    if (!applied.ok()) {
+      return applied.WithContext(fmt::format("migration {} ({})", m.version, m.description));
+    }
+    return true;
+  };
+  Result<bool> result = body();
+  Status end = result.ok() ? db.Exec("COMMIT") : Status::Ok();
+  if (!result.ok() || !end.ok()) {
+    if (db.InTransaction()) (void)db.Exec("ROLLBACK");
+    return result.ok() ? end : result.status();
+  }
+  return result;
+}
+
+}  // namespace
+
+std::span<const Migration> Migrations() { return kMigrations; }
+
+int SchemaVersion() { return Migrations().back().version; }
+
+Result<int> ApplyMigrations(Connection& db, std::span<const Migration> migrations) {
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    SHOAL_CHECK(migrations[i].version == static_cast<int>(i) + 1, "migrations are numbered 1, 2, 3, ... in order");
+  }
+  int applied = 0;
+  for (;;) {
+    SHOAL_ASSIGN_OR_RETURN(bool more, ApplyNext(db, migrations));
+    if (!more) return applied;
+    ++applied;
+  }
+}
+
+}  // namespace shoal::state

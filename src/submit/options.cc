@@ -1,0 +1,708 @@
+#include "submit/options.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+
+#include "core/cluster.h"
+#include "core/strings.h"
+
+namespace shoal::submit {
+
+namespace {
+
+// Values quoted back in messages are cut to this many characters.
+constexpr size_t kShownValueChars = 80;
+constexpr size_t kMaxNameBytes = 256;
+constexpr size_t kMaxPathBytes = 4096;
+// Enough for any count or time field; longer runs of digits would overflow
+// the arithmetic in ParseDuration and ParseArraySpec before their checks.
+constexpr size_t kMaxNumberDigits = 9;
+// 9999-12-31T23:59:59 UTC.
+constexpr int64_t kMaxUnixSeconds = 253'402'300'799;
+
+// The value as it goes into a message: control characters escaped, long
+// values cut short, so that a message stays one readable line.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (out.size() >= kShownValueChars) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// One option as the user gave it.
+struct Call {
+  std::string_view name;   // as spelled: "--nodes" or "-N"
+  std::string canonical;   // "--nodes" for both
+  std::string_view value;  // empty for a flag
+  Source source;
+
+  std::string Shown() const {
+    if (value.empty()) return std::string(name);
+    return fmt::format("{}{}{}", name, StartsWith(name, "--") ? "=" : " ", Printable(value));
+  }
+};
+
+Status Invalid(const Call& c, std::string_view why) {
+  return InvalidArgument(fmt::format("{}: {}", c.Shown(), why));
+}
+
+bool IsControl(char ch) {
+  const auto c = static_cast<unsigned char>(ch);
+  return c < 0x20 || c == 0x7f;
+}
+
+bool IsSpace(char ch) {
+  return std::isspace(static_cast<unsigned char>(ch)) != 0;
+}
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// Whether a run of digits in `s` has more than `max_digits` significant digits.
+bool HasLongNumber(std::string_view s, size_t max_digits) {
+  size_t run = 0;
+  for (char ch : s) {
+    if (ch >= '0' && ch <= '9') {
+      if (run > 0 || ch != '0') ++run;
+      if (run > max_digits) return true;
+    } else {
+      run = 0;
+    }
+  }
+  return false;
+}
+
+// A name-like value: no control characters, no spaces unless allowed, and
+// not too long.
+Status CheckText(const Call& c, size_t max_bytes, bool allow_spaces) {
+  if (c.value.size() > max_bytes) {
+    return Invalid(c, fmt::format("longer than {} characters", max_bytes));
+  }
+  for (char ch : c.value) {
+    if (IsControl(ch)) return Invalid(c, "control characters are not allowed");
+    if (!allow_spaces && IsSpace(ch)) return Invalid(c, "spaces are not allowed");
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> Count(const Call& c, std::string_view text, int64_t lo, int64_t hi,
+                      std::string_view what) {
+  auto v = ParseInt(text);
+  if (!v.ok()) return Invalid(c, fmt::format("'{}' is not a whole number", Printable(Trim(text))));
+  if (*v < lo || *v > hi) {
+    return Invalid(c, fmt::format("{} must be between {} and {}", what, lo, hi));
+  }
+  return *v;
+}
+
+// Sets a group of exclusive options; the same option again replaces its
+// earlier value, a different one of the group is a conflict.
+template <typename G>
+Status SetGroup(const Call& c, std::optional<G>& slot, G value, std::string_view what) {
+  if (slot && slot->option != c.canonical) {
+    return InvalidArgument(fmt::format("{} conflicts with {} given before it: ask for {} one way",
+                                       c.Shown(), slot->option, what));
+  }
+  value.option = c.canonical;
+  slot = std::move(value);
+  return Status::Ok();
+}
+
+bool IsModelName(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+  });
+}
+
+// "[type:]N" as --gpus and --gpus-per-node take it.
+Result<GpuRequest> ParseGpuCount(const Call& c, bool per_node) {
+  std::vector<std::string_view> parts = Split(Trim(c.value), ':');
+  if (parts.size() > 2) return Invalid(c, "give [TYPE:]COUNT, e.g. 8 or a100:8");
+  GpuRequest g;
+  g.per_node = per_node;
+  if (parts.size() == 2) {
+    if (!IsModelName(parts[0])) {
+      return Invalid(
+          c, fmt::format("'{}' is not a GPU type (letters, digits, - _ .)", Printable(parts[0])));
+    }
+    g.model = std::string(parts[0]);
+  }
+  const int64_t max = per_node ? kMaxGpusPerNode : kMaxTotalGpus;
+  SHOAL_ASSIGN_OR_RETURN(int64_t n,
+                         Count(c, parts.back(), 0, max, per_node ? "GPUs per node" : "GPUs"));
+  g.count = static_cast<int>(n);
+  return g;
+}
+
+// Slurm's --gres=gpu[:type][:count]; Shoal knows no other generic resource.
+Result<GpuRequest> ParseGres(const Call& c) {
+  std::string_view text = Trim(c.value);
+  GpuRequest g;
+  g.per_node = true;
+  if (ToLower(text) == "none") return g;
+  if (text.find(',') != std::string_view::npos) {
+    return Invalid(c, "give one GPU request (gpu[:TYPE][:COUNT]); Shoal knows no other resources");
+  }
+  std::vector<std::string_view> parts = Split(text, ':');
+  if (parts[0] != "gpu") {
+    return Invalid(c,
+                   fmt::format("Shoal knows only the gpu resource, not '{}'", Printable(parts[0])));
+  }
+  if (parts.size() > 3) return Invalid(c, "give gpu[:TYPE][:COUNT], e.g. gpu:8 or gpu:a100:8");
+  std::string_view count = "1";
+  bool has_model = false;
+  if (parts.size() == 3) {
+    has_model = true;
+    count = parts[2];
+  } else if (parts.size() == 2) {
+    // "gpu:8" is a count, "gpu:a100" a type; a leading '-' is a bad count.
+    const std::string_view second = Trim(parts[1]);
+    has_model = !AllDigits(second) && !StartsWith(second, "-");
+    if (!has_model) count = parts[1];
+  }
+  if (has_model) {
+    if (!IsModelName(parts[1])) {
+      return Invalid(
+          c, fmt::format("'{}' is not a GPU type (letters, digits, - _ .)", Printable(parts[1])));
+    }
+    g.model = std::string(parts[1]);
+  }
+  SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, count, 0, kMaxGpusPerNode, "GPUs per node"));
+  g.count = static_cast<int>(n);
+  return g;
+}
+
+Result<int64_t> ParseMemory(const Call& c) {
+  auto mib = ParseMemoryMib(c.value);
+  if (!mib.ok()) return Invalid(c, "give a size such as 512 (MiB), 16384M, 80G or 1T");
+  if (*mib <= 0) {
+    if (c.canonical == "--mem") {
+      return Invalid(c,
+                     "Slurm's --mem=0 (all of a node's memory) is not supported: give a size, "
+                     "or --exclusive for whole nodes");
+    }
+    return Invalid(c, "must be at least 1 MiB");
+  }
+  if (*mib > kMaxMemMib) {
+    return Invalid(c, fmt::format("more than {}", FormatMemoryMib(kMaxMemMib)));
+  }
+  return *mib;
+}
+
+Result<std::optional<Time>> ParseBegin(const Call& c, std::vector<std::string>& notes) {
+  constexpr std::string_view kForms = "give Unix seconds or YYYY-MM-DD[THH:MM[:SS]] (UTC)";
+  std::string_view text = Trim(c.value);
+  const std::string lower = ToLower(text);
+  if (lower == "now") return std::optional<Time>();
+  if (StartsWith(lower, "now") || text.find('+') != std::string_view::npos) {
+    return Invalid(c, fmt::format("relative times are not supported: {}", kForms));
+  }
+  if (AllDigits(text)) {
+    if (HasLongNumber(text, 12)) return Invalid(c, "too far in the future");
+    SHOAL_ASSIGN_OR_RETURN(int64_t seconds, Count(c, text, 0, kMaxUnixSeconds, "Unix seconds"));
+    return std::optional<Time>(Time(Duration(seconds * 1000)));
+  }
+  // Fixed positions: YYYY-MM-DD, then THH:MM and :SS, then an optional Z.
+  std::string_view s = text;
+  if (!s.empty() && (s.back() == 'Z' || s.back() == 'z')) s.remove_suffix(1);
+  auto digits_at = [&s](size_t pos, size_t n) -> std::optional<int> {
+    if (pos + n > s.size() || !AllDigits(s.substr(pos, n))) return std::nullopt;
+    int v = 0;
+    for (char ch : s.substr(pos, n))
+      v = v * 10 + (ch - '0');
+    return v;
+  };
+  const bool shape_ok = (s.size() == 10 || s.size() == 16 || s.size() == 19) && s[4] == '-' &&
+                        s[7] == '-' && (s.size() == 10 || (s[10] == 'T' && s[13] == ':')) &&
+                        (s.size() != 19 || s[16] == ':');
+  if (!shape_ok) return Invalid(c, fmt::format("unsupported form: {}", kForms));
+  const auto year = digits_at(0, 4);
+  const auto month = digits_at(5, 2);
+  const auto day = digits_at(8, 2);
+  const auto hour = s.size() > 10 ? digits_at(11, 2) : std::optional<int>(0);
+  const auto minute = s.size() > 10 ? digits_at(14, 2) : std::optional<int>(0);
+  const auto second = s.size() > 16 ? digits_at(17, 2) : std::optional<int>(0);
+  if (!year || !month || !day || !hour || !minute || !second) {
+    return Invalid(c, fmt::format("unsupported form: {}", kForms));
+  }
+  const std::chrono::year_month_day date{std::chrono::year(*year),
+                                         std::chrono::month(static_cast<unsigned>(*month)),
+                                         std::chrono::day(static_cast<unsigned>(*day))};
+  if (!date.ok() || *year < 1970 || *hour > 23 || *minute > 59 || *second > 59) {
+    return Invalid(c, "not a valid date and time");
+  }
+  const auto when = std::chrono::sys_days(date) + std::chrono::hours(*hour) +
+                    std::chrono::minutes(*minute) + std::chrono::seconds(*second);
+  notes.push_back(fmt::format("{} is read as UTC (Slurm reads local time)", c.Shown()));
+  return std::optional<Time>(std::chrono::time_point_cast<Duration>(when));
+}
+
+bool IsEnvName(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+  });
+}
+
+Result<std::map<std::string, std::string>> ParseExport(const Call& c,
+                                                       std::vector<std::string>& notes) {
+  std::map<std::string, std::string> env;
+  bool all = false;
+  bool none = false;
+  for (std::string_view item : Split(c.value, ',')) {
+    const std::string word = ToLower(Trim(item));
+    if (word == "all") {
+      all = true;
+      continue;
+    }
+    if (word == "none") {
+      none = true;
+      continue;
+    }
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      if (IsEnvName(Trim(item))) {
+        return Invalid(
+            c, fmt::format("copying {0} from your environment is not supported; give {0}=value",
+                           Printable(Trim(item))));
+      }
+      return Invalid(c, fmt::format("'{}' is not ALL, NONE or NAME=value", Printable(item)));
+    }
+    const std::string_view name = Trim(item.substr(0, eq));
+    if (!IsEnvName(name)) {
+      return Invalid(
+          c, fmt::format("'{}' is not a variable name (letters, digits and _)", Printable(name)));
+    }
+    env[std::string(name)] = std::string(item.substr(eq + 1));
+    if (env.size() > kMaxEnvVars) {
+      return Invalid(c, fmt::format("more than {} variables", kMaxEnvVars));
+    }
+  }
+  if (all && none) return Invalid(c, "ALL and NONE together make no sense");
+  if (all) {
+    notes.push_back(fmt::format(
+        "{}: Shoal does not copy your environment into the job; only NAME=value pairs are set",
+        c.Shown()));
+  }
+  return env;
+}
+
+Result<std::vector<std::string>> ParseConstraint(const Call& c) {
+  if (c.value.find('|') != std::string_view::npos) {
+    return Invalid(
+        c,
+        "a choice of labels (|) is not supported: the job needs every label, joined with & or ,");
+  }
+  if (c.value.find_first_of("[]()*!") != std::string_view::npos) {
+    return Invalid(c, "only node labels joined with & or , are supported");
+  }
+  std::vector<std::string> labels;
+  std::string_view rest = c.value;
+  while (true) {
+    const size_t cut = rest.find_first_of("&,");
+    const std::string_view label = Trim(rest.substr(0, cut));
+    if (label.empty()) return Invalid(c, "an empty label");
+    if (std::any_of(label.begin(), label.end(),
+                    [](char ch) { return IsSpace(ch) || IsControl(ch); })) {
+      return Invalid(c, fmt::format("'{}' is not a label (no spaces)", Printable(label)));
+    }
+    if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.emplace_back(label);
+    if (cut == std::string_view::npos) break;
+    rest = rest.substr(cut + 1);
+  }
+  return labels;
+}
+
+using Handler = Status (*)(const Call& c, Request& r, std::vector<std::string>& notes);
+
+struct OptionDef {
+  std::string_view long_name;   // without the leading "--"
+  char short_name;              // 0: none
+  std::string_view value_name;  // empty: a flag
+  std::string_view help;
+  Handler apply;
+};
+
+// The options, in the order OptionHelp lists them.
+constexpr OptionDef kOptions[] = {
+    {"job-name", 'J', "NAME", "the job's name",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxNameBytes, /*allow_spaces=*/true));
+       r.name = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"partition", 'p', "NAME", "the partition (default: the cluster's default partition)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxNameBytes, /*allow_spaces=*/false));
+       if (c.value.find(',') != std::string_view::npos) {
+         return Invalid(c, "Shoal takes one partition, not a list");
+       }
+       r.partition = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"account", 'A', "NAME", "the account to charge",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxNameBytes, /*allow_spaces=*/false));
+       r.account = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"qos", 'q', "NAME", "the quality of service",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxNameBytes, /*allow_spaces=*/false));
+       r.qos = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"time", 't', "LIMIT", "MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S, or 90s, 45m, 2h, 3d",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       const std::string lower = ToLower(Trim(c.value));
+       if (lower == "unlimited" || lower == "infinite") {
+         return Invalid(
+             c, "Shoal needs a finite limit (leave --time out for the partition's default)");
+       }
+       if (HasLongNumber(c.value, kMaxNumberDigits)) return Invalid(c, "too long");
+       auto d = ParseDuration(c.value);
+       if (!d.ok()) return Invalid(c, d.status().message());
+       if (d->count() <= 0) {
+         return Invalid(c, "must be more than 0 (leave --time out for the partition's default)");
+       }
+       if (*d > kMaxTimeLimit) return Invalid(c, "more than 365 days");
+       r.time_limit = *d;
+       return Status::Ok();
+     }},
+    {"nodes", 'N', "N", "nodes: one number (default 1, or as many as --gpus needs)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       std::string_view text = Trim(c.value);
+       const size_t dash = text.find('-', 1);
+       if (dash != std::string_view::npos) {
+         // "2-2" is one number written as a range; a real range asks the
+         // scheduler to choose a size, which Shoal does not do.
+         auto lo = ParseInt(text.substr(0, dash));
+         auto hi = ParseInt(text.substr(dash + 1));
+         if (!lo.ok() || !hi.ok() || *lo != *hi) {
+           return Invalid(c, "node ranges (MIN-MAX) are not supported; give one number of nodes");
+         }
+         text = text.substr(0, dash);
+       }
+       SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, text, 1, kMaxNodes, "the number of nodes"));
+       r.nodes = static_cast<int>(n);
+       return Status::Ok();
+     }},
+    {"ntasks", 'n', "N", "tasks over all nodes (default: one per node)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, c.value, 1, kMaxTasks, "the number of tasks"));
+       r.tasks = static_cast<int>(n);
+       return Status::Ok();
+     }},
+    {"ntasks-per-node", 0, "N", "tasks on each node (needs a known node count)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, c.value, 1, kMaxCpus, "tasks per node"));
+       r.tasks_per_node = static_cast<int>(n);
+       return Status::Ok();
+     }},
+    {"cpus-per-task", 'c', "N", "CPUs for each task (1 when tasks are given without it)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, c.value, 1, kMaxCpus, "CPUs per task"));
+       return SetGroup(c, r.cpu, CpuRequest{false, static_cast<int>(n), ""}, "CPUs");
+     }},
+    {"gpus", 'G', "[TYPE:]N", "GPUs in total, over as few nodes as hold them unless -N is given",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(GpuRequest g, ParseGpuCount(c, /*per_node=*/false));
+       return SetGroup(c, r.gpu, std::move(g), "GPUs");
+     }},
+    {"gpus-per-node", 0, "[TYPE:]N", "GPUs on each node",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(GpuRequest g, ParseGpuCount(c, /*per_node=*/true));
+       return SetGroup(c, r.gpu, std::move(g), "GPUs");
+     }},
+    {"gres", 0, "gpu[:TYPE][:N]", "GPUs on each node (N is 1 when left out)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(GpuRequest g, ParseGres(c));
+       return SetGroup(c, r.gpu, std::move(g), "GPUs");
+     }},
+    {"gpu-share", 0, "MILLI",
+     "Shoal's own: thousandths of each GPU, 1..1000 (below 1000 it is shared)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, c.value, 1, kMilliPerGpu, "the GPU share"));
+       r.gpu_milli = static_cast<int>(n);
+       return Status::Ok();
+     }},
+    {"cpus-per-gpu", 0, "N", "CPUs for each GPU (instead of -c)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, c.value, 1, kMaxCpus, "CPUs per GPU"));
+       return SetGroup(c, r.cpu, CpuRequest{true, static_cast<int>(n), ""}, "CPUs");
+     }},
+    {"mem", 0, "SIZE", "memory on each node: 512 (MiB), 16384M, 80G, 1T",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t mib, ParseMemory(c));
+       return SetGroup(c, r.mem, MemRequest{false, mib, ""}, "memory");
+     }},
+    {"mem-per-gpu", 0, "SIZE", "memory for each GPU (instead of --mem)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t mib, ParseMemory(c));
+       return SetGroup(c, r.mem, MemRequest{true, mib, ""}, "memory");
+     }},
+    {"constraint", 'C', "L1&L2", "node labels the job needs, joined with & or ,",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(r.constraints, ParseConstraint(c));
+       return Status::Ok();
+     }},
+    {"exclusive", 0, "", "whole nodes, shared with nobody",
+     [](const Call&, Request& r, std::vector<std::string>&) {
+       r.exclusive = true;
+       return Status::Ok();
+     }},
+    {"array", 0, "SPEC", "a job array: 0-99%10, 1,3,5 or 0-15:4",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       if (HasLongNumber(c.value, kMaxNumberDigits)) return Invalid(c, "index too large");
+       auto a = ParseArraySpec(c.value);
+       if (!a.ok()) return Invalid(c, a.status().message());
+       r.array = *std::move(a);
+       return Status::Ok();
+     }},
+    {"dependency", 'd', "LIST", "afterok:ID[:ID...], afterany:..., afternotok:..., joined with ,",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       if (c.value.find('?') != std::string_view::npos) {
+         return Invalid(
+             c, "dependencies joined with ? (any of) are not supported; join them with , (all of)");
+       }
+       auto deps = ParseDependencies(c.value);
+       if (!deps.ok()) return Invalid(c, deps.status().message());
+       if (deps->size() > kMaxDependencies) {
+         return Invalid(c, fmt::format("more than {} dependencies", kMaxDependencies));
+       }
+       r.dependencies = *std::move(deps);
+       return Status::Ok();
+     }},
+    {"hold", 'H', "", "submit the job held: it waits until released",
+     [](const Call&, Request& r, std::vector<std::string>&) {
+       r.hold = true;
+       return Status::Ok();
+     }},
+    {"begin", 0, "TIME", "not before TIME: Unix seconds, or YYYY-MM-DD[THH:MM[:SS]] in UTC",
+     [](const Call& c, Request& r, std::vector<std::string>& notes) {
+       SHOAL_ASSIGN_OR_RETURN(r.begin_time, ParseBegin(c, notes));
+       return Status::Ok();
+     }},
+    {"requeue", 0, "", "may be requeued after preemption or a node failure",
+     [](const Call&, Request& r, std::vector<std::string>&) {
+       r.requeue = true;
+       return Status::Ok();
+     }},
+    {"no-requeue", 0, "", "may not be requeued (the default)",
+     [](const Call&, Request& r, std::vector<std::string>&) {
+       r.requeue = false;
+       return Status::Ok();
+     }},
+    {"chdir", 'D', "DIR", "the working directory",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/true));
+       r.work_dir = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"output", 'o', "PATH", "the standard output file",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/true));
+       r.stdout_path = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"error", 'e', "PATH", "the standard error file",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/true));
+       r.stderr_path = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"export", 0, "LIST",
+     "NAME=value,... set in the job; NONE; ALL (your environment is not copied)",
+     [](const Call& c, Request& r, std::vector<std::string>& notes) {
+       SHOAL_ASSIGN_OR_RETURN(r.env, ParseExport(c, notes));
+       return Status::Ok();
+     }},
+    {"wrap", 0, "CMD", "run the shell command CMD instead of a script or a command",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       if (c.source == Source::kDirective) {
+         return Invalid(c, "--wrap belongs on the command line, not in a script");
+       }
+       if (Trim(c.value).empty()) return Invalid(c, "an empty command");
+       r.wrap = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"mail-type", 0, "TYPES", "accepted with a note: Shoal sends no mail",
+     [](const Call& c, Request&, std::vector<std::string>& notes) {
+       // Mail only tells the user what `shoal show` tells them too; the job
+       // runs the same without it, so this is a note rather than an error.
+       if (ToLower(Trim(c.value)) != "none") {
+         notes.push_back(
+             fmt::format("{}: Shoal sends no mail; follow the job with `shoal show`", c.Shown()));
+       }
+       return Status::Ok();
+     }},
+};
+
+const OptionDef* FindOption(std::string_view name) {
+  if (StartsWith(name, "--")) {
+    name.remove_prefix(2);
+    for (const OptionDef& d : kOptions) {
+      if (d.long_name == name) return &d;
+    }
+    return nullptr;
+  }
+  if (name.size() == 2 && name[0] == '-') {
+    for (const OptionDef& d : kOptions) {
+      if (d.short_name != 0 && d.short_name == name[1]) return &d;
+    }
+  }
+  return nullptr;
+}
+
+// Slurm options with a Shoal way to say the same thing.
+struct Hint {
+  std::string_view name;
+  std::string_view hint;
+};
+constexpr std::string_view kPlacementHint =
+    "Shoal picks the nodes; ask for node labels with -C/--constraint";
+constexpr Hint kHints[] = {
+    {"--mem-per-cpu", "use --mem (per node) or --mem-per-gpu"},
+    {"--gpus-per-task", "use --gpus (in total) or --gpus-per-node"},
+    {"--nodelist", kPlacementHint},
+    {"-w", kPlacementHint},
+    {"--exclude", kPlacementHint},
+    {"-x", kPlacementHint},
+};
+
+
+Status UnknownOption(std::string_view name) {
+  const std::string shown = Printable(name);
+  for (const Hint& h : kHints) {
+    if (h.name == name) {
+      return InvalidArgument(fmt::format("option {} has no meaning in Shoal: {}", shown, h.hint));
+    }
+  }
+  if (StartsWith(name, "--") && name.size() >= 5 && name.size() <= 40) {
+    const std::string_view given = name.substr(2);
+    for (const OptionDef& d : kOptions) {
+      if (StartsWith(d.long_name, given)) {
+        return InvalidArgument(fmt::format(
+            "option {} has no meaning in Shoal (did you mean --{}? Shoal takes no abbreviations)",
+            shown, d.long_name));
+      }
+    }
+    const OptionDef* closest = nullptr;
+    size_t closest_distance = 0;
+    for (const OptionDef& d : kOptions) {
+      const size_t distance = EditDistance(given, d.long_name);
+      if (closest == nullptr || distance < closest_distance) {
+        closest = &d;
+        closest_distance = distance;
+      }
+    }
+    // A quarter of the letters may be wrong: --partiton, but not --foo for --qos.
+    if (closest_distance * 4 <= given.size()) {
+      return InvalidArgument(fmt::format("option {} has no meaning in Shoal (did you mean --{}?)",
+                                         shown, closest->long_name));
+    }
+  }
+  return InvalidArgument(fmt::format("option {} has no meaning in Shoal", shown));
+}
+
+}  // namespace
+
+Status ReadOption(std::string_view name, std::optional<std::string_view> value, Source source,
+                  Request& request, std::vector<std::string>& notes) {
+  const OptionDef* def = FindOption(name);
+  if (def == nullptr) {
+    if (!StartsWith(name, "-") || name == "-" || name == "--") {
+      return InvalidArgument(fmt::format("'{}' is not an option", Printable(name)));
+    }
+    return UnknownOption(name);
+  }
+  const bool flag = def->value_name.empty();
+  if (flag && value) return InvalidArgument(fmt::format("{} takes no value", name));
+  if (!flag && (!value || value->empty())) {
+    return InvalidArgument(fmt::format("{} needs a value", name));
+  }
+  if (!flag && def->long_name != "wrap" && value->size() > kMaxValueBytes) {
+    return InvalidArgument(
+        fmt::format("{}: the value is longer than {} bytes", name, kMaxValueBytes));
+  }
+  if (value && value->size() > kMaxScriptBytes) {
+    return InvalidArgument(
+        fmt::format("{}: the value is longer than {} bytes", name, kMaxScriptBytes));
+  }
+  Call call{name, fmt::format("--{}", def->long_name), value.value_or(""), source};
+  return def->apply(call, request, notes);
+}
+
+Status ReadOptions(const std::vector<std::string>& words, Source source, Request& request,
+                   std::vector<std::string>& rest, std::vector<std::string>& notes) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string_view word = words[i];
+    const bool option = word.size() >= 2 && word[0] == '-' && word != "--";
+    if (!option) {
+      if (source == Source::kDirective) {
+        return InvalidArgument(
+            fmt::format("'{}' is not an option (quote values that hold spaces)", Printable(word)));
+      }
+      rest.assign(words.begin() + static_cast<std::ptrdiff_t>(word == "--" ? i + 1 : i),
+                  words.end());
+      return Status::Ok();
+    }
+    std::string_view name = word;
+    std::optional<std::string_view> value;
+    if (StartsWith(word, "--")) {
+      const size_t eq = word.find('=');
+      if (eq != std::string_view::npos) {
+        name = word.substr(0, eq);
+        value = word.substr(eq + 1);
+      }
+    } else if (word.size() > 2) {
+      // "-N2": a short option with its value attached.
+      name = word.substr(0, 2);
+      value = word.substr(2);
+    }
+    if (!value && TakesValue(name)) {
+      if (i + 1 >= words.size()) return InvalidArgument(fmt::format("{} needs a value", name));
+      value = words[++i];
+    }
+    SHOAL_RETURN_IF_ERROR(ReadOption(name, value, source, request, notes));
+  }
+  return Status::Ok();
+}
+
+bool TakesValue(std::string_view name) {
+  const OptionDef* def = FindOption(name);
+  return def != nullptr && !def->value_name.empty();
+}
+
+std::string OptionTable() {
+  std::vector<std::pair<std::string, std::string_view>> rows;
+  size_t width = 0;
+  for (const OptionDef& d : kOptions) {
+    std::string left = d.short_name != 0 ? fmt::format("-{}, ", d.short_name) : "    ";
+    left += fmt::format("--{}", d.long_name);
+    if (!d.value_name.empty()) left += fmt::format("={}", d.value_name);
+    width = std::max(width, left.size());
+    rows.emplace_back(std::move(left), d.help);
+  }
+  std::string out;
+  for (const auto& [left, help] : rows)
+    out += fmt::format("  {:<{}}  {}\n", left, width, help);
+  return out;
+}
+
+}  // namespace shoal::submit

@@ -1,0 +1,405 @@
+// Table-driven tests of each `shoal submit` option in its forms, and of every
+// way an option's value can be wrong.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "submit/submit.h"
+
+namespace shoal::submit {
+namespace {
+
+// The spec that `args` (options only) give, with a command to run; the
+// command goes first so that an option at the end without its value does not
+// take it.
+Result<Submission> Options(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"--wrap=true"};
+  all.insert(all.end(), args.begin(), args.end());
+  return ParseSubmit(all, "", "");
+}
+
+std::string Describe(const std::vector<std::string>& args) {
+  std::string out;
+  for (const std::string& a : args)
+    out += "[" + a + "]";
+  return out;
+}
+
+struct OkCase {
+  std::vector<std::string> args;
+  std::function<void(const JobSpec&)> check;
+};
+
+TEST(OptionsTest, EachOptionInEachForm) {
+  using std::chrono::hours;
+  using std::chrono::minutes;
+  const OkCase cases[] = {
+      {{"-J", "train"}, [](const JobSpec& s) { EXPECT_EQ(s.name, "train"); }},
+      {{"-Jtrain"}, [](const JobSpec& s) { EXPECT_EQ(s.name, "train"); }},
+      {{"--job-name=my job"}, [](const JobSpec& s) { EXPECT_EQ(s.name, "my job"); }},
+      {{"--job-name", "x"}, [](const JobSpec& s) { EXPECT_EQ(s.name, "x"); }},
+      {{"-N", "2"}, [](const JobSpec& s) { EXPECT_EQ(s.nodes, 2); }},
+      {{"-N3"}, [](const JobSpec& s) { EXPECT_EQ(s.nodes, 3); }},
+      {{"--nodes=4"}, [](const JobSpec& s) { EXPECT_EQ(s.nodes, 4); }},
+      {{"--nodes", "2-2"}, [](const JobSpec& s) { EXPECT_EQ(s.nodes, 2); }},
+      {{"-n", "8"}, [](const JobSpec& s) { EXPECT_EQ(s.tasks, 8); }},
+      {{"--ntasks=3"}, [](const JobSpec& s) { EXPECT_EQ(s.tasks, 3); }},
+      {{"-N2", "--ntasks-per-node=4"}, [](const JobSpec& s) { EXPECT_EQ(s.tasks, 8); }},
+      {{"-c", "4"}, [](const JobSpec& s) { EXPECT_EQ(s.cpu_milli_per_node, 4000); }},
+      {{"--cpus-per-task=2"}, [](const JobSpec& s) { EXPECT_EQ(s.cpu_milli_per_node, 2000); }},
+      {{"-t", "90"}, [](const JobSpec& s) { EXPECT_EQ(s.time_limit, minutes(90)); }},
+      {{"-t4:00:00"}, [](const JobSpec& s) { EXPECT_EQ(s.time_limit, hours(4)); }},
+      {{"--time=1-12:00:00"}, [](const JobSpec& s) { EXPECT_EQ(s.time_limit, hours(36)); }},
+      {{"--time", "2h"}, [](const JobSpec& s) { EXPECT_EQ(s.time_limit, hours(2)); }},
+      {{"-p", "gpu"}, [](const JobSpec& s) { EXPECT_EQ(s.partition, "gpu"); }},
+      {{"--partition=batch"}, [](const JobSpec& s) { EXPECT_EQ(s.partition, "batch"); }},
+      {{"-A", "ml"}, [](const JobSpec& s) { EXPECT_EQ(s.account, "ml"); }},
+      {{"--account=vision"}, [](const JobSpec& s) { EXPECT_EQ(s.account, "vision"); }},
+      {{"-q", "high"}, [](const JobSpec& s) { EXPECT_EQ(s.qos, "high"); }},
+      {{"--qos=low"}, [](const JobSpec& s) { EXPECT_EQ(s.qos, "low"); }},
+      {{"--gres=gpu:a100:8"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.gpus_per_node, 8);
+         EXPECT_EQ(s.gpus, 0);
+         EXPECT_EQ(s.gpu_models, std::vector<std::string>{"a100"});
+       }},
+      {{"--gres=gpu"}, [](const JobSpec& s) { EXPECT_EQ(s.gpus_per_node, 1); }},
+      {{"--gres", "gpu:4"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.gpus_per_node, 4);
+         EXPECT_TRUE(s.gpu_models.empty());
+       }},
+      {{"--gres=gpu:H100-SXM-80GB"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.gpus_per_node, 1);
+         EXPECT_EQ(s.gpu_models, std::vector<std::string>{"H100-SXM-80GB"});
+       }},
+      {{"--gres=gpu:1g.10gb:2"},
+       [](const JobSpec& s) { EXPECT_EQ(s.gpu_models, std::vector<std::string>{"1g.10gb"}); }},
+      {{"--gres=none"}, [](const JobSpec& s) { EXPECT_EQ(s.TotalGpus(), 0); }},
+      {{"--gres=gpu:a100:0"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.TotalGpus(), 0);
+         EXPECT_TRUE(s.gpu_models.empty());
+       }},
+      {{"--gpus=16"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.gpus, 16);
+         EXPECT_EQ(s.gpus_per_node, 0);
+         EXPECT_EQ(s.nodes, 0);
+       }},
+      {{"-G", "a100:2"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.gpus, 2);
+         EXPECT_EQ(s.gpu_models, std::vector<std::string>{"a100"});
+       }},
+      {{"-G2"}, [](const JobSpec& s) { EXPECT_EQ(s.gpus, 2); }},
+      {{"--gpus=2", "-G", "3"}, [](const JobSpec& s) { EXPECT_EQ(s.gpus, 3); }},
+      {{"--gpus", "4", "-N", "2"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.gpus, 4);
+         EXPECT_EQ(s.nodes, 2);
+       }},
+      {{"--gpus-per-node=h100:4"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.gpus_per_node, 4);
+         EXPECT_EQ(s.gpu_models, std::vector<std::string>{"h100"});
+       }},
+      {{"--gpus-per-node", "8"}, [](const JobSpec& s) { EXPECT_EQ(s.gpus_per_node, 8); }},
+      {{"--gpus=1", "--gpu-share=500"}, [](const JobSpec& s) { EXPECT_EQ(s.gpu_milli, 500); }},
+      {{"--gpu-share=1000"}, [](const JobSpec& s) { EXPECT_EQ(s.gpu_milli, 1000); }},
+      {{"--gpus=2", "--cpus-per-gpu=8"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.cpu_milli_per_gpu, 8000);
+         EXPECT_EQ(s.cpu_milli_per_node, 0);
+       }},
+      {{"--gpus=2", "--mem-per-gpu=64G"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.mem_mib_per_gpu, 65536);
+         EXPECT_EQ(s.mem_mib_per_node, 0);
+       }},
+      {{"--mem=16G"}, [](const JobSpec& s) { EXPECT_EQ(s.mem_mib_per_node, 16384); }},
+      {{"--mem", "512"}, [](const JobSpec& s) { EXPECT_EQ(s.mem_mib_per_node, 512); }},
+      {{"--mem=1.5T"}, [](const JobSpec& s) { EXPECT_EQ(s.mem_mib_per_node, 1536 * 1024); }},
+      {{"--mem=1G", "--mem=2G"}, [](const JobSpec& s) { EXPECT_EQ(s.mem_mib_per_node, 2048); }},
+      {{"--array=0-3%2"},
+       [](const JobSpec& s) {
+         ASSERT_TRUE(s.array.has_value());
+         EXPECT_EQ(s.array->indices, (std::vector<int>{0, 1, 2, 3}));
+         EXPECT_EQ(s.array->max_running, 2);
+       }},
+      {{"--array", "1,5"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.array->indices, (std::vector<int>{1, 5}));
+       }},
+      {{"-d", "afterok:12:13"},
+       [](const JobSpec& s) {
+         ASSERT_EQ(s.dependencies.size(), 2u);
+         EXPECT_EQ(s.dependencies[1], (Dependency{DependencyType::kAfterOk, JobId(13)}));
+       }},
+      {{"--dependency=afterany:5,afternotok:6"},
+       [](const JobSpec& s) {
+         ASSERT_EQ(s.dependencies.size(), 2u);
+         EXPECT_EQ(s.dependencies[0].type, DependencyType::kAfterAny);
+         EXPECT_EQ(s.dependencies[1].type, DependencyType::kAfterNotOk);
+       }},
+      {{"--requeue"}, [](const JobSpec& s) { EXPECT_TRUE(s.requeue); }},
+      {{"--requeue", "--no-requeue"}, [](const JobSpec& s) { EXPECT_FALSE(s.requeue); }},
+      {{"--exclusive"}, [](const JobSpec& s) { EXPECT_TRUE(s.exclusive); }},
+      {{"-o", "out-%j.txt"}, [](const JobSpec& s) { EXPECT_EQ(s.stdout_path, "out-%j.txt"); }},
+      {{"--output=/tmp/o"}, [](const JobSpec& s) { EXPECT_EQ(s.stdout_path, "/tmp/o"); }},
+      {{"-e", "err.txt"}, [](const JobSpec& s) { EXPECT_EQ(s.stderr_path, "err.txt"); }},
+      {{"--error=/tmp/e"}, [](const JobSpec& s) { EXPECT_EQ(s.stderr_path, "/tmp/e"); }},
+      {{"-D", "/data/run 1"}, [](const JobSpec& s) { EXPECT_EQ(s.work_dir, "/data/run 1"); }},
+      {{"--chdir=/x"}, [](const JobSpec& s) { EXPECT_EQ(s.work_dir, "/x"); }},
+      {{"-C", "ib&nvme"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib", "nvme"}));
+       }},
+      {{"--constraint=ib,rack=r12,ib"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib", "rack=r12"}));
+       }},
+      {{"-H"}, [](const JobSpec& s) { EXPECT_TRUE(s.hold); }},
+      {{"--hold"}, [](const JobSpec& s) { EXPECT_TRUE(s.hold); }},
+      {{"--begin=1700000000"},
+       [](const JobSpec& s) { EXPECT_EQ(s.begin_time, TimeFromSeconds(1700000000)); }},
+      {{"--begin", "2024-01-02T03:04:05"},
+       [](const JobSpec& s) { EXPECT_EQ(s.begin_time, TimeFromSeconds(1704164645)); }},
+      {{"--begin=2024-01-02T03:04:05Z"},
+       [](const JobSpec& s) { EXPECT_EQ(s.begin_time, TimeFromSeconds(1704164645)); }},
+      {{"--begin=2024-01-02"},
+       [](const JobSpec& s) { EXPECT_EQ(s.begin_time, TimeFromSeconds(1704153600)); }},
+      {{"--begin=2024-02-29T23:59"},
+       [](const JobSpec& s) { EXPECT_EQ(s.begin_time, TimeFromSeconds(1709251140)); }},
+      {{"--begin=2024-01-02", "--begin=now"},
+       [](const JobSpec& s) { EXPECT_FALSE(s.begin_time.has_value()); }},
+      {{"--export=NONE"}, [](const JobSpec& s) { EXPECT_TRUE(s.env.empty()); }},
+      {{"--export=A=1,B=x=y,C="},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.env,
+                   (std::map<std::string, std::string>{{"A", "1"}, {"B", "x=y"}, {"C", ""}}));
+       }},
+      {{"--export", "ALL,LR=3e-4"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.env, (std::map<std::string, std::string>{{"LR", "3e-4"}}));
+       }},
+      {{"--mail-type=END,FAIL"}, [](const JobSpec&) {}},
+  };
+  for (const OkCase& c : cases) {
+    auto sub = Options(c.args);
+    ASSERT_TRUE(sub.ok()) << Describe(c.args) << ": " << sub.status().ToString();
+    SCOPED_TRACE(Describe(c.args));
+    c.check(sub->spec);
+  }
+}
+
+TEST(OptionsTest, DefaultsWhenNothingIsGiven) {
+  auto sub = Options({});
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  const JobSpec& s = sub->spec;
+  EXPECT_EQ(s.nodes, 0);
+  EXPECT_EQ(s.TotalGpus(), 0);
+  EXPECT_EQ(s.gpu_milli, kMilliPerGpu);
+  EXPECT_EQ(s.cpu_milli_per_node, 0);
+  EXPECT_EQ(s.mem_mib_per_node, 0);
+  EXPECT_EQ(s.time_limit.count(), 0);
+  EXPECT_FALSE(s.requeue || s.hold || s.exclusive);
+  EXPECT_TRUE(s.user.empty());
+  EXPECT_TRUE(sub->notes.empty());
+}
+
+struct ErrorCase {
+  std::vector<std::string> args;
+  std::string message;  // a part of the error message
+};
+
+TEST(OptionsTest, ErrorsSayWhatIsWrong) {
+  const ErrorCase cases[] = {
+      // Options without a Shoal meaning.
+      {{"--mail-user=me@example.org"}, "option --mail-user has no meaning in Shoal"},
+      {{"--nodelist=n1"}, "option --nodelist has no meaning in Shoal: Shoal picks the nodes"},
+      {{"-w", "n1"}, "option -w has no meaning in Shoal"},
+      {{"-wn1"}, "option -w has no meaning in Shoal"},
+      {{"-x", "n1"}, "option -x has no meaning in Shoal"},
+      {{"--mem-per-cpu=4G"}, "use --mem (per node) or --mem-per-gpu"},
+      {{"--gpus-per-task=1"}, "use --gpus (in total) or --gpus-per-node"},
+      {{"--partiton=gpu"}, "(did you mean --partition?)"},
+      {{"--part=gpu"}, "did you mean --partition? Shoal takes no abbreviations"},
+      {{"--signal=USR1@60"}, "option --signal has no meaning in Shoal"},
+      {{"-v"}, "option -v has no meaning in Shoal"},
+      // Missing, extra and empty values.
+      {{"-N"}, "-N needs a value"},
+      {{"--job-name"}, "--job-name needs a value"},
+      {{"-J", ""}, "-J needs a value"},
+      {{"--time="}, "--time needs a value"},
+      {{"--hold=yes"}, "--hold takes no value"},
+      {{"-Hx"}, "-H takes no value"},
+      {{"--exclusive=user"}, "--exclusive takes no value"},
+      {{"--requeue=1"}, "--requeue takes no value"},
+      // Counts.
+      {{"-N", "2-4"}, "-N 2-4: node ranges (MIN-MAX) are not supported; give one number of nodes"},
+      {{"-N", "0"}, "-N 0: the number of nodes must be between 1 and 100000"},
+      {{"--nodes=-1"}, "--nodes=-1: the number of nodes must be between 1 and 100000"},
+      {{"-N", "two"}, "'two' is not a whole number"},
+      {{"-N", "1000000000000"}, "between 1 and 100000"},
+      {{"-n", "0"}, "the number of tasks must be between 1 and 1000000"},
+      {{"-n", "1.5"}, "'1.5' is not a whole number"},
+      {{"--ntasks-per-node=0"}, "tasks per node must be between"},
+      {{"-c", "-2"}, "CPUs per task must be between 1 and 100000"},
+      {{"--cpus-per-gpu=0", "--gpus=1"}, "CPUs per GPU must be between"},
+      // GPUs.
+      {{"--gpus=1000000000000"}, "--gpus=1000000000000: GPUs must be between 0 and 1000000"},
+      {{"-G", "-1"}, "GPUs must be between 0 and 1000000"},
+      {{"--gpus-per-node=65"}, "GPUs per node must be between 0 and 64"},
+      {{"--gpus=a:b:3"}, "give [TYPE:]COUNT"},
+      {{"--gpus=a100:"}, "'' is not a whole number"},
+      {{"--gpus=a/b:3"}, "'a/b' is not a GPU type"},
+      {{"--gres=gpu:a100:2:3"}, "give gpu[:TYPE][:COUNT]"},
+      {{"--gres=shard:2"}, "Shoal knows only the gpu resource, not 'shard'"},
+      {{"--gres=gpu:1,shard:1"}, "give one GPU request"},
+      {{"--gres=gpu:-1"}, "GPUs per node must be between 0 and 64"},
+      {{"--gres=gpu:"}, "'' is not a GPU type"},
+      {{"--gres=gpu:a100:x"}, "'x' is not a whole number"},
+      {{"--gres=gpu:100"}, "GPUs per node must be between 0 and 64"},
+      {{"--gres=gpu:2", "--gpus-per-node=2"},
+       "--gpus-per-node=2 conflicts with --gres given before it: ask for GPUs one way"},
+      {{"--gpus=2", "--gres=gpu:2"}, "--gres=gpu:2 conflicts with --gpus"},
+      {{"-G", "2", "--gpus-per-node=1"}, "conflicts with --gpus"},
+      {{"--gpu-share=0", "--gpus=1"}, "the GPU share must be between 1 and 1000"},
+      {{"--gpu-share=1001", "--gpus=1"}, "the GPU share must be between 1 and 1000"},
+      {{"--gpu-share=500"}, "--gpu-share needs a GPU count"},
+      {{"--gpus=3", "-N", "2"}, "3 GPUs in total do not divide evenly over 2 nodes"},
+      {{"--gpus=1", "-N", "2"}, "1 GPUs in total is fewer than the 2 nodes"},
+      // CPUs and memory.
+      {{"-c", "4", "--cpus-per-gpu=2", "--gpus=1"},
+       "--cpus-per-gpu=2 conflicts with --cpus-per-task"},
+      {{"--cpus-per-gpu=4"}, "--cpus-per-gpu needs GPUs"},
+      {{"-N", "2", "-n", "1"}, "1 tasks cannot use 2 nodes"},
+      {{"-N", "2", "--ntasks-per-node=2", "-n", "5"},
+       "5 tasks do not fit 2 nodes x --ntasks-per-node=2"},
+      {{"--gpus=8", "--ntasks-per-node=2"}, "--ntasks-per-node needs a node count"},
+      {{"-n", "1000", "-c", "1000"},
+       "1000 tasks per node x 1000 CPUs per task is 1000000 CPUs per node"},
+      {{"-N", "100000", "--ntasks-per-node=100000"}, "is more than 1000000 tasks"},
+      {{"--mem=1G", "--mem-per-gpu=2G", "--gpus=1"}, "--mem-per-gpu=2G conflicts with --mem"},
+      {{"--mem=0"}, "Slurm's --mem=0 (all of a node's memory) is not supported"},
+      {{"--mem-per-gpu=0", "--gpus=1"}, "must be at least 1 MiB"},
+      {{"--mem=12Q"}, "give a size such as"},
+      {{"--mem=-5G"}, "give a size such as"},
+      {{"--mem=100T"}, "more than 64T"},
+      {{"--mem=99999999999999999999999"}, "give a size such as"},
+      {{"--mem-per-gpu=8G"}, "--mem-per-gpu needs GPUs"},
+      // Times.
+      {{"-t", "0"}, "-t 0: must be more than 0"},
+      {{"-t", "UNLIMITED"}, "Shoal needs a finite limit"},
+      {{"--time=abc"}, "is not a time limit"},
+      {{"--time=400-00:00:00"}, "more than 365 days"},
+      {{"--time=99999999999999999999d"}, "too long"},
+      {{"--time=9223372036854775807"}, "too long"},
+      {{"--begin=now+1hour"}, "relative times are not supported: give Unix seconds or YYYY-MM-DD"},
+      {{"--begin=16:00"}, "unsupported form"},
+      {{"--begin=tomorrow"}, "unsupported form"},
+      {{"--begin=2024-02-30"}, "not a valid date and time"},
+      {{"--begin=2024-01-01T24:00:00"}, "not a valid date and time"},
+      {{"--begin=1900-01-01"}, "not a valid date and time"},
+      {{"--begin=99999999999999"}, "too far in the future"},
+      {{"--begin=999999999999"}, "Unix seconds must be between"},
+      // Text values.
+      {{"-p", "a,b"}, "Shoal takes one partition, not a list"},
+      {{"-p", "a b"}, "spaces are not allowed"},
+      {{"-A", "x\ty"}, "control characters are not allowed"},
+      {{"--job-name=a\nb"}, "--job-name=a\\x0ab: control characters are not allowed"},
+      {{"-J", std::string(300, 'x')}, "longer than 256 characters"},
+      {{"-o", std::string(100000, 'x')}, "the value is longer than 65536 bytes"},
+      {{"-C", "a|b"}, "a choice of labels (|) is not supported"},
+      {{"-C", "[a*2]"}, "only node labels joined with & or , are supported"},
+      {{"-C", "a&&b"}, "an empty label"},
+      {{"-C", "a b"}, "'a b' is not a label"},
+      // Arrays, dependencies and the environment.
+      {{"--array=5-1"}, "is not an array"},
+      {{"--array=99999999999999"}, "index too large"},
+      {{"--array=0-1000000"}, "at most 100,000 tasks"},
+      {{"--array=1%0"}, "the limit after % must be a positive number"},
+      {{"-d", "afterok:1?afterok:2"}, "dependencies joined with ? (any of) are not supported"},
+      {{"-d", "singleton"}, "needs a type and job ids"},
+      {{"-d", "after:5"}, "dependency type 'after' is not supported"},
+      {{"-d", "afterok:abc"}, "'abc' is not a job id"},
+      {{"--export=HOME"}, "copying HOME from your environment is not supported; give HOME=value"},
+      {{"--export=1A=2"}, "'1A' is not a variable name"},
+      {{"--export=ALL,NONE"}, "ALL and NONE together make no sense"},
+      {{"--export=A=1,,B=2"}, "'' is not ALL, NONE or NAME=value"},
+      {{"--wrap= "}, "an empty command"},
+      {{"--wrap=x", "--wrap=y", "-N", "2", "job"},
+       "give either --wrap or a command after the options"},
+  };
+  for (const ErrorCase& c : cases) {
+    auto sub = Options(c.args);
+    ASSERT_FALSE(sub.ok()) << Describe(c.args) << " was accepted";
+    EXPECT_EQ(sub.status().code(), StatusCode::kInvalidArgument) << Describe(c.args);
+    EXPECT_NE(sub.status().message().find(c.message), std::string::npos)
+        << Describe(c.args) << "\n  got:  " << sub.status().message() << "\n  want: " << c.message;
+  }
+}
+
+TEST(OptionsTest, NotesForOptionsAcceptedWithACaveat) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string note;  // empty: no note
+  } cases[] = {
+      {{"--mail-type=END"}, "--mail-type=END: Shoal sends no mail"},
+      {{"--mail-type=NONE"}, ""},
+      {{"--export=ALL"}, "Shoal does not copy your environment"},
+      {{"--begin=2024-01-02"}, "--begin=2024-01-02 is read as UTC"},
+      {{"--begin=1700000000"}, ""},
+  };
+  for (const Case& c : cases) {
+    auto sub = Options(c.args);
+    ASSERT_TRUE(sub.ok()) << Describe(c.args) << ": " << sub.status().ToString();
+    if (c.note.empty()) {
+      EXPECT_TRUE(sub->notes.empty()) << Describe(c.args);
+      continue;
+    }
+    ASSERT_EQ(sub->notes.size(), 1u) << Describe(c.args);
+    EXPECT_NE(sub->notes[0].find(c.note), std::string::npos) << sub->notes[0];
+  }
+}
+
+TEST(OptionsTest, HelpListsEveryOption) {
+  const std::string help = OptionHelp();
+  for (const char* want : {"-J, --job-name=NAME",
+                           "-N, --nodes=N",
+                           "-n, --ntasks=N",
+                           "--ntasks-per-node=N",
+                           "-c, --cpus-per-task=N",
+                           "-t, --time=LIMIT",
+                           "-p, --partition=NAME",
+                           "-A, --account=NAME",
+                           "-q, --qos=NAME",
+                           "--gres=gpu[:TYPE][:N]",
+                           "-G, --gpus=[TYPE:]N",
+                           "--gpus-per-node=[TYPE:]N",
+                           "--gpu-share=MILLI",
+                           "--cpus-per-gpu=N",
+                           "--mem-per-gpu=SIZE",
+                           "--mem=SIZE",
+                           "--array=SPEC",
+                           "-d, --dependency=LIST",
+                           "--requeue",
+                           "--no-requeue",
+                           "--exclusive",
+                           "-o, --output=PATH",
+                           "-e, --error=PATH",
+                           "-D, --chdir=DIR",
+                           "-C, --constraint=L1&L2",
+                           "-H, --hold",
+                           "--begin=TIME",
+                           "--export=LIST",
+                           "--wrap=CMD",
+                           "--mail-type=TYPES"}) {
+    EXPECT_NE(help.find(want), std::string::npos) << want;
+  }
+}
+
+}  // namespace
+}  // namespace shoal::submit

@@ -1,0 +1,204 @@
+#include "submit/request.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace shoal::submit {
+
+namespace {
+
+template <typename T>
+void Take(const std::optional<T>& high, std::optional<T>& low) {
+  if (high.has_value()) low = high;
+}
+
+// The job's node count when it is known before placement: a gang and a
+// CPU-only job run on `nodes` nodes (1 when not given); a total of GPUs
+// without -N spreads over as many nodes as placement picks.
+std::optional<int64_t> KnownNodeCount(const JobSpec& spec) {
+  if (spec.gpus_per_node > 0 || spec.gpus == 0) return std::max(1, spec.nodes);
+  if (spec.nodes > 0) return spec.nodes;
+  return std::nullopt;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+Status ResolveGpus(const Request& r, JobSpec& spec) {
+  if (r.gpu) {
+    if (r.gpu->per_node) {
+      spec.gpus_per_node = r.gpu->count;
+      spec.gpus = 0;
+    } else {
+      spec.gpus = r.gpu->count;
+      spec.gpus_per_node = 0;
+    }
+    spec.gpu_models.clear();
+    if (!r.gpu->model.empty() && r.gpu->count > 0) spec.gpu_models.push_back(r.gpu->model);
+  }
+  if (r.gpu_milli) spec.gpu_milli = *r.gpu_milli;
+  if (spec.gpus > 0 && spec.nodes > 0) {
+    if (spec.gpus < spec.nodes) {
+      return InvalidArgument(
+          fmt::format("{} GPUs in total is fewer than the {} nodes asked for; give --gpus-per-node "
+                      "or fewer nodes",
+                      spec.gpus, spec.nodes));
+    }
+    if (spec.gpus % spec.nodes != 0) {
+      return InvalidArgument(fmt::format(
+          "{} GPUs in total do not divide evenly over {} nodes; give --gpus-per-node instead",
+          spec.gpus, spec.nodes));
+    }
+  }
+  if (r.gpu_milli && spec.gpu_milli != kMilliPerGpu && spec.TotalGpus() == 0) {
+    return InvalidArgument(
+        "--gpu-share needs a GPU count to share (e.g. --gpus=1 --gpu-share=500 for half of one "
+        "GPU)");
+  }
+  return Status::Ok();
+}
+
+// See "CPUs" in submit.h for the rules this implements.
+Status ResolveCpus(const Request& r, JobSpec& spec) {
+  if (!r.cpu && !r.tasks && !r.tasks_per_node) return Status::Ok();
+  const std::optional<int64_t> nodes = KnownNodeCount(spec);
+  int64_t tasks_per_node = 1;
+  if (r.tasks_per_node) {
+    if (!nodes) {
+      return InvalidArgument(
+          "--ntasks-per-node needs a node count: add -N, or use --gpus-per-node (with --gpus alone "
+          "the nodes are chosen at placement)");
+    }
+    tasks_per_node = *r.tasks_per_node;
+    const int64_t fit = *nodes * tasks_per_node;
+    if (spec.tasks == 0) {
+      if (fit > kMaxTasks) {
+        return InvalidArgument(fmt::format("{} nodes x {} tasks per node is more than {} tasks",
+                                           *nodes, tasks_per_node, kMaxTasks));
+      }
+      spec.tasks = static_cast<int>(fit);
+    } else if (spec.tasks > fit) {
+      return InvalidArgument(fmt::format("{} tasks do not fit {} nodes x --ntasks-per-node={}",
+                                         spec.tasks, *nodes, tasks_per_node));
+    }
+  } else if (spec.tasks > 0 && nodes) {
+    if (spec.tasks < *nodes) {
+      return InvalidArgument(fmt::format(
+          "{} tasks cannot use {} nodes: give at least one task per node", spec.tasks, *nodes));
+    }
+    tasks_per_node = CeilDiv(spec.tasks, *nodes);
+  }
+
+  if (r.cpu && r.cpu->per_gpu) {
+    if (spec.TotalGpus() == 0) {
+      return InvalidArgument(
+          fmt::format("{} needs GPUs (--gpus, --gpus-per-node or --gres=gpu)", r.cpu->option));
+    }
+    spec.cpu_milli_per_gpu = int64_t{r.cpu->cpus} * 1000;
+    spec.cpu_milli_per_node = 0;
+    return Status::Ok();
+  }
+  // Slurm gives a task one CPU unless -c says otherwise.
+  const int64_t cpus_per_task = r.cpu ? r.cpu->cpus : 1;
+  if (nodes || spec.tasks == 0) {
+    const int64_t cpus = tasks_per_node * cpus_per_task;
+    if (cpus > kMaxCpus) {
+      return InvalidArgument(
+          fmt::format("{} tasks per node x {} CPUs per task is {} CPUs per node, more than "
+                      "any node has (at most {})",
+                      tasks_per_node, cpus_per_task, cpus, kMaxCpus));
+    }
+    spec.cpu_milli_per_node = cpus * 1000;
+    spec.cpu_milli_per_gpu = 0;
+    return Status::Ok();
+  }
+  // Tasks over GPUs whose nodes placement picks: the CPUs go with the GPUs,
+  // the job's total shared evenly (in thousandths, rounded up) over them.
+  const int64_t per_gpu = CeilDiv(int64_t{spec.tasks} * cpus_per_task * 1000, spec.gpus);
+  if (per_gpu > int64_t{kMaxCpus} * 1000) {
+    return InvalidArgument(
+        fmt::format("{} tasks x {} CPUs over {} GPUs is more than {} CPUs per GPU", spec.tasks,
+                    cpus_per_task, spec.gpus, kMaxCpus));
+  }
+  spec.cpu_milli_per_gpu = per_gpu;
+  spec.cpu_milli_per_node = 0;
+  return Status::Ok();
+}
+
+Status ResolveMemory(const Request& r, JobSpec& spec) {
+  if (!r.mem) return Status::Ok();
+  if (r.mem->per_gpu) {
+    if (spec.TotalGpus() == 0) {
+      return InvalidArgument(
+          fmt::format("{} needs GPUs (--gpus, --gpus-per-node or --gres=gpu)", r.mem->option));
+    }
+    spec.mem_mib_per_gpu = r.mem->mib;
+    spec.mem_mib_per_node = 0;
+  } else {
+    spec.mem_mib_per_node = r.mem->mib;
+    spec.mem_mib_per_gpu = 0;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void Overlay(const Request& high, Request& low) {
+  Take(high.name, low.name);
+  Take(high.account, low.account);
+  Take(high.partition, low.partition);
+  Take(high.qos, low.qos);
+  Take(high.work_dir, low.work_dir);
+  Take(high.stdout_path, low.stdout_path);
+  Take(high.stderr_path, low.stderr_path);
+  Take(high.wrap, low.wrap);
+  Take(high.nodes, low.nodes);
+  Take(high.tasks, low.tasks);
+  Take(high.tasks_per_node, low.tasks_per_node);
+  Take(high.gpu_milli, low.gpu_milli);
+  Take(high.gpu, low.gpu);
+  Take(high.cpu, low.cpu);
+  Take(high.mem, low.mem);
+  Take(high.time_limit, low.time_limit);
+  Take(high.array, low.array);
+  Take(high.dependencies, low.dependencies);
+  Take(high.requeue, low.requeue);
+  Take(high.exclusive, low.exclusive);
+  Take(high.hold, low.hold);
+  Take(high.begin_time, low.begin_time);
+  Take(high.constraints, low.constraints);
+  Take(high.env, low.env);
+}
+
+Status Resolve(const Request& r, JobSpec& spec) {
+  if (r.name) spec.name = *r.name;
+  if (r.account) spec.account = *r.account;
+  if (r.partition) spec.partition = *r.partition;
+  if (r.qos) spec.qos = *r.qos;
+  if (r.work_dir) spec.work_dir = *r.work_dir;
+  if (r.stdout_path) spec.stdout_path = *r.stdout_path;
+  if (r.stderr_path) spec.stderr_path = *r.stderr_path;
+  if (r.wrap) {
+    spec.command = *r.wrap;
+    spec.script = false;
+  }
+  if (r.nodes) spec.nodes = *r.nodes;
+  if (r.tasks) spec.tasks = *r.tasks;
+  SHOAL_RETURN_IF_ERROR(ResolveGpus(r, spec));
+  SHOAL_RETURN_IF_ERROR(ResolveCpus(r, spec));
+  SHOAL_RETURN_IF_ERROR(ResolveMemory(r, spec));
+  if (r.time_limit) spec.time_limit = *r.time_limit;
+  if (r.array) spec.array = *r.array;
+  if (r.dependencies) spec.dependencies = *r.dependencies;
+  if (r.requeue) spec.requeue = *r.requeue;
+  if (r.exclusive) spec.exclusive = *r.exclusive;
+  if (r.hold) spec.hold = *r.hold;
+  if (r.begin_time) spec.begin_time = *r.begin_time;
+  if (r.constraints) spec.constraints = *r.constraints;
+  if (r.env) spec.env = *r.env;
+  return Status::Ok();
+}
+
+}  // namespace shoal::submit

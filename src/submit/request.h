@@ -1,0 +1,104 @@
+// Internal to shoal_submit: the options of one source before they become a
+// JobSpec.
+//
+// A submission has up to three sources of options: a script's #SBATCH lines,
+// its #SHOAL lines, and the command line, each overriding the one before.
+// Options that combine (-n with -c, --gpus with -N) are kept apart here, as
+// the user gave them, so that a later source replaces an earlier one option by
+// option; the arithmetic that turns them into per-node and per-GPU amounts
+// runs once, in Resolve, over the merged options.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace shoal::submit {
+
+// Limits past which a number is a mistake rather than a request no cluster
+// can meet today; the scheduler, not the parser, says what a given cluster
+// cannot hold.
+inline constexpr int kMaxNodes = 100'000;          // as JobSpec::Validate
+inline constexpr int kMaxTasks = 1'000'000;        // as JobSpec::Validate
+inline constexpr int kMaxTotalGpus = 1'000'000;    // as JobSpec::Validate
+inline constexpr int kMaxCpus = 100'000;           // per task, per GPU, or per node
+inline constexpr int64_t kMaxMemMib = 64LL << 20;  // 64 TiB, per node or per GPU
+inline constexpr Duration kMaxTimeLimit = std::chrono::hours(24 * 365);
+inline constexpr size_t kMaxScriptBytes = 4 << 20;  // as Slurm's default max_script_size
+inline constexpr size_t kMaxValueBytes = 64 << 10;  // one option's value, --wrap excepted
+inline constexpr size_t kMaxEnvVars = 1000;
+inline constexpr size_t kMaxDependencies = 1000;
+
+// GPUs asked for by one of --gres=gpu, --gpus/-G or --gpus-per-node. A source
+// gives them one way only; a later source replaces the whole request,
+// including the model.
+struct GpuRequest {
+  bool per_node = true;  // false: a total over all nodes (--gpus)
+  int count = 0;
+  std::string model;   // empty: any model
+  std::string option;  // the option as the user spelled it, for messages
+};
+
+// CPUs: per task (-c) or per GPU (--cpus-per-gpu), which Slurm keeps exclusive.
+struct CpuRequest {
+  bool per_gpu = false;
+  int cpus = 0;
+  std::string option;
+};
+
+// Memory: per node (--mem) or per GPU (--mem-per-gpu), which Slurm keeps exclusive.
+struct MemRequest {
+  bool per_gpu = false;
+  int64_t mib = 0;
+  std::string option;
+};
+
+// The options one source gave; an empty optional is an option it did not
+// give. A plain value type: copy it freely.
+struct Request {
+  std::optional<std::string> name;
+  std::optional<std::string> account;
+  std::optional<std::string> partition;
+  std::optional<std::string> qos;
+  std::optional<std::string> work_dir;
+  std::optional<std::string> stdout_path;
+  std::optional<std::string> stderr_path;
+  std::optional<std::string> wrap;
+
+  std::optional<int> nodes;
+  std::optional<int> tasks;
+  std::optional<int> tasks_per_node;
+  std::optional<int> gpu_milli;
+  std::optional<GpuRequest> gpu;
+  std::optional<CpuRequest> cpu;
+  std::optional<MemRequest> mem;
+
+  std::optional<Duration> time_limit;
+  std::optional<ArraySpec> array;
+  std::optional<std::vector<Dependency>> dependencies;
+  std::optional<bool> requeue;
+  std::optional<bool> exclusive;
+  std::optional<bool> hold;
+  // The outer optional says whether --begin was given; the inner one is empty
+  // for --begin=now, which removes a begin time an earlier source set.
+  std::optional<std::optional<Time>> begin_time;
+  std::optional<std::vector<std::string>> constraints;
+  std::optional<std::map<std::string, std::string>> env;
+};
+
+// Replaces the options of `low` with those `high` gives.
+void Overlay(const Request& high, Request& low);
+
+// Writes the options `request` gives onto `spec`, leaving the fields it does
+// not touch as they are. The CPU arithmetic (documented in submit.h) reads
+// the spec's node and task counts after this request's are written, so that a
+// lone option applied to a spec sees what was there before.
+Status Resolve(const Request& request, JobSpec& spec);
+
+}  // namespace shoal::submit

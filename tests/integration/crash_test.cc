@@ -1,0 +1,136 @@
+// A server killed with SIGKILL during a flood of submissions loses nothing it
+// acknowledged: after a restart on the same state directory every job that
+// got a 201 exists, exactly once.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "api/json.h"
+#include "net/http_client.h"
+#include "server/server.h"
+
+namespace shoal {
+namespace {
+
+using api::Json;
+
+TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
+  // Writing to the killed server's sockets must not kill the test.
+  signal(SIGPIPE, SIG_IGN);
+  char tmpl[] = "/tmp/shoal-crash-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The server, in its own process, until it is killed (or the test dies).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(pipefd[0]);
+    SystemClock clock;
+    server::ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.state_dir = dir;
+    auto s = server::Server::Start(o, clock);
+    if (!s.ok()) _exit(1);
+    const std::string hello = std::to_string((*s)->port()) + " " + (*s)->admin_token() + "\n";
+    if (write(pipefd[1], hello.data(), hello.size()) != static_cast<ssize_t>(hello.size())) _exit(1);
+    while (true) pause();
+  }
+  close(pipefd[1]);
+  char buf[256] = {};
+  ssize_t n = 0;
+  while (n < static_cast<ssize_t>(sizeof(buf)) - 1) {
+    const ssize_t r = read(pipefd[0], buf + n, sizeof(buf) - 1 - n);
+    if (r <= 0) break;
+    n += r;
+    if (std::string(buf).find('\n') != std::string::npos) break;
+  }
+  close(pipefd[0]);
+  std::string hello(buf);
+  ASSERT_NE(hello.find(' '), std::string::npos) << "the server did not start";
+  const std::string port = hello.substr(0, hello.find(' '));
+  const std::string token = hello.substr(hello.find(' ') + 1, hello.find('\n') - hello.find(' ') - 1);
+
+  std::mutex mu;
+  std::vector<uint64_t> acked;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> flood;
+  for (int t = 0; t < 4; ++t) {
+    flood.emplace_back([&] {
+      auto c = net::HttpClient::Connect("127.0.0.1:" + port, {.token = token, .connect_timeout_ms = 500, .read_timeout_ms = 2000});
+      if (!c.ok()) return;
+      const std::string body = Json{{"command", "echo hi"}, {"gpus", 1}}.dump();
+      while (!stop) {
+        auto r = (*c)->Post("/v1/jobs", body);
+        if (!r.ok()) return;  // the server is gone
+        if (r->status != 201) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        acked.push_back(Json::parse(r->body)["jobs"][0].get<uint64_t>());
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  stop = true;
+  for (std::thread& t : flood) t.join();
+  ASSERT_GT(acked.size(), 50u) << "the flood should have got some submissions through";
+
+  // Restart on the same directory and look.
+  SystemClock clock;
+  server::ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.state_dir = dir;
+  auto s = server::Server::Start(o, clock);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto c = net::HttpClient::Connect((*s)->address(), {.token = token});
+  ASSERT_TRUE(c.ok());
+  auto r = (*c)->Get("/v1/jobs?all=1");
+  ASSERT_TRUE(r.ok() && r->status == 200);
+  std::multiset<uint64_t> present;
+  const Json listed = Json::parse(r->body);
+  for (const Json& j : listed["jobs"]) present.insert(j["id"].get<uint64_t>());
+  for (uint64_t id : acked) EXPECT_EQ(present.count(id), 1u) << "acknowledged job " << id;
+  for (uint64_t id : present) EXPECT_EQ(present.count(id), 1u) << "job " << id << " twice";
+  EXPECT_LE(present.size(), acked.size() + 4 * 2000) << "at most the unanswered batch in flight";
+  // New ids continue after the old ones.
+  auto next = (*c)->Post("/v1/jobs", Json{{"command", "x"}, {"gpus", 1}}.dump());
+  ASSERT_TRUE(next.ok() && next->status == 201);
+  EXPECT_GT(Json::parse(next->body)["jobs"][0].get<uint64_t>(), *present.rbegin());
+  c->reset();
+  s->reset();
+  std::filesystem::remove_all(dir);
+  std::printf("crash test: %zu acknowledged submissions, %zu jobs after restart\n", acked.size(), present.size());
+}
+
+TEST(CrashTest, OneServerPerStateDirectory) {
+  char tmpl[] = "/tmp/shoal-lock-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  SystemClock clock;
+  server::ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.state_dir = tmpl;
+  auto first = server::Server::Start(o, clock);
+  ASSERT_TRUE(first.ok());
+  auto second = server::Server::Start(o, clock);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("another shoal server"), std::string::npos);
+  first->reset();
+  EXPECT_TRUE(server::Server::Start(o, clock).ok()) << "free again once the first has stopped";
+  std::filesystem::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace shoal

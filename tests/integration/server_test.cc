@@ -1,0 +1,232 @@
+// The controller over real HTTP on loopback, with fake agents: the lifecycle,
+// authentication and permissions, and bad input that must change nothing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "api/json.h"
+#include "integration/fake_agent.h"
+#include "net/http_client.h"
+#include "server/server.h"
+
+namespace shoal {
+namespace {
+
+using api::Json;
+using std::chrono::milliseconds;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server::ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.controller.node_timeout = milliseconds(1500);
+    o.controller.launch_grace = milliseconds(1000);
+    o.controller.kill_grace = milliseconds(200);
+    o.loop.pass_interval = milliseconds(2);
+    o.loop.tick_interval = milliseconds(50);
+    o.max_body_bytes = 1 << 20;
+    auto s = server::Server::Start(o, clock_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    admin_ = Client(server_->admin_token());
+    alice_ = Client(Token("alice"));
+    bob_ = Client(Token("bob"));
+  }
+
+  void TearDown() override {
+    // Clients first: the server waits for open keep-alive connections when it stops.
+    admin_.reset();
+    alice_.reset();
+    bob_.reset();
+    // The server before the agents: its connections to them close with it.
+    server_.reset();
+    agents_.clear();
+  }
+
+  std::unique_ptr<net::HttpClient> Client(const std::string& token) {
+    auto c = net::HttpClient::Connect(server_->address(), {.token = token});
+    EXPECT_TRUE(c.ok());
+    return std::move(*c);
+  }
+
+  std::string Token(const std::string& user) {
+    auto c = Client(server_->admin_token());
+    auto r = c->Post("/v1/tokens", Json{{"user", user}, {"role", "user"}}.dump());
+    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.status().ToString());
+    return Json::parse(r->body)["token"].get<std::string>();
+  }
+
+  testing::FakeAgent& Agent(const std::string& name, int gpus = 8) {
+    agents_.push_back(std::make_unique<testing::FakeAgent>(name, gpus, server_->address(), server_->node_token()));
+    Status s = agents_.back()->Start();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return *agents_.back();
+  }
+
+  // Submits as `c`; returns the job id, or 0 with the response in *out.
+  uint64_t Submit(net::HttpClient& c, const Json& spec, net::HttpResponse* out = nullptr) {
+    auto r = c.Post("/v1/jobs", spec.dump());
+    EXPECT_TRUE(r.ok());
+    if (out != nullptr) *out = *r;
+    if (r->status != 201) return 0;
+    return Json::parse(r->body)["jobs"][0].get<uint64_t>();
+  }
+
+  Json Show(net::HttpClient& c, uint64_t id) {
+    auto r = c.Get("/v1/jobs/" + std::to_string(id));
+    EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : "");
+    return Json::parse(r->body);
+  }
+
+  // Waits up to 5 s for job `id` to reach `state`.
+  bool WaitFor(uint64_t id, const std::string& state) {
+    for (int i = 0; i < 500; ++i) {
+      if (Show(*admin_, id)["state"] == state) return true;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+
+  int QueueLength() {
+    auto r = admin_->Get("/v1/jobs?all=1");
+    return static_cast<int>(Json::parse(r->body)["jobs"].size());
+  }
+
+  SystemClock clock_;
+  std::unique_ptr<server::Server> server_;
+  std::unique_ptr<net::HttpClient> admin_, alice_, bob_;
+  std::vector<std::unique_ptr<testing::FakeAgent>> agents_;
+};
+
+Json Job(int gpus, const std::string& command = "exit:0:100") {
+  return {{"command", command}, {"gpus", gpus}, {"time_limit_s", 3600}};
+}
+
+TEST_F(ServerTest, LifecycleOverHttp) {
+  testing::FakeAgent& a = Agent("n1");
+  const uint64_t id = Submit(*alice_, Job(2));
+  ASSERT_GT(id, 0u);
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  ASSERT_EQ(a.launches().size(), 1u);
+  EXPECT_EQ(a.launches()[0].gpus.size(), 2u);
+  auto h = alice_->Get("/v1/history");
+  ASSERT_TRUE(h.ok());
+  Json hist = Json::parse(h->body)["jobs"];
+  ASSERT_EQ(hist.size(), 1u);
+  EXPECT_EQ(hist[0]["state"], "completed");
+  EXPECT_EQ(hist[0]["spec"]["user"], "alice");
+}
+
+TEST_F(ServerTest, GangStartsOnBothNodesWithRanks) {
+  testing::FakeAgent& a = Agent("n1");
+  testing::FakeAgent& b = Agent("n2");
+  const uint64_t id = Submit(*alice_, {{"command", "forever"}, {"nodes", 2}, {"gpus_per_node", 8}, {"time_limit_s", 600}});
+  ASSERT_TRUE(WaitFor(id, "running"));
+  for (int i = 0; i < 100 && (a.launches().empty() || b.launches().empty()); ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_EQ(a.launches().size(), 1u);
+  ASSERT_EQ(b.launches().size(), 1u);
+  EXPECT_NE(a.launches()[0].node_rank, b.launches()[0].node_rank);
+  EXPECT_EQ(a.launches()[0].nodes, b.launches()[0].nodes);
+  auto c = alice_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}");
+  ASSERT_TRUE(c.ok() && c->status == 200);
+  ASSERT_TRUE(WaitFor(id, "cancelled"));
+  EXPECT_GE(a.kills() + b.kills(), 2);
+}
+
+TEST_F(ServerTest, UsersCannotTouchEachOthersJobs) {
+  Agent("n1");
+  const uint64_t id = Submit(*alice_, Job(1, "forever"));
+  ASSERT_TRUE(WaitFor(id, "running"));
+  auto r = bob_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}");
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(Json::parse(r->body)["error"], "permission_denied");
+  EXPECT_EQ(bob_->Get("/v1/jobs/" + std::to_string(id))->status, 403);
+  EXPECT_EQ(bob_->Get("/v1/jobs?user=alice")->status, 403);
+  EXPECT_EQ(Json::parse(bob_->Get("/v1/jobs")->body)["jobs"].size(), 0u);
+  EXPECT_EQ(bob_->Post("/v1/nodes/n1/drain", R"({"reason":"x"})")->status, 403);
+  EXPECT_EQ(bob_->Post("/v1/tokens", R"({"user":"bob","role":"admin"})")->status, 403);
+  EXPECT_EQ(Show(*admin_, id)["state"], "running");
+  EXPECT_EQ(admin_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}")->status, 200);
+}
+
+TEST_F(ServerTest, EveryRequestIsAuthenticated) {
+  auto none = Client("");
+  EXPECT_EQ(none->Get("/v1/jobs")->status, 401);
+  EXPECT_EQ(none->Post("/v1/jobs", Job(1).dump())->status, 401);
+  auto bad = Client("shoal_000000000000_0000000000000000000000000000000000000000");
+  EXPECT_EQ(bad->Get("/v1/nodes")->status, 401);
+  auto junk = Client("not-a-token");
+  EXPECT_EQ(junk->Get("/v1/nodes")->status, 401);
+  // Revoked tokens stop working.
+  auto created = admin_->Post("/v1/tokens", R"({"user":"carol","role":"user"})");
+  Json t = Json::parse(created->body);
+  auto carol = Client(t["token"].get<std::string>());
+  EXPECT_EQ(carol->Get("/v1/jobs")->status, 200);
+  EXPECT_EQ(admin_->Delete("/v1/tokens/" + t["id"].get<std::string>())->status, 200);
+  EXPECT_EQ(carol->Get("/v1/jobs")->status, 401);
+  EXPECT_EQ(none->Get("/healthz")->status, 200) << "the health check is open";
+}
+
+TEST_F(ServerTest, BadInputGetsA4xxAndChangesNothing) {
+  Agent("n1");
+  struct Case {
+    const char* what;
+    std::string body;
+    int status;
+    const char* mentions;
+  } cases[] = {
+      {"malformed JSON", R"({"command": "x", "gpus": )", 400, "malformed"},
+      {"not an object", R"([1, 2])", 400, "object"},
+      {"wrong type", R"({"command": "x", "gpus": "four"})", 400, "gpus"},
+      {"unknown field", R"({"command": "x", "gpus": 1, "colour": "red"})", 400, "colour"},
+      {"negative GPUs", R"({"command": "x", "gpus": -3})", 400, "negative"},
+      {"absurd GPUs", R"({"command": "x", "gpus": 1000000000})", 400, "GPUs"},
+      {"unknown GPU model", R"({"command": "x", "gpus": 1, "gpu_models": ["B300"]})", 400, "B300"},
+      {"nine per node", R"({"command": "x", "nodes": 1, "gpus_per_node": 9})", 400, "9 GPUs"},
+      {"no command", R"({"gpus": 1})", 400, "command"},
+      {"unknown partition", R"({"command": "x", "gpus": 1, "partition": "nope"})", 400, "nope"},
+      {"a user field from a user", R"({"command": "x", "gpus": 1, "user": "root", "time_limit_s": -1})", 400, "negative"},
+  };
+  for (const Case& c : cases) {
+    auto r = alice_->Post("/v1/jobs", c.body);
+    ASSERT_TRUE(r.ok()) << c.what;
+    EXPECT_EQ(r->status, c.status) << c.what << ": " << r->body;
+    Json err = Json::parse(r->body, nullptr, false);
+    ASSERT_FALSE(err.is_discarded()) << c.what << ": errors are JSON: " << r->body;
+    EXPECT_NE(err.value("detail", "").find(c.mentions), std::string::npos) << c.what << ": " << r->body;
+  }
+  // A body over the limit (100 MB) is refused before it is read whole.
+  std::string huge(100 << 20, ' ');
+  auto r = alice_->Post("/v1/jobs", huge);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(Json::parse(r->body)["error"], "resource_exhausted");
+  EXPECT_EQ(QueueLength(), 0) << "nothing was accepted";
+  // A user's "user" field is ignored: jobs belong to the token's user.
+  const uint64_t id = Submit(*alice_, {{"command", "exit:0:10"}, {"gpus", 1}, {"user", "root"}});
+  ASSERT_GT(id, 0u);
+  EXPECT_EQ(Show(*admin_, id)["spec"]["user"], "alice");
+}
+
+TEST_F(ServerTest, ALostNodeFailsItsJobs) {
+  testing::FakeAgent& a = Agent("n1");
+  const uint64_t id = Submit(*alice_, Job(1, "forever"));
+  ASSERT_TRUE(WaitFor(id, "running"));
+  a.Stop();
+  ASSERT_TRUE(WaitFor(id, "node_fail"));
+  auto n = admin_->Get("/v1/nodes/n1");
+  EXPECT_EQ(Json::parse(n->body)["state"], "down");
+}
+
+TEST_F(ServerTest, TimeLimitsAreEnforced) {
+  Agent("n1");
+  const uint64_t id = Submit(*alice_, {{"command", "forever"}, {"gpus", 1}, {"time_limit_s", 1}});
+  ASSERT_TRUE(WaitFor(id, "running"));
+  for (int i = 0; i < 300 && Show(*admin_, id)["state"] != "timeout"; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(Show(*admin_, id)["state"], "timeout");
+}
+
+}  // namespace
+}  // namespace shoal
