@@ -5,7 +5,7 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SHOAL := $(BUILD)/src/cli/shoal
 
-.PHONY: all deps configure build run test bench sanitize clean
+.PHONY: all deps configure build run test bench sanitize fuzz clean
 
 all: build
 
@@ -31,6 +31,12 @@ test: build
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize:
 	@$(MAKE) --no-print-directory PRESET=asan-ubsan test
+
+# The parsers of batch scripts and JSON job specs under libFuzzer (clang),
+# each for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@./fuzz/run.sh $(FUZZ_SECONDS)
 
 bench: build
 	@./bench/run.sh $(BUILD)

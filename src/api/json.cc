@@ -118,6 +118,9 @@ Result<Json> Parse(std::string_view text) {
       [[maybe_unused]] Json again = Json::parse(text.begin(), text.end());
     } catch (const Json::parse_error& e) {
       return InvalidArgument(fmt::format("malformed JSON at byte {}", e.byte));
+    } catch (const Json::exception& e) {
+      // Such as a number too large for any JSON number type (found by fuzzing).
+      return InvalidArgument(fmt::format("malformed JSON: {}", e.what()));
     }
     return InvalidArgument("malformed JSON");
   }

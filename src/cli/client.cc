@@ -8,6 +8,7 @@
 
 #include "cli/paths.h"
 #include "core/strings.h"
+#include "net/local_socket.h"
 
 namespace shoal::cli {
 
@@ -25,12 +26,26 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-std::string FindToken(const ClientFlags& flags) {
+bool IsLocalServer(const std::string& server) {
+  auto hp = net::ParseHostPort(server, 6820, /*allow_any_port=*/true);
+  return hp.ok() && (hp->first == "127.0.0.1" || hp->first == "localhost" || hp->first == "::1");
+}
+
+// Explicit tokens first; then, for a server on this host, a token for this
+// uid from the server's unix socket; last the operator's admin.token.
+std::string FindToken(const ClientFlags& flags, const std::string& server) {
   if (!flags.token.empty()) return flags.token;
   if (std::string t = Env("SHOAL_TOKEN"); !t.empty()) return t;
   if (std::string f = Env("SHOAL_TOKEN_FILE"); !f.empty()) return ReadFirstLine(f);
   if (std::string h = Env("HOME"); !h.empty()) {
     if (std::string t = ReadFirstLine(h + "/.config/shoal/token"); !t.empty()) return t;
+  }
+  if (IsLocalServer(server)) {
+    std::vector<std::string> sockets = {DefaultStateDir() + "/shoal.sock", "/run/shoal/shoal.sock"};
+    if (std::string s = Env("SHOAL_SOCKET"); !s.empty()) sockets = {s};
+    for (const std::string& path : sockets) {
+      if (auto local = net::RequestLocalToken(path); local.ok()) return local->token;
+    }
   }
   return ReadFirstLine(DefaultStateDir() + "/admin.token");
 }
@@ -71,10 +86,11 @@ Status TakeClientFlags(std::vector<std::string>& args, size_t stop, ClientFlags&
 
 Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
   const std::string server = flags.server.empty() ? DefaultServer() : flags.server;
-  const std::string token = FindToken(flags);
+  const std::string token = FindToken(flags, server);
   if (token.empty()) {
     return Status(StatusCode::kUnauthenticated,
-                  "no token: pass --token, set SHOAL_TOKEN, or put one in ~/.config/shoal/token");
+                  "no token: pass --token, set SHOAL_TOKEN, put one in ~/.config/shoal/token, or run on the "
+                  "server's host where its unix socket ($SHOAL_SOCKET) gives one");
   }
   SHOAL_ASSIGN_OR_RETURN(auto http, net::HttpClient::Connect(server, {.token = token}));
   return ApiClient(std::move(http));

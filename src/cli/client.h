@@ -26,7 +26,8 @@ inline constexpr int kExitDenied = 4;
 
 struct ClientFlags {
   std::string server;  // --server, else $SHOAL_SERVER, else 127.0.0.1:6820
-  std::string token;   // --token, else $SHOAL_TOKEN, $SHOAL_TOKEN_FILE, ~/.config/shoal/token, the state dir's admin.token
+  std::string token;   // --token, else $SHOAL_TOKEN, $SHOAL_TOKEN_FILE, ~/.config/shoal/token,
+                       // the local server's unix socket, the state dir's admin.token
   bool json = false;
 };
 

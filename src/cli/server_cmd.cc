@@ -26,11 +26,14 @@ void OnSignal(int) { g_stop = 1; }
 
 int RunServer(const std::vector<std::string>& raw) {
   CLI::App app{"The Shoal controller: API, scheduler and durable state.", "shoal server"};
-  std::string config, listen, state_dir, policy, node_timeout;
+  std::string config, listen, state_dir, socket, policy, node_timeout;
   bool memory = false;
   app.add_option("--config", config, "configuration file (TOML: [server], [[partition]], [[account]])");
   app.add_option("--listen", listen, "address to listen on (default 127.0.0.1:6820; 0.0.0.0 listens everywhere)");
   app.add_option("--state-dir", state_dir, "where the database and tokens live (default ~/.local/share/shoal)");
+  app.add_option("--socket", socket,
+                 "unix socket where local users get a token for their uid (default <state-dir>/shoal.sock; "
+                 "none: off)");
   app.add_option("--policy", policy, "scheduling policy (fifo, backfill, multifactor, las, gittins, ...)");
   app.add_option("--node-timeout", node_timeout, "missed heartbeats before a node is down (e.g. 30s)");
   app.add_flag("--memory", memory, "keep state in memory only (for trying things out; nothing survives)");
@@ -54,7 +57,7 @@ int RunServer(const std::vector<std::string>& raw) {
     }
   }
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"listen", listen}, {"state_dir", state_dir}, {"policy", policy}, {"node_timeout", node_timeout}}) {
+           {"listen", listen}, {"state_dir", state_dir}, {"socket", socket}, {"policy", policy}, {"node_timeout", node_timeout}}) {
     if (value.empty()) continue;
     Status s = server::ApplyServerSetting(key, value, options);
     if (!s.ok()) {
@@ -81,6 +84,9 @@ int RunServer(const std::vector<std::string>& raw) {
   } else {
     std::printf("state in %s; admin token in %s/admin.token, node token in %s/node.token\n", options.state_dir.c_str(),
                 options.state_dir.c_str(), options.state_dir.c_str());
+  }
+  if (const std::string sock = (*srv)->socket_path(); !sock.empty()) {
+    std::printf("local users get a token for their own uid on %s\n", sock.c_str());
   }
   std::fflush(stdout);
   std::signal(SIGINT, OnSignal);

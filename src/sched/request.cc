@@ -148,7 +148,10 @@ Status CheckCapacity(const Inventory& inv, const Request& req, const std::vector
     if (cap >= per_node) ++nodes_ok;
     gpus_total += cap;
   }
-  std::string models = req.shape == Shape::kCpuOnly ? "" : " with GPU model " + inv.ModelNames(req.model_mask);
+  // Name the models only when the job restricts them.
+  const bool any_model = inv.models().empty() || std::popcount(req.model_mask) >= static_cast<int>(inv.models().size());
+  std::string models =
+      req.shape == Shape::kCpuOnly || any_model ? "" : " with GPU model " + inv.ModelNames(req.model_mask);
   if (eligible == 0) {
     return Unsatisfiable(fmt::format("no {}node in partition '{}'{}{}", status.empty() ? "" : "usable ", part, models,
                                      req.labels.empty() ? "" : " and the requested labels"));

@@ -14,6 +14,11 @@ void TokenCache::Replace(const std::vector<state::TokenRecord>& tokens) {
   by_id_ = std::move(fresh);
 }
 
+void TokenCache::AddEphemeral(const state::TokenRecord& token) {
+  std::unique_lock lock(mu_);
+  ephemeral_[token.id] = token;
+}
+
 Result<Identity> TokenCache::Authenticate(std::string_view authorization) const {
   std::string_view h = Trim(authorization);
   constexpr std::string_view kBearer = "Bearer ";
@@ -24,7 +29,11 @@ Result<Identity> TokenCache::Authenticate(std::string_view authorization) const 
   const std::string hash = net::Sha256Hex(parts.second);
   std::shared_lock lock(mu_);
   auto it = by_id_.find(parts.first);
-  if (it == by_id_.end() || it->second.revoked || !net::ConstantTimeEquals(it->second.secret_hash, hash)) {
+  if (it == by_id_.end()) {
+    it = ephemeral_.find(parts.first);
+    if (it == ephemeral_.end()) return Status(StatusCode::kUnauthenticated, "unknown or revoked token");
+  }
+  if (it->second.revoked || !net::ConstantTimeEquals(it->second.secret_hash, hash)) {
     return Status(StatusCode::kUnauthenticated, "unknown or revoked token");
   }
   return Identity{it->second.user, it->second.role};

@@ -22,6 +22,8 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     o.listen = value;
   } else if (key == "state_dir") {
     o.state_dir = value;
+  } else if (key == "socket") {
+    o.socket = value;
   } else if (key == "policy") {
     auto p = sched::Policy::Preset(value);
     if (!p.ok()) return InvalidArgument(fmt::format("policy: {}", p.status().message()));
@@ -55,7 +57,7 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     o.sqlite_full_sync = value == "full";
   } else {
     return InvalidArgument(fmt::format(
-        "unknown server setting '{}' (listen, state_dir, policy, node_timeout, kill_grace, launch_grace, "
+        "unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, kill_grace, launch_grace, "
         "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync)",
         key));
   }

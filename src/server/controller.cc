@@ -583,7 +583,8 @@ api::Json Controller::JobJson(const Job& job) const {
   api::NodeNames names = Names();
   api::Json j = api::ToJson(job, &names);
   if (job.state == JobState::kPending) {
-    auto d = decisions_.find(job.id.value());
+    // A hold shows at once, before the next pass replaces the last decision.
+    auto d = job.spec.hold ? decisions_.end() : decisions_.find(job.id.value());
     if (d != decisions_.end()) {
       j["reason"] = std::string(PendingReasonName(d->second.reason));
       if (!d->second.detail.empty()) j["reason_detail"] = d->second.detail;

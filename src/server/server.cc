@@ -19,6 +19,8 @@
 #include "api/json.h"
 #include "core/strings.h"
 #include "net/http_client.h"
+#include "net/local_socket.h"
+#include "net/token.h"
 #include "server/agent_link.h"
 #include "server/auth.h"
 
@@ -120,6 +122,8 @@ struct Server::Impl {
   TokenCache tokens;
   std::unique_ptr<AgentLink> agents;
   std::unique_ptr<ControlLoop> loop;
+  std::unique_ptr<net::PeerCredListener> local;
+  std::map<uid_t, net::LocalToken> local_tokens;  // one per uid, touched by the listener thread only
   httplib::Server http;
   std::thread http_thread;
   int port = 0;
@@ -146,7 +150,23 @@ struct Server::Impl {
   }
 
   void Routes();
+  Result<net::LocalToken> IssueLocalToken(uid_t uid);
 };
+
+// The uid that runs the server (and root) is an admin on its own host; any
+// other local user is a user under their login name.
+Result<net::LocalToken> Server::Impl::IssueLocalToken(uid_t uid) {
+  if (auto it = local_tokens.find(uid); it != local_tokens.end()) return it->second;
+  SHOAL_ASSIGN_OR_RETURN(std::string user, net::UserName(uid));
+  SHOAL_ASSIGN_OR_RETURN(net::NewToken t, net::MakeToken());
+  state::TokenRecord record{.id = t.id,
+                            .secret_hash = t.hash,
+                            .user = user,
+                            .role = uid == 0 || uid == ::geteuid() ? "admin" : "user",
+                            .created = clock->Now()};
+  tokens.AddEphemeral(record);
+  return local_tokens[uid] = net::LocalToken{t.text, user};
+}
 
 void Server::Impl::Routes() {
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, Json{{"ok", true}}); });
@@ -494,6 +514,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     impl->port = -1;
   }
   if (impl->port <= 0) return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
+  std::string socket_path = options.socket;
+  if (socket_path.empty() && !options.state_dir.empty()) socket_path = options.state_dir + "/shoal.sock";
+  if (!socket_path.empty() && socket_path != "none") {
+    Impl* raw = impl.get();
+    SHOAL_ASSIGN_OR_RETURN(impl->local, net::PeerCredListener::Start(socket_path, 0666, [raw](uid_t uid) {
+                             return raw->IssueLocalToken(uid);
+                           }));
+  }
   impl->loop->Start();
   Impl* raw = impl.get();
   impl->http_thread = std::thread([raw] {
@@ -516,6 +544,7 @@ void Server::Stop() {
     if (impl_->stopped) return;
     impl_->stopped = true;
   }
+  if (impl_->local) impl_->local->Stop();
   impl_->http.stop();
   if (impl_->http_thread.joinable()) impl_->http_thread.join();
   impl_->loop->Stop();
@@ -529,6 +558,7 @@ void Server::Wait() {
 
 int Server::port() const { return impl_->port; }
 std::string Server::address() const { return fmt::format("{}:{}", impl_->host, impl_->port); }
+std::string Server::socket_path() const { return impl_->local ? impl_->local->path() : std::string(); }
 const std::string& Server::admin_token() const { return impl_->admin_token; }
 const std::string& Server::node_token() const { return impl_->node_token; }
 ControlLoop& Server::loop() { return *impl_->loop; }

@@ -19,6 +19,12 @@ namespace shoal::server {
 struct ServerOptions {
   std::string listen = "127.0.0.1:6820";  // port 0: any free port (tests)
   std::string state_dir;                   // empty: in memory only (tests)
+  // The unix socket where local users get a token for their own uid (see
+  // net/local_socket.h). Empty: <state_dir>/shoal.sock when there is a state
+  // directory (reachable by the server's user only, as the directory is
+  // 0700); "none": no socket. A shared host sets a path such as
+  // /run/shoal/shoal.sock, whose socket file is open to every local user.
+  std::string socket;
   size_t max_body_bytes = 1 << 20;
   int http_threads = 16;
   bool sqlite_full_sync = true;
@@ -37,6 +43,7 @@ class Server {
 
   int port() const;
   std::string address() const;
+  std::string socket_path() const;  // empty when there is no local socket
   // The bootstrap tokens' text (empty when they were created by an earlier run).
   const std::string& admin_token() const;
   const std::string& node_token() const;

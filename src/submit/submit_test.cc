@@ -55,6 +55,23 @@ TEST(SubmitTest, BatchScript) {
   }
 }
 
+TEST(SubmitTest, UnnamedJobsAreNamedAsSlurmNamesThem) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string script, path, name;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--wrap=echo hi"}, "", "", "wrap"},
+           {{"/usr/bin/python3", "train.py"}, "", "", "python3"},
+           {{"runs/train.sh"}, "#!/bin/sh\necho\n", "runs/train.sh", "train.sh"},
+           {{"-J", "mine", "--wrap=true"}, "", "", "mine"},
+       }) {
+    auto sub = ParseSubmit(c.args, c.script, c.path);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    EXPECT_EQ(sub->spec.name, c.name);
+  }
+}
+
 TEST(SubmitTest, WhatRunsMustBeOneThing) {
   struct Case {
     std::vector<std::string> args;

@@ -6,19 +6,7 @@ SHOAL=$1
 ROOT=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-fail=0
-check() {  # check <name> <expected exit> <pattern in output> -- command...
-  name=$1; want=$2; pattern=$3; shift 4
-  "$@" > "$TMP/out" 2>&1
-  got=$?
-  if [ "$got" -ne "$want" ]; then
-    echo "FAIL $name: exit $got, want $want"; cat "$TMP/out"; fail=1; return
-  fi
-  if ! grep -q -- "$pattern" "$TMP/out"; then
-    echo "FAIL $name: output lacks '$pattern'"; cat "$TMP/out"; fail=1; return
-  fi
-  echo "ok   $name"
-}
+. "$(dirname "$0")/lib.sh"
 TRACE="$ROOT/data/traces/microsoft-itp-2021/cluster01.csv"
 CLUSTER="$ROOT/examples/clusters/itp-16x8-a100.toml"
 

@@ -1,0 +1,86 @@
+#!/bin/sh
+# The user commands against a real `shoal server` on loopback: submission
+# (commands, --wrap, batch scripts with #SBATCH lines), the queue, show,
+# cancel, tokens and who may do what, exit codes (0 ok, 1 refused, 2 usage,
+# 3 unreachable, 4 denied), and state that survives a restart.
+set -u
+SHOAL=$1
+TMP=$(mktemp -d)
+SERVER_PID=
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
+
+STATE="$TMP/state"
+start_server() {
+  "$SHOAL" server --state-dir "$STATE" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$TMP/server.log" && break
+    sleep 0.05
+  done
+  SHOAL_SERVER=$(grep -o '127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
+  export SHOAL_SERVER
+}
+stop_server() {
+  kill "$SERVER_PID" && wait "$SERVER_PID"
+  SERVER_PID=
+}
+# The CLI finds the server's unix socket through the state directory.
+export SHOAL_STATE_DIR="$STATE"
+unset SHOAL_TOKEN SHOAL_TOKEN_FILE
+export HOME="$TMP/home"
+start_server
+[ -n "$SHOAL_SERVER" ] || { echo "FAIL server did not start"; cat "$TMP/server.log"; exit 1; }
+
+check "submit command" 0 "Submitted job 1" -- "$SHOAL" submit --gpus 2 -t 30 -J train -- python3 train.py --lr 3
+check "submit wrap" 0 "Submitted job 2" -- "$SHOAL" submit --wrap "sleep 100" -G 1
+cat > "$TMP/job.sh" <<'SCRIPT'
+#!/bin/bash
+#SBATCH -N 2
+#SBATCH --gpus-per-node=8
+#SBATCH --time=1:00:00
+#SBATCH --array=0-3%2
+srun python3 train.py
+SCRIPT
+check "submit script" 0 "Submitted job" -- "$SHOAL" submit "$TMP/job.sh"
+printf '#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH --mail-user=a@b.c\necho hi\n' > "$TMP/bad.sh"
+check "unknown #SBATCH option" 2 "bad.sh:3: option --mail-user has no meaning in Shoal" -- "$SHOAL" submit "$TMP/bad.sh"
+check "misspelt option" 2 "did you mean --partition" -- "$SHOAL" submit --partiton gpu --wrap true
+check "negative gpus" 2 "gpus" -- "$SHOAL" submit --gpus=-1 --wrap true
+check "nothing to run" 2 "nothing to run" -- "$SHOAL" submit --gpus 1
+check "queue" 0 "train" -- "$SHOAL" queue
+check "queue json" 0 "ok" -- sh -c "'$SHOAL' queue --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"]) >= 3; print(\"ok\")'"
+check "queue by state" 0 "pending" -- "$SHOAL" queue --state pending
+check "queue bad state" 1 "unknown job state" -- "$SHOAL" queue --state bogus
+check "show" 0 "waits for" -- "$SHOAL" show 1
+check "show names the command" 0 "python3 train.py --lr 3" -- "$SHOAL" show 1
+check "show missing" 1 "no job 99" -- "$SHOAL" show 99
+check "nodes" 0 "NODE" -- "$SHOAL" nodes
+check "drain unknown node" 1 "no node nope" -- "$SHOAL" drain nope --reason test
+
+# Tokens and permissions: bob cannot touch the admin's jobs, nor list them.
+BOB=$("$SHOAL" token create --user bob --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+check "token list" 0 "bob" -- "$SHOAL" token list
+check "bob cannot cancel" 4 "belongs to another user" -- env SHOAL_TOKEN="$BOB" "$SHOAL" cancel 1
+check "bob cannot list all" 4 "only admins" -- env SHOAL_TOKEN="$BOB" "$SHOAL" queue --all
+check "bob cannot make tokens" 4 "admin" -- env SHOAL_TOKEN="$BOB" "$SHOAL" token create --user eve
+check "bob submits" 0 "Submitted job" -- env SHOAL_TOKEN="$BOB" "$SHOAL" submit --wrap true
+check "bad token" 4 "token" -- env SHOAL_TOKEN=shoal_0123456789ab_0000000000000000000000000000000000000000 "$SHOAL" queue
+check "unreachable" 3 "cannot reach" -- env SHOAL_SERVER=127.0.0.1:1 "$SHOAL" queue
+
+check "hold" 0 "" -- "$SHOAL" hold 2
+check "held shows" 0 "held" -- "$SHOAL" show 2
+check "release" 0 "" -- "$SHOAL" release 2
+check "cancel" 0 "" -- "$SHOAL" cancel 1
+check "history" 0 "cancelled" -- "$SHOAL" history
+
+# Everything acknowledged survives a restart.
+stop_server
+start_server
+check "restart keeps the queue" 0 "sleep 100" -- "$SHOAL" show 2
+check "restart keeps history" 0 "train" -- "$SHOAL" history
+exit $fail
