@@ -1,4 +1,6 @@
 // shoal server: the controller.
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -71,6 +73,10 @@ int RunServer(const std::vector<std::string>& raw) {
     std::filesystem::create_directories(options.state_dir, ec);
     std::filesystem::permissions(options.state_dir, std::filesystem::perms::owner_all, ec);
   }
+  // Large buffers (a listing of every job runs to tens of MB) come from mmap
+  // and go back to the system when freed; glibc would otherwise raise its
+  // mmap threshold after the first and keep such memory in its heaps.
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   SystemClock clock;
   auto srv = server::Server::Start(options, clock);
   if (!srv.ok()) {

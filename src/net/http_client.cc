@@ -37,12 +37,18 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Connect(const std::string& base,
   impl->client.set_connection_timeout(std::chrono::milliseconds(options.connect_timeout_ms));
   impl->client.set_read_timeout(std::chrono::milliseconds(options.read_timeout_ms));
   impl->client.set_write_timeout(std::chrono::milliseconds(options.read_timeout_ms));
-  if (!options.token.empty()) impl->headers.emplace("Authorization", "Bearer " + options.token);
-  return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl), fmt::format("{}:{}", hp.first, hp.second)));
+  auto client = std::unique_ptr<HttpClient>(new HttpClient(std::move(impl), fmt::format("{}:{}", hp.first, hp.second)));
+  client->set_token(options.token);
+  return client;
 }
 
 HttpClient::HttpClient(std::unique_ptr<Impl> impl, std::string base) : impl_(std::move(impl)), base_(std::move(base)) {}
 HttpClient::~HttpClient() = default;
+
+void HttpClient::set_token(const std::string& token) {
+  impl_->headers.erase("Authorization");
+  if (!token.empty()) impl_->headers.emplace("Authorization", "Bearer " + token);
+}
 
 namespace {
 

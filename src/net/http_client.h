@@ -34,6 +34,9 @@ class HttpClient {
   Result<HttpResponse> Patch(const std::string& path, const std::string& json_body);
   Result<HttpResponse> Delete(const std::string& path);
   const std::string& base() const { return base_; }
+  // The token for later requests on this connection (a load generator acts
+  // for many users over few connections).
+  void set_token(const std::string& token);
 
  private:
   struct Impl;

@@ -84,7 +84,11 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
     next_node_id_ = std::max(next_node_id_, n.id.value() + 1);
     nodes_[n.name] = std::move(r);
   }
-  for (const auto& [id, st] : loaded.finished) finished_[id.value()] = st;
+  RebuildNodeNames();  // running jobs below name their nodes
+  for (const auto& [id, st] : loaded.finished) {
+    finished_[id.value()] = st;
+    forget_order_.push_back({now, id.value()});
+  }
   std::vector<uint64_t> pending;
   for (const Job& j : loaded.active_jobs) {
     auto job = std::make_shared<Job>(j);
@@ -156,10 +160,8 @@ void Controller::RecordNode(const NodeRecord& n) {
 }
 
 std::string Controller::NodeName(NodeId id) const {
-  for (const auto& [name, n] : nodes_) {
-    if (n.node.id == id) return name;
-  }
-  return fmt::format("node{}", id.value());
+  auto it = node_names_->find(id.value());
+  return it != node_names_->end() ? it->second : fmt::format("node{}", id.value());
 }
 
 std::optional<NodeId> Controller::NodeIdOf(std::string_view name) const {
@@ -170,6 +172,12 @@ std::optional<NodeId> Controller::NodeIdOf(std::string_view name) const {
 
 api::NodeNames Controller::Names() const {
   return {[this](NodeId id) { return NodeName(id); }, [this](std::string_view n) { return NodeIdOf(n); }};
+}
+
+void Controller::RebuildNodeNames() {
+  auto names = std::make_shared<NodeNameTable>();
+  for (const auto& [name, n] : nodes_) (*names)[n.node.id.value()] = name;
+  node_names_ = std::move(names);
 }
 
 NodeState Controller::EffectiveState(const NodeRecord& n) const {
@@ -194,6 +202,7 @@ void Controller::RebuildInventory() {
   auto inv = sched::Inventory::Build(c);
   SHOAL_CHECK(inv.ok(), inv.status().message().c_str());
   inventory_ = *inv;
+  RebuildNodeNames();
   // Requests are compiled against the new layout; one that no longer compiles
   // is recompiled (and explained) by the scheduler from its spec each pass.
   for (auto& [id, job] : jobs_) {
@@ -579,18 +588,32 @@ Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Ident
   return out;
 }
 
-api::Json Controller::JobJson(const Job& job) const {
-  api::NodeNames names = Names();
+JobView Controller::View(std::shared_ptr<const Job> job) const {
+  JobView v{std::move(job), nullptr, node_names_};
+  // A hold shows at once, before the next pass replaces the last decision.
+  if (v.job->state == JobState::kPending && !v.job->spec.hold) {
+    if (auto d = decisions_.find(v.job->id.value()); d != decisions_.end()) v.decision = d->second;
+  }
+  return v;
+}
+
+api::Json JobViewJson(const JobView& v) {
+  const NodeNameTable& table = *v.names;
+  auto name_of = [&table](NodeId id) {
+    auto it = table.find(id.value());
+    return it != table.end() ? it->second : fmt::format("node{}", id.value());
+  };
+  api::NodeNames names{name_of, [](std::string_view) { return std::optional<NodeId>(); }};
+  const Job& job = *v.job;
   api::Json j = api::ToJson(job, &names);
   if (job.state == JobState::kPending) {
-    // A hold shows at once, before the next pass replaces the last decision.
-    auto d = job.spec.hold ? decisions_.end() : decisions_.find(job.id.value());
-    if (d != decisions_.end()) {
-      j["reason"] = std::string(PendingReasonName(d->second.reason));
-      if (!d->second.detail.empty()) j["reason_detail"] = d->second.detail;
-      if (d->second.estimated_start != kTimeNever) j["estimated_start"] = api::TimeToJson(d->second.estimated_start);
+    if (v.decision != nullptr) {
+      const sched::PendingDecision& d = *v.decision;
+      j["reason"] = std::string(PendingReasonName(d.reason));
+      if (!d.detail.empty()) j["reason_detail"] = d.detail;
+      if (d.estimated_start != kTimeNever) j["estimated_start"] = api::TimeToJson(d.estimated_start);
       api::Json planned = api::Json::array();
-      for (NodeId n : d->second.planned_nodes) planned.push_back(NodeName(n));
+      for (NodeId n : d.planned_nodes) planned.push_back(name_of(n));
       if (!planned.empty()) j["planned_nodes"] = planned;
     } else {
       j["reason"] = job.spec.hold ? "held" : "none";
@@ -605,7 +628,7 @@ Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
   const Job* job = Find(id);
   if (job == nullptr) return NotFound(fmt::format("no job {} (finished jobs are in the history)", id.value()));
   if (!MaySee(who, *job)) return Denied(fmt::format("job {} belongs to another user", id.value()));
-  api::Json j = JobJson(*job);
+  api::Json j = JobViewJson(View(jobs_.at(id.value())));
   auto r = running_.find(id.value());
   if (r != running_.end() && r->second.ending_as) j["ending_as"] = std::string(JobStateName(*r->second.ending_as));
   return j;
@@ -689,6 +712,8 @@ void Controller::Finish(Job& job, JobState state, Time now) {
   requests_.erase(job.id.value());
   decisions_.erase(job.id.value());
   finished_[job.id.value()] = state;
+  evict_order_.push_back({now, job.id.value()});
+  forget_order_.push_back({now, job.id.value()});
   --active_;
   Record(job);
   dirty_ = true;
@@ -820,16 +845,17 @@ void Controller::Tick(Time now) {
     }
   }
   AccrueUsage(now);
-  // Finished jobs leave memory after a while; the store keeps them.
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (!IsActive(it->second->state) && now - it->second->end_time > config_.finished_retention) {
-      it = jobs_.erase(it);
-    } else {
-      ++it;
-    }
+  // Finished jobs leave memory after a while (the store keeps them), and
+  // their end states after the dependency horizon. Both queues are in
+  // order of ending, so this costs only what leaves.
+  while (!evict_order_.empty() && now - evict_order_.front().first > config_.finished_retention) {
+    auto it = jobs_.find(evict_order_.front().second);
+    if (it != jobs_.end() && !IsActive(it->second->state)) jobs_.erase(it);  // a requeued job stays
+    evict_order_.pop_front();
   }
-  for (auto it = finished_.begin(); it != finished_.end();) {
-    ++it;  // kept for dependencies; bounded by the load horizon on restart
+  while (!forget_order_.empty() && now - forget_order_.front().first > config_.dependency_horizon) {
+    finished_.erase(forget_order_.front().second);
+    forget_order_.pop_front();
   }
   if (!over.empty() || !stuck.empty()) dirty_ = true;
 }
@@ -945,7 +971,9 @@ sched::PassStats Controller::SchedulePass(Time now) {
     }
     Record(j);
   }
-  for (sched::PendingDecision& d : plan.pending) decisions_[d.job.value()] = std::move(d);
+  for (sched::PendingDecision& d : plan.pending) {
+    decisions_[d.job.value()] = std::make_shared<const sched::PendingDecision>(std::move(d));
+  }
   return plan.stats;
 }
 

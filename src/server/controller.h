@@ -12,6 +12,7 @@
 // every command is given the time.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -111,6 +112,22 @@ struct JobFilter {
   std::vector<JobState> states;    // empty: pending and running
 };
 
+// Node id -> name, replaced whole (never changed) when nodes change, so that
+// other threads may hold and read it.
+using NodeNameTable = std::unordered_map<uint64_t, std::string>;
+
+struct JobView {
+  std::shared_ptr<const Job> job;
+  std::shared_ptr<const sched::PendingDecision> decision;  // why it waits, after a pass
+  std::shared_ptr<const NodeNameTable> names;
+};
+
+// The API's JSON of a job: its spec, state and allocation (by node name), and
+// for a pending job why it waits (reason, detail, estimated start, planned
+// nodes). Safe on any thread.
+api::Json JobViewJson(const JobView& view);
+
+
 class Controller {
  public:
   explicit Controller(ControllerConfig config);
@@ -139,7 +156,10 @@ class Controller {
   Result<std::vector<std::shared_ptr<const Job>>> ListJobs(const Identity& who, const JobFilter& f) const;
   // A job with why it waits and where it would run (estimated start, planned nodes).
   Result<api::Json> ShowJob(const Identity& who, JobId id) const;
-  api::Json JobJson(const Job& job) const;
+  // What the API shows of a job, captured here (cheaply: shared pointers)
+  // and turned into JSON by JobViewJson on any thread, so that listing many
+  // jobs does not hold up the control loop.
+  JobView View(std::shared_ptr<const Job> job) const;
   api::Json NodesJson() const;
   Result<api::Json> NodeJson(const std::string& name) const;
   api::Json PartitionsJson() const;
@@ -195,9 +215,10 @@ class Controller {
   void RequeueNow(Job& job, Time now, const std::string& why);
   void NodeLost(NodeRecord& n, Time now);
   void AccrueUsage(Time now);
-  std::string NodeName(NodeId id) const;
+  std::string NodeName(NodeId id) const;  // O(1), from node_names_
   std::optional<NodeId> NodeIdOf(std::string_view name) const;
   api::NodeNames Names() const;
+  void RebuildNodeNames();
   NodeState EffectiveState(const NodeRecord& n) const;
 
   ControllerConfig config_;
@@ -207,13 +228,16 @@ class Controller {
   std::unordered_map<uint64_t, sched::Request> requests_;
   std::unordered_map<uint64_t, Running> running_;
   std::unordered_map<uint64_t, JobState> finished_;      // for dependencies
+  std::deque<std::pair<Time, uint64_t>> evict_order_;    // ended jobs by end time: leave jobs_
+  std::deque<std::pair<Time, uint64_t>> forget_order_;   // ended jobs by end time: leave finished_
   std::vector<uint64_t> pending_order_;                  // submission order, compacted lazily
   std::map<std::string, NodeRecord> nodes_;
+  std::shared_ptr<const NodeNameTable> node_names_ = std::make_shared<NodeNameTable>();  // rebuilt with the inventory
   std::vector<Partition> partitions_;
   std::vector<Account> accounts_;
   std::map<std::string, state::AccountUsage> usage_;
   std::map<std::string, state::TokenRecord> tokens_;
-  std::map<uint64_t, sched::PendingDecision> decisions_;  // from the last pass
+  std::unordered_map<uint64_t, std::shared_ptr<const sched::PendingDecision>> decisions_;  // from the last pass
   uint64_t next_job_id_ = 1;
   uint32_t next_node_id_ = 1;
   size_t active_ = 0;

@@ -55,6 +55,7 @@ LoopStats ControlLoop::Stats() {
 void ControlLoop::Run() {
   Time last_tick = clock_.Now();
   Time last_pass = clock_.Now() - options_.idle_pass;
+  Duration pass_gap = options_.pass_interval;  // grows with the cost of a pass
   std::vector<Task> batch;
   while (true) {
     batch.clear();
@@ -62,7 +63,7 @@ void ControlLoop::Run() {
       std::unique_lock<std::mutex> lock(mu_);
       const Time now = clock_.Now();
       Time wake = std::min(last_tick + options_.tick_interval, last_pass + options_.idle_pass);
-      if (controller_.WantsPass()) wake = std::min(wake, last_pass + options_.pass_interval);
+      if (controller_.WantsPass()) wake = std::min(wake, last_pass + pass_gap);
       if (queue_.empty() && !stopping_ && wake > now) {
         cv_.wait_for(lock, wake - now, [this] { return !queue_.empty() || stopping_; });
       }
@@ -80,10 +81,13 @@ void ControlLoop::Run() {
     }
     bool passed = false;
     double pass_ms = 0;
-    if ((controller_.WantsPass() && now - last_pass >= options_.pass_interval) || now - last_pass >= options_.idle_pass) {
+    if ((controller_.WantsPass() && now - last_pass >= pass_gap) || now - last_pass >= options_.idle_pass) {
       const auto t0 = std::chrono::steady_clock::now();
       controller_.SchedulePass(now);
-      pass_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const auto took = std::chrono::steady_clock::now() - t0;
+      pass_ms = std::chrono::duration<double, std::milli>(took).count();
+      pass_gap = std::max(options_.pass_interval,
+                          std::chrono::duration_cast<Duration>(took * (1 + options_.pass_spacing)));
       last_pass = now;
       passed = true;
     }
@@ -107,6 +111,7 @@ void ControlLoop::Run() {
     if (passed) {
       ++stats_.passes;
       stats_.last_pass_ms = pass_ms;
+      stats_.pass_ms_total += pass_ms;
     }
   }
 }

@@ -31,6 +31,11 @@ struct LoopOptions {
   size_t max_queue = 20000;                         // waiting calls before 503
   size_t max_batch = 2000;                          // calls per transaction
   Duration pass_interval = std::chrono::milliseconds(20);  // least time between scheduling passes
+  // While work keeps arriving, passes are also kept this many pass durations
+  // apart, so that scheduling takes at most 1/(1+k) of the loop's time and a
+  // long queue cannot starve submissions (Slurm bounds its event-driven
+  // passes the same way with sched_min_interval and a queue depth).
+  int pass_spacing = 4;
   Duration idle_pass = std::chrono::seconds(1);     // a pass at least this often (begin times, LAS)
   Duration tick_interval = std::chrono::milliseconds(200);
 };
@@ -41,6 +46,7 @@ struct LoopStats {
   uint64_t passes = 0;
   uint64_t rejected = 0;
   double last_pass_ms = 0;
+  double pass_ms_total = 0;
 };
 
 class ControlLoop {

@@ -196,26 +196,24 @@ void Server::Impl::Routes() {
       Status err;
       f.states = ParseStates(req.get_param_value("state"), &err);
       if (!err.ok()) return Reply(res, err);
-      // The loop hands back the jobs; the JSON is built here, off its thread.
-      struct Listing {
-        std::vector<std::shared_ptr<const Job>> jobs;
-        std::vector<Json> reasons;
-      };
-      auto r = loop->Call<Listing>([who, f](Controller& c, Time) -> Result<Listing> {
+      // The loop hands back views of the jobs; the JSON is built here, off
+      // its thread, one job at a time (no document of every job at once).
+      auto views = loop->Call<std::vector<JobView>>([who, f](Controller& c, Time) -> Result<std::vector<JobView>> {
         SHOAL_ASSIGN_OR_RETURN(auto jobs, c.ListJobs(who, f));
-        Listing l;
-        l.reasons.reserve(jobs.size());
-        for (const auto& j : jobs) {
-          Json jj = c.JobJson(*j);
-          l.reasons.push_back(std::move(jj));
-        }
-        l.jobs = std::move(jobs);
-        return l;
+        std::vector<JobView> out;
+        out.reserve(jobs.size());
+        for (auto& j : jobs) out.push_back(c.View(std::move(j)));
+        return out;
       });
-      if (!r.ok()) return Reply(res, r.status());
-      Json out = Json::array();
-      for (Json& j : r->reasons) out.push_back(std::move(j));
-      Reply(res, Json{{"jobs", out}});
+      if (!views.ok()) return Reply(res, views.status());
+      std::string body = "{\"jobs\":[";
+      for (size_t i = 0; i < views->size(); ++i) {
+        if (i > 0) body += ',';
+        body += JobViewJson((*views)[i]).dump();
+      }
+      body += "]}";
+      res.status = 200;
+      res.set_content(std::move(body), "application/json");
     });
   });
 
@@ -302,6 +300,19 @@ void Server::Impl::Routes() {
       Json out = Json::array();
       for (const Job& j : *jobs) out.push_back(api::ToJson(j));
       Reply(res, Json{{"jobs", out}});
+    });
+  });
+
+  http.Get("/v1/stats", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      if (!who.admin()) return Reply(res, Status(StatusCode::kPermissionDenied, "only admins see the server's statistics"));
+      const LoopStats st = loop->Stats();
+      Reply(res, Json{{"calls", st.calls},
+                      {"transactions", st.batches},
+                      {"passes", st.passes},
+                      {"rejected", st.rejected},
+                      {"last_pass_ms", st.last_pass_ms},
+                      {"mean_pass_ms", st.passes == 0 ? 0.0 : st.pass_ms_total / static_cast<double>(st.passes)}});
     });
   });
 

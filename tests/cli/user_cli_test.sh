@@ -19,7 +19,7 @@ start_server() {
   "$SHOAL" server --state-dir "$STATE" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 100); do
-    grep -q "listening on" "$TMP/server.log" && break
+    grep -qs "listening on" "$TMP/server.log" && break
     sleep 0.05
   done
   SHOAL_SERVER=$(grep -o '127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)

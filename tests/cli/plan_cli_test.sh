@@ -1,0 +1,58 @@
+#!/bin/sh
+# `shoal plan` as a user runs it: the designs, JSON, a cluster file that
+# `shoal sim` then replays a real trace on, workloads that cannot be met
+# (exit 1, with what binds), bad usage (exit 2), and the validation command.
+set -u
+SHOAL=$1
+ROOT=$2
+SHARED=${3:-$ROOT/../shared}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/lib.sh"
+EX="$ROOT/examples/plan"
+TRACE="$ROOT/data/traces/microsoft-itp-2021/cluster01.csv"
+
+check "help" 0 "workload file" -- "$SHOAL" plan --help
+check "flags" 0 "cheapest" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days 30 --gpu H100,B200
+check "json" 0 '"designs"' -- "$SHOAL" plan --model llama3-8b --tokens 1T --gpus 64 --gpu H100 --json
+check "serving" 0 "replicas of TP" -- "$SHOAL" plan --model llama3-70b --serve-tokens-per-s 20k --tpot-ms 50 --precision fp8 --gpu H200
+check "pretrain example" 0 "fewest GPUs" -- "$SHOAL" plan "$EX/llama3-70b-pretrain.toml"
+check "405b example" 0 "MFU" -- "$SHOAL" plan "$EX/llama3-405b-16k.toml"
+check "serving example" 0 "ms per token" -- "$SHOAL" plan "$EX/chat-serving.toml"
+check "lab example (trace share)" 0 "90th percentile" -- "$SHOAL" plan "$EX/research-lab.toml" --all
+check "gpus" 0 "GB200-186GB" -- "$SHOAL" plan gpus
+check "models" 0 "llama3-405b" -- "$SHOAL" plan models
+
+# A planned cluster runs the ITP trace in the simulator.
+check "cluster file" 0 "cluster file" -- "$SHOAL" plan --model llama3-8b --tokens 1T --gpus 64 --gpu H100 --cluster-out "$TMP/planned.toml"
+check "cluster file content" 0 'profile = "dgx-h100"' -- cat "$TMP/planned.toml"
+check "sim on planned cluster" 0 "JCT mean" -- "$SHOAL" sim --cluster "$TMP/planned.toml" --trace "$TRACE" --policy fifo --max-jobs 300 --no-progress
+check "design choice" 0 "cluster file" -- "$SHOAL" plan --model llama3-8b --tokens 1T --gpus 64 --gpu H100,MI300X --design MI300X --cluster-out "$TMP/mi300x.toml"
+check "described nodes" 0 'gpu_model = "MI300X-192GB"' -- cat "$TMP/mi300x.toml"
+check "sim on described nodes" 0 "JCT mean" -- "$SHOAL" sim --cluster "$TMP/mi300x.toml" --trace "$TRACE" --policy backfill --max-jobs 200 --no-progress
+
+# Workloads that cannot be met say what binds and give no design.
+check "budget binds" 1 "the budget is" -- "$SHOAL" plan "$EX/impossible.toml"
+check "fits nowhere" 1 "does not fit" -- "$SHOAL" plan --model llama3-405b --serve-tokens-per-s 1000 --gpu L4
+check "deadline unreachable" 1 "out of reach" -- "$SHOAL" plan --model llama3-70b --tokens 15T --days 2 --gpu H100
+check "air only" 1 "liquid" -- "$SHOAL" plan --model llama3-8b --tokens 1T --gpus 64 --gpu GB200 --cooling air
+
+# Bad usage and bad files.
+check "no workload" 2 "workload file or workload flags" -- "$SHOAL" plan
+check "unknown flag" 2 "shoal plan" -- "$SHOAL" plan --model llama3-8b --frobnicate
+check "unknown gpu" 2 "unknown GPU 'H900'" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days 10 --gpu H900
+check "unknown model" 2 "unknown model" -- "$SHOAL" plan --model gpt-9 --tokens 1T --days 10
+check "days and gpus" 2 "either days" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days 10 --gpus 8
+printf '[[training]]\nmodel = "llama3-8b"\ntokens = "1T"\ndays = 10\ndayz = 3\n' > "$TMP/bad.toml"
+check "bad key" 1 "bad.toml:5: training\[1\].dayz: unknown key (did you mean 'days'?)" -- "$SHOAL" plan "$TMP/bad.toml"
+check "missing file" 1 "nope.toml" -- "$SHOAL" plan "$TMP/nope.toml"
+
+# The model against published runs.
+if [ -d "$SHARED/data/vtrain" ]; then
+  check "validate" 0 "worst row" -- "$SHOAL" plan validate --data "$SHARED/data"
+  check "validate json" 0 '"targets_met"' -- "$SHOAL" plan validate --data "$SHARED/data" --json
+else
+  echo "skip validate: no $SHARED/data"
+fi
+check "validate without data" 1 "give --data" -- "$SHOAL" plan validate --data "$TMP/none"
+exit $fail
