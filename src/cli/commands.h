@@ -8,6 +8,7 @@
 namespace shoal::cli {
 
 int RunSim(const std::vector<std::string>& args);
+int RunPlan(const std::vector<std::string>& args);
 int RunServer(const std::vector<std::string>& args);
 int RunSubmit(const std::vector<std::string>& args);
 int RunQueue(const std::vector<std::string>& args);
@@ -22,5 +23,6 @@ int RunNodes(const std::vector<std::string>& args);
 int RunDrain(const std::vector<std::string>& args);
 int RunResume(const std::vector<std::string>& args);
 int RunToken(const std::vector<std::string>& args);
+int RunBench(const std::vector<std::string>& args);
 
 }  // namespace shoal::cli

@@ -31,6 +31,8 @@ constexpr Command kCommands[] = {
     {"token", shoal::cli::RunToken, "create, list and revoke API tokens (admins)"},
     {"server", shoal::cli::RunServer, "run the controller: API, scheduler, durable state"},
     {"sim", shoal::cli::RunSim, "replay a job trace through the scheduler on a cluster"},
+    {"bench", shoal::cli::RunBench, "measure GPUs, memory, links and NCCL against what they should do"},
+    {"plan", shoal::cli::RunPlan, "size a cluster for a workload: GPUs, nodes, fabric, power, cost"},
 };
 
 void Usage(FILE* out) {

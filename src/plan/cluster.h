@@ -1,0 +1,108 @@
+// From a GPU count to a buildable cluster: nodes and racks, the fabric,
+// storage bandwidth, power (GPU, node, PSUs with redundancy, rack, site with
+// PUE), cooling, capital and energy cost, and the failures to expect with the
+// checkpoint overhead they cost. Pure; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "catalog/gpus.h"
+#include "core/status.h"
+#include "plan/fabric.h"
+#include "plan/hardware.h"
+
+namespace shoal::plan {
+
+enum class Cooling { kAny, kAir, kLiquid };
+std::string_view CoolingName(Cooling c);
+
+// The site and the buyer's limits. Zero means "no limit".
+struct SiteConstraints {
+  double rack_power_kw = 0;        // per rack; 0: the design's own (40 kW air, 132 kW liquid)
+  double site_power_kw = 0;        // facility power available, PUE included
+  Cooling cooling = Cooling::kAny;
+  double pue = 1.3;
+  double electricity_usd_per_kwh = 0.10;
+  double budget_usd = 0;           // capital
+  double oversubscription = 1.0;   // leaf downlinks per uplink
+  int psu_redundancy = 2;          // spare supplies per node (N+2 as DGX H100)
+  std::map<std::string, double> gpu_price_usd;  // by canonical model, overrides
+};
+
+// Air cooling ends around 40 kW per rack (rear-door heat exchangers); liquid
+// racks such as GB200 NVL72 take ~132 kW. Shoal's assumptions.
+constexpr double kAirRackLimitKw = 40;
+constexpr double kLiquidRackLimitKw = 132;
+
+struct ClusterDesign {
+  const catalog::GpuSpec* gpu = nullptr;
+  const NodeDesign* node = nullptr;
+  int nodes = 0;
+  int gpus = 0;
+  int nodes_per_rack = 0;
+  int racks = 0;                   // GPU racks; switches go in network racks
+  int network_racks = 0;
+  Fabric fabric;
+  // Power, kW at maximum draw.
+  double gpu_kw = 0;               // GPUs alone
+  double node_kw = 0;              // one node
+  double network_kw = 0;
+  double it_kw = 0;
+  double facility_kw = 0;          // it_kw x PUE
+  double rack_kw = 0;              // one full GPU rack
+  int psus_per_node = 0;
+  int psus_needed_per_node = 0;
+  Cooling cooling = Cooling::kAir;
+  std::string cooling_why;
+  double rack_btu_h = 0;
+  double total_btu_h = 0;
+  // Cost.
+  double gpu_price_usd = 0;
+  std::string gpu_price_source;
+  double gpus_usd = 0;
+  double servers_usd = 0;
+  double network_usd = 0;
+  double capex_usd = 0;
+  double energy_usd_per_year = 0;  // at the average draw
+  // Reliability (Llama 3's interruption rate).
+  double failures_per_day = 0;
+  double mtbf_hours = 0;
+};
+
+// The average draw over a training run as a fraction of the maximum: Shoal's
+// assumption (GPUs rarely sit at TDP through a whole step).
+constexpr double kAverageDrawFraction = 0.8;
+
+// Sizes the cluster for `gpus` GPUs (rounded up to whole nodes). Fails with
+// what binds when the site cannot hold it: a node (or NVL72 rack) above the
+// rack power, liquid cooling needed where only air is allowed, and, with
+// `check_limits`, site power or budget exceeded.
+Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const SiteConstraints& site,
+                                    bool check_limits = true);
+
+// Unexpected interruptions per GPU per day: 419 in 54 days on 16,384 H100s
+// (Llama 3 paper, arXiv 2407.21783, section 3.3.4, as in
+// shared/data/compiled/published_training_runs.csv).
+constexpr double kFailuresPerGpuDay = 419.0 / (54.0 * 16384.0);
+
+// Checkpoints are asynchronous, as in Megatron-Core and PyTorch DCP: training
+// stalls only while each GPU copies its shard to host memory; storage writes
+// in the background, so checkpoints cannot come faster than storage writes.
+struct CheckpointPlan {
+  double checkpoint_bytes = 0;     // weights and optimizer state
+  double write_gbytes_s = 0;       // storage write bandwidth
+  double write_s = 0;              // one checkpoint to storage
+  double stall_s = 0;              // the device-to-host copy training waits for
+  double interval_s = 0;           // Young's optimum sqrt(2 x stall x MTBF), at least write_s
+  double restart_s = 0;
+  double overhead = 0;             // fraction of wall time lost to checkpoints and failures
+};
+
+// Checkpointing a model of `params` parameters (16 bytes each: bf16 weights,
+// fp32 master weights and two Adam moments) on `gpus` GPUs with
+// `write_gbytes_s` of storage bandwidth and `host_gbytes_s` per GPU to host
+// memory.
+CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s, double host_gbytes_s);
+
+}  // namespace shoal::plan

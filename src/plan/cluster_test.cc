@@ -1,0 +1,103 @@
+#include "plan/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace shoal::plan {
+namespace {
+
+const catalog::GpuSpec& Gpu(std::string_view name) { return *catalog::FindGpu(name); }
+
+TEST(ClusterTest, NodesRacksAndPower) {
+  SiteConstraints site;
+  auto d = DesignCluster(Gpu("H100"), 1000, site);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->nodes, 125);
+  EXPECT_EQ(d->gpus, 1000);
+  // A 10.2 kW DGX H100: three fit a 40 kW air-cooled rack.
+  EXPECT_EQ(d->nodes_per_rack, 3);
+  EXPECT_EQ(d->racks, 42);
+  EXPECT_EQ(d->cooling, Cooling::kAir);
+  EXPECT_DOUBLE_EQ(d->gpu_kw, 1000 * 0.7);
+  EXPECT_NEAR(d->it_kw, 125 * 10.2 + d->network_kw, 1e-9);
+  EXPECT_NEAR(d->facility_kw, d->it_kw * site.pue, 1e-9);
+  EXPECT_NEAR(d->total_btu_h, d->it_kw * 3412.142, 1);
+  // Supplies: ceil(10.2 / 3.3) = 4 carry the node, plus the spares asked for.
+  EXPECT_EQ(d->psus_needed_per_node, 4);
+  EXPECT_EQ(d->psus_per_node, 4 + site.psu_redundancy);
+  EXPECT_GT(d->network_usd, 0);
+  EXPECT_NEAR(d->capex_usd, d->gpus_usd + d->servers_usd + d->network_usd, 1e-6);
+  EXPECT_NEAR(d->failures_per_day, 1000 * kFailuresPerGpuDay, 1e-12);
+  // A higher rack limit packs more nodes per rack.
+  site.rack_power_kw = 45;
+  EXPECT_EQ(DesignCluster(Gpu("H100"), 1000, site)->nodes_per_rack, 4);
+}
+
+TEST(ClusterTest, Nvl72ComesInWholeLiquidCooledRacks) {
+  auto d = DesignCluster(Gpu("GB200"), 100, {});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->gpus, 144);
+  EXPECT_EQ(d->racks, 2);
+  EXPECT_EQ(d->cooling, Cooling::kLiquid);
+  SiteConstraints air;
+  air.cooling = Cooling::kAir;
+  auto no = DesignCluster(Gpu("GB200"), 100, air);
+  ASSERT_FALSE(no.ok());
+  EXPECT_NE(no.status().message().find("liquid"), std::string::npos);
+}
+
+TEST(ClusterTest, LimitsThatBindSaySo) {
+  struct Case {
+    SiteConstraints site;
+    std::string_view why;
+  };
+  SiteConstraints budget;
+  budget.budget_usd = 1e6;
+  SiteConstraints power;
+  power.site_power_kw = 100;
+  SiteConstraints rack;
+  rack.rack_power_kw = 8;
+  for (const Case& c : {Case{budget, "budget"}, Case{power, "the site has"}, Case{rack, "more than a rack"}}) {
+    auto d = DesignCluster(Gpu("H100"), 256, c.site);
+    ASSERT_FALSE(d.ok()) << c.why;
+    EXPECT_EQ(d.status().code(), StatusCode::kUnsatisfiable);
+    EXPECT_NE(d.status().message().find(c.why), std::string::npos) << d.status().message();
+  }
+  // Without the checks the same design is returned with its figures.
+  EXPECT_TRUE(DesignCluster(Gpu("H100"), 256, budget, false).ok());
+}
+
+TEST(ClusterTest, GivenPricesOverrideTheCatalogue) {
+  SiteConstraints site;
+  site.gpu_price_usd["H100-SXM-80GB"] = 20000;
+  auto d = DesignCluster(Gpu("H100"), 8, site);
+  ASSERT_TRUE(d.ok());
+  EXPECT_DOUBLE_EQ(d->gpus_usd, 8 * 20000.0);
+  EXPECT_EQ(d->gpu_price_source, "given in the workload");
+  auto listed = DesignCluster(Gpu("H100"), 8, {});
+  EXPECT_DOUBLE_EQ(listed->gpu_price_usd, Gpu("H100").price_usd);
+}
+
+TEST(ClusterTest, CheckpointIntervalIsYoungsOptimum) {
+  // Slow host copies: the stall sets the interval.
+  const CheckpointPlan c = PlanCheckpoints(70e9, 1024, 1000, 0.01);
+  const double mtbf_s = 86400 / (kFailuresPerGpuDay * 1024);
+  EXPECT_DOUBLE_EQ(c.checkpoint_bytes, 16 * 70e9);
+  EXPECT_NEAR(c.write_s, 16 * 70e9 / 1000e9, 1e-9);
+  EXPECT_NEAR(c.stall_s, 16 * 70e9 / 1024 / 0.01e9, 1e-6);
+  EXPECT_NEAR(c.interval_s, std::sqrt(2 * c.stall_s * mtbf_s), 1e-6);
+  // Around the optimum, other intervals lose more.
+  auto lost = [&](double interval) { return c.stall_s / interval + (interval / 2 + c.restart_s) / mtbf_s; };
+  EXPECT_NEAR(c.overhead, lost(c.interval_s), 1e-12);
+  EXPECT_LT(c.overhead, lost(c.interval_s * 1.5));
+  EXPECT_LT(c.overhead, lost(c.interval_s / 1.5));
+  // Fast host copies: storage sets the pace, one checkpoint per write.
+  const CheckpointPlan fast = PlanCheckpoints(70e9, 1024, 10, 50);
+  EXPECT_DOUBLE_EQ(fast.interval_s, fast.write_s);
+  // More GPUs fail more often and lose more.
+  EXPECT_GT(PlanCheckpoints(70e9, 16384, 10, 50).overhead, fast.overhead);
+}
+
+}  // namespace
+}  // namespace shoal::plan

@@ -1,0 +1,43 @@
+// How long collectives take on a GPU system: ring all-reduce, all-gather,
+// reduce-scatter and point-to-point sends, inside an NVLink domain or across
+// the network, with achieved bandwidth that depends on the message size
+// (measured curves, sources in collectives.cc). Pure functions; thread-safe.
+#pragma once
+
+namespace shoal::plan {
+
+// The communication figures of one GPU in a system.
+struct CommSystem {
+  double scaleup_gbps = 0;        // per GPU, per direction: NVLink, or PCIe without it
+  double scaleup_busbw_frac = 0;  // achieved all-reduce bus bandwidth at 16 GiB, of scaleup_gbps
+  int scaleup_domain = 1;         // GPUs that talk over the scale-up link
+  int gpus_per_node = 1;
+  double nic_gbytes_per_gpu = 0;  // scale-out GB/s per GPU, one direction
+  double oversubscription = 1;    // leaf uplinks : downlinks; >1 slows traffic that leaves a leaf
+};
+
+enum class Collective { kAllReduce, kAllGather, kReduceScatter };
+
+// A collective over `ranks` GPUs of `bytes` each (the buffer one rank holds:
+// the input of an all-reduce, the output of an all-gather). Ranks that all sit
+// in one scale-up domain (`within_scaleup`) use it; otherwise the NICs of the
+// `ranks_per_node` GPUs of each node that take part carry the traffic
+// (hierarchical algorithms, as NCCL's).
+double CollectiveSeconds(Collective kind, double bytes, int ranks, int ranks_per_node,
+                         bool within_scaleup, const CommSystem& sys);
+
+// Same, when every rank drives its own NIC alone (a flat ring over the whole
+// world, no aggregation within a node), as DeepSpeed ZeRO-3's per-layer
+// parameter gathers did in 2021.
+double FlatNetworkCollectiveSeconds(Collective kind, double bytes, int ranks, const CommSystem& sys);
+
+// One point-to-point transfer of `bytes`.
+double P2pSeconds(double bytes, bool over_network, const CommSystem& sys);
+
+// The fraction of the asymptotic bus bandwidth reached at a message size:
+// for the scale-up link (vTrain's A100 NVLink LUT, SimAI beyond 1 GiB) and for
+// the network (NCCL tests at scale). Exposed for tests and docs.
+double ScaleupSizeFraction(double bytes);
+double NetworkSizeFraction(double bytes);
+
+}  // namespace shoal::plan

@@ -1,0 +1,166 @@
+#include "plan/training.h"
+
+#include <gtest/gtest.h>
+
+namespace shoal::plan {
+namespace {
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+TrainingSystem System(std::string_view gpu) {
+  const catalog::GpuSpec& g = *catalog::FindGpu(gpu);
+  return MakeTrainingSystem(g, NodeDesignFor(g));
+}
+
+TrainingJob Job(std::string_view model, int64_t batch, Stack stack = Stack::kModern) {
+  TrainingJob job;
+  job.model = *FindModelPreset(model);
+  job.global_batch = batch;
+  job.stack = stack;
+  return job;
+}
+
+TEST(TrainingTest, MemoryFollowsMixedPrecisionAndZero) {
+  const TrainingJob job = Job("llama3-8b", 64);
+  const TrainingSystem sys = System("H100");
+  Layout l{.tp = 1, .pp = 1, .dp = 8, .micro_batch = 1, .recompute = Recompute::kFull, .zero = 0,
+           .sequence_parallel = false};
+  auto replicated = EstimateStep(job, l, sys);
+  l.zero = 1;
+  auto sharded = EstimateStep(job, l, sys);
+  ASSERT_FALSE(replicated.ok()) << "8B with a replicated optimizer needs 18 bytes x 8B > 80 GB";
+  ASSERT_TRUE(sharded.ok()) << sharded.status().message();
+  const double p = job.model.Params() + 0;  // one stage holds everything, tied or not
+  EXPECT_NEAR(sharded->memory.weights_bytes, 2 * p, 0.02 * 2 * p);
+  EXPECT_NEAR(sharded->memory.gradients_bytes, 4 * p, 0.02 * 4 * p);
+  EXPECT_NEAR(sharded->memory.optimizer_bytes, 12 * p / 8, 0.02 * 12 * p / 8);
+  EXPECT_NE(replicated.status().message().find("GiB"), std::string::npos);
+}
+
+TEST(TrainingTest, ActivationsFollowKorthikanti) {
+  // GPT-3 175B, TP8 with sequence parallelism, selective recompute: 34·s·b·h/t
+  // bytes per layer (Korthikanti et al. 2022, Table 2), PP in flight.
+  TrainingJob job = Job("gpt3-175b", 64, Stack::kMegatron2021);
+  const TrainingSystem sys = System("A100-SXM4-80GB");
+  Layout l{.tp = 8, .pp = 8, .dp = 1, .micro_batch = 1, .recompute = Recompute::kSelective, .zero = 0,
+           .sequence_parallel = true};
+  auto est = EstimateStep(job, l, sys);
+  ASSERT_TRUE(est.ok()) << est.status().message();
+  const double s = 2048, h = 12288, layers_per_stage = 12, in_flight = 8;
+  EXPECT_NEAR(est->memory.activations_bytes, 34 * s * h / 8 * layers_per_stage * in_flight, 1);
+  // Full recompute keeps only layer inputs, plus one layer being recomputed.
+  l.recompute = Recompute::kFull;
+  auto full = EstimateStep(job, l, sys);
+  ASSERT_TRUE(full.ok());
+  EXPECT_LT(full->memory.activations_bytes, est->memory.activations_bytes);
+  EXPECT_GT(full->step_s, est->step_s) << "recomputing the forward costs time";
+}
+
+TEST(TrainingTest, StepTimeRespondsToTheRightKnobs) {
+  const TrainingJob job = Job("llama3-70b", 256);
+  const TrainingSystem h100 = System("H100");
+  const Layout base{.tp = 8, .pp = 4, .dp = 8, .micro_batch = 1, .recompute = Recompute::kSelective};
+  auto b = EstimateStep(job, base, h100);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  // Its parts add up (nothing here overlaps fully).
+  EXPECT_GT(b->compute_s, 0.5 * b->step_s);
+  EXPECT_GT(b->bubble_s, 0);
+  EXPECT_GT(b->mfu, 0.2);
+  EXPECT_LT(b->mfu, 0.8);
+  // Interleaving shrinks the bubble.
+  Layout v = base;
+  v.virtual_stages = 2;
+  auto interleaved = EstimateStep(job, v, h100);
+  ASSERT_TRUE(interleaved.ok());
+  EXPECT_LT(interleaved->bubble_s, b->bubble_s);
+  // fp8 GEMMs are faster on a GPU that has them.
+  TrainingJob fp8 = job;
+  fp8.format = NumberFormat::kFp8;
+  auto f = EstimateStep(fp8, base, h100);
+  ASSERT_TRUE(f.ok());
+  EXPECT_LT(f->step_s, b->step_s);
+  // A faster GPU takes less time.
+  auto b200 = EstimateStep(job, base, System("B200"));
+  ASSERT_TRUE(b200.ok());
+  EXPECT_LT(b200->step_s, b->step_s);
+  // Twice the data parallelism halves the micro-batches.
+  Layout wide = base;
+  wide.dp = 16;
+  auto w = EstimateStep(job, wide, h100);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->micro_batches * 2, b->micro_batches);
+  EXPECT_LT(w->step_s, b->step_s);
+}
+
+TEST(TrainingTest, LayoutsThatCannotRunSayWhy) {
+  const TrainingJob job = Job("llama3-8b", 64);
+  const TrainingSystem h100 = System("H100");
+  struct Case {
+    Layout l;
+    std::string_view why;
+  };
+  const Case cases[] = {
+      {{.tp = 16, .dp = 4}, "scale-up domain"},
+      {{.tp = 8, .dp = 3}, "does not split over DP3"},
+      {{.tp = 8, .dp = 8, .micro_batch = 3}, "micro-batches of 3"},
+      {{.tp = 8, .pp = 64, .dp = 1}, "layers"},
+      {{.tp = 8, .pp = 1, .dp = 8, .virtual_stages = 2}, "interleaving"},
+  };
+  for (const Case& c : cases) {
+    auto est = EstimateStep(job, c.l, h100);
+    ASSERT_FALSE(est.ok()) << c.l.ToString();
+    EXPECT_NE(est.status().message().find(c.why), std::string::npos) << est.status().message();
+  }
+}
+
+TEST(TrainingTest, SearchFindsTheFastestLayoutThatFits) {
+  const TrainingJob job = Job("llama3-70b", 512);
+  const TrainingSystem h100 = System("H100");
+  auto best = BestLayout(job, 512, h100);
+  ASSERT_TRUE(best.ok()) << best.status().message();
+  EXPECT_EQ(best->layout.Gpus(), 512);
+  EXPECT_GT(best->candidates, 10);
+  EXPECT_LE(best->step.memory.Total(), 80 * kGib);
+  // No constrained variant beats it.
+  for (int tp : {1, 2, 4, 8}) {
+    LayoutConstraints c;
+    c.tp = tp;
+    auto other = BestLayout(job, 512, h100, c);
+    if (other.ok()) {
+      EXPECT_GE(other->step.step_s, best->step.step_s - 1e-12) << "TP" << tp;
+    }
+  }
+  // Fixed knobs are kept.
+  LayoutConstraints fixed;
+  fixed.tp = 4;
+  fixed.pp = 8;
+  fixed.recompute = Recompute::kFull;
+  auto f = BestLayout(job, 512, h100, fixed);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->layout.tp, 4);
+  EXPECT_EQ(f->layout.pp, 8);
+  EXPECT_EQ(f->layout.dp, 16);
+  EXPECT_EQ(f->layout.recompute, Recompute::kFull);
+}
+
+TEST(TrainingTest, AModelThatFitsNowhereSaysHowMuchItNeeds) {
+  const TrainingJob job = Job("llama3-405b", 16);
+  auto best = BestLayout(job, 8, System("A100-SXM4-40GB"));
+  ASSERT_FALSE(best.ok());
+  EXPECT_EQ(best.status().code(), StatusCode::kUnsatisfiable);
+  EXPECT_NE(best.status().message().find("does not fit"), std::string::npos) << best.status().message();
+  EXPECT_NE(best.status().message().find("40 GiB"), std::string::npos) << best.status().message();
+}
+
+TEST(TrainingTest, NumberFormats) {
+  for (auto [text, f] : {std::pair{"bf16", NumberFormat::kBf16}, {"FP8", NumberFormat::kFp8}, {"fp16", NumberFormat::kFp16}}) {
+    auto parsed = ParseNumberFormat(text);
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, f);
+    EXPECT_EQ(ParseNumberFormat(NumberFormatName(f)).value(), f);
+  }
+  EXPECT_FALSE(ParseNumberFormat("int3").ok());
+}
+
+}  // namespace
+}  // namespace shoal::plan
