@@ -7,7 +7,8 @@ PACKAGES="build-essential cmake ninja-build ccache pkg-config \
   libgtest-dev libgmock-dev libbenchmark-dev \
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev \
   libsqlite3-dev libcpp-httplib-dev libssl-dev \
-  clang libclang-rt-14-dev"
+  clang libclang-rt-14-dev \
+  python3-torch openmpi-bin"
 
 missing=""
 for p in $PACKAGES; do

@@ -4,7 +4,6 @@
 // separate binary beside this one, so that `shoal` itself never needs CUDA.
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,6 +11,7 @@
 
 #include "bench/node_runner.h"
 #include "bench/report.h"
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "core/strings.h"
 
@@ -141,17 +141,7 @@ int RunBench(const std::vector<std::string>& raw) {
     sub->add_flag("--outliers-fail", a.outliers_fail,
                   "outliers among identical GPUs fail instead of being flagged");
   }
-  std::vector<std::string> args(raw.rbegin(), raw.rend());
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    const std::vector<CLI::App*> subs = app.get_subcommands();
-    std::cout << (subs.empty() ? app.help() : subs.front()->help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "shoal bench: " << e.what() << " (shoal bench --help)\n";
-    return 2;
-  }
+  if (int code = ParseApp(app, raw, "shoal bench"); code >= 0) return code;
   // Checked before the node tests run, not after minutes of them.
   auto lookup = bench::CatalogLookup(a.model);
   if (!lookup.ok()) {

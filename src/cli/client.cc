@@ -119,6 +119,13 @@ Result<api::Json> ApiClient::Answer(const Result<net::HttpResponse>& r) {
 }
 
 Result<api::Json> ApiClient::Get(const std::string& path) { return Answer(http_->Get(path)); }
+
+Result<net::HttpResponse> ApiClient::GetRaw(const std::string& path) {
+  auto r = http_->Get(path);
+  if (!r.ok()) return r.status();
+  if (r->status >= 200 && r->status < 300) return *r;
+  return Answer(r).status();
+}
 Result<api::Json> ApiClient::Post(const std::string& path, const api::Json& body) {
   return Answer(http_->Post(path, body.dump()));
 }

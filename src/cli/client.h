@@ -41,6 +41,8 @@ class ApiClient {
 
   // The parsed JSON of a 2xx answer; otherwise the server's error as a Status.
   Result<api::Json> Get(const std::string& path);
+  // A 2xx answer as it came (bytes and headers), for bodies that are not JSON.
+  Result<net::HttpResponse> GetRaw(const std::string& path);
   Result<api::Json> Post(const std::string& path, const api::Json& body);
   Result<api::Json> Patch(const std::string& path, const api::Json& body);
   Result<api::Json> Delete(const std::string& path);

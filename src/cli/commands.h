@@ -23,6 +23,9 @@ int RunNodes(const std::vector<std::string>& args);
 int RunDrain(const std::vector<std::string>& args);
 int RunResume(const std::vector<std::string>& args);
 int RunToken(const std::vector<std::string>& args);
+int RunLogs(const std::vector<std::string>& args);
+int RunAgent(const std::vector<std::string>& args);
+int RunUp(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
 
 }  // namespace shoal::cli

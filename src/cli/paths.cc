@@ -1,6 +1,12 @@
 #include "cli/paths.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <thread>
 
 namespace shoal::cli {
 
@@ -11,7 +17,23 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
+volatile std::sig_atomic_t g_stop = 0;
+
+void OnSignal(int) { g_stop = 1; }
+
 }  // namespace
+
+std::string CompanionPath(const std::string& name) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? name : (self.parent_path() / name).string();
+}
+
+void WaitForStopSignal() {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
 
 std::string DefaultStateDir() {
   if (std::string d = Env("SHOAL_STATE_DIR"); !d.empty()) return d;
@@ -22,7 +44,7 @@ std::string DefaultStateDir() {
 
 std::string DefaultServer() {
   if (std::string s = Env("SHOAL_SERVER"); !s.empty()) return s;
-  return "127.0.0.1:6820";
+  return std::string(kDefaultServerAddress);
 }
 
 }  // namespace shoal::cli

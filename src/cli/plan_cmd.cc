@@ -7,10 +7,10 @@
 #include <iostream>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "catalog/gpus.h"
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "plan/hardware.h"
@@ -48,21 +48,6 @@ std::string DefaultDataDir() {
   return "../shared/data";
 }
 
-// Parses `raw` with `app`; returns the exit code to stop with, or -1 to go on.
-int Parse(CLI::App& app, const std::vector<std::string>& raw, std::string_view who) {
-  std::vector<std::string> args(raw.rbegin(), raw.rend());
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << who << ": " << e.what() << "\n";
-    return 2;
-  }
-  return -1;
-}
-
 int RunValidate(const std::vector<std::string>& raw) {
   std::string data = DefaultDataDir();
   bool json = false;
@@ -74,7 +59,7 @@ int RunValidate(const std::vector<std::string>& raw) {
   app.add_option("--data", data, "the shared data directory (default $SHOAL_SHARED_DIR/data or ../shared/data)");
   app.add_flag("--json", json, "print JSON");
   app.add_flag("--all", all, "list every vTrain row, not only those off by more than 25%");
-  if (int rc = Parse(app, raw, "shoal plan validate"); rc >= 0) return rc;
+  if (int rc = ParseApp(app, raw, "shoal plan validate"); rc >= 0) return rc;
   auto published_text = ReadText(data + "/compiled/published_training_runs.csv");
   if (!published_text.ok()) {
     std::cerr << "shoal plan validate: " << published_text.status().message() << " (give --data DIR)\n";
@@ -114,7 +99,7 @@ int RunValidate(const std::vector<std::string>& raw) {
 
 int RunGpus(const std::vector<std::string>& raw) {
   CLI::App app{"The GPU catalogue: peak figures, memory, links, power, price, sources.", "shoal plan gpus"};
-  if (int rc = Parse(app, raw, "shoal plan gpus"); rc >= 0) return rc;
+  if (int rc = ParseApp(app, raw, "shoal plan gpus"); rc >= 0) return rc;
   std::printf("%-16s %-6s %8s %8s %8s %6s %7s %6s %6s %7s  %s\n", "model", "vendor", "bf16 TF", "fp8 TF", "mem GiB",
               "HBM TB/s", "link GB/s", "domain", "TDP W", "price", "node design");
   for (const catalog::GpuSpec& g : catalog::Gpus()) {
@@ -136,7 +121,7 @@ int RunGpus(const std::vector<std::string>& raw) {
 
 int RunModels(const std::vector<std::string>& raw) {
   CLI::App app{"The model presets.", "shoal plan models"};
-  if (int rc = Parse(app, raw, "shoal plan models"); rc >= 0) return rc;
+  if (int rc = ParseApp(app, raw, "shoal plan models"); rc >= 0) return rc;
   for (const std::string& name : plan::ModelPresetNames()) {
     const plan::ModelShape m = *plan::FindModelPreset(name);
     std::printf("%-16s %7.1fB  layers %3d  hidden %5d  heads %3d/%-3d  ffn %6d  vocab %6d  seq %5d  (%s)\n",
@@ -283,7 +268,7 @@ int RunPlan(const std::vector<std::string>& raw) {
   app.add_flag("--all", all, "print the details of every design, not only the recommended one");
   app.add_option("--cluster-out", cluster_out, "write the design as a cluster file for `shoal sim` and `shoal up`");
   app.add_option("--design", design_name, "the GPU model of the design to write (default: the recommended one)");
-  if (int rc = Parse(app, raw, "shoal plan"); rc >= 0) return rc;
+  if (int rc = ParseApp(app, raw, "shoal plan"); rc >= 0) return rc;
 
   if (file.empty() == !wf.Any()) {
     std::cerr << "shoal plan: give a workload file or workload flags (--model, --tokens, --days, ...), not "

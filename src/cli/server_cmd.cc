@@ -7,24 +7,14 @@
 #include <iostream>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
 #include "server/config.h"
 #include "server/server.h"
 
 namespace shoal::cli {
-
-namespace {
-
-// Set by SIGINT/SIGTERM; the main thread polls it and stops the server
-// (Stop() joins threads, which a signal handler must not do).
-volatile std::sig_atomic_t g_stop = 0;
-
-void OnSignal(int) { g_stop = 1; }
-
-}  // namespace
 
 int RunServer(const std::vector<std::string>& raw) {
   CLI::App app{"The Shoal controller: API, scheduler and durable state.", "shoal server"};
@@ -39,16 +29,7 @@ int RunServer(const std::vector<std::string>& raw) {
   app.add_option("--policy", policy, "scheduling policy (fifo, backfill, multifactor, las, gittins, ...)");
   app.add_option("--node-timeout", node_timeout, "missed heartbeats before a node is down (e.g. 30s)");
   app.add_flag("--memory", memory, "keep state in memory only (for trying things out; nothing survives)");
-  std::vector<std::string> args(raw.rbegin(), raw.rend());
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "shoal server: " << e.what() << "\n";
-    return 2;
-  }
+  if (int code = ParseApp(app, raw, "shoal server"); code >= 0) return code;
   server::ServerOptions options;
   options.state_dir = DefaultStateDir();
   if (!config.empty()) {
@@ -95,9 +76,7 @@ int RunServer(const std::vector<std::string>& raw) {
     std::printf("local users get a token for their own uid on %s\n", sock.c_str());
   }
   std::fflush(stdout);
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  WaitForStopSignal();
   (*srv)->Stop();
   std::printf("shoal server stopped\n");
   return 0;

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "catalog/profiles.h"
 #include "core/strings.h"
@@ -93,16 +93,7 @@ int RunSim(const std::vector<std::string>& raw) {
   app.add_flag("--progress", a.progress, "print a progress line every second (default when stderr is a terminal)");
   app.add_flag("--no-progress", a.no_progress, "no progress line");
   app.add_flag("--list-policies", a.list, "list the policies and exit");
-  std::vector<std::string> args(raw.rbegin(), raw.rend());
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "shoal sim: " << e.what() << "\n";
-    return 2;
-  }
+  if (int code = ParseApp(app, raw, "shoal sim"); code >= 0) return code;
   if (a.list) {
     PrintPolicies();
     return 0;

@@ -320,6 +320,45 @@ int RunHold(const std::vector<std::string>& args) { return JobAction("hold", arg
 int RunRelease(const std::vector<std::string>& args) { return JobAction("release", args); }
 int RunRequeue(const std::vector<std::string>& args) { return JobAction("requeue", args); }
 
+int RunLogs(const std::vector<std::string>& raw) {
+  return WithClient("logs", raw, [](ApiClient* c, const std::vector<std::string>& args, const ClientFlags&) {
+    auto a = ParseArgs(args, {}, {"-f", "--follow", "--stderr", "-e", "-h", "--help"});
+    if (c == nullptr || !a.ok() || a->words.size() != 1) {
+      if (!a.ok()) std::fprintf(stderr, "shoal logs: %s\n", a.status().message().c_str());
+      return Usage("logs", "JOB [-f|--follow] [--stderr]", c == nullptr);
+    }
+    auto ids = JobIds(a->words);
+    if (!ids.ok()) return Usage("logs", ids.status().message(), false);
+    const uint64_t id = (*ids)[0];
+    const bool follow = a->flags.count("-f") || a->flags.count("--follow");
+    const std::string stream = a->flags.count("--stderr") || a->flags.count("-e") ? "stderr" : "stdout";
+    int64_t offset = 0;
+    while (true) {
+      auto r = c->GetRaw(fmt::format("/v1/jobs/{}/log?stream={}&offset={}", id, stream, offset));
+      if (!r.ok()) {
+        // A job that has not started has no output yet: following waits for it.
+        if (!(follow && r.status().code() == StatusCode::kFailedPrecondition)) return Fail("logs", r.status());
+      } else if (!r->body.empty()) {
+        std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+        std::fflush(stdout);
+        offset += static_cast<int64_t>(r->body.size());
+        continue;  // there may be more at once
+      }
+      if (!follow) return kExitOk;
+      // Stop following once the job has ended and everything is read.
+      auto job = c->Get(fmt::format("/v1/jobs/{}", id));
+      if (!job.ok()) return Fail("logs", job.status());
+      const std::string state = Str(*job, "state");
+      if (state != "pending" && state != "running") {
+        auto last = c->GetRaw(fmt::format("/v1/jobs/{}/log?stream={}&offset={}", id, stream, offset));
+        if (last.ok()) std::fwrite(last->body.data(), 1, last->body.size(), stdout);
+        return kExitOk;
+      }
+      usleep(300'000);
+    }
+  });
+}
+
 int RunPriority(const std::vector<std::string>& raw) {
   return WithClient("priority", raw, [](ApiClient* c, const std::vector<std::string>& args, const ClientFlags&) {
     auto a = ParseArgs(args, {}, {"-h", "--help"});

@@ -33,7 +33,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Connect(const std::string& base,
   SHOAL_ASSIGN_OR_RETURN(auto hp, ParseHostPort(base, 6820));
   auto impl = std::make_unique<Impl>(hp.first, hp.second);
   impl->client.set_tcp_nodelay(true);
-  impl->client.set_keep_alive(true);
+  impl->client.set_keep_alive(options.keep_alive);
   impl->client.set_connection_timeout(std::chrono::milliseconds(options.connect_timeout_ms));
   impl->client.set_read_timeout(std::chrono::milliseconds(options.read_timeout_ms));
   impl->client.set_write_timeout(std::chrono::milliseconds(options.read_timeout_ms));
@@ -57,7 +57,9 @@ Result<HttpResponse> Convert(const httplib::Result& r, const std::string& base) 
     return Status(StatusCode::kUnavailable,
                   fmt::format("cannot reach the Shoal server at {} ({})", base, httplib::to_string(r.error())));
   }
-  return HttpResponse{r->status, r->body};
+  HttpResponse out{r->status, r->body, {}};
+  for (const auto& [k, v] : r->headers) out.headers.emplace(k, v);
+  return out;
 }
 
 }  // namespace

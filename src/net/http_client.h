@@ -3,6 +3,7 @@
 // One client is one connection: use one per thread.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -13,12 +14,17 @@ namespace shoal::net {
 struct HttpResponse {
   int status = 0;
   std::string body;
+  std::map<std::string, std::string> headers;  // as the server spelt them
 };
 
 struct ClientOptions {
   std::string token;            // sent as "Authorization: Bearer <token>" when set
   int connect_timeout_ms = 2000;
   int read_timeout_ms = 30000;
+  // Off for clients that call rarely and must not hold one of the server's
+  // worker threads between calls (agents' heartbeats: httplib serves a
+  // kept-alive connection with one thread for as long as it stays open).
+  bool keep_alive = true;
 };
 
 class HttpClient {

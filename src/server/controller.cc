@@ -134,6 +134,20 @@ Status Controller::CheckOwner(const Identity& who, const Job& job) const {
   return Denied(fmt::format("job {} belongs to another user", job.id.value()));
 }
 
+Result<Controller::OutputSource> Controller::OutputOf(const Identity& who, JobId id, const Job* history) const {
+  const Job* job = Find(id);
+  if (job == nullptr) job = history;
+  if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
+  if (!MaySee(who, *job)) return Denied(fmt::format("job {} belongs to another user", id.value()));
+  if (job->allocation.nodes.empty()) {
+    return FailedPrecondition(fmt::format("job {} has not run yet, so it has no output", id.value()));
+  }
+  const std::string name = NodeName(job->allocation.nodes[0].node);
+  auto n = nodes_.find(name);
+  if (n == nodes_.end()) return NotFound(fmt::format("job {} ran on {}, which is no longer registered", id.value(), name));
+  return OutputSource{name, n->second.node.address};
+}
+
 bool Controller::MaySee(const Identity& who, const Job& job) const { return who.admin() || job.spec.user == who.user; }
 
 void Controller::Record(const Job& job) {
@@ -415,13 +429,25 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     dirty_ = true;
   }
   uint64_t unhealthy = 0;
+  std::string first_reason;
   for (const GpuReport& g : hb.gpus) {
-    if (!g.healthy && g.index >= 0 && g.index < n.node.GpuCount()) unhealthy |= uint64_t{1} << g.index;
+    if (g.healthy || g.index < 0 || g.index >= n.node.GpuCount()) continue;
+    if (!(n.unhealthy_gpus >> g.index & 1) && first_reason.empty()) first_reason = g.health_reason;
+    unhealthy |= uint64_t{1} << g.index;
   }
   if (unhealthy != n.unhealthy_gpus) {
+    // A GPU that turns sick drains its node until an admin resumes it: what
+    // runs may finish, nothing new starts there.
+    if ((unhealthy & ~n.unhealthy_gpus) != 0 && !n.admin_drain) {
+      n.admin_drain = true;
+      n.node.state = NodeState::kDraining;
+      n.node.state_reason = first_reason.empty() ? "a GPU reported itself unhealthy" : first_reason;
+      RecordNode(n);
+    }
     n.unhealthy_gpus = unhealthy;
     dirty_ = true;
   }
+  n.gpus_now = hb.gpus;
   // Exits: a gang ends when every node's task has; the first failure decides how.
   auto exited = [&](JobId id, uint64_t epoch, int code, int signal, const std::string& message) {
     const Job* job = Find(id);
@@ -662,6 +688,23 @@ Result<api::Json> Controller::NodeJson(const std::string& name) const {
   j["gpus_used"] = used;
   j["jobs"] = jobs;
   if (n.unhealthy_gpus != 0) j["unhealthy_gpus"] = FormatGpuMask(n.unhealthy_gpus);
+  // The last heartbeat's telemetry, beside each GPU.
+  for (const GpuReport& g : n.gpus_now) {
+    if (g.index < 0 || g.index >= static_cast<int>(j["gpus"].size())) continue;
+    api::Json& gj = j["gpus"][static_cast<size_t>(g.index)];
+    if (!g.healthy) {
+      gj["healthy"] = false;
+      gj["health_reason"] = g.health_reason;
+    }
+    if (!g.telemetry.present) continue;
+    const GpuTelemetry& t = g.telemetry;
+    gj["telemetry"] = {{"util", t.util_pct},         {"mem_copy_util", t.mem_copy_util_pct},
+                       {"fb_used_mib", t.fb_used_mib}, {"fb_free_mib", t.fb_free_mib},
+                       {"power_w", t.power_w},         {"temp_c", t.temperature_c},
+                       {"sm_clock_mhz", t.sm_clock_mhz}, {"energy_j", t.energy_j},
+                       {"ecc_corrected", t.ecc_corrected}, {"ecc_uncorrected", t.ecc_uncorrected},
+                       {"xid_errors", t.xid_errors},   {"last_xid", t.last_xid}};
+  }
   return j;
 }
 
@@ -967,7 +1010,7 @@ sched::PassStats Controller::SchedulePass(Time now) {
     for (size_t k = 0; k < j.allocation.nodes.size(); ++k) {
       outbox_.launches.push_back(
           {names[k], addresses[k], j.id, j.epoch, j.spec, j.allocation.nodes[k], static_cast<int>(k), names, addresses,
-           MasterPort(j.id)});
+           MasterPort(j.id), j.array_job_id.value(), j.array_task_id});
     }
     Record(j);
   }

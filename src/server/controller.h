@@ -67,6 +67,8 @@ struct LaunchOrder {
   std::vector<std::string> nodes;     // every node of the job, in rank order
   std::vector<std::string> addresses; // their addresses, same order
   int master_port = 0;
+  uint64_t array_job_id = 0;          // for array tasks
+  int array_task_id = -1;
 };
 
 struct KillOrder {
@@ -94,10 +96,29 @@ struct JobEvent {
   std::string message;
 };
 
+// One GPU's telemetry as the agent read it (see agent/gpu/provider.h).
+struct GpuTelemetry {
+  bool present = false;  // the heartbeat carried telemetry
+  double util_pct = 0;
+  double mem_copy_util_pct = 0;
+  int64_t fb_used_mib = 0;
+  int64_t fb_free_mib = 0;
+  double power_w = 0;
+  double temperature_c = 0;
+  double sm_clock_mhz = 0;
+  double energy_j = 0;
+  uint64_t ecc_corrected = 0;
+  uint64_t ecc_uncorrected = 0;
+  uint64_t xid_errors = 0;
+  int last_xid = 0;
+  uint64_t clock_events = 0;
+};
+
 struct GpuReport {
   int index = 0;
   bool healthy = true;
   std::string health_reason;
+  GpuTelemetry telemetry;
 };
 
 struct Heartbeat {
@@ -165,6 +186,13 @@ class Controller {
   api::Json PartitionsJson() const;
   api::Json AccountsJson() const;
   Result<api::Json> TokensJson(const Identity& who) const;
+  // Where a job's output is: the agent of its first node. `history` is the
+  // stored record when the job has left memory.
+  struct OutputSource {
+    std::string node;
+    std::string address;
+  };
+  Result<OutputSource> OutputOf(const Identity& who, JobId id, const Job* history) const;
   // Whether the caller may see `job`.
   bool MaySee(const Identity& who, const Job& job) const;
 
@@ -192,7 +220,8 @@ class Controller {
     Node node;
     Time last_seen{};
     uint64_t unhealthy_gpus = 0;
-    bool admin_drain = false;  // drained by an admin (stays drained until resumed)
+    bool admin_drain = false;  // drained by an admin or for a sick GPU (stays drained until resumed)
+    std::vector<GpuReport> gpus_now;  // the last heartbeat's GPU reports
   };
   struct Running {
     std::unordered_set<std::string> nodes_left;  // nodes whose task has not exited yet

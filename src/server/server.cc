@@ -99,8 +99,27 @@ Result<Heartbeat> HeartbeatFromJson(const Json& j) {
       hb.running.emplace_back(JobId(r.at("job").get<uint64_t>()), r.at("epoch").get<uint64_t>());
     }
     for (const Json& g : j.value("gpus", Json::array())) {
-      hb.gpus.push_back({g.at("index").get<int>(), g.value("healthy", true), g.value("reason", std::string())});
+      GpuReport r{g.at("index").get<int>(), g.value("healthy", true), g.value("reason", std::string()), {}};
+      if (g.contains("util")) {
+        GpuTelemetry& t = r.telemetry;
+        t.present = true;
+        t.util_pct = g.value("util", 0.0);
+        t.mem_copy_util_pct = g.value("mem_copy_util", 0.0);
+        t.fb_used_mib = g.value("fb_used_mib", int64_t{0});
+        t.fb_free_mib = g.value("fb_free_mib", int64_t{0});
+        t.power_w = g.value("power_w", 0.0);
+        t.temperature_c = g.value("temp_c", 0.0);
+        t.sm_clock_mhz = g.value("sm_clock_mhz", 0.0);
+        t.energy_j = g.value("energy_j", 0.0);
+        t.ecc_corrected = g.value("ecc_corrected", uint64_t{0});
+        t.ecc_uncorrected = g.value("ecc_uncorrected", uint64_t{0});
+        t.xid_errors = g.value("xid_errors", uint64_t{0});
+        t.last_xid = g.value("last_xid", 0);
+        t.clock_events = g.value("clock_events", uint64_t{0});
+      }
+      hb.gpus.push_back(std::move(r));
     }
+    if (hb.gpus.size() > static_cast<size_t>(kMaxGpusPerNode)) return InvalidArgument("heartbeat: too many GPUs");
   } catch (const Json::exception& e) {
     return InvalidArgument(fmt::format("heartbeat: {}", e.what()));
   }
@@ -231,6 +250,52 @@ void Server::Impl::Routes() {
         return Reply(res, Status(StatusCode::kPermissionDenied, "that job belongs to another user"));
       }
       Reply(res, api::ToJson(**old));
+    });
+  });
+
+  // A chunk of a job's output (?stream=stdout|stderr&offset=N), read from
+  // the agent of its first node. The body is the raw bytes; X-Shoal-Size is
+  // the file's size, so that `shoal logs -f` knows where to read on.
+  http.Get(R"(/v1/jobs/(\d+)/log)", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto id = JobIdOf(req);
+      if (!id.ok()) return Reply(res, id.status());
+      const std::string stream = req.has_param("stream") ? req.get_param_value("stream") : "stdout";
+      if (stream != "stdout" && stream != "stderr") return Reply(res, InvalidArgument("stream is stdout or stderr"));
+      auto offset = req.has_param("offset") ? ParseInt(req.get_param_value("offset")) : Result<int64_t>(0);
+      if (!offset.ok() || *offset < 0) return Reply(res, InvalidArgument("offset must be a number of bytes"));
+      std::optional<Job> old;
+      auto where = loop->Call<Controller::OutputSource>(
+          [who, id = *id](Controller& c, Time) { return c.OutputOf(who, id, nullptr); });
+      if (!where.ok() && where.status().code() == StatusCode::kNotFound) {
+        auto stored = store->FindJob(*id);
+        if (!stored.ok()) return Reply(res, stored.status());
+        if (*stored) {
+          old = **stored;
+          where = loop->Call<Controller::OutputSource>(
+              [who, id = *id, job = *old](Controller& c, Time) { return c.OutputOf(who, id, &job); });
+        }
+      }
+      if (!where.ok()) return Reply(res, where.status());
+      auto agent = net::HttpClient::Connect(where->address, {.token = node_token, .connect_timeout_ms = 2000,
+                                                             .read_timeout_ms = 10000, .keep_alive = false});
+      if (!agent.ok()) return Reply(res, agent.status());
+      auto r = (*agent)->Get(fmt::format("/v1/jobs/{}/output?stream={}&offset={}", id->value(), stream, *offset));
+      if (!r.ok()) {
+        return Reply(res, Status(StatusCode::kUnavailable,
+                                 fmt::format("cannot reach the agent of {}: {}", where->node, r.status().message())));
+      }
+      if (r->status != 200) {
+        res.status = r->status;
+        res.set_content(r->body, "application/json");
+        return;
+      }
+      res.status = 200;
+      for (const char* h : {"X-Shoal-Size", "X-Shoal-Path"}) {
+        if (auto v = r->headers.find(h); v != r->headers.end()) res.set_header(h, v->second);
+      }
+      res.set_header("X-Shoal-Node", where->node);
+      res.set_content(std::move(r->body), "application/octet-stream");
     });
   });
 
@@ -484,8 +549,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   Identity bootstrap{"bootstrap", "admin"};
   std::string node_token;
   if (fresh) {
-    const char* env_user = std::getenv("USER");
-    const std::string admin_user = env_user != nullptr && *env_user != '\0' ? env_user : "admin";
+    // The operator: the user who runs the server.
+    auto me = net::UserName(::geteuid());
+    const std::string admin_user = me.ok() ? *me : "admin";
     SHOAL_ASSIGN_OR_RETURN(Json admin, impl->controller->CreateToken(bootstrap, admin_user, "admin", clock.Now()));
     SHOAL_ASSIGN_OR_RETURN(Json node, impl->controller->CreateToken(bootstrap, "nodes", "node", clock.Now()));
     impl->admin_token = admin["token"].get<std::string>();

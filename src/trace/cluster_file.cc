@@ -403,6 +403,40 @@ Status ReadAccountsAndPartitions(const TableReader& top, std::string_view origin
 
 }  // namespace
 
+// A table of settings ([server], [agent]) as text: strings as they are,
+// numbers and booleans written out, lists of strings joined with commas.
+Result<std::map<std::string, std::string>> ReadSettings(const TableReader& top, const toml::table& root,
+                                                        std::string_view table) {
+  std::map<std::string, std::string> out;
+  const toml::node* n = root.get(table);
+  if (n == nullptr) return out;
+  if (!n->is_table()) return top.Error(table, fmt::format("must be a table, written [{}]", table));
+  for (const auto& [key, value] : *n->as_table()) {
+    std::string text_value;
+    if (auto sv = value.value<std::string>()) {
+      text_value = *sv;
+    } else if (auto iv = value.value<int64_t>()) {
+      text_value = std::to_string(*iv);
+    } else if (auto dv = value.value<double>()) {
+      text_value = fmt::format("{}", *dv);
+    } else if (auto bv = value.value<bool>()) {
+      text_value = *bv ? "true" : "false";
+    } else if (const toml::array* list = value.as_array(); list != nullptr) {
+      std::vector<std::string> items;
+      for (const toml::node& item : *list) {
+        auto text = item.value<std::string>();
+        if (!text) return top.Error(table, fmt::format("'{}' must be a list of strings", key.str()));
+        items.push_back(*text);
+      }
+      text_value = Join(items, ",");
+    } else {
+      return top.Error(table, fmt::format("'{}' must be a string, number, boolean or list of strings", key.str()));
+    }
+    out[std::string(key.str())] = text_value;
+  }
+  return out;
+}
+
 Result<ServerFile> ParseServerToml(std::string_view text, std::string_view origin) {
   SHOAL_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(text, origin));
   TableReader top(origin, root, "");
@@ -411,25 +445,16 @@ Result<ServerFile> ParseServerToml(std::string_view text, std::string_view origi
   std::vector<const toml::table*> partition_tables;
   bool implicit = false;
   SHOAL_RETURN_IF_ERROR(ReadAccountsAndPartitions(top, origin, out.cluster, partition_tables, implicit));
-  if (const toml::node* n = root.get("server"); n != nullptr) {
-    if (!n->is_table()) return top.Error("server", "must be a table, written [server]");
-    for (const auto& [key, value] : *n->as_table()) {
-      std::string text_value;
-      if (auto sv = value.value<std::string>()) {
-        text_value = *sv;
-      } else if (auto iv = value.value<int64_t>()) {
-        text_value = std::to_string(*iv);
-      } else if (auto dv = value.value<double>()) {
-        text_value = fmt::format("{}", *dv);
-      } else if (auto bv = value.value<bool>()) {
-        text_value = *bv ? "true" : "false";
-      } else {
-        return top.Error("server", fmt::format("'{}' must be a string, number or boolean", key.str()));
-      }
-      out.server[std::string(key.str())] = text_value;
-    }
-  }
+  SHOAL_ASSIGN_OR_RETURN(out.server, ReadSettings(top, root, "server"));
   return out;
+}
+
+Result<std::map<std::string, std::string>> ParseSettingsToml(std::string_view text, std::string_view origin,
+                                                             std::string_view table) {
+  SHOAL_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(text, origin));
+  TableReader top(origin, root, "");
+  SHOAL_RETURN_IF_ERROR(top.CheckKeys({table}));
+  return ReadSettings(top, root, table);
 }
 
 Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin) {

@@ -1,0 +1,431 @@
+#include "agent/agent.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <httplib.h>
+
+#include <fmt/format.h>
+
+#include "agent/protocol.h"
+#include "api/json.h"
+#include "core/strings.h"
+#include "net/http_client.h"
+#include "net/token.h"
+
+namespace shoal::agent {
+
+namespace {
+
+using api::Json;
+
+void Reply(httplib::Response& res, int status, const Json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void ReplyError(httplib::Response& res, const Status& s) { Reply(res, api::HttpStatus(s), api::ErrorBody(s)); }
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+constexpr size_t kMaxLogChunkBytes = 1 << 20;
+
+}  // namespace
+
+struct Agent::Impl {
+  AgentOptions options;
+  std::unique_ptr<GpuProvider> gpus;
+  std::unique_ptr<Steps> steps;
+  const Clock* clock = nullptr;
+  std::vector<GpuDevice> devices;
+  std::unique_ptr<HealthMonitor> health;
+  Node node;  // what we register
+
+  httplib::Server http;
+  std::thread http_thread;
+  std::thread loop_thread;
+  std::thread events_thread;  // wakes the loop when a supervisor says its step ended
+  std::atomic<bool> listen_returned{false};
+  int port = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  bool wake = false;                               // a step started or ended: report now
+  std::map<uint64_t, uint64_t> last_epoch;         // job -> the newest epoch this agent was given
+  std::vector<StepReport> refused;                 // launches that could not start, to report
+  std::map<uint64_t, std::pair<uint64_t, std::array<std::string, 2>>> outputs;  // job -> epoch, paths
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> step_gpus;  // (job, epoch) -> its GPUs
+  std::atomic<bool> is_registered{false};
+  std::atomic<uint64_t> accepted_heartbeats{0};
+
+  void Wake() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      wake = true;
+    }
+    cv.notify_all();
+  }
+
+  bool Authorized(const httplib::Request& req) const {
+    const std::string h = req.get_header_value("Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    return h.size() > kBearer.size() && std::string_view(h).substr(0, kBearer.size()) == kBearer &&
+           net::ConstantTimeEquals(std::string_view(h).substr(kBearer.size()), options.token);
+  }
+
+  void Routes();
+  void HandleLaunch(const httplib::Request& req, httplib::Response& res);
+  void Loop();
+  Status Register(net::HttpClient& client);
+  std::unique_ptr<net::HttpClient> Client() const;
+};
+
+Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& devices, const std::string& address) {
+  Node n;
+  n.name = o.name.empty() ? HostName() : o.name;
+  n.address = address;
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  n.cpu_milli = o.cpu_milli > 0 ? o.cpu_milli : std::max(1L, cpus) * 1000;
+  n.memory_mib = o.memory_mib > 0 ? o.memory_mib : static_cast<int64_t>(pages) * page / (1024 * 1024);
+  n.labels = o.labels;
+  n.partitions = o.partitions;
+  if (!o.place.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(n.place, NetworkPlace::Parse(o.place));
+  }
+  for (const GpuDevice& d : devices) {
+    Gpu g;
+    g.index = d.index;
+    g.uuid = d.uuid;
+    g.model = d.model;
+    g.memory_mib = d.memory_mib;
+    g.nvlink_island = d.nvlink_island;
+    g.numa_node = d.numa_node;
+    n.gpus.push_back(std::move(g));
+  }
+  return n;
+}
+
+std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
+  // No keep-alive: a connection kept open would hold one of the server's
+  // worker threads for as long as the agent lives.
+  auto c = net::HttpClient::Connect(options.server,
+                                    {.token = options.token, .connect_timeout_ms = 2000, .read_timeout_ms = 10000,
+                                     .keep_alive = false});
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+Status Agent::Impl::Register(net::HttpClient& client) {
+  auto r = client.Post("/v1/nodes/register", api::ToJson(node).dump());
+  if (!r.ok()) return r.status();
+  if (r->status != 200) {
+    auto body = api::Parse(r->body);
+    const std::string detail = body.ok() && body->is_object() ? body->value("detail", r->body) : r->body;
+    return Status(r->status == 401 || r->status == 403 ? StatusCode::kUnauthenticated : StatusCode::kInvalidArgument,
+                  fmt::format("the server refused the registration: {}", detail));
+  }
+  is_registered = true;
+  return Status::Ok();
+}
+
+void Agent::Impl::Routes() {
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, 200, Json{{"ok", true}}); });
+
+  http.Post("/v1/launch", [this](const httplib::Request& req, httplib::Response& res) { HandleLaunch(req, res); });
+
+  http.Post("/v1/kill", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req)) return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+    auto body = api::Parse(req.body);
+    if (!body.ok()) return ReplyError(res, body.status());
+    auto k = KillFromJson(*body);
+    if (!k.ok()) return ReplyError(res, k.status());
+    Status s = steps->Stop(k->job, k->epoch, k->grace);
+    if (!s.ok()) return ReplyError(res, s);
+    Wake();
+    Reply(res, 200, Json{{"job", k->job}, {"epoch", k->epoch}, {"stopping", true}});
+  });
+
+  // A chunk of a job's output: ?stream=stdout|stderr&offset=N. The answer's
+  // body is the raw bytes; X-Shoal-Size is the file's size.
+  http.Get(R"(/v1/jobs/(\d+)/output)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req)) return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+    auto job = ParseInt(req.matches[1].str());
+    const bool err_stream = req.get_param_value("stream") == "stderr";
+    int64_t offset = 0;
+    if (req.has_param("offset")) {
+      auto o = ParseInt(req.get_param_value("offset"));
+      if (!o.ok() || *o < 0) return ReplyError(res, InvalidArgument("offset must be a number of bytes"));
+      offset = *o;
+    }
+    std::string path;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = job.ok() ? outputs.find(static_cast<uint64_t>(*job)) : outputs.end();
+      if (it != outputs.end()) path = it->second.second[err_stream ? 1 : 0];
+    }
+    if (path.empty()) return ReplyError(res, NotFound("this node has no output of that job"));
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return ReplyError(res, NotFound(fmt::format("{} cannot be read", path)));
+    in.seekg(0, std::ios::end);
+    const int64_t size = in.tellg();
+    std::string chunk;
+    if (offset < size) {
+      chunk.resize(static_cast<size_t>(std::min<int64_t>(size - offset, kMaxLogChunkBytes)));
+      in.seekg(offset);
+      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      chunk.resize(static_cast<size_t>(in.gcount()));
+    }
+    res.status = 200;
+    res.set_header("X-Shoal-Size", std::to_string(size));
+    res.set_header("X-Shoal-Path", path);
+    res.set_content(std::move(chunk), "application/octet-stream");
+  });
+
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    res.set_content(api::ErrorBody(Status(res.status == 404 ? StatusCode::kNotFound : StatusCode::kInvalidArgument,
+                                          fmt::format("{} {}: HTTP {}", req.method, req.path, res.status)))
+                        .dump(),
+                    "application/json");
+  });
+}
+
+void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req)) return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+  auto body = api::Parse(req.body);
+  if (!body.ok()) return ReplyError(res, body.status());
+  auto step = StepFromLaunch(*body, node.name);
+  if (!step.ok()) return ReplyError(res, step.status());
+  {
+    // An epoch is started at most once: a repeated or late launch is ignored.
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = last_epoch.find(step->job);
+    if (it != last_epoch.end() && it->second >= step->epoch) {
+      return Reply(res, 409, api::ErrorBody(Status(StatusCode::kFailedPrecondition,
+                                                   fmt::format("job {} epoch {} was already launched here",
+                                                               step->job, step->epoch))));
+    }
+    last_epoch[step->job] = step->epoch;
+  }
+  Status s = steps->Launch(*step);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!s.ok()) {
+      refused.push_back({step->job, step->epoch, false, 1, 0, fmt::format("cannot start on {}: {}", node.name, s.message())});
+    } else {
+      auto out = steps->OutputPath(step->job, step->epoch, false);
+      auto err = steps->OutputPath(step->job, step->epoch, true);
+      outputs[step->job] = {step->epoch, {out.ok() ? *out : "", err.ok() ? *err : ""}};
+      step_gpus[{step->job, step->epoch}] = step->gpus;
+      // Bounded: the oldest jobs' output paths are forgotten first.
+      while (outputs.size() > 10000) outputs.erase(outputs.begin());
+    }
+  }
+  Wake();
+  Reply(res, 200, Json{{"job", step->job}, {"epoch", step->epoch}, {"started", s.ok()}});
+}
+
+void Agent::Impl::Loop() {
+  std::unique_ptr<net::HttpClient> client = Client();
+  Duration backoff = std::chrono::milliseconds(100);
+  bool warned = false;
+  std::vector<GpuSample> samples;
+  std::vector<GpuHealth> verdicts(devices.size());
+  Time next_tick = clock->Now();
+  Time last_beat{};
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (stopping) return;
+    }
+    if (!is_registered) {
+      Status s = client != nullptr ? Register(*client) : Status(StatusCode::kUnavailable, "bad server address");
+      if (!s.ok()) {
+        if (!warned) std::fprintf(stderr, "shoal agent: %s; retrying\n", s.message().c_str());
+        warned = true;
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait_for(lock, backoff, [this] { return stopping; });
+        backoff = std::min<Duration>(backoff * 2, std::chrono::seconds(5));
+        continue;
+      }
+      if (warned) std::fprintf(stderr, "shoal agent: registered with %s\n", options.server.c_str());
+      warned = false;
+      backoff = std::chrono::milliseconds(100);
+    }
+    Time now = clock->Now();
+    if (now >= next_tick) {
+      auto s = gpus->Sample();
+      if (s.ok()) {
+        samples = std::move(*s);
+        verdicts = health->Judge(samples, now);
+      }
+      next_tick = now + options.heartbeat;
+    }
+    // What runs and what ended.
+    std::vector<StepReport> reports;
+    for (const StepState& st : steps->Scan()) {
+      StepReport r{st.job, st.epoch, false, st.exit_code, st.signal, st.message};
+      switch (st.phase) {
+        case StepPhase::kStarting:
+        case StepPhase::kRunning: r.running = true; break;
+        case StepPhase::kExited: break;
+        case StepPhase::kLost:
+          r.exit_code = -1;
+          if (r.message.empty()) r.message = "the step's supervisor vanished";
+          break;
+      }
+      reports.push_back(std::move(r));
+    }
+    std::vector<StepReport> refused_now;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      refused_now = refused;
+    }
+    reports.insert(reports.end(), refused_now.begin(), refused_now.end());
+    // Load for simulated GPUs: a GPU is busy while a step that holds it runs.
+    {
+      std::vector<double> load(devices.size(), 0.0);
+      std::lock_guard<std::mutex> lock(mu);
+      for (const StepReport& rep : reports) {
+        auto it = step_gpus.find({rep.job, rep.epoch});
+        if (it == step_gpus.end()) continue;
+        if (!rep.running) {
+          step_gpus.erase(it);
+          continue;
+        }
+        for (int g : it->second) {
+          if (g >= 0 && static_cast<size_t>(g) < load.size()) load[static_cast<size_t>(g)] = 1.0;
+        }
+      }
+      for (size_t i = 0; i < devices.size(); ++i) gpus->SetLoad(devices[i].index, load[i]);
+    }
+    const Json body = HeartbeatJson(reports, devices, samples, verdicts);
+    auto r = client->Post(fmt::format("/v1/nodes/{}/heartbeat", node.name), body.dump());
+    last_beat = clock->Now();
+    if (r.ok() && r->status == 200) {
+      ++accepted_heartbeats;
+      // The server has the ends now: forget them.
+      for (const StepReport& rep : reports) {
+        if (!rep.running) steps->Forget(rep.job, rep.epoch);
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      refused.erase(refused.begin(), refused.begin() + static_cast<std::ptrdiff_t>(refused_now.size()));
+    } else if (r.ok() && r->status == 404) {
+      is_registered = false;  // the server lost us (its state was reset): register again
+      continue;
+    } else if (!warned) {
+      std::fprintf(stderr, "shoal agent: heartbeat failed: %s\n",
+                   r.ok() ? fmt::format("HTTP {}: {}", r->status, r->body).c_str() : r.status().message().c_str());
+      warned = true;
+    }
+    if (r.ok() && r->status == 200) warned = false;
+    std::unique_lock<std::mutex> lock(mu);
+    // Sleep to the next tick, or until a step starts or ends (but keep the
+    // extra heartbeats at least min_event_gap apart).
+    cv.wait_for(lock, next_tick - clock->Now(), [this] { return stopping || wake; });
+    if (stopping) return;
+    if (wake) {
+      wake = false;
+      const Duration since = std::chrono::duration_cast<Duration>(clock->Now() - last_beat);
+      if (since < options.min_event_gap) {
+        cv.wait_for(lock, options.min_event_gap - since, [this] { return stopping; });
+      }
+    }
+  }
+}
+
+Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::unique_ptr<GpuProvider> gpus,
+                                            std::unique_ptr<Steps> steps, const Clock& clock) {
+  if (options.token.empty()) return InvalidArgument("the agent needs a node token (--token or --token-file)");
+  SHOAL_RETURN_IF_ERROR(net::ParseHostPort(options.server, 6820).status());
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->clock = &clock;
+  SHOAL_ASSIGN_OR_RETURN(impl->devices, gpus->Discover());
+  impl->gpus = std::move(gpus);
+  impl->steps = std::move(steps);
+  impl->health = std::make_unique<HealthMonitor>(impl->devices, options.health);
+  // Steps found on disk: their epochs are taken, their output is readable.
+  for (const StepState& st : impl->steps->Scan()) {
+    uint64_t& e = impl->last_epoch[st.job];
+    e = std::max(e, st.epoch);
+    auto out = impl->steps->OutputPath(st.job, st.epoch, false);
+    auto err = impl->steps->OutputPath(st.job, st.epoch, true);
+    impl->outputs[st.job] = {st.epoch, {out.ok() ? *out : "", err.ok() ? *err : ""}};
+  }
+  // Listen.
+  SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
+  impl->http.set_tcp_nodelay(true);
+  impl->http.set_keep_alive_timeout(2);
+  impl->http.set_payload_max_length(4 << 20);
+  const int threads = std::max(2, options.http_threads);
+  impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  impl->Routes();
+  if (hp.second == 0) {
+    impl->port = impl->http.bind_to_any_port(hp.first);
+  } else {
+    impl->port = impl->http.bind_to_port(hp.first, hp.second) ? hp.second : -1;
+  }
+  if (impl->port <= 0) return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
+  std::string advertise = options.advertise;
+  if (advertise.empty()) {
+    const std::string host = hp.first == "0.0.0.0" ? HostName() : hp.first;
+    advertise = fmt::format("{}:{}", host, impl->port);
+  }
+  SHOAL_ASSIGN_OR_RETURN(impl->node, DescribeNode(options, impl->devices, advertise));
+  Impl* raw = impl.get();
+  impl->http_thread = std::thread([raw] {
+    raw->http.listen_after_bind();
+    raw->listen_returned = true;
+  });
+  while (!impl->http.is_running() && !impl->listen_returned) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl->loop_thread = std::thread([raw] { raw->Loop(); });
+  impl->events_thread = std::thread([raw] {
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(raw->mu);
+        if (raw->stopping) return;
+      }
+      if (!raw->steps->WaitForChanges(std::chrono::milliseconds(200)).empty()) raw->Wake();
+    }
+  });
+  return std::unique_ptr<Agent>(new Agent(std::move(impl)));
+}
+
+Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Agent::~Agent() { Stop(); }
+
+void Agent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->loop_thread.joinable()) impl_->loop_thread.join();
+  if (impl_->events_thread.joinable()) impl_->events_thread.join();
+  impl_->http.stop();
+  if (impl_->http_thread.joinable()) impl_->http_thread.join();
+}
+
+std::string Agent::address() const { return impl_->node.address; }
+const std::string& Agent::name() const { return impl_->node.name; }
+bool Agent::registered() const { return impl_->is_registered; }
+uint64_t Agent::heartbeats() const { return impl_->accepted_heartbeats; }
+
+}  // namespace shoal::agent

@@ -1,0 +1,124 @@
+#include "agent/config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "catalog/profiles.h"
+#include "core/strings.h"
+#include "trace/cluster_file.h"
+
+namespace shoal::agent {
+
+namespace {
+
+std::vector<std::string> List(const std::string& value) {
+  std::vector<std::string> out;
+  for (std::string_view item : Split(value, ',')) {
+    if (!Trim(item).empty()) out.emplace_back(Trim(item));
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ApplyAgentSetting(const std::string& key, const std::string& value, AgentConfig& c) {
+  AgentOptions& o = c.agent;
+  if (key == "server") {
+    o.server = value;
+  } else if (key == "token") {
+    o.token = value;
+  } else if (key == "token_file") {
+    c.token_file = value;
+  } else if (key == "name") {
+    o.name = value;
+  } else if (key == "listen") {
+    o.listen = value;
+  } else if (key == "advertise") {
+    o.advertise = value;
+  } else if (key == "state_dir") {
+    c.state_dir = value;
+  } else if (key == "gpus") {
+    if (value != "nvml" && !StartsWith(value, "simulated:")) {
+      return InvalidArgument(fmt::format("gpus: 'nvml' or 'simulated:<profile>', not '{}'", value));
+    }
+    c.gpus = value;
+  } else if (key == "nvml_library") {
+    c.nvml_library = value;
+  } else if (key == "labels") {
+    o.labels = List(value);
+  } else if (key == "partitions") {
+    o.partitions = List(value);
+  } else if (key == "place") {
+    SHOAL_RETURN_IF_ERROR(NetworkPlace::Parse(value).status().WithContext("place"));
+    o.place = value;
+  } else if (key == "heartbeat") {
+    auto d = ParseDuration(value);
+    if (!d.ok() || d->count() < 50 || *d > std::chrono::minutes(5)) {
+      return InvalidArgument("heartbeat: a duration from 50ms to 5m, such as 1s");
+    }
+    o.heartbeat = *d;
+  } else if (key == "cpus") {
+    auto v = ParseDouble(value);
+    if (!v.ok() || *v <= 0 || *v > 100000) return InvalidArgument("cpus: a positive number");
+    o.cpu_milli = static_cast<int64_t>(*v * 1000);
+  } else if (key == "memory") {
+    auto v = ParseMemoryMib(value);
+    if (!v.ok() || *v <= 0) return InvalidArgument("memory: a size such as 512G");
+    o.memory_mib = *v;
+  } else if (key == "allow_root_jobs") {
+    if (value != "true" && value != "false") return InvalidArgument("allow_root_jobs: true or false");
+    c.allow_root_jobs = value == "true";
+  } else if (key == "cgroup_root") {
+    c.cgroup_root = value;
+  } else if (key == "temperature_limit") {
+    auto v = ParseDouble(value);
+    if (!v.ok() || *v < 40 || *v > 120) return InvalidArgument("temperature_limit: degrees C, 40 to 120");
+    o.health.default_temperature_limit_c = *v;
+  } else {
+    return InvalidArgument(fmt::format(
+        "unknown agent setting '{}' (server, token, token_file, name, listen, advertise, state_dir, gpus, "
+        "nvml_library, labels, partitions, place, heartbeat, cpus, memory, allow_root_jobs, cgroup_root, "
+        "temperature_limit)",
+        key));
+  }
+  return Status::Ok();
+}
+
+Status LoadAgentConfig(const std::string& path, AgentConfig& config) {
+  std::ifstream in(path);
+  if (!in) return NotFound(fmt::format("cannot read {}", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  SHOAL_ASSIGN_OR_RETURN(auto settings, trace::ParseSettingsToml(text.str(), path, "agent"));
+  for (const auto& [key, value] : settings) {
+    SHOAL_RETURN_IF_ERROR(ApplyAgentSetting(key, value, config).WithContext(path));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<GpuProvider>> OpenGpus(AgentConfig& c, const Clock& clock) {
+  if (c.gpus == "nvml") return OpenNvml(c.nvml_library);
+  const std::string profile = c.gpus.substr(std::string_view("simulated:").size());
+  const catalog::NodeProfile* p = catalog::FindProfile(profile);
+  if (p == nullptr) {
+    return InvalidArgument(fmt::format("gpus: no node profile '{}' (known: {})", profile,
+                                       Join(catalog::ProfileNames(), ", ")));
+  }
+  if (c.agent.cpu_milli == 0) c.agent.cpu_milli = p->cpu_milli;
+  if (c.agent.memory_mib == 0) c.agent.memory_mib = p->memory_mib;
+  return MakeSimulated(profile, c.agent.name, c.seed, clock);
+}
+
+Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& c, const std::string& supervisor) {
+  if (c.state_dir.empty()) return InvalidArgument("the agent needs a state directory (--state-dir)");
+  StepsOptions o;
+  o.dir = c.state_dir + "/steps";
+  o.supervisor = supervisor;
+  o.allow_root_jobs = c.allow_root_jobs;
+  o.cgroup_root = c.cgroup_root;
+  return Steps::Open(o);
+}
+
+}  // namespace shoal::agent

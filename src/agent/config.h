@@ -1,0 +1,51 @@
+// `shoal agent`'s configuration: a TOML file with an [agent] table, and the
+// same settings as command-line flags (which win).
+//
+//   [agent]
+//   server = "10.0.0.1:6820"
+//   token_file = "/etc/shoal/node.token"
+//   name = "gpu01"
+//   listen = "0.0.0.0:6821"
+//   advertise = "10.0.0.11:6821"
+//   state_dir = "/var/lib/shoal-agent"
+//   gpus = "nvml"                  # or "simulated:dgx-h100"
+//   labels = ["ib", "nvme"]
+//   partitions = ["gpu"]
+//   place = "spine1/leaf3"
+//   heartbeat = "1s"
+#pragma once
+
+#include <string>
+
+#include "agent/agent.h"
+#include "core/status.h"
+
+namespace shoal::agent {
+
+struct AgentConfig {
+  AgentOptions agent;
+  std::string gpus = "nvml";      // "nvml", "simulated:<profile>"
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string state_dir;          // steps live in <state_dir>/steps
+  std::string token_file;
+  bool allow_root_jobs = false;
+  std::string cgroup_root;        // empty: detect
+  uint64_t seed = 0;              // simulated telemetry's noise
+};
+
+// One setting; unknown settings are errors that list the known ones.
+Status ApplyAgentSetting(const std::string& key, const std::string& value, AgentConfig& config);
+
+// Every setting of a file's [agent] table.
+Status LoadAgentConfig(const std::string& path, AgentConfig& config);
+
+// The GPU provider the configuration names (NVML, or a simulated profile
+// whose CPUs and memory then describe the node unless set). `clock` must
+// outlive the provider.
+Result<std::unique_ptr<GpuProvider>> OpenGpus(AgentConfig& config, const Clock& clock);
+
+// The node's steps under <state_dir>/steps, supervised by `supervisor`
+// (the shoal-step binary).
+Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& config, const std::string& supervisor);
+
+}  // namespace shoal::agent

@@ -1,0 +1,197 @@
+// Our own declarations of the parts of NVML (the NVIDIA Management Library)
+// that the agent uses. No nvml.h exists at build time, and the agent must run
+// on hosts without a driver, so nothing links against libnvidia-ml: the
+// provider dlopens it and looks these functions up by name with dlsym.
+//
+// Every name, type, constant and signature below is copied from NVIDIA's
+// documented C API, "NVML API Reference Guide"
+// (https://docs.nvidia.com/deploy/nvml-api/), so the names keep NVML's
+// spelling rather than ours: whoever checks them against the reference (or
+// against nvml.h on a host that has it) can grep for them. Sections cited
+// are those of that guide. The test suite's fake libnvidia-ml.so.1 defines
+// these same prototypes, so the compiler checks both sides agree.
+//
+// The provider never calls these functions directly: it takes their types
+// with decltype and calls through pointers from dlsym. A direct call would
+// fail to link, which is intended.
+#pragma once
+
+// NOLINTBEGIN: C names and macros as NVML spells them.
+extern "C" {
+
+// "Return Values" (nvmlReturn_t). Only the codes the agent tells apart are
+// named; others pass through as numbers to nvmlErrorString.
+typedef enum nvmlReturn_enum {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
+  NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+  NVML_ERROR_UNKNOWN = 999,
+} nvmlReturn_t;
+
+// "Device Structs": an opaque handle, valid between nvmlInit and nvmlShutdown.
+typedef struct nvmlDevice_st* nvmlDevice_t;
+
+// "Device Structs" / nvmlMemory_t: bytes.
+typedef struct nvmlMemory_st {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+
+// "Device Structs" / nvmlUtilization_t: percent of time over the past sample
+// period that a kernel ran (gpu) or device memory was read or written (memory).
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
+// "Device Enums" / nvmlTemperatureSensors_t.
+typedef enum nvmlTemperatureSensors_enum {
+  NVML_TEMPERATURE_GPU = 0,
+} nvmlTemperatureSensors_t;
+
+// "Device Enums" / nvmlTemperatureThresholds_t.
+typedef enum nvmlTemperatureThresholds_enum {
+  NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
+  NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1,
+  NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2,
+  NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3,
+} nvmlTemperatureThresholds_t;
+
+// "Device Enums" / nvmlClockType_t.
+typedef enum nvmlClockType_enum {
+  NVML_CLOCK_GRAPHICS = 0,
+  NVML_CLOCK_SM = 1,
+  NVML_CLOCK_MEM = 2,
+  NVML_CLOCK_VIDEO = 3,
+} nvmlClockType_t;
+
+// "Device Enums" / nvmlMemoryErrorType_t and nvmlEccCounterType_t.
+typedef enum nvmlMemoryErrorType_enum {
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+} nvmlMemoryErrorType_t;
+
+typedef enum nvmlEccCounterType_enum {
+  NVML_VOLATILE_ECC = 0,   // since the driver loaded
+  NVML_AGGREGATE_ECC = 1,  // over the board's life
+} nvmlEccCounterType_t;
+
+// "Device Enums" / nvmlEnableState_t.
+typedef enum nvmlEnableState_enum {
+  NVML_FEATURE_DISABLED = 0,
+  NVML_FEATURE_ENABLED = 1,
+} nvmlEnableState_t;
+
+// "Device Structs" / nvmlPciInfo_t, as filled by nvmlDeviceGetPciInfo_v3 and
+// nvmlDeviceGetNvLinkRemotePciInfo_v2.
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
+typedef struct nvmlPciInfo_st {
+  char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];  // "00000000:1B:00.0"
+} nvmlPciInfo_t;
+
+// "Device Queries" / buffer sizes for nvmlDeviceGetName and nvmlDeviceGetUUID.
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+
+// "NvLink Methods": links are numbered 0 .. NVML_NVLINK_MAX_LINKS-1 (18 from
+// Hopper on; older GPUs answer NVML_ERROR_INVALID_ARGUMENT past their last).
+#define NVML_NVLINK_MAX_LINKS 18
+
+// "Multi Instance GPU Management" / nvmlDeviceGetMigMode's modes.
+#define NVML_DEVICE_MIG_DISABLE 0x0
+#define NVML_DEVICE_MIG_ENABLE 0x1
+
+// "Event Handling Methods" / "Event Types" and nvmlEventData_t.
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+#define nvmlEventTypeXidCriticalError 0x0000000000000008LL
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID code for nvmlEventTypeXidCriticalError
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+// "Clocks Event Reasons" (formerly "Clock Throttle Reasons"): bits of
+// nvmlDeviceGetCurrentClocksEventReasons. The agent passes the mask on
+// unchanged; the names document what the simulated provider sets.
+#define nvmlClocksEventReasonGpuIdle 0x0000000000000001ULL
+#define nvmlClocksEventReasonSwPowerCap 0x0000000000000004ULL
+#define nvmlClocksEventReasonSwThermalSlowdown 0x0000000000000020ULL
+#define nvmlClocksEventReasonHwThermalSlowdown 0x0000000000000040ULL
+
+// "Initialization and Cleanup".
+nvmlReturn_t nvmlInit_v2(void);
+nvmlReturn_t nvmlShutdown(void);
+// "Error reporting".
+const char* nvmlErrorString(nvmlReturn_t result);
+
+// "Device Queries".
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount);
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length);
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length);
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization);
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                      unsigned int* temp);
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
+                                               nvmlTemperatureThresholds_t thresholdType,
+                                               unsigned int* temp);
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power);          // mW
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit);  // mW
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
+                                                 unsigned long long* energy);  // mJ
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                    unsigned int* clock);  // MHz
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                         nvmlEccCounterType_t counterType,
+                                         unsigned long long* eccCounts);
+// R535 renamed "throttle reasons" to "clocks event reasons"; older drivers
+// only have the first name, newer ones keep it as a deprecated alias.
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                    unsigned long long* clocksEventReasons);
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                       unsigned long long* clocksThrottleReasons);
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci);
+// Only on platforms where the GPU's memory is itself a NUMA node (Grace
+// Hopper); elsewhere NVML_ERROR_NOT_SUPPORTED.
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node);
+
+// "NvLink Methods".
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                      nvmlEnableState_t* isActive);
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
+                                                 nvmlPciInfo_t* pci);
+
+// "Multi Instance GPU Management".
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
+                                  unsigned int* pendingMode);
+
+// "Event Handling Methods".
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
+                                      nvmlEventSet_t set);
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
+
+}  // extern "C"
+// NOLINTEND

@@ -1,0 +1,508 @@
+// NvmlProvider: GPUs through NVML, loaded with dlopen (see nvml_api.h for
+// why there is no link-time dependency).
+//
+// Functions every supported driver has (init, count, handles, name, UUID,
+// memory) are required: without them there is nothing to report, and the
+// provider does not open. Everything else is optional and read defensively:
+// a function the library lacks (older or newer driver) or that the GPU does
+// not support (ECC on a GeForce, NVLink on a PCIe card) leaves its field 0.
+
+#include "agent/gpu/nvml_provider.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "agent/gpu/nvml_api.h"
+#include "catalog/gpus.h"
+#include "core/strings.h"
+
+namespace shoal::agent {
+
+namespace {
+
+constexpr double kMib = 1024.0 * 1024.0;
+// The XID the driver logs when a GPU stops answering ("GPU has fallen off
+// the bus", NVIDIA's XID catalogue). NVML reports such a GPU as
+// NVML_ERROR_GPU_IS_LOST; the provider reports it as this XID so that the
+// agent's health check, which watches XIDs, marks the GPU unhealthy.
+constexpr int kXidFallenOffBus = 79;
+// Events drained per Sample at most: a GPU in an XID storm must not stall
+// telemetry (a limit on every loop).
+constexpr int kMaxEventsPerSample = 1024;
+
+// The NVML functions the provider calls, resolved by name when the library
+// is opened. Members carry NVML's own names so that each can be checked
+// against the reference; a null member is a function this library lacks.
+struct NvmlApi {
+  decltype(&::nvmlInit_v2) nvmlInit_v2 = nullptr;
+  decltype(&::nvmlShutdown) nvmlShutdown = nullptr;
+  decltype(&::nvmlErrorString) nvmlErrorString = nullptr;
+  decltype(&::nvmlDeviceGetCount_v2) nvmlDeviceGetCount_v2 = nullptr;
+  decltype(&::nvmlDeviceGetHandleByIndex_v2) nvmlDeviceGetHandleByIndex_v2 = nullptr;
+  decltype(&::nvmlDeviceGetName) nvmlDeviceGetName = nullptr;
+  decltype(&::nvmlDeviceGetUUID) nvmlDeviceGetUUID = nullptr;
+  decltype(&::nvmlDeviceGetMemoryInfo) nvmlDeviceGetMemoryInfo = nullptr;
+  // Optional from here on.
+  decltype(&::nvmlDeviceGetUtilizationRates) nvmlDeviceGetUtilizationRates = nullptr;
+  decltype(&::nvmlDeviceGetTemperature) nvmlDeviceGetTemperature = nullptr;
+  decltype(&::nvmlDeviceGetTemperatureThreshold) nvmlDeviceGetTemperatureThreshold = nullptr;
+  decltype(&::nvmlDeviceGetPowerUsage) nvmlDeviceGetPowerUsage = nullptr;
+  decltype(&::nvmlDeviceGetEnforcedPowerLimit) nvmlDeviceGetEnforcedPowerLimit = nullptr;
+  decltype(&::nvmlDeviceGetTotalEnergyConsumption) nvmlDeviceGetTotalEnergyConsumption = nullptr;
+  decltype(&::nvmlDeviceGetClockInfo) nvmlDeviceGetClockInfo = nullptr;
+  decltype(&::nvmlDeviceGetTotalEccErrors) nvmlDeviceGetTotalEccErrors = nullptr;
+  decltype(&::nvmlDeviceGetCurrentClocksEventReasons) nvmlDeviceGetCurrentClocksEventReasons =
+      nullptr;
+  decltype(&::nvmlDeviceGetCurrentClocksThrottleReasons) nvmlDeviceGetCurrentClocksThrottleReasons =
+      nullptr;
+  decltype(&::nvmlDeviceGetPciInfo_v3) nvmlDeviceGetPciInfo_v3 = nullptr;
+  decltype(&::nvmlDeviceGetNumaNodeId) nvmlDeviceGetNumaNodeId = nullptr;
+  decltype(&::nvmlDeviceGetNvLinkState) nvmlDeviceGetNvLinkState = nullptr;
+  decltype(&::nvmlDeviceGetNvLinkRemotePciInfo_v2) nvmlDeviceGetNvLinkRemotePciInfo_v2 = nullptr;
+  decltype(&::nvmlDeviceGetMigMode) nvmlDeviceGetMigMode = nullptr;
+  decltype(&::nvmlEventSetCreate) nvmlEventSetCreate = nullptr;
+  decltype(&::nvmlDeviceRegisterEvents) nvmlDeviceRegisterEvents = nullptr;
+  decltype(&::nvmlEventSetWait_v2) nvmlEventSetWait_v2 = nullptr;
+  decltype(&::nvmlEventSetFree) nvmlEventSetFree = nullptr;
+};
+
+template <typename Fn>
+void Resolve(void* library, const char* symbol, Fn& out) {
+  out = reinterpret_cast<Fn>(dlsym(library, symbol));
+}
+
+// Looks every function up; the name of the first required one missing, or
+// empty when all required ones are there.
+std::string ResolveAll(void* library, NvmlApi& api) {
+#define SHOAL_NVML_RESOLVE(name) Resolve(library, #name, api.name)
+  SHOAL_NVML_RESOLVE(nvmlInit_v2);
+  SHOAL_NVML_RESOLVE(nvmlShutdown);
+  SHOAL_NVML_RESOLVE(nvmlErrorString);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetCount_v2);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetHandleByIndex_v2);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetName);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetUUID);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetMemoryInfo);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetUtilizationRates);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetTemperature);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetTemperatureThreshold);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetPowerUsage);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetEnforcedPowerLimit);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetTotalEnergyConsumption);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetClockInfo);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetTotalEccErrors);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetCurrentClocksEventReasons);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetCurrentClocksThrottleReasons);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetPciInfo_v3);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetNumaNodeId);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetNvLinkState);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetNvLinkRemotePciInfo_v2);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetMigMode);
+  SHOAL_NVML_RESOLVE(nvmlEventSetCreate);
+  SHOAL_NVML_RESOLVE(nvmlDeviceRegisterEvents);
+  SHOAL_NVML_RESOLVE(nvmlEventSetWait_v2);
+  SHOAL_NVML_RESOLVE(nvmlEventSetFree);
+#undef SHOAL_NVML_RESOLVE
+  const std::array<std::pair<const char*, bool>, 8> required = {{
+      {"nvmlInit_v2", api.nvmlInit_v2 != nullptr},
+      {"nvmlShutdown", api.nvmlShutdown != nullptr},
+      {"nvmlErrorString", api.nvmlErrorString != nullptr},
+      {"nvmlDeviceGetCount_v2", api.nvmlDeviceGetCount_v2 != nullptr},
+      {"nvmlDeviceGetHandleByIndex_v2", api.nvmlDeviceGetHandleByIndex_v2 != nullptr},
+      {"nvmlDeviceGetName", api.nvmlDeviceGetName != nullptr},
+      {"nvmlDeviceGetUUID", api.nvmlDeviceGetUUID != nullptr},
+      {"nvmlDeviceGetMemoryInfo", api.nvmlDeviceGetMemoryInfo != nullptr},
+  }};
+  for (const auto& [name, found] : required) {
+    if (!found) return name;
+  }
+  return "";
+}
+
+// Calls an optional function: NVML_ERROR_FUNCTION_NOT_FOUND when the library
+// lacks it, so that callers treat "missing" and "not supported" alike.
+template <typename Fn, typename... Args>
+nvmlReturn_t CallOptional(Fn fn, Args... args) {
+  if (fn == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  return fn(args...);
+}
+
+Status Unavailable(std::string message) {
+  return Status(StatusCode::kUnavailable, "NVML is not available: " + std::move(message));
+}
+
+// What to check when nvmlInit_v2 fails, by its code.
+std::string_view InitHint(nvmlReturn_t code) {
+  switch (code) {
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "is the NVIDIA kernel driver loaded? `nvidia-smi` says the same";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      return "the NVML library and the kernel driver are from different driver versions; "
+             "reload the driver or reboot";
+    case NVML_ERROR_NO_PERMISSION:
+      return "this user may not open /dev/nvidia*";
+    default:
+      return "`nvidia-smi` should report the same problem";
+  }
+}
+
+// "00000000:1B:00.0" (NVML) -> "0000:1b:00.0" (Linux sysfs): the kernel
+// names PCI devices with a 4-digit domain in lower case.
+std::string SysfsBusId(std::string_view nvml_bus_id) {
+  std::string id = ToLower(nvml_bus_id);
+  const size_t colon = id.find(':');
+  if (colon != std::string::npos && colon > 4) {
+    const size_t extra = colon - 4;
+    if (id.find_first_not_of('0') >= extra) id.erase(0, extra);
+  }
+  return id;
+}
+
+// The NUMA node of the PCI slot (the CPU node nearest the GPU), or -1.
+int SysfsNumaNode(const std::string& sysfs_pci_root, std::string_view nvml_bus_id) {
+  if (nvml_bus_id.empty()) return -1;
+  std::ifstream in(fmt::format("{}/{}/numa_node", sysfs_pci_root, SysfsBusId(nvml_bus_id)));
+  int node = -1;
+  if (!(in >> node)) return -1;
+  return node;
+}
+
+// A PCI location that identifies a GPU at either end of an NVLink.
+struct PciKey {
+  unsigned int domain = 0;
+  unsigned int bus = 0;
+  unsigned int device = 0;
+  friend bool operator==(const PciKey&, const PciKey&) = default;
+};
+
+PciKey KeyOf(const nvmlPciInfo_t& pci) {
+  return PciKey{pci.domain, pci.bus, pci.device};
+}
+
+// Union-find over GPU indices (plus one slot standing for "the NVSwitch
+// fabric"), for NVLink islands.
+class Islands {
+ public:
+  explicit Islands(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), size_t{0}); }
+  size_t Find(size_t x) {
+    while (parent_[x] != x)
+      x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void Join(size_t a, size_t b) { parent_[Find(a)] = Find(b); }
+
+ private:
+  std::vector<size_t> parent_;
+};
+
+// Per-GPU state the provider keeps between samples.
+struct Device {
+  nvmlDevice_t handle = nullptr;
+  uint64_t xid_errors = 0;
+  int last_xid = 0;
+  bool lost = false;  // NVML said NVML_ERROR_GPU_IS_LOST once
+};
+
+// NVML behind the GpuProvider interface. It owns the dlopen handle, NVML's
+// initialisation (nvmlInit_v2 in OpenNvml, nvmlShutdown here) and the XID
+// event set. Handles are taken once when opened: a GPU added or removed
+// later needs an agent restart, as with the driver itself. Not thread-safe
+// (one telemetry thread, as GpuProvider says).
+class NvmlProvider final : public GpuProvider {
+ public:
+  NvmlProvider(void* library, NvmlApi api, NvmlOptions options)
+      : library_(library), api_(api), options_(std::move(options)) {}
+  ~NvmlProvider() override {
+    if (event_set_ != nullptr) (void)api_.nvmlEventSetFree(event_set_);
+    (void)api_.nvmlShutdown();
+    dlclose(library_);
+  }
+  NvmlProvider(const NvmlProvider&) = delete;
+  NvmlProvider& operator=(const NvmlProvider&) = delete;
+
+  std::string_view kind() const override { return "nvml"; }
+
+  // Takes the handles and subscribes to XID events; after nvmlInit_v2.
+  Status Start() {
+    unsigned int count = 0;
+    nvmlReturn_t rc = api_.nvmlDeviceGetCount_v2(&count);
+    if (rc != NVML_SUCCESS) return Failure("nvmlDeviceGetCount_v2", rc);
+    devices_.resize(count);
+    for (unsigned int i = 0; i < count; ++i) {
+      rc = api_.nvmlDeviceGetHandleByIndex_v2(i, &devices_[i].handle);
+      if (rc != NVML_SUCCESS)
+        return Failure(fmt::format("nvmlDeviceGetHandleByIndex_v2({})", i), rc);
+    }
+    // Without the event API the XID count stays 0; the other health signals
+    // (ECC, temperature) still work.
+    const bool events = api_.nvmlEventSetWait_v2 != nullptr && api_.nvmlEventSetFree != nullptr;
+    if (count > 0 && events && CallOptional(api_.nvmlEventSetCreate, &event_set_) == NVML_SUCCESS) {
+      for (const Device& d : devices_) {
+        // A GPU that cannot report XIDs (NVML_ERROR_NOT_SUPPORTED) is simply
+        // not watched.
+        (void)CallOptional(api_.nvmlDeviceRegisterEvents, d.handle,
+                           static_cast<unsigned long long>(nvmlEventTypeXidCriticalError),
+                           event_set_);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<GpuDevice>> Discover() override {
+    std::vector<GpuDevice> gpus;
+    std::vector<PciKey> pci_keys;
+    gpus.reserve(devices_.size());
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      nvmlDevice_t h = devices_[i].handle;
+      GpuDevice gpu;
+      gpu.index = static_cast<int>(i);
+
+      std::array<char, NVML_DEVICE_NAME_V2_BUFFER_SIZE> name{};
+      nvmlReturn_t rc = api_.nvmlDeviceGetName(h, name.data(), name.size());
+      if (rc != NVML_SUCCESS) return Failure(fmt::format("nvmlDeviceGetName(GPU {})", i), rc);
+      gpu.name = name.data();
+      std::array<char, NVML_DEVICE_UUID_V2_BUFFER_SIZE> uuid{};
+      rc = api_.nvmlDeviceGetUUID(h, uuid.data(), uuid.size());
+      if (rc != NVML_SUCCESS) return Failure(fmt::format("nvmlDeviceGetUUID(GPU {})", i), rc);
+      gpu.uuid = uuid.data();
+      nvmlMemory_t memory{};
+      rc = api_.nvmlDeviceGetMemoryInfo(h, &memory);
+      if (rc != NVML_SUCCESS) return Failure(fmt::format("nvmlDeviceGetMemoryInfo(GPU {})", i), rc);
+      gpu.memory_mib = static_cast<int64_t>(memory.total / (1024ULL * 1024ULL));
+
+      const catalog::GpuSpec* spec = catalog::FindGpuByDeviceName(gpu.name, gpu.memory_mib);
+      gpu.model = spec != nullptr ? std::string(spec->model) : gpu.name;
+
+      nvmlPciInfo_t pci{};
+      if (CallOptional(api_.nvmlDeviceGetPciInfo_v3, h, &pci) == NVML_SUCCESS) {
+        gpu.pci_bus_id = pci.busId;
+        pci_keys.push_back(KeyOf(pci));
+      } else {
+        pci_keys.push_back(PciKey{~0u, ~0u, ~0u});  // matches no link's far end
+      }
+      gpu.numa_node = NumaNode(h, gpu.pci_bus_id);
+
+      unsigned int mig_current = 0;
+      unsigned int mig_pending = 0;
+      if (CallOptional(api_.nvmlDeviceGetMigMode, h, &mig_current, &mig_pending) == NVML_SUCCESS) {
+        gpu.mig_enabled = mig_current == NVML_DEVICE_MIG_ENABLE;
+      }
+      unsigned int limit_mw = 0;
+      if (CallOptional(api_.nvmlDeviceGetEnforcedPowerLimit, h, &limit_mw) == NVML_SUCCESS) {
+        gpu.power_limit_w = limit_mw / 1000.0;
+      }
+      unsigned int slowdown_c = 0;
+      if (CallOptional(api_.nvmlDeviceGetTemperatureThreshold, h,
+                       NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &slowdown_c) == NVML_SUCCESS) {
+        gpu.temperature_limit_c = slowdown_c;
+      }
+      gpus.push_back(std::move(gpu));
+    }
+    AssignIslands(pci_keys, gpus);
+    return gpus;
+  }
+
+  Result<std::vector<GpuSample>> Sample() override {
+    DrainXidEvents();
+    std::vector<GpuSample> samples;
+    samples.reserve(devices_.size());
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      Device& d = devices_[i];
+      nvmlDevice_t h = d.handle;
+      GpuSample s;
+      s.index = static_cast<int>(i);
+      // Every reading is optional here: one the GPU cannot give stays 0
+      // rather than costing the node its whole report.
+      bool gone = false;
+      auto ok = [&gone](nvmlReturn_t rc) {
+        gone = gone || rc == NVML_ERROR_GPU_IS_LOST;
+        return rc == NVML_SUCCESS;
+      };
+      nvmlUtilization_t util{};
+      if (ok(CallOptional(api_.nvmlDeviceGetUtilizationRates, h, &util))) {
+        s.util_pct = util.gpu;
+        s.mem_copy_util_pct = util.memory;
+      }
+      nvmlMemory_t memory{};
+      if (ok(api_.nvmlDeviceGetMemoryInfo(h, &memory))) {
+        s.fb_used_mib = static_cast<int64_t>(static_cast<double>(memory.used) / kMib);
+        s.fb_free_mib = static_cast<int64_t>(static_cast<double>(memory.free) / kMib);
+      }
+      unsigned int value = 0;
+      if (ok(CallOptional(api_.nvmlDeviceGetTemperature, h, NVML_TEMPERATURE_GPU, &value))) {
+        s.temperature_c = value;
+      }
+      if (ok(CallOptional(api_.nvmlDeviceGetPowerUsage, h, &value))) s.power_w = value / 1000.0;
+      if (ok(CallOptional(api_.nvmlDeviceGetClockInfo, h, NVML_CLOCK_SM, &value))) {
+        s.sm_clock_mhz = value;
+      }
+      unsigned long long counter = 0;
+      if (ok(CallOptional(api_.nvmlDeviceGetTotalEnergyConsumption, h, &counter))) {
+        s.energy_j = static_cast<double>(counter) / 1000.0;
+      }
+      if (ok(CallOptional(api_.nvmlDeviceGetTotalEccErrors, h, NVML_MEMORY_ERROR_TYPE_CORRECTED,
+                          NVML_VOLATILE_ECC, &counter))) {
+        s.ecc_corrected = counter;
+      }
+      if (ok(CallOptional(api_.nvmlDeviceGetTotalEccErrors, h, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                          NVML_VOLATILE_ECC, &counter))) {
+        s.ecc_uncorrected = counter;
+      }
+      nvmlReturn_t rc = CallOptional(api_.nvmlDeviceGetCurrentClocksEventReasons, h, &counter);
+      if (rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
+        rc = CallOptional(api_.nvmlDeviceGetCurrentClocksThrottleReasons, h, &counter);
+      }
+      if (ok(rc)) s.clock_event_reasons = counter;
+
+      if (gone && !d.lost) {
+        d.lost = true;
+        d.xid_errors++;
+        d.last_xid = kXidFallenOffBus;
+      }
+      s.xid_errors = d.xid_errors;
+      s.last_xid = d.last_xid;
+      samples.push_back(s);
+    }
+    return samples;
+  }
+
+ private:
+  Status Failure(std::string_view call, nvmlReturn_t rc) const {
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("NVML: {} failed: {}", call, ErrorText(rc)));
+  }
+
+  std::string ErrorText(nvmlReturn_t rc) const {
+    const char* text = api_.nvmlErrorString(rc);
+    return fmt::format("{} (NVML error {})", text != nullptr ? text : "unknown error",
+                       static_cast<int>(rc));
+  }
+
+  // The CPU NUMA node nearest the GPU, which is what CPU placement needs:
+  // the PCI slot's node from sysfs first. nvmlDeviceGetNumaNodeId answers
+  // only where the GPU's memory is a NUMA node of its own (Grace Hopper), so
+  // it is the fallback. 0 when neither knows (one-socket hosts report -1).
+  int NumaNode(nvmlDevice_t h, const std::string& bus_id) const {
+    int node = SysfsNumaNode(options_.sysfs_pci_root, bus_id);
+    if (node >= 0) return node;
+    unsigned int nvml_node = 0;
+    if (CallOptional(api_.nvmlDeviceGetNumaNodeId, h, &nvml_node) == NVML_SUCCESS) {
+      return static_cast<int>(nvml_node);
+    }
+    return 0;
+  }
+
+  // GPUs joined by an active NVLink share an island, directly (the far end
+  // is another of our GPUs) or through NVSwitch (the far end is a PCI device
+  // that is not one of our GPUs: the switch). All GPUs that reach a switch
+  // form one island, as HGX boards wire every GPU to every switch chip.
+  // Islands are numbered 0, 1, ... in the order of their lowest GPU index; a
+  // GPU without NVLink is an island of its own.
+  void AssignIslands(const std::vector<PciKey>& pci_keys, std::vector<GpuDevice>& gpus) const {
+    const size_t n = gpus.size();
+    const size_t kSwitch = n;
+    Islands islands(n + 1);
+    for (size_t i = 0; i < n; ++i) {
+      nvmlDevice_t h = devices_[i].handle;
+      for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+        nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+        nvmlReturn_t rc = CallOptional(api_.nvmlDeviceGetNvLinkState, h, link, &active);
+        // Past the GPU's last link (INVALID_ARGUMENT), no NVLink at all
+        // (NOT_SUPPORTED) or no such function: nothing more to learn.
+        if (rc != NVML_SUCCESS) break;
+        if (active != NVML_FEATURE_ENABLED) continue;
+        nvmlPciInfo_t remote{};
+        if (CallOptional(api_.nvmlDeviceGetNvLinkRemotePciInfo_v2, h, link, &remote) !=
+            NVML_SUCCESS) {
+          continue;  // an active link whose far end is unknown joins nothing
+        }
+        auto peer = std::find(pci_keys.begin(), pci_keys.end(), KeyOf(remote));
+        islands.Join(
+            i, peer != pci_keys.end() ? static_cast<size_t>(peer - pci_keys.begin()) : kSwitch);
+      }
+    }
+    std::vector<int> number(n + 1, -1);
+    int next = 0;
+    for (size_t i = 0; i < n; ++i) {
+      int& island = number[islands.Find(i)];
+      if (island < 0) island = next++;
+      gpus[i].nvlink_island = island;
+    }
+  }
+
+  void DrainXidEvents() {
+    if (event_set_ == nullptr) return;
+    for (int i = 0; i < kMaxEventsPerSample; ++i) {
+      nvmlEventData_t event{};
+      // Timeout 0: take what is queued, never block the telemetry loop.
+      if (CallOptional(api_.nvmlEventSetWait_v2, event_set_, &event, 0u) != NVML_SUCCESS) return;
+      if ((event.eventType & static_cast<unsigned long long>(nvmlEventTypeXidCriticalError)) == 0) {
+        continue;
+      }
+      for (Device& d : devices_) {
+        if (d.handle == event.device) {
+          d.xid_errors++;
+          d.last_xid = static_cast<int>(event.eventData);
+        }
+      }
+    }
+  }
+
+  void* library_;
+  NvmlApi api_;
+  NvmlOptions options_;
+  std::vector<Device> devices_;
+  nvmlEventSet_t event_set_ = nullptr;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<GpuProvider>> OpenNvml(const NvmlOptions& options) {
+  // RTLD_LOCAL: NVML's symbols stay out of the global namespace, so a job
+  // library loaded later (in a test, the fake) never binds to them by accident.
+  void* library = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* error = dlerror();
+    return Unavailable(fmt::format("{} (is the NVIDIA driver installed?)",
+                                   error != nullptr ? error : options.library));
+  }
+  NvmlApi api;
+  const std::string missing = ResolveAll(library, api);
+  if (!missing.empty()) {
+    dlclose(library);
+    return Unavailable(
+        fmt::format("{} has no {} (is it NVIDIA's libnvidia-ml from a current driver?)",
+                    options.library, missing));
+  }
+  const nvmlReturn_t rc = api.nvmlInit_v2();
+  if (rc != NVML_SUCCESS) {
+    const char* text = api.nvmlErrorString(rc);
+    std::string message =
+        fmt::format("nvmlInit_v2 failed: {} (NVML error {}; {})",
+                    text != nullptr ? text : "unknown error", static_cast<int>(rc), InitHint(rc));
+    dlclose(library);
+    return Unavailable(std::move(message));
+  }
+  // From here the provider owns the library and the initialisation.
+  auto provider = std::make_unique<NvmlProvider>(library, api, options);
+  SHOAL_RETURN_IF_ERROR(provider->Start());
+  return std::unique_ptr<GpuProvider>(std::move(provider));
+}
+
+Result<std::unique_ptr<GpuProvider>> OpenNvml(const std::string& library) {
+  NvmlOptions options;
+  options.library = library;
+  return OpenNvml(options);
+}
+
+}  // namespace shoal::agent

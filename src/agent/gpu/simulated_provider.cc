@@ -1,0 +1,269 @@
+#include "agent/gpu/simulated_provider.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+#include <utility>
+
+#include "agent/gpu/nvml_api.h"
+#include "catalog/gpus.h"
+#include "catalog/profiles.h"
+#include "core/strings.h"
+
+namespace shoal::agent {
+
+namespace {
+
+// The telemetry model's figures. They are assumptions drawn from what
+// nvidia-smi shows on data-centre GPUs, not datasheet lines; docs/agent-gpus.md
+// gives the grounds for each.
+constexpr double kIdlePowerFraction = 0.12;    // of TDP, an idle GPU in a P0/P8 state
+constexpr double kBusyPowerFraction = 0.90;    // of TDP, a training step at full load
+constexpr double kPowerNoiseFraction = 0.015;  // of TDP, busy; a third of it idle
+constexpr double kIdleTemperatureC = 33;       // air- or liquid-cooled chassis, idle
+constexpr double kBusyTemperatureRiseC = 37;   // over idle at full load: ~70 degC
+constexpr double kTemperatureLimitC = 89;      // NVML slowdown threshold of an H200, all models
+constexpr double kUtilPerLoadPct = 95;         // kernels leave gaps between launches
+constexpr double kUtilNoisePct = 3;
+constexpr double kMemCopyUtilPerLoadPct = 40;  // HBM busy share of a typical training step
+constexpr int64_t kIdleMemoryMib = 512;        // driver context and ECC reservations
+constexpr double kBusyMemoryFraction = 0.90;   // PyTorch's caching allocator keeps most
+constexpr int64_t kMemoryNoiseMib = 64;
+constexpr double kIdleSmClockMhz = 345;          // the idle clock nvidia-smi shows on Hopper
+constexpr double kThrottledClockFraction = 0.7;  // of boost, when at the thermal limit
+
+// What the profiles' GPU models look like to a driver: the name NVML reports
+// (the names the catalogue test checks, from nvidia-smi on each part) and the
+// maximum SM boost clock from NVIDIA's datasheets and architecture
+// whitepapers.
+struct Model {
+  std::string_view model;
+  std::string_view driver_name;
+  double boost_mhz;
+};
+
+constexpr Model kModels[] = {
+    {"H100-SXM-80GB", "NVIDIA H100 80GB HBM3", 1980},
+    {"H200-SXM-141GB", "NVIDIA H200", 1980},
+    {"B200-SXM-180GB", "NVIDIA B200", 1965},
+    {"A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 1410},
+    {"A100-PCIE-80GB", "NVIDIA A100 80GB PCIe", 1410},
+    {"L40S-48GB", "NVIDIA L40S", 2520},
+    {"V100-SXM2-32GB", "Tesla V100-SXM2-32GB", 1530},
+    {"T4-16GB", "Tesla T4", 1590},
+    {"A10-24GB", "NVIDIA A10", 1695},
+};
+
+// A model not in kModels (a profile added later) still simulates, with a
+// plain name and a middling clock.
+constexpr double kDefaultBoostMhz = 1500;
+
+// Uniform noise in [-amplitude, amplitude].
+double Noise(Rng& rng, double amplitude) {
+  return (rng.UniformDouble() * 2 - 1) * amplitude;
+}
+
+}  // namespace
+
+struct SimulatedProvider::GpuState {
+  GpuDevice device;
+  double boost_mhz = kDefaultBoostMhz;
+  double load = 0;
+  double temperature_c = kIdleTemperatureC;  // the lagged state
+  double energy_j = 0;
+  uint64_t ecc_corrected = 0;
+  uint64_t ecc_uncorrected = 0;
+  uint64_t xid_errors = 0;
+  int last_xid = 0;
+  std::optional<double> held_temperature_c;  // an injected overheat
+
+  double MeanPowerW() const {
+    const double fraction = kIdlePowerFraction + (kBusyPowerFraction - kIdlePowerFraction) * load;
+    return device.power_limit_w * fraction;
+  }
+  double TargetTemperatureC() const { return kIdleTemperatureC + kBusyTemperatureRiseC * load; }
+};
+
+Result<std::unique_ptr<SimulatedProvider>> SimulatedProvider::Create(const std::string& profile,
+                                                                     const std::string& node_name,
+                                                                     uint64_t seed,
+                                                                     const Clock& clock) {
+  const catalog::NodeProfile* p = catalog::FindProfile(profile);
+  if (p == nullptr) {
+    return NotFound(fmt::format("unknown node profile \"{}\" (known: {})", profile,
+                                Join(catalog::ProfileNames(), ", ")));
+  }
+  // The node design's power per GPU first (a DGX B200 runs its B200s at
+  // 1,000 W), the catalogue's TDP where the profile has none.
+  double tdp_w = p->gpu_tdp_w;
+  const catalog::GpuSpec* spec = catalog::FindGpu(p->gpu_model);
+  if (tdp_w <= 0 && spec != nullptr) tdp_w = spec->tdp_w;
+
+  const Model* model = nullptr;
+  for (const Model& m : kModels) {
+    if (m.model == p->gpu_model) model = &m;
+  }
+  std::vector<GpuState> gpus;
+  for (Gpu& gpu : catalog::MakeNode(*p, node_name).gpus) {
+    GpuState state;
+    GpuDevice& d = state.device;
+    d.index = gpu.index;
+    d.uuid = std::move(gpu.uuid);
+    d.name = model != nullptr ? std::string(model->driver_name) : "NVIDIA " + gpu.model;
+    d.model = std::move(gpu.model);
+    d.memory_mib = gpu.memory_mib;
+    d.nvlink_island = gpu.nvlink_island;
+    d.numa_node = gpu.numa_node;
+    // Synthetic but well-formed and distinct, in NVML's spelling.
+    d.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + 0x10 * gpu.index);
+    d.power_limit_w = tdp_w;
+    d.temperature_limit_c = kTemperatureLimitC;
+    if (model != nullptr) state.boost_mhz = model->boost_mhz;
+    gpus.push_back(std::move(state));
+  }
+  return std::make_unique<SimulatedProvider>(std::move(gpus), seed, clock);
+}
+
+SimulatedProvider::SimulatedProvider(std::vector<GpuState> gpus, uint64_t seed, const Clock& clock)
+    : clock_(clock), gpus_(std::move(gpus)), rng_(seed), updated_(clock.Now()) {}
+
+SimulatedProvider::~SimulatedProvider() = default;
+
+Result<std::vector<GpuDevice>> SimulatedProvider::Discover() {
+  std::lock_guard lock(mu_);
+  std::vector<GpuDevice> devices;
+  devices.reserve(gpus_.size());
+  for (const GpuState& g : gpus_)
+    devices.push_back(g.device);
+  return devices;
+}
+
+void SimulatedProvider::AdvanceTo(Time now) {
+  const double dt_s = ToSeconds(now - updated_);
+  if (dt_s <= 0) return;  // a clock that stands still or steps back changes nothing
+  // Exact for a load that held over the interval: T -> target + (T0 - target) e^(-dt/tau).
+  const double decay = std::exp(-dt_s / ToSeconds(kThermalTimeConstant));
+  for (GpuState& g : gpus_) {
+    const double target_c = g.TargetTemperatureC();
+    g.temperature_c = target_c + (g.temperature_c - target_c) * decay;
+    g.energy_j += g.MeanPowerW() * dt_s;
+  }
+  updated_ = now;
+}
+
+Result<std::vector<GpuSample>> SimulatedProvider::Sample() {
+  std::lock_guard lock(mu_);
+  AdvanceTo(clock_.Now());
+  std::vector<GpuSample> samples;
+  samples.reserve(gpus_.size());
+  for (const GpuState& g : gpus_) {
+    const GpuDevice& d = g.device;
+    const bool busy = g.load > 0;
+    // The noise is drawn in the same order whether or not a GPU is busy, so
+    // that one GPU's load never changes another GPU's readings.
+    const double util_noise = Noise(rng_, kUtilNoisePct);
+    const double copy_noise = Noise(rng_, kUtilNoisePct);
+    const double memory_noise = Noise(rng_, static_cast<double>(kMemoryNoiseMib));
+    const double power_noise = Noise(rng_, kPowerNoiseFraction * d.power_limit_w);
+    const double temperature_noise = Noise(rng_, 0.5);
+    const double clock_noise = Noise(rng_, 0.01);
+
+    GpuSample s;
+    s.index = d.index;
+    s.util_pct = busy ? std::clamp(kUtilPerLoadPct * g.load + util_noise, 0.0, 100.0) : 0;
+    s.mem_copy_util_pct =
+        busy ? std::clamp(kMemCopyUtilPerLoadPct * g.load + copy_noise, 0.0, 100.0) : 0;
+    const double busy_mib = kBusyMemoryFraction * static_cast<double>(d.memory_mib);
+    double used_mib = static_cast<double>(kIdleMemoryMib) +
+                      (busy_mib - static_cast<double>(kIdleMemoryMib)) * g.load;
+    if (busy) used_mib += memory_noise;
+    s.fb_used_mib = std::clamp<int64_t>(std::llround(used_mib), 0, d.memory_mib);
+    s.fb_free_mib = d.memory_mib - s.fb_used_mib;
+    s.power_w =
+        std::clamp(g.MeanPowerW() + (busy ? power_noise : power_noise / 3), 0.0, d.power_limit_w);
+    // NVML reports whole degrees.
+    s.temperature_c = g.held_temperature_c ? *g.held_temperature_c
+                                           : std::round(g.temperature_c + temperature_noise);
+    const bool hot = s.temperature_c >= d.temperature_limit_c;
+    if (!busy) {
+      s.sm_clock_mhz = kIdleSmClockMhz;
+      s.clock_event_reasons |= nvmlClocksEventReasonGpuIdle;
+    } else {
+      s.sm_clock_mhz =
+          std::round(g.boost_mhz * ((hot ? kThrottledClockFraction : 0.99) + clock_noise));
+    }
+    if (hot) {
+      s.clock_event_reasons |=
+          nvmlClocksEventReasonSwThermalSlowdown | nvmlClocksEventReasonHwThermalSlowdown;
+    }
+    s.energy_j = g.energy_j;
+    s.ecc_corrected = g.ecc_corrected;
+    s.ecc_uncorrected = g.ecc_uncorrected;
+    s.xid_errors = g.xid_errors;
+    s.last_xid = g.last_xid;
+    samples.push_back(s);
+  }
+  return samples;
+}
+
+void SimulatedProvider::SetLoad(int index, double load) {
+  std::lock_guard lock(mu_);
+  if (!CheckIndex(index).ok()) return;
+  // The old load shaped the interval up to now.
+  AdvanceTo(clock_.Now());
+  gpus_[static_cast<size_t>(index)].load = std::isfinite(load) ? std::clamp(load, 0.0, 1.0) : 0.0;
+}
+
+Status SimulatedProvider::CheckIndex(int index) const {
+  if (index < 0 || static_cast<size_t>(index) >= gpus_.size()) {
+    return InvalidArgument(fmt::format("no GPU {} on this node (it has {})", index, gpus_.size()));
+  }
+  return Status::Ok();
+}
+
+Status SimulatedProvider::InjectXid(int index, int xid) {
+  std::lock_guard lock(mu_);
+  SHOAL_RETURN_IF_ERROR(CheckIndex(index));
+  GpuState& g = gpus_[static_cast<size_t>(index)];
+  g.xid_errors++;
+  g.last_xid = xid;
+  return Status::Ok();
+}
+
+Status SimulatedProvider::InjectEccErrors(int index, uint64_t corrected, uint64_t uncorrected) {
+  std::lock_guard lock(mu_);
+  SHOAL_RETURN_IF_ERROR(CheckIndex(index));
+  GpuState& g = gpus_[static_cast<size_t>(index)];
+  g.ecc_corrected += corrected;
+  g.ecc_uncorrected += uncorrected;
+  return Status::Ok();
+}
+
+Status SimulatedProvider::InjectOverheat(int index, double temperature_c) {
+  std::lock_guard lock(mu_);
+  SHOAL_RETURN_IF_ERROR(CheckIndex(index));
+  gpus_[static_cast<size_t>(index)].held_temperature_c = temperature_c;
+  return Status::Ok();
+}
+
+Status SimulatedProvider::ClearFaults(int index) {
+  std::lock_guard lock(mu_);
+  SHOAL_RETURN_IF_ERROR(CheckIndex(index));
+  GpuState& g = gpus_[static_cast<size_t>(index)];
+  AdvanceTo(clock_.Now());
+  if (g.held_temperature_c) g.temperature_c = *g.held_temperature_c;
+  g.held_temperature_c.reset();
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<GpuProvider>> MakeSimulated(const std::string& profile,
+                                                   const std::string& node_name, uint64_t seed,
+                                                   const Clock& clock) {
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedProvider> provider,
+                         SimulatedProvider::Create(profile, node_name, seed, clock));
+  return std::unique_ptr<GpuProvider>(std::move(provider));
+}
+
+}  // namespace shoal::agent

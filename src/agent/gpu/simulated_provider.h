@@ -1,0 +1,85 @@
+// SimulatedProvider: the GPUs of a node profile with telemetry that follows
+// their load, plus faults injected on demand, so that the agent, `shoal up`
+// and the health checks run the same code with or without GPUs.
+//
+// Telemetry model (the figures and their grounds are in docs/agent-gpus.md):
+// utilisation ~95 % of the load with noise; memory used from ~0.5 GiB idle
+// to ~90 % of the GPU's memory at full load; power from ~12 % of TDP idle to
+// ~90 % at full load; temperature moves towards a load-dependent target with
+// a first-order lag (time constant kThermalTimeConstant); the SM clock is at
+// the model's boost clock when busy; energy integrates power over time. Time
+// comes only from the injected Clock, and noise only from the seed, so a
+// fake clock and a seed reproduce every reading.
+//
+// Unlike GpuProvider's minimum, this class is thread-safe (one mutex): tests
+// inject faults from their own thread while the agent samples.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/gpu/provider.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace shoal::agent {
+
+class SimulatedProvider final : public GpuProvider {
+ public:
+  // How fast a GPU's temperature follows its load.
+  static constexpr Duration kThermalTimeConstant = std::chrono::seconds(40);
+
+  // kNotFound for an unknown profile (the message lists the known ones).
+  // `clock` must outlive the provider.
+  static Result<std::unique_ptr<SimulatedProvider>> Create(const std::string& profile,
+                                                           const std::string& node_name,
+                                                           uint64_t seed, const Clock& clock);
+  ~SimulatedProvider() override;
+
+  std::string_view kind() const override { return "simulated"; }
+  Result<std::vector<GpuDevice>> Discover() override;
+  Result<std::vector<GpuSample>> Sample() override;
+  // Load is clamped to [0, 1]; an index out of range is ignored (real GPUs
+  // ignore loads too, and a stale index must not crash the agent).
+  void SetLoad(int index, double load) override;
+
+  // Faults. Each fails with kInvalidArgument for an index the node lacks.
+  // Counters only grow, as on real GPUs until the driver reloads.
+  //
+  // One XID event (e.g. 48 double-bit ECC, 79 fallen off the bus) on GPU
+  // `index`: the next Sample counts it and reports it as last_xid.
+  Status InjectXid(int index, int xid);
+  // Adds to the GPU's volatile ECC counters.
+  Status InjectEccErrors(int index, uint64_t corrected, uint64_t uncorrected);
+  // Holds the GPU's temperature at `temperature_c` from now on (the thermal
+  // slowdown bits and a lower SM clock follow when it is at or over the
+  // GPU's limit), until ClearFaults.
+  Status InjectOverheat(int index, double temperature_c);
+  // Ends an overheat; the temperature then relaxes from where it was held.
+  Status ClearFaults(int index);
+
+ private:
+  struct GpuState;  // one GPU: its device, model figures, load, thermal state, counters
+
+  Status CheckIndex(int index) const;
+  // Moves temperatures and energy from the last update to `now`, with the
+  // loads that held over that interval.
+  void AdvanceTo(Time now);
+
+  const Clock& clock_;
+  mutable std::mutex mu_;
+  std::vector<GpuState> gpus_;
+  Rng rng_;
+  Time updated_;
+
+ public:
+  // For Create only (nobody else can name GpuState); public for make_unique.
+  SimulatedProvider(std::vector<GpuState> gpus, uint64_t seed, const Clock& clock);
+};
+
+}  // namespace shoal::agent

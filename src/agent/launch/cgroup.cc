@@ -1,0 +1,320 @@
+#include "agent/launch/cgroup.h"
+
+#include <linux/magic.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "agent/launch/files.h"
+#include "core/strings.h"
+
+namespace shoal::agent {
+namespace {
+
+constexpr int64_t kCpuPeriodUs = 100000;
+constexpr int64_t kMinCpuQuotaUs = 1000;  // the kernel's floor for a quota
+
+bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+bool IsCgroupFs(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return false;
+  return fs.f_type == CGROUP2_SUPER_MAGIC || fs.f_type == CGROUP_SUPER_MAGIC;
+}
+
+// mkdir -p below an existing cgroup mount (each level must be a cgroup).
+Status MakeDirs(const std::string& mount, const std::string& relative) {
+  std::string path = mount;
+  for (std::string_view part : Split(relative, '/')) {
+    if (part.empty()) continue;
+    path += "/";
+    path += part;
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Internal(ErrnoMessage("cannot create " + path));
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> Words(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view line : Split(text, '\n')) {
+    for (std::string_view word : Split(line, ' ')) {
+      if (!Trim(word).empty()) out.emplace_back(Trim(word));
+    }
+  }
+  return out;
+}
+
+bool Contains(const std::vector<std::string>& words, std::string_view word) {
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+struct Mounts {
+  std::string v2;
+  std::string v1_cpu;
+  std::string v1_memory;
+  std::string v1_pids;
+};
+
+Mounts FindMounts(const std::string& configured_root) {
+  Mounts m;
+  if (!configured_root.empty()) {
+    if (Exists(configured_root + "/cgroup.controllers")) {
+      m.v2 = configured_root;
+      return m;
+    }
+    for (auto [name, slot] : {std::pair{"cpu", &m.v1_cpu}, std::pair{"memory", &m.v1_memory},
+                              std::pair{"pids", &m.v1_pids}}) {
+      std::string dir = configured_root + "/" + name;
+      if (IsCgroupFs(dir)) *slot = dir;
+    }
+    return m;
+  }
+  Result<std::string> text = ReadFile("/proc/self/mountinfo");
+  if (!text.ok()) return m;
+  for (const MountEntry& e : ParseMountInfo(*text)) {
+    if (e.fs_type == "cgroup2" && m.v2.empty()) m.v2 = e.mount_point;
+    if (e.fs_type != "cgroup") continue;
+    for (auto [name, slot] : {std::pair{"cpu", &m.v1_cpu}, std::pair{"memory", &m.v1_memory},
+                              std::pair{"pids", &m.v1_pids}}) {
+      if (slot->empty() && Contains(e.super_options, name)) *slot = e.mount_point;
+    }
+  }
+  return m;
+}
+
+// v2 with cpu and memory for the steps: each level down to the agent's
+// folder must hand the controllers on to its children.
+Status PrepareV2(const std::string& mount, const std::string& relative, CgroupLayout* layout) {
+  SHOAL_ASSIGN_OR_RETURN(std::string controllers, ReadFile(mount + "/cgroup.controllers"));
+  std::vector<std::string> available = Words(controllers);
+  if (!Contains(available, "cpu") || !Contains(available, "memory")) {
+    return FailedPrecondition(fmt::format("{} offers no cpu and memory controllers ({})", mount,
+                                          controllers.empty() ? "none" : Trim(controllers)));
+  }
+  std::string enable = Contains(available, "pids") ? "+cpu +memory +pids" : "+cpu +memory";
+  std::string path = mount;
+  SHOAL_RETURN_IF_ERROR(WriteFile(path + "/cgroup.subtree_control", enable));
+  for (std::string_view part : Split(relative, '/')) {
+    path += "/";
+    path += part;
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Internal(ErrnoMessage("cannot create " + path));
+    }
+    SHOAL_RETURN_IF_ERROR(WriteFile(path + "/cgroup.subtree_control", enable));
+  }
+  layout->v2_dir = path;
+  layout->v2_cpu = layout->v2_memory = true;
+  return Status::Ok();
+}
+
+int ParsePid(std::string_view word) {
+  Result<int64_t> pid = ParseInt(word);
+  return pid.ok() && *pid > 0 ? static_cast<int>(*pid) : 0;
+}
+
+}  // namespace
+
+std::vector<MountEntry> ParseMountInfo(std::string_view text) {
+  // "36 25 0:31 / /sys/fs/cgroup/cpu rw,nosuid - cgroup cgroup rw,cpu,cpuacct"
+  std::vector<MountEntry> out;
+  for (std::string_view line : Split(text, '\n')) {
+    std::vector<std::string_view> fields;
+    for (std::string_view f : Split(line, ' ')) {
+      if (!f.empty()) fields.push_back(f);
+    }
+    auto dash = std::find(fields.begin(), fields.end(), "-");
+    if (fields.size() < 5 || dash == fields.end() || fields.end() - dash < 4) continue;
+    MountEntry e;
+    e.mount_point = std::string(fields[4]);
+    e.fs_type = std::string(dash[1]);
+    for (std::string_view opt : Split(dash[3], ',')) e.super_options.emplace_back(opt);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+CgroupLayout DetectCgroups(const std::string& configured_root, const std::string& tag) {
+  CgroupLayout layout;
+  if (configured_root == "none") {
+    layout.description = "none: disabled by configuration (cgroup_root = none); process groups only, "
+                         "no CPU or memory limits";
+    return layout;
+  }
+  const Mounts mounts = FindMounts(configured_root);
+  const std::string relative = "shoal/" + tag;
+  std::vector<std::string> why;  // what each layout lacked, for the "none" line
+
+  if (!mounts.v2.empty()) {
+    Status v2 = IsCgroupFs(mounts.v2) ? PrepareV2(mounts.v2, relative, &layout)
+                                      : FailedPrecondition(mounts.v2 + " is not a cgroup file system");
+    if (v2.ok()) {
+      layout.version = CgroupVersion::kV2;
+      layout.description = fmt::format("cgroup v2 (cpu, memory) at {}", layout.v2_dir);
+      return layout;
+    }
+    why.push_back("v2: " + v2.message());
+  }
+
+  std::vector<std::string> v1_used;
+  std::vector<std::string> v1_dirs;
+  for (auto [name, mount, slot] :
+       {std::tuple{"cpu", &mounts.v1_cpu, &layout.v1_cpu_dir},
+        std::tuple{"memory", &mounts.v1_memory, &layout.v1_memory_dir},
+        std::tuple{"pids", &mounts.v1_pids, &layout.v1_pids_dir}}) {
+    if (mount->empty()) continue;
+    Status made = MakeDirs(*mount, relative);
+    if (made.ok()) {
+      *slot = *mount + "/" + relative;
+      v1_used.push_back(name);
+      v1_dirs.push_back(*slot);
+    } else {
+      why.push_back(fmt::format("v1 {}: {}", name, made.message()));
+    }
+  }
+  if (!v1_used.empty()) {
+    layout.version = CgroupVersion::kV1;
+    layout.description =
+        fmt::format("cgroup v1 ({}) at {}", Join(v1_used, ", "), Join(v1_dirs, " "));
+    for (const char* limit : {"cpu", "memory"}) {
+      if (!Contains(v1_used, limit)) layout.description += fmt::format("; no {} limits", limit);
+    }
+    return layout;
+  }
+  if (mounts.v1_cpu.empty() && mounts.v1_memory.empty() && mounts.v1_pids.empty()) {
+    why.push_back("v1: no cpu, memory or pids hierarchy mounted");
+  }
+
+  if (!mounts.v2.empty() && IsCgroupFs(mounts.v2)) {
+    Status made = MakeDirs(mounts.v2, relative);
+    if (made.ok()) {
+      layout.version = CgroupVersion::kV2;
+      layout.v2_dir = mounts.v2 + "/" + relative;
+      layout.description = fmt::format(
+          "cgroup v2 (process tracking only: no cpu or memory controller here, so CPU and memory "
+          "limits are not enforced) at {}",
+          layout.v2_dir);
+      return layout;
+    }
+    why.push_back("v2 tracking: " + made.message());
+  } else if (mounts.v2.empty()) {
+    why.push_back("v2: no cgroup2 mount");
+  }
+  layout.description = fmt::format(
+      "none: {}; tasks are tracked by process group and by the supervisor as child subreaper, "
+      "without CPU or memory limits",
+      Join(why, "; "));
+  return layout;
+}
+
+void RemoveAgentCgroups(const CgroupLayout& layout) {
+  for (const std::string* dir :
+       {&layout.v2_dir, &layout.v1_cpu_dir, &layout.v1_memory_dir, &layout.v1_pids_dir}) {
+    if (!dir->empty()) ::rmdir(dir->c_str());
+  }
+}
+
+std::vector<CgroupWrite> LimitWrites(CgroupVersion version, int64_t cpu_milli, int64_t memory_mib) {
+  std::vector<CgroupWrite> writes;
+  // cpu_milli thousandths of a CPU = that many tenths of a period's microseconds.
+  const int64_t quota_us = std::max(kMinCpuQuotaUs, cpu_milli * kCpuPeriodUs / 1000);
+  const std::string memory_bytes = std::to_string(memory_mib * 1024 * 1024);
+  if (version == CgroupVersion::kV2) {
+    if (cpu_milli > 0) writes.push_back({"", "cpu.max", fmt::format("{} {}", quota_us, kCpuPeriodUs)});
+    if (memory_mib > 0) {
+      writes.push_back({"", "memory.max", memory_bytes});
+      writes.push_back({"", "memory.swap.max", "0", true});
+    }
+  } else if (version == CgroupVersion::kV1) {
+    if (cpu_milli > 0) {
+      writes.push_back({"cpu", "cpu.cfs_period_us", std::to_string(kCpuPeriodUs)});
+      writes.push_back({"cpu", "cpu.cfs_quota_us", std::to_string(quota_us)});
+    }
+    if (memory_mib > 0) {
+      // memsw (memory + swap) may never be below the memory limit: set it second.
+      writes.push_back({"memory", "memory.limit_in_bytes", memory_bytes});
+      writes.push_back({"memory", "memory.memsw.limit_in_bytes", memory_bytes, true});
+    }
+  }
+  return writes;
+}
+
+StepCgroup::StepCgroup(const CgroupLayout& layout, const std::string& name)
+    : version_(layout.version) {
+  if (version_ == CgroupVersion::kV2) {
+    dirs_.push_back(layout.v2_dir + "/" + name);
+    tracking_dir_ = cpu_dir_ = memory_dir_ = dirs_[0];
+    if (!layout.v2_cpu) cpu_dir_.clear();
+    if (!layout.v2_memory) memory_dir_.clear();
+  } else if (version_ == CgroupVersion::kV1) {
+    for (const std::string* base : {&layout.v1_pids_dir, &layout.v1_memory_dir, &layout.v1_cpu_dir}) {
+      if (base->empty()) continue;
+      dirs_.push_back(*base + "/" + name);
+      if (tracking_dir_.empty()) tracking_dir_ = dirs_.back();
+    }
+    if (!layout.v1_cpu_dir.empty()) cpu_dir_ = layout.v1_cpu_dir + "/" + name;
+    if (!layout.v1_memory_dir.empty()) memory_dir_ = layout.v1_memory_dir + "/" + name;
+  }
+  for (const std::string& dir : dirs_) join_files_.push_back(dir + "/cgroup.procs");
+}
+
+Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib) {
+  for (const std::string& dir : dirs_) {
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Internal(ErrnoMessage("cannot create cgroup " + dir));
+    }
+    // A plain folder would take the pids written into it and kill nothing.
+    if (!IsCgroupFs(dir)) return Internal(dir + " is not in a cgroup file system");
+  }
+  for (const CgroupWrite& w : LimitWrites(version_, cpu_milli, memory_mib)) {
+    const bool cpu = w.hierarchy == "cpu" || w.file.starts_with("cpu.");
+    const std::string& dir = cpu ? cpu_dir_ : memory_dir_;
+    if (dir.empty()) continue;  // the layout has no such controller: described by Isolation()
+    const std::string file = dir + "/" + w.file;
+    if (w.optional && !Exists(file)) continue;
+    Status written = WriteFile(file, w.value);
+    if (!written.ok()) return written.WithContext("cannot set " + w.file + " to " + w.value);
+  }
+  return Status::Ok();
+}
+
+std::vector<pid_t> StepCgroup::Pids() const {
+  std::vector<pid_t> pids;
+  if (tracking_dir_.empty()) return pids;
+  Result<std::string> text = ReadFile(tracking_dir_ + "/cgroup.procs");
+  if (!text.ok()) return pids;
+  for (std::string_view line : Split(*text, '\n')) {
+    if (int pid = ParsePid(line); pid > 0) pids.push_back(pid);
+  }
+  return pids;
+}
+
+bool StepCgroup::Signal(int sig) const {
+  std::vector<pid_t> pids = Pids();
+  if (pids.empty()) return false;
+  // cgroup.kill (Linux 5.14) kills atomically, forks in flight included.
+  if (sig == SIGKILL && version_ == CgroupVersion::kV2 &&
+      WriteFile(tracking_dir_ + "/cgroup.kill", "1").ok()) {
+    return true;
+  }
+  for (pid_t pid : pids) ::kill(pid, sig);
+  return true;
+}
+
+Status StepCgroup::Remove() {
+  for (const std::string& dir : dirs_) {
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
+      return Internal(ErrnoMessage("cannot remove cgroup " + dir));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace shoal::agent

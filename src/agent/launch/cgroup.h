@@ -1,0 +1,109 @@
+// Linux control groups for job steps: which layout this host offers, and
+// one step's cgroup (limits, tracking, kill, removal).
+//
+// Each agent gets one folder, shoal/<tag>, in the hierarchies it uses (the
+// tag is a hash of its steps folder, so that the agents of `shoal up` and
+// of parallel tests never share a step's cgroup), and each step the cgroup
+// shoal/<tag>/<job>.<epoch> in it. Steps' cgroups sit at the top of the
+// hierarchies rather than under the agent's own cgroup so that a service
+// manager that stops or restarts the agent's unit does not kill its jobs,
+// and because cgroup v2 gives no controllers to the children of a cgroup
+// that holds processes (the agent's).
+//
+// Preference, best first:
+//   cgroup v2 with the cpu and memory controllers (limits, cgroup.kill);
+//   cgroup v1 with any of the cpu, memory and pids hierarchies (limits where
+//     cpu and memory are there; pids, else memory, else cpu, to track);
+//   cgroup v2 without those controllers (tracking and kill only);
+//   none: process groups and the supervisor as child subreaper only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace shoal::agent {
+
+enum class CgroupVersion { kNone, kV1, kV2 };
+
+// Where this host lets Shoal put its steps' cgroups. Decided once by the
+// agent (DetectCgroups), then handed to each supervisor in its request so
+// that a step keeps the layout it started with.
+struct CgroupLayout {
+  CgroupVersion version = CgroupVersion::kNone;
+  // v2: the agent's folder, and whether its children get cpu and memory.
+  std::string v2_dir;
+  bool v2_cpu = false;
+  bool v2_memory = false;
+  // v1: the agent's folder in each hierarchy; empty where there is none.
+  std::string v1_cpu_dir;
+  std::string v1_memory_dir;
+  std::string v1_pids_dir;
+  // For Steps::Isolation: what is enforced, where, or why nothing is.
+  std::string description;
+};
+
+// One line of /proc/self/mountinfo.
+struct MountEntry {
+  std::string mount_point;
+  std::string fs_type;
+  std::vector<std::string> super_options;  // for cgroup v1: the controllers
+};
+std::vector<MountEntry> ParseMountInfo(std::string_view text);
+
+// Finds and prepares (makes the agent's folders, enables controllers) the
+// best layout this host allows. configured_root: empty to look at the
+// mounts; "none"; a cgroup2 mount; or a folder holding v1 hierarchies as
+// cpu/, memory/, pids/. Never fails: "none" says why.
+CgroupLayout DetectCgroups(const std::string& configured_root, const std::string& tag);
+
+// Removes the agent's (empty) folders; for tests, which make many agents.
+void RemoveAgentCgroups(const CgroupLayout& layout);
+
+// A value written into a control file to set a limit. `hierarchy` is "cpu"
+// or "memory" under v1 and empty under v2; an optional file is skipped
+// where the kernel does not have it (swap accounting off).
+struct CgroupWrite {
+  std::string hierarchy;
+  std::string file;
+  std::string value;
+  bool optional = false;
+};
+// The writes that set a step's limits, in order; 0 means no limit. Pure.
+std::vector<CgroupWrite> LimitWrites(CgroupVersion version, int64_t cpu_milli, int64_t memory_mib);
+
+// One step's cgroup (a folder in each v1 hierarchy). The supervisor owns
+// it; the agent only uses it to kill what a lost supervisor left behind.
+// Not thread-safe; the paths are fixed at construction, so that a forked
+// child can join with JoinFiles without allocating.
+class StepCgroup {
+ public:
+  StepCgroup(const CgroupLayout& layout, const std::string& name);
+
+  bool enabled() const { return !dirs_.empty(); }
+  // Makes the cgroup and sets the limits that the layout allows.
+  Status Create(int64_t cpu_milli, int64_t memory_mib);
+  // The cgroup.procs files a task writes its pid into, before exec.
+  const std::vector<std::string>& JoinFiles() const { return join_files_; }
+  // The processes in it now (empty when the cgroup does not exist).
+  std::vector<pid_t> Pids() const;
+  // Sends `sig` to every process in it (SIGKILL through cgroup.kill where
+  // v2 has it). Returns whether any process was there to signal.
+  bool Signal(int sig) const;
+  // Removes the cgroup; fails while processes remain in it.
+  Status Remove();
+
+ private:
+  CgroupVersion version_;
+  std::vector<std::string> dirs_;  // the step's folder in each hierarchy used
+  std::vector<std::string> join_files_;
+  std::string tracking_dir_;  // the folder whose cgroup.procs lists the step's processes
+  std::string cpu_dir_;
+  std::string memory_dir_;
+};
+
+}  // namespace shoal::agent

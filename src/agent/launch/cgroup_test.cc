@@ -1,0 +1,70 @@
+#include "agent/launch/cgroup.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace shoal::agent {
+namespace {
+
+TEST(ParseMountInfo, FindsCgroupMountsAndTheirControllers) {
+  // The hybrid layout of the build machines, plus a combined v1 mount.
+  const std::string text =
+      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+      "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+      "36 31 0:33 / /sys/fs/cgroup/cpu,cpuacct rw shared:9 - cgroup cgroup rw,cpu,cpuacct\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+      "garbage line\n";
+  std::vector<MountEntry> mounts = ParseMountInfo(text);
+  ASSERT_EQ(mounts.size(), 5u);
+  EXPECT_EQ(mounts[0].fs_type, "tmpfs");
+  EXPECT_EQ(mounts[1].mount_point, "/sys/fs/cgroup/cpu");
+  EXPECT_EQ(mounts[1].super_options, (std::vector<std::string>{"rw", "cpu"}));
+  EXPECT_EQ(mounts[3].mount_point, "/sys/fs/cgroup/cpu,cpuacct");
+  EXPECT_EQ(mounts[3].super_options, (std::vector<std::string>{"rw", "cpu", "cpuacct"}));
+  EXPECT_EQ(mounts[4].fs_type, "cgroup2");
+  EXPECT_EQ(mounts[4].mount_point, "/sys/fs/cgroup/unified");
+}
+
+TEST(LimitWrites, PerVersion) {
+  struct Case {
+    CgroupVersion version;
+    int64_t cpu_milli;
+    int64_t memory_mib;
+    std::vector<std::string> expected;  // "hierarchy/file=value[?]"
+  };
+  const std::vector<Case> cases = {
+      {CgroupVersion::kV2, 1500, 64,
+       {"/cpu.max=150000 100000", "/memory.max=67108864", "/memory.swap.max=0?"}},
+      {CgroupVersion::kV2, 5, 0, {"/cpu.max=1000 100000"}},  // the kernel's least quota
+      {CgroupVersion::kV1, 250, 1,
+       {"cpu/cpu.cfs_period_us=100000", "cpu/cpu.cfs_quota_us=25000",
+        "memory/memory.limit_in_bytes=1048576", "memory/memory.memsw.limit_in_bytes=1048576?"}},
+      {CgroupVersion::kV1, 0, 0, {}},
+      {CgroupVersion::kNone, 1000, 1000, {}},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> got;
+    for (const CgroupWrite& w : LimitWrites(c.version, c.cpu_milli, c.memory_mib)) {
+      got.push_back(w.hierarchy + "/" + w.file + "=" + w.value + (w.optional ? "?" : ""));
+    }
+    EXPECT_EQ(got, c.expected);
+  }
+}
+
+TEST(DetectCgroups, NoneWhenConfiguredOrNotACgroup) {
+  CgroupLayout none = DetectCgroups("none", "t");
+  EXPECT_EQ(none.version, CgroupVersion::kNone);
+  EXPECT_TRUE(none.description.starts_with("none: disabled by configuration")) << none.description;
+  // A plain folder would accept pids and limits and enforce nothing.
+  std::string dir = ::testing::TempDir() + "/not-a-cgroup";
+  std::filesystem::create_directories(dir + "/memory");
+  CgroupLayout plain = DetectCgroups(dir, "t");
+  EXPECT_EQ(plain.version, CgroupVersion::kNone);
+  EXPECT_TRUE(plain.description.starts_with("none: ")) << plain.description;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace shoal::agent

@@ -1,0 +1,254 @@
+#include "agent/launch/step_files.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/launch/files.h"
+#include "core/strings.h"
+
+namespace shoal::agent {
+namespace {
+
+using Json = nlohmann::json;
+
+int64_t MsOf(Time t) { return t.time_since_epoch().count(); }
+Time TimeOfMs(int64_t ms) { return Time(Duration(ms)); }
+
+std::optional<uint64_t> ParseU64(std::string_view s) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string_view> Fields(std::string_view line) {
+  std::vector<std::string_view> out;
+  for (std::string_view f : Split(Trim(line), ' ')) {
+    if (!f.empty()) out.push_back(f);
+  }
+  return out;
+}
+
+// Our own files, read back: nlohmann's exceptions (a field of the wrong
+// type in a damaged file) become a Status here and go no further.
+template <typename T, typename F>
+Result<T> ParseJson(std::string_view text, std::string_view what, F&& from_json) {
+  try {
+    return from_json(Json::parse(text));
+  } catch (const Json::exception& e) {
+    return Internal(fmt::format("unreadable {}: {}", what, e.what()));
+  }
+}
+
+}  // namespace
+
+std::string StepDirName(StepKey key) { return fmt::format("{}.{}", key.job, key.epoch); }
+
+std::optional<StepKey> ParseStepDirName(std::string_view name) {
+  size_t dot = name.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  std::optional<uint64_t> job = ParseU64(name.substr(0, dot));
+  std::optional<uint64_t> epoch = ParseU64(name.substr(dot + 1));
+  if (!job || !epoch) return std::nullopt;
+  return StepKey{*job, *epoch};
+}
+
+std::string EncodeRequest(const SupervisorRequest& request) {
+  const StepRequest& s = request.step;
+  const CgroupLayout& c = request.cgroup;
+  Json j = {
+      {"job", s.job},
+      {"epoch", s.epoch},
+      {"user", s.user},
+      {"job_name", s.job_name},
+      {"command", s.command},
+      {"script", s.script},
+      {"work_dir", s.work_dir},
+      {"stdout_path", s.stdout_path},
+      {"stderr_path", s.stderr_path},
+      {"env", s.env},
+      {"node_name", s.node_name},
+      {"node_rank", s.node_rank},
+      {"nodes", s.nodes},
+      {"tasks_per_node", s.tasks_per_node},
+      {"master_addr", s.master_addr},
+      {"master_port", s.master_port},
+      {"gpus", s.gpus},
+      {"cpu_milli", s.cpu_milli},
+      {"memory_mib", s.memory_mib},
+      {"grace_ms", s.grace.count()},
+      {"account",
+       {{"name", request.account.name},
+        {"uid", request.account.uid},
+        {"gid", request.account.gid},
+        {"home", request.account.home},
+        {"shell", request.account.shell},
+        {"groups", request.account.groups}}},
+      {"allow_root_jobs", request.allow_root_jobs},
+      {"cgroup",
+       {{"version", static_cast<int>(c.version)},
+        {"v2_dir", c.v2_dir},
+        {"v2_cpu", c.v2_cpu},
+        {"v2_memory", c.v2_memory},
+        {"v1_cpu_dir", c.v1_cpu_dir},
+        {"v1_memory_dir", c.v1_memory_dir},
+        {"v1_pids_dir", c.v1_pids_dir},
+        {"description", c.description}}},
+  };
+  return j.dump();
+}
+
+Result<SupervisorRequest> DecodeRequest(std::string_view text) {
+  return ParseJson<SupervisorRequest>(text, "step request", [](const Json& j) {
+    SupervisorRequest r;
+    StepRequest& s = r.step;
+    // at() and get<>() throw on a missing field or a wrong type: caught above.
+    s.job = j.at("job").get<uint64_t>();
+    s.epoch = j.at("epoch").get<uint64_t>();
+    s.user = j.at("user").get<std::string>();
+    s.job_name = j.at("job_name").get<std::string>();
+    s.command = j.at("command").get<std::string>();
+    s.script = j.at("script").get<bool>();
+    s.work_dir = j.at("work_dir").get<std::string>();
+    s.stdout_path = j.at("stdout_path").get<std::string>();
+    s.stderr_path = j.at("stderr_path").get<std::string>();
+    s.env = j.at("env").get<std::vector<std::string>>();
+    s.node_name = j.at("node_name").get<std::string>();
+    s.node_rank = j.at("node_rank").get<int>();
+    s.nodes = j.at("nodes").get<std::vector<std::string>>();
+    s.tasks_per_node = j.at("tasks_per_node").get<std::vector<int>>();
+    s.master_addr = j.at("master_addr").get<std::string>();
+    s.master_port = j.at("master_port").get<int>();
+    s.gpus = j.at("gpus").get<std::vector<int>>();
+    s.cpu_milli = j.at("cpu_milli").get<int64_t>();
+    s.memory_mib = j.at("memory_mib").get<int64_t>();
+    s.grace = Duration(j.at("grace_ms").get<int64_t>());
+    const Json& a = j.at("account");
+    r.account.name = a.at("name").get<std::string>();
+    r.account.uid = a.at("uid").get<uid_t>();
+    r.account.gid = a.at("gid").get<gid_t>();
+    r.account.home = a.at("home").get<std::string>();
+    r.account.shell = a.at("shell").get<std::string>();
+    r.account.groups = a.at("groups").get<std::vector<gid_t>>();
+    r.allow_root_jobs = j.at("allow_root_jobs").get<bool>();
+    const Json& c = j.at("cgroup");
+    int version = c.at("version").get<int>();
+    if (version < 0 || version > static_cast<int>(CgroupVersion::kV2)) {
+      return Result<SupervisorRequest>(Internal(fmt::format("unknown cgroup version {}", version)));
+    }
+    r.cgroup.version = static_cast<CgroupVersion>(version);
+    r.cgroup.v2_dir = c.at("v2_dir").get<std::string>();
+    r.cgroup.v2_cpu = c.at("v2_cpu").get<bool>();
+    r.cgroup.v2_memory = c.at("v2_memory").get<bool>();
+    r.cgroup.v1_cpu_dir = c.at("v1_cpu_dir").get<std::string>();
+    r.cgroup.v1_memory_dir = c.at("v1_memory_dir").get<std::string>();
+    r.cgroup.v1_pids_dir = c.at("v1_pids_dir").get<std::string>();
+    r.cgroup.description = c.at("description").get<std::string>();
+    return Result<SupervisorRequest>(std::move(r));
+  });
+}
+
+std::string EncodeRecord(const StepRecord& record) {
+  Json j = {{"exit_code", record.exit_code},
+            {"signal", record.signal},
+            {"message", record.message},
+            {"started_ms", MsOf(record.started)},
+            {"ended_ms", MsOf(record.ended)}};
+  return j.dump() + "\n";
+}
+
+Result<StepRecord> DecodeRecord(std::string_view text) {
+  return ParseJson<StepRecord>(text, "step record", [](const Json& j) {
+    StepRecord r;
+    r.exit_code = j.at("exit_code").get<int>();
+    r.signal = j.at("signal").get<int>();
+    r.message = j.at("message").get<std::string>();
+    r.started = TimeOfMs(j.at("started_ms").get<int64_t>());
+    r.ended = TimeOfMs(j.at("ended_ms").get<int64_t>());
+    return Result<StepRecord>(std::move(r));
+  });
+}
+
+Result<ProcessIdentity> IdentityOf(pid_t pid) {
+  Result<std::string> stat = ReadFile(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return NotFound(fmt::format("no process {}", pid));
+  // "pid (comm) state ppid ... starttime(22) ...": comm may hold spaces and
+  // parentheses, so the fields are counted from the last ')'.
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos) return Internal(fmt::format("unreadable /proc/{}/stat", pid));
+  std::vector<std::string_view> fields = Fields(std::string_view(*stat).substr(close + 1));
+  // fields[0] is field 3 (state); starttime, field 22, is fields[19].
+  if (fields.size() < 20) return Internal(fmt::format("unreadable /proc/{}/stat", pid));
+  if (fields[0] == "Z" || fields[0] == "X") return NotFound(fmt::format("process {} has exited", pid));
+  std::optional<uint64_t> ticks = ParseU64(fields[19]);
+  if (!ticks) return Internal(fmt::format("unreadable /proc/{}/stat", pid));
+  return ProcessIdentity{pid, *ticks};
+}
+
+bool IsAlive(const ProcessIdentity& process) {
+  if (process.pid <= 0) return false;
+  Result<ProcessIdentity> now = IdentityOf(process.pid);
+  return now.ok() && now->start_ticks == process.start_ticks;
+}
+
+bool SignalIfAlive(const ProcessIdentity& process, int sig, bool group) {
+  // A pidfd pins the process we checked: signalling through it can never
+  // reach a process that reused the pid in between.
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, process.pid, 0));
+  if (fd < 0 && errno != ENOSYS) return false;
+  bool sent = false;
+  if (IsAlive(process)) {
+    if (group) {
+      // A group has no pidfd; its leader, alive and checked, keeps its pid
+      // from being reused meanwhile.
+      sent = ::kill(-process.pid, sig) == 0;
+    } else if (fd >= 0) {
+      sent = ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0;
+    } else {
+      sent = ::kill(process.pid, sig) == 0;
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  return sent;
+}
+
+std::string EncodePidFile(const ProcessIdentity& supervisor, Time started) {
+  return fmt::format("{} {} {}\n", supervisor.pid, supervisor.start_ticks, MsOf(started));
+}
+
+Result<std::pair<ProcessIdentity, Time>> DecodePidFile(std::string_view text) {
+  std::vector<std::string_view> f = Fields(text);
+  std::optional<uint64_t> pid, ticks, ms;
+  if (f.size() == 3) pid = ParseU64(f[0]), ticks = ParseU64(f[1]), ms = ParseU64(f[2]);
+  if (!pid || !ticks || !ms || *pid == 0) return Internal(fmt::format("unreadable pid file '{}'", text));
+  return std::pair{ProcessIdentity{static_cast<pid_t>(*pid), *ticks}, TimeOfMs(static_cast<int64_t>(*ms))};
+}
+
+std::string EncodeTasksFile(const std::vector<ProcessIdentity>& tasks) {
+  std::string out;
+  for (const ProcessIdentity& t : tasks) out += fmt::format("{} {}\n", t.pid, t.start_ticks);
+  return out;
+}
+
+std::vector<ProcessIdentity> DecodeTasksFile(std::string_view text) {
+  std::vector<ProcessIdentity> out;
+  for (std::string_view line : Split(text, '\n')) {
+    std::vector<std::string_view> f = Fields(line);
+    if (f.size() != 2) continue;
+    std::optional<uint64_t> pid = ParseU64(f[0]);
+    std::optional<uint64_t> ticks = ParseU64(f[1]);
+    if (pid && ticks && *pid > 0) out.push_back({static_cast<pid_t>(*pid), *ticks});
+  }
+  return out;
+}
+
+Time WallNow() { return SystemClock().Now(); }
+
+}  // namespace shoal::agent

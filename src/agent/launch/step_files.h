@@ -1,0 +1,97 @@
+// The on-disk protocol between the agent (Steps) and a step's supervisor
+// (shoal-step). One folder per step, <steps_dir>/<job>.<epoch>/ (0711: the
+// user may open the files named below but not list the folder):
+//
+//   request.json  the agent, before it starts the supervisor (0600: the
+//                 job's environment may hold secrets)
+//   pid           the supervisor, before Launch returns: "<pid> <start
+//                 ticks> <started ms>" (start ticks: /proc/<pid>/stat field
+//                 22, which tells a live supervisor from a reused pid)
+//   hostfile      the supervisor: the MPI hostfile (0644)
+//   script        the supervisor: the batch script (0700, the user's)
+//   tasks         the supervisor, once every task started: "<pid> <start
+//                 ticks>" a line, to clean up after a supervisor killed by force
+//   stop          the agent (Stop), before it signals the supervisor:
+//                 "<grace ms>"; also read when the supervisor starts
+//   result.json   the supervisor, last: how the step ended
+//
+// and <steps_dir>/events, the FIFO of change notifications. Files that a
+// reader may see while they are written (pid, tasks, stop, result.json)
+// are written to a temporary name and renamed. Thread-safe (no state).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/launch/cgroup.h"
+#include "agent/launch/steps.h"
+#include "agent/launch/users.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace shoal::agent {
+
+inline constexpr char kRequestFile[] = "request.json";
+inline constexpr char kPidFile[] = "pid";
+inline constexpr char kHostfileFile[] = "hostfile";
+inline constexpr char kScriptFile[] = "script";
+inline constexpr char kTasksFile[] = "tasks";
+inline constexpr char kStopFile[] = "stop";
+inline constexpr char kResultFile[] = "result.json";
+inline constexpr char kEventsFifo[] = "events";
+
+// "<job>.<epoch>", and back (nullopt for any other name).
+std::string StepDirName(StepKey key);
+std::optional<StepKey> ParseStepDirName(std::string_view name);
+
+// What the agent hands a supervisor: the step (its work_dir resolved), the
+// user's account as the agent looked it up, and the agent's settings that
+// the supervisor enforces too.
+struct SupervisorRequest {
+  StepRequest step;
+  UserAccount account;
+  bool allow_root_jobs = false;
+  CgroupLayout cgroup;
+};
+std::string EncodeRequest(const SupervisorRequest& request);
+Result<SupervisorRequest> DecodeRequest(std::string_view text);
+
+// How a step ended.
+struct StepRecord {
+  int exit_code = 0;  // the first failed task's status; 128+signal when a signal ended it
+  int signal = 0;
+  std::string message;
+  Time started{};
+  Time ended{};
+};
+std::string EncodeRecord(const StepRecord& record);
+Result<StepRecord> DecodeRecord(std::string_view text);
+
+// A process named so that a reused pid is never mistaken for it.
+struct ProcessIdentity {
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;
+};
+// The identity of a running process (NotFound when it is gone or a zombie).
+Result<ProcessIdentity> IdentityOf(pid_t pid);
+bool IsAlive(const ProcessIdentity& process);
+// Sends `sig` to the process, or with `group` to the process group it
+// leads, only if it is still the process named; false when it is gone.
+bool SignalIfAlive(const ProcessIdentity& process, int sig, bool group = false);
+
+// The pid file: the supervisor's identity and when it started.
+std::string EncodePidFile(const ProcessIdentity& supervisor, Time started);
+Result<std::pair<ProcessIdentity, Time>> DecodePidFile(std::string_view text);
+
+// The tasks file: one identity a line.
+std::string EncodeTasksFile(const std::vector<ProcessIdentity>& tasks);
+std::vector<ProcessIdentity> DecodeTasksFile(std::string_view text);
+
+// The wall clock, for the times in these files.
+Time WallNow();
+
+}  // namespace shoal::agent

@@ -1,0 +1,83 @@
+#include "agent/launch/step_files.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace shoal::agent {
+namespace {
+
+TEST(StepFiles, DirNames) {
+  EXPECT_EQ(StepDirName({12, 3}), "12.3");
+  auto key = ParseStepDirName("12.3");
+  ASSERT_TRUE(key.has_value());
+  EXPECT_EQ(*key, (StepKey{12, 3}));
+  for (const char* bad : {"events", "12", "12.", ".3", "12.3.tmp", "a.b", "-1.2", ""}) {
+    EXPECT_FALSE(ParseStepDirName(bad).has_value()) << bad;
+  }
+}
+
+TEST(StepFiles, RequestRoundTrip) {
+  SupervisorRequest r;
+  r.step.job = 9;
+  r.step.epoch = 2;
+  r.step.user = "alice";
+  r.step.command = "echo \"hi\"\n";
+  r.step.script = true;
+  r.step.env = {"A=1"};
+  r.step.nodes = {"a", "b"};
+  r.step.tasks_per_node = {1, 2};
+  r.step.gpus = {3};
+  r.step.memory_mib = 512;
+  r.step.grace = Duration(2500);
+  r.account = {"alice", 1000, 1000, "/home/alice", "/bin/bash", {1000, 27}};
+  r.allow_root_jobs = true;
+  r.cgroup.version = CgroupVersion::kV1;
+  r.cgroup.v1_memory_dir = "/sys/fs/cgroup/memory/shoal/x";
+  Result<SupervisorRequest> back = DecodeRequest(EncodeRequest(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->step.command, r.step.command);
+  EXPECT_EQ(back->step.tasks_per_node, r.step.tasks_per_node);
+  EXPECT_EQ(back->step.grace, Duration(2500));
+  EXPECT_EQ(back->account.groups, r.account.groups);
+  EXPECT_EQ(back->account.shell, "/bin/bash");
+  EXPECT_TRUE(back->allow_root_jobs);
+  EXPECT_EQ(back->cgroup.version, CgroupVersion::kV1);
+  EXPECT_EQ(back->cgroup.v1_memory_dir, r.cgroup.v1_memory_dir);
+
+  EXPECT_FALSE(DecodeRequest("{").ok());
+  EXPECT_FALSE(DecodeRequest(R"({"job": "nine"})").ok());  // wrong type: a Status, not a throw
+}
+
+TEST(StepFiles, RecordAndPidFileRoundTrip) {
+  StepRecord rec{137, 9, "task 0 (rank 0) was killed by SIGKILL", Time(Duration(1000)),
+                 Time(Duration(2500))};
+  Result<StepRecord> back = DecodeRecord(EncodeRecord(rec));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->exit_code, 137);
+  EXPECT_EQ(back->signal, 9);
+  EXPECT_EQ(back->message, rec.message);
+  EXPECT_EQ(back->ended, rec.ended);
+
+  auto pid = DecodePidFile(EncodePidFile({1234, 5678}, Time(Duration(42))));
+  ASSERT_TRUE(pid.ok());
+  EXPECT_EQ(pid->first.pid, 1234);
+  EXPECT_EQ(pid->first.start_ticks, 5678u);
+  EXPECT_EQ(pid->second, Time(Duration(42)));
+  EXPECT_FALSE(DecodePidFile("").ok());
+  EXPECT_FALSE(DecodePidFile("0 1 2").ok());
+
+  auto tasks = DecodeTasksFile(EncodeTasksFile({{10, 1}, {11, 2}}) + "junk\n");
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[1].pid, 11);
+}
+
+TEST(StepFiles, IdentityTellsAReusedPid) {
+  Result<ProcessIdentity> self = IdentityOf(::getpid());
+  ASSERT_TRUE(self.ok());
+  EXPECT_TRUE(IsAlive(*self));
+  EXPECT_FALSE(IsAlive({self->pid, self->start_ticks + 1}));
+  EXPECT_FALSE(IsAlive({0, 0}));
+}
+
+}  // namespace
+}  // namespace shoal::agent

@@ -1,0 +1,351 @@
+#include "agent/launch/steps.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "agent/launch/cgroup.h"
+#include "agent/launch/files.h"
+#include "agent/launch/step_files.h"
+#include "agent/launch/task_env.h"
+#include "agent/launch/users.h"
+#include "core/strings.h"
+
+namespace shoal::agent {
+namespace {
+
+// A step folder with neither a supervisor nor a record this long after it
+// was made belongs to a launch that never finished (the agent died inside
+// Launch, or the host rebooted): lost. Launch itself returns only once the
+// supervisor's pid file exists, so a live launch is far younger.
+constexpr auto kStartingTimeout = std::chrono::seconds(60);
+constexpr int kEventsPipeBytes = 1 << 20;
+
+uint64_t Fnv1a(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+// The steps on this node, one folder each (see step_files.h), with a
+// supervisor process per live step. Every method may run on any thread:
+// the only shared state besides the folder is the events FIFO's reader.
+class DirSteps final : public Steps {
+ public:
+  DirSteps(StepsOptions options, std::string dir, CgroupLayout layout, int events_fd)
+      : options_(std::move(options)),
+        dir_(std::move(dir)),
+        layout_(std::move(layout)),
+        events_fd_(events_fd) {}
+  ~DirSteps() override { ::close(events_fd_); }
+
+  Status Launch(const StepRequest& request) override {
+    SHOAL_RETURN_IF_ERROR(ValidateStepRequest(request));
+    SHOAL_ASSIGN_OR_RETURN(UserAccount account,
+                           LookUpJobUser(request.user, options_.allow_root_jobs));
+    SupervisorRequest supervised{request, std::move(account), options_.allow_root_jobs, layout_};
+    std::string& work_dir = supervised.step.work_dir;
+    if (work_dir.empty()) {
+      work_dir = supervised.account.home;
+    } else if (!work_dir.starts_with('/')) {
+      work_dir = supervised.account.home + "/" + work_dir;
+    }
+    const std::string name = StepDirName({request.job, request.epoch});
+    const std::string dir = dir_ + "/" + name;
+    // mkdir is the once-only gate: of two launches of one (job, epoch), at
+    // the same time or years apart, exactly one makes the folder.
+    if (::mkdir(dir.c_str(), 0711) != 0) {
+      if (errno == EEXIST) {
+        return Status(StatusCode::kAlreadyExists,
+                      fmt::format("job {} epoch {} was launched on this node before; a step never "
+                                  "starts twice",
+                                  request.job, request.epoch));
+      }
+      return Internal(ErrnoMessage("cannot create " + dir));
+    }
+    // The user reaches the hostfile and script inside by name; the umask
+    // must not take that away.
+    ::chmod(dir.c_str(), 0711);
+    Status launched = WriteFile(dir + "/" + kRequestFile, EncodeRequest(supervised), 0600);
+    if (launched.ok()) launched = StartSupervisor(dir, name);
+    if (!launched.ok()) {
+      // A record, so that the folder never looks like a launch in progress.
+      StepRecord record;
+      record.exit_code = 1;
+      record.message = "the step's supervisor did not start: " + launched.message();
+      record.started = record.ended = WallNow();
+      (void)WriteFileAtomic(dir + "/" + kResultFile, EncodeRecord(record), 0644);
+      return Internal(record.message);
+    }
+    return Status::Ok();
+  }
+
+  Status Stop(uint64_t job, uint64_t epoch, Duration grace) override {
+    const StepKey key{job, epoch};
+    Result<StepState> state = ReadState(key);
+    if (!state.ok() || state->phase == StepPhase::kExited) return Status::Ok();
+    const std::string dir = StepDir(key);
+    // The file first, then the signal: a supervisor that has not written
+    // its pid file yet reads the file once it has (see supervisor.cc).
+    SHOAL_RETURN_IF_ERROR(
+        WriteFileAtomic(dir + "/" + kStopFile, std::to_string(std::max<int64_t>(0, grace.count())), 0644));
+    Result<std::string> pid_text = ReadFile(dir + "/" + kPidFile);
+    if (!pid_text.ok()) return Status::Ok();  // starting: the supervisor will see the stop file
+    Result<std::pair<ProcessIdentity, Time>> pid = DecodePidFile(*pid_text);
+    if (pid.ok() && SignalIfAlive(pid->first, SIGTERM)) return Status::Ok();
+    if (!ReadFile(dir + "/" + kResultFile).ok()) KillLostStep(key);
+    return Status::Ok();
+  }
+
+  std::vector<StepState> Scan() override {
+    std::vector<StepState> out;
+    DIR* d = ::opendir(dir_.c_str());
+    if (d == nullptr) return out;
+    while (dirent* e = ::readdir(d)) {
+      std::optional<StepKey> key = ParseStepDirName(e->d_name);
+      if (!key) continue;
+      Result<StepState> state = ReadState(*key);
+      if (state.ok()) out.push_back(std::move(state).value());
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end(), [](const StepState& a, const StepState& b) {
+      return std::pair(a.job, a.epoch) < std::pair(b.job, b.epoch);
+    });
+    return out;
+  }
+
+  Result<StepState> Get(uint64_t job, uint64_t epoch) override { return ReadState({job, epoch}); }
+
+  void Forget(uint64_t job, uint64_t epoch) override {
+    Result<StepState> state = ReadState({job, epoch});
+    if (!state.ok() || state->phase == StepPhase::kRunning || state->phase == StepPhase::kStarting) {
+      return;
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(StepDir({job, epoch}), ignored);
+  }
+
+  std::string Isolation() const override { return layout_.description; }
+
+  Result<std::string> OutputPath(uint64_t job, uint64_t epoch, bool stderr_stream) const override {
+    SHOAL_ASSIGN_OR_RETURN(std::string text, ReadFile(StepDir({job, epoch}) + "/" + kRequestFile));
+    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, DecodeRequest(text));
+    return ResolveOutputPath(request.step, stderr_stream, 0);
+  }
+
+  int ChangeFd() const override { return events_fd_; }
+
+  std::vector<StepKey> WaitForChanges(Duration timeout) override {
+    if (timeout.count() > 0) {
+      pollfd p{events_fd_, POLLIN, 0};
+      int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
+      if (::poll(&p, 1, ms) <= 0) return {};
+    }
+    std::lock_guard lock(events_mu_);
+    char buffer[8192];
+    ssize_t n;
+    while ((n = ::read(events_fd_, buffer, sizeof buffer)) > 0) {
+      partial_.append(buffer, static_cast<size_t>(n));
+    }
+    std::vector<StepKey> changed;
+    size_t start = 0;
+    for (size_t end; (end = partial_.find('\n', start)) != std::string::npos; start = end + 1) {
+      std::optional<StepKey> key = ParseStepDirName(std::string_view(partial_).substr(start, end - start));
+      if (key && std::find(changed.begin(), changed.end(), *key) == changed.end()) {
+        changed.push_back(*key);
+      }
+    }
+    partial_.erase(0, start);
+    return changed;
+  }
+
+ private:
+  std::string StepDir(StepKey key) const { return dir_ + "/" + StepDirName(key); }
+
+  Result<StepState> ReadState(StepKey key) const {
+    const std::string dir = StepDir(key);
+    StepState state;
+    state.job = key.job;
+    state.epoch = key.epoch;
+    auto from_record = [&](const std::string& text) {
+      Result<StepRecord> record = DecodeRecord(text);
+      if (!record.ok()) {
+        state.phase = StepPhase::kLost;
+        state.message = record.status().message();
+        return state;
+      }
+      state.phase = StepPhase::kExited;
+      state.exit_code = record->exit_code;
+      state.signal = record->signal;
+      state.message = record->message;
+      state.started = record->started;
+      state.ended = record->ended;
+      return state;
+    };
+    if (Result<std::string> record = ReadFile(dir + "/" + kResultFile); record.ok()) {
+      return from_record(*record);
+    }
+    Result<std::string> pid_text = ReadFile(dir + "/" + kPidFile);
+    if (pid_text.ok()) {
+      Result<std::pair<ProcessIdentity, Time>> pid = DecodePidFile(*pid_text);
+      if (pid.ok()) {
+        state.started = pid->second;
+        if (IsAlive(pid->first)) {
+          state.phase = StepPhase::kRunning;
+          return state;
+        }
+      }
+      // Gone: it may have written its record since we looked.
+      if (Result<std::string> record = ReadFile(dir + "/" + kResultFile); record.ok()) {
+        return from_record(*record);
+      }
+      state.phase = StepPhase::kLost;
+      state.message = "the step's supervisor ended without recording how the step ended "
+                      "(killed, or the node restarted)";
+      return state;
+    }
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) {
+      return NotFound(fmt::format("no step {} on this node", StepDirName(key)));
+    }
+    const auto made = std::chrono::system_clock::from_time_t(st.st_mtime);
+    if (std::chrono::system_clock::now() - made > kStartingTimeout) {
+      state.phase = StepPhase::kLost;
+      state.message = "the step's supervisor never started";
+    } else {
+      state.phase = StepPhase::kStarting;
+    }
+    return state;
+  }
+
+  // Starts `shoal-step` in a session of its own and waits for the process
+  // it starts first: that one returns once the supervisor proper (its
+  // child, re-parented away from us when it exits) has written its pid
+  // file. posix_spawn, not fork: nothing of the agent's memory is copied.
+  Status StartSupervisor(const std::string& dir, const std::string& name) {
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    sigset_t none;
+    sigset_t all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    // The agent's sockets must not reach the supervisor, even those opened
+    // without O_CLOEXEC (shoal-step closes what is left too).
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    std::string path = options_.supervisor;
+    std::string steps_dir = dir_;
+    std::string step = name;
+    char* argv[] = {path.data(), steps_dir.data(), step.data(), nullptr};
+    char env_path[] = "PATH=/usr/local/bin:/usr/bin:/bin";
+    char* envp[] = {env_path, nullptr};
+    pid_t pid = 0;
+    int rc = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) return Internal(fmt::format("cannot run {}: {}", path, std::strerror(rc)));
+    int status = 0;
+    pid_t waited;
+    do {
+      waited = ::waitpid(pid, &status, 0);
+    } while (waited < 0 && errno == EINTR);
+    if (waited < 0) {
+      // SIGCHLD ignored by the process: the child was reaped for us, its
+      // status lost. The pid file says whether the supervisor came up.
+      return ::access((dir + "/" + kPidFile).c_str(), F_OK) == 0
+                 ? Status::Ok()
+                 : Internal(ErrnoMessage("waiting for " + path));
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+    return Internal(fmt::format("{} {} {}", path, WIFEXITED(status) ? "exited with" : "was killed by",
+                                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status)));
+  }
+
+  // A step whose supervisor died without a record (SIGKILL, OOM) may have
+  // left its tasks running: kill what its cgroup holds and the process
+  // groups of its tasks that are still the same processes.
+  void KillLostStep(StepKey key) {
+    const std::string dir = StepDir(key);
+    Result<std::string> text = ReadFile(dir + "/" + kRequestFile);
+    Result<SupervisorRequest> request =
+        text.ok() ? DecodeRequest(*text) : Result<SupervisorRequest>(text.status());
+    std::optional<StepCgroup> cgroup;
+    if (request.ok()) {
+      cgroup.emplace(request->cgroup, StepDirName(key));
+      cgroup->Signal(SIGKILL);
+    }
+    if (Result<std::string> tasks = ReadFile(dir + "/" + kTasksFile); tasks.ok()) {
+      for (const ProcessIdentity& task : DecodeTasksFile(*tasks)) {
+        SignalIfAlive(task, SIGKILL, /*group=*/true);
+      }
+    }
+    if (cgroup) (void)cgroup->Remove();  // fails while the killed are still exiting; harmless
+  }
+
+  const StepsOptions options_;
+  const std::string dir_;
+  const CgroupLayout layout_;
+  const int events_fd_;
+  std::mutex events_mu_;
+  std::string partial_;  // the events FIFO's last line, when read in part
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Steps>> Steps::Open(const StepsOptions& options) {
+  if (options.dir.empty()) return InvalidArgument("no steps folder given");
+  if (options.supervisor.empty()) return InvalidArgument("no step supervisor (shoal-step) given");
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec) return Internal(fmt::format("cannot create {}: {}", options.dir, ec.message()));
+  std::string dir = std::filesystem::canonical(options.dir, ec).string();
+  if (ec) return Internal(fmt::format("cannot resolve {}: {}", options.dir, ec.message()));
+  // Users open their step's hostfile and script by name: they may pass
+  // through the folder, not list it.
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) ::chmod(dir.c_str(), (st.st_mode & 07777) | S_IXGRP | S_IXOTH);
+  if (::access(options.supervisor.c_str(), X_OK) != 0) {
+    return FailedPrecondition(ErrnoMessage("no step supervisor at " + options.supervisor));
+  }
+  const std::string fifo = dir + "/" + kEventsFifo;
+  if (::mkfifo(fifo.c_str(), 0600) != 0 && errno != EEXIST) {
+    return Internal(ErrnoMessage("cannot create " + fifo));
+  }
+  // O_RDWR: the FIFO never reads as closed, whoever writes or stops writing.
+  int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Internal(ErrnoMessage("cannot open " + fifo));
+  if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
+    ::close(fd);
+    return FailedPrecondition(fifo + " exists and is not a FIFO");
+  }
+  ::fcntl(fd, F_SETPIPE_SZ, kEventsPipeBytes);  // best effort: room for a burst of endings
+  CgroupLayout layout = DetectCgroups(options.cgroup_root, fmt::format("{:016x}", Fnv1a(dir)));
+  return std::unique_ptr<Steps>(
+      std::make_unique<DirSteps>(options, std::move(dir), std::move(layout), fd));
+}
+
+}  // namespace shoal::agent

@@ -1,0 +1,151 @@
+// Job steps on a node: each runs under its own supervisor process
+// (`shoal-step`, as Slurm's slurmstepd), started detached so that it and the
+// job outlive an agent restart. The supervisor starts the step's tasks as the
+// job's user, each in its own session and process group, with stdout/stderr
+// in files, CUDA_VISIBLE_DEVICES set to exactly the step's GPUs, the
+// distributed-training environment (see TaskEnvironment), and cgroup limits
+// for CPU and memory with process tracking where the host allows it. On a
+// stop request it sends SIGTERM to every task's process group, then SIGKILL
+// (and kills whatever is left in the step's cgroup) after the grace period,
+// and records how the step ended.
+//
+// Everything about a step lives in one directory, <steps_dir>/<job>.<epoch>/:
+// the agent writes the request there before starting the supervisor, and
+// the supervisor writes its pid and, at the end, the step's exit status
+// (atomically, by rename). An agent that restarts finds its steps by reading
+// these directories (Scan).
+//
+// Steps is used from the agent's threads; its methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace shoal::agent {
+
+// What one node runs for one job.
+struct StepRequest {
+  uint64_t job = 0;
+  uint64_t epoch = 0;          // the allocation's epoch: a (job, epoch) starts at most once
+  std::string user;            // the job's owner; resolved to uid/gid with getpwnam
+  std::string job_name;
+  std::string command;         // shell command, or the batch script's text when `script`
+  bool script = false;
+  std::string work_dir;        // empty: the user's home directory
+  std::string stdout_path;     // absolute or relative to work_dir; %j is the job id, %u the user,
+  std::string stderr_path;     // %N the node name; empty: "shoal-%j.out" (stderr joins stdout)
+  std::vector<std::string> env;  // KEY=VALUE from the job spec, before Shoal's own variables
+
+  // Placement.
+  std::string node_name;
+  int node_rank = 0;
+  std::vector<std::string> nodes;      // every node's host name or address, in rank order
+  std::vector<int> tasks_per_node;     // tasks on each node, same order (sum: the world size)
+  std::string master_addr;             // rank 0's host
+  int master_port = 0;
+  std::vector<int> gpus;               // GPU indices on this node, for CUDA_VISIBLE_DEVICES
+  int64_t cpu_milli = 0;               // CPU limit; 0: none
+  int64_t memory_mib = 0;              // memory limit; 0: none
+  Duration grace{std::chrono::seconds(10)};  // between SIGTERM and SIGKILL
+};
+
+// The environment of one task of a step (local_rank 0..tasks_per_node-1 on
+// this node): the job's own variables, then SHOAL_JOB_ID, SHOAL_JOB_NAME,
+// SHOAL_NODE_RANK, SHOAL_NNODES, SHOAL_NODELIST, SHOAL_HOSTFILE (hostfile
+// path), MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, TF_CONFIG (a MultiWorkerMirrored
+// cluster of every task, on ports master_port+1+rank), CUDA_VISIBLE_DEVICES,
+// and the SLURM_* equivalents common launchers read (SLURM_JOB_ID,
+// SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID, SLURM_NNODES).
+// Pure: no I/O.
+std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank, const std::string& hostfile);
+
+// The MPI hostfile for a step: one line per node, "<host> slots=<tasks>".
+std::string Hostfile(const StepRequest& step);
+
+enum class StepPhase {
+  kStarting,  // directory written, supervisor not confirmed yet
+  kRunning,   // the supervisor is alive
+  kExited,    // the supervisor recorded how the step ended
+  kLost,      // the supervisor is gone without a record (killed, or the host rebooted)
+};
+
+struct StepState {
+  uint64_t job = 0;
+  uint64_t epoch = 0;
+  StepPhase phase = StepPhase::kStarting;
+  int exit_code = 0;     // of the first task that failed, else 0
+  int signal = 0;        // the signal that ended it, if one did
+  std::string message;   // why it failed to start or how it ended, for people
+  Time started{};
+  Time ended{};
+};
+
+// A step's name on this node.
+struct StepKey {
+  uint64_t job = 0;
+  uint64_t epoch = 0;
+  friend bool operator==(const StepKey&, const StepKey&) = default;
+};
+
+struct StepsOptions {
+  std::string dir;                 // <steps_dir>
+  std::string supervisor;          // path of the shoal-step binary
+  bool allow_root_jobs = false;    // run jobs whose user is root (single-user machines only)
+  std::string cgroup_root;         // empty: detect (v2, else v1 cpu/memory/pids, else none)
+                                   // a path: a cgroup2 mount, or a folder of v1 hierarchies
+                                   // (cpu/, memory/, pids/); "none": process groups only
+};
+
+class Steps {
+ public:
+  static Result<std::unique_ptr<Steps>> Open(const StepsOptions& options);
+  virtual ~Steps() = default;
+
+  // Starts a step. Refuses (with a message for the job's record) a user
+  // that does not exist, root unless allowed, any user but the agent's own
+  // when the agent is not root, and a (job, epoch) that was started before.
+  virtual Status Launch(const StepRequest& request) = 0;
+  // Asks the step's supervisor to stop it (SIGTERM, then SIGKILL after
+  // `grace`). Unknown steps are not an error.
+  virtual Status Stop(uint64_t job, uint64_t epoch, Duration grace) = 0;
+  // Every step on disk and its phase.
+  virtual std::vector<StepState> Scan() = 0;
+  // Removes a step's directory once the server knows how it ended.
+  // A step whose supervisor is still alive is kept (and still refused a
+  // second launch); after Forget, only the server's epochs keep a stale
+  // launch of the same (job, epoch) from running again.
+  virtual void Forget(uint64_t job, uint64_t epoch) = 0;
+  // What process tracking and limits this host allows, for the agent's log
+  // ("cgroup v2 (cpu, memory)", "cgroup v1 (cpu, memory, pids)", "none: ...").
+  virtual std::string Isolation() const = 0;
+  // Where a step's stdout/stderr went (after %j/%u/%N and work_dir), for logs.
+  virtual Result<std::string> OutputPath(uint64_t job, uint64_t epoch, bool stderr_stream) const = 0;
+
+  // One step's state, as Scan reports it; NotFound when there is no such step.
+  virtual Result<StepState> Get(uint64_t job, uint64_t epoch) = 0;
+
+  // Change notifications, so that the agent learns at once that a step
+  // ended. Each supervisor writes one line "<job>.<epoch>\n" to the FIFO
+  // <steps_dir>/events when its step has ended and its record is on disk;
+  // Steps holds the FIFO open for reading (a supervisor whose agent is down
+  // writes nothing: the next agent finds the record with Scan). A
+  // notification is a hint, never the only way to learn: call Scan or Get
+  // after one, and Scan periodically as well (a notification may be lost
+  // when the FIFO is full for a second or more).
+  //
+  // A descriptor that polls readable (POLLIN) when notifications are
+  // waiting, to poll beside the agent's own; read it only through
+  // WaitForChanges. Valid while Steps lives.
+  virtual int ChangeFd() const = 0;
+  // Waits up to `timeout` (zero: not at all) for notifications and returns
+  // the steps they name, each once, oldest first; empty when none came.
+  virtual std::vector<StepKey> WaitForChanges(Duration timeout) = 0;
+};
+
+}  // namespace shoal::agent

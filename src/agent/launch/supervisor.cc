@@ -1,0 +1,585 @@
+#include "agent/launch/supervisor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "agent/launch/cgroup.h"
+#include "agent/launch/files.h"
+#include "agent/launch/step_files.h"
+#include "agent/launch/task_env.h"
+#include "core/strings.h"
+
+namespace shoal::agent {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// How long the supervisor waits for processes it SIGKILLed to go, and for
+// a full events FIFO to take its line, before it gives up and says so.
+constexpr auto kKillWait = std::chrono::seconds(5);
+constexpr auto kNotifyWait = std::chrono::seconds(1);
+constexpr int kNotStartedExitCode = 127;  // as a shell reports a command it could not run
+constexpr int kSetupExitCode = 1;
+
+// Where a task's child failed before exec; sent to the supervisor through
+// a close-on-exec pipe that exec closes when it succeeds.
+enum class ChildStage : int {
+  kSession,
+  kCgroup,
+  kStdin,
+  kGroups,
+  kGid,
+  kUid,
+  kWorkDir,
+  kStdout,
+  kStderr,
+  kExec,
+};
+struct ChildFailure {
+  int stage = 0;
+  int error = 0;
+};
+
+// One task, ready to fork: the child reads these and allocates nothing.
+struct TaskPlan {
+  int local_rank = 0;
+  int rank = 0;
+  std::vector<std::string> env;
+  std::vector<char*> envp;
+  std::string stdout_path;
+  std::string stderr_path;
+};
+
+struct Task {
+  pid_t pid = 0;
+  int local_rank = 0;
+  int rank = 0;
+  bool running = true;
+};
+
+std::vector<char*> PointersTo(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (std::string& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+// The parent of `pid` from /proc/<pid>/stat; 0 when it is gone.
+pid_t ParentOf(pid_t pid) {
+  Result<std::string> stat = ReadFile(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return 0;
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos) return 0;
+  std::vector<std::string_view> fields;
+  for (std::string_view f : Split(std::string_view(*stat).substr(close + 2), ' ')) {
+    fields.push_back(f);
+    if (fields.size() == 2) break;
+  }
+  if (fields.size() < 2) return 0;
+  Result<int64_t> ppid = ParseInt(fields[1]);
+  return ppid.ok() ? static_cast<pid_t>(*ppid) : 0;
+}
+
+// Every process below `root`. Read from /proc as a whole, so it costs a
+// read per process on the host: used only when something was left behind.
+std::vector<pid_t> Descendants(pid_t root) {
+  std::unordered_multimap<pid_t, pid_t> children;
+  if (DIR* proc = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(proc)) {
+      Result<int64_t> pid = ParseInt(e->d_name);
+      if (!pid.ok()) continue;
+      if (pid_t parent = ParentOf(static_cast<pid_t>(*pid)); parent > 0) {
+        children.emplace(parent, static_cast<pid_t>(*pid));
+      }
+    }
+    ::closedir(proc);
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [begin, end] = children.equal_range(p);
+    for (auto it = begin; it != end; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+// Formats a pid into `out` without allocating (for a forked child).
+size_t FormatPid(pid_t pid, char (&out)[24]) {
+  char digits[24];
+  size_t n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + pid % 10);
+    pid /= 10;
+  } while (pid > 0 && n < sizeof digits);
+  for (size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
+  return n;
+}
+
+class Supervisor {
+ public:
+  Supervisor(std::string steps_dir, std::string name, Time started)
+      : steps_dir_(std::move(steps_dir)),
+        name_(std::move(name)),
+        dir_(steps_dir_ + "/" + name_) {
+    record_.started = started;
+    sigemptyset(&handled_);
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled_, sig);
+  }
+
+  int Run() {
+    if (::access((dir_ + "/" + kStopFile).c_str(), F_OK) == 0) {
+      Fail(128 + SIGTERM, "stopped before its tasks started", SIGTERM);
+      return Finish();
+    }
+    if (Status prepared = Prepare(); !prepared.ok()) {
+      Fail(kSetupExitCode, prepared.message());
+      return Finish();
+    }
+    if (Status started = StartTasks(); !started.ok()) {
+      Fail(kNotStartedExitCode, started.message());
+      for (const Task& t : tasks_) ::kill(-t.pid, SIGKILL);  // unreaped leaders: their groups
+      Reap();
+    } else {
+      std::vector<ProcessIdentity> identities;
+      for (const Task& t : tasks_) {
+        Result<ProcessIdentity> id = IdentityOf(t.pid);
+        if (id.ok()) identities.push_back(*id);
+      }
+      (void)WriteFileAtomic(dir_ + "/" + kTasksFile, EncodeTasksFile(identities), 0644);
+      Wait();
+    }
+    KillLeftovers();
+    return Finish();
+  }
+
+ private:
+  Status Prepare() {
+    SHOAL_ASSIGN_OR_RETURN(std::string text, ReadFile(dir_ + "/" + kRequestFile));
+    SHOAL_ASSIGN_OR_RETURN(request_, DecodeRequest(text));
+    const StepRequest& step = request_.step;
+    const UserAccount& user = request_.account;
+    SHOAL_RETURN_IF_ERROR(ValidateStepRequest(step));
+    SHOAL_RETURN_IF_ERROR(CheckJobUser(user, request_.allow_root_jobs));
+    drop_privileges_ = ::geteuid() == 0;
+    work_dir_ = step.work_dir.empty() ? user.home : step.work_dir;
+
+    const std::string hostfile = dir_ + "/" + kHostfileFile;
+    SHOAL_RETURN_IF_ERROR(WriteFile(hostfile, Hostfile(step), 0644));
+    if (step.script) {
+      // A script with "#!" runs with its interpreter, as the kernel reads
+      // it; one without runs with /bin/sh, as Slurm users expect of sbatch.
+      const std::string script = dir_ + "/" + kScriptFile;
+      SHOAL_RETURN_IF_ERROR(WriteFile(script, step.command, 0700));
+      if (drop_privileges_ && ::chown(script.c_str(), user.uid, user.gid) != 0) {
+        return Internal(ErrnoMessage("chown " + script));
+      }
+      argv_ = step.command.starts_with("#!") ? std::vector<std::string>{script}
+                                              : std::vector<std::string>{"/bin/sh", script};
+    } else {
+      argv_ = {"/bin/sh", "-c", step.command};
+    }
+    argv_pointers_ = PointersTo(argv_);
+
+    const std::vector<std::string> login = LoginEnvironment(user.name, user.home, user.shell);
+    const int tasks = TasksOnNode(step, step.node_rank);
+    plans_.resize(static_cast<size_t>(tasks));
+    for (int local = 0; local < tasks; ++local) {
+      TaskPlan& plan = plans_[static_cast<size_t>(local)];
+      plan.local_rank = local;
+      plan.rank = FirstRank(step) + local;
+      plan.env = MergeEnvironment(login, TaskEnvironment(step, local, hostfile));
+      plan.envp = PointersTo(plan.env);
+      plan.stdout_path = ResolveOutputPath(step, false, plan.rank);
+      plan.stderr_path = StderrJoinsStdout(step) ? "" : ResolveOutputPath(step, true, plan.rank);
+    }
+
+    cgroup_.emplace(request_.cgroup, name_);
+    if (cgroup_->enabled()) {
+      Status created = cgroup_->Create(step.cpu_milli, step.memory_mib);
+      if (!created.ok()) return created.WithContext("cgroup");
+    }
+    return Status::Ok();
+  }
+
+  // In the forked child: system calls only, then exec; on failure it
+  // reports the stage and errno through `error_fd` and exits.
+  [[noreturn]] void ExecTask(const TaskPlan& plan, int error_fd) {
+    auto fail = [error_fd](ChildStage stage) {
+      ChildFailure failure{static_cast<int>(stage), errno};
+      [[maybe_unused]] ssize_t n = ::write(error_fd, &failure, sizeof failure);
+      ::_exit(kNotStartedExitCode);
+    };
+    if (::setsid() < 0) fail(ChildStage::kSession);
+    char pid_text[24];
+    const size_t pid_length = FormatPid(::getpid(), pid_text);
+    for (const std::string& file : cgroup_->JoinFiles()) {
+      int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, pid_text, pid_length) < 0) fail(ChildStage::kCgroup);
+      ::close(fd);
+    }
+    // Ignored signals stay ignored across exec: give the job the defaults.
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &default_action, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) fail(ChildStage::kStdin);
+    if (drop_privileges_) {
+      const UserAccount& user = request_.account;
+      if (::setgroups(user.groups.size(), user.groups.data()) != 0) fail(ChildStage::kGroups);
+      if (::setgid(user.gid) != 0) fail(ChildStage::kGid);
+      if (::setuid(user.uid) != 0) fail(ChildStage::kUid);
+    }
+    // As the user from here on: the work folder and output files are
+    // reached with the user's rights, and the files are the user's.
+    if (::chdir(work_dir_.c_str()) != 0) fail(ChildStage::kWorkDir);
+    const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+    int out = ::open(plan.stdout_path.c_str(), flags, 0644);
+    if (out < 0 || ::dup2(out, STDOUT_FILENO) < 0) fail(ChildStage::kStdout);
+    if (plan.stderr_path.empty()) {
+      if (::dup2(out, STDERR_FILENO) < 0) fail(ChildStage::kStderr);
+    } else {
+      int err = ::open(plan.stderr_path.c_str(), flags, 0644);
+      if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(ChildStage::kStderr);
+    }
+    ::execve(argv_pointers_[0], argv_pointers_.data(), plan.envp.data());
+    fail(ChildStage::kExec);
+    ::_exit(kNotStartedExitCode);  // not reached: fail exits
+  }
+
+  std::string DescribeFailure(const TaskPlan& plan, const ChildFailure& f) const {
+    const std::string& user = request_.account.name;
+    std::string what;
+    switch (static_cast<ChildStage>(f.stage)) {
+      case ChildStage::kSession: what = "cannot start a session"; break;
+      case ChildStage::kCgroup: what = "cannot join the step's cgroup"; break;
+      case ChildStage::kStdin: what = "cannot open /dev/null"; break;
+      case ChildStage::kGroups: what = fmt::format("cannot take the groups of user '{}'", user); break;
+      case ChildStage::kGid: what = fmt::format("cannot take the group of user '{}'", user); break;
+      case ChildStage::kUid: what = fmt::format("cannot become user '{}'", user); break;
+      case ChildStage::kWorkDir:
+        what = fmt::format("cannot enter work folder {} as user '{}'", work_dir_, user);
+        break;
+      case ChildStage::kStdout:
+        what = fmt::format("cannot open output file {} as user '{}'", plan.stdout_path, user);
+        break;
+      case ChildStage::kStderr:
+        what = fmt::format("cannot open error file {} as user '{}'", plan.stderr_path, user);
+        break;
+      case ChildStage::kExec: what = fmt::format("cannot run {}", argv_[0]); break;
+    }
+    return fmt::format("task {} (rank {}) did not start: {}: {}", plan.local_rank, plan.rank, what,
+                       std::strerror(f.error));
+  }
+
+  Status StartTasks() {
+    for (TaskPlan& plan : plans_) {
+      int pipe_fds[2];
+      if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Internal(ErrnoMessage("pipe"));
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(pipe_fds[0]);
+        ExecTask(plan, pipe_fds[1]);
+      }
+      ::close(pipe_fds[1]);
+      if (pid < 0) {
+        ::close(pipe_fds[0]);
+        return Internal(ErrnoMessage("fork"));
+      }
+      // The pipe closes at exec (success) or carries the child's failure.
+      ChildFailure failure;
+      ssize_t n;
+      do {
+        n = ::read(pipe_fds[0], &failure, sizeof failure);
+      } while (n < 0 && errno == EINTR);
+      ::close(pipe_fds[0]);
+      if (n == static_cast<ssize_t>(sizeof failure)) {
+        ::waitpid(pid, nullptr, 0);
+        return Internal(DescribeFailure(plan, failure));
+      }
+      tasks_.push_back({pid, plan.local_rank, plan.rank, true});
+      ++running_;
+    }
+    return Status::Ok();
+  }
+
+  void Fail(int exit_code, std::string message, int sig = 0) {
+    if (failed_) return;
+    failed_ = true;
+    record_.exit_code = exit_code;
+    record_.signal = sig;
+    record_.message = std::move(message);
+  }
+
+  // Reaps every child that has ended (tasks and orphans the job left to
+  // the subreaper); the first task to fail gives the step its status.
+  void Reap() {
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      for (Task& t : tasks_) {
+        if (t.pid != pid || !t.running) continue;
+        t.running = false;
+        --running_;
+        std::string who = fmt::format("task {} (rank {})", t.local_rank, t.rank);
+        if (WIFSIGNALED(status)) {
+          int sig = WTERMSIG(status);
+          Fail(128 + sig, fmt::format("{} was killed by {}", who, SignalName(sig)), sig);
+        } else if (WEXITSTATUS(status) != 0) {
+          Fail(WEXITSTATUS(status), fmt::format("{} exited with {}", who, WEXITSTATUS(status)));
+        }
+      }
+    }
+  }
+
+  // SIGTERM or SIGKILL to the whole step: each running task's process
+  // group (its leader is not reaped yet, so the group id is still ours),
+  // and every process in the cgroup, or without one every descendant.
+  void SignalStep(int sig) {
+    for (const Task& t : tasks_) {
+      if (t.running) ::kill(-t.pid, sig);
+    }
+    if (cgroup_ && cgroup_->enabled()) {
+      cgroup_->Signal(sig);
+    } else {
+      for (pid_t pid : Descendants(::getpid())) ::kill(pid, sig);
+    }
+  }
+
+  Duration StopGrace() const {
+    Result<std::string> text = ReadFile(dir_ + "/" + kStopFile);
+    if (text.ok()) {
+      Result<int64_t> ms = ParseInt(*text);
+      if (ms.ok() && *ms >= 0) return Duration(*ms);
+    }
+    return request_.step.grace;
+  }
+
+  void Wait() {
+    std::optional<SteadyClock::time_point> kill_at;
+    Duration grace{0};
+    bool killed = false;
+    Reap();
+    while (running_ > 0) {
+      timespec timeout{};
+      timespec* wait_for = nullptr;
+      if (kill_at) {
+        auto left = *kill_at - SteadyClock::now();
+        if (left <= SteadyClock::duration::zero()) {
+          if (killed) break;  // processes that SIGKILL could not end: said in the record
+          SignalStep(SIGKILL);
+          killed = true;
+          kill_at = SteadyClock::now() + kKillWait;
+          continue;
+        }
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+        timeout.tv_sec = static_cast<time_t>(ns / 1000000000);
+        timeout.tv_nsec = static_cast<long>(ns % 1000000000);
+        wait_for = &timeout;
+      }
+      siginfo_t info;
+      int sig = ::sigtimedwait(&handled_, &info, wait_for);
+      if (sig == SIGCHLD) {
+        Reap();
+      } else if ((sig == SIGTERM || sig == SIGINT) && !stopping_) {
+        stopping_ = true;
+        grace = StopGrace();
+        SignalStep(SIGTERM);
+        kill_at = SteadyClock::now() + grace;
+      }
+      // SIGHUP, a second SIGTERM, a timeout or EINTR: go round again.
+    }
+    if (stopping_) {
+      stop_note_ = killed ? fmt::format("stopped: SIGTERM, then SIGKILL after the {} ms grace",
+                                        grace.count())
+                          : fmt::format("stopped: SIGTERM; every task ended within the {} ms grace",
+                                        grace.count());
+      if (running_ > 0) stop_note_ += fmt::format("; {} task(s) did not die", running_);
+    }
+  }
+
+  // Reaps what has ended; true while children remain (alive or exiting).
+  bool ReapHasChildren() {
+    Reap();
+    siginfo_t info{};
+    return ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+  }
+
+  // The step ends with its tasks: whatever they left running (daemons,
+  // background jobs) is killed, so that nothing of the job outlives it.
+  void KillLeftovers() {
+    auto give_up_at = SteadyClock::now() + kKillWait;
+    size_t killed = 0;
+    while (true) {
+      bool any = cgroup_ && cgroup_->enabled() && cgroup_->Signal(SIGKILL);
+      if (ReapHasChildren()) {
+        for (pid_t pid : Descendants(::getpid())) killed += ::kill(pid, SIGKILL) == 0;
+        any = true;
+      }
+      if (!any) break;
+      if (SteadyClock::now() > give_up_at) {
+        leftover_note_ = "processes of the job were still there after SIGKILL";
+        return;
+      }
+      sigset_t child;
+      sigemptyset(&child);
+      sigaddset(&child, SIGCHLD);
+      timespec tick{0, 2000000};  // 2 ms: a killed process is usually gone by then
+      ::sigtimedwait(&child, nullptr, &tick);
+    }
+    if (killed > 0) leftover_note_ = fmt::format("killed {} process(es) the tasks left behind", killed);
+  }
+
+  void Notify() {
+    const std::string fifo = steps_dir_ + "/" + kEventsFifo;
+    // No reader (the agent is down) fails at once with ENXIO: the next
+    // agent finds the record when it scans.
+    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return;
+    const std::string line = name_ + "\n";
+    auto give_up_at = SteadyClock::now() + kNotifyWait;
+    while (::write(fd, line.data(), line.size()) < 0 && errno == EAGAIN) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up_at - SteadyClock::now());
+      pollfd p{fd, POLLOUT, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    }
+    ::close(fd);
+  }
+
+  int Finish() {
+    record_.ended = WallNow();
+    if (!failed_) {
+      record_.message = fmt::format("{} task(s) exited with 0", tasks_.size());
+    }
+    for (const std::string& note : {stop_note_, leftover_note_}) {
+      if (!note.empty()) record_.message += "; " + note;
+    }
+    (void)WriteFileAtomic(dir_ + "/" + kResultFile, EncodeRecord(record_), 0644);
+    Notify();
+    if (cgroup_ && cgroup_->enabled()) {
+      // A cgroup whose last process has just exited can be busy for a moment.
+      for (int attempt = 0; attempt < 50 && !cgroup_->Remove().ok(); ++attempt) {
+        timespec pause{0, 2000000};
+        ::nanosleep(&pause, nullptr);
+      }
+    }
+    return 0;
+  }
+
+  const std::string steps_dir_;
+  const std::string name_;
+  const std::string dir_;
+  sigset_t handled_;
+  SupervisorRequest request_;
+  bool drop_privileges_ = false;
+  std::string work_dir_;
+  std::vector<std::string> argv_;
+  std::vector<char*> argv_pointers_;
+  std::vector<TaskPlan> plans_;
+  std::optional<StepCgroup> cgroup_;
+  std::vector<Task> tasks_;
+  int running_ = 0;
+  bool stopping_ = false;
+  bool failed_ = false;
+  StepRecord record_;
+  std::string stop_note_;
+  std::string leftover_note_;
+};
+
+}  // namespace
+
+void SanitizeDescriptors() {
+  if (::syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+    // Kernels before 5.9: close what /proc says is open.
+    std::vector<int> open_fds;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+      while (dirent* e = ::readdir(d)) {
+        Result<int64_t> fd = ParseInt(e->d_name);
+        if (fd.ok() && *fd > 2 && *fd != ::dirfd(d)) open_fds.push_back(static_cast<int>(*fd));
+      }
+      ::closedir(d);
+    }
+    for (int fd : open_fds) ::close(fd);
+  }
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0) {
+      int null_fd = ::open("/dev/null", O_RDWR);
+      if (null_fd >= 0 && null_fd != fd) {
+        ::dup2(null_fd, fd);
+        ::close(null_fd);
+      }
+    }
+  }
+}
+
+int RunSupervisor(const std::string& steps_dir, const std::string& name) {
+  // Nothing of the agent's may stay busy because of us: not its folder.
+  if (::chdir("/") != 0) return 1;
+  ::umask(022);
+  // Signals are taken synchronously (sigtimedwait); blocked from the start,
+  // so a stop sent as soon as the pid file exists waits for us.
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
+  ::sigprocmask(SIG_BLOCK, &handled, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return 1;
+  pid_t pid = ::fork();
+  if (pid < 0) return 1;
+  if (pid > 0) {
+    // The process the agent waits for: done once the supervisor says its
+    // pid file is written (or dies trying: then the pipe closes empty).
+    ::close(ready[1]);
+    char byte = 0;
+    ssize_t n;
+    do {
+      n = ::read(ready[0], &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    return n == 1 ? 0 : 1;
+  }
+  ::close(ready[0]);
+  ::setsid();
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const Time started = WallNow();
+  const std::string dir = steps_dir + "/" + name;
+  Result<ProcessIdentity> self = IdentityOf(::getpid());
+  if (!self.ok() || !WriteFileAtomic(dir + "/" + kPidFile, EncodePidFile(*self, started), 0644).ok()) {
+    return 1;
+  }
+  [[maybe_unused]] ssize_t n = ::write(ready[1], "1", 1);
+  ::close(ready[1]);
+  return Supervisor(steps_dir, name, started).Run();
+}
+
+}  // namespace shoal::agent

@@ -1,0 +1,218 @@
+#include "agent/launch/task_env.h"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/strings.h"
+
+namespace shoal::agent {
+namespace {
+
+constexpr int kMaxPort = 65535;
+constexpr std::string_view kDefaultOutput = "shoal-%j.out";
+
+std::string_view NameOf(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+
+const std::string& NodeHost(const StepRequest& step, int node_rank) {
+  static const std::string kLocalhost = "localhost";
+  if (step.nodes.empty()) return step.node_name.empty() ? kLocalhost : step.node_name;
+  return step.nodes[static_cast<size_t>(node_rank)];
+}
+
+std::string Var(std::string_view name, const auto& value) { return fmt::format("{}={}", name, value); }
+
+}  // namespace
+
+int NodeCount(const StepRequest& step) {
+  return step.nodes.empty() ? 1 : static_cast<int>(step.nodes.size());
+}
+
+int TasksOnNode(const StepRequest& step, int node_rank) {
+  if (step.tasks_per_node.empty()) return 1;
+  return step.tasks_per_node[static_cast<size_t>(node_rank)];
+}
+
+int WorldSize(const StepRequest& step) {
+  int world = 0;
+  for (int n = 0; n < NodeCount(step); ++n) world += TasksOnNode(step, n);
+  return world;
+}
+
+int FirstRank(const StepRequest& step) {
+  int rank = 0;
+  for (int n = 0; n < step.node_rank; ++n) rank += TasksOnNode(step, n);
+  return rank;
+}
+
+Status ValidateStepRequest(const StepRequest& step) {
+  if (step.user.empty()) return InvalidArgument("the step names no user");
+  if (step.command.empty()) return InvalidArgument("the step has no command or script");
+  const int nodes = NodeCount(step);
+  if (step.node_rank < 0 || step.node_rank >= nodes) {
+    return InvalidArgument(
+        fmt::format("node rank {} is outside the step's {} node(s)", step.node_rank, nodes));
+  }
+  if (!step.tasks_per_node.empty() && static_cast<int>(step.tasks_per_node.size()) != nodes) {
+    return InvalidArgument(fmt::format("tasks_per_node has {} entries for {} node(s)",
+                                       step.tasks_per_node.size(), nodes));
+  }
+  for (int n = 0; n < nodes; ++n) {
+    if (TasksOnNode(step, n) < 0 || (n == step.node_rank && TasksOnNode(step, n) < 1)) {
+      return InvalidArgument(fmt::format("node {} has {} task(s)", n, TasksOnNode(step, n)));
+    }
+  }
+  if (step.master_port < 0 || step.master_port > kMaxPort ||
+      (step.master_port > 0 && step.master_port + WorldSize(step) > kMaxPort)) {
+    return InvalidArgument(fmt::format(
+        "master port {} leaves no room for {} task ports", step.master_port, WorldSize(step)));
+  }
+  for (const std::string& entry : step.env) {
+    if (entry.find('=') == std::string::npos || NameOf(entry).empty()) {
+      return InvalidArgument(fmt::format("environment entry '{}' is not KEY=VALUE", entry));
+    }
+  }
+  for (int gpu : step.gpus) {
+    if (gpu < 0) return InvalidArgument(fmt::format("GPU index {} is negative", gpu));
+  }
+  if (step.cpu_milli < 0 || step.memory_mib < 0) {
+    return InvalidArgument("CPU and memory limits cannot be negative");
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank,
+                                         const std::string& hostfile) {
+  const int nodes = NodeCount(step);
+  const int world = WorldSize(step);
+  const int rank = FirstRank(step) + local_rank;
+  const int local_world = TasksOnNode(step, step.node_rank);
+  std::vector<std::string> hosts;
+  for (int n = 0; n < nodes; ++n) hosts.push_back(NodeHost(step, n));
+  const std::string& master = step.master_addr.empty() ? hosts[0] : step.master_addr;
+  std::vector<std::string> gpus;
+  for (int gpu : step.gpus) gpus.push_back(std::to_string(gpu));
+
+  std::vector<std::string> shoal = {
+      Var("SHOAL_JOB_ID", step.job),
+      Var("SHOAL_JOB_NAME", step.job_name),
+      Var("SHOAL_NODE_RANK", step.node_rank),
+      Var("SHOAL_NNODES", nodes),
+      Var("SHOAL_NODELIST", Join(hosts, ",")),
+  };
+  if (!hostfile.empty()) shoal.push_back(Var("SHOAL_HOSTFILE", hostfile));
+  shoal.push_back(Var("MASTER_ADDR", master));
+  if (step.master_port > 0) shoal.push_back(Var("MASTER_PORT", step.master_port));
+  for (auto var : {Var("WORLD_SIZE", world), Var("RANK", rank), Var("LOCAL_RANK", local_rank),
+                   Var("LOCAL_WORLD_SIZE", local_world), Var("NODE_RANK", step.node_rank),
+                   Var("GROUP_RANK", step.node_rank)}) {
+    shoal.push_back(std::move(var));
+  }
+  if (step.master_port > 0) {
+    // Every task of the step is a MultiWorkerMirroredStrategy worker; the
+    // workers' ports follow MASTER_PORT so that they never collide with it.
+    nlohmann::json workers = nlohmann::json::array();
+    int worker_rank = 0;
+    for (int n = 0; n < nodes; ++n) {
+      for (int t = 0; t < TasksOnNode(step, n); ++t, ++worker_rank) {
+        workers.push_back(fmt::format("{}:{}", hosts[static_cast<size_t>(n)],
+                                      step.master_port + 1 + worker_rank));
+      }
+    }
+    nlohmann::json tf = {{"cluster", {{"worker", workers}}},
+                         {"task", {{"type", "worker"}, {"index", rank}}}};
+    shoal.push_back(Var("TF_CONFIG", tf.dump()));
+  }
+  // An empty list hides every GPU from a job that asked for none; PCI bus
+  // order makes CUDA's indices the same as NVML's (and nvidia-smi's).
+  shoal.push_back(Var("CUDA_VISIBLE_DEVICES", Join(gpus, ",")));
+  shoal.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+  for (auto var : {Var("SLURM_JOB_ID", step.job), Var("SLURM_PROCID", rank),
+                   Var("SLURM_LOCALID", local_rank), Var("SLURM_NTASKS", world),
+                   Var("SLURM_NODEID", step.node_rank), Var("SLURM_NNODES", nodes)}) {
+    shoal.push_back(std::move(var));
+  }
+  return MergeEnvironment(step.env, shoal);
+}
+
+std::string Hostfile(const StepRequest& step) {
+  // A host named twice (several simulated nodes on one machine) gets one
+  // line with the sum of its slots: OpenMPI refuses a repeated host line.
+  std::vector<std::pair<std::string, int>> lines;
+  for (int n = 0; n < NodeCount(step); ++n) {
+    const std::string& host = NodeHost(step, n);
+    auto it = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == host; });
+    if (it == lines.end()) {
+      lines.emplace_back(host, TasksOnNode(step, n));
+    } else {
+      it->second += TasksOnNode(step, n);
+    }
+  }
+  std::string out;
+  for (const auto& [host, slots] : lines) out += fmt::format("{} slots={}\n", host, slots);
+  return out;
+}
+
+bool StderrJoinsStdout(const StepRequest& step) {
+  return step.stderr_path.empty() || step.stderr_path == step.stdout_path;
+}
+
+std::string ResolveOutputPath(const StepRequest& step, bool stderr_stream, int rank) {
+  std::string_view pattern = step.stdout_path;
+  if (stderr_stream && !step.stderr_path.empty()) pattern = step.stderr_path;
+  if (pattern.empty()) pattern = kDefaultOutput;
+  std::string path;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      path += pattern[i];
+      continue;
+    }
+    switch (pattern[++i]) {
+      case 'j': path += std::to_string(step.job); break;
+      case 'u': path += step.user; break;
+      case 'N': path += step.node_name; break;
+      case 't': path += std::to_string(rank); break;
+      case '%': path += '%'; break;
+      default: path += '%'; path += pattern[i]; break;  // unknown: kept as written
+    }
+  }
+  if (!path.starts_with('/')) {
+    path = step.work_dir.ends_with('/') ? step.work_dir + path : step.work_dir + "/" + path;
+  }
+  return path;
+}
+
+std::vector<std::string> LoginEnvironment(const std::string& user, const std::string& home,
+                                          const std::string& shell) {
+  return {
+      "PATH=/usr/local/bin:/usr/bin:/bin",
+      "HOME=" + home,
+      "USER=" + user,
+      "LOGNAME=" + user,
+      "SHELL=" + (shell.empty() ? std::string("/bin/sh") : shell),
+      "LANG=C.UTF-8",
+  };
+}
+
+std::vector<std::string> MergeEnvironment(std::vector<std::string> base,
+                                          const std::vector<std::string>& overrides) {
+  std::vector<std::string> out;
+  std::unordered_map<std::string, size_t> index;  // variable name -> its place in `out`
+  auto set = [&](std::string entry) {
+    if (entry.find('=') == std::string::npos) return;
+    auto [it, inserted] = index.emplace(std::string(NameOf(entry)), out.size());
+    if (inserted) {
+      out.push_back(std::move(entry));
+    } else {
+      out[it->second] = std::move(entry);
+    }
+  };
+  for (std::string& entry : base) set(std::move(entry));
+  for (const std::string& entry : overrides) set(entry);
+  return out;
+}
+
+}  // namespace shoal::agent

@@ -1,0 +1,53 @@
+// Pure helpers of a step's launch, shared by the agent (Steps) and the
+// supervisor (shoal-step): checking a request, the placement arithmetic,
+// the tasks' environment and where their output goes. No I/O, so that the
+// tests can check them table by table.
+//
+// Placement defaults: an empty `nodes` means a one-node step on node_name;
+// an empty `tasks_per_node` means one task on each node. MASTER_PORT and
+// TF_CONFIG are set only when master_port is not 0 (TF_CONFIG's ports are
+// master_port+1+rank). SLURM_JOBID and SLURM_NODELIST are deliberately not
+// set: OpenMPI's mpirun takes them as "inside a Slurm allocation" and then
+// tries to start its daemons with srun instead of reading the hostfile.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/launch/steps.h"
+#include "core/status.h"
+
+namespace shoal::agent {
+
+// What the supervisor relies on: a user, a node rank within the node list,
+// a task count for every node and at least one here, KEY=VALUE entries in
+// env, ports within range. The message is written for the job's record.
+Status ValidateStepRequest(const StepRequest& step);
+
+// Placement arithmetic over a validated request.
+int NodeCount(const StepRequest& step);
+int TasksOnNode(const StepRequest& step, int node_rank);
+int WorldSize(const StepRequest& step);
+// The global rank of this node's first task.
+int FirstRank(const StepRequest& step);
+
+// Where a task's stdout (or stderr) goes: the pattern with %j (job id), %u
+// (user), %N (node name), %t (the task's global rank) and %% expanded,
+// under work_dir when relative. stderr with no pattern of its own shares
+// stdout's file. work_dir must be resolved already (absolute).
+std::string ResolveOutputPath(const StepRequest& step, bool stderr_stream, int rank);
+// Whether stderr goes to the same file as stdout for every task.
+bool StderrJoinsStdout(const StepRequest& step);
+
+// The login variables a task gets besides its step's (nothing else of the
+// agent's environment leaks): PATH, HOME, USER, LOGNAME, SHELL and LANG.
+std::vector<std::string> LoginEnvironment(const std::string& user, const std::string& home,
+                                          const std::string& shell);
+
+// `base` with every KEY=VALUE of `overrides` set, a variable that is in both
+// keeping its place in `base` with the value from `overrides`; entries
+// without '=' are dropped.
+std::vector<std::string> MergeEnvironment(std::vector<std::string> base,
+                                          const std::vector<std::string>& overrides);
+
+}  // namespace shoal::agent

@@ -1,0 +1,206 @@
+#include "agent/launch/task_env.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace shoal::agent {
+namespace {
+
+std::map<std::string, std::string> AsMap(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> out;
+  for (const std::string& entry : env) {
+    size_t eq = entry.find('=');
+    EXPECT_NE(eq, std::string::npos) << entry;
+    EXPECT_TRUE(out.emplace(entry.substr(0, eq), entry.substr(eq + 1)).second)
+        << "set twice: " << entry;
+  }
+  return out;
+}
+
+StepRequest TwoNodeStep() {
+  StepRequest s;
+  s.job = 42;
+  s.epoch = 3;
+  s.user = "alice";
+  s.job_name = "train";
+  s.command = "python train.py";
+  s.work_dir = "/home/alice/run";
+  s.node_name = "gpu-b";
+  s.node_rank = 1;
+  s.nodes = {"gpu-a", "gpu-b"};
+  s.tasks_per_node = {2, 3};
+  s.master_addr = "10.0.0.1";
+  s.master_port = 29500;
+  s.gpus = {4, 5, 7};
+  return s;
+}
+
+TEST(TaskEnvironment, RanksAndSizes) {
+  struct Case {
+    std::string name;
+    int node_rank;
+    std::vector<int> tasks_per_node;
+    int local_rank;
+    std::map<std::string, std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"first task of the first node", 0, {2, 3}, 0,
+       {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "5"}, {"LOCAL_WORLD_SIZE", "2"},
+        {"NODE_RANK", "0"}, {"GROUP_RANK", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"},
+        {"SLURM_NTASKS", "5"}, {"SLURM_NODEID", "0"}, {"SLURM_NNODES", "2"},
+        {"SHOAL_NODE_RANK", "0"}, {"SHOAL_NNODES", "2"}}},
+      {"last task of the second node", 1, {2, 3}, 2,
+       {{"RANK", "4"}, {"LOCAL_RANK", "2"}, {"WORLD_SIZE", "5"}, {"LOCAL_WORLD_SIZE", "3"},
+        {"NODE_RANK", "1"}, {"GROUP_RANK", "1"}, {"SLURM_PROCID", "4"}, {"SLURM_LOCALID", "2"},
+        {"SLURM_NODEID", "1"}}},
+      {"no tasks_per_node: one a node", 1, {}, 0,
+       {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "1"}, {"SLURM_NTASKS", "2"}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    StepRequest s = TwoNodeStep();
+    s.node_rank = c.node_rank;
+    s.tasks_per_node = c.tasks_per_node;
+    ASSERT_TRUE(ValidateStepRequest(s).ok());
+    auto env = AsMap(TaskEnvironment(s, c.local_rank, "/steps/42.3/hostfile"));
+    for (const auto& [key, value] : c.expected) EXPECT_EQ(env[key], value) << key;
+  }
+}
+
+TEST(TaskEnvironment, JobAndPlacementVariables) {
+  StepRequest s = TwoNodeStep();
+  auto env = AsMap(TaskEnvironment(s, 0, "/steps/42.3/hostfile"));
+  EXPECT_EQ(env["SHOAL_JOB_ID"], "42");
+  EXPECT_EQ(env["SLURM_JOB_ID"], "42");
+  EXPECT_EQ(env["SHOAL_JOB_NAME"], "train");
+  EXPECT_EQ(env["SHOAL_NODELIST"], "gpu-a,gpu-b");
+  EXPECT_EQ(env["SHOAL_HOSTFILE"], "/steps/42.3/hostfile");
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.1");
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "4,5,7");
+  EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
+  // mpirun would take these for a Slurm allocation and look for srun.
+  EXPECT_EQ(env.count("SLURM_JOBID"), 0u);
+  EXPECT_EQ(env.count("SLURM_NODELIST"), 0u);
+}
+
+TEST(TaskEnvironment, TfConfigListsEveryTaskOnPortsAfterTheMaster) {
+  StepRequest s = TwoNodeStep();
+  auto env = AsMap(TaskEnvironment(s, 1, ""));
+  nlohmann::json tf = nlohmann::json::parse(env["TF_CONFIG"]);
+  std::vector<std::string> workers = tf["cluster"]["worker"];
+  EXPECT_EQ(workers, (std::vector<std::string>{"gpu-a:29501", "gpu-a:29502", "gpu-b:29503",
+                                               "gpu-b:29504", "gpu-b:29505"}));
+  EXPECT_EQ(tf["task"]["type"], "worker");
+  EXPECT_EQ(tf["task"]["index"], 3);
+  EXPECT_EQ(env.count("SHOAL_HOSTFILE"), 0u);
+}
+
+TEST(TaskEnvironment, Defaults) {
+  StepRequest s;
+  s.job = 7;
+  s.user = "bob";
+  s.command = "true";
+  s.node_name = "n1";
+  ASSERT_TRUE(ValidateStepRequest(s).ok());
+  auto env = AsMap(TaskEnvironment(s, 0, ""));
+  EXPECT_EQ(env["WORLD_SIZE"], "1");
+  EXPECT_EQ(env["RANK"], "0");
+  EXPECT_EQ(env["MASTER_ADDR"], "n1");
+  EXPECT_EQ(env["SHOAL_NODELIST"], "n1");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");  // no GPUs asked: none visible
+  EXPECT_EQ(env.count("MASTER_PORT"), 0u);
+  EXPECT_EQ(env.count("TF_CONFIG"), 0u);
+  EXPECT_EQ(Hostfile(s), "n1 slots=1\n");
+}
+
+TEST(TaskEnvironment, ShoalVariablesWinOverTheJobsOwn) {
+  StepRequest s = TwoNodeStep();
+  s.env = {"FOO=bar", "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "RANK=99", "EMPTY="};
+  auto env = AsMap(TaskEnvironment(s, 0, ""));
+  EXPECT_EQ(env["FOO"], "bar");
+  EXPECT_EQ(env["EMPTY"], "");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "4,5,7");
+  EXPECT_EQ(env["RANK"], "2");
+}
+
+TEST(Hostfile, OneLinePerHostInRankOrder) {
+  StepRequest s = TwoNodeStep();
+  EXPECT_EQ(Hostfile(s), "gpu-a slots=2\ngpu-b slots=3\n");
+  // Simulated nodes on one machine share a host: OpenMPI wants it once.
+  s.nodes = {"127.0.0.1", "127.0.0.1", "10.0.0.9"};
+  s.tasks_per_node = {2, 2, 1};
+  EXPECT_EQ(Hostfile(s), "127.0.0.1 slots=4\n10.0.0.9 slots=1\n");
+}
+
+TEST(ValidateStepRequest, RefusesWhatTheSupervisorCannotRun) {
+  struct Case {
+    std::string name;
+    void (*edit)(StepRequest&);
+    std::string message_part;
+  };
+  const std::vector<Case> cases = {
+      {"no user", [](StepRequest& s) { s.user.clear(); }, "no user"},
+      {"no command", [](StepRequest& s) { s.command.clear(); }, "no command"},
+      {"rank outside", [](StepRequest& s) { s.node_rank = 2; }, "outside"},
+      {"negative rank", [](StepRequest& s) { s.node_rank = -1; }, "outside"},
+      {"task list size", [](StepRequest& s) { s.tasks_per_node = {1}; }, "entries"},
+      {"no task here", [](StepRequest& s) { s.tasks_per_node = {2, 0}; }, "task(s)"},
+      {"port range", [](StepRequest& s) { s.master_port = 65533; }, "port"},
+      {"env entry", [](StepRequest& s) { s.env = {"NOEQUALS"}; }, "KEY=VALUE"},
+      {"env name", [](StepRequest& s) { s.env = {"=x"}; }, "KEY=VALUE"},
+      {"gpu", [](StepRequest& s) { s.gpus = {-1}; }, "GPU"},
+      {"memory", [](StepRequest& s) { s.memory_mib = -5; }, "negative"},
+  };
+  ASSERT_TRUE(ValidateStepRequest(TwoNodeStep()).ok());
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    StepRequest s = TwoNodeStep();
+    c.edit(s);
+    Status st = ValidateStepRequest(s);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(st.message().find(c.message_part), std::string::npos) << st.message();
+  }
+}
+
+TEST(ResolveOutputPath, PatternsAndWorkDir) {
+  struct Case {
+    std::string stdout_path;
+    std::string stderr_path;
+    bool stderr_stream;
+    int rank;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"", "", false, 0, "/home/alice/run/shoal-42.out"},
+      {"", "", true, 0, "/home/alice/run/shoal-42.out"},  // stderr joins stdout
+      {"logs/%u-%j.%N.out", "", false, 0, "/home/alice/run/logs/alice-42.gpu-b.out"},
+      {"/tmp/o-%j-%t.txt", "/tmp/e-%j-%t.txt", true, 3, "/tmp/e-42-3.txt"},
+      {"100%%-%x", "", false, 0, "/home/alice/run/100%-%x"},
+      {"trailing%", "", false, 0, "/home/alice/run/trailing%"},
+  };
+  for (const Case& c : cases) {
+    StepRequest s = TwoNodeStep();
+    s.stdout_path = c.stdout_path;
+    s.stderr_path = c.stderr_path;
+    EXPECT_EQ(ResolveOutputPath(s, c.stderr_stream, c.rank), c.expected) << c.stdout_path;
+  }
+}
+
+TEST(MergeEnvironment, OverridesKeepTheirPlace) {
+  EXPECT_EQ(MergeEnvironment({"A=1", "B=2", "bad"}, {"B=3", "C=4", "A=5"}),
+            (std::vector<std::string>{"A=5", "B=3", "C=4"}));
+  auto login = LoginEnvironment("bob", "/home/bob", "");
+  auto merged = AsMap(MergeEnvironment(login, {"PATH=/opt/bin"}));
+  EXPECT_EQ(merged["PATH"], "/opt/bin");
+  EXPECT_EQ(merged["HOME"], "/home/bob");
+  EXPECT_EQ(merged["USER"], "bob");
+  EXPECT_EQ(merged["LOGNAME"], "bob");
+  EXPECT_EQ(merged["SHELL"], "/bin/sh");
+  EXPECT_EQ(merged.size(), 6u);
+}
+
+}  // namespace
+}  // namespace shoal::agent

@@ -1,0 +1,48 @@
+// The agent's side of the node protocol (see docs/api.md): the launch and
+// kill orders the server sends, and the heartbeat the agent sends back.
+// Pure functions, tested beside this file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/gpu/provider.h"
+#include "agent/health.h"
+#include "agent/launch/steps.h"
+#include "api/json.h"
+#include "core/status.h"
+
+namespace shoal::agent {
+
+// A launch order as the step to run on this node. Tasks are spread over the
+// job's nodes in blocks (the first `tasks % nodes` nodes get one more), one
+// per node when the job names no task count.
+Result<StepRequest> StepFromLaunch(const api::Json& launch, const std::string& node_name);
+
+struct KillRequest {
+  uint64_t job = 0;
+  uint64_t epoch = 0;
+  Duration grace{0};
+  std::string why;
+};
+Result<KillRequest> KillFromJson(const api::Json& kill);
+
+// The host part of "host:port".
+std::string HostOf(const std::string& address);
+
+// What the agent knows about one step for the heartbeat.
+struct StepReport {
+  uint64_t job = 0;
+  uint64_t epoch = 0;
+  bool running = false;   // else it has ended
+  int exit_code = 0;
+  int signal = 0;
+  std::string message;
+};
+
+// The heartbeat body: steps that run, steps that ended (events), and each
+// GPU's health and telemetry.
+api::Json HeartbeatJson(const std::vector<StepReport>& steps, const std::vector<GpuDevice>& devices,
+                        const std::vector<GpuSample>& samples, const std::vector<GpuHealth>& health);
+
+}  // namespace shoal::agent

@@ -1,0 +1,161 @@
+// shoal agent: the node agent.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "cli/app.h"
+#include "cli/commands.h"
+#include "cli/paths.h"
+#include "core/strings.h"
+
+namespace shoal::cli {
+
+namespace {
+
+std::string ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return std::string(Trim(line));
+}
+
+// --print-gpus: what the provider finds and reads, as JSON (for checking a
+// host's GPUs against nvidia-smi; see scripts/nvml-compare.sh).
+// With csv, one line per GPU in nvidia-smi's --query-gpu order: index, uuid,
+// name, memory.total, utilization.gpu, memory.used, power.draw,
+// temperature.gpu, clocks.sm (MiB, %, W, degC, MHz; no header).
+int PrintGpus(agent::GpuProvider& gpus, bool csv) {
+  auto devices = gpus.Discover();
+  if (!devices.ok()) {
+    std::cerr << "shoal agent: " << devices.status().message() << "\n";
+    return 1;
+  }
+  auto samples = gpus.Sample();
+  if (!samples.ok()) {
+    std::cerr << "shoal agent: " << samples.status().message() << "\n";
+    return 1;
+  }
+  if (csv) {
+    for (const agent::GpuDevice& d : *devices) {
+      for (const agent::GpuSample& s : *samples) {
+        if (s.index != d.index) continue;
+        std::cout << fmt::format("{}, {}, {}, {}, {:.0f}, {}, {:.2f}, {:.0f}, {:.0f}\n", d.index, d.uuid, d.name,
+                                 d.memory_mib, s.util_pct, s.fb_used_mib, s.power_w, s.temperature_c,
+                                 s.sm_clock_mhz);
+      }
+    }
+    return 0;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const agent::GpuDevice& d : *devices) {
+    nlohmann::json g = {{"index", d.index},           {"uuid", d.uuid},
+                        {"name", d.name},             {"model", d.model},
+                        {"memory_mib", d.memory_mib}, {"nvlink_island", d.nvlink_island},
+                        {"numa_node", d.numa_node},   {"pci_bus_id", d.pci_bus_id},
+                        {"mig", d.mig_enabled}};
+    for (const agent::GpuSample& s : *samples) {
+      if (s.index != d.index) continue;
+      g["util"] = s.util_pct;
+      g["fb_used_mib"] = s.fb_used_mib;
+      g["power_w"] = s.power_w;
+      g["temp_c"] = s.temperature_c;
+      g["sm_clock_mhz"] = s.sm_clock_mhz;
+      g["ecc_uncorrected"] = s.ecc_uncorrected;
+    }
+    out.push_back(g);
+  }
+  std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int RunAgent(const std::vector<std::string>& raw) {
+  CLI::App app{"The Shoal node agent: GPUs, telemetry, job launch.", "shoal agent"};
+  std::string config_file;
+  std::map<std::string, std::string> flags;
+  std::vector<std::string> labels, partitions;
+  bool allow_root = false, print_gpus = false, csv = false;
+  app.add_option("--config", config_file, "configuration file (TOML, an [agent] table)");
+  for (const auto& [flag, help] : std::vector<std::pair<std::string, std::string>>{
+           {"server", "the server's address (default 127.0.0.1:6820)"},
+           {"token", "a node token"},
+           {"token-file", "a file holding a node token (default <state dir>/node.token)"},
+           {"name", "this node's name (default: the host name)"},
+           {"listen", "where the server reaches this agent (default 127.0.0.1:6821)"},
+           {"advertise", "the address to give the server, when it differs from --listen"},
+           {"state-dir", "where job steps are kept (default <state dir>/agents/<name>)"},
+           {"gpus", "nvml (this host's GPUs) or simulated:<profile>, e.g. simulated:dgx-h100"},
+           {"nvml-library", "the NVML library to load (default libnvidia-ml.so.1)"},
+           {"place", "the node's network place, spine/leaf"},
+           {"heartbeat", "telemetry and heartbeat interval (default 1s)"},
+           {"cpus", "CPUs to offer (default: this host's)"},
+           {"memory", "memory to offer, e.g. 512G (default: this host's)"},
+       }) {
+    app.add_option("--" + flag, flags[flag], help);
+  }
+  app.add_option("--label", labels, "a node label (repeatable)");
+  app.add_option("--partition", partitions, "a partition the node belongs to (repeatable)");
+  app.add_flag("--allow-root-jobs", allow_root, "run jobs whose user is root (single-user machines only)");
+  app.add_flag("--print-gpus", print_gpus, "print the GPUs found and one reading of each (JSON), then exit");
+  app.add_flag("--csv", csv, "with --print-gpus: CSV in nvidia-smi's --query-gpu order (scripts/nvml-compare.sh)");
+  if (int code = ParseApp(app, raw, "shoal agent"); code >= 0) return code;
+  agent::AgentConfig config;
+  if (!config_file.empty()) {
+    if (Status s = agent::LoadAgentConfig(config_file, config); !s.ok()) {
+      std::cerr << "shoal agent: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  for (const auto& [flag, value] : flags) {
+    if (value.empty()) continue;
+    std::string key = flag;
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (Status s = agent::ApplyAgentSetting(key, value, config); !s.ok()) {
+      std::cerr << "shoal agent: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  if (!labels.empty()) config.agent.labels = labels;
+  if (!partitions.empty()) config.agent.partitions = partitions;
+  if (allow_root) config.allow_root_jobs = true;
+  SystemClock clock;
+  auto gpus = agent::OpenGpus(config, clock);
+  if (!gpus.ok()) {
+    std::cerr << "shoal agent: " << gpus.status().message() << "\n";
+    return 1;
+  }
+  if (print_gpus) return PrintGpus(**gpus, csv);
+  if (config.agent.token.empty()) {
+    config.agent.token = ReadToken(config.token_file.empty() ? DefaultStateDir() + "/node.token" : config.token_file);
+  }
+  if (config.state_dir.empty()) {
+    config.state_dir = DefaultStateDir() + "/agents/" + (config.agent.name.empty() ? "local" : config.agent.name);
+  }
+  auto steps = agent::OpenSteps(config, CompanionPath("shoal-step"));
+  if (!steps.ok()) {
+    std::cerr << "shoal agent: " << steps.status().message() << "\n";
+    return 1;
+  }
+  const std::string isolation = (*steps)->Isolation();
+  auto a = agent::Agent::Start(config.agent, std::move(*gpus), std::move(*steps), clock);
+  if (!a.ok()) {
+    std::cerr << "shoal agent: " << a.status().message() << "\n";
+    return 1;
+  }
+  std::printf("shoal agent %s listening on %s, reporting to %s\n", (*a)->name().c_str(), (*a)->address().c_str(),
+              config.agent.server.c_str());
+  std::printf("job isolation: %s\n", isolation.c_str());
+  std::fflush(stdout);
+  WaitForStopSignal();
+  (*a)->Stop();
+  std::printf("shoal agent stopped (running jobs keep running under their supervisors)\n");
+  return 0;
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,83 @@
+// The control side of the fake libnvidia-ml.so.1 built by the test suite.
+//
+// The fake implements every NVML function that src/agent/gpu/nvml_api.h
+// declares, over the state below. A test dlopens the fake by the same path
+// as the provider does (the loader then hands both the same copy), looks up
+// fake_nvml_state and fake_nvml_reset with dlsym, and edits the state before
+// and between the provider's calls. Not thread-safe: one test thread.
+//
+// Variants, each a libnvidia-ml.so.1 in its own folder:
+//   fake_nvml         every function;
+//   fake_nvml_old     without the optional functions an older driver lacks
+//                     (clocks event reasons, NUMA node id, MIG mode, total
+//                     energy, nvmlEventSetWait_v2);
+//   fake_nvml_broken  without nvmlDeviceGetUUID, which every driver has.
+#pragma once
+
+extern "C" {
+
+#define FAKE_NVML_MAX_GPUS 16
+#define FAKE_NVML_MAX_LINKS 18
+#define FAKE_NVML_MAX_EVENTS 64
+// nvlink[] values besides a peer GPU's index.
+#define FAKE_NVML_NO_LINK (-1)
+#define FAKE_NVML_NVSWITCH (-2)
+
+struct FakeNvmlGpu {
+  char name[96];
+  char uuid[96];
+  unsigned int pci_domain;
+  unsigned int pci_bus;
+  unsigned int pci_device;
+  unsigned long long memory_total_bytes;
+  unsigned long long memory_used_bytes;
+  unsigned int util_gpu_pct;
+  unsigned int util_memory_pct;
+  unsigned int temperature_c;
+  unsigned int slowdown_c;
+  unsigned int power_mw;
+  unsigned int power_limit_mw;
+  unsigned long long energy_mj;
+  unsigned int sm_clock_mhz;
+  int ecc_supported;  // 0: ECC counters answer NVML_ERROR_NOT_SUPPORTED
+  unsigned long long ecc_corrected;
+  unsigned long long ecc_uncorrected;
+  unsigned long long clock_event_reasons;
+  unsigned int links;               // NVLinks the GPU has; 0: NVML_ERROR_NOT_SUPPORTED
+  int nvlink[FAKE_NVML_MAX_LINKS];  // a peer GPU index, FAKE_NVML_NVSWITCH or FAKE_NVML_NO_LINK
+  unsigned int mig_mode;            // NVML_DEVICE_MIG_DISABLE / _ENABLE
+  int numa_node;                    // -1: nvmlDeviceGetNumaNodeId answers NOT_SUPPORTED
+  int lost;                         // every call answers NVML_ERROR_GPU_IS_LOST
+};
+
+struct FakeNvmlXid {
+  unsigned int gpu;
+  unsigned long long xid;
+};
+
+struct FakeNvmlState {
+  int init_result;    // what nvmlInit_v2 returns (an nvmlReturn_t)
+  int optional_fail;  // non-zero: every optional query answers this code
+  unsigned int device_count;
+  struct FakeNvmlGpu gpus[FAKE_NVML_MAX_GPUS];
+  // XID events not yet taken by nvmlEventSetWait_v2, oldest first.
+  unsigned int xid_count;
+  struct FakeNvmlXid xids[FAKE_NVML_MAX_EVENTS];
+  // Bookkeeping the tests check.
+  int init_depth;       // nvmlInit_v2 calls minus nvmlShutdown calls
+  int event_sets_open;  // created minus freed
+};
+
+// The state the fake's functions read and write.
+struct FakeNvmlState* fake_nvml_state(void);
+// Back to 8 "NVIDIA H100 80GB HBM3" GPUs, every link to NVSwitch, as on a
+// DGX H100; clears the call counts.
+void fake_nvml_reset(void);
+// How often an NVML function has been called since the last reset.
+unsigned int fake_nvml_calls(const char* function);
+
+typedef struct FakeNvmlState* (*FakeNvmlStateFn)(void);
+typedef void (*FakeNvmlResetFn)(void);
+typedef unsigned int (*FakeNvmlCallsFn)(const char*);
+
+}  // extern "C"
