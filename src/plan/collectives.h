@@ -22,7 +22,9 @@ enum class Collective { kAllReduce, kAllGather, kReduceScatter };
 // the input of an all-reduce, the output of an all-gather). Ranks that all sit
 // in one scale-up domain (`within_scaleup`) use it; otherwise the NICs of the
 // `ranks_per_node` GPUs of each node that take part carry the traffic
-// (hierarchical algorithms, as NCCL's).
+// (hierarchical algorithms, as NCCL's); across nodes all-gathers and
+// reduce-scatters are rings that pay NCCL's per-step latency, and an
+// all-reduce takes the faster of a ring and a tree.
 double CollectiveSeconds(Collective kind, double bytes, int ranks, int ranks_per_node,
                          bool within_scaleup, const CommSystem& sys);
 
@@ -35,9 +37,19 @@ double FlatNetworkCollectiveSeconds(Collective kind, double bytes, int ranks, co
 double P2pSeconds(double bytes, bool over_network, const CommSystem& sys);
 
 // The fraction of the asymptotic bus bandwidth reached at a message size:
-// for the scale-up link (vTrain's A100 NVLink LUT, SimAI beyond 1 GiB) and for
-// the network (NCCL tests at scale). Exposed for tests and docs.
-double ScaleupSizeFraction(double bytes);
+// for the scale-up link among `ranks` GPUs (vTrain's A100 NVLink LUTs for 2
+// to 8 GPUs, SimAI beyond 1 GiB; relative to 8 GPUs at 16 GiB) and for the
+// network (NCCL tests at scale). Exposed for tests and docs.
+double ScaleupSizeFraction(double bytes, int ranks = 8);
 double NetworkSizeFraction(double bytes);
+
+// The latency of a ring collective over `ranks` GPUs on `nodes` nodes, as
+// NCCL's own cost model puts it (one step per rank, twice for an
+// all-reduce; the steps between nodes slower), and the whole ring across
+// nodes (latency plus the NICs at their achieved rate). Exposed for tests
+// and docs.
+double RingLatencySeconds(Collective kind, int ranks, int nodes);
+double RingNetworkSeconds(Collective kind, double bytes, int ranks, int ranks_per_node,
+                          const CommSystem& sys);
 
 }  // namespace shoal::plan

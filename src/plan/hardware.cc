@@ -18,6 +18,18 @@ namespace {
 // (0.68 B200 .. 0.92 GB200).
 constexpr double kAssumedFraction = 0.75;
 
+// Fused attention reaches ~0.75 of what cuBLAS GEMMs reach on the same GPU
+// (FlashAttention-2, Dao 2023: 73 % of A100 peak forward, 63 % backward, where
+// cuBLAS reaches ~87 %); used where a GPU has no measurement of its own.
+constexpr double kAttentionOfGemm = 0.75;
+// On Hopper the same kernels do worse: FlashAttention-2 reaches 335 TFLOPS
+// forward + backward on H100 (Dao 2023, section 4.1), "only 35 % utilization"
+// (FlashAttention-3, Shah et al. 2024, arXiv 2407.08608). FlashAttention-3
+// and cuDNN 9 kernels reach ~75 %, but came after the H100 runs validated
+// here (Megatron-Core r0.8, Llama 3); the planner keeps the measured 2023-24
+// figure, a conservative one.
+constexpr double kHopperAttention = 335.0 / 989;
+
 struct AchievedRow {
   std::string_view model_prefix;  // matches canonical names that start with it
   Achieved achieved;
@@ -36,12 +48,15 @@ const AchievedRow kAchieved[] = {
     {"H100-SXM",
      {0.803, 0.709, 0.758, 1.067,
       SHOAL_ANCHORS ": gemm_bf16 H100 SXM 794.5 of 989; gemm_fp8 1402.6 of 1979; hbm_bw_dcgm "
-                    "H100 2540 of 3350; allreduce_busbw H100 NVLS (NVLink SHARP) 480 of 450"}},
+                    "H100 2540 of 3350; allreduce_busbw H100 NVLS (NVLink SHARP) 480 of 450; fused "
+                    "attention 335 of 989 (FlashAttention-2 on H100, Dao 2023)",
+      kHopperAttention}},
     {"H200-SXM",
      {0.803, 0.734, 0.758, 1.072,
       SHOAL_ANCHORS ": gemm_bf16 'H200 same' as H100 794.5 of 989; gemm_fp8 H200 1453.4 of 1979; "
                     "allreduce_busbw 8xH200 NVLS 482.26 of 450; HBM fraction assumed as H100's "
-                    "(no H200 measurement)"}},
+                    "(no H200 measurement); fused attention as H100 (FlashAttention-2, Dao 2023)",
+      kHopperAttention}},
     {"B200",
      {0.776, 0.763, 0.679, 0.944,
       SHOAL_ANCHORS ": gemm_bf16 B200 1745 of 2250; gemm_fp8 3432.5 of 4500; hbm_bw_dcgm B200 "
@@ -71,6 +86,7 @@ Achieved AchievedFor(const catalog::GpuSpec& gpu) {
     if (StartsWith(gpu.model, row.model_prefix)) {
       Achieved a = row.achieved;
       if (a.gemm_fp8 == 0) a.gemm_fp8 = a.gemm_16;
+      if (a.attention == 0) a.attention = kAttentionOfGemm * a.gemm_16;
       return a;
     }
   }
@@ -78,6 +94,7 @@ Achieved AchievedFor(const catalog::GpuSpec& gpu) {
   a.gemm_16 = kAssumedFraction;
   a.gemm_fp8 = kAssumedFraction;
   a.hbm = kAssumedFraction;
+  a.attention = kAttentionOfGemm * a.gemm_16;
   a.scaleup_busbw = gpu.scaleup_bw_gbps > 0 ? 0.78 : kPcieBusbwFraction;
   a.source = "Shoal assumption: no measurement of this GPU in shared/data; GEMM and HBM at 0.75 of "
              "peak (inside the measured range of other GPUs), collectives at the A100 NVLink "

@@ -20,6 +20,8 @@ struct Achieved {
   double scaleup_busbw = 0;   // NVLink/xGMI all-reduce bus bandwidth at 16 GiB, of the
                               // per-direction link figure (above 1 with NVLink SHARP)
   std::string_view source;
+  double attention = 0;       // fused (flash) attention forward + backward, of the bf16 peak;
+                              // AchievedFor fills 0 as 0.75 of gemm_16 (FlashAttention-2 on A100)
 };
 Achieved AchievedFor(const catalog::GpuSpec& gpu);
 

@@ -52,7 +52,12 @@ InferenceEstimate EstimateInference(const ModelShape& m, const InferenceTarget& 
   const double mean_tokens = target.context + target.output / 2.0;
   e.kv_bytes_per_gpu = kv_per_token * (target.context + target.output) * batch;
   const double hbm = gpu.memory_bw_gbps * 1e9 * sys.achieved.hbm;
-  const double flops = PeakFlops(gpu, target.weight_bytes) * sys.achieved.gemm_16;
+  // GEMMs in fp8 (or fp4) reach the GPU's measured fp8 fraction of that peak
+  // (hardware.cc), not the bf16 one; fp4 has no measurement and takes fp8's.
+  const bool low_precision =
+      target.weight_bytes <= 1 && PeakFlops(gpu, target.weight_bytes) > PeakFlops(gpu, 2);
+  const double flops = PeakFlops(gpu, target.weight_bytes) *
+                       (low_precision ? sys.achieved.gemm_fp8 : sys.achieved.gemm_16);
   // Decode: every step reads all weights and every sequence's cache, and
   // computes 2 FLOPs per weight per sequence plus attention over the cache.
   const double decode_bytes = e.weights_bytes_per_gpu + kv_per_token * mean_tokens * batch;

@@ -32,6 +32,22 @@ TEST(InferenceTest, DecodeAtBatchOneReadsTheWeights) {
   EXPECT_GT(EstimateInference(m, long_prompt, h200, 1, 1).prefill_s, 20 * e.prefill_s);
 }
 
+// fp8 weights run their GEMMs at the fp8 peak times the GPU's measured fp8
+// fraction (H100: 1402.6 of 1979 TFLOPS), not the bf16 one.
+TEST(InferenceTest, Fp8ComputeAtTheMeasuredFp8Fraction) {
+  const ModelShape m = *FindModelPreset("llama3-8b");
+  const TrainingSystem h100 = System("H100");
+  InferenceTarget t;
+  t.context = 8192;
+  t.output = 1;
+  t.weight_bytes = 1;
+  const InferenceEstimate e = EstimateInference(m, t, h100, 1, 1);
+  const double flops =
+      2 * m.Params() * t.context + 2.0 * t.context * t.context * m.hidden * m.layers;
+  EXPECT_NEAR(e.prefill_s, flops / (h100.gpu->fp8_tflops * 1e12 * AchievedFor(*h100.gpu).gemm_fp8),
+              1e-9 * e.prefill_s);
+}
+
 // TensorRT-LLM's published throughput (shared/data/compiled/inference_anchors.csv):
 // Llama-3.3-70B FP8 on one H200, 2048 in / 2048 out, 2003 output tokens/s at
 // maximum throughput. The model, at its best batch, lands within a factor of

@@ -18,10 +18,6 @@ constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
 // requirements"); the factor is fitted to vTrain's rows, whose vocabulary is
 // not padded (docs/plan.md, "Calibrated constants").
 constexpr double kUnalignedGemmFactor = 0.3;
-// Fused attention reaches ~0.75 of what cuBLAS GEMMs reach on the same GPU
-// (FlashAttention-2, Dao 2023: 73 % of A100 peak forward, 63 % backward, where
-// cuBLAS reaches ~87 %).
-constexpr double kFlashAttentionFactor = 0.75;
 // The GPU-side gap of one kernel (launch, tail); Shoal's assumption.
 constexpr double kKernelGapS = 4e-6;
 // Megatron's vocabulary-parallel cross-entropy reads and writes the fp32
@@ -32,6 +28,22 @@ constexpr double kCrossEntropyBytesPerLogit = 24;
 // bf16 copy, unscale and norm passes (matches vTrain's per-layer optimizer
 // time, docs/plan.md).
 constexpr double kOptimizerBytesPerParam = 48;
+// Communication overlapped with compute is not free: NCCL kernels take SMs
+// and memory bandwidth from the kernels they run beside. Over GPT and Llama
+// training steps on A100, H100, MI250 and MI210, compute overlapped with
+// collectives ran 18.9 % slower on average (max 40 %) than alone
+// ("Characterizing Compute-Communication Overlap in GPU-Accelerated
+// Distributed Deep Learning", arXiv 2507.03114, 2025). So each second of hidden
+// communication costs 0.189 s of step time; only the rest is hidden.
+constexpr double kOverlapSlowdown = 0.189;
+// Host launch and GPU execution of a layer form a two-stage pipeline with
+// sync points (every TP all-reduce, the loss): when the two take similar
+// time neither hides the other fully, and jitter on either side stalls the
+// other. A layer takes the p-norm of the two, (g^k + h^k)^(1/k), which is the
+// larger when they differ much and up to 2^(1/k) of it when they are equal;
+// k is *calibrated* with the 2021 stack's host figures on vTrain's rows
+// (docs/plan.md, "Calibrated constants").
+constexpr double kHostGpuExponent = 4;
 // CUDA context, NCCL buffers and allocator slack: 2 GiB plus 5 % of the rest
 // (Shoal's assumption; PyTorch reserves about this much beyond tensors).
 constexpr double kFixedOverheadBytes = 2 * kGib;
@@ -45,13 +57,14 @@ const StackTraits kModernTraits{
     .host_s_per_tp_peer = 0,
     .flat_zero3 = false,
 };
-// The host figures are calibrated on vTrain's smallest rows (docs/plan.md).
+// The host figures are calibrated on vTrain's rows together with
+// kHostGpuExponent (docs/plan.md).
 const StackTraits kMegatron2021Traits{
     .name = "megatron-2021",
     .flash_attention = false,
     .overlap_dp = false,
-    .host_s_per_layer = 3.0e-3,
-    .host_s_per_tp_peer = 70e-6,
+    .host_s_per_layer = 2.8e-3,
+    .host_s_per_tp_peer = 40e-6,
     .flat_zero3 = true,
 };
 
@@ -141,7 +154,8 @@ MemoryEstimate Memory(const Layout& l, const Shape& sh, int64_t micro_batches) {
 
 struct Rates {
   double gemm_flops_s = 0;     // layer GEMMs, in the job's number format
-  double bf16_flops_s = 0;     // attention, output layer
+  double bf16_flops_s = 0;     // unfused attention, output layer
+  double attention_flops_s = 0;  // fused (flash) attention, per GPU generation (hardware.cc)
   double hbm_bytes_s = 0;
 };
 
@@ -152,6 +166,7 @@ Rates RatesOf(const TrainingJob& job, const TrainingSystem& sys) {
                           : sys.gpu->PeakTflops(catalog::Precision::kFp16);
   r.bf16_flops_s = bf16 * 1e12 * sys.achieved.gemm_16;
   r.gemm_flops_s = r.bf16_flops_s;
+  r.attention_flops_s = bf16 * 1e12 * sys.achieved.attention;
   if (job.format == NumberFormat::kFp8 && sys.gpu->fp8_tflops > 0) {
     r.gemm_flops_s = sys.gpu->fp8_tflops * 1e12 * sys.achieved.gemm_fp8;
   }
@@ -176,6 +191,14 @@ double GemmSeconds(double m, double n, double k, double flops_s, const Rates& r,
 }
 
 double MemorySeconds(double bytes, const Rates& r) { return bytes / r.hbm_bytes_s + kKernelGapS; }
+
+// What shows of `comm_s` of communication that may run under `window_s` of
+// compute: the part that does not fit, plus what the part that fits slows
+// the compute it shares the GPU with.
+double Exposed(double comm_s, double window_s) {
+  const double hidden = std::clamp(window_s, 0.0, std::max(0.0, comm_s));
+  return std::max(0.0, comm_s) - hidden + kOverlapSlowdown * hidden;
+}
 
 }  // namespace
 
@@ -288,7 +311,7 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
   double attn_f = 0;
   double attn_mem_f = 0;
   if (sh.flash) {
-    attn_f = 4 * sh.b * seq_q * sh.s * h / t * 0.5 / (r.bf16_flops_s * kFlashAttentionFactor) + kKernelGapS;
+    attn_f = 4 * sh.b * seq_q * sh.s * h / t * 0.5 / r.attention_flops_s + kKernelGapS;
   } else {
     const double dh = m.HeadDim();
     attn_f = GemmSeconds(seq_q, sh.s, dh, r.bf16_flops_s, r, sh.b * heads_per_gpu) +
@@ -317,18 +340,20 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
                                           tp_in_node ? l.tp : comm.gpus_per_node, true, comm);
   const double tp_layer = tp_collectives * tp_one;
   // Context parallelism passes key/value blocks around a ring while attention
-  // computes; only what attention cannot cover shows.
+  // computes; what attention cannot cover shows, and what it covers slows it.
   double cp_layer = 0;
   if (l.cp > 1) {
     const bool cp_in_node = l.tp * l.cp <= comm.gpus_per_node;
     const double kv_block = 2 * T * sh.kv / t * 2;
     const double ring = (l.cp - 1) * P2pSeconds(kv_block, !cp_in_node, comm);
-    cp_layer = 3 * std::max(0.0, ring - attn_f);
+    cp_layer = 3 * Exposed(ring, attn_f);
   }
   const double gpu_layer = fwd + bwd + recompute + tp_layer + cp_layer;
   const double host_layer = st.host_s_per_layer * (l.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0) +
                             tp_collectives * st.host_s_per_tp_peer * (l.tp - 1);
-  const double layer = std::max(gpu_layer, host_layer);
+  const double layer =
+      std::pow(std::pow(gpu_layer, kHostGpuExponent) + std::pow(host_layer, kHostGpuExponent),
+               1 / kHostGpuExponent);
 
   // Ends of the pipeline: the embedding lookup and its gradient on the first
   // stage, the output layer and the cross-entropy on the last.
@@ -366,47 +391,69 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
   const int dp_stride = l.tp * l.cp;
   const int dp_per_node = std::clamp(comm.gpus_per_node / std::max(1, dp_stride), 1, l.dp);
   const bool dp_in_scaleup = dp_stride * l.dp <= comm.scaleup_domain;
-  double dp_time = 0;
-  double zero3_time = 0;
-  if (l.dp > 1) {
-    if (l.zero == 0) {
-      dp_time = CollectiveSeconds(Collective::kAllReduce, p * grad_bytes, l.dp, dp_per_node, dp_in_scaleup, comm);
-    } else {
-      dp_time = CollectiveSeconds(Collective::kReduceScatter, p * grad_bytes, l.dp, dp_per_node, dp_in_scaleup, comm) +
-                CollectiveSeconds(Collective::kAllGather, p * 2, l.dp, dp_per_node, dp_in_scaleup, comm);
-    }
-    if (l.zero >= 3) {
-      // Parameters gathered for the forward and again for the backward,
-      // gradients reduce-scattered, for every micro-batch.
-      const double per_mb = st.flat_zero3
-                                ? 3 * FlatNetworkCollectiveSeconds(Collective::kAllGather, p * 2, l.dp, comm)
-                                : 3 * CollectiveSeconds(Collective::kAllGather, p * 2, l.dp, dp_per_node,
-                                                        dp_in_scaleup, comm);
-      zero3_time = mb * per_mb;
-      dp_time = 0;
-    }
-  }
-  double dp_exposed = dp_time;
-  double zero3_exposed = zero3_time;
-  if (st.overlap_dp) {
-    // Gradient reduction overlaps the last micro-batch's backward and the
-    // parameter gather the next step's first forward; FSDP prefetches each
-    // layer while the previous one computes.
-    dp_exposed = std::max(0.0, dp_time - t_max);
-    zero3_exposed = std::max(0.0, zero3_time - mb * t_max);
+  auto dp_collective = [&](Collective kind, double bytes) {
+    return CollectiveSeconds(kind, bytes, l.dp, dp_per_node, dp_in_scaleup, comm);
+  };
+  // What of one micro-batch's pass through the busiest stage is forward (the
+  // window a parameter gather can hide in) and what backward (the window of
+  // gradient reduction).
+  const double fwd_share = fwd / (fwd + bwd + recompute);
+  double dp_exposed = 0;
+  if (l.dp > 1 && l.zero >= 3 && st.flat_zero3) {
+    // DeepSpeed's ZeRO-3 of 2021: the stage's parameters gathered for the
+    // forward and again for the backward, gradients reduced, every
+    // micro-batch, over flat rings, waited for.
+    dp_exposed = mb * 3 * FlatNetworkCollectiveSeconds(Collective::kAllGather, p * 2, l.dp, comm);
+  } else if (l.dp > 1 && l.zero >= 3) {
+    // FSDP / ZeRO-3: every micro-batch gathers each layer's parameters for
+    // the forward and again for the backward and reduce-scatters its
+    // gradients, one collective per layer (the ends count as layer-sized
+    // units; the last layer keeps its parameters from forward to backward).
+    // The next layer's gather is prefetched while this one computes; the
+    // first gather and the last reduction have nothing to hide behind.
+    const double unit = sh.layer_params;
+    const double units = p / unit;
+    const double gather = dp_collective(Collective::kAllGather, unit * 2);
+    const double reduce = dp_collective(Collective::kReduceScatter, unit * grad_bytes);
+    const double pass = sh.layers_max * (fwd + bwd + recompute + tp_layer + cp_layer);
+    const double per_mb = gather + reduce + Exposed((units - 1) * gather, pass * fwd_share) +
+                          Exposed((units - 1) * (gather + reduce), pass * (1 - fwd_share));
+    dp_exposed = mb * per_mb;
+  } else if (l.dp > 1 && !st.overlap_dp) {
+    // Megatron-LM of 2021: one all-reduce of the whole gradient buffer (or a
+    // reduce-scatter and a gather of the updated parameters) after the last
+    // backward, waited for.
+    dp_exposed = l.zero == 0 ? dp_collective(Collective::kAllReduce, p * grad_bytes)
+                             : dp_collective(Collective::kReduceScatter, p * grad_bytes) +
+                                   dp_collective(Collective::kAllGather, p * 2);
+  } else if (l.dp > 1) {
+    // Megatron-Core (--overlap-grad-reduce, --overlap-param-gather): gradients
+    // go out in buckets of max(40M, 1M x DP) parameters (its
+    // DistributedDataParallel default) as the last micro-batch's backward
+    // produces them, and the updated parameters come back bucket by bucket
+    // under the next step's first forward. The last bucket reduced and the
+    // first gathered wait; the rest hides, at a cost (kOverlapSlowdown).
+    const double bucket = std::min(p, std::max(40e6, 1e6 * l.dp));
+    const double buckets = p / bucket;
+    const double reduce = l.zero == 0
+                              ? dp_collective(Collective::kAllReduce, bucket * grad_bytes)
+                              : dp_collective(Collective::kReduceScatter, bucket * grad_bytes);
+    const double gather = l.zero == 0 ? 0 : dp_collective(Collective::kAllGather, bucket * 2);
+    dp_exposed = reduce + gather + Exposed((buckets - 1) * reduce, t_max * (1 - fwd_share)) +
+                 Exposed((buckets - 1) * gather, t_max * fwd_share);
   }
   const double optimizer =
       MemorySeconds(kOptimizerBytesPerParam * p / (l.zero >= 1 ? l.dp : 1), r);
 
-  est.step_s = pipeline + dp_exposed + zero3_exposed + optimizer;
+  est.step_s = pipeline + dp_exposed + optimizer;
   const int busiest_layers = sh.layers_max;
   est.compute_s = mb * (busiest_layers * (fwd + bwd + recompute) + logits + embedding);
   est.tp_comm_s = mb * busiest_layers * tp_layer;
   est.cp_comm_s = mb * busiest_layers * cp_layer;
-  est.host_bound_s = mb * busiest_layers * std::max(0.0, host_layer - gpu_layer);
+  est.host_bound_s = mb * busiest_layers * (layer - gpu_layer);
   est.p2p_s = mb * p2p;
   est.bubble_s = pipeline - mb * t_max;
-  est.dp_exposed_s = dp_exposed + zero3_exposed;
+  est.dp_exposed_s = dp_exposed;
   est.optimizer_s = optimizer;
   const double tokens = static_cast<double>(job.global_batch) * m.seq;
   est.model_flops = m.TrainFlopsPerToken() * tokens;

@@ -98,7 +98,7 @@ struct StepEstimate {
   double p2p_s = 0;             // pipeline sends
   double dp_exposed_s = 0;      // data-parallel / ZeRO traffic not hidden
   double optimizer_s = 0;
-  double host_bound_s = 0;      // extra time where the host, not the GPU, sets the pace
+  double host_bound_s = 0;      // time the host adds to the GPU's (sets the pace, or they stall)
   int64_t micro_batches = 0;    // per pipeline, per step
   double model_flops = 0;       // per step, ModelShape::TrainFlopsPerToken x tokens
   double mfu = 0;               // model_flops / (step x GPUs x peak of the number format)
