@@ -5,7 +5,7 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SHOAL := $(BUILD)/src/cli/shoal
 
-.PHONY: all deps configure build run test bench sanitize fuzz clean
+.PHONY: all deps configure build run sim test bench sanitize fuzz clean
 
 all: build
 
@@ -18,9 +18,17 @@ configure: deps
 build: configure
 	@cmake --build --preset $(PRESET)
 
-# The main job, for now: the shipped Microsoft ITP trace replayed through the
-# scheduler under six policies on a 128-GPU cluster.
+# The main job: a local cluster (a server and 4 agents with 8 simulated H100
+# GPUs each, on loopback) running a small demonstration workload, left up
+# for exploring with the CLI and the dashboard until Ctrl-C. UP_FLAGS adds
+# to it, e.g. UP_FLAGS="--nodes 8 --profile hgx-h200" or UP_FLAGS=--real.
+UP_FLAGS ?=
 run: build
+	$(SHOAL) up --demo $(UP_FLAGS)
+
+# The shipped Microsoft ITP trace replayed through the scheduler under six
+# policies on a 128-GPU cluster.
+sim: build
 	$(SHOAL) sim --cluster examples/clusters/itp-16x8-a100.toml \
 	  --trace data/traces/microsoft-itp-2021/cluster01.csv \
 	  --policy fifo,backfill,multifactor,las,gittins,oracle

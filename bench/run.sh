@@ -4,6 +4,10 @@
 #     pending jobs (target: <= 100 ms at 100k, growing no faster than linearly);
 #  2. a 100,000-job trace on a 1,000-GPU cluster through `shoal sim`
 #     (target: <= 10 s on one core), with the process's peak memory.
+#  3. the controller: durable submissions/s, submit and queue latency and RSS
+#     with 100,000 jobs (bench/server_bench.cc);
+#  4. the agents: submit -> process started, jobs/s through 8 x 8 simulated
+#     GPUs, agent memory and CPU (bench/agent_bench.cc).
 set -eu
 BUILD=${1:-build/release}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,3 +55,11 @@ for policy in fifo backfill multifactor las gittins oracle; do
   ' /tmp/shoal-bench-out.txt
 done
 rm -f /tmp/shoal-bench-out.txt
+
+echo
+echo "== controller: durable submissions, latencies and memory with 100,000 jobs"
+"$BUILD/bench/server_bench" --shoal "$BUILD/src/cli/shoal" --jobs 100000
+
+echo
+echo "== agents: submit -> start latency, 2,000 trivial jobs on 8 x 8 simulated GPUs, agent RSS/CPU"
+"$BUILD/bench/agent_bench" --shoal "$BUILD/src/cli/shoal" --nodes 8 --jobs 2000

@@ -14,8 +14,6 @@
 // No node is registered: jobs stay pending, and each scheduling pass screens
 // all of them. Everything runs on 127.0.0.1 and stops by itself.
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,83 +29,35 @@
 
 #include <nlohmann/json.hpp>
 
+#include "child.h"
 #include "net/http_client.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace shoal::bench;
 using Json = nlohmann::json;
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-[[noreturn]] void Die(const std::string& message) {
-  std::fprintf(stderr, "server_bench: %s\n", message.c_str());
-  std::exit(1);
-}
-
-// A `shoal server` child process on a free loopback port.
+// A `shoal server` child process on a free loopback port, state in `state_dir`.
 class ServerProcess {
  public:
   ServerProcess(std::string shoal, std::string state_dir) : shoal_(std::move(shoal)), state_dir_(std::move(state_dir)) {}
-  ~ServerProcess() { Stop(); }
 
+  // Returns how long it took to serve (it has loaded its state by then).
   double Start() {
-    int out[2];
-    if (::pipe(out) != 0) Die("pipe");
     const auto t0 = Clock::now();
-    pid_ = ::fork();
-    if (pid_ < 0) Die("fork");
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the benchmark
-      ::dup2(out[1], 1);
-      ::close(out[0]);
-      ::close(out[1]);
-      ::execl(shoal_.c_str(), shoal_.c_str(), "server", "--state-dir", state_dir_.c_str(), "--listen", "127.0.0.1:0",
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    // The first line names the address; the server has loaded its state by then.
-    std::string line;
-    char c;
-    while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;
-    ::close(out[0]);
-    const double ms = Ms(Clock::now() - t0);
-    const size_t at = line.find("http://");
-    if (at == std::string::npos) Die("the server did not start: " + line);
-    address_ = line.substr(at + 7, line.find(' ', at) - at - 7);
-    return ms;
+    address_ = AddressIn(child_.Start({shoal_, "server", "--state-dir", state_dir_, "--listen", "127.0.0.1:0"},
+                                      state_dir_ + ".log", "listening on"));
+    return Ms(Clock::now() - t0);
   }
-
-  void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
-  double RssMib() const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-    std::string key;
-    while (in >> key) {
-      if (key == "VmRSS:") {
-        double kib = 0;
-        in >> kib;
-        return kib / 1024;
-      }
-      in.ignore(1 << 12, '\n');
-    }
-    return 0;
-  }
-
+  void Stop() { child_.Stop(); }
+  double RssMib() const { return child_.RssMib(); }
   const std::string& address() const { return address_; }
 
  private:
   std::string shoal_;
   std::string state_dir_;
   std::string address_;
-  pid_t pid_ = -1;
+  Child child_;
 };
 
 std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address, const std::string& token) {
@@ -146,25 +96,22 @@ double Flood(const std::string& address, const std::vector<std::string>& tokens,
   return count / seconds;
 }
 
-struct Latency {
-  double p50_ms = 0, p99_ms = 0, max_ms = 0;
+struct Measured {
+  Latency latency;
   size_t bytes = 0;
 };
 
 template <typename F>
-Latency Measure(int n, F&& request) {
+Measured Measure(int n, F&& request) {
   std::vector<double> ms;
-  Latency l;
+  Measured m;
   for (int i = 0; i < n; ++i) {
     const auto t0 = Clock::now();
-    l.bytes = request();
+    m.bytes = request();
     ms.push_back(Ms(Clock::now() - t0));
   }
-  std::sort(ms.begin(), ms.end());
-  l.p50_ms = ms[ms.size() / 2];
-  l.p99_ms = ms[std::min(ms.size() - 1, ms.size() * 99 / 100)];
-  l.max_ms = ms.back();
-  return l;
+  m.latency = Percentiles(ms);
+  return m;
 }
 
 }  // namespace
@@ -180,7 +127,7 @@ int main(int argc, char** argv) {
     else if (flag == "--users") users = std::atoi(argv[i + 1]);
     else Die("unknown flag " + flag);
   }
-  if (shoal.empty() || jobs < 1000 || users < 1) Die("usage: server_bench --shoal PATH [--jobs N>=1000] [--users N]");
+  if (shoal.empty() || jobs < 22000 || users < 1) Die("usage: server_bench --shoal PATH [--jobs N>=22000] [--users N]");
   ::signal(SIGPIPE, SIG_IGN);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
 
@@ -215,29 +162,29 @@ int main(int argc, char** argv) {
 
   std::printf("\nwith %d pending jobs of %d users, one request at a time:\n", jobs, users);
   auto user_client = Connect(server.address(), tokens[1]);
-  const Latency submit = Measure(1000, [&] {
+  const Measured submit = Measure(1000, [&] {
     auto r = user_client->Post("/v1/jobs", kJob);
     if (!r.ok() || r->status != 201) Die("submit failed");
     return r->body.size();
   });
-  const Latency mine = Measure(200, [&] {
+  const Measured mine = Measure(200, [&] {
     auto r = user_client->Get("/v1/jobs");
     if (!r.ok() || r->status != 200) Die("queue failed");
     return r->body.size();
   });
-  const Latency all = Measure(10, [&] {
+  const Measured all = Measure(10, [&] {
     auto r = admin_client->Get("/v1/jobs?all=1");
     if (!r.ok() || r->status != 200) Die("queue --all failed");
     return r->body.size();
   });
-  const Latency one = Measure(500, [&] {
+  const Measured one = Measure(500, [&] {
     auto r = user_client->Get("/v1/jobs/" + std::to_string(jobs / 2));
     if (!r.ok()) Die("show failed");
     return r->body.size();
   });
-  auto row = [](const char* what, const Latency& l) {
-    std::printf("  %-34s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  (%zu bytes)\n", what, l.p50_ms, l.p99_ms, l.max_ms,
-                l.bytes);
+  auto row = [](const char* what, const Measured& m) {
+    std::printf("  %-34s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  (%zu bytes)\n", what, m.latency.p50_ms,
+                m.latency.p99_ms, m.latency.max_ms, m.bytes);
   };
   row("submit", submit);
   row("queue, one user's jobs", mine);
@@ -261,5 +208,6 @@ int main(int argc, char** argv) {
               server.RssMib());
   server.Stop();
   std::filesystem::remove_all(dir);
+  std::filesystem::remove(dir + ".log");
   return 0;
 }

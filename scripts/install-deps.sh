@@ -8,7 +8,9 @@ PACKAGES="build-essential cmake ninja-build ccache pkg-config \
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev \
   libsqlite3-dev libcpp-httplib-dev libssl-dev \
   clang libclang-rt-14-dev \
-  python3-torch openmpi-bin"
+  python3-torch openmpi-bin libopenmpi-dev \
+  prometheus curl \
+  chromium nodejs"
 
 missing=""
 for p in $PACKAGES; do

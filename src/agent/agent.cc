@@ -235,7 +235,10 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
       while (outputs.size() > 10000) outputs.erase(outputs.begin());
     }
   }
-  Wake();
+  // A refusal is news for the server at once; a start is not (it counts the
+  // job as running from the launch, and the next beat confirms it well
+  // within the launch grace), and the step's end wakes the loop anyway.
+  if (!s.ok()) Wake();
   Reply(res, 200, Json{{"job", step->job}, {"epoch", step->epoch}, {"started", s.ok()}});
 }
 
@@ -370,7 +373,9 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
   // Listen.
   SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
   impl->http.set_tcp_nodelay(true);
-  impl->http.set_keep_alive_timeout(2);
+  // The server keeps its connection for the next order; Stop waits out an
+  // idle one, so keep the wait short.
+  impl->http.set_keep_alive_timeout(1);
   impl->http.set_payload_max_length(4 << 20);
   const int threads = std::max(2, options.http_threads);
   impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };

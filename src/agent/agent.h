@@ -8,8 +8,8 @@
 //
 // Threads: an HTTP server for the server's orders and log reads, and one
 // loop that samples the GPUs and sends heartbeats: on each telemetry tick,
-// and at once when a step starts or ends (so that the server can reuse its
-// GPUs without waiting for the next tick). All public methods are
+// and at once when a step ends or cannot start (so that the server can
+// reuse its GPUs without waiting for the next tick). All public methods are
 // thread-safe.
 #pragma once
 

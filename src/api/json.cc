@@ -317,16 +317,39 @@ Json ToJson(const Job& job, const NodeNames* names) {
     j["array_task_id"] = job.array_task_id;
   }
   j["gpu_seconds"] = job.gpu_seconds;
+  if (job.efficiency.samples > 0) j["efficiency"] = ToJson(job.efficiency);
+  if (job.idle) {
+    j["idle"] = true;
+    j["idle_since"] = TimeToJson(job.idle_since);
+  }
   return j;
+}
+
+Json ToJson(const JobEfficiency& e) {
+  return {{"samples", e.samples},         {"util_mean_pct", e.util_mean_pct}, {"util_peak_pct", e.util_peak_pct},
+          {"mem_mean_mib", e.mem_mean_mib}, {"mem_peak_mib", e.mem_peak_mib},   {"energy_wh", e.energy_wh}};
+}
+
+Result<JobEfficiency> JobEfficiencyFromJson(const Json& j) {
+  JobEfficiency e;
+  Fields f(j, "efficiency");
+  f.Get("samples", &e.samples);
+  f.Get("util_mean_pct", &e.util_mean_pct);
+  f.Get("util_peak_pct", &e.util_peak_pct);
+  f.Get("mem_mean_mib", &e.mem_mean_mib);
+  f.Get("mem_peak_mib", &e.mem_peak_mib);
+  f.Get("energy_wh", &e.energy_wh);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  return e;
 }
 
 Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   Job job;
   Fields f(j, "job record");
   uint64_t id = 0, array_job = 0;
-  Json spec, alloc;
+  Json spec, alloc, efficiency;
   std::string state, reason;
-  double submit = 0, start = 0, end = 0, limit = 0;
+  double submit = 0, start = 0, end = 0, limit = 0, idle_since = 0;
   f.Get("id", &id);
   f.Get("spec", &spec);
   f.Get("state", &state);
@@ -345,7 +368,14 @@ Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   f.Get("array_job_id", &array_job);
   f.Get("array_task_id", &job.array_task_id);
   f.Get("gpu_seconds", &job.gpu_seconds);
+  f.Get("efficiency", &efficiency);
+  f.Get("idle", &job.idle);
+  f.Get("idle_since", &idle_since);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (!efficiency.is_null()) {
+    SHOAL_ASSIGN_OR_RETURN(job.efficiency, JobEfficiencyFromJson(efficiency));
+  }
+  if (idle_since != 0) job.idle_since = TimeFromJson(idle_since);
   job.id = JobId(id);
   SHOAL_ASSIGN_OR_RETURN(job.spec, JobSpecFromJson(spec));
   SHOAL_ASSIGN_OR_RETURN(job.state, ParseJobState(state));
@@ -445,7 +475,10 @@ Json ToJson(const Partition& p) {
           {"max_nodes_per_job", p.max_nodes_per_job},
           {"max_gpus_per_job", p.max_gpus_per_job},
           {"allowed_accounts", p.allowed_accounts},
-          {"priority_tier", p.priority_tier}};
+          {"priority_tier", p.priority_tier},
+          {"idle_util_pct", p.idle_util_pct},
+          {"idle_minutes", p.idle_minutes},
+          {"idle_action", p.idle_action}};
 }
 
 Result<Partition> PartitionFromJson(const Json& j) {
@@ -461,8 +494,16 @@ Result<Partition> PartitionFromJson(const Json& j) {
   f.Get("max_gpus_per_job", &p.max_gpus_per_job);
   f.Get("allowed_accounts", &p.allowed_accounts);
   f.Get("priority_tier", &p.priority_tier);
+  f.Get("idle_util_pct", &p.idle_util_pct);
+  f.Get("idle_minutes", &p.idle_minutes);
+  f.Get("idle_action", &p.idle_action);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (p.name.empty()) return InvalidArgument("partition: a name is required");
+  if (p.idle_util_pct < 0 || p.idle_util_pct > 100) return InvalidArgument("partition: idle_util_pct is 0 to 100");
+  if (p.idle_minutes < 0) return InvalidArgument("partition: idle_minutes cannot be negative");
+  if (p.idle_action != "notify" && p.idle_action != "cancel") {
+    return InvalidArgument("partition: idle_action is notify or cancel");
+  }
   if (max_time < 0 || default_time < 0) return InvalidArgument("partition: times cannot be negative");
   p.max_time = DurationFromSeconds(max_time);
   p.default_time = DurationFromSeconds(default_time);

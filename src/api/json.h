@@ -36,6 +36,9 @@ Result<JobSpec> JobSpecFromJson(const Json& j);
 Json ToJson(const Allocation& a, const NodeNames* names = nullptr);
 Result<Allocation> AllocationFromJson(const Json& j, const NodeNames* names = nullptr);
 
+Json ToJson(const JobEfficiency& e);
+Result<JobEfficiency> JobEfficiencyFromJson(const Json& j);
+
 // A job with its spec, state and allocation.
 Json ToJson(const Job& job, const NodeNames* names = nullptr);
 Result<Job> JobFromJson(const Json& j, const NodeNames* names = nullptr);

@@ -61,5 +61,49 @@ TEST(JsonTest, JobSpecRoundTrips) {
   EXPECT_EQ(ToJson(*again), once);
 }
 
+TEST(JsonTest, EfficiencyAndIdleSurviveARoundTrip) {
+  Job job;
+  job.id = JobId(7);
+  job.spec.command = "train.sh";
+  job.state = JobState::kCompleted;
+  job.efficiency = {.samples = 12, .util_mean_pct = 61.5, .util_peak_pct = 99, .mem_mean_mib = 30000.5,
+                    .mem_peak_mib = 70000, .energy_wh = 812.25};
+  job.idle = true;
+  job.idle_since = TimeFromSeconds(1795996564.5);
+  const Json j = ToJson(job);
+  EXPECT_EQ(j["efficiency"]["util_mean_pct"], 61.5);
+  EXPECT_EQ(j["idle"], true);
+  auto back = JobFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->efficiency, job.efficiency);
+  EXPECT_TRUE(back->idle);
+  EXPECT_EQ(back->idle_since, job.idle_since);
+  // A job without samples has no efficiency object (old records read the same).
+  EXPECT_FALSE(ToJson(Job{}).contains("efficiency"));
+  Json bad = j;
+  bad["efficiency"]["util_avg"] = 1;
+  EXPECT_FALSE(JobFromJson(bad).ok());
+}
+
+TEST(JsonTest, PartitionIdleOptions) {
+  Partition p;
+  p.name = "interactive";
+  p.idle_util_pct = 2;
+  p.idle_minutes = 20;
+  p.idle_action = "cancel";
+  auto back = PartitionFromJson(ToJson(p));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->idle_util_pct, 2);
+  EXPECT_EQ(back->idle_minutes, 20);
+  EXPECT_EQ(back->idle_action, "cancel");
+  auto defaults = PartitionFromJson(Json{{"name", "gpu"}});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->idle_util_pct, 5);
+  EXPECT_EQ(defaults->idle_minutes, 30);
+  EXPECT_EQ(defaults->idle_action, "notify");
+  EXPECT_FALSE(PartitionFromJson(Json{{"name", "gpu"}, {"idle_action", "kill"}}).ok());
+  EXPECT_FALSE(PartitionFromJson(Json{{"name", "gpu"}, {"idle_util_pct", 101}}).ok());
+}
+
 }  // namespace
 }  // namespace shoal::api

@@ -27,6 +27,7 @@ constexpr Command kCommands[] = {
     {"logs", shoal::cli::RunLogs, "a job's output (-f: follow it while it runs)"},
     {"history", shoal::cli::RunHistory, "finished jobs and their GPU-hours"},
     {"nodes", shoal::cli::RunNodes, "nodes, their GPUs in use and their state"},
+    {"top", shoal::cli::RunTop, "every GPU, live: utilisation, memory, power, temperature, job (like nvtop)"},
     {"drain", shoal::cli::RunDrain, "take nodes out of service (admins)"},
     {"resume", shoal::cli::RunResume, "put drained nodes back in service (admins)"},
     {"token", shoal::cli::RunToken, "create, list and revoke API tokens (admins)"},

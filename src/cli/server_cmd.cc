@@ -20,6 +20,7 @@ int RunServer(const std::vector<std::string>& raw) {
   CLI::App app{"The Shoal controller: API, scheduler and durable state.", "shoal server"};
   std::string config, listen, state_dir, socket, policy, node_timeout;
   bool memory = false;
+  bool metrics_public = false;
   app.add_option("--config", config, "configuration file (TOML: [server], [[partition]], [[account]])");
   app.add_option("--listen", listen, "address to listen on (default 127.0.0.1:6820; 0.0.0.0 listens everywhere)");
   app.add_option("--state-dir", state_dir, "where the database and tokens live (default ~/.local/share/shoal)");
@@ -28,6 +29,7 @@ int RunServer(const std::vector<std::string>& raw) {
                  "none: off)");
   app.add_option("--policy", policy, "scheduling policy (fifo, backfill, multifactor, las, gittins, ...)");
   app.add_option("--node-timeout", node_timeout, "missed heartbeats before a node is down (e.g. 30s)");
+  app.add_flag("--metrics-public", metrics_public, "serve GET /metrics without a token (default: any token)");
   app.add_flag("--memory", memory, "keep state in memory only (for trying things out; nothing survives)");
   if (int code = ParseApp(app, raw, "shoal server"); code >= 0) return code;
   server::ServerOptions options;
@@ -49,6 +51,7 @@ int RunServer(const std::vector<std::string>& raw) {
     }
   }
   if (memory) options.state_dir.clear();
+  if (metrics_public) options.metrics_public = true;
   if (!options.state_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.state_dir, ec);

@@ -109,7 +109,8 @@ int RunUp(const std::vector<std::string>& raw) {
               << ")\n";
     return 2;
   }
-  if (state_dir.empty()) state_dir = DefaultStateDir();
+  const std::string default_state_dir = DefaultStateDir();  // before this process sets SHOAL_STATE_DIR
+  if (state_dir.empty()) state_dir = default_state_dir;
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all, ec);
@@ -177,13 +178,15 @@ int RunUp(const std::vector<std::string>& raw) {
   // The CLI finds a server on its default address and socket by itself;
   // anything else it is told through the environment.
   if ((*srv)->address() != kDefaultServerAddress) std::printf("  export SHOAL_SERVER=http://%s\n", (*srv)->address().c_str());
-  if ((*srv)->socket_path() != DefaultStateDir() + "/shoal.sock") std::printf("  export SHOAL_SOCKET=%s\n", (*srv)->socket_path().c_str());
+  if (state_dir != default_state_dir) std::printf("  export SHOAL_STATE_DIR=%s\n", state_dir.c_str());
   std::printf("  shoal nodes\n"
               "  shoal submit --gpus 1 -- nvidia-smi -L       # any command; or a batch script with #SBATCH lines\n"
               "  shoal queue\n"
               "  shoal logs <job> -f\n"
-              "  shoal history\n"
-              "Ctrl-C stops the cluster and its jobs.\n\n");
+              "  shoal history\n");
+  // The dashboard, signed in: browsers never send a URL's fragment to the server.
+  std::printf("  open http://%s/#token=%s   # the dashboard\n", (*srv)->address().c_str(), (*srv)->admin_token().c_str());
+  std::printf("Ctrl-C stops the cluster and its jobs.\n\n");
   std::fflush(stdout);
   if (demo && !real) {
     const std::string work_dir = state_dir + "/demo";

@@ -225,6 +225,8 @@ int RunQueue(const std::vector<std::string>& raw) {
       const bool running = state_name == "running";
       std::string id = Str(j, "id");
       if (j.contains("array_task_id")) id += fmt::format(" ({}_{})", Str(j, "array_job_id"), Str(j, "array_task_id"));
+      // A job whose GPUs sit idle is marked, so that its owner notices.
+      if (j.value("idle", false)) id += " !idle";
       rows.push_back({id, Str(spec, "name"), Str(spec, "user"), Str(spec, "partition", ""), state_name,
                       Gpus(spec),
                       Elapsed(now - (running ? Num(j, "start_time") : Num(j, "submit_time"))),
@@ -285,6 +287,18 @@ int RunShow(const std::vector<std::string>& raw) {
       line("exit", fmt::format("code {}, signal {}", Str(j, "exit_code"), Str(j, "exit_signal")));
     }
     line("gpu-hours", fmt::format("{:.2f}", Num(j, "gpu_seconds") / 3600));
+    if (j.contains("efficiency")) {
+      const Json& e = j["efficiency"];
+      line("gpu use", fmt::format("util {:.0f}% mean, {:.0f}% peak; memory {} mean, {} peak; {:.2f} kWh",
+                                  Num(e, "util_mean_pct"), Num(e, "util_peak_pct"),
+                                  FormatMemoryMib(static_cast<int64_t>(Num(e, "mem_mean_mib"))),
+                                  FormatMemoryMib(static_cast<int64_t>(Num(e, "mem_peak_mib"))),
+                                  Num(e, "energy_wh") / 1000));
+    }
+    if (j.value("idle", false)) {
+      line("idle", fmt::format("its GPUs have been idle for {} (since the partition's threshold was last reached)",
+                               Elapsed(NowSeconds() - Num(j, "idle_since"))));
+    }
     line("restarts", Str(j, "restarts"));
     line("command", Str(spec, "script") == "true" ? "(batch script)" : Str(spec, "command"));
     line("work dir", Str(spec, "work_dir"));
@@ -402,11 +416,17 @@ int RunHistory(const std::vector<std::string>& raw) {
       const Json& spec = j["spec"];
       const double start = Num(j, "start_time"), end = Num(j, "end_time");
       gpu_hours += Num(j, "gpu_seconds") / 3600;
+      const Json eff = j.value("efficiency", Json::object());
       rows.push_back({Str(j, "id"), Str(spec, "name"), Str(spec, "user"), Str(spec, "account"), Str(j, "state"),
                       fmt::format("{}:{}", Str(j, "exit_code"), Str(j, "exit_signal")), Gpus(spec),
-                      start > 0 ? Elapsed(end - start) : "-", fmt::format("{:.2f}", Num(j, "gpu_seconds") / 3600)});
+                      start > 0 ? Elapsed(end - start) : "-", fmt::format("{:.2f}", Num(j, "gpu_seconds") / 3600),
+                      eff.empty() ? "-" : fmt::format("{:.0f}%", Num(eff, "util_mean_pct")),
+                      eff.empty() ? "-" : fmt::format("{:.2f}", Num(eff, "energy_wh") / 1000)});
     }
-    std::printf("%s", Table({"JOBID", "NAME", "USER", "ACCOUNT", "STATE", "EXIT", "GPUS", "ELAPSED", "GPU-HOURS"}, rows).c_str());
+    std::printf("%s", Table({"JOBID", "NAME", "USER", "ACCOUNT", "STATE", "EXIT", "GPUS", "ELAPSED", "GPU-HOURS",
+                             "GPU-UTIL", "KWH"},
+                            rows)
+                          .c_str());
     std::printf("%zu jobs, %.2f GPU-hours\n", rows.size(), gpu_hours);
     return kExitOk;
   });

@@ -76,6 +76,11 @@ struct Partition {
   int max_gpus_per_job = 0;   // 0: no limit
   std::vector<std::string> allowed_accounts;  // empty: every account
   int priority_tier = 0;      // higher tiers are scheduled first and may preempt lower ones
+  // Idle GPUs: a running job whose GPUs all stay under idle_util_pct for
+  // idle_minutes (0: never) is flagged, and cancelled when idle_action is "cancel".
+  double idle_util_pct = 5;
+  int idle_minutes = 30;
+  std::string idle_action = "notify";  // "notify" or "cancel"
 
   bool AllowsAccount(std::string_view account) const;
   // The time limit a job gets when it names none.

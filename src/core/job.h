@@ -145,6 +145,20 @@ struct Allocation {
 // "0-3,6" for a GPU mask.
 std::string FormatGpuMask(uint64_t mask);
 
+// How a job used its GPUs, from the agents' telemetry: every heartbeat adds
+// one sample per allocated GPU that reported telemetry. Means are over those
+// samples; energy is the GPUs' own energy counters' increase (or power x
+// interval where a GPU has no counter).
+struct JobEfficiency {
+  uint64_t samples = 0;
+  double util_mean_pct = 0;
+  double util_peak_pct = 0;
+  double mem_mean_mib = 0;
+  int64_t mem_peak_mib = 0;
+  double energy_wh = 0;
+  friend bool operator==(const JobEfficiency&, const JobEfficiency&) = default;
+};
+
 struct Job {
   JobId id;
   JobSpec spec;
@@ -164,6 +178,11 @@ struct Job {
   JobId array_job_id;       // the array's first job, for array tasks; 0 otherwise
   int array_task_id = -1;   // the task's index, for array tasks
   double gpu_seconds = 0;   // GPU-seconds used so far (shares count as fractions)
+  JobEfficiency efficiency;
+  // Every allocated GPU stayed under its partition's idle threshold since
+  // `idle_since` for at least the partition's idle_minutes.
+  bool idle = false;
+  Time idle_since{};
 };
 
 }  // namespace shoal

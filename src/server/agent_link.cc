@@ -16,6 +16,7 @@ AgentLink::~AgentLink() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    give_up_at_ = std::chrono::steady_clock::now() + kStopDrain;
   }
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -66,6 +67,12 @@ void AgentLink::Work() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_ && std::chrono::steady_clock::now() > give_up_at_) {
+        // Stopping, and the agents are slow or gone: what is left is
+        // reconciled by the heartbeats after the restart.
+        failed_ += queue_.size();
+        queue_.clear();
+      }
       if (stopping_ && queue_.empty()) return;
       m = std::move(queue_.front());
       queue_.pop_front();
@@ -84,6 +91,10 @@ void AgentLink::Work() {
         break;
       }
       client.reset();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
     }
     std::lock_guard<std::mutex> lock(mu_);

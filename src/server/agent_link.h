@@ -5,6 +5,7 @@
 // launch grace; an unknown process is killed).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -44,6 +45,9 @@ class AgentLink {
   std::condition_variable cv_;
   std::deque<Message> queue_;
   bool stopping_ = false;
+  // On stop, queued orders are sent for this long at most, then dropped.
+  static constexpr std::chrono::seconds kStopDrain{2};
+  std::chrono::steady_clock::time_point give_up_at_;
   uint64_t delivered_ = 0;
   uint64_t failed_ = 0;
   std::vector<std::thread> workers_;

@@ -52,13 +52,19 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     auto n = ParseInt(value);
     if (!n.ok() || *n < 1) return InvalidArgument("max_queue: a positive number");
     o.loop.max_queue = static_cast<size_t>(*n);
+  } else if (key == "metrics_public") {
+    // The TOML reader hands booleans over as "1" and "0".
+    if (value != "true" && value != "false" && value != "1" && value != "0") {
+      return InvalidArgument("metrics_public: true or false");
+    }
+    o.metrics_public = value == "true" || value == "1";
   } else if (key == "sync") {
     if (value != "full" && value != "normal") return InvalidArgument("sync: full or normal");
     o.sqlite_full_sync = value == "full";
   } else {
     return InvalidArgument(fmt::format(
         "unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, kill_grace, launch_grace, "
-        "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync)",
+        "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, metrics_public)",
         key));
   }
   return Status::Ok();

@@ -6,10 +6,14 @@
 //   state_dir = "/var/lib/shoal"
 //   policy = "multifactor"
 //   node_timeout = "30s"
+//   metrics_public = false   # true: GET /metrics without a token
 //   [[partition]]
 //   name = "gpu"
 //   default = true
 //   max_time = "7-00:00:00"
+//   idle_util_pct = 5        # idle GPUs: under 5 % ...
+//   idle_minutes = 30        # ... for 30 minutes (0: off) ...
+//   idle_action = "notify"   # ... flag the job ("cancel": and cancel it)
 #pragma once
 
 #include <map>

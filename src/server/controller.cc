@@ -1,6 +1,9 @@
 #include "server/controller.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -9,6 +12,7 @@
 #include "sched/request.h"
 #include "sched/schedule.h"
 #include "sched/working_state.h"
+#include "server/telemetry_store.h"
 
 namespace shoal::server {
 
@@ -100,6 +104,7 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
     } else {
       Running r;
       for (const NodeAllocation& na : j.allocation.nodes) r.nodes_left.insert(NodeName(na.node));
+      r.efficiency = j.efficiency;
       running_[j.id.value()] = std::move(r);
     }
   }
@@ -108,6 +113,7 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
   RebuildInventory();
   last_usage_ = now;
   last_usage_commit_ = now;
+  last_efficiency_commit_ = now;
   dirty_ = true;
   return Status::Ok();
 }
@@ -190,8 +196,21 @@ api::NodeNames Controller::Names() const {
 
 void Controller::RebuildNodeNames() {
   auto names = std::make_shared<NodeNameTable>();
-  for (const auto& [name, n] : nodes_) (*names)[n.node.id.value()] = name;
+  auto table = std::make_shared<std::vector<Node>>();
+  table->reserve(nodes_.size());
+  for (const auto& [name, n] : nodes_) {
+    (*names)[n.node.id.value()] = name;
+    table->push_back(n.node);
+  }
   node_names_ = std::move(names);
+  node_table_ = std::move(table);
+}
+
+const Partition* Controller::PartitionOf(const Job& job) const {
+  for (const Partition& p : partitions_) {
+    if (job.spec.partition.empty() ? p.is_default : p.name == job.spec.partition) return &p;
+  }
+  return nullptr;
 }
 
 NodeState Controller::EffectiveState(const NodeRecord& n) const {
@@ -307,6 +326,7 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
     ++active_;
   }
   batch_.next_job_id = next_job_id_;
+  submissions_ += count;
   dirty_ = true;
   api::Json reply = {{"jobs", ids}};
   if (spec.array) reply["array_job_id"] = first.value();
@@ -447,7 +467,8 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     n.unhealthy_gpus = unhealthy;
     dirty_ = true;
   }
-  n.gpus_now = hb.gpus;
+  n.gpus_now = std::make_shared<const std::vector<GpuReport>>(hb.gpus);
+  AccountGpuUse(name, n, hb, now);
   // Exits: a gang ends when every node's task has; the first failure decides how.
   auto exited = [&](JobId id, uint64_t epoch, int code, int signal, const std::string& message) {
     const Job* job = Find(id);
@@ -660,36 +681,53 @@ Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
   return j;
 }
 
+// The running jobs' parts by node id (only node `only`'s when it is set):
+// one look at each running job, so that listing every node costs
+// O(nodes + jobs), not O(nodes x jobs).
+Controller::JobsByNode Controller::RunningByNode(std::optional<NodeId> only) const {
+  JobsByNode out;
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    for (const NodeAllocation& na : job->allocation.nodes) {
+      if (!only || na.node == *only) out[na.node.value()].push_back({job, &na});
+    }
+  }
+  return out;
+}
+
 api::Json Controller::NodesJson() const {
+  const JobsByNode by_node = RunningByNode(std::nullopt);
   api::Json out = api::Json::array();
-  for (const auto& [name, n] : nodes_) out.push_back(*NodeJson(name));
+  for (const auto& [name, n] : nodes_) out.push_back(NodeJsonOf(n, by_node));
   return out;
 }
 
 Result<api::Json> Controller::NodeJson(const std::string& name) const {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
-  const NodeRecord& n = it->second;
+  return NodeJsonOf(it->second, RunningByNode(it->second.node.id));
+}
+
+api::Json Controller::NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node) const {
   api::Json j = api::ToJson(n.node);
   j["state"] = std::string(NodeStateName(EffectiveState(n)));
   j["last_seen"] = api::TimeToJson(n.last_seen);
   // GPUs in use and by which job.
   api::Json jobs = api::Json::array();
   int used = 0;
-  for (const auto& [id, r] : running_) {
-    const Job* job = Find(JobId(id));
-    if (job == nullptr) continue;
-    for (const NodeAllocation& na : job->allocation.nodes) {
-      if (na.node != n.node.id) continue;
-      used += na.GpuCount();
-      jobs.push_back({{"job", id}, {"user", job->spec.user}, {"gpus", FormatGpuMask(na.gpu_mask)}});
+  if (auto on = by_node.find(n.node.id.value()); on != by_node.end()) {
+    for (const auto& [job, na] : on->second) {
+      used += na->GpuCount();
+      jobs.push_back({{"job", job->id.value()}, {"user", job->spec.user}, {"gpus", FormatGpuMask(na->gpu_mask)}});
     }
   }
   j["gpus_used"] = used;
   j["jobs"] = jobs;
   if (n.unhealthy_gpus != 0) j["unhealthy_gpus"] = FormatGpuMask(n.unhealthy_gpus);
   // The last heartbeat's telemetry, beside each GPU.
-  for (const GpuReport& g : n.gpus_now) {
+  static const std::vector<GpuReport> kNoReports;
+  for (const GpuReport& g : n.gpus_now ? *n.gpus_now : kNoReports) {
     if (g.index < 0 || g.index >= static_cast<int>(j["gpus"].size())) continue;
     api::Json& gj = j["gpus"][static_cast<size_t>(g.index)];
     if (!g.healthy) {
@@ -750,6 +788,7 @@ void Controller::Finish(Job& job, JobState state, Time now) {
   job.end_time = now;
   if (was_running) {
     job.gpu_seconds += job.allocation.GpuEquivalents() * std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
+    if (auto r = running_.find(job.id.value()); r != running_.end()) job.efficiency = r->second.efficiency;
     running_.erase(job.id.value());
   }
   requests_.erase(job.id.value());
@@ -781,7 +820,9 @@ void Controller::StopJob(Job& job, JobState ending_as, Time now, const std::stri
 
 void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
   job.gpu_seconds += job.allocation.GpuEquivalents() * std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
+  if (auto r = running_.find(job.id.value()); r != running_.end()) job.efficiency = r->second.efficiency;
   running_.erase(job.id.value());
+  job.idle = false;
   job.state = JobState::kPending;
   job.allocation = Allocation{};
   job.restarts += 1;
@@ -831,6 +872,7 @@ void Controller::AccrueUsage(Time now) {
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;
     const double gpu_s = job->allocation.GpuEquivalents() * ToSeconds(now - std::max(job->start_time, last_usage_));
+    account_gpu_s_[job->spec.account] += std::max(0.0, gpu_s);
     if (!job->spec.account.empty()) {
       state::AccountUsage& u = usage_[job->spec.account];
       u.account = job->spec.account;
@@ -845,7 +887,17 @@ void Controller::AccrueUsage(Time now) {
     if (it == jobs_.end()) continue;
     auto copy = std::make_shared<Job>(*it->second);
     copy->gpu_seconds += copy->allocation.GpuEquivalents() * ToSeconds(now - std::max(copy->start_time, last_usage_));
+    copy->efficiency = r.efficiency;
     it->second = std::move(copy);
+  }
+  // Running jobs' efficiency reaches the store every few minutes (and when
+  // they end), so that a restart loses at most that much of it.
+  if (now - last_efficiency_commit_ >= std::chrono::minutes(5)) {
+    for (const auto& [id, r] : running_) {
+      if (r.efficiency.samples == 0) continue;
+      if (auto it = jobs_.find(id); it != jobs_.end()) Record(*it->second);
+    }
+    last_efficiency_commit_ = now;
   }
   last_usage_ = now;
   if (now - last_usage_commit_ >= std::chrono::seconds(60)) {
@@ -888,6 +940,8 @@ void Controller::Tick(Time now) {
     }
   }
   AccrueUsage(now);
+  CheckIdle(now);
+  SampleCluster(now);
   // Finished jobs leave memory after a while (the store keeps them), and
   // their end states after the dependency horizon. Both queues are in
   // order of ending, so this costs only what leaves.
@@ -1018,6 +1072,151 @@ sched::PassStats Controller::SchedulePass(Time now) {
     decisions_[d.job.value()] = std::make_shared<const sched::PendingDecision>(std::move(d));
   }
   return plan.stats;
+}
+
+// ---------------------------------------------------------------- telemetry
+
+// Adds one heartbeat's telemetry to the efficiency of the jobs on the node,
+// and notes which of them kept a GPU busy (for idle detection). Costs what
+// the heartbeat's reconciliation costs already: one look at each running job.
+void Controller::AccountGpuUse(const std::string& name, NodeRecord& n, const Heartbeat& hb, Time now) {
+  std::array<const GpuTelemetry*, kMaxGpusPerNode> by_index{};
+  bool any = false;
+  for (const GpuReport& g : hb.gpus) {
+    if (!g.telemetry.present || g.index < 0 || g.index >= kMaxGpusPerNode) continue;
+    by_index[static_cast<size_t>(g.index)] = &g.telemetry;
+    any = true;
+  }
+  if (!any) return;
+  if (telemetry_ != nullptr) telemetry_->Record(name, now, hb.gpus);
+  const double interval_s = n.last_telemetry != Time{} ? ToSeconds(now - n.last_telemetry) : 0.0;
+  n.last_telemetry = now;
+  std::vector<uint64_t> woke;
+  for (auto& [id, run] : running_) {
+    if (!run.nodes_left.count(name)) continue;
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    const Partition* part = PartitionOf(*job);
+    const double idle_pct = part != nullptr ? part->idle_util_pct : 5.0;
+    bool busy = false, seen = false;
+    for (const NodeAllocation& na : job->allocation.nodes) {
+      if (na.node != n.node.id) continue;
+      const double share = na.gpu_milli / 1000.0;
+      for (uint64_t mask = na.gpu_mask; mask != 0; mask &= mask - 1) {
+        const int index = std::countr_zero(mask);
+        const GpuTelemetry* t = by_index[static_cast<size_t>(index)];
+        if (t == nullptr) continue;
+        seen = true;
+        JobEfficiency& e = run.efficiency;
+        e.samples += 1;
+        const double k = static_cast<double>(e.samples);
+        e.util_mean_pct += (t->util_pct - e.util_mean_pct) / k;
+        e.util_peak_pct = std::max(e.util_peak_pct, t->util_pct);
+        e.mem_mean_mib += (static_cast<double>(t->fb_used_mib) - e.mem_mean_mib) / k;
+        e.mem_peak_mib = std::max(e.mem_peak_mib, t->fb_used_mib);
+        // Energy from the GPU's own counter where it has one; otherwise power
+        // over the time since the node's last telemetry (if that was recent).
+        double& last = run.last_energy_j[{name, index}];
+        if (t->energy_j > 0) {
+          if (last > 0 && t->energy_j >= last) e.energy_wh += (t->energy_j - last) / 3600.0 * share;
+          last = t->energy_j;
+        } else if (interval_s > 0 && interval_s < 300) {
+          e.energy_wh += t->power_w * interval_s / 3600.0 * share;
+        }
+        busy |= t->util_pct >= idle_pct;
+      }
+    }
+    if (!seen) continue;
+    if (run.first_sample == Time{}) {
+      run.first_sample = now;
+      run.last_busy = now;
+    }
+    if (busy) {
+      run.last_busy = now;
+      if (job->idle) woke.push_back(id);
+    }
+  }
+  for (uint64_t id : woke) {
+    Job& j = Mutable(JobId(id));
+    j.idle = false;
+    j.idle_since = Time{};
+    Record(j);
+    std::fprintf(stderr, "shoal server: job %llu: its GPUs are busy again\n", static_cast<unsigned long long>(id));
+  }
+}
+
+// Flags running jobs whose GPUs have all stayed under their partition's
+// threshold for its idle_minutes, and cancels them where the partition says so.
+void Controller::CheckIdle(Time now) {
+  std::vector<std::pair<uint64_t, const Partition*>> flag;
+  for (const auto& [id, run] : running_) {
+    if (run.first_sample == Time{} || run.ending_as) continue;
+    const Job* job = Find(JobId(id));
+    if (job == nullptr || job->idle) continue;
+    const Partition* part = PartitionOf(*job);
+    const int minutes = part != nullptr ? part->idle_minutes : 30;
+    if (minutes <= 0 || now - run.last_busy < std::chrono::minutes(minutes)) continue;
+    flag.emplace_back(id, part);
+  }
+  for (const auto& [id, part] : flag) {
+    Job& j = Mutable(JobId(id));
+    j.idle = true;
+    j.idle_since = running_[id].last_busy;
+    Record(j);
+    const bool cancel = part != nullptr && part->idle_action == "cancel";
+    std::fprintf(stderr, "shoal server: job %llu (%s): its GPUs have been idle since %.0f%s\n",
+                 static_cast<unsigned long long>(id), j.spec.user.c_str(), ToSeconds(j.idle_since),
+                 cancel ? "; cancelling it" : "");
+    if (cancel) StopJob(j, JobState::kCancelled, now, "idle GPUs");
+  }
+}
+
+// A point of the cluster-wide series: mean utilisation of the GPUs that
+// report telemetry, and the fraction of all GPUs allocated.
+void Controller::SampleCluster(Time now) {
+  if (telemetry_ == nullptr || now - last_cluster_sample_ < telemetry_->interval()) return;
+  last_cluster_sample_ = now;
+  double util = 0;
+  int reporting = 0, total = 0;
+  for (const auto& [name, n] : nodes_) {
+    total += n.node.GpuCount();
+    if (!n.gpus_now || n.node.state == NodeState::kDown) continue;
+    for (const GpuReport& g : *n.gpus_now) {
+      if (!g.telemetry.present) continue;
+      util += g.telemetry.util_pct;
+      ++reporting;
+    }
+  }
+  int allocated = 0;
+  for (const auto& [id, r] : running_) {
+    if (const Job* job = Find(JobId(id))) allocated += job->allocation.TotalGpus();
+  }
+  telemetry_->RecordCluster(now, reporting > 0 ? util / reporting : 0.0,
+                            total > 0 ? std::min(1.0, static_cast<double>(allocated) / total) : 0.0);
+}
+
+MetricsView Controller::Metrics() const {
+  MetricsView v;
+  v.nodes = node_table_;
+  v.now.reserve(node_table_->size());
+  for (const Node& node : *node_table_) {
+    auto it = nodes_.find(node.name);
+    if (it == nodes_.end()) {
+      v.now.push_back({});
+      continue;
+    }
+    v.now.push_back({EffectiveState(it->second), it->second.unhealthy_gpus, it->second.gpus_now});
+  }
+  v.jobs.reserve(active_);
+  for (const auto& [id, job] : jobs_) {
+    if (IsActive(job->state)) v.jobs.push_back(job);
+  }
+  for (const Partition& p : partitions_) {
+    if (p.is_default) v.default_partition = p.name;
+  }
+  v.account_gpu_s = account_gpu_s_;
+  v.submissions = submissions_;
+  return v;
 }
 
 state::Batch Controller::TakeBatch() {

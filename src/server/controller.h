@@ -148,6 +148,25 @@ struct JobView {
 // nodes). Safe on any thread.
 api::Json JobViewJson(const JobView& view);
 
+class TelemetryStore;
+
+// What /metrics shows, captured on the loop thread by Controller::Metrics in
+// O(nodes + active jobs) pointer copies, and turned into text on another
+// thread (server/metrics.h). Everything it points to is immutable.
+struct MetricsView {
+  struct NodeNow {
+    NodeState state = NodeState::kUp;
+    uint64_t unhealthy_gpus = 0;
+    std::shared_ptr<const std::vector<GpuReport>> gpus;  // the last heartbeat's; may be null
+  };
+  std::shared_ptr<const std::vector<Node>> nodes;  // by name
+  std::vector<NodeNow> now;                        // the same order as *nodes
+  std::vector<std::shared_ptr<const Job>> jobs;    // pending and running
+  std::string default_partition;
+  std::map<std::string, double> account_gpu_s;     // GPU-seconds by account since the server started
+  uint64_t submissions = 0;                        // jobs submitted since the server started
+};
+
 
 class Controller {
  public:
@@ -186,6 +205,7 @@ class Controller {
   api::Json PartitionsJson() const;
   api::Json AccountsJson() const;
   Result<api::Json> TokensJson(const Identity& who) const;
+  MetricsView Metrics() const;
   // Where a job's output is: the agent of its first node. `history` is the
   // stored record when the job has left memory.
   struct OutputSource {
@@ -212,6 +232,10 @@ class Controller {
   bool TokensChanged() const { return tokens_changed_; }
   std::vector<state::TokenRecord> Tokens();
 
+  // Where heartbeats' telemetry and the cluster's utilisation are recorded
+  // as time series (may be null; the store outlives the controller).
+  void SetTelemetryStore(TelemetryStore* store) { telemetry_ = store; }
+
   size_t active_jobs() const { return active_; }
   const ControllerConfig& config() const { return config_; }
 
@@ -221,7 +245,8 @@ class Controller {
     Time last_seen{};
     uint64_t unhealthy_gpus = 0;
     bool admin_drain = false;  // drained by an admin or for a sick GPU (stays drained until resumed)
-    std::vector<GpuReport> gpus_now;  // the last heartbeat's GPU reports
+    std::shared_ptr<const std::vector<GpuReport>> gpus_now;  // the last heartbeat's GPU reports
+    Time last_telemetry{};                                   // when gpus_now last carried telemetry
   };
   struct Running {
     std::unordered_set<std::string> nodes_left;  // nodes whose task has not exited yet
@@ -230,6 +255,11 @@ class Controller {
     bool requeue_after = false;                  // preempted: back to pending when it exits
     int first_failure_code = 0;
     int first_failure_signal = 0;
+    // GPU efficiency, accumulated from heartbeats and copied into the job.
+    JobEfficiency efficiency;
+    std::map<std::pair<std::string, int>, double> last_energy_j;  // (node, GPU) -> its energy counter
+    Time first_sample{};  // the first telemetry seen (0: none yet)
+    Time last_busy{};     // the last time a GPU of the job was at or above the idle threshold
   };
 
   Job& Mutable(JobId id);
@@ -249,6 +279,13 @@ class Controller {
   api::NodeNames Names() const;
   void RebuildNodeNames();
   NodeState EffectiveState(const NodeRecord& n) const;
+  const Partition* PartitionOf(const Job& job) const;
+  using JobsByNode = std::unordered_map<uint64_t, std::vector<std::pair<const Job*, const NodeAllocation*>>>;
+  JobsByNode RunningByNode(std::optional<NodeId> only) const;
+  api::Json NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node) const;
+  void AccountGpuUse(const std::string& node, NodeRecord& n, const Heartbeat& hb, Time now);
+  void CheckIdle(Time now);
+  void SampleCluster(Time now);
 
   ControllerConfig config_;
   std::optional<sched::Policy> policy_;
@@ -262,6 +299,12 @@ class Controller {
   std::vector<uint64_t> pending_order_;                  // submission order, compacted lazily
   std::map<std::string, NodeRecord> nodes_;
   std::shared_ptr<const NodeNameTable> node_names_ = std::make_shared<NodeNameTable>();  // rebuilt with the inventory
+  std::shared_ptr<const std::vector<Node>> node_table_ = std::make_shared<std::vector<Node>>();  // likewise, by name
+  TelemetryStore* telemetry_ = nullptr;
+  Time last_cluster_sample_{};
+  Time last_efficiency_commit_{};
+  uint64_t submissions_ = 0;
+  std::map<std::string, double> account_gpu_s_;  // not decayed: the metrics' counter
   std::vector<Partition> partitions_;
   std::vector<Account> accounts_;
   std::map<std::string, state::AccountUsage> usage_;

@@ -4,30 +4,20 @@
 
 #include <gtest/gtest.h>
 
+#include "server/controller_testing.h"
+
 namespace shoal::server {
 namespace {
 
+using testing::kAdmin;
+using testing::kAlice;
+using testing::kNodeAgent;
+using testing::MakeNode;
+
 using std::chrono::seconds;
 
-const Identity kAlice{"alice", "user"};
 const Identity kBob{"bob", "user"};
-const Identity kAdmin{"root", "admin"};
-const Identity kNodeAgent{"nodes", "node"};
 
-Node MakeNode(const std::string& name, int gpus = 8) {
-  Node n;
-  n.name = name;
-  n.address = "127.0.0.1:1";
-  n.cpu_milli = 64000;
-  n.memory_mib = 512 * 1024;
-  for (int i = 0; i < gpus; ++i) {
-    Gpu g;
-    g.index = i;
-    g.model = "H100-SXM-80GB";
-    n.gpus.push_back(g);
-  }
-  return n;
-}
 
 JobSpec Spec(int gpus, const std::string& command = "train.sh") {
   JobSpec s;

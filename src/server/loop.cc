@@ -101,8 +101,9 @@ void ControlLoop::Run() {
         std::abort();
       }
     }
-    for (Task& t : batch) t.done();
+    // A new token works as soon as its creator hears of it.
     if (tokens_ != nullptr && controller_.TokensChanged()) tokens_->Replace(controller_.Tokens());
+    for (Task& t : batch) t.done();
     Outbox out = controller_.TakeOutbox();
     if (agents_ != nullptr && !out.empty()) agents_->Send(std::move(out));
     std::lock_guard<std::mutex> lock(mu_);
@@ -112,6 +113,12 @@ void ControlLoop::Run() {
       ++stats_.passes;
       stats_.last_pass_ms = pass_ms;
       stats_.pass_ms_total += pass_ms;
+      for (size_t b = 0; b < kPassBuckets; ++b) {
+        if (pass_ms <= kPassBucketsMs[b]) {
+          ++stats_.pass_buckets[b];
+          break;
+        }
+      }
     }
   }
 }

@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +41,10 @@ struct LoopOptions {
   Duration tick_interval = std::chrono::milliseconds(200);
 };
 
+// Upper bounds of the scheduling pass duration histogram's buckets (ms).
+inline constexpr double kPassBucketsMs[] = {1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000};
+inline constexpr size_t kPassBuckets = std::size(kPassBucketsMs);
+
 struct LoopStats {
   uint64_t calls = 0;
   uint64_t batches = 0;
@@ -47,6 +52,7 @@ struct LoopStats {
   uint64_t rejected = 0;
   double last_pass_ms = 0;
   double pass_ms_total = 0;
+  uint64_t pass_buckets[kPassBuckets] = {};  // passes no longer than each bound and longer than the one before
 };
 
 class ControlLoop {

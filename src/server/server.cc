@@ -23,6 +23,9 @@
 #include "net/token.h"
 #include "server/agent_link.h"
 #include "server/auth.h"
+#include "server/dashboard.h"
+#include "server/metrics.h"
+#include "server/telemetry_store.h"
 
 namespace shoal::server {
 
@@ -53,6 +56,26 @@ Result<JobId> JobIdOf(const httplib::Request& req) {
   auto v = ParseInt(req.matches[1].str());
   if (!v.ok() || *v <= 0) return InvalidArgument("bad job id");
   return JobId(static_cast<uint64_t>(*v));
+}
+
+// ?since=<unix seconds> of the series endpoints (default: everything kept).
+Result<Time> SinceOf(const httplib::Request& req) {
+  if (!req.has_param("since")) return Time{};
+  auto v = ParseDouble(req.get_param_value("since"));
+  if (!v.ok() || !(*v >= 0)) return InvalidArgument("since must be Unix seconds");
+  return TimeFromSeconds(*v);
+}
+
+// [[t,util,mem_mib,power_w,temp_c],...] without a JSON document per point.
+void AppendPoints(std::string& out, const std::vector<TelemetryStore::Point>& points) {
+  out += '[';
+  for (size_t i = 0; i < points.size(); ++i) {
+    const TelemetryStore::Point& p = points[i];
+    if (i > 0) out += ',';
+    fmt::format_to(std::back_inserter(out), "[{},{},{},{},{}]", static_cast<int64_t>(p.t), p.util_pct,
+                   static_cast<int64_t>(p.mem_mib), p.power_w, p.temp_c);
+  }
+  out += ']';
 }
 
 Status WriteSecretFile(const std::string& path, const std::string& text) {
@@ -136,6 +159,7 @@ struct Server::Impl {
   int lock_fd = -1;  // flock on <state_dir>/lock: one controller per state directory
   ServerOptions options;
   const Clock* clock = nullptr;
+  std::unique_ptr<TelemetryStore> telemetry;  // outlives the controller, which records into it
   std::unique_ptr<state::Store> store;
   std::unique_ptr<Controller> controller;
   TokenCache tokens;
@@ -188,6 +212,9 @@ Result<net::LocalToken> Server::Impl::IssueLocalToken(uid_t uid) {
 }
 
 void Server::Impl::Routes() {
+  // The web dashboard (web/, embedded): static files that hold no data, so no token.
+  RegisterDashboard(http);
+
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, Json{{"ok", true}}); });
 
   http.Get("/v1/whoami", [this](const httplib::Request& req, httplib::Response& res) {
@@ -381,6 +408,113 @@ void Server::Impl::Routes() {
     });
   });
 
+  // Prometheus: the view is captured on the loop, the text built here.
+  http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!options.metrics_public) {
+      auto who = Auth(req);
+      if (!who.ok()) return Reply(res, who.status());
+    }
+    auto view = loop->Call<MetricsView>([](Controller& c, Time) -> Result<MetricsView> { return c.Metrics(); });
+    if (!view.ok()) return Reply(res, view.status());
+    res.status = 200;
+    res.set_content(RenderMetrics(*view, loop->Stats(), clock->Now()), kMetricsContentType);
+  });
+
+  http.Get("/v1/cluster/series", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity&) {
+      auto since = SinceOf(req);
+      if (!since.ok()) return Reply(res, since.status());
+      std::string body = "{\"points\":[";
+      bool first = true;
+      for (const TelemetryStore::ClusterPoint& p : telemetry->ClusterSeries(*since)) {
+        if (!first) body += ',';
+        first = false;
+        fmt::format_to(std::back_inserter(body), "[{},{},{}]", static_cast<int64_t>(p.t), p.mean_util_pct,
+                       p.allocated_fraction);
+      }
+      body += "]}";
+      res.status = 200;
+      res.set_content(std::move(body), "application/json");
+    });
+  });
+
+  http.Get(R"(/v1/nodes/([A-Za-z0-9._-]+)/series)", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity&) {
+      const std::string name = req.matches[1].str();
+      auto since = SinceOf(req);
+      if (!since.ok()) return Reply(res, since.status());
+      auto series = telemetry->NodeSeries(name, *since);
+      if (!series) {
+        // No telemetry yet: an empty series for a known node, 404 otherwise.
+        auto known = loop->Call<bool>([name](Controller& c, Time) -> Result<bool> {
+          SHOAL_RETURN_IF_ERROR(c.NodeJson(name).status());
+          return true;
+        });
+        if (!known.ok()) return Reply(res, known.status());
+        series.emplace();
+      }
+      std::string body = "{\"node\":" + Json(name).dump() + ",\"gpus\":[";
+      for (size_t i = 0; i < series->size(); ++i) {
+        if (i > 0) body += ',';
+        fmt::format_to(std::back_inserter(body), "{{\"index\":{},\"points\":", (*series)[i].index);
+        AppendPoints(body, (*series)[i].points);
+        body += '}';
+      }
+      body += "]}";
+      res.status = 200;
+      res.set_content(std::move(body), "application/json");
+    });
+  });
+
+  // A job's GPUs over its run time (users: their own jobs).
+  http.Get(R"(/v1/jobs/(\d+)/series)", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto id = JobIdOf(req);
+      if (!id.ok()) return Reply(res, id.status());
+      auto since = SinceOf(req);
+      if (!since.ok()) return Reply(res, since.status());
+      auto job = loop->Call<Json>([who, id = *id](Controller& c, Time) { return c.ShowJob(who, id); });
+      if (!job.ok() && job.status().code() == StatusCode::kNotFound) {
+        auto old = store->FindJob(*id);
+        if (!old.ok()) return Reply(res, old.status());
+        if (*old) {
+          if (!who.admin() && (*old)->spec.user != who.user) {
+            return Reply(res, Status(StatusCode::kPermissionDenied, "that job belongs to another user"));
+          }
+          job = loop->Call<Json>([j = std::make_shared<const Job>(**old)](Controller& c, Time) -> Result<Json> {
+            return JobViewJson(c.View(j));
+          });
+        }
+      }
+      if (!job.ok()) return Reply(res, job.status());
+      const Json& j = *job;
+      const Time start = j.contains("start_time") ? TimeFromSeconds(j["start_time"].get<double>()) : Time{};
+      const Time end = j.contains("end_time") && j.value("state", "") != "running"
+                           ? TimeFromSeconds(j["end_time"].get<double>())
+                           : clock->Now();
+      const Time from = std::max(start, *since);
+      std::string body = fmt::format("{{\"job\":{},\"gpus\":[", id->value());
+      bool first = true;
+      if (start != Time{}) {
+        for (const Json& a : j.value("allocation", Json::array())) {
+          const std::string node = a.value("node", std::string());
+          for (const Json& g : a.value("gpus", Json::array())) {
+            if (!first) body += ',';
+            first = false;
+            const int index = g.get<int>();
+            body += "{\"node\":" + Json(node).dump();
+            fmt::format_to(std::back_inserter(body), ",\"index\":{},\"points\":", index);
+            AppendPoints(body, telemetry->GpuPoints(node, index, from, end));
+            body += '}';
+          }
+        }
+      }
+      body += "]}";
+      res.status = 200;
+      res.set_content(std::move(body), "application/json");
+    });
+  });
+
   http.Get("/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
     Authed(req, res, [&](const Identity&) {
       Reply(res, loop->Call<Json>([](Controller& c, Time) -> Result<Json> { return Json{{"nodes", c.NodesJson()}}; }));
@@ -542,6 +676,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     SHOAL_ASSIGN_OR_RETURN(impl->store, state::OpenSqliteStore(options.state_dir, {options.sqlite_full_sync}));
   }
   impl->controller = std::make_unique<Controller>(options.controller);
+  impl->telemetry = std::make_unique<TelemetryStore>(options.series_interval);
+  impl->controller->SetTelemetryStore(impl->telemetry.get());
   SHOAL_ASSIGN_OR_RETURN(state::Loaded loaded, impl->store->Load(clock.Now() - options.controller.dependency_horizon));
   SHOAL_RETURN_IF_ERROR(impl->controller->Restore(loaded, clock.Now()));
   // Bootstrap: the first start creates an admin and a node token.

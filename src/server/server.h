@@ -28,6 +28,11 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;
   int http_threads = 16;
   bool sqlite_full_sync = true;
+  // GET /metrics without a token (for a Prometheus that has none). The
+  // metrics name nodes, users, accounts and job ids.
+  bool metrics_public = false;
+  // The least time between two samples of a GPU's time series (tests shorten it).
+  Duration series_interval = std::chrono::seconds(10);
   ControllerConfig controller;
   LoopOptions loop;
 };

@@ -66,8 +66,18 @@ CREATE TABLE usage (
 ) STRICT, WITHOUT ROWID;
 )sql";
 
+// Version 2 changes no table: job records may carry `efficiency`, `idle` and
+// `idle_since`, and partition records `idle_util_pct`, `idle_minutes` and
+// `idle_action`. Records without them read as before; the version tells an
+// older shoal, whose strict parser would refuse such records one by one,
+// to refuse the database as a whole with "use a newer shoal".
+constexpr std::string_view kSchema2 = R"sql(
+INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 2);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, nodes, partitions, accounts, tokens, usage and meta", kSchema1},
+    {2, "job efficiency and idle flags, partition idle options (in the JSON records)", kSchema2},
 };
 
 // Applies the migration after the database's current version, if there is one.

@@ -211,7 +211,8 @@ Partition DefaultPartition() {
 Result<Partition> ReadPartition(const TableReader& r) {
   SHOAL_RETURN_IF_ERROR(
       r.CheckKeys({"name", "default", "up", "max_time", "default_time", "max_nodes_per_job",
-                   "max_gpus_per_job", "allowed_accounts", "priority_tier"}));
+                   "max_gpus_per_job", "allowed_accounts", "priority_tier", "idle_util_pct", "idle_minutes",
+                   "idle_action"}));
   Partition p;
   SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> name, r.String("name"));
   if (!name || name->empty()) return r.Error("", "a partition needs a name");
@@ -238,6 +239,16 @@ Result<Partition> ReadPartition(const TableReader& r) {
   if (accounts) p.allowed_accounts = std::move(*accounts);
   SHOAL_ASSIGN_OR_RETURN(std::optional<int64_t> tier, r.Int("priority_tier", 0, 1000));
   p.priority_tier = static_cast<int>(tier.value_or(0));
+  SHOAL_ASSIGN_OR_RETURN(std::optional<double> idle_util, r.Number("idle_util_pct"));
+  p.idle_util_pct = idle_util.value_or(p.idle_util_pct);
+  if (p.idle_util_pct < 0 || p.idle_util_pct > 100) return r.Error("idle_util_pct", "must be 0 to 100");
+  SHOAL_ASSIGN_OR_RETURN(std::optional<int64_t> idle_minutes, r.Int("idle_minutes", 0, 1'000'000));
+  p.idle_minutes = static_cast<int>(idle_minutes.value_or(p.idle_minutes));
+  SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> idle_action, r.String("idle_action"));
+  if (idle_action) {
+    if (*idle_action != "notify" && *idle_action != "cancel") return r.Error("idle_action", "is notify or cancel");
+    p.idle_action = *idle_action;
+  }
   return p;
 }
 

@@ -1,0 +1,384 @@
+// shoal top: every GPU of the cluster, live, like nvtop across nodes.
+//
+// One row per GPU, grouped by node: a utilisation bar, memory, power,
+// temperature and the job and user holding it, under a header of cluster
+// totals. Plain ANSI (no curses), 80 columns, so it works over any SSH
+// session. Interactive keys: u m p t n sort, q quits. The terminal is
+// restored on every way out (q, Ctrl-C, an error). `--once` (implied when
+// stdout is not a terminal) prints one frame without control sequences.
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "core/strings.h"
+#include "core/time.h"
+
+namespace shoal::cli {
+
+namespace {
+
+using api::Json;
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) {
+  g_stop = true;
+}
+
+struct Row {
+  std::string node;
+  int index = 0;
+  bool telemetry = false;
+  bool healthy = true;
+  double util = 0;
+  double mem_used_mib = 0;
+  double mem_total_mib = 0;
+  double power_w = 0;
+  double temp_c = 0;
+  std::string job;
+  std::string user;
+};
+
+enum class SortKey { kNode, kUtil, kMem, kPower, kTemp };
+
+Result<SortKey> ParseSort(const std::string& s) {
+  if (s == "node" || s == "n") return SortKey::kNode;
+  if (s == "util" || s == "u") return SortKey::kUtil;
+  if (s == "mem" || s == "m") return SortKey::kMem;
+  if (s == "power" || s == "p") return SortKey::kPower;
+  if (s == "temp" || s == "t") return SortKey::kTemp;
+  return InvalidArgument(fmt::format("--sort is util, mem, power, temp or node, not '{}'", s));
+}
+
+const char* SortName(SortKey k) {
+  switch (k) {
+    case SortKey::kNode:
+      return "node";
+    case SortKey::kUtil:
+      return "util";
+    case SortKey::kMem:
+      return "mem";
+    case SortKey::kPower:
+      return "power";
+    case SortKey::kTemp:
+      return "temp";
+  }
+  return "node";
+}
+
+double KeyOf(const Row& r, SortKey k) {
+  switch (k) {
+    case SortKey::kUtil:
+      return r.util;
+    case SortKey::kMem:
+      return r.mem_used_mib;
+    case SortKey::kPower:
+      return r.power_w;
+    case SortKey::kTemp:
+      return r.temp_c;
+    case SortKey::kNode:
+      return 0;
+  }
+  return 0;
+}
+
+// "0-3,6" (FormatGpuMask) into indices.
+std::vector<int> ParseGpuList(const std::string& text) {
+  std::vector<int> out;
+  for (std::string_view part : Split(text, ',')) {
+    const size_t dash = part.find('-');
+    auto lo = ParseInt(part.substr(0, dash));
+    auto hi = dash == std::string_view::npos ? lo : ParseInt(part.substr(dash + 1));
+    if (!lo.ok() || !hi.ok() || *lo < 0 || *hi > 63) continue;
+    for (int64_t i = *lo; i <= *hi; ++i)
+      out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+std::string Fit(const std::string& s, size_t width) {
+  if (s.size() <= width) return s;
+  return s.substr(0, width - 1) + "~";
+}
+
+std::vector<Row> RowsOf(const Json& nodes) {
+  std::vector<Row> rows;
+  for (const Json& n : nodes) {
+    const std::string name = n.value("name", "");
+    std::map<int, std::pair<std::string, std::string>> holders;  // GPU -> (jobs, users)
+    for (const Json& j : n.value("jobs", Json::array())) {
+      const std::string job = j.contains("job") ? j["job"].dump() : "";
+      const std::string user = j.value("user", "");
+      for (int g : ParseGpuList(j.value("gpus", ""))) {
+        auto& h = holders[g];
+        h.first += h.first.empty() ? job : "," + job;
+        h.second += h.second.empty() ? user : "," + user;
+      }
+    }
+    for (const Json& g : n.value("gpus", Json::array())) {
+      Row r;
+      r.node = name;
+      r.index = g.value("index", 0);
+      r.healthy = g.value("healthy", true);
+      r.mem_total_mib = g.value("memory_mib", 0.0);
+      if (g.contains("telemetry")) {
+        const Json& t = g["telemetry"];
+        r.telemetry = true;
+        r.util = t.value("util", 0.0);
+        r.mem_used_mib = t.value("fb_used_mib", 0.0);
+        r.power_w = t.value("power_w", 0.0);
+        r.temp_c = t.value("temp_c", 0.0);
+        if (r.mem_total_mib <= 0) r.mem_total_mib = r.mem_used_mib + t.value("fb_free_mib", 0.0);
+      }
+      if (auto h = holders.find(r.index); h != holders.end()) {
+        r.job = h->second.first;
+        r.user = h->second.second;
+      }
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
+// Nodes in order of their GPUs' mean key (largest first; by name for
+// `node`), and each node's GPUs by the key, so that rows stay grouped.
+void SortRows(std::vector<Row>& rows, SortKey key) {
+  std::map<std::string, std::pair<double, int>> mean;
+  for (const Row& r : rows) {
+    auto& m = mean[r.node];
+    m.first += KeyOf(r, key);
+    m.second += 1;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    if (key == SortKey::kNode) return a.node != b.node ? a.node < b.node : a.index < b.index;
+    if (a.node != b.node) {
+      const auto& ma = mean[a.node];
+      const auto& mb = mean[b.node];
+      const double va = ma.first / ma.second, vb = mb.first / mb.second;
+      return va != vb ? va > vb : a.node < b.node;
+    }
+    const double ka = KeyOf(a, key), kb = KeyOf(b, key);
+    return ka != kb ? ka > kb : a.index < b.index;
+  });
+}
+
+// One frame as lines of at most 80 columns. `max_rows` limits the GPU rows
+// (0: all of them).
+std::vector<std::string> Frame(const Json& nodes, SortKey key, bool interactive, size_t max_rows) {
+  std::vector<Row> rows = RowsOf(nodes);
+  SortRows(rows, key);
+  int up = 0, allocated = 0, reporting = 0, unhealthy = 0;
+  double util = 0, power = 0, mem_used = 0, mem_total = 0;
+  for (const Json& n : nodes) {
+    if (n.value("state", "") == "up") ++up;
+    allocated += n.value("gpus_used", 0);
+  }
+  for (const Row& r : rows) {
+    unhealthy += r.healthy ? 0 : 1;
+    mem_total += r.mem_total_mib;
+    if (!r.telemetry) continue;
+    ++reporting;
+    util += r.util;
+    power += r.power_w;
+    mem_used += r.mem_used_mib;
+  }
+  std::vector<std::string> out;
+  out.push_back(Fit(fmt::format("shoal top  {} nodes ({} up), {} GPUs: {} allocated, {} unhealthy",
+                                nodes.size(), up, rows.size(), allocated, unhealthy),
+                    80));
+  out.push_back(
+      Fit(fmt::format(
+              "util {:.0f}% mean over {} GPUs reporting, memory {:.0f}/{:.0f} GiB, power {:.1f} kW",
+              reporting > 0 ? util / reporting : 0.0, reporting, mem_used / 1024, mem_total / 1024,
+              power / 1000),
+          80));
+  out.push_back(
+      interactive
+          ? fmt::format("sorted by {} (keys: u util, m mem, p power, t temp, n node, q quit)",
+                        SortName(key))
+          : fmt::format("sorted by {}", SortName(key)));
+  out.push_back(fmt::format("{:<12} {:>3} {:<12} {:>4} {:>11} {:>5} {:>4} {:>7} {:<8}", "NODE",
+                            "GPU", "UTIL", "", "MEM GiB", "POWER", "TEMP", "JOB", "USER"));
+  size_t shown = 0;
+  for (const Row& r : rows) {
+    if (max_rows > 0 && shown == max_rows) {
+      out.push_back(
+          fmt::format("... {} more GPUs (a taller terminal shows them)", rows.size() - shown));
+      break;
+    }
+    ++shown;
+    std::string bar = "[----------]", pct = "   -", mem = "-", power_s = "-", temp = "-";
+    if (r.telemetry) {
+      const int filled = std::clamp(static_cast<int>(r.util / 10 + 0.5), 0, 10);
+      bar = "[" + std::string(static_cast<size_t>(filled), '#') +
+            std::string(static_cast<size_t>(10 - filled), '.') + "]";
+      pct = fmt::format("{:.0f}%", r.util);
+      mem = fmt::format("{:.1f}/{:.0f}", r.mem_used_mib / 1024, r.mem_total_mib / 1024);
+      power_s = fmt::format("{:.0f}W", r.power_w);
+      temp = fmt::format("{:.0f}C", r.temp_c);
+    }
+    if (!r.healthy) bar = "[ UNHEALTHY]";
+    out.push_back(fmt::format("{:<12} {:>3} {:<12} {:>4} {:>11} {:>5} {:>4} {:>7} {:<8}",
+                              Fit(r.node, 12), r.index, bar, pct, Fit(mem, 11), power_s, temp,
+                              Fit(r.job.empty() ? "-" : r.job, 7), Fit(r.user, 8)));
+  }
+  if (rows.empty()) out.push_back("(no GPUs registered)");
+  for (std::string& line : out)
+    line.erase(line.find_last_not_of(' ') + 1);
+  return out;
+}
+
+// Raw keys without echo; restored by the destructor on every way out.
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (::tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+    termios raw = saved_;
+    raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));  // ISIG stays: Ctrl-C still signals
+    raw.c_cc[VMIN] = 0;
+    raw.c_cc[VTIME] = 0;
+    active_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    std::fputs("\x1b[?25l", stdout);  // hide the cursor
+  }
+  ~RawTerminal() {
+    std::fputs("\x1b[?25h\n", stdout);
+    std::fflush(stdout);
+    if (active_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
+
+size_t TerminalRows() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 6) return ws.ws_row;
+  return 24;
+}
+
+}  // namespace
+
+int RunTop(const std::vector<std::string>& raw) {
+  std::vector<std::string> args = raw;
+  ClientFlags flags;
+  Status s = TakeClientFlags(args, args.size(), flags);
+  bool once = false;
+  double interval_s = 2;
+  SortKey key = SortKey::kNode;
+  const char* usage =
+      "usage: shoal top [--once] [--interval SECONDS] [--sort util|mem|power|temp|node]\n";
+  for (size_t i = 0; s.ok() && i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& flag) -> Result<std::string> {
+      if (StartsWith(a, flag + "=")) return a.substr(flag.size() + 1);
+      if (i + 1 < args.size()) return args[++i];
+      return InvalidArgument(fmt::format("{} needs a value", flag));
+    };
+    if (a == "-h" || a == "--help") {
+      std::printf("%s", usage);
+      return kExitOk;
+    } else if (a == "--once") {
+      once = true;
+    } else if (a == "--sort" || StartsWith(a, "--sort=")) {
+      auto v = value("--sort");
+      auto k = v.ok() ? ParseSort(*v) : Result<SortKey>(v.status());
+      if (!k.ok()) s = k.status();
+      if (k.ok()) key = *k;
+    } else if (a == "--interval" || StartsWith(a, "--interval=")) {
+      auto v = value("--interval");
+      auto d = v.ok() ? ParseDouble(*v) : Result<double>(v.status());
+      if (!d.ok() || *d < 0.2 || *d > 3600)
+        s = InvalidArgument("--interval is 0.2 to 3600 seconds");
+      if (d.ok()) interval_s = *d;
+    } else {
+      s = InvalidArgument(fmt::format("unknown option {}", a));
+    }
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "shoal top: %s\n%s", s.message().c_str(), usage);
+    return kExitUsage;
+  }
+  auto client = ApiClient::Open(flags);
+  if (!client.ok()) return Fail("top", client.status());
+  if (once || !::isatty(STDOUT_FILENO)) {
+    auto r = client->Get("/v1/nodes");
+    if (!r.ok()) return Fail("top", r.status());
+    for (const std::string& line : Frame((*r)["nodes"], key, false, 0))
+      std::printf("%s\n", line.c_str());
+    return kExitOk;
+  }
+  g_stop = false;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  ::sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {
+  }, old_term{};
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  int code = kExitOk;
+  {
+    const bool keys = ::isatty(STDIN_FILENO);
+    std::optional<RawTerminal> term;
+    term.emplace();
+    while (!g_stop) {
+      auto r = client->Get("/v1/nodes");
+      if (!r.ok()) {
+        term.reset();
+        code = Fail("top", r.status());
+        break;
+      }
+      const size_t height = TerminalRows();
+      std::string frame = "\x1b[H\x1b[2J";
+      for (const std::string& line : Frame((*r)["nodes"], key, keys, height > 6 ? height - 6 : 1)) {
+        frame += line;
+        frame += "\x1b[K\n";
+      }
+      std::fputs(frame.c_str(), stdout);
+      std::fflush(stdout);
+      // Wait for the next frame, or a key.
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(interval_s);
+      bool redraw = false;
+      while (!g_stop && !redraw && std::chrono::steady_clock::now() < deadline) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{STDIN_FILENO, POLLIN, 0};
+        const int ready =
+            keys
+                ? ::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count())))
+                : (::usleep(static_cast<useconds_t>(std::max<int64_t>(1, left.count()) * 1000)), 0);
+        if (ready <= 0) continue;
+        char c = 0;
+        if (::read(STDIN_FILENO, &c, 1) != 1) continue;
+        if (c == 'q' || c == 'Q') {
+          g_stop = true;
+        } else if (auto k = ParseSort(std::string(1, c)); k.ok()) {
+          key = *k;
+          redraw = true;
+        }
+      }
+    }
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  return code;
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,65 @@
+// The server's configuration file: the [server] settings and partitions'
+// idle-GPU options.
+#include "server/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace shoal::server {
+namespace {
+
+std::string WriteConfig(const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("shoal-config-test-" + std::to_string(::getpid()) + ".toml"))
+                               .string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ServerConfigTest, MetricsPublicAndIdleOptions) {
+  const std::string path = WriteConfig(R"(
+[server]
+metrics_public = true
+[[partition]]
+name = "gpu"
+default = true
+[[partition]]
+name = "interactive"
+idle_util_pct = 2.5
+idle_minutes = 20
+idle_action = "cancel"
+)");
+  ServerOptions o;
+  Status loaded = LoadServerConfig(path, o);
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  EXPECT_TRUE(o.metrics_public);
+  ASSERT_EQ(o.controller.partitions.size(), 2u);
+  EXPECT_EQ(o.controller.partitions[0].idle_minutes, 30);  // the defaults
+  EXPECT_EQ(o.controller.partitions[0].idle_util_pct, 5);
+  EXPECT_EQ(o.controller.partitions[0].idle_action, "notify");
+  EXPECT_EQ(o.controller.partitions[1].idle_util_pct, 2.5);
+  EXPECT_EQ(o.controller.partitions[1].idle_minutes, 20);
+  EXPECT_EQ(o.controller.partitions[1].idle_action, "cancel");
+  std::filesystem::remove(path);
+}
+
+TEST(ServerConfigTest, BadIdleOptionsAreErrors) {
+  for (const char* bad : {"idle_action = \"kill\"", "idle_util_pct = 150", "idle_minutes = -1"}) {
+    const std::string path =
+        WriteConfig(std::string("[[partition]]\nname = \"gpu\"\n") + bad + "\n");
+    ServerOptions o;
+    Status s = LoadServerConfig(path, o);
+    EXPECT_FALSE(s.ok()) << bad;
+    std::filesystem::remove(path);
+  }
+  ServerOptions o;
+  EXPECT_FALSE(ApplyServerSetting("metrics_public", "yes", o).ok());
+  EXPECT_TRUE(ApplyServerSetting("metrics_public", "false", o).ok());
+  EXPECT_FALSE(o.metrics_public);
+}
+
+}  // namespace
+}  // namespace shoal::server

@@ -1,0 +1,302 @@
+// /metrics text, GPU efficiency, idle GPUs and the telemetry series, driven
+// through the controller with a fixed clock (no threads, no HTTP).
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "server/controller.h"
+#include "server/controller_testing.h"
+#include "server/telemetry_store.h"
+
+namespace shoal::server {
+namespace {
+
+using testing::kAdmin;
+using testing::kAlice;
+using testing::kNodeAgent;
+using testing::MakeNode;
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+
+
+GpuReport Report(int index, double util, int64_t fb_used, double power, double energy_j) {
+  GpuReport r;
+  r.index = index;
+  GpuTelemetry& t = r.telemetry;
+  t.present = true;
+  t.util_pct = util;
+  t.mem_copy_util_pct = util / 2;
+  t.fb_used_mib = fb_used;
+  t.fb_free_mib = 81920 - fb_used;
+  t.power_w = power;
+  t.temperature_c = 61;
+  t.sm_clock_mhz = 1980;
+  t.energy_j = energy_j;
+  t.last_xid = 0;
+  return r;
+}
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  MetricsTest() : c_(Config()) { c_.SetTelemetryStore(&store_); }
+
+  static ControllerConfig Config() {
+    ControllerConfig cfg;
+    Partition p;
+    p.name = "gpu";
+    p.is_default = true;
+    p.idle_util_pct = 5;
+    p.idle_minutes = 2;
+    p.idle_action = "cancel";
+    cfg.partitions.push_back(p);
+    return cfg;
+  }
+
+  Time At(int s) const { return kTimeZero + seconds(1000000 + s); }
+
+  JobId StartJob(int gpus) {
+    JobSpec spec;
+    spec.gpus = gpus;
+    spec.command = "train.sh";
+    spec.account = "";
+    spec.time_limit = std::chrono::hours(1);
+    auto r = c_.Submit(kAlice, spec, At(0));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    c_.SchedulePass(At(0));
+    (void)c_.TakeOutbox();
+    return JobId((*r)["jobs"][0].get<uint64_t>());
+  }
+
+  // A heartbeat from gpu01 that reports `job` running, with telemetry for both GPUs.
+  void Beat(int at, JobId job, std::vector<GpuReport> gpus) {
+    Heartbeat hb;
+    if (job.value() != 0) hb.running.emplace_back(job, 1);
+    hb.gpus = std::move(gpus);
+    auto r = c_.ReceiveHeartbeat(kNodeAgent, "gpu01", hb, At(at));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  api::Json Show(JobId id) { return *c_.ShowJob(kAdmin, id); }
+
+  TelemetryStore store_;
+  Controller c_;
+};
+
+TEST_F(MetricsTest, DcgmNamesLabelsAndValues) {
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode("gpu01", 2), At(0)).ok());
+  const JobId job = StartJob(1);
+  Beat(1, job, {Report(0, 87, 40000, 650, 5000), Report(1, 0, 0, 70, 100)});
+  const std::string text = RenderMetrics(c_.Metrics(), LoopStats{}, At(2));
+
+  EXPECT_NE(text.find("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n# TYPE "
+                      "DCGM_FI_DEV_GPU_UTIL gauge\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find(
+          "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-gpu01-0\",device=\"nvidia0\",modelName=\"H100-"
+          "SXM-80GB\","
+          "Hostname=\"gpu01\",hostname=\"gpu01\",hpc_job=\"1\",user=\"alice\",account=\"\"} 87\n"),
+      std::string::npos)
+      << text;
+  // The free GPU has no job labels.
+  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-gpu01-1\",device=\"nvidia1\","
+                      "modelName=\"H100-SXM-80GB\","
+                      "Hostname=\"gpu01\",hostname=\"gpu01\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"), std::string::npos);
+  EXPECT_NE(text.find("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\""), std::string::npos);
+  EXPECT_NE(text.find("} 5000000\n"), std::string::npos);  // 5000 J in mJ
+  EXPECT_NE(text.find("DCGM_FI_DEV_FB_USED{gpu=\"0\""), std::string::npos);
+  EXPECT_NE(text.find("shoal_gpus{model=\"H100-SXM-80GB\",state=\"allocated\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("shoal_gpus{model=\"H100-SXM-80GB\",state=\"idle\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("shoal_jobs{partition=\"gpu\",state=\"running\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("shoal_nodes{state=\"up\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("shoal_job_submissions_total 1\n"), std::string::npos);
+  EXPECT_NE(text.find("shoal_job_gpu_idle{hpc_job=\"1\",user=\"alice\",account=\"\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("shoal_scheduling_pass_duration_seconds_bucket{le=\"+Inf\"} 0\n"),
+            std::string::npos);
+  // A node that stops answering shows no stale readings.
+  c_.Tick(At(100));
+  const std::string later = RenderMetrics(c_.Metrics(), LoopStats{}, At(100));
+  EXPECT_EQ(later.find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos);
+  EXPECT_NE(later.find("shoal_nodes{state=\"down\"} 1\n"), std::string::npos);
+  EXPECT_NE(later.find("shoal_gpus{model=\"H100-SXM-80GB\",state=\"unavailable\"} 2\n"),
+            std::string::npos);
+  // Every sample's family has HELP and TYPE lines before it.
+  std::set<std::string> typed;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind("# TYPE ", 0) == 0) {
+      typed.insert(line.substr(7, line.find(' ', 7) - 7));
+    } else if (line[0] != '#') {
+      std::string name = line.substr(0, line.find_first_of("{ "));
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        if (!typed.count(name) && name.size() > strlen(suffix) &&
+            name.compare(name.size() - strlen(suffix), std::string::npos, suffix) == 0) {
+          name.resize(name.size() - strlen(suffix));
+        }
+      }
+      EXPECT_TRUE(typed.count(name)) << line;
+    }
+  }
+}
+
+TEST_F(MetricsTest, EfficiencyAccumulatesAndIdleJobsAreCancelled) {
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode("gpu01", 2), At(0)).ok());
+  const JobId job = StartJob(2);
+  // Busy for 20 s: the energy counters rise by 7,200 J on each GPU (4 Wh).
+  Beat(0, job, {Report(0, 80, 30000, 600, 1000), Report(1, 60, 50000, 500, 2000)});
+  Beat(10, job, {Report(0, 100, 40000, 700, 4600), Report(1, 40, 50000, 500, 5600)});
+  Beat(20, job, {Report(0, 90, 20000, 650, 8200), Report(1, 50, 10000, 500, 9200)});
+  c_.Tick(At(21));
+  api::Json e = Show(job)["efficiency"];
+  EXPECT_EQ(e["samples"].get<int>(), 6);
+  EXPECT_NEAR(e["util_mean_pct"].get<double>(), 70, 1e-9);
+  EXPECT_DOUBLE_EQ(e["util_peak_pct"].get<double>(), 100);
+  EXPECT_NEAR(e["mem_mean_mib"].get<double>(), 33333.333, 0.01);
+  EXPECT_EQ(e["mem_peak_mib"].get<int64_t>(), 50000);
+  EXPECT_NEAR(e["energy_wh"].get<double>(), 4.0, 1e-9);
+  EXPECT_FALSE(Show(job).contains("idle"));
+
+  // Then idle (under 5 %) on both GPUs: flagged after 2 minutes and cancelled.
+  for (int t = 30; t <= 150; t += 10) {
+    Beat(t, job, {Report(0, 1, 20000, 90, 9000 + t), Report(1, 3, 10000, 90, 10000 + t)});
+    c_.Tick(At(t));
+  }
+  api::Json j = Show(job);
+  ASSERT_TRUE(j.value("idle", false)) << j.dump();
+  EXPECT_NEAR(j["idle_since"].get<double>(), ToSeconds(At(20)), 1e-6);
+  EXPECT_EQ(j["reason_detail"], "idle GPUs");
+  Outbox out = c_.TakeOutbox();
+  ASSERT_EQ(out.kills.size(), 1u);
+  EXPECT_EQ(out.kills[0].why, "idle GPUs");
+  // The metric says so too.
+  const std::string text = RenderMetrics(c_.Metrics(), LoopStats{}, At(151));
+  EXPECT_NE(text.find("shoal_job_gpu_idle{hpc_job=\"1\",user=\"alice\",account=\"\"} 1\n"),
+            std::string::npos);
+
+  // The agent confirms: the job ends cancelled, its efficiency in its record.
+  Heartbeat hb;
+  hb.events.push_back({job, 1, JobEvent::kExited, 0, 15, ""});
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "gpu01", hb, At(152)).ok());
+  EXPECT_EQ(Show(job)["state"], "cancelled");
+  state::Batch batch = c_.TakeBatch();
+  bool recorded = false;
+  for (const Job& b : batch.jobs) {
+    if (b.id == job) {
+      recorded = true;
+      EXPECT_EQ(b.efficiency.samples, 32u);
+      EXPECT_DOUBLE_EQ(b.efficiency.util_peak_pct, 100);
+      EXPECT_TRUE(b.idle);
+    }
+  }
+  EXPECT_TRUE(recorded);
+}
+
+TEST_F(MetricsTest, BusyGpusClearTheIdleFlagAndZeroMinutesTurnsItOff) {
+  ControllerConfig cfg = Config();
+  cfg.partitions[0].idle_action = "notify";
+  Controller c(cfg);
+  ASSERT_TRUE(c.RegisterNode(kNodeAgent, MakeNode("gpu01", 1), At(0)).ok());
+  JobSpec spec;
+  spec.gpus = 1;
+  spec.command = "x";
+  auto r = c.Submit(kAlice, spec, At(0));
+  ASSERT_TRUE(r.ok());
+  c.SchedulePass(At(0));
+  const JobId job(1);
+  auto beat = [&](int at, double util) {
+    Heartbeat hb;
+    hb.running.emplace_back(job, 1);
+    hb.gpus = {Report(0, util, 100, 80, 0)};
+    ASSERT_TRUE(c.ReceiveHeartbeat(kNodeAgent, "gpu01", hb, At(at)).ok());
+    c.Tick(At(at));
+  };
+  for (int t = 0; t <= 130; t += 10)
+    beat(t, 0);
+  EXPECT_TRUE((*c.ShowJob(kAdmin, job)).value("idle", false));
+  EXPECT_EQ((*c.ShowJob(kAdmin, job))["state"], "running");  // notify only
+  beat(140, 50);
+  EXPECT_FALSE((*c.ShowJob(kAdmin, job)).value("idle", false));
+  // Energy without counters: power x interval (80 W for 140 s).
+  EXPECT_NEAR((*c.ShowJob(kAdmin, job))["efficiency"]["energy_wh"].get<double>(), 80.0 * 140 / 3600,
+              1e-9);
+}
+
+TEST_F(MetricsTest, RunningJobsKeepTheirEfficiencyAcrossARestart) {
+  state::Loaded loaded;
+  Node node = MakeNode("gpu01", 2);
+  node.id = NodeId(1);
+  loaded.nodes.push_back(node);
+  Job job;
+  job.id = JobId(5);
+  job.spec.gpus = 1;
+  job.spec.command = "train.sh";
+  job.spec.user = "alice";
+  job.state = JobState::kRunning;
+  job.submit_time = At(-200);
+  job.start_time = At(-100);
+  job.time_limit = std::chrono::hours(1);
+  job.epoch = 1;
+  job.allocation.nodes.push_back({.node = NodeId(1), .gpu_mask = 1});
+  job.efficiency = {.samples = 10,
+                    .util_mean_pct = 50,
+                    .util_peak_pct = 60,
+                    .mem_mean_mib = 1000,
+                    .mem_peak_mib = 2000,
+                    .energy_wh = 1};
+  loaded.active_jobs.push_back(job);
+  loaded.next_job_id = 6;
+  Controller c(Config());
+  ASSERT_TRUE(c.Restore(loaded, At(0)).ok());
+  Heartbeat hb;
+  hb.running.emplace_back(JobId(5), 1);
+  hb.gpus = {Report(0, 100, 12000, 500, 0)};
+  ASSERT_TRUE(c.ReceiveHeartbeat(kNodeAgent, "gpu01", hb, At(1)).ok());
+  c.Tick(At(2));
+  const api::Json e = (*c.ShowJob(kAdmin, JobId(5)))["efficiency"];
+  EXPECT_EQ(e["samples"].get<int>(), 11);
+  EXPECT_NEAR(e["util_mean_pct"].get<double>(), 600.0 / 11, 1e-9);
+  EXPECT_EQ(e["util_peak_pct"].get<double>(), 100);
+  EXPECT_EQ(e["mem_peak_mib"].get<int64_t>(), 12000);
+}
+
+TEST(TelemetryStoreTest, SamplesAtMostEveryIntervalAndWraps) {
+  TelemetryStore s(seconds(10), 3);
+  auto at = [](int sec) { return kTimeZero + seconds(1700000000 + sec); };
+  for (int t = 0; t <= 50; t += 5)
+    s.Record("n1", at(t), {Report(0, t, t * 10, 100, 0), Report(1, 1, 1, 1, 0)});
+  auto series = s.NodeSeries("n1", Time{});
+  ASSERT_TRUE(series.has_value());
+  ASSERT_EQ(series->size(), 2u);
+  // Samples at 0, 10, 20, 30, 40, 50; the last three kept, oldest first.
+  ASSERT_EQ((*series)[0].points.size(), 3u);
+  EXPECT_DOUBLE_EQ((*series)[0].points[0].t, 1700000030);
+  EXPECT_DOUBLE_EQ((*series)[0].points[0].util_pct, 30);
+  EXPECT_DOUBLE_EQ((*series)[0].points[2].mem_mib, 500);
+  EXPECT_DOUBLE_EQ((*series)[0].points[2].power_w, 100);
+  EXPECT_EQ(s.NodeSeries("n1", at(45))->at(0).points.size(), 1u);
+  EXPECT_EQ(s.GpuPoints("n1", 0, at(30), at(40)).size(), 2u);
+  EXPECT_FALSE(s.NodeSeries("n2", Time{}).has_value());
+  s.RecordCluster(at(0), 50, 0.5);
+  s.RecordCluster(at(5), 60, 0.5);  // too soon
+  s.RecordCluster(at(10), 70, 0.25);
+  auto cluster = s.ClusterSeries(Time{});
+  ASSERT_EQ(cluster.size(), 2u);
+  EXPECT_DOUBLE_EQ(cluster[1].mean_util_pct, 70);
+  EXPECT_DOUBLE_EQ(cluster[1].allocated_fraction, 0.25);
+}
+
+}  // namespace
+}  // namespace shoal::server

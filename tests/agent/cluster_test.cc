@@ -1,0 +1,429 @@
+// A real server and real agents (simulated GPUs, real job steps under
+// shoal-step supervisors) on loopback: what runs where, with which
+// environment, and how it stops.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/gpu/simulated_provider.h"
+#include "api/json.h"
+#include "core/strings.h"
+#include "net/http_client.h"
+#include "server/server.h"
+
+namespace shoal {
+namespace {
+
+using api::Json;
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> Fields(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  for (std::string_view f : Split(text, sep)) out.emplace_back(f);
+  return out;
+}
+
+bool Alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH); }
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/shoal-cluster-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    // Jobs of users other than root write here.
+    fs::create_directories(dir_ / "work");
+    ::chmod((dir_ / "work").c_str(), 01777);
+    ::chmod(dir_.c_str(), 0755);
+
+    server::ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.controller.node_timeout = milliseconds(3000);
+    o.controller.launch_grace = milliseconds(3000);
+    o.controller.kill_grace = milliseconds(500);
+    o.loop.pass_interval = milliseconds(2);
+    o.loop.tick_interval = milliseconds(50);
+    auto s = server::Server::Start(o, clock_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    admin_ = Client(server_->admin_token());
+  }
+
+  void TearDown() override {
+    // Whatever still runs is cancelled, so that no supervisor outlives the test.
+    if (admin_ != nullptr) {
+      auto r = admin_->Get("/v1/jobs");
+      if (r.ok() && r->status == 200) {
+        const Json queue = Json::parse(r->body);
+        for (const Json& j : queue["jobs"]) {
+          (void)admin_->Post("/v1/jobs/" + std::to_string(j["id"].get<uint64_t>()) + "/cancel", "{}");
+        }
+        for (int i = 0; i < 100 && Running() > 0; ++i) std::this_thread::sleep_for(milliseconds(20));
+      }
+    }
+    admin_.reset();
+    users_.clear();
+    server_.reset();
+    agents_.clear();
+    std::error_code ec;
+    if (std::getenv("SHOAL_KEEP_TEST_DIRS") == nullptr) fs::remove_all(dir_, ec);
+  }
+
+  int Running() {
+    auto r = admin_->Get("/v1/jobs?state=running");
+    return r.ok() && r->status == 200 ? static_cast<int>(Json::parse(r->body)["jobs"].size()) : 0;
+  }
+
+  std::unique_ptr<net::HttpClient> Client(const std::string& token) {
+    auto c = net::HttpClient::Connect(server_->address(), {.token = token});
+    EXPECT_TRUE(c.ok());
+    return std::move(*c);
+  }
+
+  net::HttpClient& User(const std::string& user) {
+    auto r = admin_->Post("/v1/tokens", Json{{"user", user}, {"role", "user"}}.dump());
+    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.status().ToString());
+    users_.push_back(Client(Json::parse(r->body)["token"].get<std::string>()));
+    return *users_.back();
+  }
+
+  agent::AgentConfig Config(const std::string& name) {
+    agent::AgentConfig c;
+    c.agent.server = server_->address();
+    c.agent.token = server_->node_token();
+    c.agent.name = name;
+    c.agent.listen = "127.0.0.1:0";
+    c.agent.heartbeat = milliseconds(200);
+    c.gpus = "simulated:dgx-h100";
+    c.allow_root_jobs = true;  // the tests' own jobs run as root (the test's user)
+    c.state_dir = (dir_ / "agents" / name).string();
+    return c;
+  }
+
+  // Starts agent `name` (again, with the same state, after StopAgent).
+  void StartAgent(const std::string& name) {
+    agent::AgentConfig c = Config(name);
+    auto gpus = agent::SimulatedProvider::Create("dgx-h100", name, 1, clock_);
+    ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
+    auto steps = agent::OpenSteps(c, SHOAL_STEP_BINARY);
+    ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+    isolation_ = (*steps)->Isolation();
+    simulated_[name] = gpus->get();
+    auto a = agent::Agent::Start(c.agent, std::move(*gpus), std::move(*steps), clock_);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    for (int i = 0; i < 500 && !(*a)->registered(); ++i) std::this_thread::sleep_for(milliseconds(10));
+    ASSERT_TRUE((*a)->registered());
+    agents_[name] = std::move(*a);
+  }
+
+  void StopAgent(const std::string& name) {
+    agents_.at(name)->Stop();
+    agents_.erase(name);
+    simulated_.erase(name);
+  }
+
+  uint64_t Submit(net::HttpClient& c, Json spec, std::string* error = nullptr) {
+    if (!spec.contains("time_limit_s")) spec["time_limit_s"] = 600;
+    if (!spec.contains("work_dir")) spec["work_dir"] = (dir_ / "work").string();
+    auto r = c.Post("/v1/jobs", spec.dump());
+    EXPECT_TRUE(r.ok());
+    if (r->status != 201) {
+      if (error != nullptr) *error = r->body;
+      ADD_FAILURE() << r->body;
+      return 0;
+    }
+    return Json::parse(r->body)["jobs"][0].get<uint64_t>();
+  }
+
+  Json Show(uint64_t id) {
+    auto r = admin_->Get("/v1/jobs/" + std::to_string(id));
+    EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : "");
+    return r.ok() && r->status == 200 ? Json::parse(r->body) : Json::object();
+  }
+
+  // Waits up to `ms` for job `id` to reach `state`.
+  bool WaitFor(uint64_t id, const std::string& state, int ms = 10000) {
+    for (int i = 0; i < ms / 20; ++i) {
+      if (Show(id)["state"] == state) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    ADD_FAILURE() << "job " << id << " is " << Show(id).dump() << ", not " << state;
+    return false;
+  }
+
+  std::string Log(net::HttpClient& c, uint64_t id) {
+    auto r = c.Get("/v1/jobs/" + std::to_string(id) + "/log");
+    EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
+    return r.ok() ? r->body : "";
+  }
+
+  // Waits for a file a job writes, with at least `lines` lines.
+  std::vector<std::string> WaitForLines(const fs::path& p, size_t lines, int ms = 10000) {
+    std::vector<std::string> out;
+    for (int i = 0; i < ms / 20; ++i) {
+      out = Fields(ReadFile(p), '\n');
+      while (!out.empty() && out.back().empty()) out.pop_back();
+      if (out.size() >= lines) break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return out;
+  }
+
+  Json Node(const std::string& name) {
+    auto r = admin_->Get("/v1/nodes/" + name);
+    EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : "");
+    return r.ok() && r->status == 200 ? Json::parse(r->body) : Json::object();
+  }
+
+  bool CgroupIsolation() const { return isolation_.rfind("cgroup", 0) == 0; }
+
+  SystemClock clock_;
+  fs::path dir_;
+  std::unique_ptr<server::Server> server_;
+  std::unique_ptr<net::HttpClient> admin_;
+  std::vector<std::unique_ptr<net::HttpClient>> users_;
+  std::map<std::string, std::unique_ptr<agent::Agent>> agents_;
+  std::map<std::string, agent::SimulatedProvider*> simulated_;
+  std::string isolation_;
+};
+
+TEST_F(ClusterTest, JobRunsOnItsGpusAndItsLogIsReadable) {
+  StartAgent("n1");
+  const uint64_t id = Submit(*admin_, {{"command", "echo gpus=$CUDA_VISIBLE_DEVICES; echo oops >&2"}, {"gpus", 2}});
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  const Json job = Show(id);
+  EXPECT_EQ(job["exit_code"], 0);
+  std::vector<std::string> expect;
+  for (const Json& g : job["allocation"][0]["gpus"]) expect.push_back(std::to_string(g.get<int>()));
+  ASSERT_EQ(expect.size(), 2u) << job.dump();
+  const std::string log = Log(*admin_, id);
+  EXPECT_NE(log.find("gpus=" + Join(expect, ",")), std::string::npos) << log;
+  EXPECT_NE(log.find("oops"), std::string::npos) << log;  // stderr joins stdout by default
+  EXPECT_TRUE(fs::exists(dir_ / "work" / ("shoal-" + std::to_string(id) + ".out")));
+}
+
+TEST_F(ClusterTest, TwoJobsNeverShareAGpu) {
+  StartAgent("n1");
+  StartAgent("n2");
+  // Eight 2-GPU jobs fill both nodes at once; each records what it sees
+  // while all of them run.
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 8; ++i) {
+    ids.push_back(Submit(*admin_, {{"command", "echo $CUDA_VISIBLE_DEVICES > seen.$SHOAL_JOB_ID; sleep 2"}, {"gpus", 2}}));
+  }
+  std::set<std::pair<std::string, int>> used;
+  for (uint64_t id : ids) {
+    ASSERT_TRUE(WaitFor(id, "running"));
+    const Json job = Show(id);
+    ASSERT_EQ(job["allocation"].size(), 1u);
+    const std::string node = job["allocation"][0]["node"];
+    std::vector<std::string> want;
+    for (const Json& g : job["allocation"][0]["gpus"]) {
+      EXPECT_TRUE(used.insert({node, g.get<int>()}).second) << node << " GPU " << g << " given twice";
+      want.push_back(std::to_string(g.get<int>()));
+    }
+    const auto seen = WaitForLines(dir_ / "work" / ("seen." + std::to_string(id)), 1);
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_EQ(seen[0], Join(want, ",")) << "job " << id;
+  }
+  EXPECT_EQ(used.size(), 16u);
+  EXPECT_EQ(Running(), 8);
+}
+
+TEST_F(ClusterTest, GangGetsRanksHostfileAndTfConfig) {
+  StartAgent("n1");
+  StartAgent("n2");
+  const std::string cmd =
+      "printf '%s %s %s %s %s %s %s\\n' $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $NODE_RANK $MASTER_ADDR "
+      "$MASTER_PORT > rank.$RANK; echo \"$TF_CONFIG\" > tf.$RANK; cp $SHOAL_HOSTFILE hostfile.$RANK";
+  const uint64_t id = Submit(*admin_, {{"command", cmd}, {"nodes", 2}, {"gpus_per_node", 2}, {"tasks", 4}});
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  // Every node started at once (a gang): both have the job in its allocation.
+  EXPECT_EQ(Show(id)["allocation"].size(), 2u);
+  std::string port;
+  for (int rank = 0; rank < 4; ++rank) {
+    const auto line = WaitForLines(dir_ / "work" / ("rank." + std::to_string(rank)), 1);
+    ASSERT_EQ(line.size(), 1u) << "rank " << rank;
+    const auto f = Fields(line[0], ' ');
+    ASSERT_EQ(f.size(), 7u) << line[0];
+    EXPECT_EQ(f[0], std::to_string(rank));
+    EXPECT_EQ(f[1], "4");
+    EXPECT_EQ(f[2], std::to_string(rank % 2));
+    EXPECT_EQ(f[3], "2");
+    EXPECT_EQ(f[4], std::to_string(rank / 2));
+    EXPECT_EQ(f[5], "127.0.0.1");
+    if (rank == 0) port = f[6];
+    EXPECT_EQ(f[6], port);  // one rendezvous for all
+    const Json tf = Json::parse(ReadFile(dir_ / "work" / ("tf." + std::to_string(rank))));
+    EXPECT_EQ(tf["cluster"]["worker"].size(), 4u);
+    EXPECT_EQ(tf["task"]["type"], "worker");
+    EXPECT_EQ(tf["task"]["index"], rank);
+    // Both nodes are this host: one line with every slot.
+    EXPECT_EQ(ReadFile(dir_ / "work" / ("hostfile." + std::to_string(rank))), "127.0.0.1 slots=4\n");
+  }
+  EXPECT_GT(std::stoi(port), 0);
+}
+
+TEST_F(ClusterTest, CancelKillsTheWholeTree) {
+  StartAgent("n1");
+  // A child, a grandchild and one that left the job's session with setsid.
+  const uint64_t id = Submit(*admin_, {{"command",
+                                        "sleep 300 & echo $! >> pids; (sleep 301 & echo $! >> pids; wait) & "
+                                        "setsid sleep 302 & echo $! >> pids; echo $$ >> pids; wait"},
+                                       {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(id, "running"));
+  const auto pids = WaitForLines(dir_ / "work" / "pids", 4);
+  ASSERT_EQ(pids.size(), 4u);
+  for (const auto& p : pids) EXPECT_TRUE(Alive(std::stoi(p))) << p;
+  auto r = admin_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}");
+  ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : "");
+  ASSERT_TRUE(WaitFor(id, "cancelled"));
+  // The job's GPU is free only when nothing of it is left.
+  for (size_t i = 0; i < pids.size(); ++i) {
+    const pid_t pid = std::stoi(pids[i]);
+    const bool escaped = i == 2;  // the setsid one: only a cgroup can find it
+    if (escaped && !CgroupIsolation()) {
+      GTEST_LOG_(INFO) << "no cgroup here (" << isolation_ << "): a setsid process escapes; killing it";
+      ::kill(pid, SIGKILL);
+      continue;
+    }
+    for (int k = 0; k < 100 && Alive(pid); ++k) std::this_thread::sleep_for(milliseconds(20));
+    EXPECT_FALSE(Alive(pid)) << "process " << pid << " (#" << i << ") outlived its job";
+  }
+  EXPECT_EQ(Show(id)["exit_signal"], SIGTERM) << Show(id).dump();
+}
+
+TEST_F(ClusterTest, TimeLimitTermsThenKills) {
+  StartAgent("n1");
+  // Ignores SIGTERM: the SIGKILL after the grace period ends it.
+  const uint64_t id = Submit(*admin_, {{"command", "trap '' TERM; echo $$ > pid; while :; do sleep 0.1; done"},
+                                       {"gpus", 1}, {"time_limit_s", 1}});
+  ASSERT_TRUE(WaitFor(id, "timeout", 15000));
+  const Json job = Show(id);
+  EXPECT_EQ(job["exit_signal"], SIGKILL) << job.dump();
+  const auto pid = WaitForLines(dir_ / "work" / "pid", 1);
+  ASSERT_EQ(pid.size(), 1u);
+  EXPECT_FALSE(Alive(std::stoi(pid[0])));
+}
+
+TEST_F(ClusterTest, AgentRestartLeavesJobsRunningAndAccounted) {
+  StartAgent("n1");
+  const uint64_t id = Submit(*admin_, {{"command", "echo $$ > pid; sleep 4; echo done"}, {"gpus", 4}});
+  ASSERT_TRUE(WaitFor(id, "running"));
+  const auto pid = WaitForLines(dir_ / "work" / "pid", 1);
+  ASSERT_EQ(pid.size(), 1u);
+  StopAgent("n1");
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_TRUE(Alive(std::stoi(pid[0])));  // the supervisor keeps the job
+  EXPECT_EQ(Show(id)["state"], "running");
+  StartAgent("n1");  // within node_timeout: the node never went down
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  EXPECT_EQ(Show(id)["exit_code"], 0);
+  EXPECT_NE(Log(*admin_, id).find("done"), std::string::npos);
+  EXPECT_EQ(Node("n1")["state"], "up");
+}
+
+TEST_F(ClusterTest, LostAgentDownsTheNodeAndItsJobsFollowTheirPolicy) {
+  StartAgent("n1");
+  const uint64_t keep = Submit(*admin_, {{"command", "sleep 60"}, {"gpus", 1}});
+  const uint64_t again = Submit(*admin_, {{"command", "sleep 60"}, {"gpus", 1}, {"requeue", true}});
+  ASSERT_TRUE(WaitFor(keep, "running"));
+  ASSERT_TRUE(WaitFor(again, "running"));
+  StopAgent("n1");
+  ASSERT_TRUE(WaitFor(keep, "node_fail", 8000));
+  EXPECT_TRUE(WaitFor(again, "pending", 8000));
+  EXPECT_EQ(Node("n1")["state"], "down");
+  // Back again: the node reports the step of the failed job, which the
+  // server no longer runs there, and the agent is told to kill it; the
+  // requeued job starts again under a new epoch.
+  StartAgent("n1");
+  ASSERT_TRUE(WaitFor(again, "running"));
+  EXPECT_EQ(Node("n1")["state"], "up");
+  for (int i = 0; i < 250 && fs::exists(dir_ / "agents" / "n1" / "steps" / (std::to_string(keep) + ".1")); ++i) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "agents" / "n1" / "steps" / (std::to_string(keep) + ".1")))
+      << "the failed job's step is still on the node";
+}
+
+TEST_F(ClusterTest, JobsRunAsTheirUser) {
+  StartAgent("n1");
+  net::HttpClient& nobody = User("nobody");
+  const uint64_t id = Submit(nobody, {{"command", "id -un; id -u"}, {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  EXPECT_EQ(Log(nobody, id), "nobody\n65534\n");
+  // Others cannot read it.
+  net::HttpClient& alice = User("alice");
+  auto r = alice.Get("/v1/jobs/" + std::to_string(id) + "/log");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->status == 403 || r->status == 404) << r->status;
+}
+
+TEST_F(ClusterTest, UnknownUserIsRefused) {
+  StartAgent("n1");
+  net::HttpClient& ghost = User("no-such-user-shoal");
+  const uint64_t id = Submit(ghost, {{"command", "touch ran"}, {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(id, "failed"));
+  const Json job = Show(id);
+  EXPECT_NE(job.dump().find("no-such-user-shoal"), std::string::npos) << job.dump();
+  EXPECT_FALSE(fs::exists(dir_ / "work" / "ran"));
+}
+
+TEST_F(ClusterTest, RootJobsAreRefusedUnlessAllowed) {
+  agent::AgentConfig c = Config("strict");
+  c.allow_root_jobs = false;
+  auto gpus = agent::SimulatedProvider::Create("dgx-h100", "strict", 1, clock_);
+  auto steps = agent::OpenSteps(c, SHOAL_STEP_BINARY);
+  ASSERT_TRUE(gpus.ok() && steps.ok());
+  auto a = agent::Agent::Start(c.agent, std::move(*gpus), std::move(*steps), clock_);
+  ASSERT_TRUE(a.ok());
+  net::HttpClient& root = User("root");
+  const uint64_t id = Submit(root, {{"command", "touch ran"}, {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(id, "failed"));
+  EXPECT_NE(Show(id).dump().find("root"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "work" / "ran"));
+  (*a)->Stop();
+}
+
+TEST_F(ClusterTest, GpuWithNewXidDrainsItsNode) {
+  StartAgent("n1");
+  EXPECT_EQ(Node("n1")["state"], "up");
+  ASSERT_TRUE(simulated_.at("n1")->InjectXid(3, 79).ok());
+  Json node;
+  for (int i = 0; i < 250; ++i) {
+    node = Node("n1");
+    if (node["state"] == "drained" || node["state"] == "draining") break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_TRUE(node["state"] == "drained" || node["state"] == "draining") << node.dump();
+  EXPECT_NE(node.dump().find("XID 79"), std::string::npos) << node.dump();
+  // Nothing new lands there until an admin resumes it.
+  const uint64_t id = Submit(*admin_, {{"command", "true"}, {"gpus", 1}});
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(Show(id)["state"], "pending");
+  auto r = admin_->Post("/v1/nodes/n1/resume", "{}");
+  ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : "");
+  EXPECT_TRUE(WaitFor(id, "completed"));
+}
+
+}  // namespace
+}  // namespace shoal

@@ -1,0 +1,228 @@
+// Drives the dashboard in headless chromium (see dashboard_test.sh, which
+// starts `shoal up` and sets the environment). Fails with a message and a
+// screenshot of the page as it was; writes load figures to metrics.json.
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const env = process.env;
+const require = createRequire(path.resolve(env.PW_DIR, '..', 'resolve-from-here.js'));
+const { chromium } = require('playwright-core');
+
+const NODES = ['node01', 'node02', 'node03'];
+const GPUS_PER_NODE = 8;
+const base = new URL(env.DASHBOARD_URL);
+const origin = base.origin;
+const token = decodeURIComponent(base.hash.replace(/^#token=/, ''));
+const shot = (name) => path.join(env.ARTIFACTS, name);
+
+let page;
+let failed = false;
+function ok(what) {
+  console.log(`ok   ${what}`);
+}
+async function check(what, fn) {
+  try {
+    await fn();
+    ok(what);
+  } catch (e) {
+    failed = true;
+    console.log(`FAIL ${what}: ${e.message.split('\n')[0]}`);
+    if (page) await page.screenshot({ path: shot(`failure-${what.replace(/[^a-z0-9]+/gi, '-')}.png`), fullPage: true }).catch(() => {});
+  }
+}
+function expect(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+function shoal(...args) {
+  return execFileSync(env.SHOAL, args, { encoding: 'utf8', env: { ...env }, timeout: 20000 });
+}
+
+const browser = await chromium.launch({
+  executablePath: env.CHROMIUM,
+  headless: true,
+  // Root (a CI container) cannot use chromium's sandbox.
+  args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
+});
+const errors = [];
+try {
+  // A laptop's screen.
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  page = await context.newPage();
+  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 40[14]/.test(m.text())) errors.push(`console: ${m.text()}`);
+  });
+
+  // ---- first load, measured: every response of the first full render ----
+  const responses = [];
+  const onResponse = (r) => responses.push(r);
+  page.on('response', onResponse);
+  const t0 = Date.now();
+  await page.goto(env.DASHBOARD_URL, { waitUntil: 'load' });
+  await check('the overview shows every node and every GPU tile', async () => {
+    await page.waitForFunction((n) => document.querySelectorAll('.gpu-tile').length === n,
+      NODES.length * GPUS_PER_NODE, { timeout: 15000 });
+    const rendered = Date.now() - t0;
+    const names = await page.locator('.node-row').evaluateAll((rows) => rows.map((r) => r.dataset.node));
+    expect(JSON.stringify(names) === JSON.stringify(NODES), `nodes ${names}`);
+    for (const n of NODES) {
+      const tiles = await page.locator(`.node-row[data-node="${n}"] .gpu-tile`).count();
+      expect(tiles === GPUS_PER_NODE, `${n} has ${tiles} tiles`);
+    }
+    // Measure the first load before anything else is fetched.
+    page.off('response', onResponse);
+    const timing = await page.evaluate(() => {
+      const nav = performance.getEntriesByType('navigation')[0];
+      return { domContentLoaded: nav.domContentLoadedEventEnd, load: nav.loadEventEnd };
+    });
+    let bytes = 0;
+    let staticBytes = 0;
+    const byUrl = [];
+    for (const r of responses) {
+      const sizes = await r.request().sizes().catch(() => null);
+      if (!sizes) continue;
+      const total = sizes.responseBodySize + sizes.responseHeadersSize;
+      bytes += total;
+      const u = new URL(r.url());
+      if (!u.pathname.startsWith('/v1/')) staticBytes += total;
+      byUrl.push({ url: u.pathname + u.search, status: r.status(), body_bytes: sizes.responseBodySize,
+        header_bytes: sizes.responseHeadersSize, encoding: r.headers()['content-encoding'] || 'identity' });
+    }
+    const metrics = {
+      viewport: '1440x900',
+      dom_content_loaded_ms: Math.round(timing.domContentLoaded),
+      load_event_ms: Math.round(timing.load),
+      overview_rendered_ms: rendered,
+      requests: byUrl.length,
+      bytes_total: bytes,
+      bytes_static: staticBytes,
+      responses: byUrl,
+    };
+    writeFileSync(shot('metrics.json'), `${JSON.stringify(metrics, null, 2)}\n`);
+    console.log(`     first load: DOMContentLoaded ${metrics.dom_content_loaded_ms} ms, load ${metrics.load_event_ms} ms, ` +
+      `overview rendered ${rendered} ms, ${byUrl.length} requests, ${bytes} bytes (${staticBytes} static)`);
+  });
+
+  await check('a reload revalidates the files (304) and renders again', async () => {
+    const again = [];
+    const onAgain = (r) => again.push(r);
+    page.on('response', onAgain);
+    const t1 = Date.now();
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForFunction((n) => document.querySelectorAll('.gpu-tile').length === n,
+      NODES.length * GPUS_PER_NODE, { timeout: 15000 });
+    const rendered = Date.now() - t1;
+    page.off('response', onAgain);
+    let bytes = 0;
+    for (const r of again) {
+      const sizes = await r.request().sizes().catch(() => null);
+      if (sizes) bytes += sizes.responseBodySize + sizes.responseHeadersSize;
+    }
+    // The page's subresources (chromium may fetch the document itself anew).
+    const statics = again.filter((r) => !/^\/(v1\/|$)/.test(new URL(r.url()).pathname));
+    expect(statics.length > 0 && statics.every((r) => r.status() === 304), `statuses ${statics.map((r) => r.status())}`);
+    const metricsPath = shot('metrics.json');
+    const metrics = JSON.parse(readFileSync(metricsPath, 'utf8'));
+    metrics.reload = { overview_rendered_ms: rendered, requests: again.length, bytes_total: bytes };
+    writeFileSync(metricsPath, `${JSON.stringify(metrics, null, 2)}\n`);
+    console.log(`     reload: overview rendered ${rendered} ms, ${again.length} requests, ${bytes} bytes`);
+  });
+
+  await check('the token leaves the address bar and stays in the tab', async () => {
+    expect(!page.url().includes('token='), `url ${page.url()}`);
+    const stored = await page.evaluate(() => sessionStorage.getItem('shoal.token'));
+    expect(stored === token, 'sessionStorage has no token');
+  });
+
+  await check('tiles show utilisation numbers from telemetry', async () => {
+    // Agents heartbeat every few seconds; the page polls every 3 s.
+    await page.waitForFunction(() => [...document.querySelectorAll('.gpu-tile .u')].every((e) => /^\d+$/.test(e.textContent)),
+      null, { timeout: 20000 });
+    const models = await page.locator('#models').innerText();
+    expect(/H100/.test(models), `models table: ${models}`);
+  });
+
+  await check('static files need no token; the API does', async () => {
+    const statuses = await page.evaluate(async () => [(await fetch('/app.js')).status, (await fetch('/v1/nodes')).status]);
+    expect(statuses[0] === 200 && statuses[1] === 401, `statuses ${statuses}`);
+  });
+
+  // ---- a job through the CLI ----
+  let job = '';
+  await check('a job submitted with the CLI', async () => {
+    const out = shoal('submit', '--gpus', '2', '--job-name', 'web-test', '--time', '5m',
+      '--chdir', env.WORK_DIR, '--wrap', 'echo hello-from-the-web-test; sleep 40');
+    job = (out.match(/Submitted job (\d+)/) || [])[1];
+    expect(job, `submit said: ${out}`);
+  });
+
+  await check("the job's GPUs show its number on the overview", async () => {
+    await page.waitForFunction((id) => [...document.querySelectorAll('.gpu-tile .j')].filter((e) => e.textContent === `#${id}`).length === 2,
+      job, { timeout: 10000 });
+  });
+  await page.screenshot({ path: shot('overview.png'), fullPage: true });
+
+  await check('the jobs view lists the job', async () => {
+    await page.click('nav a[data-nav="jobs"]');
+    await page.waitForSelector(`#queue tr[data-job="${job}"]`, { timeout: 10000 });
+    await page.waitForFunction((id) => /running/.test(document.querySelector(`#queue tr[data-job="${id}"]`).textContent),
+      job, { timeout: 15000 });
+    const row = await page.locator(`#queue tr[data-job="${job}"]`).innerText();
+    expect(/web-test/.test(row) && /running/.test(row), `row: ${row}`);
+  });
+  await page.screenshot({ path: shot('jobs.png'), fullPage: true });
+
+  await check("the job's page shows its GPUs on a chart and its output", async () => {
+    await page.click(`#queue tr[data-job="${job}"] a`);
+    await page.waitForFunction((id) => document.querySelector('main h1')?.textContent.includes(`Job ${id}`), job, { timeout: 10000 });
+    const seriesStatus = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}/series`, {
+      headers: { Authorization: `Bearer ${sessionStorage.getItem('shoal.token')}` } })).status, job);
+    if (seriesStatus === 200) {
+      await page.waitForSelector('#job-charts .uplot canvas', { timeout: 25000 });
+    } else {
+      // A server without series: the page says so instead of breaking.
+      await page.waitForSelector('#job-charts .nodata', { timeout: 5000 });
+      console.log(`     (GET /v1/jobs/${job}/series answered ${seriesStatus}: "no data yet" shown)`);
+    }
+    await page.waitForFunction(() => document.querySelector('#log')?.textContent.includes('hello-from-the-web-test'),
+      null, { timeout: 15000 });
+  });
+  await page.screenshot({ path: shot('job.png'), fullPage: true });
+
+  await check("a node's page has a chart per GPU", async () => {
+    await page.goto(`${origin}/#/nodes/node01`);
+    await page.waitForFunction((n) => document.querySelectorAll('#gpu-charts > div').length === n, GPUS_PER_NODE,
+      { timeout: 10000 });
+    const status = await page.evaluate(async () => (await fetch('/v1/nodes/node01/series', {
+      headers: { Authorization: `Bearer ${sessionStorage.getItem('shoal.token')}` } })).status);
+    if (status === 200) {
+      await page.waitForFunction((n) => document.querySelectorAll('#gpu-charts .uplot canvas').length >= n, GPUS_PER_NODE,
+        { timeout: 20000 });
+    }
+  });
+  await page.screenshot({ path: shot('node.png'), fullPage: true });
+
+  await check('a tab without a token asks for one and refuses a bad one', async () => {
+    const fresh = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await fresh.goto(`${origin}/`);
+    await fresh.waitForSelector('#login-form', { state: 'visible', timeout: 5000 });
+    await fresh.fill('#token-input', 'shoal_000000000000_nottherightsecret');
+    await fresh.click('#login-form button');
+    await fresh.waitForFunction(() => document.querySelector('#login-error').textContent.length > 0, null, { timeout: 5000 });
+    await fresh.fill('#token-input', token);
+    await fresh.click('#login-form button');
+    await fresh.waitForSelector('.gpu-tile', { timeout: 10000 });
+    await fresh.close();
+  });
+
+  await check('no script errors', async () => {
+    expect(errors.length === 0, errors.join('; '));
+  });
+} finally {
+  await browser.close();
+}
+console.log(`screenshots and metrics.json in ${env.ARTIFACTS}`);
+process.exit(failed ? 1 : 0);

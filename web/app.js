@@ -1,0 +1,816 @@
+// The Shoal dashboard: a single page over the HTTP API (docs/api.md).
+// Every request carries the user's token (Authorization: Bearer); the page
+// itself holds no data. Views poll every few seconds while the tab is visible.
+'use strict';
+
+(function () {
+  const POLL_MS = 3000;
+  const TOKEN_KEY = 'shoal.token';
+  const CLUSTER_WINDOW_S = 6 * 3600;
+  const LOG_TAIL_BYTES = 64 * 1024;
+  // Okabe-Ito: lines told apart by colour-blind readers too.
+  const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#000000', '#F0E442'];
+  // Viridis, sampled at ten points: perceptually even and colour-blind safe.
+  const VIRIDIS = ['#440154', '#482878', '#3e4989', '#31688e', '#26828e',
+    '#1f9e89', '#35b779', '#6ece58', '#b5de2b', '#fde725'].map((c) => [1, 3, 5].map((i) => parseInt(c.substr(i, 2), 16)));
+
+  // ---- small helpers -------------------------------------------------------
+
+  // Builds an element; text is always set as text, never parsed as HTML.
+  function h(tag, props, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v == null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'style') e.style.cssText = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const kid of kids.flat(Infinity)) {
+      if (kid == null || kid === false) continue;
+      e.append(kid instanceof Node ? kid : String(kid));
+    }
+    return e;
+  }
+
+  const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
+  const nowS = () => Date.now() / 1000;
+  const pad2 = (n) => String(n).padStart(2, '0');
+
+  function viridis(t) {
+    const x = clamp(t, 0, 1) * (VIRIDIS.length - 1);
+    const i = Math.min(Math.floor(x), VIRIDIS.length - 2);
+    const f = x - i;
+    const c = VIRIDIS[i].map((a, k) => Math.round(a + (VIRIDIS[i + 1][k] - a) * f));
+    return `rgb(${c[0]},${c[1]},${c[2]})`;
+  }
+
+  function fmtDuration(s) {
+    if (!(s >= 0)) return '–';
+    s = Math.round(s);
+    const d = Math.floor(s / 86400), hh = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    if (d) return `${d}d ${hh}h`;
+    if (hh) return `${hh}h ${pad2(m)}m`;
+    if (m) return `${m}m ${pad2(s % 60)}s`;
+    return `${s}s`;
+  }
+  const fmtTime = (t) => (t ? new Date(t * 1000).toLocaleString() : '–');
+  const fmtClock = (t) => new Date(t * 1000).toLocaleTimeString();
+  const fmtPct = (v) => (v == null || Number.isNaN(v) ? '–' : `${Math.round(v)}%`);
+  const fmtGiB = (mib) => (mib == null ? '–' : `${(mib / 1024).toFixed(mib >= 10240 ? 0 : 1)} GiB`);
+  const fmtNum = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : String(v));
+
+  // "0-3,6" -> [0, 1, 2, 3, 6]
+  function parseGpuList(text) {
+    const out = [];
+    for (const part of String(text || '').split(',')) {
+      const m = part.trim().match(/^(\d+)(?:-(\d+))?$/);
+      if (!m) continue;
+      for (let i = +m[1]; i <= +(m[2] ?? m[1]); i++) out.push(i);
+    }
+    return out;
+  }
+  // [0, 1, 2, 3, 6] -> "0-3,6"
+  function formatGpuList(list) {
+    const parts = [];
+    const xs = [...list].sort((a, b) => a - b);
+    for (let i = 0; i < xs.length; i++) {
+      let j = i;
+      while (j + 1 < xs.length && xs[j + 1] === xs[j] + 1) j++;
+      parts.push(j > i ? `${xs[i]}-${xs[j]}` : `${xs[i]}`);
+      i = j;
+    }
+    return parts.join(',');
+  }
+
+  function badge(word, kind) {
+    return h('span', { class: `badge ${kind || word}` }, word);
+  }
+
+  // ---- the API -------------------------------------------------------------
+
+  const auth = {
+    token: () => sessionStorage.getItem(TOKEN_KEY) || '',
+    set: (t) => sessionStorage.setItem(TOKEN_KEY, t),
+    clear: () => sessionStorage.removeItem(TOKEN_KEY),
+  };
+
+  class AuthError extends Error {}
+  class HttpError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  async function request(path) {
+    const token = auth.token();
+    if (!token) throw new AuthError('no token');
+    let res;
+    try {
+      res = await fetch(path, { headers: { Authorization: `Bearer ${token}` }, cache: 'no-store' });
+    } catch (e) {
+      throw new HttpError(0, 'the server cannot be reached');
+    }
+    if (res.status === 401) throw new AuthError('the server refused the token');
+    if (!res.ok) {
+      let detail = `HTTP ${res.status}`;
+      try {
+        const body = await res.json();
+        if (body.detail) detail = body.detail;
+      } catch (e) { /* not JSON */ }
+      throw new HttpError(res.status, detail);
+    }
+    return res;
+  }
+  const getJson = async (path) => (await request(path)).json();
+
+  // Time series are optional (an older server has none, a new node has no
+  // points yet): null stands for "no data yet"; only a refused token fails.
+  async function getSeries(path) {
+    try {
+      return await getJson(path);
+    } catch (e) {
+      if (e instanceof AuthError) throw e;
+      return null;
+    }
+  }
+
+  function jobGpuCount(j) {
+    const alloc = j.allocation || [];
+    if (alloc.length) return alloc.reduce((n, a) => n + (a.gpus || []).length, 0);
+    const s = j.spec || {};
+    if (s.gpus) return s.gpus;
+    if (s.gpus_per_node) return s.gpus_per_node * Math.max(1, s.nodes || 1);
+    return 0;
+  }
+
+  function jobWhere(j) {
+    const alloc = j.allocation || [];
+    if (alloc.length) {
+      return alloc.map((a, i) => [i ? ' ' : '', h('a', { href: `#/nodes/${encodeURIComponent(a.node)}` }, a.node),
+        `:${formatGpuList(a.gpus || [])}`]);
+    }
+    if (j.planned_nodes) return h('span', { class: 'muted' }, `planned: ${j.planned_nodes.join(' ')}`);
+    return '';
+  }
+
+  function jobTime(j, now) {
+    const limit = j.time_limit_s || (j.spec || {}).time_limit_s;
+    if (j.state === 'running' && j.start_time) {
+      return `${fmtDuration(now - j.start_time)}${limit ? ` / ${fmtDuration(limit)}` : ''}`;
+    }
+    if (j.state === 'pending') {
+      let text = `waiting ${fmtDuration(now - j.submit_time)}`;
+      if (j.estimated_start) text += `, starts ≈ ${fmtClock(j.estimated_start)}`;
+      return text;
+    }
+    if (j.start_time && j.end_time) return fmtDuration(j.end_time - j.start_time);
+    return '–';
+  }
+
+  function jobUtil(j) {
+    const e = j.efficiency;
+    return e && typeof e.util_mean_pct === 'number' ? fmtPct(e.util_mean_pct) : '';
+  }
+
+  function jobReason(j) {
+    if (!j.reason || j.reason === 'none') return '';
+    return h('span', { title: j.reason_detail || '' }, j.reason,
+      j.reason_detail ? h('div', { class: 'muted' }, j.reason_detail) : null);
+  }
+
+  // The job's "efficiency" object (util_mean_pct, mem_peak_mib, energy_wh, ...):
+  // known names get words, and units come from the names' suffixes.
+  const EFFICIENCY_LABELS = {
+    util_mean_pct: 'Mean utilisation', util_peak_pct: 'Peak utilisation', mem_mean_mib: 'Mean memory used',
+    mem_peak_mib: 'Peak memory used', energy_wh: 'Energy', samples: 'Samples',
+  };
+  function efficiencyLabel(key) {
+    return EFFICIENCY_LABELS[key] || key.replace(/_(pct|mib|wh)$/, '').replace(/_/g, ' ');
+  }
+  function efficiencyValue(key, v) {
+    if (typeof v !== 'number') return typeof v === 'object' ? JSON.stringify(v) : String(v);
+    if (key.endsWith('_pct')) return fmtPct(v);
+    if (key.endsWith('_mib')) return fmtGiB(v);
+    if (key.endsWith('_wh')) return v >= 1000 ? `${(v / 1000).toFixed(2)} kWh` : `${v.toFixed(1)} Wh`;
+    return fmtNum(v);
+  }
+
+  function jobLink(j) {
+    return h('a', { href: `#/jobs/${j.id}` }, String(j.id));
+  }
+
+  // ---- charts (uPlot) --------------------------------------------------------
+
+  // One uPlot chart in a box that shows "no data yet" until data comes.
+  // Series are recreated only when their labels change; otherwise setData.
+  class Chart {
+    constructor(parent, { title, yRange, fmt, height }) {
+      this.yRange = yRange;
+      this.fmt = fmt || fmtNum;
+      this.height = height || 190;
+      this.box = h('div', { class: 'chart' });
+      this.empty = h('div', { class: 'nodata' }, 'no data yet');
+      this.box.append(this.empty);
+      parent.append(h('div', null, title ? h('p', { class: 'chart-title' }, title) : null, this.box));
+      this.u = null;
+      this.key = '';
+      this.xWindow = null;  // [from, to] in Unix seconds, or null: the data's own span
+      this.observer = new ResizeObserver(() => {
+        if (this.u && this.box.clientWidth > 0) this.u.setSize({ width: this.box.clientWidth, height: this.height });
+      });
+      this.observer.observe(this.box);
+    }
+
+    // labels: one per series; data: [xs, ys...] (uPlot's aligned columns).
+    update(labels, data) {
+      if (!data || !data[0] || data[0].length === 0 || typeof uPlot === 'undefined') {
+        this.clear(typeof uPlot === 'undefined' ? 'charts are unavailable (uPlot did not load)' : 'no data yet');
+        return;
+      }
+      const key = labels.join('\u0000');
+      if (this.u && key === this.key) {
+        this.u.setData(data);
+      } else {
+        if (this.u) this.u.destroy();
+        this.box.replaceChildren();
+        this.key = key;
+        this.u = new uPlot(this.options(labels), data, this.box);
+      }
+      // The time axis: the view's window, else the data's span (a lone
+      // point gets a minute either side rather than uPlot's years).
+      const xs = data[0];
+      let [lo, hi] = [xs[0], xs[xs.length - 1]];
+      if (this.xWindow) [lo, hi] = [Math.min(lo, this.xWindow[0]), Math.max(hi, this.xWindow[1])];
+      if (hi - lo < 1) [lo, hi] = [lo - 60, hi + 60];
+      this.u.setScale('x', { min: lo, max: hi });
+    }
+
+    clear(message) {
+      if (this.u) this.u.destroy();
+      this.u = null;
+      this.key = '';
+      this.empty.textContent = message;
+      if (!this.empty.isConnected) this.box.replaceChildren(this.empty);
+    }
+
+    options(labels) {
+      const fmt = this.fmt;
+      const yRange = this.yRange;
+      return {
+        width: Math.max(240, this.box.clientWidth),
+        height: this.height,
+        series: [{}, ...labels.map((label, i) => ({
+          label,
+          stroke: PALETTE[i % PALETTE.length],
+          width: 1.5,
+          spanGaps: true,
+          value: (u, v) => (v == null ? '–' : fmt(v)),
+        }))],
+        scales: {
+          x: { time: true },
+          y: { range: (u, lo, hi) => (yRange ? [yRange[0], Math.max(yRange[1], hi || 0)] : [0, hi > 0 ? hi * 1.1 : 1]) },
+        },
+        axes: [{}, { size: 56, values: (u, vals) => vals.map((v) => fmt(v)) }],
+      };
+    }
+
+    destroy() {
+      this.observer.disconnect();
+      if (this.u) this.u.destroy();
+      this.u = null;
+    }
+  }
+
+  // Aligns per-GPU point lists on one time axis: tables of [ts, ys] -> [ts, y1, y2, ...].
+  function joinSeries(tables) {
+    if (!tables.length) return null;
+    if (tables.length === 1) return tables[0];
+    return uPlot.join(tables);
+  }
+
+  // ---- views -----------------------------------------------------------------
+
+  // A view builds its page once (mount), then updates it on every poll
+  // (refresh). destroy() releases its charts.
+  class View {
+    constructor() {
+      this.charts = [];
+    }
+    chart(parent, opts) {
+      const c = new Chart(parent, opts);
+      this.charts.push(c);
+      return c;
+    }
+    destroy() {
+      for (const c of this.charts) c.destroy();
+    }
+  }
+
+  class OverviewView extends View {
+    mount(main) {
+      this.figures = h('div', { class: 'figures' });
+      this.models = h('tbody');
+      this.nodes = h('div', { class: 'nodes', id: 'nodes' });
+      const chartCard = h('div', { class: 'card' }, h('h2', null, 'Cluster utilisation, last 6 hours'));
+      this.clusterChart = this.chart(chartCard, { yRange: [0, 100], fmt: fmtPct, height: 200 });
+      const stops = Array.from({ length: 11 }, (_, i) => `${viridis(i / 10)} ${i * 10}%`).join(',');
+      main.append(
+        h('h1', null, 'Cluster'),
+        h('div', { class: 'card' }, this.figures),
+        h('div', { class: 'grid2 even' },
+          chartCard,
+          h('div', { class: 'card' }, h('h2', null, 'GPUs by model'), h('div', { class: 'table-wrap' },
+            h('table', { id: 'models' }, h('thead', null, h('tr', null, h('th', null, 'Model'), h('th', { class: 'num' }, 'Nodes'),
+              h('th', { class: 'num' }, 'GPUs'), h('th', { class: 'num' }, 'Allocated'), h('th', { class: 'num' }, 'Unhealthy'),
+              h('th', { class: 'num' }, 'Mean util.'), h('th', { class: 'num' }, 'Memory used'))), this.models)))),
+        h('div', { class: 'card' },
+          h('div', { class: 'toolbar', style: 'justify-content: space-between; margin-bottom: 8px' },
+            h('h2', { style: 'margin: 0' }, 'Nodes'),
+            h('div', { class: 'scale' }, 'GPU utilisation', h('span', null, '0%'),
+              h('span', { class: 'bar', style: `background: linear-gradient(to right, ${stops})` }), h('span', null, '100%'),
+              h('span', null, '· number: utilisation % · #N: job · dashed: free · !: unhealthy'))),
+          this.nodes));
+    }
+
+    async refresh() {
+      const admin = me && me.role === 'admin';
+      const since = Math.floor(nowS() - CLUSTER_WINDOW_S);
+      const [nodes, jobs, series] = await Promise.all([
+        getJson('/v1/nodes'),
+        getJson(`/v1/jobs${admin ? '?all=1' : ''}`),
+        getSeries(`/v1/cluster/series?since=${since}`),
+      ]);
+      this.renderFigures(nodes.nodes, jobs.jobs);
+      this.renderModels(nodes.nodes);
+      this.renderNodes(nodes.nodes);
+      const pts = (series && series.points) || [];
+      this.clusterChart.xWindow = [since, nowS()];
+      this.clusterChart.update(['Mean GPU utilisation', 'GPUs allocated'],
+        pts.length ? [pts.map((p) => p[0]), pts.map((p) => p[1]), pts.map((p) => (p[2] == null ? null : p[2] * 100))] : null);
+    }
+
+    renderFigures(nodes, jobs) {
+      let gpus = 0, used = 0, utilSum = 0, utilN = 0;
+      for (const n of nodes) {
+        gpus += n.gpus.length;
+        used += n.gpus_used || 0;
+        for (const g of n.gpus) {
+          if (g.telemetry) {
+            utilSum += g.telemetry.util;
+            utilN++;
+          }
+        }
+      }
+      const up = nodes.filter((n) => n.state === 'up').length;
+      const count = (s) => jobs.filter((j) => j.state === s).length;
+      const fig = (value, label) => h('div', { class: 'figure' }, h('b', null, value), h('span', null, label));
+      this.figures.replaceChildren(
+        fig(`${up} / ${nodes.length}`, 'nodes up'),
+        fig(`${used} / ${gpus}`, `GPUs allocated (${gpus ? Math.round((100 * used) / gpus) : 0}%)`),
+        fig(utilN ? fmtPct(utilSum / utilN) : '–', 'mean GPU utilisation'),
+        fig(String(count('running')), 'jobs running'),
+        fig(String(count('pending')), 'jobs pending'));
+    }
+
+    renderModels(nodes) {
+      const byModel = new Map();
+      for (const n of nodes) {
+        const busy = new Set(n.jobs.flatMap((j) => parseGpuList(j.gpus)));
+        for (const g of n.gpus) {
+          const m = byModel.get(g.model) || { nodes: new Set(), gpus: 0, used: 0, sick: 0, util: 0, utilN: 0, memUsed: 0, mem: 0 };
+          m.nodes.add(n.name);
+          m.gpus++;
+          if (busy.has(g.index)) m.used++;
+          if (g.healthy === false) m.sick++;
+          m.mem += g.memory_mib || 0;
+          if (g.telemetry) {
+            m.util += g.telemetry.util;
+            m.utilN++;
+            m.memUsed += g.telemetry.fb_used_mib || 0;
+          }
+          byModel.set(g.model, m);
+        }
+      }
+      this.models.replaceChildren(...[...byModel.entries()].sort().map(([model, m]) => h('tr', null,
+        h('td', { class: 'nowrap' }, model), h('td', { class: 'num' }, m.nodes.size), h('td', { class: 'num' }, m.gpus),
+        h('td', { class: 'num' }, `${m.used} (${Math.round((100 * m.used) / m.gpus)}%)`), h('td', { class: 'num' }, m.sick),
+        h('td', { class: 'num' }, m.utilN ? fmtPct(m.util / m.utilN) : '–'),
+        h('td', { class: 'num nowrap' }, m.utilN ? `${Math.round(m.memUsed / 1024)} / ${Math.round(m.mem / 1024)} GiB` : '–'))));
+      if (!byModel.size) this.models.replaceChildren(h('tr', null, h('td', { colspan: 7, class: 'muted' }, 'no nodes yet')));
+    }
+
+    renderNodes(nodes) {
+      if (!nodes.length) {
+        this.nodes.replaceChildren(h('div', { class: 'nodata' }, 'No node has registered yet.'));
+        return;
+      }
+      this.nodes.replaceChildren(...nodes.map((n) => {
+        const owner = new Map();
+        for (const j of n.jobs) for (const i of parseGpuList(j.gpus)) owner.set(i, j);
+        const models = [...new Set(n.gpus.map((g) => g.model))];
+        const sick = n.gpus.filter((g) => g.healthy === false).length;
+        const href = `#/nodes/${encodeURIComponent(n.name)}`;
+        return h('div', { class: 'node-row', 'data-node': n.name },
+          h('div', null,
+            h('div', null, h('a', { class: 'node-name', href }, n.name), ' ', badge(n.state)),
+            h('div', { class: 'node-meta' }, `${n.gpus.length} × ${models.join(', ') || 'no GPU'}`),
+            h('div', { class: 'node-meta' }, `${n.gpus_used || 0}/${n.gpus.length} allocated`,
+              sick ? h('span', { class: 'error' }, ` · ${sick} unhealthy`) : null)),
+          h('div', { class: 'tiles' }, n.gpus.map((g) => gpuTile(n, g, owner.get(g.index), href))));
+      }));
+    }
+  }
+
+  function gpuTile(node, g, job, href) {
+    const t = g.telemetry;
+    const util = t ? t.util : null;
+    const classes = ['gpu-tile'];
+    if (!t) classes.push('unknown');
+    if (!job) classes.push('free');
+    if (g.healthy === false) classes.push('sick');
+    const style = t ? `background:${viridis(util / 100)};color:${util < 55 ? '#fff' : '#111'}` : '';
+    const tip = [`${node.name} GPU ${g.index} · ${g.model}`,
+      t ? `utilisation ${fmtPct(util)} · memory ${fmtGiB(t.fb_used_mib)} of ${fmtGiB(g.memory_mib)} · ${Math.round(t.power_w)} W · ${Math.round(t.temp_c)} °C`
+        : 'no telemetry yet',
+      job ? `job ${job.job} (${job.user})` : 'free',
+      g.healthy === false ? `UNHEALTHY: ${g.health_reason || 'reported by the agent'}` : 'healthy'].join('\n');
+    return h('a', { class: classes.join(' '), href, style, title: tip, 'data-gpu': g.index, 'aria-label': tip },
+      h('span', { class: 'u' }, t ? Math.round(util) : '–'),
+      h('span', { class: 'j' }, job ? `#${job.job}` : 'free'));
+  }
+
+  class JobsView extends View {
+    mount(main) {
+      this.filter = h('input', { type: 'search', placeholder: 'filter: id, name, user, state', 'aria-label': 'filter jobs' });
+      this.filter.addEventListener('input', () => this.render());
+      this.count = h('span', { class: 'muted' });
+      this.queue = h('tbody');
+      this.finished = h('tbody');
+      const head = (...cols) => h('thead', null, h('tr', null, cols.map((c) => h('th', { class: /GPUs|Exit|Util/.test(c) ? 'num' : null }, c))));
+      main.append(
+        h('h1', null, 'Jobs'),
+        h('div', { class: 'card' },
+          h('div', { class: 'toolbar', style: 'margin-bottom: 8px' }, h('h2', { style: 'margin: 0' }, 'Queue'), this.filter, this.count),
+          h('table', { id: 'queue' }, head('Job', 'Name', 'User', 'State', 'Reason', 'GPUs', 'Where', 'Time', 'Util.'), this.queue)),
+        h('div', { class: 'card' }, h('h2', null, 'Recently finished'),
+          h('table', { id: 'finished' }, head('Job', 'Name', 'User', 'State', 'GPUs', 'Ended', 'Ran', 'Util.', 'Exit'), this.finished)));
+    }
+
+    async refresh() {
+      const admin = me && me.role === 'admin';
+      const [queue, history] = await Promise.all([
+        getJson(`/v1/jobs${admin ? '?all=1' : ''}`),
+        getJson(`/v1/history?limit=25${admin ? '&all=1' : ''}`).catch((e) => {
+          if (e instanceof AuthError) throw e;
+          return { jobs: [] };
+        }),
+      ]);
+      const order = { running: 0, pending: 1 };
+      this.jobs = queue.jobs.slice().sort((a, b) => (order[a.state] ?? 2) - (order[b.state] ?? 2) || a.id - b.id);
+      this.history = history.jobs;
+      this.render();
+    }
+
+    render() {
+      if (!this.jobs) return;
+      const words = this.filter.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+      const match = (j) => {
+        const text = `${j.id} ${(j.spec || {}).name || ''} ${(j.spec || {}).user || ''} ${j.state} ${j.reason || ''}`.toLowerCase();
+        return words.every((w) => text.includes(w));
+      };
+      const now = nowS();
+      const shown = this.jobs.filter(match);
+      this.count.textContent = `${shown.length} of ${this.jobs.length} jobs`;
+      this.queue.replaceChildren(...shown.map((j) => h('tr', { 'data-job': j.id },
+        h('td', null, jobLink(j)), h('td', null, (j.spec || {}).name || ''), h('td', null, (j.spec || {}).user || ''),
+        h('td', null, badge(j.state), j.idle ? [' ', badge('idle')] : null), h('td', null, jobReason(j)),
+        h('td', { class: 'num' }, jobGpuCount(j)), h('td', null, jobWhere(j)), h('td', null, jobTime(j, now)),
+        h('td', { class: 'num', title: 'mean GPU utilisation so far' }, jobUtil(j)))));
+      if (!shown.length) {
+        this.queue.replaceChildren(h('tr', null, h('td', { colspan: 9, class: 'muted' },
+          this.jobs.length ? 'no job matches the filter' : 'The queue is empty.')));
+      }
+      const done = this.history.filter(match);
+      this.finished.replaceChildren(...done.map((j) => h('tr', { 'data-job': j.id },
+        h('td', null, jobLink(j)), h('td', null, (j.spec || {}).name || ''), h('td', null, (j.spec || {}).user || ''),
+        h('td', null, badge(j.state)), h('td', { class: 'num' }, jobGpuCount(j)), h('td', null, fmtTime(j.end_time)),
+        h('td', null, jobTime(j, now)), h('td', { class: 'num' }, jobUtil(j)), h('td', { class: 'num' }, j.exit_signal ? `signal ${j.exit_signal}` : j.exit_code ?? ''))));
+      if (!done.length) this.finished.replaceChildren(h('tr', null, h('td', { colspan: 9, class: 'muted' }, 'none')));
+    }
+  }
+
+  class JobView extends View {
+    constructor(id) {
+      super();
+      this.id = id;
+      this.stream = 'stdout';
+      this.resetLog();
+    }
+
+    resetLog() {
+      this.logOffset = null;
+      this.logText = '';
+      this.decoder = new TextDecoder();
+    }
+
+    mount(main) {
+      this.title = h('h1', null, `Job ${this.id}`);
+      this.fields = h('dl', { class: 'fields' });
+      this.efficiency = h('div');
+      const charts = h('div', { class: 'charts wide' });
+      this.utilChart = this.chart(charts, { title: 'GPU utilisation (%)', yRange: [0, 100], fmt: fmtPct });
+      this.memChart = this.chart(charts, { title: 'GPU memory used (GiB)', fmt: (v) => `${fmtNum(+v.toFixed(1))}` });
+      const select = h('select', { 'aria-label': 'output stream' }, h('option', { value: 'stdout' }, 'stdout'),
+        h('option', { value: 'stderr' }, 'stderr'));
+      select.addEventListener('change', () => {
+        this.stream = select.value;
+        this.resetLog();
+        this.log.textContent = '';
+        tick();
+      });
+      this.logNote = h('span', { class: 'muted' });
+      this.log = h('pre', { class: 'log', id: 'log' });
+      main.append(this.title,
+        h('div', { class: 'grid2' },
+          h('div', { class: 'card' }, this.fields),
+          h('div', { class: 'card' }, h('h2', null, 'Efficiency'), this.efficiency)),
+        h('div', { class: 'card', id: 'job-charts' }, h('h2', null, 'GPUs over time'), charts),
+        h('div', { class: 'card' }, h('div', { class: 'toolbar' }, h('h2', { style: 'margin: 0' }, 'Output (tail)'), select, this.logNote),
+          this.log));
+    }
+
+    async refresh() {
+      const [job, series] = await Promise.all([
+        getJson(`/v1/jobs/${encodeURIComponent(this.id)}`),
+        getSeries(`/v1/jobs/${encodeURIComponent(this.id)}/series`),
+      ]);
+      this.renderJob(job);
+      const gpus = (series && series.gpus) || [];
+      const withPoints = gpus.filter((g) => g.points && g.points.length);
+      const labels = withPoints.map((g) => `${g.node}/${g.index}`);
+      const span = job.start_time ? [job.start_time, job.end_time || nowS()] : null;
+      this.utilChart.xWindow = span;
+      this.memChart.xWindow = span;
+      this.utilChart.update(labels, joinSeries(withPoints.map((g) => [g.points.map((p) => p[0]), g.points.map((p) => p[1])])));
+      this.memChart.update(labels, joinSeries(withPoints.map((g) => [g.points.map((p) => p[0]), g.points.map((p) => p[2] / 1024)])));
+      await this.refreshLog(job);
+    }
+
+    renderJob(j) {
+      const s = j.spec || {};
+      this.title.replaceChildren(`Job ${j.id}${s.name ? ` · ${s.name}` : ''} `, badge(j.state), ...(j.idle ? [' ', badge('idle')] : []));
+      document.title = `Job ${j.id} · Shoal`;
+      const now = nowS();
+      const rows = [
+        ['User', s.user], ['Account', s.account || '–'], ['Partition', s.partition || '–'],
+        ['State', j.state + (j.ending_as ? ` (ending as ${j.ending_as})` : '')],
+        ['Reason', jobReason(j) || '–'],
+        ['GPUs', `${jobGpuCount(j)}${s.nodes ? ` on ${s.nodes} node${s.nodes > 1 ? 's' : ''}` : ''}`],
+        ['Where', jobWhere(j) || '–'],
+        ['Submitted', fmtTime(j.submit_time)], ['Started', fmtTime(j.start_time)],
+        ['Ended', fmtTime(j.end_time)], ['Time', jobTime(j, now)],
+        ['Time limit', fmtDuration(j.time_limit_s || s.time_limit_s)],
+        ['GPU time', j.gpu_seconds != null ? `${(j.gpu_seconds / 3600).toFixed(2)} GPU·h` : '–'],
+        ['Exit', j.end_time ? (j.exit_signal ? `signal ${j.exit_signal}` : String(j.exit_code ?? '')) : '–'],
+        ['Command', h('code', null, s.command || '')],
+      ];
+      this.fields.replaceChildren(...rows.flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v ?? '–')]));
+      const eff = j.efficiency;
+      if (eff && typeof eff === 'object' && Object.keys(eff).length) {
+        this.efficiency.replaceChildren(h('dl', { class: 'fields' },
+          Object.entries(eff).flatMap(([k, v]) => [h('dt', null, efficiencyLabel(k)), h('dd', null, efficiencyValue(k, v))])));
+      } else {
+        this.efficiency.replaceChildren(h('div', { class: 'nodata' }, 'no data yet'));
+      }
+    }
+
+    // Follows the job's output from its first node: the first read asks
+    // only for the size, then the last LOG_TAIL_BYTES, then what is new.
+    async refreshLog(job) {
+      if (!job.start_time) {
+        this.logNote.textContent = 'the job has not started';
+        return;
+      }
+      const base = `/v1/jobs/${encodeURIComponent(this.id)}/log?stream=${this.stream}`;
+      try {
+        if (this.logOffset == null) {
+          const probe = await request(`${base}&offset=${2 ** 50}`);
+          const size = Number(probe.headers.get('X-Shoal-Size')) || 0;
+          this.logOffset = Math.max(0, size - LOG_TAIL_BYTES);
+          this.logText = this.logOffset > 0 ? '[… earlier output not shown]\n' : '';
+        }
+        const res = await request(`${base}&offset=${this.logOffset}`);
+        const bytes = await res.arrayBuffer();
+        this.logOffset += bytes.byteLength;
+        if (bytes.byteLength) {
+          const atBottom = this.log.scrollTop + this.log.clientHeight >= this.log.scrollHeight - 4;
+          this.logText = (this.logText + this.decoder.decode(bytes, { stream: true })).slice(-LOG_TAIL_BYTES);
+          this.log.textContent = this.logText;
+          if (atBottom) this.log.scrollTop = this.log.scrollHeight;
+        }
+        const node = res.headers.get('X-Shoal-Node');
+        this.logNote.textContent = `${this.logOffset} bytes${node ? ` · from ${node}` : ''}`;
+        if (!this.logText) this.log.textContent = '';
+      } catch (e) {
+        if (e instanceof AuthError) throw e;
+        this.logNote.textContent = `output unavailable: ${e.message}`;
+      }
+    }
+  }
+
+  class NodeView extends View {
+    constructor(name) {
+      super();
+      this.name = name;
+      this.gpuCharts = new Map();
+    }
+
+    mount(main) {
+      this.title = h('h1', null, `Node ${this.name}`);
+      this.fields = h('dl', { class: 'fields' });
+      this.gpus = h('tbody');
+      this.chartGrid = h('div', { class: 'charts', id: 'gpu-charts' });
+      main.append(this.title,
+        h('div', { class: 'grid2' },
+          h('div', { class: 'card' }, h('h2', null, 'GPUs now'),
+            h('table', null, h('thead', null, h('tr', null, ['GPU', 'Model', 'Health', 'Util.', 'Memory', 'Power', 'Temp.', 'Job']
+              .map((c) => h('th', null, c)))), this.gpus)),
+          h('div', { class: 'card' }, this.fields)),
+        h('div', { class: 'card' }, h('h2', null, 'Per GPU: utilisation and memory used (%)'), this.chartGrid));
+    }
+
+    async refresh() {
+      const path = `/v1/nodes/${encodeURIComponent(this.name)}`;
+      const [n, series] = await Promise.all([getJson(path), getSeries(`${path}/series`)]);
+      document.title = `${n.name} · Shoal`;
+      this.title.replaceChildren(`Node ${n.name} `, badge(n.state));
+      const owner = new Map();
+      for (const j of n.jobs) for (const i of parseGpuList(j.gpus)) owner.set(i, j);
+      this.fields.replaceChildren(...[
+        ['State', n.state], ['Address', n.address], ['Place', n.place || '–'],
+        ['Labels', (n.labels || []).join(', ') || '–'], ['Partitions', (n.partitions || []).join(', ') || '–'],
+        ['CPUs', n.cpus], ['Memory', fmtGiB(n.memory_mib)], ['Last heartbeat', fmtTime(n.last_seen)],
+        ['Jobs', n.jobs.length ? n.jobs.map((j, i) => [i ? ', ' : '', h('a', { href: `#/jobs/${j.job}` }, String(j.job)),
+          ` (${j.user}, GPUs ${j.gpus})`]) : 'none'],
+      ].flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v ?? '–')]));
+      this.gpus.replaceChildren(...n.gpus.map((g) => {
+        const t = g.telemetry;
+        const job = owner.get(g.index);
+        return h('tr', { 'data-gpu': g.index },
+          h('td', null, g.index), h('td', null, g.model),
+          h('td', null, g.healthy === false ? h('span', { title: g.health_reason || '' }, badge('unhealthy', 'sick')) : 'ok'),
+          h('td', { class: 'num' }, t ? fmtPct(t.util) : '–'),
+          h('td', { class: 'num' }, t ? `${fmtGiB(t.fb_used_mib)} / ${fmtGiB(g.memory_mib)}` : '–'),
+          h('td', { class: 'num' }, t ? `${Math.round(t.power_w)} W` : '–'),
+          h('td', { class: 'num' }, t ? `${Math.round(t.temp_c)} °C` : '–'),
+          h('td', null, job ? h('a', { href: `#/jobs/${job.job}` }, `${job.job}`) : ''));
+      }));
+      const byIndex = new Map(((series && series.gpus) || []).map((g) => [g.index, g.points || []]));
+      for (const g of n.gpus) {
+        let c = this.gpuCharts.get(g.index);
+        if (!c) {
+          c = this.chart(this.chartGrid, { title: `GPU ${g.index} · ${g.model}`, yRange: [0, 100], fmt: fmtPct, height: 150 });
+          this.gpuCharts.set(g.index, c);
+        }
+        const pts = byIndex.get(g.index) || [];
+        const mem = g.memory_mib || 1;
+        c.update(['utilisation', 'memory used'],
+          pts.length ? [pts.map((p) => p[0]), pts.map((p) => p[1]), pts.map((p) => (100 * p[2]) / mem)] : null);
+      }
+    }
+  }
+
+  // ---- the page ----------------------------------------------------------------
+
+  const main = document.getElementById('main');
+  const login = document.getElementById('login');
+  const statusLine = document.getElementById('status');
+  let me = null;        // {user, role} of the token
+  let current = null;   // the mounted view
+  let timer = null;
+  let busy = false;
+  let again = false;
+
+  function setStatus(text, error) {
+    statusLine.textContent = text;
+    statusLine.classList.toggle('error', Boolean(error));
+  }
+
+  // `/#token=...` (the link `shoal up` prints): keep the token for this tab
+  // and drop it from the address bar and the history.
+  function takeTokenFromFragment() {
+    const m = location.hash.match(/^#token=([^&]*)/);
+    if (!m) return false;
+    auth.set(decodeURIComponent(m[1]));
+    me = null;
+    history.replaceState(null, '', `${location.pathname}${location.search}#/`);
+    return true;
+  }
+
+  function route() {
+    const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === 'jobs' && parts[1]) return { nav: 'jobs', view: new JobView(parts[1]) };
+    if (parts[0] === 'jobs') return { nav: 'jobs', view: new JobsView() };
+    if (parts[0] === 'nodes' && parts[1]) return { nav: 'overview', view: new NodeView(parts[1]) };
+    return { nav: 'overview', view: new OverviewView() };
+  }
+
+  function showLogin(message) {
+    if (current) current.destroy();
+    current = null;
+    main.replaceChildren();
+    login.hidden = false;
+    document.getElementById('signout').hidden = true;
+    document.getElementById('who').textContent = '';
+    document.getElementById('login-error').textContent = message || '';
+    document.getElementById('token-input').focus();
+    setStatus('');
+  }
+
+  async function show() {
+    if (!auth.token()) return showLogin('');
+    if (!me) {
+      try {
+        me = await getJson('/v1/whoami');
+      } catch (e) {
+        if (e instanceof AuthError) {
+          auth.clear();
+          return showLogin('The server refused this token.');
+        }
+        setStatus(`cannot reach the server: ${e.message}`, true);
+        clearTimeout(timer);
+        timer = setTimeout(show, POLL_MS);
+        return undefined;
+      }
+    }
+    login.hidden = true;
+    document.getElementById('signout').hidden = false;
+    document.getElementById('who').textContent = `${me.user} (${me.role})`;
+    if (current) current.destroy();
+    main.replaceChildren();
+    const r = route();
+    for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', a.dataset.nav === r.nav);
+    document.title = 'Shoal';
+    current = r.view;
+    current.mount(main);
+    return tick();
+  }
+
+  // One poll of the current view; the next is due POLL_MS after it ends.
+  async function tick() {
+    clearTimeout(timer);
+    if (busy) {
+      again = true;
+      return;
+    }
+    const view = current;
+    if (!view) return;
+    if (document.hidden) {
+      timer = setTimeout(tick, POLL_MS);
+      return;
+    }
+    busy = true;
+    try {
+      await view.refresh();
+      if (view === current) setStatus(`updated ${new Date().toLocaleTimeString()}`);
+    } catch (e) {
+      if (e instanceof AuthError) {
+        busy = false;
+        auth.clear();
+        me = null;
+        showLogin('The server refused the token; sign in again.');
+        return;
+      }
+      if (view === current) setStatus(e.message, true);
+    }
+    busy = false;
+    timer = setTimeout(tick, again ? 0 : POLL_MS);
+    again = false;
+  }
+
+  document.getElementById('login-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const input = document.getElementById('token-input');
+    auth.set(input.value.trim());
+    input.value = '';
+    me = null;
+    show();
+  });
+  document.getElementById('signout').addEventListener('click', () => {
+    auth.clear();
+    me = null;
+    showLogin('');
+  });
+  window.addEventListener('hashchange', () => {
+    takeTokenFromFragment();
+    show();
+  });
+  document.addEventListener('visibilitychange', () => {
+    if (!document.hidden) tick();
+  });
+
+  takeTokenFromFragment();
+  show();
+})();
