@@ -270,7 +270,8 @@ void Agent::Impl::Loop() {
       backoff = std::chrono::milliseconds(100);
     }
     Time now = clock->Now();
-    if (now >= next_tick) {
+    const bool tick = now >= next_tick;
+    if (tick) {
       auto s = gpus->Sample();
       if (s.ok()) {
         samples = std::move(*s);
@@ -316,7 +317,8 @@ void Agent::Impl::Loop() {
       }
       for (size_t i = 0; i < devices.size(); ++i) gpus->SetLoad(devices[i].index, load[i]);
     }
-    const Json body = HeartbeatJson(reports, devices, samples, verdicts);
+    // Telemetry on the tick (and always until the server has accepted a beat).
+    const Json body = HeartbeatJson(reports, devices, samples, verdicts, tick || accepted_heartbeats == 0);
     auto r = client->Post(fmt::format("/v1/nodes/{}/heartbeat", node.name), body.dump());
     last_beat = clock->Now();
     if (r.ok() && r->status == 200) {

@@ -81,7 +81,8 @@ Result<KillRequest> KillFromJson(const api::Json& j) {
 }
 
 api::Json HeartbeatJson(const std::vector<StepReport>& steps, const std::vector<GpuDevice>& devices,
-                        const std::vector<GpuSample>& samples, const std::vector<GpuHealth>& health) {
+                        const std::vector<GpuSample>& samples, const std::vector<GpuHealth>& health,
+                        bool with_gpus) {
   api::Json running = api::Json::array();
   api::Json events = api::Json::array();
   for (const StepReport& r : steps) {
@@ -94,6 +95,7 @@ api::Json HeartbeatJson(const std::vector<StepReport>& steps, const std::vector<
       events.push_back(std::move(e));
     }
   }
+  if (!with_gpus) return {{"running", running}, {"events", events}};
   api::Json gpus = api::Json::array();
   for (size_t i = 0; i < devices.size(); ++i) {
     api::Json g = {{"index", devices[i].index}};

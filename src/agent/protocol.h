@@ -41,8 +41,11 @@ struct StepReport {
 };
 
 // The heartbeat body: steps that run, steps that ended (events), and each
-// GPU's health and telemetry.
+// GPU's health and telemetry. Without `with_gpus` (the extra beats that
+// report a step's end at once) the GPUs are left out: the server keeps the
+// last ones.
 api::Json HeartbeatJson(const std::vector<StepReport>& steps, const std::vector<GpuDevice>& devices,
-                        const std::vector<GpuSample>& samples, const std::vector<GpuHealth>& health);
+                        const std::vector<GpuSample>& samples, const std::vector<GpuHealth>& health,
+                        bool with_gpus = true);
 
 }  // namespace shoal::agent

@@ -168,6 +168,7 @@ Json ToJson(const JobSpec& s) {
   if (s.begin_time) j["begin_time"] = TimeToJson(*s.begin_time);
   j["tasks"] = s.tasks;
   if (s.array) j["array"] = FormatArraySpec(*s.array);
+  if (!s.acceptance_node.empty()) j["acceptance_node"] = s.acceptance_node;
   return j;
 }
 
@@ -206,6 +207,7 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Get("begin_time", &begin);
   f.Get("tasks", &s.tasks);
   f.Get("array", &array);
+  f.Get("acceptance_node", &s.acceptance_node);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (cpus_per_gpu < 0 || cpus_per_node < 0 || time_limit_s < 0 || cpus_per_gpu > 1e6 || cpus_per_node > 1e6 ||
       time_limit_s > 1e10) {
@@ -413,7 +415,44 @@ Json ToJson(const Node& n) {
   j["labels"] = n.labels;
   j["partitions"] = n.partitions;
   j["place"] = n.place.spine.empty() && n.place.leaf.empty() ? "" : n.place.ToString();
+  if (n.acceptance) j["acceptance"] = ToJson(*n.acceptance);
   return j;
+}
+
+Json ToJson(const AcceptanceResult& a) {
+  Json j = {{"passed", a.passed}, {"summary", a.summary}, {"time", TimeToJson(a.time)}, {"failures", a.failures}};
+  if (a.job != 0) j["job"] = a.job;
+  return j;
+}
+
+Result<AcceptanceResult> AcceptanceFromJson(const Json& j) {
+  AcceptanceResult a;
+  Fields f(j, "acceptance");
+  Json passed;
+  double time = 0;
+  Json failures, report;
+  f.Get("passed", &passed);
+  f.Get("summary", &a.summary);
+  f.Get("time", &time);
+  f.Get("failures", &failures);
+  f.Get("job", &a.job);
+  f.Get("report", &report);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (!passed.is_boolean()) return InvalidArgument("acceptance: field 'passed' (true or false) is required");
+  a.passed = passed.get<bool>();
+  if (time < 0 || time > 1e11) return InvalidArgument("acceptance: 'time' must be Unix seconds");
+  a.time = TimeFromJson(time);
+  if (failures.is_null() && report.is_object()) failures = report.value("failures", Json());
+  if (!failures.is_null()) {
+    if (!failures.is_array()) return InvalidArgument("acceptance: 'failures' must be a list of strings");
+    for (const Json& line : failures) {
+      if (!line.is_string()) return InvalidArgument("acceptance: 'failures' must be a list of strings");
+      if (a.failures.size() == kMaxAcceptanceFailures) break;
+      a.failures.push_back(line.get<std::string>().substr(0, 1000));
+    }
+  }
+  if (a.summary.size() > 4000) a.summary.resize(4000);
+  return a;
 }
 
 Result<Node> NodeFromJson(const Json& j) {
@@ -434,8 +473,14 @@ Result<Node> NodeFromJson(const Json& j) {
   f.Get("labels", &n.labels);
   f.Get("partitions", &n.partitions);
   f.Get("place", &place);
+  Json acceptance;
+  f.Get("acceptance", &acceptance);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (n.name.empty()) return InvalidArgument("node: a name is required");
+  if (!acceptance.is_null()) {
+    SHOAL_ASSIGN_OR_RETURN(AcceptanceResult a, AcceptanceFromJson(acceptance));
+    n.acceptance = std::move(a);
+  }
   if (cpus < 0 || n.memory_mib < 0) return InvalidArgument("node: CPUs and memory cannot be negative");
   n.id = NodeId(static_cast<uint32_t>(id));
   SHOAL_ASSIGN_OR_RETURN(n.state, ParseNodeState(state));
@@ -478,7 +523,8 @@ Json ToJson(const Partition& p) {
           {"priority_tier", p.priority_tier},
           {"idle_util_pct", p.idle_util_pct},
           {"idle_minutes", p.idle_minutes},
-          {"idle_action", p.idle_action}};
+          {"idle_action", p.idle_action},
+          {"require_acceptance", p.require_acceptance}};
 }
 
 Result<Partition> PartitionFromJson(const Json& j) {
@@ -497,6 +543,7 @@ Result<Partition> PartitionFromJson(const Json& j) {
   f.Get("idle_util_pct", &p.idle_util_pct);
   f.Get("idle_minutes", &p.idle_minutes);
   f.Get("idle_action", &p.idle_action);
+  f.Get("require_acceptance", &p.require_acceptance);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (p.name.empty()) return InvalidArgument("partition: a name is required");
   if (p.idle_util_pct < 0 || p.idle_util_pct > 100) return InvalidArgument("partition: idle_util_pct is 0 to 100");

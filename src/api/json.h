@@ -46,6 +46,13 @@ Result<Job> JobFromJson(const Json& j, const NodeNames* names = nullptr);
 Json ToJson(const Node& node);
 Result<Node> NodeFromJson(const Json& j);
 
+// A node's acceptance result: {"passed", "summary", "time", "failures", "job"}.
+// The API's body may also carry "report" (a `shoal bench` report, schema
+// shoal-bench-report/1), whose "failures" are taken when the body names none;
+// the rest of the report is not kept.
+Json ToJson(const AcceptanceResult& a);
+Result<AcceptanceResult> AcceptanceFromJson(const Json& j);
+
 Json ToJson(const Partition& p);
 Result<Partition> PartitionFromJson(const Json& j);
 

@@ -4,14 +4,22 @@
 // separate binary beside this one, so that `shoal` itself never needs CUDA.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "agent/gpu/nvml_provider.h"
 #include "bench/node_runner.h"
 #include "bench/report.h"
+#include "bench/simulated.h"
 #include "cli/app.h"
+#include "cli/bench_telemetry.h"
 #include "cli/commands.h"
 #include "core/strings.h"
 
@@ -32,13 +40,29 @@ struct BenchArgs {
   std::string model;
   double nccl_min_busbw_gbps = 0;
   bool outliers_fail = false;
+  bool simulated = false;
+  std::string simulated_fail;
+  int gpus = 0;
 };
 
-// Where burn-in telemetry comes from. NVML is read by the agent's GPU
-// provider (dlopen of libnvidia-ml.so.1); until it is wired here, nothing is
-// sampled and the report says so.
-bench::TelemetryHook NodeTelemetry() {
-  return nullptr;
+// Burn-in telemetry from NVML, read by the agent's GPU provider (dlopen of
+// libnvidia-ml.so.1). Without NVML the hook is null, `why_not` says why, and
+// the report says that nothing was watched.
+bench::TelemetryHook NodeTelemetry(std::string* why_not) {
+  auto nvml = agent::OpenNvml(agent::NvmlOptions{});
+  if (!nvml.ok()) {
+    *why_not = nvml.status().message();
+    return nullptr;
+  }
+  auto hook = ProviderTelemetry(std::move(*nvml), [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  });
+  if (!hook.ok()) {
+    *why_not = hook.status().message();
+    return nullptr;
+  }
+  return *hook;
 }
 
 int Judge(bench::NodeResults raw, std::vector<bench::TelemetrySample> samples,
@@ -66,7 +90,8 @@ int RunNodeTests(const BenchArgs& a, const bench::SpecLookup& lookup) {
   bench::NodeRunOptions run;
   run.binary = a.binary;
   run.timeout_s = a.timeout_s;
-  run.telemetry = NodeTelemetry();
+  std::string no_telemetry;
+  run.telemetry = NodeTelemetry(&no_telemetry);
   run.node.quick = a.quick;
   run.node.burn_in_s = a.burn_in_s;
   auto tests = bench::ParseTestList(a.tests);
@@ -87,7 +112,66 @@ int RunNodeTests(const BenchArgs& a, const bench::SpecLookup& lookup) {
     std::cerr << "shoal bench: " << result.status().message() << "\n";
     return 1;
   }
+  if (!no_telemetry.empty()) {
+    result->results.notes.push_back("telemetry: NVML could not be opened: " + no_telemetry);
+  }
   return Judge(std::move(result->results), std::move(result->samples), lookup, a);
+}
+
+// `shoal bench node --simulated`: results made of the catalogue's
+// expectations for --model, for hosts without GPUs. They carry the note
+// bench::kSimulatedNote and never pass for measurements.
+int RunSimulated(const BenchArgs& a, const bench::SpecLookup& lookup) {
+  if (a.model.empty()) {
+    std::cerr << "shoal bench: --simulated needs --model (the GPU model whose expectations to use)\n";
+    return 2;
+  }
+  bench::GpuInfo probe;
+  probe.name = a.model;
+  const catalog::GpuSpec* spec = lookup(probe);
+  if (spec == nullptr) {
+    std::cerr << "shoal bench: --model: no catalogue model '" << a.model << "'\n";
+    return 2;
+  }
+  auto faults = bench::ParseSimulatedFaults(a.simulated_fail);
+  if (!faults.ok()) {
+    std::cerr << "shoal bench: --simulated-fail: " << faults.status().message() << "\n";
+    return 2;
+  }
+  auto tests = bench::ParseTestList(a.tests);
+  if (!tests.ok()) {
+    std::cerr << "shoal bench: --tests: " << tests.status().message() << "\n";
+    return 2;
+  }
+  bench::SimulatedOptions o;
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  o.host = host;
+  o.gpus = a.gpus;
+  if (o.gpus <= 0) {
+    // The GPUs Shoal gave the job, else the whole node of a profile's size.
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    o.gpus = visible != nullptr && *visible != 0 ? static_cast<int>(Split(visible, ',').size()) : 8;
+  }
+  o.tests = *tests;
+  o.quick = a.quick;
+  o.now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  o.faults = *faults;
+  // Shoal's launcher (or torchrun) says how many processes take part.
+  for (auto [name, out] : {std::pair{"WORLD_SIZE", &o.world_size}, std::pair{"RANK", &o.rank}}) {
+    const char* v = std::getenv(name);
+    auto n = v != nullptr ? ParseInt(v) : Result<int64_t>(InvalidArgument("unset"));
+    if (n.ok() && *n >= 0 && *n < 1'000'000) *out = static_cast<int>(*n);
+  }
+  o.nccl_min_busbw_gbps = a.nccl_min_busbw_gbps;
+  std::cerr << "shoal bench: " << bench::kSimulatedNote << " (--simulated)\n";
+  if (!a.json) {
+    std::cout << "SIMULATED: no GPU was measured; every figure is the catalogue's expectation for "
+              << a.model << "\n";
+  }
+  return Judge(bench::SimulatedResults(*spec, o), {}, lookup, a);
 }
 
 int JudgeFile(const BenchArgs& a, const bench::SpecLookup& lookup) {
@@ -109,9 +193,13 @@ int JudgeFile(const BenchArgs& a, const bench::SpecLookup& lookup) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& raw) {
+  if (std::find(raw.begin(), raw.end(), "--cluster") != raw.end()) return RunBenchCluster(raw);
   BenchArgs a;
   CLI::App app{"Measure GPUs, memory, links and NCCL against what they should do.", "shoal bench"};
   app.require_subcommand(1);
+  app.footer(
+      "shoal bench --cluster [--nodes a,b | --all] ...: the node tests of the cluster's nodes as Shoal\n"
+      "jobs, recording each node's acceptance (admins; see shoal bench --cluster --help)");
   CLI::App* node = app.add_subcommand(
       "node",
       "run the node tests on this host's GPUs (shoal-bench-node, beside shoal) and judge them");
@@ -127,6 +215,12 @@ int RunBench(const std::vector<std::string>& raw) {
                    "stop the node tests after this many seconds (default 1200)");
   node->add_option("--binary", a.binary,
                    "the shoal-bench-node to run (default: beside shoal, or $SHOAL_BENCH_NODE)");
+  node->add_flag("--simulated", a.simulated,
+                 "measure nothing: report the catalogue's expectations for --model (hosts without GPUs)");
+  node->add_option("--simulated-fail", a.simulated_fail,
+                   "with --simulated: figures of these GPUs' tests below the pass mark (gpu3:gemm,...)");
+  node->add_option("--gpus", a.gpus,
+                   "with --simulated: GPUs to report (default: $CUDA_VISIBLE_DEVICES's count, else 8)");
   CLI::App* report = app.add_subcommand(
       "report",
       "judge saved results again: a report written by --out, or shoal-bench-node's output");
@@ -146,6 +240,11 @@ int RunBench(const std::vector<std::string>& raw) {
   auto lookup = bench::CatalogLookup(a.model);
   if (!lookup.ok()) {
     std::cerr << "shoal bench: --model: " << lookup.status().message() << "\n";
+    return 2;
+  }
+  if (node->parsed() && a.simulated) return RunSimulated(a, *lookup);
+  if (!a.simulated_fail.empty() || a.gpus != 0) {
+    std::cerr << "shoal bench: --simulated-fail and --gpus go with --simulated\n";
     return 2;
   }
   if (node->parsed()) return RunNodeTests(a, *lookup);

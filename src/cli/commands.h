@@ -28,5 +28,7 @@ int RunLogs(const std::vector<std::string>& args);
 int RunAgent(const std::vector<std::string>& args);
 int RunUp(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
+// `shoal bench --cluster`: acceptance tests of nodes as Shoal jobs (bench_cluster_cmd.cc).
+int RunBenchCluster(const std::vector<std::string>& args);
 
 }  // namespace shoal::cli

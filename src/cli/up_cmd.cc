@@ -93,7 +93,7 @@ void StopSteps(const std::vector<agent::AgentConfig>& configs) {
 int RunUp(const std::vector<std::string>& raw) {
   CLI::App app{"A Shoal cluster on this machine: a server and agents on loopback.", "shoal up"};
   int nodes = 4;
-  std::string profile = "dgx-h100", state_dir, listen, policy;
+  std::string profile = "dgx-h100", state_dir, listen, policy, config;
   bool real = false, demo = false;
   app.add_option("--nodes", nodes, "simulated nodes (default 4)")->check(CLI::Range(1, 256));
   app.add_option("--profile", profile, "their hardware: " + Join(catalog::ProfileNames(), ", "));
@@ -101,6 +101,7 @@ int RunUp(const std::vector<std::string>& raw) {
   app.add_option("--state-dir", state_dir, "where state lives (default ~/.local/share/shoal)");
   app.add_option("--listen", listen, "the server's address (default 127.0.0.1:6820)");
   app.add_option("--policy", policy, "scheduling policy (default backfill)");
+  app.add_option("--config", config, "a server configuration file (partitions, accounts; see shoal server)");
   app.add_flag("--demo", demo, "submit a small demonstration workload once the nodes are up");
   if (int code = ParseApp(app, raw, "shoal up"); code >= 0) return code;
   const catalog::NodeProfile* p = catalog::FindProfile(profile);
@@ -116,6 +117,12 @@ int RunUp(const std::vector<std::string>& raw) {
   std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all, ec);
 
   server::ServerOptions so;
+  if (!config.empty()) {
+    if (Status s = server::LoadServerConfig(config, so); !s.ok()) {
+      std::cerr << "shoal up: " << s.message() << "\n";
+      return 2;
+    }
+  }
   so.state_dir = state_dir;
   so.listen = listen.empty() ? DefaultServer() : listen;
   if (!policy.empty()) {

@@ -50,6 +50,18 @@ struct NetworkPlace {
   std::string ToString() const;
 };
 
+// A node's last acceptance test (`shoal bench --cluster`), as an admin
+// recorded it: whether it passed, the failures in one line, and when.
+struct AcceptanceResult {
+  bool passed = false;
+  std::string summary;
+  Time time{};
+  std::vector<std::string> failures;  // one line each, with figures (at most kMaxAcceptanceFailures)
+  uint64_t job = 0;                   // the job that ran the tests; 0: not run as a job
+  friend bool operator==(const AcceptanceResult&, const AcceptanceResult&) = default;
+};
+inline constexpr size_t kMaxAcceptanceFailures = 32;
+
 struct Node {
   NodeId id;
   std::string name;
@@ -62,6 +74,7 @@ struct Node {
   std::vector<std::string> labels;      // "ib", "nvme", "rack=r12", ...
   std::vector<std::string> partitions;  // the partitions this node serves
   NetworkPlace place;
+  std::optional<AcceptanceResult> acceptance;  // the last acceptance test; kept by the server, not the agent
 
   int GpuCount() const { return static_cast<int>(gpus.size()); }
 };
@@ -81,6 +94,9 @@ struct Partition {
   double idle_util_pct = 5;
   int idle_minutes = 30;
   std::string idle_action = "notify";  // "notify" or "cancel"
+  // A node that registers for the first time into such a partition joins
+  // drained ("awaiting acceptance") until its acceptance test passes.
+  bool require_acceptance = false;
 
   bool AllowsAccount(std::string_view account) const;
   // The time limit a job gets when it names none.

@@ -112,6 +112,11 @@ struct JobSpec {
   std::optional<Time> begin_time;
   int tasks = 0;           // processes to start over all nodes; 0: one per node
   std::optional<ArraySpec> array;
+  // An acceptance test (admins only): the controller itself places the job on
+  // this node (or these, comma-separated, in rank order: the multi-node NCCL
+  // test), whole and exclusive, when each is drained for acceptance or up and
+  // idle; the scheduler never sees it.
+  std::string acceptance_node;
 
   // GPUs over all nodes: nodes x gpus_per_node, or `gpus`.
   int TotalGpus() const;

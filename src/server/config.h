@@ -14,6 +14,7 @@
 //   idle_util_pct = 5        # idle GPUs: under 5 % ...
 //   idle_minutes = 30        # ... for 30 minutes (0: off) ...
 //   idle_action = "notify"   # ... flag the job ("cancel": and cancel it)
+//   require_acceptance = true  # new nodes join drained until `shoal bench --cluster` passes them
 #pragma once
 
 #include <map>

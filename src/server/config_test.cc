@@ -31,6 +31,7 @@ name = "interactive"
 idle_util_pct = 2.5
 idle_minutes = 20
 idle_action = "cancel"
+require_acceptance = true
 )");
   ServerOptions o;
   Status loaded = LoadServerConfig(path, o);
@@ -43,11 +44,14 @@ idle_action = "cancel"
   EXPECT_EQ(o.controller.partitions[1].idle_util_pct, 2.5);
   EXPECT_EQ(o.controller.partitions[1].idle_minutes, 20);
   EXPECT_EQ(o.controller.partitions[1].idle_action, "cancel");
+  EXPECT_FALSE(o.controller.partitions[0].require_acceptance);
+  EXPECT_TRUE(o.controller.partitions[1].require_acceptance);
   std::filesystem::remove(path);
 }
 
 TEST(ServerConfigTest, BadIdleOptionsAreErrors) {
-  for (const char* bad : {"idle_action = \"kill\"", "idle_util_pct = 150", "idle_minutes = -1"}) {
+  for (const char* bad :
+       {"idle_action = \"kill\"", "idle_util_pct = 150", "idle_minutes = -1", "require_acceptance = 1"}) {
     const std::string path =
         WriteConfig(std::string("[[partition]]\nname = \"gpu\"\n") + bad + "\n");
     ServerOptions o;

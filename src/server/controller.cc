@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "core/strings.h"
 #include "net/token.h"
 #include "sched/request.h"
 #include "sched/schedule.h"
@@ -24,6 +25,13 @@ bool IsActive(JobState s) { return s == JobState::kPending || s == JobState::kRu
 
 // A port for the job's rendezvous (MASTER_PORT), the same on every node.
 int MasterPort(JobId id) { return 20000 + static_cast<int>(id.value() % 20000); }
+
+// The reasons of the drains that acceptance results lift or set; other
+// drains are an admin's or a sick GPU's and only `resume` lifts them.
+constexpr std::string_view kAwaitingAcceptance = "awaiting acceptance";
+constexpr std::string_view kAcceptanceFailed = "acceptance failed: ";
+constexpr size_t kMaxReasonChars = 1000;
+constexpr int kMaxAcceptanceNodes = 1024;
 
 }  // namespace
 
@@ -291,6 +299,10 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
   if (!who.admin() || spec.user.empty()) spec.user = who.user;
   if (spec.user.empty()) return InvalidArgument("the job has no user");
   if (spec.command.empty()) return InvalidArgument("the job has no command");
+  if (!spec.acceptance_node.empty()) {
+    if (!who.admin()) return Denied("only admins submit acceptance tests");
+    return SubmitAcceptance(std::move(spec), now);
+  }
   for (const Dependency& d : spec.dependencies) {
     if (Find(d.job) == nullptr && !finished_.count(d.job.value())) {
       return NotFound(fmt::format("dependency on job {}, which does not exist", d.job.value()));
@@ -419,6 +431,13 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
   node.state = rec.node.state == NodeState::kDown || it == nodes_.end() ? NodeState::kUp : rec.node.state;
   if (rec.admin_drain) node.state = rec.node.state;
   node.state_reason = rec.admin_drain ? rec.node.state_reason : "";
+  // The acceptance result is the server's record, never the agent's word.
+  node.acceptance = rec.node.acceptance;
+  if (it == nodes_.end() && RequiresAcceptance(node)) {
+    rec.admin_drain = true;
+    node.state = NodeState::kDrained;
+    node.state_reason = std::string(kAwaitingAcceptance);
+  }
   const bool layout_changed = it == nodes_.end() || api::ToJson(rec.node) != api::ToJson(node);
   rec.node = std::move(node);
   rec.last_seen = now;
@@ -448,27 +467,7 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     RecordNode(n);
     dirty_ = true;
   }
-  uint64_t unhealthy = 0;
-  std::string first_reason;
-  for (const GpuReport& g : hb.gpus) {
-    if (g.healthy || g.index < 0 || g.index >= n.node.GpuCount()) continue;
-    if (!(n.unhealthy_gpus >> g.index & 1) && first_reason.empty()) first_reason = g.health_reason;
-    unhealthy |= uint64_t{1} << g.index;
-  }
-  if (unhealthy != n.unhealthy_gpus) {
-    // A GPU that turns sick drains its node until an admin resumes it: what
-    // runs may finish, nothing new starts there.
-    if ((unhealthy & ~n.unhealthy_gpus) != 0 && !n.admin_drain) {
-      n.admin_drain = true;
-      n.node.state = NodeState::kDraining;
-      n.node.state_reason = first_reason.empty() ? "a GPU reported itself unhealthy" : first_reason;
-      RecordNode(n);
-    }
-    n.unhealthy_gpus = unhealthy;
-    dirty_ = true;
-  }
-  n.gpus_now = std::make_shared<const std::vector<GpuReport>>(hb.gpus);
-  AccountGpuUse(name, n, hb, now);
+  if (hb.has_gpus) GpuReports(n, hb, now);
   // Exits: a gang ends when every node's task has; the first failure decides how.
   auto exited = [&](JobId id, uint64_t epoch, int code, int signal, const std::string& message) {
     const Job* job = Find(id);
@@ -551,6 +550,204 @@ Status Controller::Resume(const Identity& who, const std::string& name, Time) {
   RecordNode(n);
   dirty_ = true;
   return Status::Ok();
+}
+
+Result<api::Json> Controller::RecordAcceptance(const Identity& who, const std::string& name, AcceptanceResult result,
+                                                Time now) {
+  if (!who.admin()) return Denied("only admins record acceptance results");
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
+  NodeRecord& n = it->second;
+  if (result.time == Time{}) result.time = now;
+  const bool ours = !n.admin_drain || DrainedForAcceptance(n);
+  std::string action = "kept";
+  if (result.passed && n.admin_drain && DrainedForAcceptance(n)) {
+    n.admin_drain = false;
+    if (n.node.state != NodeState::kDown) n.node.state = NodeState::kUp;
+    n.node.state_reason.clear();
+    action = "resumed";
+  } else if (!result.passed && ours) {
+    n.admin_drain = true;
+    if (n.node.state == NodeState::kUp) n.node.state = NodeState::kDraining;
+    std::string why = std::string(kAcceptanceFailed) + (result.summary.empty() ? "no summary given" : result.summary);
+    if (why.size() > kMaxReasonChars) why.resize(kMaxReasonChars);
+    n.node.state_reason = std::move(why);
+    action = "drained";
+  }
+  n.node.acceptance = std::move(result);
+  RecordNode(n);
+  dirty_ = true;
+  return api::Json{{"node", name},
+                   {"state", std::string(NodeStateName(EffectiveState(n)))},
+                   {"state_reason", n.node.state_reason},
+                   {"acceptance", api::ToJson(*n.node.acceptance)},
+                   {"action", action}};
+}
+
+bool Controller::DrainedForAcceptance(const NodeRecord& n) {
+  const std::string& r = n.node.state_reason;
+  return n.admin_drain && (r == kAwaitingAcceptance || r.starts_with(kAcceptanceFailed));
+}
+
+bool Controller::RequiresAcceptance(const Node& node) const {
+  for (const Partition& p : partitions_) {
+    if (!p.require_acceptance) continue;
+    if (node.partitions.empty() ? p.is_default
+                                : std::find(node.partitions.begin(), node.partitions.end(), p.name) !=
+                                      node.partitions.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// An acceptance test is one job on its nodes (one, or several for the
+// multi-node NCCL test), all of each: it never goes through the scheduler
+// (which must not place work on drained nodes), and the control loop starts
+// it itself (PlaceAcceptanceJobs) through the normal launch path.
+Result<api::Json> Controller::SubmitAcceptance(JobSpec spec, Time now) {
+  const std::vector<std::string> names = AcceptanceNodes(spec);
+  if (names.empty() || names.size() > static_cast<size_t>(kMaxAcceptanceNodes)) {
+    return InvalidArgument(fmt::format("acceptance_node names 1 to {} nodes, comma-separated", kMaxAcceptanceNodes));
+  }
+  int gpus = -1;
+  for (size_t k = 0; k < names.size(); ++k) {
+    auto it = nodes_.find(names[k]);
+    if (it == nodes_.end()) {
+      return NotFound(fmt::format("acceptance test for node {}, which is not registered", names[k]));
+    }
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(k), names[k]) !=
+        names.begin() + static_cast<std::ptrdiff_t>(k)) {
+      return InvalidArgument(fmt::format("acceptance_node names {} twice", names[k]));
+    }
+    if (gpus >= 0 && it->second.node.GpuCount() != gpus) {
+      return InvalidArgument("the nodes of a multi-node acceptance test must have as many GPUs each");
+    }
+    gpus = it->second.node.GpuCount();
+  }
+  if (spec.array || !spec.dependencies.empty() || spec.hold || spec.begin_time) {
+    return InvalidArgument("an acceptance test takes no array, dependencies, hold or begin time");
+  }
+  spec.nodes = static_cast<int>(names.size());
+  spec.gpus = 0;
+  spec.gpus_per_node = gpus;
+  spec.gpu_milli = kMilliPerGpu;
+  spec.gpu_models.clear();
+  spec.constraints.clear();
+  spec.exclusive = true;
+  spec.requeue = false;
+  spec.tasks = 0;
+  SHOAL_RETURN_IF_ERROR(spec.Validate());
+  const Partition* part = nullptr;
+  for (const Partition& p : partitions_) {
+    if (spec.partition.empty() ? p.is_default : p.name == spec.partition) part = &p;
+  }
+  if (part == nullptr) return InvalidArgument(fmt::format("unknown partition '{}'", spec.partition));
+  if (active_ + 1 > static_cast<size_t>(config_.max_active_jobs)) {
+    return Status(StatusCode::kUnavailable, fmt::format("the queue is full ({} active jobs)", active_));
+  }
+  sched::Request req;
+  req.inventory_version = 0;
+  req.time_limit = spec.time_limit.count() > 0 ? spec.time_limit : part->DefaultTimeLimit();
+  auto job = std::make_shared<Job>();
+  job->id = JobId(next_job_id_++);
+  job->spec = std::move(spec);
+  job->state = JobState::kPending;
+  job->submit_time = now;
+  job->time_limit = req.time_limit;
+  requests_[job->id.value()] = req;
+  pending_order_.push_back(job->id.value());
+  Record(*job);
+  const uint64_t id = job->id.value();
+  jobs_[id] = std::move(job);
+  ++active_;
+  batch_.next_job_id = next_job_id_;
+  submissions_ += 1;
+  dirty_ = true;
+  return api::Json{{"jobs", api::Json::array({id})}};
+}
+
+std::vector<std::string> Controller::AcceptanceNodes(const JobSpec& spec) {
+  std::vector<std::string> names;
+  for (std::string_view n : Split(spec.acceptance_node, ',')) {
+    if (!n.empty()) names.emplace_back(n);
+  }
+  return names;
+}
+
+void Controller::PlaceAcceptanceJobs(Time now) {
+  for (uint64_t id : pending_order_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr || job->state != JobState::kPending || job->spec.acceptance_node.empty()) continue;
+    PendingReason reason = PendingReason::kNodesUnavailable;
+    std::string wait;
+    Allocation a;
+    if (job->spec.hold) {
+      reason = PendingReason::kHeld;
+      wait = "held";
+    }
+    for (const std::string& name : AcceptanceNodes(job->spec)) {
+      if (!wait.empty()) break;
+      auto it = nodes_.find(name);
+      if (it == nodes_.end()) {
+        wait = fmt::format("node {} is no longer registered", name);
+        break;
+      }
+      const NodeRecord& n = it->second;
+      const NodeState st = EffectiveState(n);
+      if (st == NodeState::kDown) {
+        wait = fmt::format("node {} is down", name);
+      } else if (st != NodeState::kUp && !DrainedForAcceptance(n)) {
+        wait = fmt::format("node {} is {} ({}); acceptance tests run only on nodes that are up or drained "
+                           "for acceptance",
+                           name, NodeStateName(st), n.node.state_reason);
+      } else if (!RunningByNode(n.node.id).empty()) {
+        reason = PendingReason::kResources;
+        wait = fmt::format("node {} still runs other jobs", name);
+      }
+      NodeAllocation na;
+      na.node = n.node.id;
+      na.gpu_mask = n.node.GpuCount() >= 64 ? ~uint64_t{0} : (uint64_t{1} << n.node.GpuCount()) - 1;
+      na.cpu_milli = n.node.cpu_milli;
+      na.mem_mib = n.node.memory_mib;
+      na.exclusive = true;
+      a.nodes.push_back(na);
+    }
+    if (!wait.empty()) {
+      if (job->reason != reason || job->reason_detail != wait) {
+        Job& j = Mutable(JobId(id));
+        j.reason = reason;
+        j.reason_detail = std::move(wait);
+        Record(j);
+      }
+      continue;
+    }
+    StartJob(Mutable(JobId(id)), std::move(a), now);
+  }
+}
+
+void Controller::StartJob(Job& j, Allocation allocation, Time now) {
+  j.state = JobState::kRunning;
+  j.start_time = now;
+  j.allocation = std::move(allocation);
+  j.epoch += 1;
+  j.reason = PendingReason::kNone;
+  j.reason_detail.clear();
+  decisions_.erase(j.id.value());
+  Running run;
+  std::vector<std::string> names, addresses;
+  for (const NodeAllocation& na : j.allocation.nodes) {
+    names.push_back(NodeName(na.node));
+    addresses.push_back(nodes_[names.back()].node.address);
+    run.nodes_left.insert(names.back());
+  }
+  running_[j.id.value()] = std::move(run);
+  for (size_t k = 0; k < j.allocation.nodes.size(); ++k) {
+    outbox_.launches.push_back({names[k], addresses[k], j.id, j.epoch, j.spec, j.allocation.nodes[k],
+                                static_cast<int>(k), names, addresses, MasterPort(j.id), j.array_job_id.value(),
+                                j.array_task_id});
+  }
+  Record(j);
 }
 
 Status Controller::PutPartition(const Identity& who, Partition p) {
@@ -663,7 +860,8 @@ api::Json JobViewJson(const JobView& v) {
       for (NodeId n : d.planned_nodes) planned.push_back(name_of(n));
       if (!planned.empty()) j["planned_nodes"] = planned;
     } else {
-      j["reason"] = job.spec.hold ? "held" : "none";
+      // Not looked at by a pass yet, or an acceptance test (which no pass decides).
+      j["reason"] = job.spec.hold ? "held" : std::string(PendingReasonName(job.reason));
     }
   } else if (job.state != JobState::kRunning) {
     j["reason"] = "none";
@@ -959,6 +1157,8 @@ void Controller::Tick(Time now) {
 
 sched::PassStats Controller::SchedulePass(Time now) {
   dirty_ = false;
+  // Acceptance tests first, so that the scheduler sees the nodes they hold.
+  PlaceAcceptanceJobs(now);
   sched::Snapshot snap;
   snap.inventory = inventory_;
   snap.nodes.resize(inventory_->size());
@@ -1005,6 +1205,7 @@ sched::PassStats Controller::SchedulePass(Time now) {
     const Job* job = Find(JobId(id));
     if (job == nullptr || job->state != JobState::kPending) continue;
     pending_order_[keep++] = id;
+    if (!job->spec.acceptance_node.empty()) continue;  // placed by PlaceAcceptanceJobs
     sched::JobInfo info = info_of(*job);
     info.held = job->spec.hold;
     info.begin_time = job->spec.begin_time;
@@ -1045,28 +1246,7 @@ sched::PassStats Controller::SchedulePass(Time now) {
     if (job == nullptr || job->state != JobState::kPending) continue;
     if (!check.CanAllocate(s.allocation).ok()) continue;
     check.Allocate(s.allocation);
-    Job& j = Mutable(s.job);
-    j.state = JobState::kRunning;
-    j.start_time = now;
-    j.allocation = std::move(s.allocation);
-    j.epoch += 1;
-    j.reason = PendingReason::kNone;
-    j.reason_detail.clear();
-    decisions_.erase(j.id.value());
-    Running run;
-    std::vector<std::string> names, addresses;
-    for (const NodeAllocation& na : j.allocation.nodes) {
-      names.push_back(NodeName(na.node));
-      addresses.push_back(nodes_[names.back()].node.address);
-      run.nodes_left.insert(names.back());
-    }
-    running_[j.id.value()] = std::move(run);
-    for (size_t k = 0; k < j.allocation.nodes.size(); ++k) {
-      outbox_.launches.push_back(
-          {names[k], addresses[k], j.id, j.epoch, j.spec, j.allocation.nodes[k], static_cast<int>(k), names, addresses,
-           MasterPort(j.id), j.array_job_id.value(), j.array_task_id});
-    }
-    Record(j);
+    StartJob(Mutable(s.job), std::move(s.allocation), now);
   }
   for (sched::PendingDecision& d : plan.pending) {
     decisions_[d.job.value()] = std::make_shared<const sched::PendingDecision>(std::move(d));
@@ -1075,6 +1255,31 @@ sched::PassStats Controller::SchedulePass(Time now) {
 }
 
 // ---------------------------------------------------------------- telemetry
+
+// The GPUs' health and telemetry from a heartbeat that carries them.
+void Controller::GpuReports(NodeRecord& n, const Heartbeat& hb, Time now) {
+  uint64_t unhealthy = 0;
+  std::string first_reason;
+  for (const GpuReport& g : hb.gpus) {
+    if (g.healthy || g.index < 0 || g.index >= n.node.GpuCount()) continue;
+    if (!(n.unhealthy_gpus >> g.index & 1) && first_reason.empty()) first_reason = g.health_reason;
+    unhealthy |= uint64_t{1} << g.index;
+  }
+  if (unhealthy != n.unhealthy_gpus) {
+    // A GPU that turns sick drains its node until an admin resumes it: what
+    // runs may finish, nothing new starts there.
+    if ((unhealthy & ~n.unhealthy_gpus) != 0 && !n.admin_drain) {
+      n.admin_drain = true;
+      n.node.state = NodeState::kDraining;
+      n.node.state_reason = first_reason.empty() ? "a GPU reported itself unhealthy" : first_reason;
+      RecordNode(n);
+    }
+    n.unhealthy_gpus = unhealthy;
+    dirty_ = true;
+  }
+  n.gpus_now = std::make_shared<const std::vector<GpuReport>>(hb.gpus);
+  AccountGpuUse(n.node.name, n, hb, now);
+}
 
 // Adds one heartbeat's telemetry to the efficiency of the jobs on the node,
 // and notes which of them kept a GPU busy (for idle detection). Costs what

@@ -124,6 +124,10 @@ struct GpuReport {
 struct Heartbeat {
   std::vector<JobEvent> events;
   std::vector<std::pair<JobId, uint64_t>> running;  // (job, epoch) the agent runs now
+  // The GPUs' health and telemetry, when the beat carries them: agents send
+  // them on their telemetry tick, not on the extra beats that report a step's
+  // end at once; a beat without them leaves the last ones in place.
+  bool has_gpus = true;
   std::vector<GpuReport> gpus;
 };
 
@@ -186,6 +190,11 @@ class Controller {
   Result<api::Json> ReceiveHeartbeat(const Identity& who, const std::string& node, const Heartbeat& hb, Time now);
   Status Drain(const Identity& who, const std::string& node, const std::string& reason, Time now);
   Status Resume(const Identity& who, const std::string& node, Time now);
+  // Stores a node's acceptance result (admins only). A pass resumes a node
+  // drained for acceptance ("awaiting acceptance" or a failed one); a failure
+  // drains it with "acceptance failed: <summary>". A drain for any other
+  // reason is left as it is.
+  Result<api::Json> RecordAcceptance(const Identity& who, const std::string& node, AcceptanceResult result, Time now);
   Status PutPartition(const Identity& who, Partition p);
   Status PutAccount(const Identity& who, Account a);
   // Returns the token's text, shown once.
@@ -273,6 +282,12 @@ class Controller {
   void StopJob(Job& job, JobState ending_as, Time now, const std::string& why, bool requeue_after = false);
   void RequeueNow(Job& job, Time now, const std::string& why);
   void NodeLost(NodeRecord& n, Time now);
+  Result<api::Json> SubmitAcceptance(JobSpec spec, Time now);
+  void StartJob(Job& j, Allocation allocation, Time now);
+  void PlaceAcceptanceJobs(Time now);
+  static std::vector<std::string> AcceptanceNodes(const JobSpec& spec);
+  bool RequiresAcceptance(const Node& node) const;
+  static bool DrainedForAcceptance(const NodeRecord& n);
   void AccrueUsage(Time now);
   std::string NodeName(NodeId id) const;  // O(1), from node_names_
   std::optional<NodeId> NodeIdOf(std::string_view name) const;
@@ -283,6 +298,7 @@ class Controller {
   using JobsByNode = std::unordered_map<uint64_t, std::vector<std::pair<const Job*, const NodeAllocation*>>>;
   JobsByNode RunningByNode(std::optional<NodeId> only) const;
   api::Json NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node) const;
+  void GpuReports(NodeRecord& n, const Heartbeat& hb, Time now);
   void AccountGpuUse(const std::string& node, NodeRecord& n, const Heartbeat& hb, Time now);
   void CheckIdle(Time now);
   void SampleCluster(Time now);

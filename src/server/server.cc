@@ -121,6 +121,7 @@ Result<Heartbeat> HeartbeatFromJson(const Json& j) {
     for (const Json& r : j.value("running", Json::array())) {
       hb.running.emplace_back(JobId(r.at("job").get<uint64_t>()), r.at("epoch").get<uint64_t>());
     }
+    hb.has_gpus = j.contains("gpus");
     for (const Json& g : j.value("gpus", Json::array())) {
       GpuReport r{g.at("index").get<int>(), g.value("healthy", true), g.value("reason", std::string()), {}};
       if (g.contains("util")) {
@@ -569,6 +570,19 @@ void Server::Impl::Routes() {
       Reply(res, loop->Call<Json>([who, name, action, reason](Controller& c, Time now) -> Result<Json> {
               SHOAL_RETURN_IF_ERROR(action == "drain" ? c.Drain(who, name, reason, now) : c.Resume(who, name, now));
               return Json{{"node", name}, {"done", action}};
+            }));
+    });
+  });
+
+  http.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/acceptance)", [this](const httplib::Request& req, httplib::Response& res) {
+    Authed(req, res, [&](const Identity& who) {
+      auto body = api::Parse(req.body);
+      if (!body.ok()) return Reply(res, body.status());
+      auto result = api::AcceptanceFromJson(*body);
+      if (!result.ok()) return Reply(res, result.status());
+      const std::string name = req.matches[1].str();
+      Reply(res, loop->Call<Json>([who, name, r = std::move(*result)](Controller& c, Time now) mutable {
+              return c.RecordAcceptance(who, name, std::move(r), now);
             }));
     });
   });

@@ -75,9 +75,16 @@ constexpr std::string_view kSchema2 = R"sql(
 INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 2);
 )sql";
 
+// Version 3 changes no table either: node records may carry `acceptance`,
+// partition records `require_acceptance`, job specs `acceptance_node`.
+constexpr std::string_view kSchema3 = R"sql(
+INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 3);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, nodes, partitions, accounts, tokens, usage and meta", kSchema1},
     {2, "job efficiency and idle flags, partition idle options (in the JSON records)", kSchema2},
+    {3, "node acceptance results, partition require_acceptance, acceptance jobs (in the JSON records)", kSchema3},
 };
 
 // Applies the migration after the database's current version, if there is one.

@@ -212,7 +212,7 @@ Result<Partition> ReadPartition(const TableReader& r) {
   SHOAL_RETURN_IF_ERROR(
       r.CheckKeys({"name", "default", "up", "max_time", "default_time", "max_nodes_per_job",
                    "max_gpus_per_job", "allowed_accounts", "priority_tier", "idle_util_pct", "idle_minutes",
-                   "idle_action"}));
+                   "idle_action", "require_acceptance"}));
   Partition p;
   SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> name, r.String("name"));
   if (!name || name->empty()) return r.Error("", "a partition needs a name");
@@ -249,6 +249,8 @@ Result<Partition> ReadPartition(const TableReader& r) {
     if (*idle_action != "notify" && *idle_action != "cancel") return r.Error("idle_action", "is notify or cancel");
     p.idle_action = *idle_action;
   }
+  SHOAL_ASSIGN_OR_RETURN(std::optional<bool> require_acceptance, r.Bool("require_acceptance"));
+  p.require_acceptance = require_acceptance.value_or(false);
   return p;
 }
 

@@ -12,13 +12,8 @@
 set -u
 SHOAL=$(realpath "$1")
 TMP=$(mktemp -d)
-UP_PID=
-cleanup() {
-  if [ -n "$UP_PID" ]; then kill -INT "$UP_PID" 2>/dev/null; wait "$UP_PID" 2>/dev/null; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 . "$(dirname "$0")/../cli/lib.sh"
+trap 'stop_up; rm -rf "$TMP"' EXIT
 
 have_torch=0; have_mpi=0
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null && have_torch=1
@@ -27,15 +22,7 @@ if [ $have_torch = 0 ] && [ $have_mpi = 0 ]; then
   echo "skip: neither python3-torch nor OpenMPI is installed"; exit 77
 fi
 
-export HOME="$TMP/home" SHOAL_STATE_DIR="$TMP/state"
-unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET
-mkdir -p "$HOME" "$TMP/work"
-"$SHOAL" up --nodes 2 --profile dgx-h100 --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 > "$TMP/up.log" 2>&1 &
-UP_PID=$!
-for _ in $(seq 200); do grep -qs "Shoal is up" "$TMP/up.log" && break; sleep 0.05; done
-SHOAL_SERVER=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$TMP/up.log" | head -1)
-[ -n "$SHOAL_SERVER" ] || { echo "FAIL shoal up did not start"; cat "$TMP/up.log"; exit 1; }
-export SHOAL_SERVER
+start_up --nodes 2 --profile dgx-h100
 cd "$TMP/work"
 
 # Waits (up to 120 s) for job $1 to end; prints its final state.
