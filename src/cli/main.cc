@@ -35,7 +35,7 @@ constexpr Command kCommands[] = {
     {"agent", shoal::cli::RunAgent, "run the node agent: GPUs, telemetry, job launch"},
     {"server", shoal::cli::RunServer, "run the controller: API, scheduler, durable state"},
     {"sim", shoal::cli::RunSim, "replay a job trace through the scheduler on a cluster"},
-    {"bench", shoal::cli::RunBench, "measure GPUs, memory, links and NCCL against what they should do"},
+    {"bench", shoal::cli::RunBench, "measure GPUs, links and NCCL against expected figures; accept nodes (--cluster)"},
     {"plan", shoal::cli::RunPlan, "size a cluster for a workload: GPUs, nodes, fabric, power, cost"},
 };
 
