@@ -7,6 +7,7 @@
 //               [--samples 50] [--idle-seconds 30] [--cgroup-root none|PATH]
 //               [--history FILE]   (the jobs' records, as the server returned them)
 //               [--agent-dir DIR]  (the agents' step folders; default on /dev/shm)
+//               [--command CMD]    (the throughput jobs' command instead of `true`)
 //
 // Prints:
 //  - submit -> process started: from just before the submission is sent to
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
   std::string cgroup_root;  // empty: the agents detect
   std::string history_file;
   std::string agent_dir;  // where the agents keep their steps
+  std::string command = "true";  // the throughput jobs' command
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--shoal") shoal = argv[i + 1];
@@ -110,6 +112,7 @@ int main(int argc, char** argv) {
     else if (flag == "--cgroup-root") cgroup_root = argv[i + 1];
     else if (flag == "--history") history_file = argv[i + 1];
     else if (flag == "--agent-dir") agent_dir = argv[i + 1];
+    else if (flag == "--command") command = argv[i + 1];
     else Die("unknown flag " + flag);
   }
   if (shoal.empty() || nodes < 1 || jobs < 1 || samples < 1 || idle_seconds < 1) {
@@ -224,7 +227,8 @@ int main(int argc, char** argv) {
   for (int t = 0; t < 4; ++t) {
     submitters.emplace_back([&] {
       auto c = Connect(address, admin_token);
-      const std::string spec = Json{{"command", "true"}, {"gpus", 1}, {"work_dir", work}, {"time_limit_s", 60}}.dump();
+      const std::string spec =
+          Json{{"command", command}, {"gpus", 1}, {"work_dir", work}, {"time_limit_s", 60}}.dump();
       while (next.fetch_add(1) < jobs) {
         auto r = c->Post("/v1/jobs", spec);
         if (!r.ok() || r->status != 201) Die("submit failed");
@@ -246,11 +250,11 @@ int main(int argc, char** argv) {
   const Json history = Json::parse(h->body);
   if (!history_file.empty()) std::ofstream(history_file) << h->body;
   for (const Json& j : history["jobs"]) {
-    if (j["spec"]["command"] != "true") continue;
+    if (j["spec"]["command"] != command) continue;
     completed += j["state"] == "completed";
     t_last = std::max(t_last, j["end_time"].get<double>());
   }
-  std::printf("%d one-GPU `true` jobs on %d GPUs (4 submitting connections):\n", jobs, nodes * 8);
+  std::printf("%d one-GPU `%s` jobs on %d GPUs (4 submitting connections):\n", jobs, command.c_str(), nodes * 8);
   std::printf("  %d completed; submitted in %.2f s; first submission to last completion %.2f s: %.0f jobs/s"
               "   (target: >= 600 jobs/s)\n",
               completed, t_submitted - t_first, t_last - t_first, completed / (t_last - t_first));
