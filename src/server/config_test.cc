@@ -11,16 +11,20 @@
 namespace shoal::server {
 namespace {
 
-std::string WriteConfig(const std::string& text) {
+// Loads `text` as a configuration file (written, read, removed).
+Status LoadConfigText(const std::string& text, ServerOptions& o) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("shoal-config-test-" + std::to_string(::getpid()) + ".toml"))
                                .string();
   std::ofstream(path) << text;
-  return path;
+  Status s = LoadServerConfig(path, o);
+  std::filesystem::remove(path);
+  return s;
 }
 
 TEST(ServerConfigTest, MetricsPublicAndIdleOptions) {
-  const std::string path = WriteConfig(R"(
+  ServerOptions o;
+  Status loaded = LoadConfigText(R"(
 [server]
 metrics_public = true
 [[partition]]
@@ -32,9 +36,7 @@ idle_util_pct = 2.5
 idle_minutes = 20
 idle_action = "cancel"
 require_acceptance = true
-)");
-  ServerOptions o;
-  Status loaded = LoadServerConfig(path, o);
+)", o);
   ASSERT_TRUE(loaded.ok()) << loaded.ToString();
   EXPECT_TRUE(o.metrics_public);
   ASSERT_EQ(o.controller.partitions.size(), 2u);
@@ -46,18 +48,13 @@ require_acceptance = true
   EXPECT_EQ(o.controller.partitions[1].idle_action, "cancel");
   EXPECT_FALSE(o.controller.partitions[0].require_acceptance);
   EXPECT_TRUE(o.controller.partitions[1].require_acceptance);
-  std::filesystem::remove(path);
 }
 
 TEST(ServerConfigTest, BadIdleOptionsAreErrors) {
   for (const char* bad :
        {"idle_action = \"kill\"", "idle_util_pct = 150", "idle_minutes = -1", "require_acceptance = 1"}) {
-    const std::string path =
-        WriteConfig(std::string("[[partition]]\nname = \"gpu\"\n") + bad + "\n");
     ServerOptions o;
-    Status s = LoadServerConfig(path, o);
-    EXPECT_FALSE(s.ok()) << bad;
-    std::filesystem::remove(path);
+    EXPECT_FALSE(LoadConfigText(std::string("[[partition]]\nname = \"gpu\"\n") + bad + "\n", o).ok()) << bad;
   }
   ServerOptions o;
   EXPECT_FALSE(ApplyServerSetting("metrics_public", "yes", o).ok());
