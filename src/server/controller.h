@@ -10,6 +10,10 @@
 //
 // Not thread-safe: one thread (the control loop) owns it. It reads no clock:
 // every command is given the time.
+//
+// Its code is in three files: controller.cc (commands, queries, the job
+// lifecycle, scheduling passes), controller_acceptance.cc (node acceptance)
+// and controller_telemetry.cc (GPU health, efficiency, idle GPUs, metrics).
 #pragma once
 
 #include <deque>
