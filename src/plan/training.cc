@@ -28,6 +28,21 @@ constexpr double kCrossEntropyBytesPerLogit = 24;
 // bf16 copy, unscale and norm passes (matches vTrain's per-layer optimizer
 // time, docs/plan.md).
 constexpr double kOptimizerBytesPerParam = 48;
+// Without gradient-accumulation fusion each micro-batch's weight gradient is
+// written as a 16-bit tensor and then added to the gradient accumulated over
+// the step in a separate pass, which reads the new gradient (2 bytes) and
+// reads and writes the accumulated one in its reduction format (2 x 2 bytes
+// for fp16 runs, 2 x 4 for fp32 main gradients): Megatron-LM's DDP hook
+// `param.main_grad.add_(param.grad.data)` (megatron/model/distributed.py,
+// `_make_param_hook`; main gradients fp32 with accumulate_allreduce_grads_in_fp32,
+// else the parameters' type), and PyTorch autograd's AccumulateGrad into
+// `param.grad` under DeepSpeed, whose pipeline engine reduces only after the
+// last micro-batch (runtime/pipe/engine.py, `_exec_reduce_grads`). Megatron-LM
+// later fused the addition into the weight-gradient GEMM
+// (--gradient-accumulation-fusion, on by default; apex
+// fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32, Transformer Engine's
+// fuse_wgrad_accumulation in Megatron-Core), which the modern stack has.
+constexpr double kAccumulateReadBytes = 2;
 // Communication overlapped with compute is not free: NCCL kernels take SMs
 // and memory bandwidth from the kernels they run beside. Over GPT and Llama
 // training steps on A100, H100, MI250 and MI210, compute overlapped with
@@ -56,6 +71,7 @@ const StackTraits kModernTraits{
     .host_s_per_layer = 1.0e-3,
     .host_s_per_tp_peer = 0,
     .flat_zero3 = false,
+    .fused_grad_accumulation = true,
 };
 // The host figures are calibrated on vTrain's rows together with
 // kHostGpuExponent (docs/plan.md).
@@ -66,6 +82,7 @@ const StackTraits kMegatron2021Traits{
     .host_s_per_layer = 2.8e-3,
     .host_s_per_tp_peer = 40e-6,
     .flat_zero3 = true,
+    .fused_grad_accumulation = false,
 };
 
 // Per-GPU view of one layout, shared by the memory and time estimates.
@@ -326,7 +343,19 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
                                2 * MemorySeconds((6 + (m.dropout ? 1 : 0)) * hp, r) +
                                MemorySeconds((m.gated_mlp ? 6 : 4) * T * sh.f / t, r);
   const double fwd = gemm_f + attn_f + attn_mem_f + elementwise_f;
-  const double bwd = 2 * fwd;
+  // Gradients are accumulated and reduced in fp32 for bf16/fp8 runs, fp16 for
+  // fp16 ones (Megatron-LM's main gradients).
+  const double grad_bytes = job.format == NumberFormat::kFp16 ? 2 : 4;
+  // Accumulating weight gradients over micro-batches: a separate pass per
+  // micro-batch on the stacks that do not fuse it into the GEMM; with
+  // ZeRO-2/3 each rank accumulates only its 1/DP shard.
+  const double accumulate_bytes =
+      st.fused_grad_accumulation ? 0
+                                 : (kAccumulateReadBytes + 2 * grad_bytes) / (l.zero >= 2 ? l.dp : 1);
+  auto accumulate = [&](double params) {
+    return accumulate_bytes > 0 ? MemorySeconds(accumulate_bytes * params, r) : 0.0;
+  };
+  const double bwd = 2 * fwd + accumulate(sh.layer_params);
   double recompute = 0;
   if (l.recompute == Recompute::kFull) recompute = fwd;
   if (l.recompute == Recompute::kSelective) recompute = attn_f + attn_mem_f;
@@ -357,9 +386,13 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
 
   // Ends of the pipeline: the embedding lookup and its gradient on the first
   // stage, the output layer and the cross-entropy on the last.
+  // Their weight gradients accumulate like the layers' (a tied matrix on a
+  // single stage once).
+  const double end_accumulate = accumulate(sh.vocab * h / t);
   const double logits = 3 * GemmSeconds(T, sh.vocab / t, h, r.bf16_flops_s, r) +
-                        MemorySeconds(kCrossEntropyBytesPerLogit * T * sh.vocab / t, r);
-  const double embedding = MemorySeconds(3 * T * h * 2, r);
+                        MemorySeconds(kCrossEntropyBytesPerLogit * T * sh.vocab / t, r) +
+                        (l.pp > 1 || !m.tied_embeddings ? end_accumulate : 0);
+  const double embedding = MemorySeconds(3 * T * h * 2, r) + end_accumulate;
   // Pipeline sends of one micro-batch (activations forward, gradients
   // backward; scattered over the TP group), once per chunk.
   double p2p = 0;
@@ -384,9 +417,8 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
   // (Narayanan et al. 2021).
   const double pipeline = mb * t_max + (t_sum - t_max) / l.virtual_stages;
 
-  // Data parallelism: gradients reduced (fp32 for bf16/fp8 runs, fp16 for fp16
-  // ones) and, with a sharded optimizer, parameters gathered back.
-  const double grad_bytes = job.format == NumberFormat::kFp16 ? 2 : 4;
+  // Data parallelism: gradients reduced (in `grad_bytes`) and, with a sharded
+  // optimizer, parameters gathered back.
   const double p = sh.stage_params;
   const int dp_stride = l.tp * l.cp;
   const int dp_per_node = std::clamp(comm.gpus_per_node / std::max(1, dp_stride), 1, l.dp);

@@ -40,6 +40,8 @@ struct StackTraits {
   double host_s_per_layer;   // host time to launch one layer's forward and backward
   double host_s_per_tp_peer; // host/sync time per TP collective per extra TP rank
   bool flat_zero3;           // ZeRO-3 gathers as flat rings over one NIC each, not overlapped
+  bool fused_grad_accumulation;  // weight-gradient GEMMs add into the accumulated gradient;
+                                 // else a separate pass per micro-batch adds each new one
 };
 const StackTraits& TraitsOf(Stack stack);
 

@@ -206,6 +206,37 @@ TEST(TrainingTest, FusedAttentionRatePerGeneration) {
             step("A100-SXM4-80GB", 16384) / step("A100-SXM4-80GB", 8192));
 }
 
+// Without gradient-accumulation fusion (the 2021 stack) each micro-batch's
+// weight gradients are added to the accumulated ones in a separate pass that
+// reads 2 bytes and reads and writes the main gradient: fp32 for bf16 runs,
+// fp16 for fp16 runs. So on the 2021 stack a bf16 run computes longer than an
+// fp16 one by 2 x 2 bytes per parameter of the stage per micro-batch (both
+// ends of a pipeline hold the tied embedding); the modern stack fuses the
+// addition into the GEMM and the two formats compute alike.
+TEST(TrainingTest, UnfusedGradientAccumulationCostsAPassPerMicroBatch) {
+  const TrainingSystem sys = System("A100-SXM4-80GB");
+  const Layout l{.tp = 8, .pp = 2, .dp = 2, .micro_batch = 1, .recompute = Recompute::kFull,
+                 .zero = 0, .sequence_parallel = false};
+  auto compute = [&](Stack stack, NumberFormat f) {
+    TrainingJob job = Job("gpt3-13b", 64, stack);
+    job.format = f;
+    auto est = EstimateStep(job, l, sys);
+    EXPECT_TRUE(est.ok()) << est.status().message();
+    return est.ok() ? est->compute_s : 0.0;
+  };
+  const ModelShape m = *FindModelPreset("gpt3-13b");
+  const double micro_batches = 64.0 / l.dp;
+  const double vocab = std::ceil(m.vocab / 1024.0) * 1024;  // padded to 128 x TP
+  const double stage_params = (m.layers / l.pp) * m.LayerParams() / l.tp + vocab * m.hidden / l.tp;
+  const double hbm = sys.gpu->memory_bw_gbps * 1e9 * sys.achieved.hbm;
+  const double expected = micro_batches * 4 * (stage_params + vocab * m.hidden / l.tp) / hbm;
+  const double legacy = compute(Stack::kMegatron2021, NumberFormat::kBf16) -
+                        compute(Stack::kMegatron2021, NumberFormat::kFp16);
+  EXPECT_NEAR(legacy, expected, 1e-6 * expected);
+  EXPECT_NEAR(compute(Stack::kModern, NumberFormat::kBf16), compute(Stack::kModern, NumberFormat::kFp16),
+              1e-12);
+}
+
 TEST(TrainingTest, NumberFormats) {
   for (auto [text, f] : {std::pair{"bf16", NumberFormat::kBf16}, {"FP8", NumberFormat::kFp8}, {"fp16", NumberFormat::kFp16}}) {
     auto parsed = ParseNumberFormat(text);
