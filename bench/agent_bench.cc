@@ -8,6 +8,8 @@
 //               [--history FILE]   (the jobs' records, as the server returned them)
 //               [--agent-dir DIR]  (the agents' step folders; default on /dev/shm)
 //               [--command CMD]    (the throughput jobs' command instead of `true`)
+//               [--work-dir DIR]   (the jobs' work folder, where their output files
+//                                   go; default beside the step folders)
 //
 // Prints:
 //  - submit -> process started: from just before the submission is sent to
@@ -16,8 +18,8 @@
 //  - throughput: --jobs one-GPU `true` jobs, from the first submission to
 //    the last completion (the latest end time the server recorded), and
 //    the CPU time spent per job by the server, the agents and the jobs'
-//    supervisors and processes (the benchmark is their subreaper, so the
-//    detached supervisors' CPU time reaches it when they are reaped);
+//    supervisors and processes (counted in the agents' launchers, which
+//    reap the supervisors, and here, the subreaper of any left behind);
 //  - each agent's resident memory and CPU use over --idle-seconds of 1 s
 //    telemetry with 8 GPUs, and the server's.
 // Everything stops by itself; jobs run as the benchmark's user (root is
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
   std::string history_file;
   std::string agent_dir;  // where the agents keep their steps
   std::string command = "true";  // the throughput jobs' command
+  std::string work;  // the jobs' work folder
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--shoal") shoal = argv[i + 1];
@@ -113,6 +116,7 @@ int main(int argc, char** argv) {
     else if (flag == "--history") history_file = argv[i + 1];
     else if (flag == "--agent-dir") agent_dir = argv[i + 1];
     else if (flag == "--command") command = argv[i + 1];
+    else if (flag == "--work-dir") work = argv[i + 1];
     else Die("unknown flag " + flag);
   }
   if (shoal.empty() || nodes < 1 || jobs < 1 || samples < 1 || idle_seconds < 1) {
@@ -150,7 +154,12 @@ int main(int argc, char** argv) {
     std::string shm = "/dev/shm/shoal-agent-bench-XXXXXX";
     agent_dir = fs::is_directory("/dev/shm") && ::mkdtemp(shm.data()) != nullptr ? shm : dir + "/agents";
   }
-  const std::string work = dir + "/work";
+  // Each job writes its output file there (Slurm's slurm-<id>.out). On a
+  // disk file system that has seen much churn, ext4's inode allocation
+  // alone can cost more than a job's whole launch (it skips recently
+  // deleted inodes): beside the step folders by default, --work-dir to
+  // measure another place.
+  if (work.empty()) work = agent_dir + "/work";
   fs::create_directories(work);
 
   Child server;
@@ -189,8 +198,9 @@ int main(int argc, char** argv) {
     if (i > 1000) Die("the agents did not register: " + (r.ok() ? r->body : r.status().ToString()));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::printf("%d agents x 8 simulated H100 GPUs, server on %s (state in %s), agents' steps in %s\n\n", nodes,
-              address.c_str(), dir.c_str(), agent_dir.c_str());
+  std::printf("%d agents x 8 simulated H100 GPUs, server on %s (state in %s), agents' steps in %s, jobs' "
+              "output in %s\n\n",
+              nodes, address.c_str(), dir.c_str(), agent_dir.c_str(), work.c_str());
 
   // 1. Submit -> process started, on an idle cluster.
   std::vector<double> ms;
@@ -220,7 +230,14 @@ int main(int argc, char** argv) {
   double agents_cpu0 = 0;
   for (const auto& a : agents) agents_cpu0 += a->CpuSeconds();
   const double server_cpu_start = server.CpuSeconds();
-  const double steps_cpu0 = ChildrenCpuSeconds();
+  // Supervisors (with their jobs' CPU) count where they are reaped: by
+  // their agent's launcher (a child of the agent), or by us when it has gone.
+  auto steps_cpu_now = [&] {
+    double sum = ChildrenCpuSeconds();
+    for (const auto& a : agents) sum += a->ChildrenCpuSeconds() + a->LiveChildrenCpuSeconds();
+    return sum;
+  };
+  const double steps_cpu0 = steps_cpu_now();
   const double t_first = static_cast<double>(WallNs()) / 1e9;
   std::atomic<int> next{0};
   std::vector<std::thread> submitters;
@@ -242,7 +259,7 @@ int main(int argc, char** argv) {
   double agents_cpu = -agents_cpu0;
   for (const auto& a : agents) agents_cpu += a->CpuSeconds();
   const double server_cpu = server.CpuSeconds() - server_cpu_start;
-  const double steps_cpu = ChildrenCpuSeconds() - steps_cpu0;
+  const double steps_cpu = steps_cpu_now() - steps_cpu0;
   auto h = admin->Get("/v1/history?all=1&limit=" + std::to_string(jobs + samples + 10));
   if (!h.ok() || h->status != 200) Die("history failed");
   double t_last = 0;

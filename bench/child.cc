@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -84,18 +85,43 @@ double Child::RssMib() const {
   return 0;
 }
 
-double Child::CpuSeconds() const {
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+namespace {
+// The numeric fields of /proc/<pid>/stat from the state on, indexed as
+// stat(5) numbers them (so [4] is the parent's pid); empty when it is gone.
+std::vector<double> StatFields(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return {};
   // Fields after the command name (which may hold spaces) start at ") ".
-  std::istringstream rest(text.substr(text.rfind(')') + 2));
+  std::istringstream rest(text.substr(close + 2));
+  std::vector<double> fields(3, 0.0);
   std::string field;
-  double utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::atof(field.c_str());
-    if (i == 15) stime = std::atof(field.c_str());
+  while (rest >> field) fields.push_back(std::atof(field.c_str()));
+  return fields;
+}
+
+// User + system time (fields 14, 15) and that of reaped children (16, 17).
+double Seconds(const std::vector<double>& fields, int first) {
+  if (fields.size() <= static_cast<size_t>(first + 1)) return 0;
+  return (fields[first] + fields[first + 1]) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+}  // namespace
+
+double Child::CpuSeconds() const { return Seconds(StatFields(pid_), 14); }
+
+double Child::ChildrenCpuSeconds() const { return Seconds(StatFields(pid_), 16); }
+
+double Child::LiveChildrenCpuSeconds() const {
+  double sum = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::vector<double> fields = StatFields(std::atoi(name.c_str()));
+    if (fields.size() <= 17 || static_cast<pid_t>(fields[4]) != pid_) continue;
+    sum += Seconds(fields, 14) + Seconds(fields, 16);
   }
-  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return sum;
 }
 
 std::string AddressIn(const std::string& line) {

@@ -38,6 +38,11 @@ class Child {
   pid_t pid() const { return pid_; }
   double RssMib() const;      // resident memory now
   double CpuSeconds() const;  // user + system CPU time so far
+  // The same of its children that it has waited for (and theirs).
+  double ChildrenCpuSeconds() const;
+  // CPU time of its children that are still running, with what they have
+  // waited for (a long-lived child's reaped children count there).
+  double LiveChildrenCpuSeconds() const;
 
  private:
   pid_t pid_ = -1;

@@ -2,12 +2,16 @@
 // shoal-step supervisors) on loopback: what runs where, with which
 // environment, and how it stops.
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -340,6 +344,77 @@ TEST_F(ClusterTest, AgentRestartLeavesJobsRunningAndAccounted) {
   EXPECT_EQ(Show(id)["exit_code"], 0);
   EXPECT_NE(Log(*admin_, id).find("done"), std::string::npos);
   EXPECT_EQ(Node("n1")["state"], "up");
+}
+
+// The pid of the launcher serving `steps_dir` (holding its lock), or 0.
+pid_t LauncherOf(const fs::path& steps_dir) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile(entry.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("--launcher " + steps_dir.string() + " ") != std::string::npos) return std::stoi(name);
+  }
+  return 0;
+}
+
+// A request on the launcher's socket; what came back before it closed.
+std::string AskLauncher(const fs::path& steps_dir, const std::string& request) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string path = (steps_dir / "launcher.sock").string();
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    if (fd >= 0) ::close(fd);
+    return "(no connection)";
+  }
+  (void)!::write(fd, request.data(), request.size());
+  std::string answer;
+  char buffer[64];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) answer.append(buffer, static_cast<size_t>(n));
+  ::close(fd);
+  return answer;
+}
+
+TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
+  StartAgent("n1");
+  const fs::path steps = dir_ / "agents" / "n1" / "steps";
+  const uint64_t first = Submit(*admin_, {{"command", "sleep 2; echo done"}, {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(first, "running"));
+  // "running" once the launch is sent: the agent may still be starting it.
+  pid_t launcher = 0;
+  for (int i = 0; i < 500 && (launcher = LauncherOf(steps)) == 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_GT(launcher, 0);
+  // One launcher for many steps: a second job does not start another.
+  const uint64_t second = Submit(*admin_, {{"command", "echo second"}, {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(second, "completed"));
+  EXPECT_EQ(LauncherOf(steps), launcher);
+
+  ASSERT_EQ(::kill(launcher, SIGKILL), 0);  // started by this test's agent
+  for (int i = 0; i < 100 && fs::exists(fs::path("/proc") / std::to_string(launcher) / "cmdline") &&
+                  !ReadFile(fs::path("/proc") / std::to_string(launcher) / "cmdline").empty();
+       ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const uint64_t third = Submit(*admin_, {{"command", "echo third"}, {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(third, "completed"));  // through a new launcher
+  const pid_t replacement = LauncherOf(steps);
+  EXPECT_GT(replacement, 0);
+  EXPECT_NE(replacement, launcher);
+  ASSERT_TRUE(WaitFor(first, "completed"));  // its supervisor never needed the launcher
+  EXPECT_EQ(Show(first)["exit_code"], 0);
+  EXPECT_NE(Log(*admin_, first).find("done"), std::string::npos);
+
+  // The launcher takes nothing but a step's name, and only forks for it.
+  EXPECT_EQ(AskLauncher(steps, "launch ../../etc\n"), "");
+  EXPECT_EQ(AskLauncher(steps, "run /bin/sh\n"), "");
+  EXPECT_EQ(LauncherOf(steps), replacement);
+  // A stopping agent lets it go.
+  StopAgent("n1");
+  for (int i = 0; i < 100 && LauncherOf(steps) != 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(LauncherOf(steps), 0);
+  EXPECT_FALSE(fs::exists(steps / "launcher.sock"));
 }
 
 TEST_F(ClusterTest, LostAgentDownsTheNodeAndItsJobsFollowTheirPolicy) {

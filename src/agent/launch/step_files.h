@@ -15,7 +15,9 @@
 //                 "<grace ms>"; also read when the supervisor starts
 //   result.json   the supervisor, last: how the step ended
 //
-// and <steps_dir>/events, the FIFO of change notifications. Files that a
+// and in <steps_dir>: events, the FIFO of change notifications;
+// launcher.sock, where the launcher (launcher.h) takes "launch <job>.<epoch>"
+// requests; launcher.lock, held by the launcher that serves. Files that a
 // reader may see while they are written (pid, tasks, stop, result.json)
 // are written to a temporary name and renamed. Thread-safe (no state).
 #pragma once
@@ -43,6 +45,8 @@ inline constexpr char kTasksFile[] = "tasks";
 inline constexpr char kStopFile[] = "stop";
 inline constexpr char kResultFile[] = "result.json";
 inline constexpr char kEventsFifo[] = "events";
+inline constexpr char kLauncherSocket[] = "launcher.sock";
+inline constexpr char kLauncherLock[] = "launcher.lock";
 
 // "<job>.<epoch>", and back (nullopt for any other name).
 std::string StepDirName(StepKey key);

@@ -1,17 +1,25 @@
-// shoal-step: the supervisor of one job step (see supervisor.h). Started by
-// the agent (Steps::Launch) as `shoal-step <steps_dir> <job>.<epoch>`; not
-// meant to be run by hand.
+// shoal-step: the launcher of job steps' supervisors (launcher.h), started
+// by the agent as `shoal-step --launcher <steps_dir>`; a step's supervisor
+// (supervisor.h) is a fork of it. `shoal-step <steps_dir> <job>.<epoch>`
+// runs one supervisor directly. Not meant to be run by hand.
 #include <cstdio>
+#include <cstring>
+#include <span>
 
+#include "agent/launch/launcher.h"
 #include "agent/launch/supervisor.h"
 
 int main(int argc, char** argv) {
   // First of all: nothing the agent had open (its listening sockets) may
   // live on in a process that outlives it.
   shoal::agent::SanitizeDescriptors();
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: shoal-step STEPS_DIR JOB.EPOCH (started by the shoal agent)\n");
-    return 2;
+  if (argc == 3 && std::strcmp(argv[1], "--launcher") == 0) {
+    char* end = argv[2] + std::strlen(argv[2]);  // the arguments lie one after another
+    return shoal::agent::RunLauncher(argv[2], std::span<char>(argv[0], end));
   }
-  return shoal::agent::RunSupervisor(argv[1], argv[2]);
+  if (argc == 3 && argv[1][0] != '-') return shoal::agent::RunSupervisor(argv[1], argv[2]);
+  std::fprintf(stderr,
+               "usage: shoal-step --launcher STEPS_DIR | shoal-step STEPS_DIR JOB.EPOCH (started by the "
+               "shoal agent)\n");
+  return 2;
 }

@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +22,9 @@
 
 #include "agent/launch/cgroup.h"
 #include "agent/launch/files.h"
+#include "agent/launch/launcher.h"
 #include "agent/launch/step_files.h"
+#include "agent/launch/supervisor.h"
 #include "agent/launch/task_env.h"
 #include "agent/launch/users.h"
 #include "core/strings.h"
@@ -54,7 +58,10 @@ class DirSteps final : public Steps {
         dir_(std::move(dir)),
         layout_(std::move(layout)),
         events_fd_(events_fd) {}
-  ~DirSteps() override { ::close(events_fd_); }
+  ~DirSteps() override {
+    StopLauncher();
+    ::close(events_fd_);
+  }
 
   Status Launch(const StepRequest& request) override {
     SHOAL_RETURN_IF_ERROR(ValidateStepRequest(request));
@@ -84,7 +91,7 @@ class DirSteps final : public Steps {
     // must not take that away.
     ::chmod(dir.c_str(), 0711);
     Status launched = WriteFile(dir + "/" + kRequestFile, EncodeRequest(supervised), 0600);
-    if (launched.ok()) launched = StartSupervisor(dir, name);
+    if (launched.ok()) launched = StartSupervisor(name);
     if (!launched.ok()) {
       // A record, so that the folder never looks like a launch in progress.
       StepRecord record;
@@ -158,6 +165,7 @@ class DirSteps final : public Steps {
       int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
       if (::poll(&p, 1, ms) <= 0) return {};
     }
+    ReapChildren();
     std::lock_guard lock(events_mu_);
     char buffer[8192];
     ssize_t n;
@@ -235,11 +243,92 @@ class DirSteps final : public Steps {
     return state;
   }
 
-  // Starts `shoal-step` in a session of its own and waits for the process
-  // it starts first: that one returns once the supervisor proper (its
-  // child, re-parented away from us when it exits) has written its pid
-  // file. posix_spawn, not fork: nothing of the agent's memory is copied.
-  Status StartSupervisor(const std::string& dir, const std::string& name) {
+  // Has the launcher fork the step's supervisor, and waits until the
+  // supervisor says that its pid file is written. Starts a launcher first
+  // where none answers; asks again where one ended (idle, upgraded) before
+  // it took the request, which it acknowledges before it forks.
+  Status StartSupervisor(const std::string& name) {
+    constexpr int kAttempts = 4;
+    for (int attempt = 1;; ++attempt) {
+      int fd = ConnectLauncher();
+      if (fd < 0) {
+        const int error = errno;
+        if ((error != ENOENT && error != ECONNREFUSED) || attempt == kAttempts) {
+          return Internal(fmt::format("cannot reach the step launcher in {}: {}", dir_, std::strerror(error)));
+        }
+        SHOAL_RETURN_IF_ERROR(StartLauncher());
+        continue;
+      }
+      const std::string request = "launch " + name + "\n";
+      const bool sent =
+          ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size());
+      const char taken = sent ? ReadByte(fd) : 0;
+      const char up = taken == kLauncherTook ? ReadByte(fd) : 0;
+      ::close(fd);
+      if (up == kSupervisorUp) return Status::Ok();
+      if (taken != kLauncherTook) {
+        if (attempt < kAttempts) continue;
+        return Internal(fmt::format("the step launcher in {} did not take the launch", dir_));
+      }
+      // Forked: the pid file says whether it came up (its word may be lost).
+      if (::access((dir_ + "/" + name + "/" + kPidFile).c_str(), F_OK) == 0) return Status::Ok();
+      return Internal("the step's supervisor did not start");
+    }
+  }
+
+  static char ReadByte(int fd) {
+    char byte = 0;
+    ssize_t n;
+    do {
+      n = ::recv(fd, &byte, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    return n == 1 ? byte : 0;
+  }
+
+  // A connected socket to the launcher, or -1 with errno set.
+  int ConnectLauncher() const {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string path = dir_ + "/" + kLauncherSocket;
+    if (path.size() >= sizeof address.sun_path) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      const int error = errno;
+      ::close(fd);
+      errno = error;
+      return -1;
+    }
+    return fd;
+  }
+
+  // Starts `shoal-step --launcher` in a session of its own and waits until
+  // it listens (a byte on its descriptor 3). posix_spawn, not fork: nothing
+  // of the agent's memory is copied. It stays our child while we run;
+  // ReapChildren collects it when it exits.
+  Status StartLauncher() {
+    std::lock_guard lock(children_mu_);
+    if (int fd = ConnectLauncher(); fd >= 0) {  // another thread started one meanwhile
+      ::close(fd);
+      return Status::Ok();
+    }
+    int ready[2];
+    if (::pipe2(ready, O_CLOEXEC) != 0) return Internal(ErrnoMessage("pipe"));
+    // A pipe end that is already descriptor 3 would keep its close-on-exec
+    // flag through dup2 onto itself: go through a descriptor above it.
+    int ready_w = ready[1];
+    if (ready_w <= kReadyFd) {
+      ready_w = ::fcntl(ready[1], F_DUPFD_CLOEXEC, kReadyFd + 1);
+      ::close(ready[1]);
+      if (ready_w < 0) {
+        ::close(ready[0]);
+        return Internal(ErrnoMessage("dup"));
+      }
+    }
     posix_spawnattr_t attr;
     posix_spawn_file_actions_t actions;
     posix_spawnattr_init(&attr);
@@ -254,35 +343,62 @@ class DirSteps final : public Steps {
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    // The agent's sockets must not reach the supervisor, even those opened
+    posix_spawn_file_actions_adddup2(&actions, ready_w, kReadyFd);
+    // The agent's sockets must not reach the launcher, even those opened
     // without O_CLOEXEC (shoal-step closes what is left too).
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawn_file_actions_addclosefrom_np(&actions, kReadyFd + 1);
     std::string path = options_.supervisor;
+    std::string flag = "--launcher";
     std::string steps_dir = dir_;
-    std::string step = name;
-    char* argv[] = {path.data(), steps_dir.data(), step.data(), nullptr};
+    char* argv[] = {path.data(), flag.data(), steps_dir.data(), nullptr};
     char env_path[] = "PATH=/usr/local/bin:/usr/bin:/bin";
     char* envp[] = {env_path, nullptr};
     pid_t pid = 0;
     int rc = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    if (rc != 0) return Internal(fmt::format("cannot run {}: {}", path, std::strerror(rc)));
-    int status = 0;
-    pid_t waited;
-    do {
-      waited = ::waitpid(pid, &status, 0);
-    } while (waited < 0 && errno == EINTR);
-    if (waited < 0) {
-      // SIGCHLD ignored by the process: the child was reaped for us, its
-      // status lost. The pid file says whether the supervisor came up.
-      return ::access((dir + "/" + kPidFile).c_str(), F_OK) == 0
-                 ? Status::Ok()
-                 : Internal(ErrnoMessage("waiting for " + path));
+    ::close(ready_w);
+    if (rc != 0) {
+      ::close(ready[0]);
+      return Internal(fmt::format("cannot run {}: {}", path, std::strerror(rc)));
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
-    return Internal(fmt::format("{} {} {}", path, WIFEXITED(status) ? "exited with" : "was killed by",
-                                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status)));
+    children_.push_back(pid);
+    char byte = 0;
+    ssize_t n;
+    do {
+      n = ::read(ready[0], &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    ::close(ready[0]);
+    if (n == 1) return Status::Ok();
+    return Internal(fmt::format("{} --launcher {} did not start", path, dir_));
+  }
+
+  // Collects launchers that have exited (they stay zombies until their
+  // parent, the agent, waits for them).
+  void ReapChildren() {
+    std::lock_guard lock(children_mu_);
+    std::erase_if(children_, [](pid_t pid) {
+      pid_t waited = ::waitpid(pid, nullptr, WNOHANG);
+      return waited == pid || (waited < 0 && errno == ECHILD);
+    });
+  }
+
+  // Tells the launcher that the agent stops, so that it does not wait out
+  // its idle time (running supervisors are not its to stop).
+  // A launcher we started is waited for (briefly), so that it does not
+  // stay a zombie where no init reaps re-parented processes.
+  void StopLauncher() {
+    int fd = ConnectLauncher();
+    if (fd < 0) return;
+    (void)!::send(fd, "quit\n", 5, MSG_NOSIGNAL);
+    ::close(fd);
+    std::lock_guard lock(children_mu_);
+    for (pid_t pid : children_) {
+      for (int waited = 0; waited < 200 && ::waitpid(pid, nullptr, WNOHANG) == 0; ++waited) {
+        ::usleep(5000);
+      }
+    }
+    children_.clear();
   }
 
   // A step whose supervisor died without a record (SIGKILL, OOM) may have
@@ -312,6 +428,8 @@ class DirSteps final : public Steps {
   const int events_fd_;
   std::mutex events_mu_;
   std::string partial_;  // the events FIFO's last line, when read in part
+  std::mutex children_mu_;       // also: one thread starts a launcher
+  std::vector<pid_t> children_;  // launchers started here, not yet reaped
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "agent/launch/cgroup.h"
 #include "agent/launch/files.h"
+#include "agent/launch/launcher.h"
 #include "agent/launch/step_files.h"
 #include "agent/launch/task_env.h"
 #include "core/strings.h"
@@ -518,13 +519,16 @@ class Supervisor {
 }  // namespace
 
 void SanitizeDescriptors() {
-  if (::syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+  const unsigned first = ::fcntl(kReadyFd, F_GETFD) >= 0 ? kReadyFd + 1 : kReadyFd;
+  if (::syscall(SYS_close_range, first, ~0u, 0u) != 0) {
     // Kernels before 5.9: close what /proc says is open.
     std::vector<int> open_fds;
     if (DIR* d = ::opendir("/proc/self/fd")) {
       while (dirent* e = ::readdir(d)) {
         Result<int64_t> fd = ParseInt(e->d_name);
-        if (fd.ok() && *fd > 2 && *fd != ::dirfd(d)) open_fds.push_back(static_cast<int>(*fd));
+        if (fd.ok() && *fd >= static_cast<int64_t>(first) && *fd != ::dirfd(d)) {
+          open_fds.push_back(static_cast<int>(*fd));
+        }
       }
       ::closedir(d);
     }
@@ -539,36 +543,26 @@ void SanitizeDescriptors() {
       }
     }
   }
+  if (first > kReadyFd) ::fcntl(kReadyFd, F_SETFD, FD_CLOEXEC);  // never into a task
 }
 
-int RunSupervisor(const std::string& steps_dir, const std::string& name) {
+bool SettleProcess() {
   // Nothing of the agent's may stay busy because of us: not its folder.
-  if (::chdir("/") != 0) return 1;
+  if (::chdir("/") != 0) return false;
   ::umask(022);
-  // Signals are taken synchronously (sigtimedwait); blocked from the start,
-  // so a stop sent as soon as the pid file exists waits for us.
+  // Signals are taken synchronously (sigtimedwait, signalfd); blocked from
+  // the start, so a stop sent as soon as the pid file exists waits for us.
   sigset_t handled;
   sigemptyset(&handled);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
   ::sigprocmask(SIG_BLOCK, &handled, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  return true;
+}
 
-  int ready[2];
-  if (::pipe2(ready, O_CLOEXEC) != 0) return 1;
-  pid_t pid = ::fork();
-  if (pid < 0) return 1;
-  if (pid > 0) {
-    // The process the agent waits for: done once the supervisor says its
-    // pid file is written (or dies trying: then the pipe closes empty).
-    ::close(ready[1]);
-    char byte = 0;
-    ssize_t n;
-    do {
-      n = ::read(ready[0], &byte, 1);
-    } while (n < 0 && errno == EINTR);
-    return n == 1 ? 0 : 1;
-  }
-  ::close(ready[0]);
+int RunSupervisor(const std::string& steps_dir, const std::string& name, int ready_fd) {
+  if (!SettleProcess()) return 1;
+  // A session of our own (the launcher's child is not in one yet).
   ::setsid();
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const Time started = WallNow();
@@ -577,8 +571,11 @@ int RunSupervisor(const std::string& steps_dir, const std::string& name) {
   if (!self.ok() || !WriteFileAtomic(dir + "/" + kPidFile, EncodePidFile(*self, started), 0644).ok()) {
     return 1;
   }
-  [[maybe_unused]] ssize_t n = ::write(ready[1], "1", 1);
-  ::close(ready[1]);
+  // Up: the agent, reading the other end, may answer its launch now.
+  if (::fcntl(ready_fd, F_GETFD) >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(ready_fd, &kSupervisorUp, 1);
+    ::close(ready_fd);
+  }
   return Supervisor(steps_dir, name, started).Run();
 }
 
