@@ -8,6 +8,7 @@
 //               [--history FILE]   (the jobs' records, as the server returned them)
 //               [--agent-dir DIR]  (the agents' step folders; default on /dev/shm)
 //               [--command CMD]    (the throughput jobs' command instead of `true`)
+//               [--connections N]  (submitting at once; default 4)
 //               [--work-dir DIR]   (the jobs' work folder, where their output files
 //                                   go; default beside the step folders)
 //
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
   std::string agent_dir;  // where the agents keep their steps
   std::string command = "true";  // the throughput jobs' command
   std::string work;  // the jobs' work folder
+  int connections = 4;  // submitting at once
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--shoal") shoal = argv[i + 1];
@@ -117,9 +119,10 @@ int main(int argc, char** argv) {
     else if (flag == "--agent-dir") agent_dir = argv[i + 1];
     else if (flag == "--command") command = argv[i + 1];
     else if (flag == "--work-dir") work = argv[i + 1];
+    else if (flag == "--connections") connections = std::atoi(argv[i + 1]);
     else Die("unknown flag " + flag);
   }
-  if (shoal.empty() || nodes < 1 || jobs < 1 || samples < 1 || idle_seconds < 1) {
+  if (shoal.empty() || nodes < 1 || jobs < 1 || samples < 1 || idle_seconds < 1 || connections < 1) {
     Die("usage: agent_bench --shoal PATH [--nodes N] [--jobs N] [--samples N] [--idle-seconds S]");
   }
   shoal = fs::absolute(shoal).string();
@@ -241,7 +244,7 @@ int main(int argc, char** argv) {
   const double t_first = static_cast<double>(WallNs()) / 1e9;
   std::atomic<int> next{0};
   std::vector<std::thread> submitters;
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < connections; ++t) {
     submitters.emplace_back([&] {
       auto c = Connect(address, admin_token);
       const std::string spec =
@@ -271,7 +274,8 @@ int main(int argc, char** argv) {
     completed += j["state"] == "completed";
     t_last = std::max(t_last, j["end_time"].get<double>());
   }
-  std::printf("%d one-GPU `%s` jobs on %d GPUs (4 submitting connections):\n", jobs, command.c_str(), nodes * 8);
+  std::printf("%d one-GPU `%s` jobs on %d GPUs (%d submitting connections):\n", jobs, command.c_str(), nodes * 8,
+              connections);
   std::printf("  %d completed; submitted in %.2f s; first submission to last completion %.2f s: %.0f jobs/s"
               "   (target: >= 600 jobs/s)\n",
               completed, t_submitted - t_first, t_last - t_first, completed / (t_last - t_first));

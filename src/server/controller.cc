@@ -976,9 +976,26 @@ void Controller::Tick(Time now) {
 
 sched::PassStats Controller::SchedulePass(Time now) {
   dirty_ = false;
+  // Pending jobs in submission order (compacting the list of those that
+  // left); acceptance tests apart.
+  std::vector<uint64_t> pending;
+  std::vector<uint64_t> acceptance;
+  pending.reserve(pending_order_.size());
+  size_t keep = 0;
+  for (uint64_t id : pending_order_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr || job->state != JobState::kPending) continue;
+    pending_order_[keep++] = id;
+    (job->spec.acceptance_node.empty() ? pending : acceptance).push_back(id);
+  }
+  pending_order_.resize(keep);
+  std::sort(pending_order_.begin(), pending_order_.end());
+  pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()), pending_order_.end());
   // Acceptance tests first, so that the scheduler sees the nodes they hold.
-  PlaceAcceptanceJobs(now);
+  PlaceAcceptanceJobs(acceptance, now);
   sched::Snapshot snap;
+  snap.running.reserve(running_.size());
+  snap.pending.reserve(pending.size());
   snap.inventory = inventory_;
   snap.nodes.resize(inventory_->size());
   for (size_t i = 0; i < inventory_->size(); ++i) {
@@ -1018,13 +1035,8 @@ sched::PassStats Controller::SchedulePass(Time now) {
     info.preemptible = job->spec.requeue && !r.ending_as;
     snap.running.push_back(info);
   }
-  // Pending jobs in submission order (compacting the list of those that left).
-  size_t keep = 0;
-  for (uint64_t id : pending_order_) {
+  for (uint64_t id : pending) {
     const Job* job = Find(JobId(id));
-    if (job == nullptr || job->state != JobState::kPending) continue;
-    pending_order_[keep++] = id;
-    if (!job->spec.acceptance_node.empty()) continue;  // placed by PlaceAcceptanceJobs
     sched::JobInfo info = info_of(*job);
     info.held = job->spec.hold;
     info.begin_time = job->spec.begin_time;
@@ -1042,9 +1054,6 @@ sched::PassStats Controller::SchedulePass(Time now) {
     }
     snap.pending.push_back(info);
   }
-  pending_order_.resize(keep);
-  std::sort(pending_order_.begin(), pending_order_.end());
-  pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()), pending_order_.end());
 
   sched::Plan plan = sched::Schedule(snap, now, *policy_);
 

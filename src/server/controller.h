@@ -288,7 +288,7 @@ class Controller {
   void NodeLost(NodeRecord& n, Time now);
   Result<api::Json> SubmitAcceptance(JobSpec spec, Time now);
   void StartJob(Job& j, Allocation allocation, Time now);
-  void PlaceAcceptanceJobs(Time now);
+  void PlaceAcceptanceJobs(const std::vector<uint64_t>& pending, Time now);  // pending acceptance tests
   static std::vector<std::string> AcceptanceNodes(const JobSpec& spec);
   bool RequiresAcceptance(const Node& node) const;
   static bool DrainedForAcceptance(const NodeRecord& n);

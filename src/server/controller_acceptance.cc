@@ -145,10 +145,10 @@ std::vector<std::string> Controller::AcceptanceNodes(const JobSpec& spec) {
   return names;
 }
 
-void Controller::PlaceAcceptanceJobs(Time now) {
-  for (uint64_t id : pending_order_) {
+void Controller::PlaceAcceptanceJobs(const std::vector<uint64_t>& pending, Time now) {
+  for (uint64_t id : pending) {
     const Job* job = Find(JobId(id));
-    if (job == nullptr || job->state != JobState::kPending || job->spec.acceptance_node.empty()) continue;
+    if (job == nullptr || job->state != JobState::kPending) continue;
     PendingReason reason = PendingReason::kNodesUnavailable;
     std::string wait;
     Allocation a;

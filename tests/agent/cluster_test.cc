@@ -316,6 +316,44 @@ TEST_F(ClusterTest, CancelKillsTheWholeTree) {
   EXPECT_EQ(Show(id)["exit_signal"], SIGTERM) << Show(id).dump();
 }
 
+// A step's cgroup holds the limits it was given: under v1 it joins the
+// cpu and memory hierarchies only for a limit, and always one to track it.
+TEST_F(ClusterTest, StepCgroupsHoldTheLimitsTheJobAskedFor) {
+  StartAgent("n1");
+  if (!CgroupIsolation()) GTEST_SKIP() << "no cgroups here: " << isolation_;
+  const uint64_t limited = Submit(*admin_, {{"command", "cat /proc/self/cgroup > limited.cg"},
+                                            {"gpus", 1},
+                                            {"cpus_per_node", 1},
+                                            {"mem_per_node_mib", 256}});
+  const uint64_t plain = Submit(*admin_, {{"command", "cat /proc/self/cgroup > plain.cg"}, {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(limited, "completed"));
+  ASSERT_TRUE(WaitFor(plain, "completed"));
+  const std::string step = "/" + std::to_string(limited) + ".1\n";
+  const std::string limited_cg = ReadFile(dir_ / "work" / "limited.cg");
+  const std::string plain_cg = ReadFile(dir_ / "work" / "plain.cg");
+  auto hierarchies_with = [](const std::string& text, const std::string& suffix) {
+    std::set<std::string> out;
+    for (const std::string& line : Fields(text, '\n')) {
+      if (!line.ends_with(suffix.substr(0, suffix.size() - 1))) continue;
+      const std::vector<std::string> f = Fields(line, ':');
+      if (f.size() >= 3) out.insert(f[1]);
+    }
+    return out;
+  };
+  const auto limited_in = hierarchies_with(limited_cg, step);
+  const auto plain_in = hierarchies_with(plain_cg, "/" + std::to_string(plain) + ".1\n");
+  ASSERT_FALSE(limited_in.empty()) << limited_cg;
+  ASSERT_FALSE(plain_in.empty()) << plain_cg;
+  if (limited_in.count("") == 0) {  // v1: hierarchies by controller
+    EXPECT_TRUE(limited_in.count("memory") == 1) << limited_cg;
+    EXPECT_TRUE(std::any_of(limited_in.begin(), limited_in.end(),
+                            [](const std::string& h) { return h.find("cpu") != std::string::npos; }))
+        << limited_cg;
+    EXPECT_EQ(plain_in.count("memory"), 0u) << plain_cg;
+    EXPECT_LT(plain_in.size(), limited_in.size()) << plain_cg;
+  }
+}
+
 TEST_F(ClusterTest, TimeLimitTermsThenKills) {
   StartAgent("n1");
   // Ignores SIGTERM: the SIGKILL after the grace period ends it.

@@ -266,6 +266,16 @@ StepCgroup::StepCgroup(const CgroupLayout& layout, const std::string& name)
 }
 
 Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib) {
+  if (version_ == CgroupVersion::kV1) {
+    // A v1 hierarchy is joined only to track the step (the first) or to
+    // enforce its limit: each cgroup costs a mkdir and an rmdir per step.
+    std::erase_if(dirs_, [&](const std::string& dir) {
+      if (dir == tracking_dir_) return false;
+      return (dir == cpu_dir_ && cpu_milli <= 0) || (dir == memory_dir_ && memory_mib <= 0);
+    });
+    join_files_.clear();
+    for (const std::string& dir : dirs_) join_files_.push_back(dir + "/cgroup.procs");
+  }
   for (const std::string& dir : dirs_) {
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       return Internal(ErrnoMessage("cannot create cgroup " + dir));

@@ -85,9 +85,11 @@ class StepCgroup {
   StepCgroup(const CgroupLayout& layout, const std::string& name);
 
   bool enabled() const { return !dirs_.empty(); }
-  // Makes the cgroup and sets the limits that the layout allows.
+  // Makes the cgroup and sets the limits that the layout allows. Under v1,
+  // only in the hierarchies that track the step or hold a limit it has.
   Status Create(int64_t cpu_milli, int64_t memory_mib);
-  // The cgroup.procs files a task writes its pid into, before exec.
+  // The cgroup.procs files a task writes its pid into, before exec (final
+  // once Create has run).
   const std::vector<std::string>& JoinFiles() const { return join_files_; }
   // The processes in it now (empty when the cgroup does not exist).
   std::vector<pid_t> Pids() const;

@@ -229,7 +229,7 @@ class Supervisor {
     return Status::Ok();
   }
 
-  // In the forked child: system calls only, then exec; on failure it
+  // In the vforked child: system calls only, then exec; on failure it
   // reports the stage and errno through `error_fd` and exits.
   [[noreturn]] void ExecTask(const TaskPlan& plan, int error_fd) {
     auto fail = [error_fd](ChildStage stage) {
@@ -306,7 +306,11 @@ class Supervisor {
     for (TaskPlan& plan : plans_) {
       int pipe_fds[2];
       if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Internal(ErrnoMessage("pipe"));
-      pid_t pid = ::fork();
+      // vfork: the child shares our memory (and we wait) until its exec or
+      // exit, so nothing is copied for a process that execs at once. Safe
+      // here because ExecTask only makes system calls on what is prepared,
+      // never returns, and we are single-threaded.
+      pid_t pid = ::vfork();
       if (pid == 0) {
         ::close(pipe_fds[0]);
         ExecTask(plan, pipe_fds[1]);

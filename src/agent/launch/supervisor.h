@@ -16,8 +16,8 @@
 // behind (daemons included), records how the step ended (result.json),
 // notifies the agent through the events FIFO, removes the cgroup and exits.
 //
-// The supervisor is single-threaded; between fork and exec a task's child
-// makes only system calls on data prepared before the fork.
+// The supervisor is single-threaded; between vfork and exec a task's child
+// makes only system calls on data prepared before the vfork.
 #pragma once
 
 #include <string>
