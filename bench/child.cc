@@ -71,8 +71,9 @@ std::string Child::Log() const {
   return all.str();
 }
 
-double Child::RssMib() const {
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+namespace {
+double RssMibOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string key;
   while (in >> key) {
     if (key == "VmRSS:") {
@@ -84,6 +85,9 @@ double Child::RssMib() const {
   }
   return 0;
 }
+}  // namespace
+
+double Child::RssMib() const { return RssMibOf(pid_); }
 
 namespace {
 // The numeric fields of /proc/<pid>/stat from the state on, indexed as
@@ -112,15 +116,30 @@ double Child::CpuSeconds() const { return Seconds(StatFields(pid_), 14); }
 
 double Child::ChildrenCpuSeconds() const { return Seconds(StatFields(pid_), 16); }
 
-double Child::LiveChildrenCpuSeconds() const {
-  double sum = 0;
+std::vector<pid_t> Child::LiveChildren() const {
+  std::vector<pid_t> out;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::vector<double> fields = StatFields(std::atoi(name.c_str()));
-    if (fields.size() <= 17 || static_cast<pid_t>(fields[4]) != pid_) continue;
+    const pid_t pid = std::atoi(name.c_str());
+    const std::vector<double> fields = StatFields(pid);
+    if (fields.size() > 4 && static_cast<pid_t>(fields[4]) == pid_) out.push_back(pid);
+  }
+  return out;
+}
+
+double Child::LiveChildrenCpuSeconds() const {
+  double sum = 0;
+  for (pid_t pid : LiveChildren()) {
+    const std::vector<double> fields = StatFields(pid);
     sum += Seconds(fields, 14) + Seconds(fields, 16);
   }
+  return sum;
+}
+
+double Child::LiveChildrenRssMib() const {
+  double sum = 0;
+  for (pid_t pid : LiveChildren()) sum += RssMibOf(pid);
   return sum;
 }
 

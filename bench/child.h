@@ -40,9 +40,12 @@ class Child {
   double CpuSeconds() const;  // user + system CPU time so far
   // The same of its children that it has waited for (and theirs).
   double ChildrenCpuSeconds() const;
-  // CPU time of its children that are still running, with what they have
-  // waited for (a long-lived child's reaped children count there).
+  // Its children that are still running.
+  std::vector<pid_t> LiveChildren() const;
+  // Their CPU time, with what they have waited for (a long-lived child's
+  // reaped children count there), and their resident memory now.
   double LiveChildrenCpuSeconds() const;
+  double LiveChildrenRssMib() const;
 
  private:
   pid_t pid_ = -1;

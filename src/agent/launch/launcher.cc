@@ -101,7 +101,13 @@ class Launcher {
       pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
       int ready = ::poll(fds, 2, idle_ms);
       if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) return;  // idle (or poll failed): the next launch starts another
+      if (ready < 0) return;
+      // Idle: the next launch starts another. Not while supervisors we
+      // forked run: their parent reaps them best.
+      if (ready == 0) {
+        if (children_ == 0) return;
+        continue;
+      }
       if (fds[1].revents & POLLIN) {
         if (!TakeSignals()) return;
       }
@@ -119,8 +125,7 @@ class Launcher {
     while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
       if (info.ssi_signo != SIGCHLD) stop = true;
     }
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) --children_;
     return !stop;
   }
 
@@ -151,6 +156,7 @@ class Launcher {
     // was forked for it, and may ask again.
     if (::send(reply_fd, &kLauncherTook, 1, MSG_NOSIGNAL) != 1) return;
     pid_t pid = ::fork();
+    if (pid > 0) ++children_;
     if (pid != 0) return;  // the parent (or a failed fork: the agent reads end-of-file)
     ::close(listen_fd_);
     ::close(signal_fd_);
@@ -169,6 +175,7 @@ class Launcher {
   int lock_fd_ = -1;
   int listen_fd_ = -1;
   int signal_fd_ = -1;
+  int children_ = 0;  // supervisors forked and not yet reaped
 };
 
 }  // namespace

@@ -18,9 +18,10 @@
 //   "quit\n"                  the agent is stopping: exit (supervisors go on)
 //
 // and reaps the supervisors it forked. It exits after kLauncherIdle without
-// a request, and after serving a request once its executable was replaced
-// on disk (an upgrade), so that the next launch starts the new one. Only
-// one serves a folder: the one holding launcher.lock.
+// a request once none of its supervisors runs, and after serving a request
+// once its executable was replaced on disk (an upgrade), so that the next
+// launch starts the new one. Only one serves a folder: the one holding
+// launcher.lock.
 #pragma once
 
 #include <chrono>
