@@ -41,6 +41,8 @@ std::string HostName() {
 }
 
 constexpr size_t kMaxLogChunkBytes = 1 << 20;
+// A heartbeat connection is closed once no step has started or ended for this long.
+constexpr Duration kBurstPause = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -121,11 +123,11 @@ Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& d
 }
 
 std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
-  // No keep-alive: a connection kept open would hold one of the server's
-  // worker threads for as long as the agent lives.
+  // Kept alive only through a burst of heartbeats (Loop closes it when they
+  // pause): an open connection holds one of the server's worker threads.
   auto c = net::HttpClient::Connect(options.server,
                                     {.token = options.token, .connect_timeout_ms = 2000, .read_timeout_ms = 10000,
-                                     .keep_alive = false});
+                                     .keep_alive = true});
   return c.ok() ? std::move(*c) : nullptr;
 }
 
@@ -221,15 +223,14 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
     }
     last_epoch[step->job] = step->epoch;
   }
-  Status s = steps->Launch(*step);
+  Result<Steps::Started> started = steps->Launch(*step);
+  const Status& s = started.status();
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!s.ok()) {
       refused.push_back({step->job, step->epoch, false, 1, 0, fmt::format("cannot start on {}: {}", node.name, s.message())});
     } else {
-      auto out = steps->OutputPath(step->job, step->epoch, false);
-      auto err = steps->OutputPath(step->job, step->epoch, true);
-      outputs[step->job] = {step->epoch, {out.ok() ? *out : "", err.ok() ? *err : ""}};
+      outputs[step->job] = {step->epoch, {started->stdout_path, started->stderr_path}};
       step_gpus[{step->job, step->epoch}] = step->gpus;
       // Bounded: the oldest jobs' output paths are forgotten first.
       while (outputs.size() > 10000) outputs.erase(outputs.begin());
@@ -340,8 +341,18 @@ void Agent::Impl::Loop() {
     if (r.ok() && r->status == 200) warned = false;
     std::unique_lock<std::mutex> lock(mu);
     // Sleep to the next tick, or until a step starts or ends (but keep the
-    // extra heartbeats at least min_event_gap apart).
-    cv.wait_for(lock, next_tick - clock->Now(), [this] { return stopping || wake; });
+    // extra heartbeats at least min_event_gap apart). The connection stays
+    // open while steps keep ending; when they pause, it is closed.
+    auto woken = [this] { return stopping || wake; };
+    const auto until_tick = next_tick - clock->Now();
+    if (until_tick <= kBurstPause) {
+      cv.wait_for(lock, until_tick, woken);
+    } else if (!cv.wait_for(lock, kBurstPause, woken)) {
+      lock.unlock();
+      if (client != nullptr) client->CloseConnection();
+      lock.lock();
+      cv.wait_for(lock, next_tick - clock->Now(), woken);
+    }
     if (stopping) return;
     if (wake) {
       wake = false;

@@ -45,6 +45,8 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Connect(const std::string& base,
 HttpClient::HttpClient(std::unique_ptr<Impl> impl, std::string base) : impl_(std::move(impl)), base_(std::move(base)) {}
 HttpClient::~HttpClient() = default;
 
+void HttpClient::CloseConnection() { impl_->client.stop(); }
+
 void HttpClient::set_token(const std::string& token) {
   impl_->headers.erase("Authorization");
   if (!token.empty()) impl_->headers.emplace("Authorization", "Bearer " + token);

@@ -22,8 +22,9 @@ struct ClientOptions {
   int connect_timeout_ms = 2000;
   int read_timeout_ms = 30000;
   // Off for clients that call rarely and must not hold one of the server's
-  // worker threads between calls (agents' heartbeats: httplib serves a
-  // kept-alive connection with one thread for as long as it stays open).
+  // worker threads between calls (httplib serves a kept-alive connection
+  // with one thread for as long as it stays open); or on, with
+  // CloseConnection when the calls pause (agents' heartbeats).
   bool keep_alive = true;
 };
 
@@ -40,6 +41,8 @@ class HttpClient {
   Result<HttpResponse> Patch(const std::string& path, const std::string& json_body);
   Result<HttpResponse> Delete(const std::string& path);
   const std::string& base() const { return base_; }
+  // Closes a kept-alive connection now (the next call opens another).
+  void CloseConnection();
   // The token for later requests on this connection (a load generator acts
   // for many users over few connections).
   void set_token(const std::string& token);

@@ -63,7 +63,7 @@ class DirSteps final : public Steps {
     ::close(events_fd_);
   }
 
-  Status Launch(const StepRequest& request) override {
+  Result<Started> Launch(const StepRequest& request) override {
     SHOAL_RETURN_IF_ERROR(ValidateStepRequest(request));
     SHOAL_ASSIGN_OR_RETURN(UserAccount account,
                            LookUpJobUser(request.user, options_.allow_root_jobs));
@@ -101,7 +101,7 @@ class DirSteps final : public Steps {
       (void)WriteFileAtomic(dir + "/" + kResultFile, EncodeRecord(record), 0644);
       return Internal(record.message);
     }
-    return Status::Ok();
+    return Started{ResolveOutputPath(supervised.step, false, 0), ResolveOutputPath(supervised.step, true, 0)};
   }
 
   Status Stop(uint64_t job, uint64_t epoch, Duration grace) override {

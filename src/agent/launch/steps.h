@@ -107,10 +107,15 @@ class Steps {
   static Result<std::unique_ptr<Steps>> Open(const StepsOptions& options);
   virtual ~Steps() = default;
 
-  // Starts a step. Refuses (with a message for the job's record) a user
+  // Starts a step and says where its rank-0 stdout and stderr go (as
+  // OutputPath would). Refuses (with a message for the job's record) a user
   // that does not exist, root unless allowed, any user but the agent's own
   // when the agent is not root, and a (job, epoch) that was started before.
-  virtual Status Launch(const StepRequest& request) = 0;
+  struct Started {
+    std::string stdout_path;
+    std::string stderr_path;
+  };
+  virtual Result<Started> Launch(const StepRequest& request) = 0;
   // Asks the step's supervisor to stop it (SIGTERM, then SIGKILL after
   // `grace`). Unknown steps are not an error.
   virtual Status Stop(uint64_t job, uint64_t epoch, Duration grace) = 0;
