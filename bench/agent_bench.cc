@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
   shoal = fs::absolute(shoal).string();
   ::signal(SIGPIPE, SIG_IGN);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  // The job steps' supervisors detach from their agents; they come to us.
+  // Launchers and supervisors whose parent has gone come to us (the agents
+  // reap their launchers, the launchers their supervisors, while they run).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::atomic<bool> reaping{true};
   std::vector<pid_t> ours;  // the server and agents, reaped by Child::Stop
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
         ::waitpid(info.si_pid, nullptr, 0);
         info = {};
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // orphans are rare: a light poll
     }
   });
 
