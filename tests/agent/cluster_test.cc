@@ -415,6 +415,14 @@ std::string AskLauncher(const fs::path& steps_dir, const std::string& request) {
   return answer;
 }
 
+TEST_F(ClusterTest, AStepsFolderTooLongForTheLauncherSocketIsRefusedAtStart) {
+  agent::AgentConfig c = Config("n1");
+  c.state_dir = (dir_ / std::string(100, 'x')).string();
+  auto steps = agent::OpenSteps(c, SHOAL_STEP_BINARY);
+  ASSERT_FALSE(steps.ok());
+  EXPECT_NE(steps.status().message().find("too long a path"), std::string::npos) << steps.status().ToString();
+}
+
 TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
   StartAgent("n1");
   const fs::path steps = dir_ / "agents" / "n1" / "steps";

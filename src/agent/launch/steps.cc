@@ -446,6 +446,14 @@ Result<std::unique_ptr<Steps>> Steps::Open(const StepsOptions& options) {
   // through the folder, not list it.
   struct stat st {};
   if (::stat(dir.c_str(), &st) == 0) ::chmod(dir.c_str(), (st.st_mode & 07777) | S_IXGRP | S_IXOTH);
+  // The launcher listens on a unix socket in the folder, whose path has
+  // room for 107 bytes (sockaddr_un).
+  const std::string socket_path = dir + "/" + kLauncherSocket;
+  if (socket_path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return FailedPrecondition(fmt::format("the steps folder {} is too long a path for the step launcher's socket "
+                                          "({} bytes, at most {}): choose a shorter --state-dir",
+                                          dir, socket_path.size(), sizeof(sockaddr_un::sun_path) - 1));
+  }
   if (::access(options.supervisor.c_str(), X_OK) != 0) {
     return FailedPrecondition(ErrnoMessage("no step supervisor at " + options.supervisor));
   }
