@@ -1,6 +1,7 @@
-// Job steps on a node: each runs under its own supervisor process
-// (`shoal-step`, as Slurm's slurmstepd), started detached so that it and the
-// job outlive an agent restart. The supervisor starts the step's tasks as the
+// Job steps on a node: each runs under its own supervisor process (as
+// Slurm's slurmstepd), forked by the node's long-lived launcher
+// (`shoal-step --launcher`, launcher.h) so that it and the job outlive an
+// agent restart. The supervisor starts the step's tasks as the
 // job's user, each in its own session and process group, with stdout/stderr
 // in files, CUDA_VISIBLE_DEVICES set to exactly the step's GPUs, the
 // distributed-training environment (see TaskEnvironment), and cgroup limits
