@@ -11,9 +11,11 @@
 // Not thread-safe: one thread (the control loop) owns it. It reads no clock:
 // every command is given the time.
 //
-// Its code is in three files: controller.cc (commands, queries, the job
-// lifecycle, scheduling passes), controller_acceptance.cc (node acceptance)
-// and controller_telemetry.cc (GPU health, efficiency, idle GPUs, metrics).
+// Its code is in five files: controller.cc (commands and the job
+// lifecycle), controller_queries.cc (what users and admins read),
+// controller_passes.cc (usage accrual, ticks, scheduling passes),
+// controller_acceptance.cc (node acceptance) and controller_telemetry.cc
+// (GPU health, efficiency, idle GPUs, metrics).
 #pragma once
 
 #include <deque>

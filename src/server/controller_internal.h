@@ -1,5 +1,5 @@
-// Small pieces shared by the files of the Controller (controller.cc,
-// controller_acceptance.cc, controller_telemetry.cc); not for other users.
+// Small pieces shared by the files of the Controller (controller.cc and
+// controller_*.cc); not for other users.
 #pragma once
 
 #include <string>

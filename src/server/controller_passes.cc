@@ -1,0 +1,224 @@
+// The Controller's periodic work: fair-share usage and job GPU-seconds
+// (AccrueUsage), lost nodes and time limits (Tick), and the scheduling pass
+// that turns the pure scheduler's plan into starts, preemptions and pending
+// decisions (SchedulePass).
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "sched/schedule.h"
+#include "sched/working_state.h"
+#include "server/controller.h"
+#include "server/controller_internal.h"
+
+namespace shoal::server {
+
+namespace {
+
+using internal::IsActive;
+
+}  // namespace
+
+void Controller::AccrueUsage(Time now) {
+  const Duration dt = now - last_usage_;
+  if (dt.count() <= 0) return;
+  for (auto& [name, u] : usage_) u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, dt, config_.usage_half_life);
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    const double gpu_s = job->allocation.GpuEquivalents() * ToSeconds(now - std::max(job->start_time, last_usage_));
+    account_gpu_s_[job->spec.account] += std::max(0.0, gpu_s);
+    if (!job->spec.account.empty()) {
+      state::AccountUsage& u = usage_[job->spec.account];
+      u.account = job->spec.account;
+      u.usage_gpu_s += gpu_s;
+      u.updated = now;
+    }
+  }
+  // Jobs keep their own GPU-seconds up to the last accrual in the job record
+  // when they end (Finish); usage here is for fair share.
+  for (auto& [id, r] : running_) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    auto copy = std::make_shared<Job>(*it->second);
+    copy->gpu_seconds += copy->allocation.GpuEquivalents() * ToSeconds(now - std::max(copy->start_time, last_usage_));
+    copy->efficiency = r.efficiency;
+    it->second = std::move(copy);
+  }
+  // Running jobs' efficiency reaches the store every few minutes (and when
+  // they end), so that a restart loses at most that much of it.
+  if (now - last_efficiency_commit_ >= std::chrono::minutes(5)) {
+    for (const auto& [id, r] : running_) {
+      if (r.efficiency.samples == 0) continue;
+      if (auto it = jobs_.find(id); it != jobs_.end()) Record(*it->second);
+    }
+    last_efficiency_commit_ = now;
+  }
+  last_usage_ = now;
+  if (now - last_usage_commit_ >= std::chrono::seconds(60)) {
+    for (const auto& [name, u] : usage_) batch_.usage.push_back(u);
+    last_usage_commit_ = now;
+  }
+}
+
+void Controller::Tick(Time now) {
+  for (auto& [name, n] : nodes_) {
+    if (n.node.state != NodeState::kDown && now - n.last_seen > config_.node_timeout) NodeLost(n, now);
+  }
+  std::vector<uint64_t> over;
+  std::vector<uint64_t> stuck;
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    if (!r.ending_as && job->time_limit.count() > 0 && now > job->start_time + job->time_limit) over.push_back(id);
+    if (r.ending_as && now - r.kill_sent > config_.kill_grace + config_.node_timeout) stuck.push_back(id);
+  }
+  for (uint64_t id : over) StopJob(Mutable(JobId(id)), JobState::kTimeout, now, "time limit reached");
+  for (uint64_t id : stuck) {
+    // The agents never confirmed the stop: count the job as ended anyway.
+    Job& j = Mutable(JobId(id));
+    const Running r = running_[id];
+    j.reason_detail = "the node did not confirm the stop";
+    if (r.requeue_after) {
+      RequeueNow(j, now, "requeued");
+    } else {
+      Finish(j, *r.ending_as, now);
+    }
+  }
+  for (auto& [name, n] : nodes_) {
+    if (n.node.state != NodeState::kDraining) continue;
+    bool busy = false;
+    for (const auto& [id, r] : running_) busy |= r.nodes_left.count(name) > 0;
+    if (!busy) {
+      n.node.state = NodeState::kDrained;
+      RecordNode(n);
+    }
+  }
+  AccrueUsage(now);
+  CheckIdle(now);
+  SampleCluster(now);
+  // Finished jobs leave memory after a while (the store keeps them), and
+  // their end states after the dependency horizon. Both queues are in
+  // order of ending, so this costs only what leaves.
+  while (!evict_order_.empty() && now - evict_order_.front().first > config_.finished_retention) {
+    auto it = jobs_.find(evict_order_.front().second);
+    if (it != jobs_.end() && !IsActive(it->second->state)) jobs_.erase(it);  // a requeued job stays
+    evict_order_.pop_front();
+  }
+  while (!forget_order_.empty() && now - forget_order_.front().first > config_.dependency_horizon) {
+    finished_.erase(forget_order_.front().second);
+    forget_order_.pop_front();
+  }
+  if (!over.empty() || !stuck.empty()) dirty_ = true;
+}
+
+sched::PassStats Controller::SchedulePass(Time now) {
+  dirty_ = false;
+  // Pending jobs in submission order (compacting the list of those that
+  // left); acceptance tests apart.
+  std::vector<uint64_t> pending;
+  std::vector<uint64_t> acceptance;
+  pending.reserve(pending_order_.size());
+  size_t keep = 0;
+  for (uint64_t id : pending_order_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr || job->state != JobState::kPending) continue;
+    pending_order_[keep++] = id;
+    (job->spec.acceptance_node.empty() ? pending : acceptance).push_back(id);
+  }
+  pending_order_.resize(keep);
+  std::sort(pending_order_.begin(), pending_order_.end());
+  pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()), pending_order_.end());
+  // Acceptance tests first, so that the scheduler sees the nodes they hold.
+  PlaceAcceptanceJobs(acceptance, now);
+  sched::Snapshot snap;
+  snap.running.reserve(running_.size());
+  snap.pending.reserve(pending.size());
+  snap.inventory = inventory_;
+  snap.nodes.resize(inventory_->size());
+  for (size_t i = 0; i < inventory_->size(); ++i) {
+    const sched::InvNode& inode = inventory_->node(static_cast<sched::NodeIndex>(i));
+    const NodeRecord& n = nodes_.at(inode.name);
+    snap.nodes[i] = {EffectiveState(n), n.unhealthy_gpus};
+  }
+  std::unordered_map<std::string, int> account_index;
+  for (const Account& a : accounts_) {
+    account_index[a.name] = static_cast<int>(snap.accounts.size());
+    auto u = usage_.find(a.name);
+    snap.accounts.push_back({a.name, a.shares, u == usage_.end() ? 0.0 : u->second.usage_gpu_s, a.max_gpus});
+  }
+  auto info_of = [&](const Job& job) {
+    sched::JobInfo info;
+    info.id = job.id;
+    info.spec = &job.spec;
+    info.request = requests_[job.id.value()];
+    info.submit = job.submit_time;
+    auto a = account_index.find(job.spec.account);
+    info.account = a == account_index.end() ? -1 : a->second;
+    info.admin_priority = job.priority;
+    info.attained_gpu_s = job.gpu_seconds;
+    if (job.array_task_id >= 0 && job.spec.array) {
+      info.array_id = job.array_job_id.value();
+      info.array_max_running = job.spec.array->max_running;
+    }
+    return info;
+  };
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    sched::JobInfo info = info_of(*job);
+    info.allocation = &job->allocation;
+    info.start = job->start_time;
+    info.expected_end = job->start_time + job->time_limit;
+    info.preemptible = job->spec.requeue && !r.ending_as;
+    snap.running.push_back(info);
+  }
+  for (uint64_t id : pending) {
+    const Job* job = Find(JobId(id));
+    sched::JobInfo info = info_of(*job);
+    info.held = job->spec.hold;
+    info.begin_time = job->spec.begin_time;
+    info.queued_since = job->submit_time;
+    if (!job->spec.dependencies.empty()) {
+      info.dependencies = &job->spec.dependencies;
+      for (const Dependency& d : job->spec.dependencies) {
+        const Job* dep = Find(d.job);
+        if (dep != nullptr) {
+          snap.dependency_states[d.job] = dep->state;
+        } else if (auto f = finished_.find(d.job.value()); f != finished_.end()) {
+          snap.dependency_states[d.job] = f->second;
+        }
+      }
+    }
+    snap.pending.push_back(info);
+  }
+
+  sched::Plan plan = sched::Schedule(snap, now, *policy_);
+
+  // Verify the plan against the state once more before committing it (one
+  // writer makes this cheap, and a scheduler bug is caught here, not on a node).
+  sched::WorkingState check(*inventory_, snap.nodes);
+  for (const sched::JobInfo& r : snap.running) check.Allocate(*r.allocation);
+  for (const sched::PreemptDecision& p : plan.preemptions) {
+    const Job* victim = Find(p.victim);
+    if (victim == nullptr || victim->state != JobState::kRunning) continue;
+    StopJob(Mutable(p.victim), JobState::kPending, now, fmt::format("preempted by job {}", p.preemptor.value()),
+            /*requeue_after=*/true);
+  }
+  for (sched::StartDecision& s : plan.starts) {
+    // A job placed where preempted jobs still run starts once they have stopped.
+    if (s.after_preemption) continue;
+    const Job* job = Find(s.job);
+    if (job == nullptr || job->state != JobState::kPending) continue;
+    if (!check.CanAllocate(s.allocation).ok()) continue;
+    check.Allocate(s.allocation);
+    StartJob(Mutable(s.job), std::move(s.allocation), now);
+  }
+  for (sched::PendingDecision& d : plan.pending) {
+    decisions_[d.job.value()] = std::make_shared<const sched::PendingDecision>(std::move(d));
+  }
+  return plan.stats;
+}
+
+}  // namespace shoal::server

@@ -1,0 +1,182 @@
+// The Controller's queries: jobs as users may see them (with the last
+// pass's pending decision), nodes with their jobs and telemetry,
+// partitions, accounts and tokens. Read-only but for Tokens, which clears
+// the flag that says the token list changed.
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "server/controller.h"
+#include "server/controller_internal.h"
+
+namespace shoal::server {
+
+namespace {
+
+using internal::Denied;
+using internal::IsActive;
+
+}  // namespace
+
+Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Identity& who, const JobFilter& f) const {
+  if (f.all_users && !who.admin()) return Denied("only admins list every user's jobs");
+  if (!f.user.empty() && f.user != who.user && !who.admin()) return Denied("you may list only your own jobs");
+  const std::string user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
+  std::vector<std::shared_ptr<const Job>> out;
+  for (const auto& [id, job] : jobs_) {
+    if (!user.empty() && job->spec.user != user) continue;
+    const bool state_ok = f.states.empty() ? IsActive(job->state)
+                                           : std::find(f.states.begin(), f.states.end(), job->state) != f.states.end();
+    if (state_ok) out.push_back(job);
+  }
+  return out;
+}
+
+JobView Controller::View(std::shared_ptr<const Job> job) const {
+  JobView v{std::move(job), nullptr, node_names_};
+  // A hold shows at once, before the next pass replaces the last decision.
+  if (v.job->state == JobState::kPending && !v.job->spec.hold) {
+    if (auto d = decisions_.find(v.job->id.value()); d != decisions_.end()) v.decision = d->second;
+  }
+  return v;
+}
+
+api::Json JobViewJson(const JobView& v) {
+  const NodeNameTable& table = *v.names;
+  auto name_of = [&table](NodeId id) {
+    auto it = table.find(id.value());
+    return it != table.end() ? it->second : fmt::format("node{}", id.value());
+  };
+  api::NodeNames names{name_of, [](std::string_view) { return std::optional<NodeId>(); }};
+  const Job& job = *v.job;
+  api::Json j = api::ToJson(job, &names);
+  if (job.state == JobState::kPending) {
+    if (v.decision != nullptr) {
+      const sched::PendingDecision& d = *v.decision;
+      j["reason"] = std::string(PendingReasonName(d.reason));
+      if (!d.detail.empty()) j["reason_detail"] = d.detail;
+      if (d.estimated_start != kTimeNever) j["estimated_start"] = api::TimeToJson(d.estimated_start);
+      api::Json planned = api::Json::array();
+      for (NodeId n : d.planned_nodes) planned.push_back(name_of(n));
+      if (!planned.empty()) j["planned_nodes"] = planned;
+    } else {
+      // Not looked at by a pass yet, or an acceptance test (which no pass decides).
+      j["reason"] = job.spec.hold ? "held" : std::string(PendingReasonName(job.reason));
+    }
+  } else if (job.state != JobState::kRunning) {
+    j["reason"] = "none";
+  }
+  return j;
+}
+
+Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
+  const Job* job = Find(id);
+  if (job == nullptr) return NotFound(fmt::format("no job {} (finished jobs are in the history)", id.value()));
+  if (!MaySee(who, *job)) return Denied(fmt::format("job {} belongs to another user", id.value()));
+  api::Json j = JobViewJson(View(jobs_.at(id.value())));
+  auto r = running_.find(id.value());
+  if (r != running_.end() && r->second.ending_as) j["ending_as"] = std::string(JobStateName(*r->second.ending_as));
+  return j;
+}
+
+// The running jobs' parts by node id (only node `only`'s when it is set):
+// one look at each running job, so that listing every node costs
+// O(nodes + jobs), not O(nodes x jobs).
+Controller::JobsByNode Controller::RunningByNode(std::optional<NodeId> only) const {
+  JobsByNode out;
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    for (const NodeAllocation& na : job->allocation.nodes) {
+      if (!only || na.node == *only) out[na.node.value()].push_back({job, &na});
+    }
+  }
+  return out;
+}
+
+api::Json Controller::NodesJson() const {
+  const JobsByNode by_node = RunningByNode(std::nullopt);
+  api::Json out = api::Json::array();
+  for (const auto& [name, n] : nodes_) out.push_back(NodeJsonOf(n, by_node));
+  return out;
+}
+
+Result<api::Json> Controller::NodeJson(const std::string& name) const {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
+  return NodeJsonOf(it->second, RunningByNode(it->second.node.id));
+}
+
+api::Json Controller::NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node) const {
+  api::Json j = api::ToJson(n.node);
+  j["state"] = std::string(NodeStateName(EffectiveState(n)));
+  j["last_seen"] = api::TimeToJson(n.last_seen);
+  // GPUs in use and by which job.
+  api::Json jobs = api::Json::array();
+  int used = 0;
+  if (auto on = by_node.find(n.node.id.value()); on != by_node.end()) {
+    for (const auto& [job, na] : on->second) {
+      used += na->GpuCount();
+      jobs.push_back({{"job", job->id.value()}, {"user", job->spec.user}, {"gpus", FormatGpuMask(na->gpu_mask)}});
+    }
+  }
+  j["gpus_used"] = used;
+  j["jobs"] = jobs;
+  if (n.unhealthy_gpus != 0) j["unhealthy_gpus"] = FormatGpuMask(n.unhealthy_gpus);
+  // The last heartbeat's telemetry, beside each GPU.
+  static const std::vector<GpuReport> kNoReports;
+  for (const GpuReport& g : n.gpus_now ? *n.gpus_now : kNoReports) {
+    if (g.index < 0 || g.index >= static_cast<int>(j["gpus"].size())) continue;
+    api::Json& gj = j["gpus"][static_cast<size_t>(g.index)];
+    if (!g.healthy) {
+      gj["healthy"] = false;
+      gj["health_reason"] = g.health_reason;
+    }
+    if (!g.telemetry.present) continue;
+    const GpuTelemetry& t = g.telemetry;
+    gj["telemetry"] = {{"util", t.util_pct},         {"mem_copy_util", t.mem_copy_util_pct},
+                       {"fb_used_mib", t.fb_used_mib}, {"fb_free_mib", t.fb_free_mib},
+                       {"power_w", t.power_w},         {"temp_c", t.temperature_c},
+                       {"sm_clock_mhz", t.sm_clock_mhz}, {"energy_j", t.energy_j},
+                       {"ecc_corrected", t.ecc_corrected}, {"ecc_uncorrected", t.ecc_uncorrected},
+                       {"xid_errors", t.xid_errors},   {"last_xid", t.last_xid}};
+  }
+  return j;
+}
+
+api::Json Controller::PartitionsJson() const {
+  api::Json out = api::Json::array();
+  for (const Partition& p : partitions_) out.push_back(api::ToJson(p));
+  return out;
+}
+
+api::Json Controller::AccountsJson() const {
+  api::Json out = api::Json::array();
+  for (const Account& a : accounts_) {
+    api::Json j = api::ToJson(a);
+    auto u = usage_.find(a.name);
+    j["usage_gpu_hours"] = u == usage_.end() ? 0.0 : u->second.usage_gpu_s / 3600;
+    out.push_back(j);
+  }
+  return out;
+}
+
+Result<api::Json> Controller::TokensJson(const Identity& who) const {
+  if (!who.admin()) return Denied("only admins list tokens");
+  api::Json out = api::Json::array();
+  for (const auto& [id, t] : tokens_) {
+    out.push_back({{"id", id}, {"user", t.user}, {"role", t.role}, {"created", api::TimeToJson(t.created)},
+                   {"revoked", t.revoked}});
+  }
+  return out;
+}
+
+std::vector<state::TokenRecord> Controller::Tokens() {
+  tokens_changed_ = false;
+  std::vector<state::TokenRecord> out;
+  for (const auto& [id, t] : tokens_) out.push_back(t);
+  return out;
+}
+
+}  // namespace shoal::server
