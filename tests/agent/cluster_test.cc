@@ -21,6 +21,7 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/gpu/simulated_provider.h"
+#include "agent/launch/launcher.h"
 #include "api/json.h"
 #include "core/strings.h"
 #include "net/http_client.h"
@@ -398,12 +399,10 @@ pid_t LauncherOf(const fs::path& steps_dir) {
 
 // A request on the launcher's socket; what came back before it closed.
 std::string AskLauncher(const fs::path& steps_dir, const std::string& request) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  const std::string path = (steps_dir / "launcher.sock").string();
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const std::optional<sockaddr_un> address = agent::LauncherAddress(steps_dir.string());
+  if (!address) return "(no address)";
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+  if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
     if (fd >= 0) ::close(fd);
     return "(no connection)";
   }

@@ -75,17 +75,14 @@ class Launcher {
       if (tries == 400) return 2;
       ::usleep(5000);
     }
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    const std::string path = steps_dir_ + "/" + kLauncherSocket;
-    if (path.size() >= sizeof address.sun_path) return 1;
-    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-    ::unlink(path.c_str());  // a dead launcher's; the lock says none serves
+    const std::optional<sockaddr_un> address = LauncherAddress(steps_dir_);
+    if (!address) return 1;
+    ::unlink(address->sun_path);  // a dead launcher's; the lock says none serves
     listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) return 1;
     // Made 0600 from the start: nobody else may connect in between.
     const mode_t old_umask = ::umask(0177);
-    const int bound = ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    const int bound = ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&*address), sizeof *address);
     ::umask(old_umask);
     if (bound != 0 || ::listen(listen_fd_, 128) != 0) return 1;
     sigset_t signals;
@@ -179,6 +176,15 @@ class Launcher {
 };
 
 }  // namespace
+
+std::optional<sockaddr_un> LauncherAddress(const std::string& steps_dir) {
+  const std::string path = steps_dir + "/" + kLauncherSocket;
+  sockaddr_un address{};
+  if (path.size() >= sizeof address.sun_path) return std::nullopt;
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  return address;
+}
 
 int RunLauncher(const std::string& steps_dir, std::span<char> title) {
   if (!SettleProcess()) return 1;

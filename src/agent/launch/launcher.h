@@ -24,7 +24,10 @@
 // launcher.lock.
 #pragma once
 
+#include <sys/un.h>
+
 #include <chrono>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -33,6 +36,10 @@ namespace shoal::agent {
 inline constexpr std::chrono::seconds kLauncherIdle{60};
 inline constexpr char kLauncherTook = 'f';
 inline constexpr char kSupervisorUp = '1';
+
+// The address of the launcher's socket in `steps_dir`; none when the path
+// does not fit a unix socket address (107 bytes).
+std::optional<sockaddr_un> LauncherAddress(const std::string& steps_dir);
 
 // The body of `shoal-step --launcher`: says it is listening through the
 // pipe on kReadyFd (supervisor.h), then serves until told to quit or idle.

@@ -287,17 +287,14 @@ class DirSteps final : public Steps {
 
   // A connected socket to the launcher, or -1 with errno set.
   int ConnectLauncher() const {
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    const std::string path = dir_ + "/" + kLauncherSocket;
-    if (path.size() >= sizeof address.sun_path) {
+    const std::optional<sockaddr_un> address = LauncherAddress(dir_);
+    if (!address) {  // Steps::Open refuses such a folder
       errno = ENAMETOOLONG;
       return -1;
     }
-    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
       const int error = errno;
       ::close(fd);
       errno = error;
@@ -446,13 +443,12 @@ Result<std::unique_ptr<Steps>> Steps::Open(const StepsOptions& options) {
   // through the folder, not list it.
   struct stat st {};
   if (::stat(dir.c_str(), &st) == 0) ::chmod(dir.c_str(), (st.st_mode & 07777) | S_IXGRP | S_IXOTH);
-  // The launcher listens on a unix socket in the folder, whose path has
-  // room for 107 bytes (sockaddr_un).
-  const std::string socket_path = dir + "/" + kLauncherSocket;
-  if (socket_path.size() >= sizeof(sockaddr_un::sun_path)) {
+  // The launcher listens on a unix socket in the folder.
+  if (!LauncherAddress(dir)) {
     return FailedPrecondition(fmt::format("the steps folder {} is too long a path for the step launcher's socket "
                                           "({} bytes, at most {}): choose a shorter --state-dir",
-                                          dir, socket_path.size(), sizeof(sockaddr_un::sun_path) - 1));
+                                          dir, dir.size() + 1 + std::strlen(kLauncherSocket),
+                                          sizeof(sockaddr_un::sun_path) - 1));
   }
   if (::access(options.supervisor.c_str(), X_OK) != 0) {
     return FailedPrecondition(ErrnoMessage("no step supervisor at " + options.supervisor));
