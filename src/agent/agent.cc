@@ -2,11 +2,10 @@
 
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -15,10 +14,12 @@
 
 #include <fmt/format.h>
 
+#include "agent/launch/user_files.h"
 #include "agent/protocol.h"
 #include "api/json.h"
 #include "core/strings.h"
 #include "net/http_client.h"
+#include "net/http_guard.h"
 #include "net/token.h"
 
 namespace shoal::agent {
@@ -68,7 +69,7 @@ struct Agent::Impl {
   bool wake = false;                               // a step started or ended: report now
   std::map<uint64_t, uint64_t> last_epoch;         // job -> the newest epoch this agent was given
   std::vector<StepReport> refused;                 // launches that could not start, to report
-  std::map<uint64_t, std::pair<uint64_t, std::array<std::string, 2>>> outputs;  // job -> epoch, paths
+  std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
   std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> step_gpus;  // (job, epoch) -> its GPUs
   std::atomic<bool> is_registered{false};
   std::atomic<uint64_t> accepted_heartbeats{0};
@@ -173,28 +174,21 @@ void Agent::Impl::Routes() {
       if (!o.ok() || *o < 0) return ReplyError(res, InvalidArgument("offset must be a number of bytes"));
       offset = *o;
     }
-    std::string path;
+    std::optional<StepOutput> output;
     {
       std::lock_guard<std::mutex> lock(mu);
       auto it = job.ok() ? outputs.find(static_cast<uint64_t>(*job)) : outputs.end();
-      if (it != outputs.end()) path = it->second.second[err_stream ? 1 : 0];
+      if (it != outputs.end()) output = it->second.second;
     }
-    if (path.empty()) return ReplyError(res, NotFound("this node has no output of that job"));
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return ReplyError(res, NotFound(fmt::format("{} cannot be read", path)));
-    in.seekg(0, std::ios::end);
-    const int64_t size = in.tellg();
-    std::string chunk;
-    if (offset < size) {
-      chunk.resize(static_cast<size_t>(std::min<int64_t>(size - offset, kMaxLogChunkBytes)));
-      in.seekg(offset);
-      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-      chunk.resize(static_cast<size_t>(in.gcount()));
-    }
+    if (!output) return ReplyError(res, NotFound("this node has no output of that job"));
+    const std::string& path = err_stream ? output->stderr_path : output->stdout_path;
+    // Read with the job user's rights, never the agent's own.
+    Result<OutputChunk> chunk = ReadOutputAs(output->owner, path, offset, kMaxLogChunkBytes);
+    if (!chunk.ok()) return ReplyError(res, chunk.status());
     res.status = 200;
-    res.set_header("X-Shoal-Size", std::to_string(size));
+    res.set_header("X-Shoal-Size", std::to_string(chunk->size));
     res.set_header("X-Shoal-Path", path);
-    res.set_content(std::move(chunk), "application/octet-stream");
+    res.set_content(std::move(chunk->bytes), "application/octet-stream");
   });
 
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -223,14 +217,14 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
     }
     last_epoch[step->job] = step->epoch;
   }
-  Result<Steps::Started> started = steps->Launch(*step);
+  Result<StepOutput> started = steps->Launch(*step);
   const Status& s = started.status();
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!s.ok()) {
       refused.push_back({step->job, step->epoch, false, 1, 0, fmt::format("cannot start on {}: {}", node.name, s.message())});
     } else {
-      outputs[step->job] = {step->epoch, {started->stdout_path, started->stderr_path}};
+      outputs[step->job] = {step->epoch, *started};
       step_gpus[{step->job, step->epoch}] = step->gpus;
       // Bounded: the oldest jobs' output paths are forgotten first.
       while (outputs.size() > 10000) outputs.erase(outputs.begin());
@@ -379,9 +373,9 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
   for (const StepState& st : impl->steps->Scan()) {
     uint64_t& e = impl->last_epoch[st.job];
     e = std::max(e, st.epoch);
-    auto out = impl->steps->OutputPath(st.job, st.epoch, false);
-    auto err = impl->steps->OutputPath(st.job, st.epoch, true);
-    impl->outputs[st.job] = {st.epoch, {out.ok() ? *out : "", err.ok() ? *err : ""}};
+    if (auto output = impl->steps->Output(st.job, st.epoch); output.ok()) {
+      impl->outputs[st.job] = {st.epoch, std::move(output).value()};
+    }
   }
   // Listen.
   SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
@@ -389,7 +383,13 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
   // The server keeps its connection for the next order; Stop waits out an
   // idle one, so keep the wait short.
   impl->http.set_keep_alive_timeout(1);
-  impl->http.set_payload_max_length(4 << 20);
+  // The node token is checked before any body is read; only /healthz is open.
+  net::GuardRequests(impl->http,
+                     {.max_body_bytes = 4 << 20,
+                      .is_public = [](const httplib::Request& req) { return req.path == "/healthz"; },
+                      .is_authenticated = [raw = impl.get()](const httplib::Request& req) {
+                        return raw->Authorized(req);
+                      }});
   const int threads = std::max(2, options.http_threads);
   impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   impl->Routes();

@@ -200,6 +200,8 @@ namespace {
 TEST(OverflowTest, HugeNumbersAreErrorsNotUndefinedBehaviour) {
   EXPECT_FALSE(ParseDuration("99999999999999999-00:00:00").ok());
   EXPECT_FALSE(ParseDuration("9999999999999999m").ok());
+  EXPECT_FALSE(ParseDuration("ms").ok());
+  EXPECT_EQ(ParseDuration("200ms").value(), Duration(200));  // agents' --heartbeat
   EXPECT_FALSE(ParseArraySpec("0-99999999999").ok());
   EXPECT_FALSE(ParseArraySpec("0-10:99999999999").ok());
   EXPECT_FALSE(ParseIntRanges("0-99999999999").ok());

@@ -23,6 +23,10 @@ Result<int64_t> Field(std::string_view text, std::string_view whole) {
 Result<Duration> ParseDuration(std::string_view text) {
   std::string_view s = Trim(text);
   if (s.empty()) return InvalidArgument("empty time limit");
+  if (s.ends_with("ms")) {
+    SHOAL_ASSIGN_OR_RETURN(int64_t n, Field(s.substr(0, s.size() - 2), text));
+    return Duration(n);
+  }
   char last = s.back();
   if (last == 's' || last == 'm' || last == 'h' || last == 'd') {
     SHOAL_ASSIGN_OR_RETURN(int64_t n, Field(s.substr(0, s.size() - 1), text));

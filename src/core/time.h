@@ -30,7 +30,7 @@ constexpr double ToSeconds(Time t) { return ToSeconds(t.time_since_epoch()); }
 
 // Parses a time limit in Slurm's forms ("minutes", "minutes:seconds",
 // "hours:minutes:seconds", "days-hours", "days-hours:minutes",
-// "days-hours:minutes:seconds") or with a unit suffix ("90s", "45m", "2h", "3d").
+// "days-hours:minutes:seconds") or with a unit suffix ("200ms", "90s", "45m", "2h", "3d").
 Result<Duration> ParseDuration(std::string_view text);
 
 // "1-02:03:04" for durations of a day or more, else "02:03:04".

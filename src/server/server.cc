@@ -19,6 +19,7 @@
 #include "api/json.h"
 #include "core/strings.h"
 #include "net/http_client.h"
+#include "net/http_guard.h"
 #include "net/local_socket.h"
 #include "net/token.h"
 #include "server/agent_link.h"
@@ -729,7 +730,20 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   // Idle connections close after 5 s: Stop() waits for them (httplib checks
   // for shutdown only between requests), and clients reconnect when needed.
   impl->http.set_keep_alive_timeout(5);
-  impl->http.set_payload_max_length(options.max_body_bytes);
+  // Credentials and the body's size are checked before any body is read.
+  const bool metrics_public = options.metrics_public;
+  net::GuardRequests(impl->http,
+                     {.max_body_bytes = options.max_body_bytes,
+                      .is_public =
+                          [metrics_public](const httplib::Request& req) {
+                            if (req.method != "GET" && req.method != "HEAD") return false;
+                            if (req.path == "/metrics") return metrics_public;
+                            // The health check, and the dashboard's static files (no data).
+                            return req.path == "/healthz" || !req.path.starts_with("/v1/");
+                          },
+                      .is_authenticated = [raw = impl.get()](const httplib::Request& req) {
+                        return raw->Auth(req).ok();
+                      }});
   const int threads = std::max(2, options.http_threads);
   impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   impl->Routes();

@@ -48,6 +48,11 @@ uint64_t Fnv1a(std::string_view text) {
   return hash;
 }
 
+// Where a supervised step's rank-0 output goes, and whose it is.
+StepOutput OutputOf(const SupervisorRequest& request) {
+  return {ResolveOutputPath(request.step, false, 0), ResolveOutputPath(request.step, true, 0), request.account};
+}
+
 // The steps on this node, one folder each (see step_files.h), with a
 // supervisor process per live step. Every method may run on any thread:
 // the only shared state besides the folder is the events FIFO's reader.
@@ -63,7 +68,7 @@ class DirSteps final : public Steps {
     ::close(events_fd_);
   }
 
-  Result<Started> Launch(const StepRequest& request) override {
+  Result<StepOutput> Launch(const StepRequest& request) override {
     SHOAL_RETURN_IF_ERROR(ValidateStepRequest(request));
     SHOAL_ASSIGN_OR_RETURN(UserAccount account,
                            LookUpJobUser(request.user, options_.allow_root_jobs));
@@ -101,7 +106,7 @@ class DirSteps final : public Steps {
       (void)WriteFileAtomic(dir + "/" + kResultFile, EncodeRecord(record), 0644);
       return Internal(record.message);
     }
-    return Started{ResolveOutputPath(supervised.step, false, 0), ResolveOutputPath(supervised.step, true, 0)};
+    return OutputOf(supervised);
   }
 
   Status Stop(uint64_t job, uint64_t epoch, Duration grace) override {
@@ -151,10 +156,10 @@ class DirSteps final : public Steps {
 
   std::string Isolation() const override { return layout_.description; }
 
-  Result<std::string> OutputPath(uint64_t job, uint64_t epoch, bool stderr_stream) const override {
+  Result<StepOutput> Output(uint64_t job, uint64_t epoch) const override {
     SHOAL_ASSIGN_OR_RETURN(std::string text, ReadFile(StepDir({job, epoch}) + "/" + kRequestFile));
     SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, DecodeRequest(text));
-    return ResolveOutputPath(request.step, stderr_stream, 0);
+    return OutputOf(request);
   }
 
   int ChangeFd() const override { return events_fd_; }

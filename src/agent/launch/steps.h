@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/launch/users.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -94,6 +95,15 @@ struct StepKey {
   friend bool operator==(const StepKey&, const StepKey&) = default;
 };
 
+// Where a step's rank-0 stdout and stderr go (after %j/%u/%N and work_dir)
+// and whose they are: the files a user controls are only ever read with
+// that user's rights (ReadOutputAs).
+struct StepOutput {
+  std::string stdout_path;
+  std::string stderr_path;
+  UserAccount owner;
+};
+
 struct StepsOptions {
   std::string dir;                 // <steps_dir>
   std::string supervisor;          // path of the shoal-step binary
@@ -108,15 +118,11 @@ class Steps {
   static Result<std::unique_ptr<Steps>> Open(const StepsOptions& options);
   virtual ~Steps() = default;
 
-  // Starts a step and says where its rank-0 stdout and stderr go (as
-  // OutputPath would). Refuses (with a message for the job's record) a user
-  // that does not exist, root unless allowed, any user but the agent's own
-  // when the agent is not root, and a (job, epoch) that was started before.
-  struct Started {
-    std::string stdout_path;
-    std::string stderr_path;
-  };
-  virtual Result<Started> Launch(const StepRequest& request) = 0;
+  // Starts a step and says where its output goes (as Output would).
+  // Refuses (with a message for the job's record) a user that does not
+  // exist, root unless allowed, any user but the agent's own when the agent
+  // is not root, and a (job, epoch) that was started before.
+  virtual Result<StepOutput> Launch(const StepRequest& request) = 0;
   // Asks the step's supervisor to stop it (SIGTERM, then SIGKILL after
   // `grace`). Unknown steps are not an error.
   virtual Status Stop(uint64_t job, uint64_t epoch, Duration grace) = 0;
@@ -130,8 +136,8 @@ class Steps {
   // What process tracking and limits this host allows, for the agent's log
   // ("cgroup v2 (cpu, memory)", "cgroup v1 (cpu, memory, pids)", "none: ...").
   virtual std::string Isolation() const = 0;
-  // Where a step's stdout/stderr went (after %j/%u/%N and work_dir), for logs.
-  virtual Result<std::string> OutputPath(uint64_t job, uint64_t epoch, bool stderr_stream) const = 0;
+  // Where a step's output went and whose it is, for logs.
+  virtual Result<StepOutput> Output(uint64_t job, uint64_t epoch) const = 0;
 
   // One step's state, as Scan reports it; NotFound when there is no such step.
   virtual Result<StepState> Get(uint64_t job, uint64_t epoch) = 0;

@@ -1,0 +1,33 @@
+// What every Shoal listener checks before it reads a request's body, so that
+// no stranger can make it buffer anything: the caller's credentials, and the
+// body's size as declared by Content-Length. Bodies without a declared
+// length (Transfer-Encoding: chunked) are refused with 411: every Shoal
+// client sends Content-Length, and cpp-httplib 0.11 applies no size limit to
+// a chunked body. A refused request's connection is closed, since its body
+// was never read.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace httplib {
+class Server;
+struct Request;
+}  // namespace httplib
+
+namespace shoal::net {
+
+struct RequestGuard {
+  size_t max_body_bytes = 1 << 20;
+  // Requests served without credentials (health checks, the dashboard's
+  // static files); they may carry no body.
+  std::function<bool(const httplib::Request&)> is_public;
+  // Whether the request's credentials are good (the handler still decides
+  // what they allow).
+  std::function<bool(const httplib::Request&)> is_authenticated;
+};
+
+// Installs the guard as the server's pre-routing handler.
+void GuardRequests(httplib::Server& http, RequestGuard guard);
+
+}  // namespace shoal::net

@@ -1,0 +1,83 @@
+#!/bin/sh
+# Bodies an anonymous client or an ordinary user sends to make a listener
+# buffer what it should refuse, against real `shoal server` and `shoal agent`
+# processes: chunked bodies (no Content-Length, which cpp-httplib 0.11 reads
+# without limit) and large bodies without credentials. Each must be refused
+# before it is read: 411 for chunked, 401 without a token, 413 over the
+# limit; nothing is stored, the process stays small and keeps answering.
+set -u
+SHOAL=$1
+command -v curl > /dev/null || { echo "SKIP [program] curl is missing"; exit 77; }
+TMP=$(mktemp -d)
+SERVER_PID=
+AGENT_PID=
+cleanup() {
+  [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+. "$(dirname "$0")/../cli/lib.sh"
+
+export SHOAL_STATE_DIR="$TMP/state" HOME="$TMP/home"
+unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET
+mkdir -p "$HOME"
+"$SHOAL" server --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do grep -qs "listening on" "$TMP/server.log" && break; sleep 0.05; done
+SHOAL_SERVER=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
+[ -n "$SHOAL_SERVER" ] || { echo "FAIL server did not start"; cat "$TMP/server.log"; exit 1; }
+export SHOAL_SERVER
+"$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n1 \
+  --listen 127.0.0.1:0 --state-dir "$TMP/agent" --gpus simulated:dgx-h100 --allow-root-jobs \
+  > "$TMP/agent.log" 2>&1 &
+AGENT_PID=$!
+for _ in $(seq 100); do grep -qs "listening on" "$TMP/agent.log" && break; sleep 0.05; done
+AGENT=$(grep -o 'listening on [^ ,]*' "$TMP/agent.log" | head -1 | sed 's/listening on //; s,^http://,,')
+[ -n "$AGENT" ] || { echo "FAIL agent did not start"; cat "$TMP/agent.log"; exit 1; }
+AGENT="http://$AGENT"
+USER_TOKEN=$("$SHOAL" token create --user mallory --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+NODE_TOKEN=$(cat "$SHOAL_STATE_DIR/node.token")
+
+rss_mib() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$1/status"; }
+# code <curl args...>: the HTTP status (000 when the connection was closed
+# before an answer could be read).
+code() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 20 "$@" 2>/dev/null; }
+expect_code() {  # expect_code <name> <allowed codes, |-separated> <curl args...>
+  name=$1; want=$2; shift 2
+  got=$(code "$@")
+  if echo "$got" | grep -Eqx "$want"; then echo "ok   $name ($got)"; else
+    echo "FAIL $name: HTTP $got, want $want"; cat "$TMP/body"; echo; fail=1; fi
+}
+head -c 104857600 /dev/zero | tr '\0' 'a' > "$TMP/100m"
+printf '{"command":"true","gpus":1,"name":"%s"}' "$(head -c 65536 /dev/zero | tr '\0' 'n')" > "$TMP/job.json"
+
+# Chunked bodies: refused whether or not the caller has a token.
+expect_code "server: small chunked submit with a token" 411 -X POST -H "Authorization: Bearer $USER_TOKEN" \
+  -H 'Transfer-Encoding: chunked' --data-binary @"$TMP/job.json" "$SHOAL_SERVER/v1/jobs"
+for i in 1 2 3 4; do
+  expect_code "server: 100 MB chunked submit #$i" "411|000" -X POST -H "Authorization: Bearer $USER_TOKEN" \
+    -H 'Transfer-Encoding: chunked' -T "$TMP/100m" "$SHOAL_SERVER/v1/jobs"
+  expect_code "agent: 100 MB chunked launch without a token #$i" "411|000" -X POST \
+    -H 'Transfer-Encoding: chunked' -T "$TMP/100m" "$AGENT/v1/launch"
+done
+# Large bodies with a length but without credentials: 401 before the body is read.
+expect_code "server: 100 MB body without a token" "401|000" -X POST --data-binary @"$TMP/100m" "$SHOAL_SERVER/v1/jobs"
+expect_code "agent: 100 MB body without a token" "401|000" -X POST --data-binary @"$TMP/100m" "$AGENT/v1/launch"
+expect_code "agent: a body with the node token but over the limit" "413|000" -X POST \
+  -H "Authorization: Bearer $NODE_TOKEN" --data-binary @"$TMP/100m" "$AGENT/v1/launch"
+expect_code "server: a body to a public path" 413 -X GET --data-binary @"$TMP/job.json" "$SHOAL_SERVER/healthz"
+expect_code "server: no token, no body" 401 -X POST "$SHOAL_SERVER/v1/jobs"
+
+# Nothing was stored, both still answer, and neither grew.
+check "nothing was stored" 0 "^0$" -- sh -c "'$SHOAL' queue --all --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"jobs\"]))'"
+expect_code "server still answers" 200 "$SHOAL_SERVER/healthz"
+expect_code "agent still answers" 200 "$AGENT/healthz"
+for p in "server $SERVER_PID" "agent $AGENT_PID"; do
+  set -- $p
+  rss=$(rss_mib "$2")
+  if [ "$rss" -lt 100 ]; then echo "ok   $1 RSS ${rss} MiB"; else echo "FAIL $1 RSS ${rss} MiB after the attacks"; fail=1; fi
+done
+# A good request with a length is still served after all this.
+check "an ordinary submit works" 0 "Submitted job" -- env SHOAL_TOKEN="$USER_TOKEN" "$SHOAL" submit --wrap true
+exit $fail

@@ -1,0 +1,117 @@
+#!/bin/sh
+# Attacks on job output through `shoal logs`, as an ordinary user would try
+# them against real `shoal server` and `shoal agent` processes: the agent
+# runs as root, and the output path is the user's to choose and to change
+# while the job runs. Nothing may come back that the user could not read
+# with their own rights, nor any file that is not the user's own.
+# Needs root (throwaway users are made with useradd); exits 77 otherwise.
+set -u
+SHOAL=$1
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP [privilege] the log attacks need root to create throwaway users"
+  exit 77
+fi
+TMP=$(mktemp -d)
+chmod 755 "$TMP"
+MALLORY=shoalsec$$
+SERVER_PID=
+AGENT_PID=
+cleanup() {
+  [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  userdel "$MALLORY" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+. "$(dirname "$0")/../cli/lib.sh"
+
+HOME_M="$TMP/mallory"
+useradd -M -d "$HOME_M" -s /bin/sh "$MALLORY" || { echo "FAIL useradd $MALLORY"; exit 1; }
+mkdir -p "$HOME_M/d" "$HOME_M/e"
+chown -R "$MALLORY" "$HOME_M"
+# A root-only file the attacker wants.
+SECRET="shoal-secret-$$-$(date +%s%N)"
+echo "$SECRET" > "$TMP/secret"
+chmod 600 "$TMP/secret"
+SHADOW_LINE=$(head -n 1 /etc/shadow)
+PASSWD_LINE=$(head -n 1 /etc/passwd)
+
+export SHOAL_STATE_DIR="$TMP/state" HOME="$TMP/home"
+unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET
+mkdir -p "$HOME"
+"$SHOAL" server --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 100); do grep -qs "listening on" "$TMP/server.log" && break; sleep 0.05; done
+SHOAL_SERVER=$(grep -o '127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
+[ -n "$SHOAL_SERVER" ] || { echo "FAIL server did not start"; cat "$TMP/server.log"; exit 1; }
+export SHOAL_SERVER
+"$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n1 \
+  --listen 127.0.0.1:0 --state-dir "$TMP/agent" --gpus simulated:dgx-h100 --heartbeat 200ms \
+  > "$TMP/agent.log" 2>&1 &
+AGENT_PID=$!
+for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q '^n1 *up' && break; sleep 0.05; done
+"$SHOAL" nodes 2>/dev/null | grep -q '^n1 *up' || { echo "FAIL the agent did not join"; cat "$TMP/agent.log"; exit 1; }
+
+TOKEN=$("$SHOAL" token create --user "$MALLORY" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+as_mallory() { env SHOAL_TOKEN="$TOKEN" "$SHOAL" "$@"; }
+submit() {  # submit <shoal submit args...>; prints the job id
+  as_mallory submit "$@" 2>&1 | sed -n 's/^Submitted job \([0-9]*\).*/\1/p'
+}
+job_state() { as_mallory show "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+wait_state() {  # wait_state <job> <state pattern>
+  for _ in $(seq 200); do job_state "$1" | grep -Eq "$2" && return 0; sleep 0.05; done
+  echo "FAIL job $1 never reached $2 (it is $(job_state "$1"))"
+  exit 1
+}
+# The log of job $1 must not hold line $2 (whatever the command's exit).
+no_leak() {  # no_leak <name> <job> <text that must not appear>
+  as_mallory logs "$2" > "$TMP/log" 2>&1
+  if grep -qF -- "$3" "$TMP/log"; then
+    echo "FAIL $1: the log of job $2 holds what the user cannot read"; fail=1
+  else
+    echo "ok   $1 ($(head -c 120 "$TMP/log" | tr '\n' ' '))"
+  fi
+}
+
+# The control: a user's own output is served.
+J=$(submit -G 1 -D "$HOME_M" --wrap "echo hello-$$")
+wait_state "$J" completed
+check "own output is served" 0 "hello-$$" -- as_mallory logs "$J"
+
+# 1. Output pointed at /etc/shadow: the task cannot open it (and fails);
+#    the log must not return the file.
+J=$(submit -G 1 -D "$HOME_M" -o /etc/shadow --wrap "echo x")
+wait_state "$J" "failed|completed"
+no_leak "output at /etc/shadow" "$J" "$SHADOW_LINE"
+
+# 2. The same with a root-only 0600 file.
+J=$(submit -G 1 -D "$HOME_M" -o "$TMP/secret" --wrap "echo x")
+wait_state "$J" "failed|completed"
+no_leak "output at a root-only file" "$J" "$SECRET"
+
+# 3. A running job replaces its own output file with a symlink to /etc/shadow.
+J=$(submit -G 1 -D "$HOME_M" -o "$HOME_M/out.txt" --wrap "echo started; rm -f out.txt; ln -s /etc/shadow out.txt; sleep 60")
+wait_state "$J" running
+for _ in $(seq 100); do [ -L "$HOME_M/out.txt" ] && break; sleep 0.05; done
+no_leak "output replaced by a symlink" "$J" "$SHADOW_LINE"
+check "the symlink is named as such" 4 "symbolic link" -- as_mallory logs "$J"
+as_mallory cancel "$J" > /dev/null 2>&1
+
+# 4. A running job replaces the output's folder with a symlink to /etc
+#    (O_NOFOLLOW guards the last component only: the user's rights guard the rest).
+J=$(submit -G 1 -D "$HOME_M" -o "$HOME_M/d/shadow" --wrap "echo started; mv d d.old; ln -s /etc d; sleep 60")
+wait_state "$J" running
+for _ in $(seq 100); do [ -L "$HOME_M/d" ] && break; sleep 0.05; done
+no_leak "output folder replaced by a symlink" "$J" "$SHADOW_LINE"
+as_mallory cancel "$J" > /dev/null 2>&1
+
+# 5. The same towards a file the user may read but does not own: only the
+#    user's own files are served.
+J=$(submit -G 1 -D "$HOME_M" -o "$HOME_M/e/passwd" --wrap "echo started; mv e e.old; ln -s /etc e; sleep 60")
+wait_state "$J" running
+for _ in $(seq 100); do [ -L "$HOME_M/e" ] && break; sleep 0.05; done
+no_leak "a readable file of another owner" "$J" "$PASSWD_LINE"
+check "the owner is named" 4 "does not belong to user" -- as_mallory logs "$J"
+as_mallory cancel "$J" > /dev/null 2>&1
+
+exit $fail
