@@ -216,6 +216,9 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   s.cpu_milli_per_gpu = MilliFromCpus(cpus_per_gpu);
   s.cpu_milli_per_node = MilliFromCpus(cpus_per_node);
   s.time_limit = DurationFromSeconds(time_limit_s);
+  // Seconds since the epoch; beyond the year 2286 is a mistake, not a plan
+  // (and would overflow the clock's milliseconds).
+  if (begin > 1e10) return InvalidArgument("job: begin_time must be seconds since 1970, before the year 2286");
   if (begin >= 0) s.begin_time = TimeFromJson(begin);
   if (!deps.is_null()) {
     if (!deps.is_array()) return InvalidArgument("job: field 'dependencies' must be a list");

@@ -1,6 +1,7 @@
 #include "core/job.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -154,7 +155,71 @@ int JobSpec::TotalGpus() const {
   return gpus;
 }
 
+namespace {
+
+// A text field: within its size and free of NUL bytes (which would cut it
+// short in every C API on its way to a process).
+Status CheckText(std::string_view what, std::string_view text, size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    return InvalidArgument(fmt::format("{} is {} bytes; at most {} are accepted", what, text.size(), max_bytes));
+  }
+  if (text.find('\0') != std::string_view::npos) return InvalidArgument(fmt::format("{} holds a NUL byte", what));
+  return Status::Ok();
+}
+
+// An environment variable's name: not empty, no '=' (which ends a name in
+// "KEY=VALUE"), no NUL. Other characters are allowed, since exported shell
+// functions ("BASH_FUNC_module%%") travel in the environment too.
+bool IsVariableName(std::string_view key) {
+  return !key.empty() && key.size() <= kMaxNameBytes && key.find_first_of(std::string_view("=\0", 2)) == std::string_view::npos;
+}
+
+Status CheckTextFields(const JobSpec& s) {
+  for (const auto& [what, text] : {std::pair<std::string_view, const std::string&>{"the job name", s.name},
+                                   {"the user", s.user},
+                                   {"the account", s.account},
+                                   {"the partition", s.partition},
+                                   {"the QoS", s.qos}}) {
+    SHOAL_RETURN_IF_ERROR(CheckText(what, text, kMaxNameBytes));
+  }
+  SHOAL_RETURN_IF_ERROR(CheckText(s.script ? "the batch script" : "the command", s.command, kMaxScriptBytes));
+  for (const auto& [what, text] : {std::pair<std::string_view, const std::string&>{"the working directory", s.work_dir},
+                                   {"the output path", s.stdout_path},
+                                   {"the error path", s.stderr_path}}) {
+    SHOAL_RETURN_IF_ERROR(CheckText(what, text, kMaxPathBytes));
+  }
+  for (const auto& [what, list] :
+       {std::pair<std::string_view, const std::vector<std::string>&>{"GPU models", s.gpu_models},
+        {"constraints", s.constraints}}) {
+    if (list.size() > kMaxListEntries) {
+      return InvalidArgument(fmt::format("{} {} given; at most {}", list.size(), what, kMaxListEntries));
+    }
+    for (const std::string& e : list) SHOAL_RETURN_IF_ERROR(CheckText(what, e, kMaxNameBytes));
+  }
+  if (s.env.size() > kMaxEnvVariables) {
+    return InvalidArgument(fmt::format("{} environment variables; at most {}", s.env.size(), kMaxEnvVariables));
+  }
+  size_t env_bytes = 0;
+  for (const auto& [key, value] : s.env) {
+    if (!IsVariableName(key)) {
+      return InvalidArgument(fmt::format("'{}' is not an environment variable name (not empty, at most {} "
+                                         "bytes, no '=' or NUL)",
+                                         key.substr(0, 64), kMaxNameBytes));
+    }
+    SHOAL_RETURN_IF_ERROR(CheckText(fmt::format("variable {}", key), value, kMaxEnvBytes));
+    env_bytes += key.size() + value.size() + 2;
+  }
+  if (env_bytes > kMaxEnvBytes) {
+    return InvalidArgument(fmt::format("the environment is {} bytes; at most {} are accepted", env_bytes,
+                                       kMaxEnvBytes));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status JobSpec::Validate() const {
+  SHOAL_RETURN_IF_ERROR(CheckTextFields(*this));
   if (nodes < 0 || gpus_per_node < 0 || gpus < 0) return InvalidArgument("counts cannot be negative");
   if (gpus_per_node > kMaxGpusPerNode) {
     return InvalidArgument(fmt::format("{} GPUs per node is more than any node has (at most {})",
@@ -172,7 +237,11 @@ Status JobSpec::Validate() const {
   }
   if (time_limit.count() < 0) return InvalidArgument("time limit cannot be negative");
   if (nodes > 100000) return InvalidArgument("too many nodes");
-  if (tasks < 0 || tasks > 1000000) return InvalidArgument("tasks must be between 0 and 1,000,000");
+  const int64_t most_tasks = int64_t{kMaxTasksPerNode} * std::max({1, nodes, TotalGpus()});
+  if (tasks < 0 || tasks > most_tasks) {
+    return InvalidArgument(fmt::format("{} tasks: at most {} per node ({} for this job)", tasks,
+                                       kMaxTasksPerNode, most_tasks));
+  }
   if (gpus > 1000000) return InvalidArgument("too many GPUs");
   return Status::Ok();
 }

@@ -75,6 +75,17 @@ struct ArraySpec {
 Result<ArraySpec> ParseArraySpec(std::string_view text);
 std::string FormatArraySpec(const ArraySpec& a);
 
+// Limits on what one job spec may hold, checked by JobSpec::Validate (so at
+// submit, with a clear message) and by the CLI before it sends anything.
+// A batch script may be as large as Slurm's default max_script_size (4 MB).
+inline constexpr size_t kMaxScriptBytes = 4 << 20;
+inline constexpr size_t kMaxNameBytes = 256;         // job name, user, account, partition, QoS, models, labels
+inline constexpr size_t kMaxPathBytes = 4096;        // work_dir, stdout, stderr (PATH_MAX)
+inline constexpr size_t kMaxEnvBytes = 1 << 20;      // all variables, keys and values together
+inline constexpr size_t kMaxEnvVariables = 4096;
+inline constexpr size_t kMaxListEntries = 64;        // GPU models, constraints
+inline constexpr int kMaxTasksPerNode = 512;         // Slurm's MAX_TASKS_PER_NODE
+
 // What a user asks for. Resources come in one of three shapes:
 //  - nodes x gpus_per_node: a gang of `nodes` nodes with the same GPUs on each;
 //  - gpus (total) with nodes == 0: as few nodes as the GPUs need;

@@ -25,7 +25,9 @@ struct ServerOptions {
   // 0700); "none": no socket. A shared host sets a path such as
   // /run/shoal/shoal.sock, whose socket file is open to every local user.
   std::string socket;
-  size_t max_body_bytes = 1 << 20;
+  // Room for the largest job spec: a 4 MiB batch script (kMaxScriptBytes,
+  // JSON-escaped) and a 1 MiB environment. Checked before the body is read.
+  size_t max_body_bytes = 8 << 20;
   int http_threads = 16;
   bool sqlite_full_sync = true;
   // GET /metrics without a token (for a Prometheus that has none). The

@@ -289,8 +289,8 @@ Result<std::map<std::string, std::string>> ParseExport(const Call& c,
           c, fmt::format("'{}' is not a variable name (letters, digits and _)", Printable(name)));
     }
     env[std::string(name)] = std::string(item.substr(eq + 1));
-    if (env.size() > kMaxEnvVars) {
-      return Invalid(c, fmt::format("more than {} variables", kMaxEnvVars));
+    if (env.size() > kMaxEnvVariables) {
+      return Invalid(c, fmt::format("more than {} variables", kMaxEnvVariables));
     }
   }
   if (all && none) return Invalid(c, "ALL and NONE together make no sense");

@@ -30,9 +30,7 @@ inline constexpr int kMaxTotalGpus = 1'000'000;    // as JobSpec::Validate
 inline constexpr int kMaxCpus = 100'000;           // per task, per GPU, or per node
 inline constexpr int64_t kMaxMemMib = 64LL << 20;  // 64 TiB, per node or per GPU
 inline constexpr Duration kMaxTimeLimit = std::chrono::hours(24 * 365);
-inline constexpr size_t kMaxScriptBytes = 4 << 20;  // as Slurm's default max_script_size
 inline constexpr size_t kMaxValueBytes = 64 << 10;  // one option's value, --wrap excepted
-inline constexpr size_t kMaxEnvVars = 1000;
 inline constexpr size_t kMaxDependencies = 1000;
 
 // GPUs asked for by one of --gres=gpu, --gpus/-G or --gpus-per-node. A source

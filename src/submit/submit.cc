@@ -98,10 +98,6 @@ Result<Submission> ParseSubmit(const std::vector<std::string>& args, std::string
     if (rest[0].empty()) return InvalidArgument("the command is an empty word");
     sub.spec.command = ShellJoin(rest);
     sub.spec.script = false;
-    if (sub.spec.command.size() > kMaxScriptBytes) {
-      return InvalidArgument(
-          fmt::format("the command is longer than {} MiB", kMaxScriptBytes >> 20));
-    }
   } else {
     return InvalidArgument(
         "nothing to run: give a batch script, --wrap=CMD, or a command after the options");

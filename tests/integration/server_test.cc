@@ -188,6 +188,17 @@ TEST_F(ServerTest, BadInputGetsA4xxAndChangesNothing) {
       {"no command", R"({"gpus": 1})", 400, "command"},
       {"unknown partition", R"({"command": "x", "gpus": 1, "partition": "nope"})", 400, "nope"},
       {"a user field from a user", R"({"command": "x", "gpus": 1, "user": "root", "time_limit_s": -1})", 400, "negative"},
+      // Field limits, each with its own message.
+      {"a huge name", R"({"command": "x", "gpus": 1, "name": ")" + std::string(300, 'n') + R"("})", 400,
+       "the job name is 300 bytes"},
+      {"a NUL in the command", R"({"command": "echo a\u0000b", "gpus": 1})", 400, "NUL"},
+      {"a NUL in a variable", R"({"command": "x", "gpus": 1, "env": {"A": "b\u0000c"}})", 400, "NUL"},
+      {"an empty variable name", R"({"command": "x", "gpus": 1, "env": {"": "b"}})", 400, "variable name"},
+      {"'=' in a variable name", R"({"command": "x", "gpus": 1, "env": {"A=B": "c"}})", 400, "variable name"},
+      {"a million tasks", R"({"command": "x", "gpus": 1, "tasks": 1000000})", 400, "at most 512 per node"},
+      {"begin_time 1e300", R"({"command": "x", "gpus": 1, "begin_time": 1e300})", 400, "begin_time"},
+      {"a huge output path", R"({"command": "x", "gpus": 1, "stdout": ")" + std::string(5000, 'o') + R"("})", 400,
+       "the output path"},
   };
   for (const Case& c : cases) {
     auto r = alice_->Post("/v1/jobs", c.body);
