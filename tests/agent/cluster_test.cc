@@ -321,7 +321,7 @@ TEST_F(ClusterTest, CancelKillsTheWholeTree) {
 // cpu and memory hierarchies only for a limit, and always one to track it.
 TEST_F(ClusterTest, StepCgroupsHoldTheLimitsTheJobAskedFor) {
   StartAgent("n1");
-  if (!CgroupIsolation()) GTEST_SKIP() << "no cgroups here: " << isolation_;
+  if (!CgroupIsolation()) GTEST_SKIP() << "[privilege] no cgroups here: " << isolation_;
   const uint64_t limited = Submit(*admin_, {{"command", "cat /proc/self/cgroup > limited.cg"},
                                             {"gpus", 1},
                                             {"cpus_per_node", 1},
@@ -460,6 +460,28 @@ TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
   for (int i = 0; i < 100 && LauncherOf(steps) != 0; ++i) std::this_thread::sleep_for(milliseconds(10));
   EXPECT_EQ(LauncherOf(steps), 0);
   EXPECT_FALSE(fs::exists(steps / "launcher.sock"));
+}
+
+// A supervisor killed outright takes its step's tasks with it: nothing runs
+// on after the server has freed the step's GPUs.
+TEST_F(ClusterTest, AKilledSupervisorTakesItsTasksWithIt) {
+  StartAgent("n1");
+  const uint64_t id = Submit(
+      *admin_, {{"command", "sleep 300 & echo $! >> sup.pids; echo $$ >> sup.pids; echo $PPID >> sup.pids; wait"},
+                {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(id, "running"));
+  const auto pids = WaitForLines(dir_ / "work" / "sup.pids", 3);
+  ASSERT_EQ(pids.size(), 3u);
+  ASSERT_NE(ReadFile(fs::path("/proc") / pids[2] / "cmdline").find("shoal-step"), std::string::npos)
+      << "the task's parent is its supervisor";
+  ASSERT_EQ(::kill(std::stoi(pids[2]), SIGKILL), 0);  // started by this test's agent
+  for (int i = 0; i < 500 && Show(id)["state"] == "running"; ++i) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_NE(Show(id)["state"], "running") << Show(id).dump();
+  for (size_t i = 0; i < 2; ++i) {
+    const pid_t pid = std::stoi(pids[i]);
+    for (int k = 0; k < 250 && Alive(pid); ++k) std::this_thread::sleep_for(milliseconds(20));
+    EXPECT_FALSE(Alive(pid)) << "task process " << pid << " outlived its supervisor";
+  }
 }
 
 TEST_F(ClusterTest, LostAgentDownsTheNodeAndItsJobsFollowTheirPolicy) {

@@ -229,9 +229,13 @@ class DirSteps final : public Steps {
       if (Result<std::string> record = ReadFile(dir + "/" + kResultFile); record.ok()) {
         return from_record(*record);
       }
+      // Its tasks may live on, on GPUs the server frees once it hears of
+      // this: they go too (again on each look, until the step is forgotten;
+      // only processes that are still the step's own are signalled).
+      KillLostStep(key);
       state.phase = StepPhase::kLost;
       state.message = "the step's supervisor ended without recording how the step ended "
-                      "(killed, or the node restarted)";
+                      "(killed, or the node restarted); what was left of its tasks was killed";
       return state;
     }
     struct stat st {};
@@ -406,7 +410,7 @@ class DirSteps final : public Steps {
   // A step whose supervisor died without a record (SIGKILL, OOM) may have
   // left its tasks running: kill what its cgroup holds and the process
   // groups of its tasks that are still the same processes.
-  void KillLostStep(StepKey key) {
+  void KillLostStep(StepKey key) const {
     const std::string dir = StepDir(key);
     Result<std::string> text = ReadFile(dir + "/" + kRequestFile);
     Result<SupervisorRequest> request =
