@@ -385,7 +385,7 @@ Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   SHOAL_ASSIGN_OR_RETURN(job.spec, JobSpecFromJson(spec));
   SHOAL_ASSIGN_OR_RETURN(job.state, ParseJobState(state));
   job.reason = PendingReason::kNone;
-  for (int r = 0; r <= static_cast<int>(PendingReason::kArrayLimit); ++r) {
+  for (int r = 0; r <= static_cast<int>(PendingReason::kPlanConflict); ++r) {
     if (PendingReasonName(static_cast<PendingReason>(r)) == reason) job.reason = static_cast<PendingReason>(r);
   }
   job.submit_time = TimeFromJson(submit);

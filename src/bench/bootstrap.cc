@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/strings.h"
@@ -43,6 +44,8 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  // Gives the descriptor up to the caller, who closes it.
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -109,26 +112,25 @@ Result<std::vector<uint32_t>> ReadWords(int fd, size_t count, Clock::time_point 
   return words;
 }
 
-// Listens on `port` on every address: IPv6 with IPv4 mapped where the host
-// has IPv6, IPv4 otherwise.
-Result<Fd> Listen(int port, int backlog) {
+// Binds `port` on every address: IPv6 with IPv4 mapped where the host has
+// IPv6, IPv4 otherwise. A fixed port reuses an address in TIME_WAIT (a rerun
+// right after a failed one); port 0 does not need to, and binding it without
+// SO_REUSEADDR keeps the chosen port to this socket alone.
+Result<Fd> BindAnyAddress(int port) {
   const int one = 1, zero = 0;
   Fd v6(::socket(AF_INET6, SOCK_STREAM, 0));
   if (v6.get() >= 0) {
-    ::setsockopt(v6.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (port != 0) ::setsockopt(v6.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     ::setsockopt(v6.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     sockaddr_in6 addr{};
     addr.sin6_family = AF_INET6;
     addr.sin6_addr = in6addr_any;
     addr.sin6_port = htons(static_cast<uint16_t>(port));
-    if (::bind(v6.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        ::listen(v6.get(), backlog) == 0) {
-      return v6;
-    }
+    if (::bind(v6.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return v6;
   }
   Fd v4(::socket(AF_INET, SOCK_STREAM, 0));
   if (v4.get() < 0) return Internal(fmt::format("socket: {}", std::strerror(errno)));
-  ::setsockopt(v4.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (port != 0) ::setsockopt(v4.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -136,26 +138,37 @@ Result<Fd> Listen(int port, int backlog) {
   if (::bind(v4.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return Internal(fmt::format("bind to port {}: {}", port, std::strerror(errno)));
   }
-  if (::listen(v4.get(), backlog) != 0)
-    return Internal(fmt::format("listen: {}", std::strerror(errno)));
   return v4;
 }
 
-Result<BootstrapInfo> Serve(const DistEnv& env, int local_ranks, const std::string& id,
-                            Clock::time_point deadline) {
-  SHOAL_ASSIGN_OR_RETURN(const Fd listener, Listen(env.master_port, env.world_size));
+// The port a bound socket got (the kernel's choice when it asked for 0).
+Result<int> BoundPort(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return Internal(fmt::format("getsockname: {}", std::strerror(errno)));
+  }
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+Result<BootstrapInfo> Serve(const BootstrapSocket& listener, const DistEnv& env, int local_ranks,
+                            const std::string& id, Clock::time_point deadline) {
+  if (::listen(listener.fd(), env.world_size) != 0) {
+    return Internal(fmt::format("listen on port {}: {}", listener.port(), std::strerror(errno)));
+  }
   std::vector<Fd> peers(static_cast<size_t>(env.world_size));
   std::vector<int> local(static_cast<size_t>(env.world_size), 0);
   local[0] = local_ranks;
   int joined = 1;
   while (joined < env.world_size) {
-    Status wait = WaitFor(listener.get(), POLLIN, deadline, "accept");
+    Status wait = WaitFor(listener.fd(), POLLIN, deadline, "accept");
     if (!wait.ok()) {
       return Status(StatusCode::kUnavailable,
                     fmt::format("only {} of {} processes joined on port {} in time", joined,
-                                env.world_size, env.master_port));
+                                env.world_size, listener.port()));
     }
-    Fd conn(::accept(listener.get(), nullptr, nullptr));
+    Fd conn(::accept(listener.fd(), nullptr, nullptr));
     if (conn.get() < 0) continue;
     auto hello = ReadWords(conn.get(), 3, deadline);
     // A stray connection (a port scanner, a stale peer) is dropped, not fatal.
@@ -252,6 +265,13 @@ Result<BootstrapInfo> Join(const DistEnv& env, int local_ranks, Clock::time_poin
   }
 }
 
+// Rank 0's id for the others: at most kMaxIdBytes, which Join checks too.
+Result<std::string> MakeId(const std::function<std::string()>& make_id) {
+  std::string id = make_id();
+  if (id.size() > kMaxIdBytes) return InvalidArgument("the unique id is too long");
+  return id;
+}
+
 Result<int> EnvInt(const std::function<const char*(const char*)>& getenv_fn, const char* name,
                    int lo, int hi) {
   const char* v = getenv_fn(name);
@@ -279,17 +299,50 @@ Result<std::optional<DistEnv>> DistEnvFrom(
   return std::optional<DistEnv>(env);
 }
 
+BootstrapSocket::BootstrapSocket(BootstrapSocket&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), port_(other.port_) {}
+
+BootstrapSocket& BootstrapSocket::operator=(BootstrapSocket&& other) noexcept {
+  std::swap(fd_, other.fd_);
+  std::swap(port_, other.port_);
+  return *this;
+}
+
+BootstrapSocket::~BootstrapSocket() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<BootstrapSocket> BootstrapSocket::Bind(int port) {
+  if (port < 0 || port > 65535)
+    return InvalidArgument(fmt::format("port {} is out of range", port));
+  SHOAL_ASSIGN_OR_RETURN(Fd fd, BindAnyAddress(port));
+  SHOAL_ASSIGN_OR_RETURN(const int bound, BoundPort(fd.get()));
+  return BootstrapSocket(fd.release(), bound);
+}
+
+Result<BootstrapInfo> ServeBootstrap(BootstrapSocket socket, const DistEnv& env, int local_ranks,
+                                     const std::function<std::string()>& make_id, int timeout_ms) {
+  if (env.rank != 0) return InvalidArgument("only rank 0 serves the bootstrap");
+  if (local_ranks <= 0) return InvalidArgument("a process must drive at least one GPU");
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  SHOAL_ASSIGN_OR_RETURN(const std::string id, MakeId(make_id));
+  if (env.world_size == 1) return BootstrapInfo{id, 0, local_ranks};
+  return Serve(socket, env, local_ranks, id, deadline);
+}
+
 Result<BootstrapInfo> Bootstrap(const DistEnv& env, int local_ranks,
                                 const std::function<std::string()>& make_id, int timeout_ms) {
   if (local_ranks <= 0) return InvalidArgument("a process must drive at least one GPU");
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  if (env.rank == 0) {
-    const std::string id = make_id();
-    if (id.size() > kMaxIdBytes) return InvalidArgument("the unique id is too long");
-    if (env.world_size == 1) return BootstrapInfo{id, 0, local_ranks};
-    return Serve(env, local_ranks, id, deadline);
+  if (env.rank == 0 && env.world_size == 1) {
+    // One process: nothing to exchange, so no socket either.
+    SHOAL_ASSIGN_OR_RETURN(const std::string id, MakeId(make_id));
+    return BootstrapInfo{id, 0, local_ranks};
   }
-  return Join(env, local_ranks, deadline);
+  if (env.rank == 0) {
+    SHOAL_ASSIGN_OR_RETURN(BootstrapSocket socket, BootstrapSocket::Bind(env.master_port));
+    return ServeBootstrap(std::move(socket), env, local_ranks, make_id, timeout_ms);
+  }
+  return Join(env, local_ranks, Clock::now() + std::chrono::milliseconds(timeout_ms));
 }
 
 }  // namespace shoal::bench

@@ -37,4 +37,37 @@ struct BootstrapInfo {
 Result<BootstrapInfo> Bootstrap(const DistEnv& env, int local_ranks,
                                 const std::function<std::string()>& make_id, int timeout_ms);
 
+// Rank 0's socket, bound to its port at once but listening only once
+// ServeBootstrap runs on it: peers that come earlier are refused and retry.
+// Binding port 0 lets the kernel choose a free port, and port() says which:
+// the port is held from the bind on, so no other process can take it between
+// choosing and listening (as it could with a port found free and then closed).
+// Move-only; owns the descriptor and closes it. Not thread-safe.
+class BootstrapSocket {
+ public:
+  // `port` 0: a free port the kernel chooses.
+  static Result<BootstrapSocket> Bind(int port);
+
+  BootstrapSocket(BootstrapSocket&& other) noexcept;
+  BootstrapSocket& operator=(BootstrapSocket&& other) noexcept;
+  BootstrapSocket(const BootstrapSocket&) = delete;
+  BootstrapSocket& operator=(const BootstrapSocket&) = delete;
+  ~BootstrapSocket();
+
+  int port() const { return port_; }
+  int fd() const { return fd_; }
+
+ private:
+  BootstrapSocket(int fd, int port) : fd_(fd), port_(port) {}
+
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// Bootstrap for rank 0 on a socket bound beforehand; env.master_port is not
+// used (the socket's port is). Bootstrap(env, ...) for rank 0 is this on
+// BootstrapSocket::Bind(env.master_port).
+Result<BootstrapInfo> ServeBootstrap(BootstrapSocket socket, const DistEnv& env, int local_ranks,
+                                     const std::function<std::string()>& make_id, int timeout_ms);
+
 }  // namespace shoal::bench

@@ -1,12 +1,12 @@
 #include "bench/bootstrap.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <map>
+#include <string>
 #include <thread>
+#include <utility>
 
 namespace shoal::bench {
 namespace {
@@ -55,36 +55,34 @@ TEST(BootstrapTest, EnvironmentLikeTorchrun) {
   }
 }
 
-// A port nobody listens on now (the kernel's choice for port 0).
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+// Rank 0's socket on a port the kernel chose, held from the bind on: no other
+// process can take the port before the test uses it.
+BootstrapSocket BoundSocket() {
+  Result<BootstrapSocket> socket = BootstrapSocket::Bind(0);
+  EXPECT_TRUE(socket.ok()) << socket.status().message();
+  EXPECT_GT(socket->port(), 0);
+  return std::move(socket).value();
 }
 
 TEST(BootstrapTest, ThreeProcessesAgree) {
-  const int port = FreePort();
+  BootstrapSocket socket = BoundSocket();
+  const int port = socket.port();
   const int gpus[] = {2, 4, 1};
   std::vector<Result<BootstrapInfo>> got(3, Status(StatusCode::kInternal, "not run"));
   std::vector<std::thread> threads;
   int ids_made = 0;
-  // Ranks 1 and 2 start first: they must wait for rank 0 to listen.
+  // Ranks 1 and 2 start first: the port is bound but not listened on yet, so
+  // they are refused and must retry until rank 0 listens.
   for (int rank : {2, 1, 0}) {
     threads.emplace_back([&, rank] {
       DistEnv env{rank, 3, "127.0.0.1", port};
-      got[static_cast<size_t>(rank)] = Bootstrap(
-          env, gpus[rank],
-          [&] {
-            ++ids_made;
-            return std::string("\x01\x02unique\x00id", 11);
-          },
-          10'000);
+      auto make_id = [&] {
+        ++ids_made;
+        return std::string("\x01\x02unique\x00id", 11);
+      };
+      got[static_cast<size_t>(rank)] =
+          rank == 0 ? ServeBootstrap(std::move(socket), env, gpus[rank], make_id, 10'000)
+                    : Bootstrap(env, gpus[rank], make_id, 10'000);
     });
     if (rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -103,14 +101,21 @@ TEST(BootstrapTest, ThreeProcessesAgree) {
 }
 
 TEST(BootstrapTest, MissingPeersTimeOut) {
-  const int port = FreePort();
-  const auto alone = Bootstrap(
-      DistEnv{0, 2, "127.0.0.1", port}, 8, [] { return std::string("id"); }, 300);
+  BootstrapSocket alone_socket = BoundSocket();
+  const int alone_port = alone_socket.port();
+  const auto alone = ServeBootstrap(
+      std::move(alone_socket), DistEnv{0, 2, "127.0.0.1", 0}, 8, [] { return std::string("id"); },
+      300);
   ASSERT_FALSE(alone.ok());
-  EXPECT_NE(alone.status().message().find("only 1 of 2 processes joined"), std::string::npos)
+  EXPECT_NE(alone.status().message().find(
+                fmt::format("only 1 of 2 processes joined on port {}", alone_port)),
+            std::string::npos)
       << alone.status().message();
 
-  const auto orphan = Bootstrap(DistEnv{1, 2, "127.0.0.1", FreePort()}, 8, nullptr, 300);
+  // Bound and never listened on: a connection is refused for as long as the
+  // test holds the socket, whatever else runs on this host.
+  const BootstrapSocket nobody = BoundSocket();
+  const auto orphan = Bootstrap(DistEnv{1, 2, "127.0.0.1", nobody.port()}, 8, nullptr, 300);
   ASSERT_FALSE(orphan.ok());
   EXPECT_NE(orphan.status().message().find("could not reach rank 0"), std::string::npos)
       << orphan.status().message();

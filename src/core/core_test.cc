@@ -36,6 +36,23 @@ TEST(ResultTest, PropagatesErrors) {
   EXPECT_EQ(Quarter(6).status().message(), "odd");
 }
 
+// Reading the value of a failed Result is a bug, and it must stop the process
+// with the Status in every build type, the release build included (NDEBUG
+// compiles assert() out; SHOAL_CHECK stays on).
+TEST(ResultDeathTest, ValueOfAnErrorAbortsWithTheStatusMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const Result<int> failed = Half(3);
+  EXPECT_DEATH((void)failed.value(), "check failed: .*invalid_argument: odd");
+  EXPECT_DEATH((void)*Half(5), "invalid_argument: odd");
+  Result<std::string> missing = NotFound("no job 42");
+  EXPECT_DEATH((void)missing->size(), "value\\(\\) of a failed Result: not_found: no job 42");
+}
+
+TEST(ResultDeathTest, ResultFromAnOkStatusAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH((void)Result<int>(Status::Ok()), "must carry an error");
+}
+
 TEST(DurationTest, ParsesSlurmForms) {
   struct Case {
     const char* text;
@@ -196,6 +213,21 @@ TEST(TopologyTest, LeavesAndSpines) {
 
 namespace shoal {
 namespace {
+
+TEST(StringsTest, Utf8IsCheckedAsJsonNeedsIt) {
+  EXPECT_TRUE(IsValidUtf8("plain ascii"));
+  EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"));  // é € 🚀
+  EXPECT_FALSE(IsValidUtf8("\xff"));
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // cut short
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  JobSpec spec;
+  spec.command = "echo ok";
+  spec.gpus = 1;
+  spec.name = "bad\xfe";
+  EXPECT_EQ(spec.Validate().message(), "the job name is not valid UTF-8");
+}
 
 TEST(OverflowTest, HugeNumbersAreErrorsNotUndefinedBehaviour) {
   EXPECT_FALSE(ParseDuration("99999999999999999-00:00:00").ok());

@@ -53,6 +53,7 @@ std::string_view PendingReasonName(PendingReason reason) {
     case PendingReason::kNodesUnavailable: return "nodes_unavailable";
     case PendingReason::kUnsatisfiable: return "unsatisfiable";
     case PendingReason::kArrayLimit: return "array_limit";
+    case PendingReason::kPlanConflict: return "plan_conflict";
   }
   return "unknown";
 }
@@ -164,6 +165,7 @@ Status CheckText(std::string_view what, std::string_view text, size_t max_bytes)
     return InvalidArgument(fmt::format("{} is {} bytes; at most {} are accepted", what, text.size(), max_bytes));
   }
   if (text.find('\0') != std::string_view::npos) return InvalidArgument(fmt::format("{} holds a NUL byte", what));
+  if (!IsValidUtf8(text)) return InvalidArgument(fmt::format("{} is not valid UTF-8", what));
   return Status::Ok();
 }
 

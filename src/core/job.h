@@ -48,6 +48,8 @@ enum class PendingReason : uint8_t {
   kNodesUnavailable,          // the nodes that could run it are down or drained
   kUnsatisfiable,             // no node of the cluster could ever run it
   kArrayLimit,                // its array has as many tasks running as it may
+  kPlanConflict,              // placed by a pass, but the placement failed the commit's check
+                              // (kept last: parsers loop up to it)
 };
 
 std::string_view PendingReasonName(PendingReason reason);

@@ -2,15 +2,16 @@
 //
 // A Status is either OK or a code with a message written for the person who
 // will read it. Result<T> holds a T or a non-OK Status. Neither throws; a
-// caller that reads the value of a failed Result hits an assertion, which is a
-// bug in the caller.
+// caller that reads the value of a failed Result is a bug in the caller, and
+// it aborts with the Status in every build type (SHOAL_CHECK, core/check.h).
 #pragma once
 
-#include <cassert>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "core/check.h"
 
 namespace shoal {
 
@@ -75,24 +76,26 @@ inline Status Internal(std::string message) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
-    assert(!status_.ok() && "a Result built from a Status must carry an error");
+    SHOAL_CHECK(!status_.ok(), "a Result built from a Status must carry an error");
   }
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
 
+  // Reading the value of a failed Result aborts with its Status: a bug, not an
+  // expected failure, so it stays on in release builds.
   const T& value() const& {
-    assert(ok());
+    CheckOk();
     return *value_;
   }
   T& value() & {
-    assert(ok());
+    CheckOk();
     return *value_;
   }
   T&& value() && {
-    assert(ok());
+    CheckOk();
     return std::move(*value_);
   }
   const T& operator*() const& { return value(); }
@@ -101,6 +104,11 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
 
  private:
+  // The message is built only on the failure path.
+  void CheckOk() const {
+    SHOAL_CHECK(ok(), ("value() of a failed Result: " + status_.ToString()).c_str());
+  }
+
   std::optional<T> value_;
   Status status_;
 };
@@ -108,9 +116,9 @@ class [[nodiscard]] Result {
 }  // namespace shoal
 
 // Returns early from the enclosing function when `expr` is not OK.
-#define SHOAL_RETURN_IF_ERROR(expr)      \
-  do {                                   \
-    ::shoal::Status shoal_status_ = (expr); \
+#define SHOAL_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::shoal::Status shoal_status_ = (expr);        \
     if (!shoal_status_.ok()) return shoal_status_; \
   } while (0)
 

@@ -19,6 +19,10 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 // Levenshtein distance, for "did you mean" hints on unknown keys and options.
 size_t EditDistance(std::string_view a, std::string_view b);
 
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points past U+10FFFF): JSON carries nothing else.
+bool IsValidUtf8(std::string_view s);
+
 Result<int64_t> ParseInt(std::string_view s);
 Result<double> ParseDouble(std::string_view s);
 

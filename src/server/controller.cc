@@ -27,7 +27,9 @@ int MasterPort(JobId id) { return 20000 + static_cast<int>(id.value() % 20000); 
 Controller::Controller(ControllerConfig config) : config_(std::move(config)) {
   auto params = sched::Policy::Preset(config_.policy);
   SHOAL_CHECK(params.ok(), params.status().message().c_str());
-  auto policy = sched::Policy::Create(*params, sched::BuiltinRegistry(), {.simulation = false});
+  auto policy = sched::Policy::Create(
+      *params, config_.registry != nullptr ? *config_.registry : sched::BuiltinRegistry(),
+      {.simulation = false});
   SHOAL_CHECK(policy.ok(), policy.status().message().c_str());
   policy_ = std::move(*policy);
   partitions_ = config_.partitions;
@@ -101,6 +103,9 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
     } else {
       Running r;
       for (const NodeAllocation& na : j.allocation.nodes) r.nodes_left.insert(NodeName(na.node));
+      // Started before the restart: whether each launch arrived is not known,
+      // so a job that is missing is failed as lost, never run again.
+      r.confirmed = r.nodes_left;
       r.efficiency = j.efficiency;
       running_[j.id.value()] = std::move(r);
     }
@@ -498,7 +503,11 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     auto r = running_.find(id.value());
     const bool known = job != nullptr && job->state == JobState::kRunning && job->epoch == epoch &&
                        r != running_.end() && r->second.nodes_left.count(name);
-    if (!known) outbox_.kills.push_back({name, n.node.address, id, epoch, config_.kill_grace, "not known to the server"});
+    if (!known) {
+      outbox_.kills.push_back({name, n.node.address, id, epoch, config_.kill_grace, "not known to the server"});
+    } else {
+      r->second.confirmed.insert(name);
+    }
   }
   std::vector<uint64_t> lost;
   for (const auto& [id, r] : running_) {
@@ -507,7 +516,24 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     if (job != nullptr && now - job->start_time > config_.launch_grace) lost.push_back(id);
   }
   for (uint64_t id : lost) {
-    exited(JobId(id), Find(JobId(id))->epoch, -1, 0, fmt::format("the job's processes vanished from {}", name));
+    const uint64_t epoch = Find(JobId(id))->epoch;
+    if (!running_.at(id).confirmed.count(name)) {
+      // No trace of it ever came from this node (no step, no refusal): the
+      // launch never arrived and the job never ran here, so it goes back to
+      // the queue under a new epoch whatever its requeue setting. Should the
+      // order still arrive, its epoch is one the server has left: the next
+      // heartbeat that reports it gets it killed.
+      const std::string why = fmt::format("the launch never reached {}; requeued", name);
+      StopJob(Mutable(JobId(id)), JobState::kPending, now, why, /*requeue_after=*/true);
+      exited(JobId(id), epoch, -1, 0, why);
+      // Mutable hands out a fresh copy: take the job again after the requeue.
+      if (Job& j = Mutable(JobId(id)); j.state == JobState::kPending) {
+        j.reason_detail = why;
+        Record(j);
+      }
+      continue;
+    }
+    exited(JobId(id), epoch, -1, 0, fmt::format("the job's processes vanished from {}", name));
   }
   return api::Json{{"ok", true}};
 }

@@ -59,6 +59,9 @@ struct ControllerConfig {
   int max_active_jobs = 1000000;
   std::vector<Partition> partitions;  // from the configuration file
   std::vector<Account> accounts;
+  // Where the policy's plugins are looked up; null: sched::BuiltinRegistry().
+  // Tests add plugins here (a faulty one stands in for a scheduler bug).
+  std::shared_ptr<const sched::Registry> registry;
 };
 
 // Orders for node agents, sent after the batch that decided them is committed.
@@ -175,6 +178,7 @@ struct MetricsView {
   std::string default_partition;
   std::map<std::string, double> account_gpu_s;     // GPU-seconds by account since the server started
   uint64_t submissions = 0;                        // jobs submitted since the server started
+  uint64_t plan_starts_dropped = 0;                // planned starts the commit's check refused
 };
 
 
@@ -265,6 +269,7 @@ class Controller {
   };
   struct Running {
     std::unordered_set<std::string> nodes_left;  // nodes whose task has not exited yet
+    std::unordered_set<std::string> confirmed;   // nodes that have reported the job running
     std::optional<JobState> ending_as;           // set when we asked it to stop
     Time kill_sent{};
     bool requeue_after = false;                  // preempted: back to pending when it exits
@@ -326,6 +331,7 @@ class Controller {
   Time last_cluster_sample_{};
   Time last_efficiency_commit_{};
   uint64_t submissions_ = 0;
+  uint64_t plan_starts_dropped_ = 0;  // since the server started: each one is a scheduler bug
   std::map<std::string, double> account_gpu_s_;  // not decayed: the metrics' counter
   std::vector<Partition> partitions_;
   std::vector<Account> accounts_;

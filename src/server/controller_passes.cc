@@ -206,12 +206,32 @@ sched::PassStats Controller::SchedulePass(Time now) {
     StopJob(Mutable(p.victim), JobState::kPending, now, fmt::format("preempted by job {}", p.preemptor.value()),
             /*requeue_after=*/true);
   }
+  // A start the check refuses is dropped, never applied: the job stays
+  // pending with reason plan_conflict until a later pass plans it again, and
+  // shoal_scheduler_plan_starts_dropped_total counts the refusal (the plan's
+  // pending decisions are for other jobs: none is for a job it starts).
   for (sched::StartDecision& s : plan.starts) {
     // A job placed where preempted jobs still run starts once they have stopped.
     if (s.after_preemption) continue;
     const Job* job = Find(s.job);
-    if (job == nullptr || job->state != JobState::kPending) continue;
-    if (!check.CanAllocate(s.allocation).ok()) continue;
+    if (job == nullptr || job->state != JobState::kPending) {
+      // The snapshot held only pending jobs: a start for anything else is a
+      // scheduler bug too, but there is no waiting job to tell.
+      ++plan_starts_dropped_;
+      continue;
+    }
+    if (Status fits = check.CanAllocate(s.allocation); !fits.ok()) {
+      ++plan_starts_dropped_;
+      auto d = std::make_shared<sched::PendingDecision>();
+      d->job = s.job;
+      d->reason = PendingReason::kPlanConflict;
+      d->detail = fmt::format(
+          "the scheduler placed it, but the placement failed the check before commit ({}); "
+          "a later pass plans it again",
+          fits.message());
+      decisions_[s.job.value()] = std::move(d);
+      continue;
+    }
     check.Allocate(s.allocation);
     StartJob(Mutable(s.job), std::move(s.allocation), now);
   }

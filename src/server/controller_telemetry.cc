@@ -183,6 +183,7 @@ MetricsView Controller::Metrics() const {
   }
   v.account_gpu_s = account_gpu_s_;
   v.submissions = submissions_;
+  v.plan_starts_dropped = plan_starts_dropped_;
   return v;
 }
 

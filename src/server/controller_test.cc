@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/plugin.h"
+#include "sched/working_state.h"
 #include "server/controller_testing.h"
+#include "server/metrics.h"
 
 namespace shoal::server {
 namespace {
@@ -258,6 +261,36 @@ TEST_F(ControllerTest, ReconcileKillsUnknownAndFailsLost) {
   EXPECT_EQ(StateOf(id), JobState::kFailed);
 }
 
+// A launch that never reached its node (no step reported, no refusal) puts
+// the job back in the queue under a new epoch: it never ran, whatever its
+// requeue setting says. The order, should it arrive late, is killed.
+TEST_F(ControllerTest, AnUndeliveredLaunchRequeuesTheJob) {
+  Register("n1");
+  JobId id = Submit(kAlice, Spec(1));
+  c_.SchedulePass(At(1));
+  ASSERT_EQ(c_.TakeOutbox().launches.size(), 1u);
+  const uint64_t first_epoch = EpochOf(id);
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", Heartbeat{}, At(10)).ok());
+  EXPECT_EQ(StateOf(id), JobState::kRunning) << "still within the launch grace";
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", Heartbeat{}, At(20)).ok());
+  EXPECT_EQ(StateOf(id), JobState::kPending);
+  const api::Json shown = *c_.ShowJob(kAdmin, id);
+  EXPECT_NE(shown.dump().find("the launch never reached n1"), std::string::npos) << shown.dump();
+  // It starts again under a new epoch; the old order, arriving late, is killed.
+  c_.SchedulePass(At(21));
+  c_.TakeOutbox();
+  EXPECT_EQ(StateOf(id), JobState::kRunning);
+  EXPECT_GT(EpochOf(id), first_epoch);
+  Heartbeat late;
+  late.running.emplace_back(id, first_epoch);
+  late.running.emplace_back(id, EpochOf(id));
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", late, At(22)).ok());
+  Outbox out = c_.TakeOutbox();
+  ASSERT_EQ(out.kills.size(), 1u);
+  EXPECT_EQ(out.kills[0].epoch, first_epoch);
+  EXPECT_EQ(StateOf(id), JobState::kRunning);
+}
+
 TEST_F(ControllerTest, StaleEpochsChangeNothing) {
   Register("n1");
   JobSpec s = Spec(1);
@@ -346,6 +379,67 @@ TEST_F(ControllerTest, RestoreContinuesWhereItStopped) {
   auto next = again.Submit(kAlice, Spec(1), At(3));
   ASSERT_TRUE(next.ok());
   EXPECT_EQ((*next)["jobs"][0].get<uint64_t>(), pending.value() + 1) << "ids are never reused";
+}
+
+// A score plugin with a bug: it always picks a node's lowest GPUs, free or
+// not, so the plan's second start on a node takes GPUs its first one took.
+class LowestGpusScore final : public sched::ScorePlugin {
+ public:
+  std::string_view Name() const override { return "lowest-gpus"; }
+  sched::CandidateScan Scan() const override { return sched::CandidateScan::kFirstFit; }
+  sched::NodeChoice Evaluate(const sched::WorkingState&, sched::NodeIndex,
+                             const sched::NodeDemand& d, sched::ScorePass*, Rng&) const override {
+    return {d.gpus >= 64 ? ~uint64_t{0} : (uint64_t{1} << d.gpus) - 1, 0};
+  }
+};
+
+// Optimistic plan, verified commit: a start that fails the check before
+// commit is dropped, and neither silently nor as a failure of the job: it
+// waits with reason plan_conflict and the metrics count the drop.
+TEST(ControllerPlanCheckTest, AStartThatNoLongerFitsIsDroppedWithAReasonAndCounted) {
+  auto registry = std::make_shared<sched::Registry>(sched::BuiltinRegistry());
+  registry->AddScore("lowest-gpus", [] { return std::make_shared<LowestGpusScore>(); });
+  ControllerConfig cfg;
+  cfg.policy = "greedy:score=lowest-gpus";
+  cfg.registry = registry;
+  Controller c(cfg);
+  const Time t0 = kTimeZero + seconds(1000000);
+  ASSERT_TRUE(c.RegisterNode(kNodeAgent, MakeNode("n1", 8), t0).ok());
+  auto submit = [&] {
+    auto r = c.Submit(kAlice, Spec(1), t0);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? JobId((*r)["jobs"][0].get<uint64_t>()) : JobId(0);
+  };
+  const JobId first = submit();
+  const JobId second = submit();
+
+  c.SchedulePass(t0 + seconds(1));
+  const api::Json one = *c.ShowJob(kAlice, first);
+  const api::Json two = *c.ShowJob(kAlice, second);
+  EXPECT_EQ(one["state"], "running");
+  EXPECT_EQ(two["state"], "pending");
+  EXPECT_EQ(two["reason"], "plan_conflict");
+  EXPECT_NE(two.value("reason_detail", "").find("failed the check before commit"),
+            std::string::npos)
+      << two.dump();
+  EXPECT_EQ(c.TakeOutbox().launches.size(), 1u) << "nothing is launched for the dropped start";
+  EXPECT_EQ(c.Metrics().plan_starts_dropped, 1u);
+  const std::string text = RenderMetrics(c.Metrics(), LoopStats{}, t0 + seconds(1));
+  EXPECT_NE(text.find("# TYPE shoal_scheduler_plan_starts_dropped_total counter\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("\nshoal_scheduler_plan_starts_dropped_total 1\n"), std::string::npos)
+      << text;
+
+  // Once the first job has left its GPU, a later pass places the second one
+  // there, and the reason goes with the wait.
+  Heartbeat hb;
+  hb.events.push_back({first, one["epoch"].get<uint64_t>(), JobEvent::kExited, 0, 0, ""});
+  ASSERT_TRUE(c.ReceiveHeartbeat(kNodeAgent, "n1", hb, t0 + seconds(2)).ok());
+  c.SchedulePass(t0 + seconds(3));
+  const api::Json started = *c.ShowJob(kAlice, second);
+  EXPECT_EQ(started["state"], "running");
+  EXPECT_FALSE(started.contains("reason_detail")) << started.dump();
+  EXPECT_EQ(c.Metrics().plan_starts_dropped, 1u);
 }
 
 }  // namespace

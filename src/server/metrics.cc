@@ -223,6 +223,11 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now)
          static_cast<double>(loop.passes));
   Sample(out, "shoal_scheduling_pass_duration_seconds_sum", "", loop.pass_ms_total / 1000.0);
   Sample(out, "shoal_scheduling_pass_duration_seconds_count", "", static_cast<double>(loop.passes));
+  // Each one is a scheduler bug the commit's check caught: alert on any increase.
+  Family(out, "shoal_scheduler_plan_starts_dropped_total", "counter",
+         "Starts from a scheduling plan that failed the check before commit and were dropped.");
+  Sample(out, "shoal_scheduler_plan_starts_dropped_total", "",
+         static_cast<double>(v.plan_starts_dropped));
 
   // Nodes and GPUs.
   std::array<int, 4> node_states{};  // up, draining, drained, down

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -380,10 +381,19 @@ TEST_P(StoreTest, RefusesWholeBatchesWithARecordThatCouldNotBeLoaded) {
 TEST_P(StoreTest, ReadersSeeEachCommitWhileTheWriterGoesOn) {
   // The writer publishes the largest id it has committed after Commit returns;
   // a reader thread must then find that job, and see history newest first.
+  //
+  // Nothing here waits on timing: the reader publishes the largest commit it
+  // has checked, the writer waits for that at fixed checkpoints (so reads are
+  // known to interleave with commits, not merely hoped to) and at the end (so
+  // the last commit is always checked), and the reader stops by itself once it
+  // has checked the last commit.
   constexpr uint64_t kBatches = 60;
   constexpr uint64_t kJobsPerBatch = 5;
+  constexpr uint64_t kCheckpointEvery = 10;  // batches
+  constexpr uint64_t kLastId = kBatches * kJobsPerBatch;
   std::atomic<uint64_t> committed{0};
-  std::atomic<bool> done{false};
+  std::atomic<uint64_t> verified{0};  // the largest committed id the reader has checked
+  std::atomic<bool> stop{false};      // the writer gave up; the reader must not wait for kLastId
   std::atomic<bool> failed{false};
   std::atomic<int> reads{0};
   std::string failure;  // written by the reader only, read after it has joined
@@ -392,7 +402,7 @@ TEST_P(StoreTest, ReadersSeeEachCommitWhileTheWriterGoesOn) {
       failure = std::move(why);
       failed = true;
     };
-    while (!done.load() && !failed.load()) {
+    while (verified.load() < kLastId && !stop.load()) {
       const uint64_t seen = committed.load();
       HistoryQuery newest;
       newest.limit = 20;
@@ -400,32 +410,49 @@ TEST_P(StoreTest, ReadersSeeEachCommitWhileTheWriterGoesOn) {
       if (!history.ok()) return fail(history.status().ToString());
       std::vector<uint64_t> ids = Ids(*history);
       if (!std::is_sorted(ids.rbegin(), ids.rend())) return fail("history is not newest first");
-      if (seen > 0 && (ids.empty() || ids.front() < seen)) return fail("history misses a committed job");
+      if (seen > 0 && (ids.empty() || ids.front() < seen)) {
+        return fail("history misses committed job " + std::to_string(seen));
+      }
       if (seen > 0) {
         Result<std::optional<Job>> found = store_->FindJob(JobId(seen));
         if (!found.ok()) return fail(found.status().ToString());
-        if (!found->has_value()) return fail("FindJob misses a committed job");
+        if (!found->has_value())
+          return fail("FindJob misses committed job " + std::to_string(seen));
       }
       ++reads;
+      verified = seen;
     }
   });
+  // Waits until the reader has checked `id` (or failed); false when it failed.
+  auto wait_verified = [&](uint64_t id) {
+    while (verified.load() < id && !failed.load()) std::this_thread::yield();
+    return !failed.load();
+  };
+  int checkpoints = 0;
+  std::string commit_failure;
   for (uint64_t b = 0; b < kBatches && !failed.load(); ++b) {
     Batch batch;
     for (uint64_t i = 1; i <= kJobsPerBatch; ++i) {
       batch.jobs.push_back(TestJob(b * kJobsPerBatch + i, JobState::kCompleted));
     }
     batch.next_job_id = (b + 1) * kJobsPerBatch + 1;
-    MustCommit(batch);
+    if (Status s = store_->Commit(batch); !s.ok()) {
+      commit_failure = s.ToString();
+      break;
+    }
     committed = (b + 1) * kJobsPerBatch;
+    if ((b + 1) % kCheckpointEvery == 0 && wait_verified(committed.load())) ++checkpoints;
   }
-  // Let the reader look at least twice after the last commit.
-  const int reads_at_end = reads.load();
-  while (reads.load() < reads_at_end + 2 && !failed.load()) std::this_thread::yield();
-  done = true;
+  stop = true;
   reader.join();
+  EXPECT_EQ(commit_failure, "");
   EXPECT_EQ(failure, "");
-  EXPECT_GT(reads.load(), 2);
-  EXPECT_EQ(MustLoad().next_job_id, kBatches * kJobsPerBatch + 1);
+  // Every checkpoint, the last commit among them, was checked by the reader
+  // while the writer still had batches to go (or had just finished).
+  EXPECT_EQ(checkpoints, static_cast<int>(kBatches / kCheckpointEvery));
+  EXPECT_EQ(verified.load(), kLastId);
+  EXPECT_GE(reads.load(), checkpoints);
+  EXPECT_EQ(MustLoad().next_job_id, kLastId + 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("sqlite", "memory"),

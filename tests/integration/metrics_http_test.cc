@@ -8,6 +8,7 @@
 #include "api/json.h"
 #include "net/http_client.h"
 #include "server/server.h"
+#include "testing/fake_clock.h"
 
 namespace shoal {
 namespace {
@@ -25,11 +26,13 @@ Json Telemetry(int index, double util) {
 
 class MetricsHttpTest : public ::testing::Test {
  protected:
+  static constexpr Duration kSeriesInterval = std::chrono::seconds(1);
+
   void Start(bool metrics_public) {
     server::ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.metrics_public = metrics_public;
-    o.series_interval = std::chrono::seconds(1);
+    o.series_interval = kSeriesInterval;
     o.loop.pass_interval = milliseconds(2);
     o.loop.tick_interval = milliseconds(50);
     o.controller.launch_grace = std::chrono::seconds(60);
@@ -84,7 +87,7 @@ class MetricsHttpTest : public ::testing::Test {
     ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : "");
   }
 
-  SystemClock clock_;
+  testing::JumpingClock clock_;  // jumps across the series interval
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<net::HttpClient> admin_, anonymous_;
 };
@@ -155,7 +158,7 @@ TEST_F(MetricsHttpTest, NodeJobAndClusterSeries) {
     if (Json::parse(alice->Get("/v1/jobs/1")->body)["state"] == "running") break;
     std::this_thread::sleep_for(milliseconds(10));
   }
-  std::this_thread::sleep_for(milliseconds(1100));  // the next sample
+  clock_.Jump(kSeriesInterval);  // the next heartbeat is the next sample
   Beat(99, Json::array({{{"job", 1}, {"epoch", 1}}}));
   auto js = alice->Get("/v1/jobs/1/series");
   ASSERT_TRUE(js.ok() && js->status == 200) << (js.ok() ? js->body : "");

@@ -9,6 +9,7 @@
 #include "integration/fake_agent.h"
 #include "net/http_client.h"
 #include "server/server.h"
+#include "testing/fake_clock.h"
 
 namespace shoal {
 namespace {
@@ -18,11 +19,15 @@ using std::chrono::milliseconds;
 
 class ServerTest : public ::testing::Test {
  protected:
+  static constexpr Duration kNodeTimeout = std::chrono::seconds(10);
+
   void SetUp() override {
     server::ServerOptions o;
     o.listen = "127.0.0.1:0";
-    o.controller.node_timeout = milliseconds(1500);
-    o.controller.launch_grace = milliseconds(1000);
+    // Timeouts are crossed by jumps of the clock, not waited out: long enough
+    // that a slow heartbeat never crosses one by itself.
+    o.controller.node_timeout = kNodeTimeout;
+    o.controller.launch_grace = std::chrono::seconds(10);
     o.controller.kill_grace = milliseconds(200);
     o.loop.pass_interval = milliseconds(2);
     o.loop.tick_interval = milliseconds(50);
@@ -94,7 +99,7 @@ class ServerTest : public ::testing::Test {
     return static_cast<int>(Json::parse(r->body)["jobs"].size());
   }
 
-  SystemClock clock_;
+  testing::JumpingClock clock_;
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<net::HttpClient> admin_, alice_, bob_;
   std::vector<std::unique_ptr<testing::FakeAgent>> agents_;
@@ -225,7 +230,8 @@ TEST_F(ServerTest, ALostNodeFailsItsJobs) {
   testing::FakeAgent& a = Agent("n1");
   const uint64_t id = Submit(*alice_, Job(1, "forever"));
   ASSERT_TRUE(WaitFor(id, "running"));
-  a.Stop();
+  a.Stop();  // its last heartbeat has been answered
+  clock_.Jump(kNodeTimeout + milliseconds(1));
   ASSERT_TRUE(WaitFor(id, "node_fail"));
   auto n = admin_->Get("/v1/nodes/n1");
   EXPECT_EQ(Json::parse(n->body)["state"], "down");
@@ -235,7 +241,8 @@ TEST_F(ServerTest, TimeLimitsAreEnforced) {
   Agent("n1");
   const uint64_t id = Submit(*alice_, {{"command", "forever"}, {"gpus", 1}, {"time_limit_s", 1}});
   ASSERT_TRUE(WaitFor(id, "running"));
-  for (int i = 0; i < 300 && Show(*admin_, id)["state"] != "timeout"; ++i) std::this_thread::sleep_for(milliseconds(10));
+  clock_.Jump(std::chrono::seconds(1));  // past the limit: the job ran a little real time too
+  EXPECT_TRUE(WaitFor(id, "timeout"));
   EXPECT_EQ(Show(*admin_, id)["state"], "timeout");
 }
 
