@@ -20,6 +20,7 @@
 #include "core/strings.h"
 #include "net/http_client.h"
 #include "net/http_guard.h"
+#include "net/http_server.h"
 #include "net/token.h"
 
 namespace shoal::agent {
@@ -56,7 +57,7 @@ struct Agent::Impl {
   std::unique_ptr<HealthMonitor> health;
   Node node;  // what we register
 
-  httplib::Server http;
+  net::HttpServer http;
   std::thread http_thread;
   std::thread loop_thread;
   std::thread events_thread;  // wakes the loop when a supervisor says its step ended
@@ -379,10 +380,12 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
   }
   // Listen.
   SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
+  net::RaiseOpenFileLimit();
   impl->http.set_tcp_nodelay(true);
-  // The server keeps its connection for the next order; Stop waits out an
-  // idle one, so keep the wait short.
-  impl->http.set_keep_alive_timeout(1);
+  // The server keeps its connection for the next order for a second; slow
+  // and idle clients are cut off (see net/http_server.h).
+  impl->http.SetLimits({.idle_timeout = std::chrono::milliseconds(1000),
+                        .min_threads = std::max(2, options.http_threads)});
   // The node token is checked before any body is read; only /healthz is open.
   net::GuardRequests(impl->http,
                      {.max_body_bytes = 4 << 20,
@@ -390,8 +393,6 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
                       .is_authenticated = [raw = impl.get()](const httplib::Request& req) {
                         return raw->Authorized(req);
                       }});
-  const int threads = std::max(2, options.http_threads);
-  impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   impl->Routes();
   if (hp.second == 0) {
     impl->port = impl->http.bind_to_any_port(hp.first);

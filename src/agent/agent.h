@@ -39,7 +39,7 @@ struct AgentOptions {
   int64_t memory_mib = 0;                 // 0: this host's memory
   Duration heartbeat = std::chrono::seconds(1);  // telemetry and heartbeat interval
   Duration min_event_gap = std::chrono::milliseconds(5);  // at most one extra heartbeat this often
-  int http_threads = 8;
+  int http_threads = 8;  // threads kept ready; more start with the connections
   HealthOptions health;
 };
 

@@ -191,8 +191,9 @@ int RunUp(const std::vector<std::string>& raw) {
               "  shoal queue\n"
               "  shoal logs <job> -f\n"
               "  shoal history\n");
-  // The dashboard, signed in: browsers never send a URL's fragment to the server.
-  std::printf("  open http://%s/#token=%s   # the dashboard\n", (*srv)->address().c_str(), (*srv)->admin_token().c_str());
+  // The token itself never goes to the terminal (nor to a log that keeps it).
+  std::printf("  open http://%s/   # the dashboard: sign in with the admin token in %s/admin.token\n",
+              (*srv)->address().c_str(), state_dir.c_str());
   std::printf("Ctrl-C stops the cluster and its jobs.\n\n");
   std::fflush(stdout);
   if (demo && !real) {

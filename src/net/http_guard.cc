@@ -19,6 +19,23 @@ httplib::Server::HandlerResponse Refuse(httplib::Response& res, int status, cons
   return httplib::Server::HandlerResponse::Handled;
 }
 
+// Every body Shoal takes is JSON, whatever the client says it is, and a
+// POST without a body is an empty one. cpp-httplib would otherwise refuse
+// the bodies that `curl -d` sends (form-encoded, which it parses itself and
+// caps at 8 KiB) and answer 400 to a bare `curl -X POST` (no
+// Content-Length). The request is httplib's own, not const: only the view
+// handed to the pre-routing handler is.
+void NormaliseBodyHeaders(const httplib::Request& const_req) {
+  auto& req = const_cast<httplib::Request&>(const_req);
+  if (req.get_header_value("Content-Type") == "application/x-www-form-urlencoded") {
+    req.headers.erase("Content-Type");
+    req.headers.emplace("Content-Type", "application/json");
+  }
+  if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") && !req.has_header("Content-Length")) {
+    req.headers.emplace("Content-Length", "0");
+  }
+}
+
 }  // namespace
 
 void GuardRequests(httplib::Server& http, RequestGuard guard) {
@@ -47,6 +64,7 @@ void GuardRequests(httplib::Server& http, RequestGuard guard) {
       return Refuse(res, 413, "resource_exhausted",
                     fmt::format("the body is {} bytes; at most {} are accepted", length, guard.max_body_bytes));
     }
+    NormaliseBodyHeaders(req);
     return httplib::Server::HandlerResponse::Unhandled;
   });
 }

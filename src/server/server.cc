@@ -20,6 +20,7 @@
 #include "core/strings.h"
 #include "net/http_client.h"
 #include "net/http_guard.h"
+#include "net/http_server.h"
 #include "net/local_socket.h"
 #include "net/token.h"
 #include "server/agent_link.h"
@@ -169,7 +170,7 @@ struct Server::Impl {
   std::unique_ptr<ControlLoop> loop;
   std::unique_ptr<net::PeerCredListener> local;
   std::map<uid_t, net::LocalToken> local_tokens;  // one per uid, touched by the listener thread only
-  httplib::Server http;
+  net::HttpServer http;
   std::thread http_thread;
   int port = 0;
   std::string host;
@@ -725,11 +726,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   // HTTP.
   SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6820, /*allow_any_port=*/true));
   impl->host = hp.first;
+  net::RaiseOpenFileLimit();
   impl->http.set_tcp_nodelay(true);
   impl->http.set_keep_alive_max_count(100000);
-  // Idle connections close after 5 s: Stop() waits for them (httplib checks
-  // for shutdown only between requests), and clients reconnect when needed.
-  impl->http.set_keep_alive_timeout(5);
+  // Slow and idle clients are cut off (see net/http_server.h); idle
+  // connections close after 2 s, which also bounds how long Stop() waits.
+  impl->http.SetLimits({.min_threads = std::max(2, options.http_threads)});
   // Credentials and the body's size are checked before any body is read.
   const bool metrics_public = options.metrics_public;
   net::GuardRequests(impl->http,
@@ -744,8 +746,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
                       .is_authenticated = [raw = impl.get()](const httplib::Request& req) {
                         return raw->Auth(req).ok();
                       }});
-  const int threads = std::max(2, options.http_threads);
-  impl->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   impl->Routes();
   if (hp.second == 0) {
     impl->port = impl->http.bind_to_any_port(hp.first);

@@ -425,7 +425,7 @@ TEST_F(ClusterTest, AStepsFolderTooLongForTheLauncherSocketIsRefusedAtStart) {
 TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
   StartAgent("n1");
   const fs::path steps = dir_ / "agents" / "n1" / "steps";
-  const uint64_t first = Submit(*admin_, {{"command", "sleep 2; echo done"}, {"gpus", 1}});
+  const uint64_t first = Submit(*admin_, {{"command", "sleep 4; echo done"}, {"gpus", 1}});
   ASSERT_TRUE(WaitFor(first, "running"));
   // "running" once the launch is sent: the agent may still be starting it.
   pid_t launcher = 0;
@@ -442,6 +442,11 @@ TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
        ++i) {
     std::this_thread::sleep_for(milliseconds(10));
   }
+  // The agent collects it at once, with no step event to prompt it: no zombie
+  // stays behind (the first job's end, the next event, is seconds away).
+  const fs::path proc = fs::path("/proc") / std::to_string(launcher);
+  for (int i = 0; i < 50 && fs::exists(proc); ++i) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_FALSE(fs::exists(proc)) << "the killed launcher is left a zombie";
   const uint64_t third = Submit(*admin_, {{"command", "echo third"}, {"gpus", 1}});
   ASSERT_TRUE(WaitFor(third, "completed"));  // through a new launcher
   const pid_t replacement = LauncherOf(steps);

@@ -49,6 +49,8 @@ SCRIPT
 check "submit script" 0 "Submitted job" -- "$SHOAL" submit "$TMP/job.sh"
 printf '#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH --mail-user=a@b.c\necho hi\n' > "$TMP/bad.sh"
 check "unknown #SBATCH option" 2 "bad.sh:3: option --mail-user has no meaning in Shoal" -- "$SHOAL" submit "$TMP/bad.sh"
+printf '#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH -J bad\377name\necho hi\n' > "$TMP/utf8.sh"
+check "invalid UTF-8 in a directive" 2 "not valid UTF-8" -- "$SHOAL" submit "$TMP/utf8.sh"
 check "misspelt option" 2 "did you mean --partition" -- "$SHOAL" submit --partiton gpu --wrap true
 check "negative gpus" 2 "gpus" -- "$SHOAL" submit --gpus=-1 --wrap true
 check "nothing to run" 2 "nothing to run" -- "$SHOAL" submit --gpus 1

@@ -80,4 +80,15 @@ for p in "server $SERVER_PID" "agent $AGENT_PID"; do
 done
 # A good request with a length is still served after all this.
 check "an ordinary submit works" 0 "Submitted job" -- env SHOAL_TOKEN="$USER_TOKEN" "$SHOAL" submit --wrap true
+# What curl sends by default is taken as the docs show it: a `-d` body is
+# form-encoded to curl (httplib would cap it at 8 KiB), a bare `-X POST` has
+# no Content-Length.
+printf '{"command":"%s","gpus":1,"hold":true}' "$(head -c 9000 /dev/zero | tr '\0' 'x')" > "$TMP/9k.json"
+expect_code "curl -d with a 9 KB job" 201 -H "Authorization: Bearer $USER_TOKEN" -d @"$TMP/9k.json" "$SHOAL_SERVER/v1/jobs"
+JOB=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"][0])' "$TMP/body")
+expect_code "curl -X POST without a body" 200 -H "Authorization: Bearer $USER_TOKEN" -X POST \
+  "$SHOAL_SERVER/v1/jobs/$JOB/cancel"
+expect_code "an empty job body is bad JSON, not a transport error" 400 -H "Authorization: Bearer $USER_TOKEN" \
+  -X POST "$SHOAL_SERVER/v1/jobs"
+grep -q malformed "$TMP/body" || { echo "FAIL the empty body's error: $(cat "$TMP/body")"; fail=1; }
 exit $fail

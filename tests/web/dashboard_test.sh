@@ -13,9 +13,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 PW_VERSION=1.65.1
 
-if ! command -v node >/dev/null 2>&1; then echo "SKIP: node is not installed (scripts/install-deps.sh)"; exit 77; fi
-if [ ! -x "$CHROMIUM" ]; then echo "SKIP: $CHROMIUM is not installed (scripts/install-deps.sh)"; exit 77; fi
-if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 18 ]; then echo "SKIP: node is older than 18"; exit 77; fi
+if ! command -v node >/dev/null 2>&1; then echo "[program] node is not installed (scripts/install-deps.sh)"; exit 77; fi
+if [ ! -x "$CHROMIUM" ]; then echo "[program] $CHROMIUM is not installed (scripts/install-deps.sh)"; exit 77; fi
+if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 18 ]; then echo "[program] node is older than 18"; exit 77; fi
 
 # playwright-core from its vendored tarball: extracted, never installed from the network.
 PW_DIR=$WORK/node_modules/playwright-core
@@ -55,10 +55,15 @@ until grep -q "Ctrl-C stops" "$TMP/up.log" 2>/dev/null; do
   sleep 0.1; i=$((i + 1))
 done
 ADDRESS=$(sed -n 's|^Shoal is up: server on http://\([^,]*\),.*|\1|p' "$TMP/up.log")
-# The link `shoal up` prints carries a token in its fragment.
-URL=$(grep -o "http://$ADDRESS/#token=[A-Za-z0-9_]*" "$TMP/up.log" | head -n 1)
-if [ -z "$ADDRESS" ] || [ -z "$URL" ]; then echo "FAIL: no dashboard link in the output of shoal up"; cat "$TMP/up.log"; exit 1; fi
-echo "ok   shoal up on $ADDRESS prints the dashboard link"
+# `shoal up` prints the dashboard's address and where the admin token is,
+# never the token; a link with the token in its fragment signs a tab in.
+TOKEN=$(cat "$TMP/state/admin.token" 2>/dev/null)
+if [ -z "$ADDRESS" ] || [ -z "$TOKEN" ] || ! grep -q "http://$ADDRESS/ .*$TMP/state/admin.token" "$TMP/up.log"; then
+  echo "FAIL: no dashboard address and token file in the output of shoal up"; cat "$TMP/up.log"; exit 1
+fi
+if grep -qF "$TOKEN" "$TMP/up.log"; then echo "FAIL: shoal up printed the admin token"; exit 1; fi
+URL="http://$ADDRESS/#token=$TOKEN"
+echo "ok   shoal up on $ADDRESS prints the dashboard's address and where the token is, not the token"
 
 SHOAL="$SHOAL" SHOAL_SERVER="http://$ADDRESS" SHOAL_SOCKET="$TMP/state/shoal.sock" DASHBOARD_URL="$URL" \
   ARTIFACTS="$ARTIFACTS" PW_DIR="$PW_DIR" CHROMIUM="$CHROMIUM" WORK_DIR="$TMP" \

@@ -165,12 +165,14 @@ class DirSteps final : public Steps {
   int ChangeFd() const override { return events_fd_; }
 
   std::vector<StepKey> WaitForChanges(Duration timeout) override {
+    // A launcher that left when it was idle is collected on the next wait,
+    // not only after the next step event (it stays a zombie until then).
+    ReapChildren();
     if (timeout.count() > 0) {
       pollfd p{events_fd_, POLLIN, 0};
       int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX));
       if (::poll(&p, 1, ms) <= 0) return {};
     }
-    ReapChildren();
     std::lock_guard lock(events_mu_);
     char buffer[8192];
     ssize_t n;

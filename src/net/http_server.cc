@@ -1,0 +1,269 @@
+#include "net/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace shoal::net {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Waits for `events` on `sock` until `deadline`; false on timeout or error.
+bool WaitUntil(int sock, short events, SteadyClock::time_point deadline) {
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{sock, events, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000 * 60)));
+    if (ready > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
+    if (ready < 0 && errno != EINTR) return false;
+  }
+}
+
+std::string AddressText(const sockaddr_storage& a) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (a.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, text, sizeof text);
+  } else if (a.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, text, sizeof text);
+  }
+  return text;
+}
+
+int PortOf(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return 0;
+}
+
+// A connection's stream: reads must finish by the current request's
+// deadline, writes within the write timeout each. Reads are buffered, as
+// httplib reads header lines a byte at a time.
+class DeadlineStream final : public httplib::Stream {
+ public:
+  DeadlineStream(int sock, std::chrono::milliseconds write_timeout) : sock_(sock), write_timeout_(write_timeout) {}
+
+  void set_deadline(SteadyClock::time_point deadline) { deadline_ = deadline; }
+  bool has_buffered() const { return offset_ < size_; }
+
+  bool is_readable() const override { return has_buffered() || WaitUntil(sock_, POLLIN, deadline_); }
+  bool is_writable() const override { return WaitUntil(sock_, POLLOUT, SteadyClock::now() + write_timeout_); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (!has_buffered()) {
+      if (!WaitUntil(sock_, POLLIN, deadline_)) return -1;
+      ssize_t n;
+      do {
+        n = ::recv(sock_, buffer_, sizeof buffer_, 0);
+      } while (n < 0 && errno == EINTR);
+      if (n <= 0) return n;
+      offset_ = 0;
+      size_ = static_cast<size_t>(n);
+    }
+    const size_t n = std::min(size, size_ - offset_);
+    std::memcpy(ptr, buffer_ + offset_, n);
+    offset_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    ssize_t n;
+    do {
+      n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { Name(::getpeername, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { Name(::getsockname, ip, port); }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  template <typename F>
+  void Name(F get, std::string& ip, int& port) const {
+    sockaddr_storage a{};
+    socklen_t length = sizeof a;
+    if (get(sock_, reinterpret_cast<sockaddr*>(&a), &length) != 0) return;
+    ip = AddressText(a);
+    port = PortOf(a);
+  }
+
+  const int sock_;
+  const std::chrono::milliseconds write_timeout_;
+  SteadyClock::time_point deadline_{};
+  char buffer_[4096];
+  size_t offset_ = 0;
+  size_t size_ = 0;
+};
+
+// Threads that grow with the work: one per queued connection up to the
+// limit, down to `min_threads` after a minute idle. Exited threads are
+// joined by the next enqueue and at shutdown.
+class ElasticPool final : public httplib::TaskQueue {
+ public:
+  ElasticPool(size_t min_threads, size_t max_threads) : min_(min_threads), max_(max_threads) {}
+  ~ElasticPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::vector<std::thread> finished;
+    {
+      std::lock_guard lock(mu_);
+      finished.swap(exited_);
+      jobs_.push_back(std::move(fn));
+      if (idle_ < jobs_.size() && threads_.size() < max_) {
+        const uint64_t id = next_id_++;
+        threads_.emplace(id, std::thread([this, id] { Work(id); }));
+      }
+    }
+    cv_.notify_one();
+    for (std::thread& t : finished) t.join();
+  }
+
+  void shutdown() override {
+    std::map<uint64_t, std::thread> running;
+    std::vector<std::thread> finished;
+    {
+      std::lock_guard lock(mu_);
+      if (shut_) return;
+      shut_ = true;
+      running.swap(threads_);
+      finished.swap(exited_);
+    }
+    cv_.notify_all();
+    for (auto& [id, t] : running) t.join();
+    for (std::thread& t : finished) t.join();
+  }
+
+ private:
+  void Work(uint64_t id) {
+    std::unique_lock lock(mu_);
+    while (true) {
+      ++idle_;
+      const bool woke = cv_.wait_for(lock, std::chrono::seconds(60), [this] { return shut_ || !jobs_.empty(); });
+      --idle_;
+      if (shut_ && jobs_.empty()) return;
+      if (!woke) {
+        if (threads_.size() <= min_) continue;
+        // Idle for a minute and more threads than the core: leave.
+        auto self = threads_.find(id);
+        exited_.push_back(std::move(self->second));
+        threads_.erase(self);
+        return;
+      }
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  const size_t min_, max_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::map<uint64_t, std::thread> threads_;
+  std::vector<std::thread> exited_;
+  uint64_t next_id_ = 0;
+  size_t idle_ = 0;
+  bool shut_ = false;
+};
+
+constexpr char kBusyAnswer[] =
+    "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\n"
+    "Content-Length: 77\r\n\r\n"
+    R"({"error":"unavailable","detail":"too many connections from this address now"})";
+static_assert(sizeof(R"({"error":"unavailable","detail":"too many connections from this address now"})") - 1 == 77);
+
+}  // namespace
+
+uint64_t RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return limit.rlim_cur;
+}
+
+HttpServer::HttpServer() {
+  // Called once, when the server starts listening.
+  new_task_queue = [this] {
+    const auto min_threads = static_cast<size_t>(std::max(1, limits_.min_threads));
+    const auto max_threads = static_cast<size_t>(std::max(limits_.min_threads, limits_.max_connections));
+    return new ElasticPool(min_threads, max_threads);
+  };
+}
+
+uint64_t HttpServer::refused_connections() const {
+  std::lock_guard lock(mu_);
+  return refused_;
+}
+
+bool HttpServer::Admit(const std::string& client) {
+  std::lock_guard lock(mu_);
+  int& mine = per_client_[client];
+  if (mine >= limits_.per_client || open_ >= limits_.max_connections) {
+    if (mine == 0) per_client_.erase(client);
+    ++refused_;
+    return false;
+  }
+  ++mine;
+  ++open_;
+  return true;
+}
+
+void HttpServer::Release(const std::string& client) {
+  std::lock_guard lock(mu_);
+  auto it = per_client_.find(client);
+  if (it != per_client_.end() && --it->second <= 0) per_client_.erase(it);
+  --open_;
+}
+
+bool HttpServer::process_and_close_socket(socket_t sock) {
+  sockaddr_storage peer{};
+  socklen_t length = sizeof peer;
+  const std::string client =
+      ::getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) == 0 ? AddressText(peer) : "";
+  bool served = false;
+  if (!Admit(client)) {
+    // Non-blocking: a client that does not read its refusal loses nothing of ours.
+    (void)!::send(sock, kBusyAnswer, sizeof kBusyAnswer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  } else {
+    DeadlineStream stream(sock, limits_.write_timeout);
+    for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+      // Between requests: idle for at most idle_timeout, looking up every
+      // 100 ms in case the server stops.
+      const auto idle_end = SteadyClock::now() + limits_.idle_timeout;
+      bool ready = stream.has_buffered();
+      while (!ready && svr_sock_ != INVALID_SOCKET && SteadyClock::now() < idle_end) {
+        ready = WaitUntil(sock, POLLIN, std::min(idle_end, SteadyClock::now() + std::chrono::milliseconds(100)));
+      }
+      if (!ready) break;
+      stream.set_deadline(SteadyClock::now() + limits_.request_deadline);
+      bool closed = false;
+      served = process_request(stream, /*close_connection=*/left == 1, closed, nullptr);
+      if (!served || closed) break;
+    }
+    Release(client);
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return served;
+}
+
+}  // namespace shoal::net

@@ -1,0 +1,65 @@
+// The HTTP server of every Shoal listener: cpp-httplib's routing and
+// parsing, with connection handling that no client can stretch. cpp-httplib
+// 0.11 serves each connection with one thread of a fixed pool, applies its
+// read timeout to each recv() alone (a client sending a header byte every
+// few seconds holds a thread for ever) and polls idle kept-alive connections
+// every 10 ms. Here instead:
+//   - a request must arrive whole (request line, headers, body) within
+//     `request_deadline` of its first byte;
+//   - a kept-alive connection may idle `idle_timeout` between requests;
+//   - one client address may hold `per_client` connections at once, and all
+//     clients together `max_connections`; beyond either, a new connection is
+//     answered 503 and closed at once;
+//   - threads grow with the connections (up to max_connections) and go when
+//     idle, so that slow or idle connections cannot take every thread from
+//     the agents' heartbeats and the users' requests.
+// Thread-safe as httplib::Server is.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <httplib.h>
+
+namespace shoal::net {
+
+struct ConnectionLimits {
+  std::chrono::milliseconds request_deadline{10000};
+  std::chrono::milliseconds idle_timeout{2000};
+  std::chrono::milliseconds write_timeout{5000};
+  int per_client = 256;
+  int max_connections = 4096;
+  int min_threads = 4;
+};
+
+// Raises this process's soft limit on open files to its hard limit, so that
+// connections held by clients cannot run a listener out of descriptors
+// before its own limits act. Returns the limit now in force.
+uint64_t RaiseOpenFileLimit();
+
+class HttpServer : public httplib::Server {
+ public:
+  HttpServer();
+  // Before listening.
+  void SetLimits(const ConnectionLimits& limits) { limits_ = limits; }
+
+  // Connections refused for a limit since the start, for metrics and tests.
+  uint64_t refused_connections() const;
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  // Takes a connection slot for `client`; false when a limit is reached.
+  bool Admit(const std::string& client);
+  void Release(const std::string& client);
+
+  ConnectionLimits limits_;
+  mutable std::mutex mu_;
+  std::map<std::string, int> per_client_;
+  int open_ = 0;
+  uint64_t refused_ = 0;
+};
+
+}  // namespace shoal::net
