@@ -72,6 +72,11 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     c.allow_root_jobs = value == "true";
   } else if (key == "cgroup_root") {
     c.cgroup_root = value;
+  } else if (key == "gpu_device_path") {
+    if (value.find("%d") == std::string::npos) {
+      return InvalidArgument("gpu_device_path: a path with %d for the GPU's index, such as /dev/nvidia%d");
+    }
+    c.gpu_device_path = value;
   } else if (key == "temperature_limit") {
     auto v = ParseDouble(value);
     if (!v.ok() || *v < 40 || *v > 120) return InvalidArgument("temperature_limit: degrees C, 40 to 120");
@@ -80,7 +85,7 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     return InvalidArgument(fmt::format(
         "unknown agent setting '{}' (server, token, token_file, name, listen, advertise, state_dir, gpus, "
         "nvml_library, labels, partitions, place, heartbeat, cpus, memory, allow_root_jobs, cgroup_root, "
-        "temperature_limit)",
+        "gpu_device_path, temperature_limit)",
         key));
   }
   return Status::Ok();
@@ -118,6 +123,7 @@ Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& c, const std::string
   o.supervisor = supervisor;
   o.allow_root_jobs = c.allow_root_jobs;
   o.cgroup_root = c.cgroup_root;
+  o.gpu_devices = FindGpuDeviceNodes(c.gpu_device_path);
   return Steps::Open(o);
 }
 

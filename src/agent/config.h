@@ -13,6 +13,7 @@
 //   partitions = ["gpu"]
 //   place = "spine1/leaf3"
 //   heartbeat = "1s"
+//   gpu_device_path = "/dev/nvidia%d"  # fenced per step by the devices cgroup
 #pragma once
 
 #include <string>
@@ -30,6 +31,9 @@ struct AgentConfig {
   std::string token_file;
   bool allow_root_jobs = false;
   std::string cgroup_root;        // empty: detect
+  // The GPUs' device files, "%d" for the index: each step may open only its
+  // own (the devices cgroup), whatever it does to CUDA_VISIBLE_DEVICES.
+  std::string gpu_device_path = "/dev/nvidia%d";
   uint64_t seed = 0;              // simulated telemetry's noise
 };
 

@@ -96,6 +96,8 @@ int RunAgent(const std::vector<std::string>& raw) {
            {"heartbeat", "telemetry and heartbeat interval (default 1s)"},
            {"cpus", "CPUs to offer (default: this host's)"},
            {"memory", "memory to offer, e.g. 512G (default: this host's)"},
+           {"gpu-device-path", "the GPUs' device files, %d for the index (default /dev/nvidia%d); each job may "
+                               "open only its own"},
            {"cgroup-root", "where job cgroups go: a cgroup2 mount or a folder of v1 hierarchies (default: "
                            "detect; none: process groups only)"},
        }) {

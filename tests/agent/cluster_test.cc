@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -121,6 +122,7 @@ class ClusterTest : public ::testing::Test {
     c.gpus = "simulated:dgx-h100";
     c.allow_root_jobs = true;  // the tests' own jobs run as root (the test's user)
     c.state_dir = (dir_ / "agents" / name).string();
+    c.gpu_device_path = gpu_device_path_;
     return c;
   }
 
@@ -209,6 +211,7 @@ class ClusterTest : public ::testing::Test {
   std::map<std::string, std::unique_ptr<agent::Agent>> agents_;
   std::map<std::string, agent::SimulatedProvider*> simulated_;
   std::string isolation_;
+  std::string gpu_device_path_ = "/dev/nvidia%d";
 };
 
 TEST_F(ClusterTest, JobRunsOnItsGpusAndItsLogIsReadable) {
@@ -465,6 +468,45 @@ TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
   for (int i = 0; i < 100 && LauncherOf(steps) != 0; ++i) std::this_thread::sleep_for(milliseconds(10));
   EXPECT_EQ(LauncherOf(steps), 0);
   EXPECT_FALSE(fs::exists(steps / "launcher.sock"));
+}
+
+// GPUs are fenced by the devices cgroup, as Slurm's ConstrainDevices does: a
+// job opens only the device files of its own GPUs, even after unsetting
+// CUDA_VISIBLE_DEVICES. Character devices with the NVIDIA major (195) stand
+// in for /dev/nvidiaN: nothing is behind them, so opening one the job was
+// given fails with ENXIO, and one it was not given with EPERM.
+TEST_F(ClusterTest, JobsOpenOnlyTheirOwnGpuDevices) {
+  if (::geteuid() != 0) GTEST_SKIP() << "[privilege] making device files needs root";
+  const fs::path dev = dir_ / "dev";
+  fs::create_directories(dev);
+  for (int i = 0; i < 8; ++i) {
+    const fs::path node = dev / ("nvidia" + std::to_string(i));
+    ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(195, i)), 0) << std::strerror(errno);
+  }
+  gpu_device_path_ = (dev / "nvidia%d").string();
+  StartAgent("n1");
+  if (isolation_.find("GPU devices fenced") == std::string::npos) {
+    GTEST_SKIP() << "[privilege] no v1 devices hierarchy here: " << isolation_;
+  }
+  const std::string probe = "echo gpus=$CUDA_VISIBLE_DEVICES > devices.out; unset CUDA_VISIBLE_DEVICES; "
+                            "for i in 0 1 2 3 4 5 6 7; do cat " +
+                            dev.string() + "/nvidia$i 2>&1 | sed \"s/^/$i /\" >> devices.out; done";
+  const uint64_t id = Submit(*admin_, {{"command", probe}, {"gpus", 2}});
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  const auto lines = WaitForLines(dir_ / "work" / "devices.out", 9);
+  ASSERT_EQ(lines.size(), 9u) << ReadFile(dir_ / "work" / "devices.out");
+  ASSERT_TRUE(lines[0].starts_with("gpus="));
+  std::set<std::string> given;
+  for (const auto& g : Fields(lines[0].substr(5), ',')) given.insert(g);
+  ASSERT_EQ(given.size(), 2u) << lines[0];
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::string index = lines[i].substr(0, lines[i].find(' '));
+    if (given.count(index)) {
+      EXPECT_NE(lines[i].find("No such device or address"), std::string::npos) << "GPU " << lines[i];
+    } else {
+      EXPECT_NE(lines[i].find("Operation not permitted"), std::string::npos) << "GPU " << lines[i];
+    }
+  }
 }
 
 // A supervisor killed outright takes its step's tasks with it: nothing runs

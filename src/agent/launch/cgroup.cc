@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,6 +62,7 @@ struct Mounts {
   std::string v1_cpu;
   std::string v1_memory;
   std::string v1_pids;
+  std::string v1_devices;
 };
 
 Mounts FindMounts(const std::string& configured_root) {
@@ -71,7 +73,7 @@ Mounts FindMounts(const std::string& configured_root) {
       return m;
     }
     for (auto [name, slot] : {std::pair{"cpu", &m.v1_cpu}, std::pair{"memory", &m.v1_memory},
-                              std::pair{"pids", &m.v1_pids}}) {
+                              std::pair{"pids", &m.v1_pids}, std::pair{"devices", &m.v1_devices}}) {
       std::string dir = configured_root + "/" + name;
       if (IsCgroupFs(dir)) *slot = dir;
     }
@@ -83,7 +85,7 @@ Mounts FindMounts(const std::string& configured_root) {
     if (e.fs_type == "cgroup2" && m.v2.empty()) m.v2 = e.mount_point;
     if (e.fs_type != "cgroup") continue;
     for (auto [name, slot] : {std::pair{"cpu", &m.v1_cpu}, std::pair{"memory", &m.v1_memory},
-                              std::pair{"pids", &m.v1_pids}}) {
+                              std::pair{"pids", &m.v1_pids}, std::pair{"devices", &m.v1_devices}}) {
       if (slot->empty() && Contains(e.super_options, name)) *slot = e.mount_point;
     }
   }
@@ -141,14 +143,15 @@ std::vector<MountEntry> ParseMountInfo(std::string_view text) {
   return out;
 }
 
-CgroupLayout DetectCgroups(const std::string& configured_root, const std::string& tag) {
+namespace {
+
+CgroupLayout DetectProcessCgroups(const std::string& configured_root, const std::string& tag, const Mounts& mounts) {
   CgroupLayout layout;
   if (configured_root == "none") {
     layout.description = "none: disabled by configuration (cgroup_root = none); process groups only, "
                          "no CPU or memory limits";
     return layout;
   }
-  const Mounts mounts = FindMounts(configured_root);
   const std::string relative = "shoal/" + tag;
   std::vector<std::string> why;  // what each layout lacked, for the "none" line
 
@@ -214,9 +217,49 @@ CgroupLayout DetectCgroups(const std::string& configured_root, const std::string
   return layout;
 }
 
+}  // namespace
+
+CgroupLayout DetectCgroups(const std::string& configured_root, const std::string& tag) {
+  const Mounts mounts = configured_root == "none" ? Mounts{} : FindMounts(configured_root);
+  CgroupLayout layout = DetectProcessCgroups(configured_root, tag, mounts);
+  if (configured_root == "none") return layout;
+  // GPUs are fenced with the v1 devices controller wherever it is mounted,
+  // as Slurm's ConstrainDevices does; a pure v2 host would need a BPF device
+  // program, which Shoal does not load yet.
+  if (!mounts.v1_devices.empty() && MakeDirs(mounts.v1_devices, "shoal/" + tag).ok()) {
+    layout.v1_devices_dir = mounts.v1_devices + "/shoal/" + tag;
+    layout.description += "; GPU devices fenced (v1 devices)";
+  } else {
+    layout.description += "; GPU devices not fenced (no v1 devices hierarchy; only CUDA_VISIBLE_DEVICES)";
+  }
+  return layout;
+}
+
+std::vector<GpuDeviceNode> FindGpuDeviceNodes(const std::string& pattern) {
+  std::vector<GpuDeviceNode> out;
+  if (pattern.find("%d") == std::string::npos) return out;
+  for (int i = 0; i < 64; ++i) {
+    std::string path = pattern;
+    path.replace(path.find("%d"), 2, std::to_string(i));
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
+    out.push_back({i, ::major(st.st_rdev), ::minor(st.st_rdev)});
+  }
+  return out;
+}
+
+std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus, const std::vector<int>& given) {
+  std::vector<std::string> rules;
+  for (const GpuDeviceNode& d : node_gpus) {
+    if (std::find(given.begin(), given.end(), d.index) != given.end()) continue;
+    rules.push_back(fmt::format("c {}:{} rwm", d.major, d.minor));
+  }
+  return rules;
+}
+
 void RemoveAgentCgroups(const CgroupLayout& layout) {
-  for (const std::string* dir :
-       {&layout.v2_dir, &layout.v1_cpu_dir, &layout.v1_memory_dir, &layout.v1_pids_dir}) {
+  for (const std::string* dir : {&layout.v2_dir, &layout.v1_cpu_dir, &layout.v1_memory_dir, &layout.v1_pids_dir,
+                                 &layout.v1_devices_dir}) {
     if (!dir->empty()) ::rmdir(dir->c_str());
   }
 }
@@ -263,9 +306,10 @@ StepCgroup::StepCgroup(const CgroupLayout& layout, const std::string& name)
     if (!layout.v1_memory_dir.empty()) memory_dir_ = layout.v1_memory_dir + "/" + name;
   }
   for (const std::string& dir : dirs_) join_files_.push_back(dir + "/cgroup.procs");
+  if (!layout.v1_devices_dir.empty()) devices_dir_ = layout.v1_devices_dir + "/" + name;
 }
 
-Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib) {
+Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib, const std::vector<std::string>& deny_devices) {
   if (version_ == CgroupVersion::kV1) {
     // A v1 hierarchy is joined only to track the step (the first) or to
     // enforce its limit: each cgroup costs a mkdir and an rmdir per step.
@@ -276,12 +320,25 @@ Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib) {
     join_files_.clear();
     for (const std::string& dir : dirs_) join_files_.push_back(dir + "/cgroup.procs");
   }
+  if (!devices_dir_.empty()) {
+    if (deny_devices.empty()) {
+      devices_dir_.clear();  // nothing to deny: no cgroup to make and remove
+    } else {
+      dirs_.push_back(devices_dir_);
+      join_files_.push_back(devices_dir_ + "/cgroup.procs");
+    }
+  }
   for (const std::string& dir : dirs_) {
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       return Internal(ErrnoMessage("cannot create cgroup " + dir));
     }
     // A plain folder would take the pids written into it and kill nothing.
     if (!IsCgroupFs(dir)) return Internal(dir + " is not in a cgroup file system");
+  }
+  for (const std::string& rule : deny_devices) {
+    if (devices_dir_.empty()) break;
+    Status written = WriteFile(devices_dir_ + "/devices.deny", rule);
+    if (!written.ok()) return written.WithContext("cannot deny " + rule);
   }
   for (const CgroupWrite& w : LimitWrites(version_, cpu_milli, memory_mib)) {
     const bool cpu = w.hierarchy == "cpu" || w.file.starts_with("cpu.");

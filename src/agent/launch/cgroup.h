@@ -43,9 +43,29 @@ struct CgroupLayout {
   std::string v1_cpu_dir;
   std::string v1_memory_dir;
   std::string v1_pids_dir;
+  // The agent's folder in the v1 devices hierarchy, where one is mounted
+  // (also beside a v2 layout on hybrid hosts): GPUs a step was not given
+  // are denied there. Empty: no device fence.
+  std::string v1_devices_dir;
   // For Steps::Isolation: what is enforced, where, or why nothing is.
   std::string description;
 };
+
+// A GPU's device file (/dev/nvidiaN) as the kernel numbers it.
+struct GpuDeviceNode {
+  int index = 0;  // the GPU's index on the node
+  unsigned major = 0;
+  unsigned minor = 0;
+  friend bool operator==(const GpuDeviceNode&, const GpuDeviceNode&) = default;
+};
+
+// The device files `pattern` names for GPU indices 0..63 ("%d" stands for
+// the index, e.g. "/dev/nvidia%d"), those that exist as character devices.
+std::vector<GpuDeviceNode> FindGpuDeviceNodes(const std::string& pattern);
+
+// The devices-controller rules ("c MAJOR:MINOR rwm") that deny a step the
+// node's GPUs it was not given. Pure.
+std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus, const std::vector<int>& given);
 
 // One line of /proc/self/mountinfo.
 struct MountEntry {
@@ -84,10 +104,12 @@ class StepCgroup {
  public:
   StepCgroup(const CgroupLayout& layout, const std::string& name);
 
-  bool enabled() const { return !dirs_.empty(); }
+  bool enabled() const { return !dirs_.empty() || !devices_dir_.empty(); }
   // Makes the cgroup and sets the limits that the layout allows. Under v1,
   // only in the hierarchies that track the step or hold a limit it has.
-  Status Create(int64_t cpu_milli, int64_t memory_mib);
+  // `deny_devices` (GpuDenyRules) go into the devices hierarchy, which the
+  // step joins only when there is something to deny.
+  Status Create(int64_t cpu_milli, int64_t memory_mib, const std::vector<std::string>& deny_devices = {});
   // The cgroup.procs files a task writes its pid into, before exec (final
   // once Create has run).
   const std::vector<std::string>& JoinFiles() const { return join_files_; }
@@ -106,6 +128,7 @@ class StepCgroup {
   std::string tracking_dir_;  // the folder whose cgroup.procs lists the step's processes
   std::string cpu_dir_;
   std::string memory_dir_;
+  std::string devices_dir_;
 };
 
 }  // namespace shoal::agent

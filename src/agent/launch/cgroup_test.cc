@@ -53,6 +53,15 @@ TEST(LimitWrites, PerVersion) {
   }
 }
 
+TEST(GpuDenyRules, DenyEveryGpuButTheGivenOnes) {
+  const std::vector<GpuDeviceNode> node = {{0, 195, 0}, {1, 195, 1}, {2, 195, 2}, {3, 195, 7}};
+  EXPECT_EQ(GpuDenyRules(node, {1, 2}), (std::vector<std::string>{"c 195:0 rwm", "c 195:7 rwm"}));
+  EXPECT_TRUE(GpuDenyRules(node, {0, 1, 2, 3}).empty());
+  EXPECT_EQ(GpuDenyRules(node, {}).size(), 4u);
+  EXPECT_TRUE(FindGpuDeviceNodes("/nonexistent/nvidia%d").empty());
+  EXPECT_TRUE(FindGpuDeviceNodes("/dev/null").empty()) << "a pattern without %d names no GPU";
+}
+
 TEST(DetectCgroups, NoneWhenConfiguredOrNotACgroup) {
   CgroupLayout none = DetectCgroups("none", "t");
   EXPECT_EQ(none.version, CgroupVersion::kNone);

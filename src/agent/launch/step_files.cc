@@ -100,8 +100,12 @@ std::string EncodeRequest(const SupervisorRequest& request) {
         {"v1_cpu_dir", c.v1_cpu_dir},
         {"v1_memory_dir", c.v1_memory_dir},
         {"v1_pids_dir", c.v1_pids_dir},
+        {"v1_devices_dir", c.v1_devices_dir},
         {"description", c.description}}},
   };
+  Json devices = Json::array();
+  for (const GpuDeviceNode& d : request.gpu_devices) devices.push_back({d.index, d.major, d.minor});
+  j["gpu_devices"] = std::move(devices);
   return j.dump();
 }
 
@@ -151,6 +155,13 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     r.cgroup.v1_memory_dir = c.at("v1_memory_dir").get<std::string>();
     r.cgroup.v1_pids_dir = c.at("v1_pids_dir").get<std::string>();
     r.cgroup.description = c.at("description").get<std::string>();
+    // Absent from the requests of agents before the device fence.
+    r.cgroup.v1_devices_dir = c.value("v1_devices_dir", std::string());
+    if (auto d = j.find("gpu_devices"); d != j.end()) {
+      for (const Json& e : *d) {
+        r.gpu_devices.push_back({e.at(0).get<int>(), e.at(1).get<unsigned>(), e.at(2).get<unsigned>()});
+      }
+    }
     return Result<SupervisorRequest>(std::move(r));
   });
 }

@@ -60,6 +60,7 @@ struct SupervisorRequest {
   UserAccount account;
   bool allow_root_jobs = false;
   CgroupLayout cgroup;
+  std::vector<GpuDeviceNode> gpu_devices;  // every GPU device file of the node, for the fence
 };
 std::string EncodeRequest(const SupervisorRequest& request);
 Result<SupervisorRequest> DecodeRequest(std::string_view text);

@@ -33,6 +33,8 @@ TEST(StepFiles, RequestRoundTrip) {
   r.allow_root_jobs = true;
   r.cgroup.version = CgroupVersion::kV1;
   r.cgroup.v1_memory_dir = "/sys/fs/cgroup/memory/shoal/x";
+  r.cgroup.v1_devices_dir = "/sys/fs/cgroup/devices/shoal/x";
+  r.gpu_devices = {{0, 195, 0}, {1, 195, 1}};
   Result<SupervisorRequest> back = DecodeRequest(EncodeRequest(r));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->step.command, r.step.command);
@@ -43,6 +45,8 @@ TEST(StepFiles, RequestRoundTrip) {
   EXPECT_TRUE(back->allow_root_jobs);
   EXPECT_EQ(back->cgroup.version, CgroupVersion::kV1);
   EXPECT_EQ(back->cgroup.v1_memory_dir, r.cgroup.v1_memory_dir);
+  EXPECT_EQ(back->cgroup.v1_devices_dir, r.cgroup.v1_devices_dir);
+  EXPECT_EQ(back->gpu_devices, r.gpu_devices);
 
   EXPECT_FALSE(DecodeRequest("{").ok());
   EXPECT_FALSE(DecodeRequest(R"({"job": "nine"})").ok());  // wrong type: a Status, not a throw

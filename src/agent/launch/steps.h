@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/launch/cgroup.h"
 #include "agent/launch/users.h"
 #include "core/status.h"
 #include "core/time.h"
@@ -108,6 +109,7 @@ struct StepsOptions {
   std::string dir;                 // <steps_dir>
   std::string supervisor;          // path of the shoal-step binary
   bool allow_root_jobs = false;    // run jobs whose user is root (single-user machines only)
+  std::vector<GpuDeviceNode> gpu_devices;  // the node's GPU device files, fenced per step
   std::string cgroup_root;         // empty: detect (v2, else v1 cpu/memory/pids, else none)
                                    // a path: a cgroup2 mount, or a folder of v1 hierarchies
                                    // (cpu/, memory/, pids/); "none": process groups only
