@@ -19,15 +19,11 @@ echo "== scheduling pass"
 echo
 echo "== simulator: 100,000 jobs on 1,000 GPUs"
 # The trace: Microsoft ITP cluster04 (15,802 jobs over 60 days, ~490 GPUs busy
-# on average) when ../shared/traces is there, else the shipped cluster01; copied
-# end to end with new ids until 100,000 jobs, arrivals compressed so the
-# 1,000-GPU cluster runs at about 80 % (a queue builds in bursts).
-SRC="$ROOT/../shared/traces/microsoft-itp-2021/raw/cluster04.csv"
+# on average, shipped in data/traces), copied end to end with new ids until
+# 100,000 jobs, arrivals compressed so the 1,000-GPU cluster runs at about
+# 80 % (a queue builds in bursts).
+SRC="$ROOT/data/traces/microsoft-itp-2021/raw/cluster04.csv"
 COMPRESS=0.6
-if [ ! -f "$SRC" ]; then
-  SRC="$ROOT/data/traces/microsoft-itp-2021/cluster01.csv"
-  COMPRESS=0.03
-fi
 TRACE=$(mktemp /tmp/shoal-bench-XXXXXX.csv)
 trap 'rm -f "$TRACE"' EXIT
 awk -F, -v n=100000 -v c="$COMPRESS" '

@@ -10,7 +10,7 @@
 
 namespace shoal::bench::testing {
 
-// An H200 SXM as the catalogue's sources give it (shared/data/compiled/gpu_specs.csv).
+// An H200 SXM as the catalogue's sources give it (data/compiled/gpu_specs.csv).
 inline catalog::GpuSpec H200Spec() {
   catalog::GpuSpec s;
   s.model = "H200-SXM-141GB";

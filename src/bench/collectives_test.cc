@@ -66,12 +66,11 @@ TEST(CollectivesTest, ReproducesNcclTestsOutput) {
   }
 }
 
-// Every row of vTrain's nccl-tests tables for 2..8 GPUs, where the shared
-// data is beside the repository.
+// Every row of vTrain's nccl-tests tables for 2..8 GPUs (data/vtrain).
 TEST(CollectivesTest, ReproducesEveryVtrainTable) {
   const std::filesystem::path dir =
-      std::filesystem::path(SHOAL_SHARED_DIR) / "data/vtrain/allreduce_lut_a100";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " is absent";
+      std::filesystem::path(SHOAL_DATA_DIR) / "vtrain/allreduce_lut_a100";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   const std::regex name(R"(AR_GPU(\d+)_.*\.csv)");
   int rows = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

@@ -10,7 +10,8 @@ namespace shoal::bench {
 
 namespace {
 
-constexpr std::string_view kAnchors = "../shared/data/compiled/measured_bandwidth_anchors.csv";
+// Shipped with Shoal (data/README.md; installed under share/shoal/data).
+constexpr std::string_view kAnchors = "data/compiled/measured_bandwidth_anchors.csv";
 
 // Fractions of peak. Measured ones come from the anchors file named above
 // (stas00/ml-engineering, NVIDIA GTC talks, nvbandwidth, LLMCompass, Azure);

@@ -11,10 +11,10 @@ namespace {
 
 constexpr int64_t kGib = 1024;  // MiB per GiB
 
-// Where most figures come from. ../shared/data/compiled/gpu_specs.csv
-// transcribes the vendors' datasheets (sparse figures halved to dense) and
-// stas00/ml-engineering's tables; its README gives the licence of each source.
-#define SHOAL_SPECS_CSV "shared/data/compiled/gpu_specs.csv"
+// Where most figures come from. data/compiled/gpu_specs.csv transcribes the
+// vendors' datasheets (sparse figures halved to dense) and
+// stas00/ml-engineering's tables; each row names its source (data/README.md).
+#define SHOAL_SPECS_CSV "data/compiled/gpu_specs.csv"
 
 // Common names that are not canonical, lower case. A bare family name means
 // the part most clusters buy: the SXM board where there is one, the larger
@@ -82,7 +82,7 @@ const std::vector<GpuSpec>& Table() {
           .fp64_tflops = 7.8, .fp32_tflops = 15.7, .fp16_tflops = 125,
           .memory_mib = 32 * kGib, .memory_bw_gbps = 900, .scaleup_bw_gbps = 150,
           .scaleup_domain = 4, .pcie_bw_gbps = 16, .tdp_w = 300,
-          .source = "shared/data/llm-analysis/gpu_configs/v100-sxm-32gb.json (fp16 125 TFLOPS, "
+          .source = "cli99/llm-analysis gpu_configs/v100-sxm-32gb.json (fp16 125 TFLOPS, "
                     "900 GB/s, NVLink 150 GB/s; Apache-2.0); FP64 7.8 and FP32 15.7 TFLOPS from "
                     "the NVIDIA V100 datasheet (SXM2); no bf16 unit; 300 W and the 4-GPU NVLink "
                     "quad as node profile v100-8; PCIe Gen3 x16",
@@ -91,7 +91,7 @@ const std::vector<GpuSpec>& Table() {
           .model = "T4-16GB", .vendor = "NVIDIA", .form = "PCIe",
           .fp32_tflops = 8.1, .fp16_tflops = 65, .int8_tops = 130,
           .memory_mib = 16 * kGib, .memory_bw_gbps = 320, .pcie_bw_gbps = 16, .tdp_w = 70,
-          .source = "NVIDIA T4 datasheet (not in shared/data): FP32 8.1, mixed-precision FP16 65 "
+          .source = "NVIDIA T4 datasheet (not in gpu_specs.csv): FP32 8.1, mixed-precision FP16 65 "
                     "TFLOPS, INT8 130 TOPS, 16 GB GDDR6 at 320 GB/s, 70 W, PCIe Gen3 x16",
       },
       {
@@ -99,7 +99,7 @@ const std::vector<GpuSpec>& Table() {
           .fp32_tflops = 31.2, .tf32_tflops = 62.5, .bf16_tflops = 125, .fp16_tflops = 125,
           .int8_tops = 250, .memory_mib = 24 * kGib, .memory_bw_gbps = 600, .pcie_bw_gbps = 32,
           .tdp_w = 150,
-          .source = "shared/data/llm-analysis/gpu_configs/a10-pcie-28gb.json (fp16 125 TFLOPS, "
+          .source = "cli99/llm-analysis gpu_configs/a10-pcie-28gb.json (fp16 125 TFLOPS, "
                     "int8 250, 600 GB/s; Apache-2.0; its 28 GB is not the A10's 24 GB); FP32 31.2 "
                     "and TF32 62.5 TFLOPS, 24 GB GDDR6, 150 W from the NVIDIA A10 datasheet",
       },

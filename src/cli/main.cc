@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/paths.h"
 
 namespace {
 
@@ -60,7 +61,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "--version" || name == "version") {
-    std::printf("shoal %s\n", SHOAL_VERSION);
+    const shoal::cli::DataDirChoice data = shoal::cli::ChooseDataDir();
+    std::printf("shoal %s\ndata: %s (%s)\n", SHOAL_VERSION, data.path.c_str(), std::string(data.source).c_str());
     return 0;
   }
   for (const Command& c : kCommands) {

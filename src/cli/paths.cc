@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 namespace shoal::cli {
 
@@ -29,10 +30,45 @@ std::string CompanionPath(const std::string& name) {
   return ec ? name : (self.parent_path() / name).string();
 }
 
+DataDirChoice ChooseDataDir(const std::string& flag) {
+  if (!flag.empty()) return {flag, "--data"};
+  if (std::string d = Env("SHOAL_DATA_DIR"); !d.empty()) return {d, "$SHOAL_DATA_DIR"};
+  std::error_code ec;
+  std::string installed;
+  if (const auto self = std::filesystem::read_symlink("/proc/self/exe", ec); !ec) {
+    installed = (self.parent_path() / SHOAL_INSTALLED_DATA_DIR).lexically_normal().string();
+    if (std::filesystem::is_directory(installed, ec)) return {installed, "install prefix"};
+  }
+  if (std::filesystem::is_directory(SHOAL_BUILD_DATA_DIR, ec))
+    return {SHOAL_BUILD_DATA_DIR, "source tree"};
+  return {installed.empty() ? std::string(SHOAL_BUILD_DATA_DIR) : installed, "missing"};
+}
+
+std::string DataDir(const std::string& flag) {
+  return ChooseDataDir(flag).path;
+}
+
+std::string FindInData(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path given(path);
+  if (path.empty() || given.is_absolute() || fs::exists(given, ec)) return path;
+  const fs::path data(DataDir());
+  std::vector<fs::path> candidates = {data / "traces" / given, data / given};
+  if (auto it = given.begin(); it != given.end() && *it == "data") {
+    candidates.push_back(data / given.lexically_relative("data"));
+  }
+  for (const fs::path& c : candidates) {
+    if (fs::exists(c, ec)) return c.string();
+  }
+  return path;
+}
+
 void WaitForStopSignal() {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (g_stop == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
 std::string DefaultStateDir() {

@@ -12,6 +12,7 @@
 #include "catalog/gpus.h"
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/paths.h"
 #include "core/strings.h"
 #include "plan/hardware.h"
 #include "plan/planner.h"
@@ -39,27 +40,21 @@ Status WriteText(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-// The shared data directory: --data, else $SHOAL_SHARED_DIR/data, else
-// ../shared/data (a development checkout sits beside ../shared).
-std::string DefaultDataDir() {
-  if (const char* shared = std::getenv("SHOAL_SHARED_DIR"); shared != nullptr && *shared != '\0') {
-    return std::string(shared) + "/data";
-  }
-  return "../shared/data";
-}
-
 int RunValidate(const std::vector<std::string>& raw) {
-  std::string data = DefaultDataDir();
+  std::string data;
   bool json = false;
   bool all = false;
-  CLI::App app{"Run the training model over published, measured runs (shared/data/compiled/"
-               "published_training_runs.csv and shared/data/vtrain) and print predicted vs measured step "
+  CLI::App app{"Run the training model over published, measured runs (compiled/published_training_runs.csv "
+               "and vtrain/ground_truth_single.csv in Shoal's data) and print predicted vs measured step "
                "time, the error of each row, the mean absolute error and the worst row.",
                "shoal plan validate"};
-  app.add_option("--data", data, "the shared data directory (default $SHOAL_SHARED_DIR/data or ../shared/data)");
+  app.add_option("--data", data,
+                 "Shoal's data folder (default $SHOAL_DATA_DIR, else the installed share/shoal/data, else the "
+                 "source tree's data/; `shoal version` shows which)");
   app.add_flag("--json", json, "print JSON");
   app.add_flag("--all", all, "list every vTrain row, not only those off by more than 25%");
   if (int rc = ParseApp(app, raw, "shoal plan validate"); rc >= 0) return rc;
+  data = DataDir(data);
   auto published_text = ReadText(data + "/compiled/published_training_runs.csv");
   if (!published_text.ok()) {
     std::cerr << "shoal plan validate: " << published_text.status().message() << " (give --data DIR)\n";
@@ -192,13 +187,18 @@ struct WorkloadFlags {
 };
 
 // Fills the GPU count of [[general]] shares that name a trace; a relative
-// path is relative to the workload file's directory.
+// path is relative to the workload file's directory, else a trace shipped in
+// Shoal's data ("microsoft-itp-2021/raw/cluster01.csv").
 Status ResolveTraces(plan::Workload& w, const std::string& workload_file) {
   for (plan::GeneralWorkload& g : w.general) {
     if (g.gpus > 0 || g.from.empty() || g.from == "given") continue;
     std::filesystem::path path = g.from;
     if (path.is_relative() && !workload_file.empty()) {
       path = std::filesystem::path(workload_file).parent_path() / path;
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) {
+        if (std::string shipped = FindInData(g.from); shipped != g.from) path = shipped;
+      }
     }
     auto tr = trace::LoadTrace(path.string());
     if (!tr.ok()) return tr.status();

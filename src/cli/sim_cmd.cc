@@ -9,6 +9,7 @@
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "cli/paths.h"
 #include "catalog/profiles.h"
 #include "core/strings.h"
 #include "sched/policy.h"
@@ -73,11 +74,15 @@ int RunSim(const std::vector<std::string>& raw) {
   CLI::App app{"Replay a job trace through Shoal's scheduler on a cluster (discrete-event, virtual time).", "shoal sim"};
   app.add_option("--cluster,-c", a.cluster,
                  "cluster: a Shoal cluster file (.toml), an openb/PAI/spot node list (.csv) or a Gavel cluster spec "
-                 "(.json); optional when the trace comes with its own nodes");
+                 "(.json); optional when the trace comes with its own nodes. A relative path that is not here is "
+                 "looked up in Shoal's data (traces/), as --trace is");
   app.add_option("--nodes", a.nodes, "instead of --cluster: this many nodes of --profile");
   app.add_option("--profile", a.profile, "node profile for --nodes (dgx-h100, hgx-h200, dgx-a100, ...)");
   app.add_option("--nodes-per-leaf", a.nodes_per_leaf, "with --nodes: nodes under each leaf switch");
-  app.add_option("--trace,-t", a.trace, "trace file, or a directory of trace files (each file an account)");
+  app.add_option("--trace,-t", a.trace,
+                 "trace file, or a directory of trace files (each file an account); a relative path that is not "
+                 "here is looked up in Shoal's data, e.g. microsoft-itp-2021/raw/cluster01.csv (shoal version "
+                 "shows the data folder)");
   app.add_option("--format", a.format, "trace format: auto, itp, gavel, pollux, openb");
   app.add_option("--policy,-p", a.policies, "policies to compare, comma-separated (see --list-policies)");
   app.add_option("--mode", a.mode, "replay (arrivals and run times from the trace) or fill (FGD-style placement)");
@@ -146,7 +151,7 @@ int RunSim(const std::vector<std::string>& raw) {
   trace::TraceOptions topts;
   topts.format = a.format;
   topts.max_jobs = a.max_jobs;
-  auto tr = sim::LoadTraceInput(a.trace, topts);
+  auto tr = sim::LoadTraceInput(FindInData(a.trace), topts);
   if (!tr.ok()) {
     std::cerr << "shoal sim: " << tr.status().message() << "\n";
     return 1;
@@ -173,7 +178,7 @@ int RunSim(const std::vector<std::string>& raw) {
     }
     a.cluster = fmt::format("{} x {}", a.nodes, a.profile);
   } else if (!a.cluster.empty()) {
-    auto c = trace::LoadCluster(a.cluster);
+    auto c = trace::LoadCluster(FindInData(a.cluster));
     if (!c.ok()) {
       std::cerr << "shoal sim: " << c.status().message() << "\n";
       return 1;

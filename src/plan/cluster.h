@@ -83,7 +83,7 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const
 
 // Unexpected interruptions per GPU per day: 419 in 54 days on 16,384 H100s
 // (Llama 3 paper, arXiv 2407.21783, section 3.3.4, as in
-// shared/data/compiled/published_training_runs.csv).
+// data/compiled/published_training_runs.csv).
 constexpr double kFailuresPerGpuDay = 419.0 / (54.0 * 16384.0);
 
 // Checkpoints are asynchronous, as in Megatron-Core and PyTorch DCP: training

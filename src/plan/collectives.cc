@@ -11,7 +11,7 @@ namespace {
 constexpr double kMib = 1024.0 * 1024.0;
 
 // All-reduce bus bandwidth (GB/s) on 2 to 8 A100s over NVLink (300 GB/s per
-// direction), at 1, 2, 4, ... 1024 MiB: shared/data/vtrain/allreduce_lut_a100/
+// direction), at 1, 2, 4, ... 1024 MiB: data/vtrain/allreduce_lut_a100/
 // AR_GPU{n}_1M_1024M_LUT.csv (VIA-Research/vTrain, MIT), the mean of the two
 // runs in each file. Small groups are not just large ones scaled: a 4-GPU
 // ring finishes 1 MiB in 51 us, an 8-GPU one in 93 us.
@@ -26,7 +26,7 @@ constexpr double kScaleupLut[7][kLutPoints] = {
     {19.84, 39.41, 77.34, 111.19, 126.70, 164.53, 202.56, 201.78, 217.47, 224.25, 229.30},  // 8
 };
 // Beyond 1 GiB the curves go on as the 1-node NVLink column of
-// shared/data/simai/nvlink_ratio.csv (aliyun/SimAI, Apache-2.0), relative to
+// astra-sim-alibabacloud/inputs/ratio/nvlink_ratio.csv (aliyun/SimAI, Apache-2.0), relative to
 // its 1 GiB value (0.77; vTrain's 8-GPU 1 GiB point is 229.3/300 = 0.76, the
 // two agree where they overlap).
 struct Point {
@@ -42,12 +42,12 @@ constexpr double kScaleupAsymptoteGbps = 229.30 * 0.81 / 0.77;
 // Across nodes: NCCL reaches ~96 % of a 400G NIC at large sizes ("400Gb RDMA
 // single NIC 48 of 50 GB/s") and its tree all-reduce about half of that at
 // 64-256 MiB at any scale from 32 to 8192 H100s ("NVLSTree ... ~50% at
-// 64-256MiB"), both in shared/data/compiled/measured_bandwidth_anchors.csv.
+// 64-256MiB"), both in data/compiled/measured_bandwidth_anchors.csv.
 constexpr double kNetworkPeakFraction = 0.96;
 constexpr double kNetworkHalfBytes = 128 * kMib;
 
-// Latencies of one small transfer: 8 us inside a node (shared/data/
-// llm-analysis gpu_configs intra_node_min_message_latency), and Shoal's
+// Latencies of one small transfer: 8 us inside a node (cli99/llm-analysis
+// gpu_configs intra_node_min_message_latency), and Shoal's
 // assumption of 20 us across an RDMA network.
 constexpr double kScaleupLatencyS = 8e-6;
 constexpr double kNetworkLatencyS = 20e-6;
@@ -57,7 +57,7 @@ constexpr double kNetworkLatencyS = 20e-6;
 // step between GPUs of a node and 9.6 us per step between nodes; an
 // all-gather or reduce-scatter over n ranks takes n - 1 steps, an all-reduce
 // twice that. With the NIC's 96 % this reproduces SimAI's measured ring
-// efficiencies from 2 to 128 nodes (shared/data/simai/nic_ratio.csv; a test
+// efficiencies from 2 to 128 nodes (aliyun/SimAI inputs/ratio/nic_ratio.csv; a test
 // checks it): latency, not bandwidth, is what large rings lose at
 // per-layer message sizes.
 constexpr double kRingBaseLatencyS = 8.4e-6;

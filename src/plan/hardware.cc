@@ -8,12 +8,12 @@ namespace shoal::plan {
 
 namespace {
 
-// The measured anchors: shared/data/compiled/measured_bandwidth_anchors.csv
+// The measured anchors: data/compiled/measured_bandwidth_anchors.csv
 // (mamf-finder GEMM maxima and NCCL busbw from stas00/ml-engineering and
 // NVIDIA GTC slides; DCGM dcgmproftester HBM figures from NVIDIA/DCGM).
-#define SHOAL_ANCHORS "shared/data/compiled/measured_bandwidth_anchors.csv"
+#define SHOAL_ANCHORS "data/compiled/measured_bandwidth_anchors.csv"
 
-// Used where shared/data has no measurement for a GPU: 0.75 lies inside the
+// Used where the anchors have no measurement of a GPU: 0.75 lies inside the
 // measured GEMM fractions (0.51 MI300X .. 0.87 A100) and HBM fractions
 // (0.68 B200 .. 0.92 GB200).
 constexpr double kAssumedFraction = 0.75;
@@ -96,7 +96,7 @@ Achieved AchievedFor(const catalog::GpuSpec& gpu) {
   a.hbm = kAssumedFraction;
   a.attention = kAttentionOfGemm * a.gemm_16;
   a.scaleup_busbw = gpu.scaleup_bw_gbps > 0 ? 0.78 : kPcieBusbwFraction;
-  a.source = "Shoal assumption: no measurement of this GPU in shared/data; GEMM and HBM at 0.75 of "
+  a.source = "Shoal assumption: no measurement of this GPU in the anchors; GEMM and HBM at 0.75 of "
              "peak (inside the measured range of other GPUs), collectives at the A100 NVLink "
              "fraction (0.78) or the measured PCIe fraction (0.76, " SHOAL_ANCHORS ")";
   return a;

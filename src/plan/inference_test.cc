@@ -48,7 +48,7 @@ TEST(InferenceTest, Fp8ComputeAtTheMeasuredFp8Fraction) {
               1e-9 * e.prefill_s);
 }
 
-// TensorRT-LLM's published throughput (shared/data/compiled/inference_anchors.csv):
+// TensorRT-LLM's published throughput (data/compiled/inference_anchors.csv):
 // Llama-3.3-70B FP8 on one H200, 2048 in / 2048 out, 2003 output tokens/s at
 // maximum throughput. The model, at its best batch, lands within a factor of
 // 1.5 either way; a tighter match would need the engine's scheduler.

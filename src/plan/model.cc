@@ -9,7 +9,7 @@ namespace shoal::plan {
 namespace {
 
 constexpr std::string_view kCalculon =
-    "shared/data/calculon/models/{} (calculon-ai/calculon, Apache-2.0)";
+    "calculon-ai/calculon models/{} (Apache-2.0)";
 
 ModelShape Gpt(std::string name, int layers, int hidden, int heads, int seq, int vocab, std::string source) {
   return GptShape(std::move(name), layers, hidden, heads, seq, vocab, std::move(source));
@@ -39,7 +39,7 @@ const std::vector<ModelShape>& Presets() {
       Gpt("megatron-1t", 128, 25600, 160, 2048, 50257, fmt::format(kCalculon, "megatron-1T.json")),
       Gpt("mt-nlg-530b", 105, 20480, 128, 2048, 50272,
           fmt::format(kCalculon, "turing-530B.json") + "; vocabulary 50,272 as "
-                                                       "shared/data/compiled/published_training_runs.csv"),
+                                                       "data/compiled/published_training_runs.csv"),
       Gpt("chinchilla-70b", 80, 8192, 64, 2048, 32000,
           fmt::format(kCalculon, "chinchilla.json") + "; 32,000-token vocabulary (Hoffmann et al. 2022)"),
       Llama("llama2-7b", 32, 4096, 32, 32, 11008, 4096, 32000,

@@ -196,7 +196,7 @@ bool Aligned(double x) { return std::fmod(x, 8.0) == 0; }
 // A GEMM of m x k by k x n (times `batch`): compute at the achieved rate plus
 // moving its operands through HBM, plus the kernel gap. Adding the two
 // instead of taking the larger follows LLMCompass' measured A100 matmuls
-// (shared/data/llmcompass/real_hardware), which small shapes fall short of
+// (PrincetonUniversity/LLMCompass ae/figure5/*/real_hardware), which small shapes fall short of
 // the roofline's max by about the memory time.
 double GemmSeconds(double m, double n, double k, double flops_s, const Rates& r, double batch = 1) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;

@@ -1,7 +1,7 @@
 // Checks the training model against published, measured runs: the rows of
-// shared/data/compiled/published_training_runs.csv (Megatron-LM 2021,
+// data/compiled/published_training_runs.csv (Megatron-LM 2021,
 // Megatron-Core on H100, MT-NLG, Llama 3, ...) and vTrain's measured
-// Megatron-DeepSpeed iterations (shared/data/vtrain/ground_truth_single.csv).
+// Megatron-DeepSpeed iterations (data/vtrain/ground_truth_single.csv).
 // The model's assumptions are global; a row contributes only what the run
 // itself was (model, GPUs, the parallel sizes it reports, the software
 // generation); what a row does not say is chosen by the same layout search
@@ -64,7 +64,7 @@ Result<std::vector<ValidationRow>> ValidatePublishedRuns(std::string_view csv_te
 Result<std::vector<ValidationRow>> ValidateVtrain(std::string_view csv_text, int every = 1);
 
 // Serving throughput against TensorRT-LLM's published maximum-throughput
-// figures (shared/data/compiled/inference_anchors.csv, rows "max-throughput"):
+// figures (data/compiled/inference_anchors.csv, rows "max-throughput"):
 // informational, outside the training targets. Here measured_s and
 // predicted_s hold tokens per second (throughput, not time).
 Result<std::vector<ValidationRow>> ValidateInferenceAnchors(std::string_view csv_text);

@@ -1,8 +1,6 @@
-// The simulator on the public traces in ../shared/traces (skipped when absent):
+// The simulator on the public traces shipped in data/traces:
 // orderings that the literature and our benchmarks agree on, so a regression
 // in the scheduler shows up as a test failure, not only as a worse figure.
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
 #include "sim/engine.h"
@@ -13,7 +11,9 @@
 namespace shoal::sim {
 namespace {
 
-std::string Shared(const std::string& rel) { return std::string(SHOAL_SHARED_DIR) + "/traces/" + rel; }
+std::string ShippedTrace(const std::string& rel) {
+  return std::string(SHOAL_DATA_DIR) + "/traces/" + rel;
+}
 
 double Figure(const Cluster& c, const trace::Trace& t, const std::string& policy, SimOptions opts) {
   auto params = sched::Policy::Preset(policy);
@@ -25,10 +25,8 @@ double Figure(const Cluster& c, const trace::Trace& t, const std::string& policy
 }
 
 TEST(PublicTracesTest, OpenbFillOrdersFgdOverBestFitOverRandom) {
-  const std::string path = Shared("alibaba-gpu-v2023-openb/openb_pod_list_default.csv");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
-  auto t = trace::LoadTrace(path);
-  ASSERT_TRUE(t.ok() && t->cluster);
+  auto t = trace::LoadTrace(ShippedTrace("alibaba-gpu-v2023-openb/openb_pod_list_default.csv"));
+  ASSERT_TRUE(t.ok() && t->cluster) << (t.ok() ? "no nodes" : t.status().ToString());
   SimOptions opts;
   opts.mode = Mode::kFill;
   opts.seed = 42;
@@ -42,10 +40,8 @@ TEST(PublicTracesTest, OpenbFillOrdersFgdOverBestFitOverRandom) {
 }
 
 TEST(PublicTracesTest, ItpOracleBeatsLasBeatsFifo) {
-  const std::string path = Shared("microsoft-itp-2021/raw/cluster02.csv");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
-  auto t = trace::LoadTrace(path);
-  ASSERT_TRUE(t.ok());
+  auto t = trace::LoadTrace(ShippedTrace("microsoft-itp-2021/raw/cluster02.csv"));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
   auto c = trace::LoadCluster(std::string(SHOAL_SOURCE_DIR) + "/examples/clusters/itp-16x8-a100.toml");
   ASSERT_TRUE(c.ok());
   SimOptions opts;

@@ -20,11 +20,9 @@ std::string WriteFile(const std::string& name, const std::string& text) {
   return path.string();
 }
 
-bool SharedTracesPresent() {
-  return fs::is_directory(fs::path(SHOAL_SHARED_DIR) / "traces");
-}
-std::string SharedTrace(const std::string& relative) {
-  return (fs::path(SHOAL_SHARED_DIR) / "traces" / relative).string();
+// A public trace shipped in data/traces (data/README.md).
+std::string ShippedTrace(const std::string& relative) {
+  return (fs::path(SHOAL_DATA_DIR) / "traces" / relative).string();
 }
 
 int CountGpus(const Cluster& c, std::string_view model) {
@@ -320,13 +318,12 @@ TEST(LoadClusterTest, ErrorsNameFileAndLine) {
 }
 
 TEST(LoadClusterTest, PublicNodeLists) {
-  if (!SharedTracesPresent()) GTEST_SKIP() << "no shared traces at " << SHOAL_SHARED_DIR;
   struct Case {
     std::string path;
     int nodes;
     int gpus;
   };
-  // Counts from ../shared/traces/README.md.
+  // Counts from data/traces/README.md.
   const Case cases[] = {
       {"alibaba-gpu-v2023-openb/openb_node_list_all_node.csv", 1523, 6212},
       {"alibaba-pai-v2020/pai_machine_spec.csv", 1897, 6742},
@@ -334,17 +331,17 @@ TEST(LoadClusterTest, PublicNodeLists) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.path);
-    auto cluster = LoadCluster(SharedTrace(c.path));
+    auto cluster = LoadCluster(ShippedTrace(c.path));
     ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
     EXPECT_EQ(static_cast<int>(cluster->nodes.size()), c.nodes);
     EXPECT_EQ(cluster->TotalGpus(), c.gpus);
   }
-  auto openb = LoadCluster(SharedTrace(cases[0].path));
+  auto openb = LoadCluster(ShippedTrace(cases[0].path));
   ASSERT_TRUE(openb.ok());
   EXPECT_EQ(CountGpus(*openb, "G2"), 4392);
   EXPECT_EQ(CountGpus(*openb, "T4"), 842);
   EXPECT_EQ(CountGpus(*openb, "V100M32"), 204);
-  auto spot = LoadCluster(SharedTrace(cases[2].path));
+  auto spot = LoadCluster(ShippedTrace(cases[2].path));
   ASSERT_TRUE(spot.ok());
   int a10_nodes = 0;
   for (const Node& n : spot->nodes)
@@ -353,13 +350,12 @@ TEST(LoadClusterTest, PublicNodeLists) {
 }
 
 TEST(LoadClusterTest, PublicGavelSpecs) {
-  if (!SharedTracesPresent()) GTEST_SKIP() << "no shared traces at " << SHOAL_SHARED_DIR;
-  auto homogeneous = LoadCluster(SharedTrace("gavel-philly-msr/cluster_specs.json"));
+  auto homogeneous = LoadCluster(ShippedTrace("gavel-philly-msr/cluster_specs.json"));
   ASSERT_TRUE(homogeneous.ok()) << homogeneous.status().ToString();
   EXPECT_EQ(homogeneous->TotalGpus(), 500);
   EXPECT_EQ(homogeneous->nodes.size(), 63u);  // 62 x 8 + 1 x 4
   auto heterogeneous =
-      LoadCluster(SharedTrace("gavel-philly-msr/cluster_specs_heterogeneous.json"));
+      LoadCluster(ShippedTrace("gavel-philly-msr/cluster_specs_heterogeneous.json"));
   ASSERT_TRUE(heterogeneous.ok()) << heterogeneous.status().ToString();
   for (std::string_view model : {"V100", "P100", "K80"})
     EXPECT_EQ(CountGpus(*heterogeneous, model), 300);

@@ -1,4 +1,4 @@
-// Job traces: the public GPU-cluster traces in ../shared/traces read into one
+// Job traces: the public GPU-cluster traces in data/traces read into one
 // form that the simulator replays.
 #pragma once
 

@@ -24,11 +24,9 @@ std::string WriteFile(const std::string& relative, const std::string& text) {
   return path.string();
 }
 
-bool SharedTracesPresent() {
-  return fs::is_directory(fs::path(SHOAL_SHARED_DIR) / "traces");
-}
-std::string SharedTrace(const std::string& relative) {
-  return (fs::path(SHOAL_SHARED_DIR) / "traces" / relative).string();
+// A public trace shipped in data/traces (data/README.md).
+std::string ShippedTrace(const std::string& relative) {
+  return (fs::path(SHOAL_DATA_DIR) / "traces" / relative).string();
 }
 
 Duration FindDuration(const TraceJob& job, std::string_view model) {
@@ -256,10 +254,9 @@ TEST(TraceTest, MalformedRowsNameFileAndLine) {
 }
 
 // ---------------------------------------------------------------------------
-// The public traces in ../shared/traces, with the counts its README states.
+// The public traces in data/traces, with the counts its README states.
 
 TEST(PublicTraceTest, MicrosoftItp) {
-  if (!SharedTracesPresent()) GTEST_SKIP() << "no shared traces at " << SHOAL_SHARED_DIR;
   // The README's "01:1595" counts lines with wc -l; the file has no final
   // newline, so it holds 1,595 jobs, and the five clusters 29,815 as stated.
   const std::pair<const char*, size_t> clusters[] = {{"cluster01", 1595},
@@ -270,7 +267,7 @@ TEST(PublicTraceTest, MicrosoftItp) {
   size_t total = 0;
   for (const auto& [name, jobs] : clusters) {
     SCOPED_TRACE(name);
-    auto raw = LoadTrace(SharedTrace(std::string("microsoft-itp-2021/raw/") + name + ".csv"));
+    auto raw = LoadTrace(ShippedTrace(std::string("microsoft-itp-2021/raw/") + name + ".csv"));
     ASSERT_TRUE(raw.ok()) << raw.status().ToString();
     EXPECT_EQ(raw->jobs.size(), jobs);
     total += raw->jobs.size();
@@ -278,21 +275,20 @@ TEST(PublicTraceTest, MicrosoftItp) {
       ASSERT_LE(raw->jobs[i - 1].submit, raw->jobs[i].submit);
   }
   EXPECT_EQ(total, 29'815u);
-  auto ef = LoadTrace(SharedTrace("microsoft-itp-2021/elasticflow/cluster01.csv"));
+  auto ef = LoadTrace(ShippedTrace("microsoft-itp-2021/elasticflow/cluster01.csv"));
   ASSERT_TRUE(ef.ok()) << ef.status().ToString();
   EXPECT_EQ(ef->jobs.size(), 1595u);
   EXPECT_FALSE(ef->jobs[0].kind.empty());
-  auto testbed = LoadTrace(SharedTrace("microsoft-itp-2021/elasticflow/195job.csv"));
+  auto testbed = LoadTrace(ShippedTrace("microsoft-itp-2021/elasticflow/195job.csv"));
   ASSERT_TRUE(testbed.ok()) << testbed.status().ToString();
   EXPECT_EQ(testbed->jobs.size(), 195u);
 }
 
 TEST(PublicTraceTest, GavelPhilly) {
-  if (!SharedTracesPresent()) GTEST_SKIP() << "no shared traces at " << SHOAL_SHARED_DIR;
   size_t jobs = 0;
   std::map<int, int> by_gpus;
   for (const fs::directory_entry& e :
-       fs::directory_iterator(SharedTrace("gavel-philly-msr/seed=0"))) {
+       fs::directory_iterator(ShippedTrace("gavel-philly-msr/seed=0"))) {
     if (e.path().extension() != ".trace") continue;
     SCOPED_TRACE(e.path().string());
     auto t = LoadTrace(e.path().string());
@@ -310,13 +306,12 @@ TEST(PublicTraceTest, GavelPhilly) {
 }
 
 TEST(PublicTraceTest, PolluxSiaWorkloads) {
-  if (!SharedTracesPresent()) GTEST_SKIP() << "no shared traces at " << SHOAL_SHARED_DIR;
   const std::tuple<const char*, int, size_t> sets[] = {
       {"philly", 8, 160}, {"saturn", 10, 160}, {"newtrace", 10, 960}};
   for (const auto& [dir, files, jobs] : sets) {
     for (int i = 1; i <= files; ++i) {
       std::string path =
-          SharedTrace(fmt::format("pollux-sia-workloads/{}/workload-{}.csv", dir, i));
+          ShippedTrace(fmt::format("pollux-sia-workloads/{}/workload-{}.csv", dir, i));
       SCOPED_TRACE(path);
       auto t = LoadTrace(path);
       ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -326,8 +321,7 @@ TEST(PublicTraceTest, PolluxSiaWorkloads) {
 }
 
 TEST(PublicTraceTest, AlibabaOpenb) {
-  if (!SharedTracesPresent()) GTEST_SKIP() << "no shared traces at " << SHOAL_SHARED_DIR;
-  auto t = LoadTrace(SharedTrace("alibaba-gpu-v2023-openb/openb_pod_list_default.csv"));
+  auto t = LoadTrace(ShippedTrace("alibaba-gpu-v2023-openb/openb_pod_list_default.csv"));
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->jobs.size(), 8'152u);
   std::map<int, int> by_gpus;
@@ -345,7 +339,7 @@ TEST(PublicTraceTest, AlibabaOpenb) {
   EXPECT_EQ(t->cluster->nodes.size(), 1'213u);
   EXPECT_EQ(t->cluster->TotalGpus(), 6'212);
 
-  auto spec = LoadTrace(SharedTrace("alibaba-gpu-v2023-openb/openb_pod_list_gpuspec33.csv"));
+  auto spec = LoadTrace(ShippedTrace("alibaba-gpu-v2023-openb/openb_pod_list_gpuspec33.csv"));
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   int constrained = 0;
   for (const TraceJob& j : spec->jobs)

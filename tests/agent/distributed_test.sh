@@ -19,7 +19,7 @@ have_torch=0; have_mpi=0
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null && have_torch=1
 command -v mpicc > /dev/null && command -v mpirun > /dev/null && have_mpi=1
 if [ $have_torch = 0 ] && [ $have_mpi = 0 ]; then
-  echo "skip: neither python3-torch nor OpenMPI is installed"; exit 77
+  echo "[program] neither python3-torch nor OpenMPI is installed (scripts/install-deps.sh)"; exit 77
 fi
 
 start_up --nodes 2 --profile dgx-h100

@@ -7,10 +7,10 @@
 set -u
 SHOAL=$1
 if ! command -v promtool > /dev/null 2>&1 || ! command -v prometheus > /dev/null 2>&1; then
-  echo "SKIP: promtool and prometheus are not installed (apt-get install prometheus, or scripts/install-deps.sh)"
+  echo "[program] promtool and prometheus are not installed (apt-get install prometheus, or scripts/install-deps.sh)"
   exit 77
 fi
-command -v curl > /dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
+command -v curl > /dev/null 2>&1 || { echo "[program] curl is not installed (scripts/install-deps.sh)"; exit 77; }
 TMP=$(mktemp -d)
 SERVER_PID=
 PROM_PID=

@@ -3,14 +3,13 @@
 # `shoal sim` then replays a real trace on, workloads that cannot be met
 # (exit 1, with what binds), bad usage (exit 2), and the validation command.
 set -u
-SHOAL=$1
-ROOT=$2
-SHARED=${3:-$ROOT/../shared}
+SHOAL=$(realpath "$1")
+ROOT=$(realpath "$2")
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 . "$(dirname "$0")/lib.sh"
 EX="$ROOT/examples/plan"
-TRACE="$ROOT/data/traces/microsoft-itp-2021/cluster01.csv"
+TRACE="$ROOT/data/traces/microsoft-itp-2021/raw/cluster01.csv"
 
 check "help" 0 "workload file" -- "$SHOAL" plan --help
 check "flags" 0 "cheapest" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days 30 --gpu H100,B200
@@ -47,12 +46,15 @@ printf '[[training]]\nmodel = "llama3-8b"\ntokens = "1T"\ndays = 10\ndayz = 3\n'
 check "bad key" 1 "bad.toml:5: training\[1\].dayz: unknown key (did you mean 'days'?)" -- "$SHOAL" plan "$TMP/bad.toml"
 check "missing file" 1 "nope.toml" -- "$SHOAL" plan "$TMP/nope.toml"
 
-# The model against published runs.
-if [ -d "$SHARED/data/vtrain" ]; then
-  check "validate" 0 "worst row" -- "$SHOAL" plan validate --data "$SHARED/data"
-  check "validate json" 0 '"targets_met"' -- "$SHOAL" plan validate --data "$SHARED/data" --json
-else
-  echo "skip validate: no $SHARED/data"
-fi
+# The model against published runs, with the data shipped in data/, found
+# from any directory: by default (the build tree's source data/), through
+# $SHOAL_DATA_DIR, and through --data (which wins).
+cd "$TMP"
+check "validate" 0 "worst row" -- "$SHOAL" plan validate
+check "validate json" 0 '"targets_met"' -- "$SHOAL" plan validate --json
+check "validate --data" 0 "worst row" -- "$SHOAL" plan validate --data "$ROOT/data"
+check "validate \$SHOAL_DATA_DIR" 0 "worst row" -- env SHOAL_DATA_DIR="$ROOT/data" "$SHOAL" plan validate
 check "validate without data" 1 "give --data" -- "$SHOAL" plan validate --data "$TMP/none"
+check "validate bad \$SHOAL_DATA_DIR" 1 "$TMP/none/compiled" -- env SHOAL_DATA_DIR="$TMP/none" "$SHOAL" plan validate
+check "version names the data" 0 "data: $ROOT/data (source tree)" -- "$SHOAL" version
 exit $fail

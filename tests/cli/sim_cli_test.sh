@@ -2,12 +2,12 @@
 # `shoal sim` as a user runs it: outputs, exit codes (0 ok, 1 failure, 2 bad
 # usage) and error messages that name the file and line.
 set -u
-SHOAL=$1
-ROOT=$2
+SHOAL=$(realpath "$1")
+ROOT=$(realpath "$2")
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 . "$(dirname "$0")/lib.sh"
-TRACE="$ROOT/data/traces/microsoft-itp-2021/cluster01.csv"
+TRACE="$ROOT/data/traces/microsoft-itp-2021/raw/cluster01.csv"
 CLUSTER="$ROOT/examples/clusters/itp-16x8-a100.toml"
 
 check "table" 0 "JCT mean" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy fifo,las --max-jobs 300
@@ -29,4 +29,13 @@ printf 'name = "x"\n[[nodes]]\ncount = 2\nprofile = "dgx-h100"\ncolour = "red"\n
 check "bad cluster key" 1 "colour" -- "$SHOAL" sim --cluster "$TMP/bad.toml" --trace "$TRACE"
 check "job too big" 1 "can never run" -- "$SHOAL" sim --nodes 2 --trace "$TRACE"
 check "no cluster" 2 "no nodes of its own" -- "$SHOAL" sim --trace "$TRACE"
+
+# A shipped trace by its name in data/traces, from any directory; a trace that
+# brings its own nodes (openb) needs no cluster; a Gavel cluster spec by name.
+cd "$TMP"
+check "shipped trace by name" 0 "JCT mean" -- "$SHOAL" sim --nodes 16 --trace microsoft-itp-2021/raw/cluster01.csv --policy fifo --max-jobs 100 --no-progress
+check "repository path elsewhere" 0 "JCT mean" -- "$SHOAL" sim --nodes 16 --trace data/traces/microsoft-itp-2021/raw/cluster01.csv --policy fifo --max-jobs 100 --no-progress
+check "shipped node list" 0 "JCT mean" -- "$SHOAL" sim --cluster alibaba-pai-v2020/pai_machine_spec.csv --trace microsoft-itp-2021/raw/cluster01.csv --policy fifo --max-jobs 100 --no-progress
+check "shipped gavel folder" 0 "JCT mean" -- "$SHOAL" sim --cluster gavel-philly-msr/cluster_specs.json --trace gavel-philly-msr/seed=0/ --policy fifo --max-jobs 200 --no-progress
+check "unknown name" 1 "no-such-trace.csv" -- "$SHOAL" sim --nodes 16 --trace no-such-trace.csv
 exit $fail

@@ -4,7 +4,7 @@
 # GPUs, sorting, and no terminal control sequences in the output.
 set -u
 SHOAL=$1
-command -v curl > /dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
+command -v curl > /dev/null 2>&1 || { echo "[program] curl is not installed (scripts/install-deps.sh)"; exit 77; }
 TMP=$(mktemp -d)
 SERVER_PID=
 cleanup() {

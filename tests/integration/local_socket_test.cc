@@ -70,7 +70,7 @@ TEST_F(LocalSocketTest, TheServersOwnUserIsAnAdmin) {
 }
 
 TEST_F(LocalSocketTest, AnotherUidIsAPlainUserUnderItsOwnName) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to act as another uid";
+  if (::geteuid() != 0) GTEST_SKIP() << "[privilege] needs root to act as another uid";
   const passwd* nobody = ::getpwnam("nobody");
   ASSERT_NE(nobody, nullptr);
   // The child is forked before the server starts any thread, so that it may
