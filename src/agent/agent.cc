@@ -207,6 +207,18 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
   if (!body.ok()) return ReplyError(res, body.status());
   auto step = StepFromLaunch(*body, node.name);
   if (!step.ok()) return ReplyError(res, step.status());
+  // An order that comes after the server gave its epoch up would run a job
+  // that the server has already put back in the queue: refused, and not
+  // reported (the server has moved on). Needs clocks within the launch
+  // grace of each other, which NTP gives.
+  if (step->not_after != Time{} && clock->Now() > step->not_after) {
+    return Reply(res, 409,
+                 api::ErrorBody(Status(StatusCode::kFailedPrecondition,
+                                       fmt::format("job {} epoch {}: the launch order expired {:.1f} s ago (the "
+                                                   "server has given this epoch up)",
+                                                   step->job, step->epoch,
+                                                   ToSeconds(clock->Now() - step->not_after)))));
+  }
   {
     // An epoch is started at most once: a repeated or late launch is ignored.
     std::lock_guard<std::mutex> lock(mu);

@@ -19,6 +19,7 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
     s.epoch = j.at("epoch").get<uint64_t>();
     s.node_rank = j.at("node_rank").get<int>();
     s.master_port = j.value("master_port", 0);
+    if (j.contains("not_after")) s.not_after = TimeFromSeconds(j.at("not_after").get<double>());
     const auto nodes = j.at("nodes").get<std::vector<std::string>>();
     const auto addresses = j.at("addresses").get<std::vector<std::string>>();
     if (nodes.empty() || nodes.size() != addresses.size() || s.node_rank < 0 ||

@@ -28,6 +28,7 @@ std::string AgentLink::LaunchBody(const LaunchOrder& o) {
   api::Json j = {{"job", o.job.value()},     {"epoch", o.epoch},          {"spec", api::ToJson(o.spec)},
                  {"allocation", api::ToJson(one)[0]}, {"node_rank", o.node_rank}, {"nodes", o.nodes},
                  {"addresses", o.addresses}, {"master_port", o.master_port}};
+  if (o.not_after != Time{}) j["not_after"] = ToSeconds(o.not_after);
   if (o.array_task_id >= 0) {
     j["array_job_id"] = o.array_job_id;
     j["array_task_id"] = o.array_task_id;

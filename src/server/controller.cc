@@ -586,7 +586,7 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
   for (size_t k = 0; k < j.allocation.nodes.size(); ++k) {
     outbox_.launches.push_back({names[k], addresses[k], j.id, j.epoch, j.spec, j.allocation.nodes[k],
                                 static_cast<int>(k), names, addresses, MasterPort(j.id), j.array_job_id.value(),
-                                j.array_task_id});
+                                j.array_task_id, now + config_.launch_grace});
   }
   Record(j);
 }

@@ -78,6 +78,9 @@ struct LaunchOrder {
   int master_port = 0;
   uint64_t array_job_id = 0;          // for array tasks
   int array_task_id = -1;
+  // After this the server takes the launch as lost (the launch grace) and
+  // runs the job again under a new epoch: an agent refuses the order then.
+  Time not_after{};
 };
 
 struct KillOrder {

@@ -26,6 +26,7 @@
 #include "api/json.h"
 #include "core/strings.h"
 #include "net/http_client.h"
+#include "server/agent_link.h"
 #include "server/server.h"
 
 namespace shoal {
@@ -507,6 +508,40 @@ TEST_F(ClusterTest, JobsOpenOnlyTheirOwnGpuDevices) {
       EXPECT_NE(lines[i].find("Operation not permitted"), std::string::npos) << "GPU " << lines[i];
     }
   }
+}
+
+// A launch order that arrives after its deadline (the server has given the
+// epoch up and queued the job again) is refused, and starts nothing.
+TEST_F(ClusterTest, ALaunchPastItsDeadlineIsRefused) {
+  StartAgent("n1");
+  auto launch = [&](uint64_t job, Duration from_now) {
+    server::LaunchOrder o;
+    o.node = "n1";
+    o.address = agents_.at("n1")->address();
+    o.job = JobId(job);
+    o.epoch = 1;
+    o.spec.user = "root";
+    o.spec.command = "echo late > late-" + std::to_string(job) + ".out";
+    o.spec.work_dir = (dir_ / "work").string();
+    o.allocation.gpu_mask = 1;
+    o.nodes = {"n1"};
+    o.addresses = {o.address};
+    o.not_after = clock_.Now() + from_now;
+    auto c = net::HttpClient::Connect(o.address, {.token = server_->node_token()});
+    EXPECT_TRUE(c.ok());
+    auto r = (*c)->Post("/v1/launch", server::AgentLink::LaunchBody(o));
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : net::HttpResponse{};
+  };
+  const net::HttpResponse late = launch(9001, -std::chrono::seconds(5));
+  EXPECT_EQ(late.status, 409) << late.body;
+  EXPECT_NE(late.body.find("expired"), std::string::npos) << late.body;
+  EXPECT_FALSE(fs::exists(dir_ / "agents" / "n1" / "steps" / "9001.1")) << "a step was started";
+  // In time, the same order starts.
+  const net::HttpResponse in_time = launch(9002, std::chrono::seconds(30));
+  EXPECT_EQ(in_time.status, 200) << in_time.body;
+  EXPECT_EQ(WaitForLines(dir_ / "work" / "late-9002.out", 1), std::vector<std::string>{"late"});
+  EXPECT_FALSE(fs::exists(dir_ / "work" / "late-9001.out"));
 }
 
 // A supervisor killed outright takes its step's tasks with it: nothing runs

@@ -55,6 +55,9 @@ struct StepRequest {
   int64_t cpu_milli = 0;               // CPU limit; 0: none
   int64_t memory_mib = 0;              // memory limit; 0: none
   Duration grace{std::chrono::seconds(10)};  // between SIGTERM and SIGKILL
+  // From the launch order: past this the server has given the epoch up (0:
+  // no limit). Not kept in the step's folder: it only gates the start.
+  Time not_after{};
 };
 
 // The environment of one task of a step (local_rank 0..tasks_per_node-1 on
