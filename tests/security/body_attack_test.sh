@@ -9,34 +9,16 @@ set -u
 SHOAL=$1
 command -v curl > /dev/null || { echo "SKIP [program] curl is missing"; exit 77; }
 TMP=$(mktemp -d)
-SERVER_PID=
-AGENT_PID=
 cleanup() {
-  [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  stop_cluster
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 . "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-export SHOAL_STATE_DIR="$TMP/state" HOME="$TMP/home"
-unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET
-mkdir -p "$HOME"
-"$SHOAL" server --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 100); do grep -qs "listening on" "$TMP/server.log" && break; sleep 0.05; done
-SHOAL_SERVER=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
-[ -n "$SHOAL_SERVER" ] || { echo "FAIL server did not start"; cat "$TMP/server.log"; exit 1; }
-export SHOAL_SERVER
-"$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n1 \
-  --listen 127.0.0.1:0 --state-dir "$TMP/agent" --gpus simulated:dgx-h100 --allow-root-jobs \
-  > "$TMP/agent.log" 2>&1 &
-AGENT_PID=$!
-for _ in $(seq 100); do grep -qs "listening on" "$TMP/agent.log" && break; sleep 0.05; done
-AGENT=$(grep -o 'listening on [^ ,]*' "$TMP/agent.log" | head -1 | sed 's/listening on //; s,^http://,,')
-[ -n "$AGENT" ] || { echo "FAIL agent did not start"; cat "$TMP/agent.log"; exit 1; }
-AGENT="http://$AGENT"
-USER_TOKEN=$("$SHOAL" token create --user mallory --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+start_cluster --allow-root-jobs
+USER_TOKEN=$(user_token mallory)
 NODE_TOKEN=$(cat "$SHOAL_STATE_DIR/node.token")
 
 rss_mib() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$1/status"; }

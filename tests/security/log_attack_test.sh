@@ -14,16 +14,14 @@ fi
 TMP=$(mktemp -d)
 chmod 755 "$TMP"
 MALLORY=shoalsec$$
-SERVER_PID=
-AGENT_PID=
 cleanup() {
-  [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  stop_cluster
   userdel "$MALLORY" 2>/dev/null
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 . "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 HOME_M="$TMP/mallory"
 useradd -M -d "$HOME_M" -s /bin/sh "$MALLORY" || { echo "FAIL useradd $MALLORY"; exit 1; }
@@ -36,23 +34,8 @@ chmod 600 "$TMP/secret"
 SHADOW_LINE=$(head -n 1 /etc/shadow)
 PASSWD_LINE=$(head -n 1 /etc/passwd)
 
-export SHOAL_STATE_DIR="$TMP/state" HOME="$TMP/home"
-unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET
-mkdir -p "$HOME"
-"$SHOAL" server --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 100); do grep -qs "listening on" "$TMP/server.log" && break; sleep 0.05; done
-SHOAL_SERVER=$(grep -o '127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
-[ -n "$SHOAL_SERVER" ] || { echo "FAIL server did not start"; cat "$TMP/server.log"; exit 1; }
-export SHOAL_SERVER
-"$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n1 \
-  --listen 127.0.0.1:0 --state-dir "$TMP/agent" --gpus simulated:dgx-h100 --heartbeat 200ms \
-  > "$TMP/agent.log" 2>&1 &
-AGENT_PID=$!
-for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q '^n1 *up' && break; sleep 0.05; done
-"$SHOAL" nodes 2>/dev/null | grep -q '^n1 *up' || { echo "FAIL the agent did not join"; cat "$TMP/agent.log"; exit 1; }
-
-TOKEN=$("$SHOAL" token create --user "$MALLORY" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+start_cluster --heartbeat 200ms
+TOKEN=$(user_token "$MALLORY")
 as_mallory() { env SHOAL_TOKEN="$TOKEN" "$SHOAL" "$@"; }
 submit() {  # submit <shoal submit args...>; prints the job id
   as_mallory submit "$@" 2>&1 | sed -n 's/^Submitted job \([0-9]*\).*/\1/p'

@@ -11,35 +11,19 @@ SHOAL=$1
 SECONDS_UNDER_ATTACK=${SHOAL_SLOW_SECONDS:-60}
 command -v curl > /dev/null || { echo "SKIP [program] curl is missing"; exit 77; }
 TMP=$(mktemp -d)
-SERVER_PID=
-AGENT_PID=
 ATTACK_PIDS=
 cleanup() {
   for p in $ATTACK_PIDS; do kill "$p" 2>/dev/null; done
-  [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  stop_cluster
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 . "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-export SHOAL_STATE_DIR="$TMP/state" HOME="$TMP/home"
-unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET
-mkdir -p "$HOME" "$TMP/work"
-"$SHOAL" server --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 100); do grep -qs "listening on" "$TMP/server.log" && break; sleep 0.05; done
-SHOAL_SERVER=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
-[ -n "$SHOAL_SERVER" ] || { echo "FAIL server did not start"; cat "$TMP/server.log"; exit 1; }
-export SHOAL_SERVER
-"$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n1 \
-  --listen 127.0.0.1:0 --state-dir "$TMP/agent" --gpus simulated:dgx-h100 --allow-root-jobs \
-  > "$TMP/agent.log" 2>&1 &
-AGENT_PID=$!
-for _ in $(seq 100); do grep -qs "listening on" "$TMP/agent.log" && break; sleep 0.05; done
-AGENT=$(grep -o 'listening on [^ ,]*' "$TMP/agent.log" | head -1 | sed 's/listening on //; s,^http://,,')
-[ -n "$AGENT" ] || { echo "FAIL agent did not start"; cat "$TMP/agent.log"; exit 1; }
-USER_TOKEN=$("$SHOAL" token create --user mallory --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+mkdir -p "$TMP/work"
+start_cluster --allow-root-jobs
+USER_TOKEN=$(user_token mallory)
 
 JOB=$("$SHOAL" submit -G 1 -D "$TMP/work" --wrap "sleep $((SECONDS_UNDER_ATTACK + 120))" | sed -n 's/^Submitted job \([0-9]*\).*/\1/p')
 for _ in $(seq 200); do "$SHOAL" show "$JOB" 2>/dev/null | grep -q running && break; sleep 0.05; done
@@ -48,14 +32,14 @@ check "the job runs" 0 "running" -- "$SHOAL" show "$JOB"
 HOSTILE="$(dirname "$0")/hostile_clients.py"
 python3 "$HOSTILE" "${SHOAL_SERVER#http://}" 600 "$SECONDS_UNDER_ATTACK" "$USER_TOKEN" > "$TMP/attack-server.log" 2>&1 &
 ATTACK_PIDS="$!"
-python3 "$HOSTILE" "$AGENT" 400 "$SECONDS_UNDER_ATTACK" > "$TMP/attack-agent.log" 2>&1 &
+python3 "$HOSTILE" "${AGENT#http://}" 400 "$SECONDS_UNDER_ATTACK" > "$TMP/attack-agent.log" 2>&1 &
 ATTACK_PIDS="$ATTACK_PIDS $!"
 
 # Probe both every half second while the attack lasts.
 slow=0; probes=0; peak_server=0; peak_agent=0; worst=0
 end=$(( $(date +%s) + SECONDS_UNDER_ATTACK ))
 while [ "$(date +%s)" -lt "$end" ]; do
-  for target in "$SHOAL_SERVER" "http://$AGENT"; do
+  for target in "$SHOAL_SERVER" "$AGENT"; do
     t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 1 "$target/healthz")
     probes=$((probes + 1))
     case "$t" in
