@@ -382,7 +382,10 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
   impl->gpus = std::move(gpus);
   impl->steps = std::move(steps);
   impl->health = std::make_unique<HealthMonitor>(impl->devices, options.health);
-  // Steps found on disk: their epochs are taken, their output is readable.
+  // Steps found on disk: their epochs are taken, their output is readable;
+  // so is that of the steps already forgotten.
+  impl->outputs = impl->steps->FinishedOutputs();
+  for (const auto& [job, output] : impl->outputs) impl->last_epoch[job] = output.first;
   for (const StepState& st : impl->steps->Scan()) {
     uint64_t& e = impl->last_epoch[st.job];
     e = std::max(e, st.epoch);

@@ -510,6 +510,24 @@ TEST_F(ClusterTest, JobsOpenOnlyTheirOwnGpuDevices) {
   }
 }
 
+// A finished job's log stays readable after its step's folder is gone and
+// the agent has restarted.
+TEST_F(ClusterTest, FinishedJobsLogsSurviveAnAgentRestart) {
+  StartAgent("n1");
+  const uint64_t id = Submit(*admin_, {{"command", "echo kept"}, {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  const fs::path step = dir_ / "agents" / "n1" / "steps" / (std::to_string(id) + ".1");
+  for (int i = 0; i < 250 && fs::exists(step); ++i) std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_FALSE(fs::exists(step)) << "the agent never forgot the step";
+  StopAgent("n1");
+  StartAgent("n1");
+  EXPECT_EQ(Log(*admin_, id), "kept\n");
+  // The record names the user's file; only the agent reads it.
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ / "agents" / "n1" / "steps" / "outputs" / std::to_string(id)).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
 // A launch order that arrives after its deadline (the server has given the
 // epoch up and queued the job again) is refused, and starts nothing.
 TEST_F(ClusterTest, ALaunchPastItsDeadlineIsRefused) {

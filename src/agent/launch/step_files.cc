@@ -166,6 +166,29 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
   });
 }
 
+std::string EncodeOutput(uint64_t epoch, const StepOutput& o) {
+  Json j = {{"epoch", epoch},
+            {"stdout_path", o.stdout_path},
+            {"stderr_path", o.stderr_path},
+            {"owner",
+             {{"name", o.owner.name}, {"uid", o.owner.uid}, {"gid", o.owner.gid}, {"groups", o.owner.groups}}}};
+  return j.dump();
+}
+
+Result<std::pair<uint64_t, StepOutput>> DecodeOutput(std::string_view text) {
+  return ParseJson<std::pair<uint64_t, StepOutput>>(text, "step output", [](const Json& j) {
+    StepOutput o;
+    o.stdout_path = j.at("stdout_path").get<std::string>();
+    o.stderr_path = j.at("stderr_path").get<std::string>();
+    const Json& a = j.at("owner");
+    o.owner.name = a.at("name").get<std::string>();
+    o.owner.uid = a.at("uid").get<uid_t>();
+    o.owner.gid = a.at("gid").get<gid_t>();
+    o.owner.groups = a.at("groups").get<std::vector<gid_t>>();
+    return Result<std::pair<uint64_t, StepOutput>>(std::pair(j.at("epoch").get<uint64_t>(), std::move(o)));
+  });
+}
+
 std::string EncodeRecord(const StepRecord& record) {
   Json j = {{"exit_code", record.exit_code},
             {"signal", record.signal},

@@ -47,6 +47,10 @@ inline constexpr char kResultFile[] = "result.json";
 inline constexpr char kEventsFifo[] = "events";
 inline constexpr char kLauncherSocket[] = "launcher.sock";
 inline constexpr char kLauncherLock[] = "launcher.lock";
+// <steps_dir>/outputs/<job>: where a forgotten step's output went and whose
+// it is (StepOutput), so that its log stays readable after the step's folder
+// is gone and the agent has restarted.
+inline constexpr char kOutputsDir[] = "outputs";
 
 // "<job>.<epoch>", and back (nullopt for any other name).
 std::string StepDirName(StepKey key);
@@ -64,6 +68,10 @@ struct SupervisorRequest {
 };
 std::string EncodeRequest(const SupervisorRequest& request);
 Result<SupervisorRequest> DecodeRequest(std::string_view text);
+
+// A finished step's output, kept after its folder (kOutputsDir).
+std::string EncodeOutput(uint64_t epoch, const StepOutput& output);
+Result<std::pair<uint64_t, StepOutput>> DecodeOutput(std::string_view text);
 
 // How a step ended.
 struct StepRecord {

@@ -52,6 +52,19 @@ TEST(StepFiles, RequestRoundTrip) {
   EXPECT_FALSE(DecodeRequest(R"({"job": "nine"})").ok());  // wrong type: a Status, not a throw
 }
 
+TEST(StepFiles, OutputRoundTrip) {
+  StepOutput o{"/home/a/out", "/home/a/err", {"alice", 1000, 1001, "", "", {1001, 27}}};
+  auto back = DecodeOutput(EncodeOutput(7, o));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->first, 7u);
+  EXPECT_EQ(back->second.stdout_path, o.stdout_path);
+  EXPECT_EQ(back->second.stderr_path, o.stderr_path);
+  EXPECT_EQ(back->second.owner.uid, 1000u);
+  EXPECT_EQ(back->second.owner.gid, 1001u);
+  EXPECT_EQ(back->second.owner.groups, o.owner.groups);
+  EXPECT_FALSE(DecodeOutput(R"({"epoch": 1})").ok());
+}
+
 TEST(StepFiles, RecordAndPidFileRoundTrip) {
   StepRecord rec{137, 9, "task 0 (rank 0) was killed by SIGKILL", Time(Duration(1000)),
                  Time(Duration(2500))};

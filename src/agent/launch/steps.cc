@@ -151,8 +151,35 @@ class DirSteps final : public Steps {
     if (!state.ok() || state->phase == StepPhase::kRunning || state->phase == StepPhase::kStarting) {
       return;
     }
+    // Its output stays readable: a small record of where it went and whose
+    // it is outlives the folder (the request, with the job's environment,
+    // does not).
+    if (Result<StepOutput> output = Output(job, epoch); output.ok()) {
+      (void)WriteFileAtomic(dir_ + "/" + kOutputsDir + "/" + std::to_string(job), EncodeOutput(epoch, *output), 0600);
+    }
     std::error_code ignored;
     std::filesystem::remove_all(StepDir({job, epoch}), ignored);
+  }
+
+  std::map<uint64_t, std::pair<uint64_t, StepOutput>> FinishedOutputs() override {
+    constexpr size_t kKept = 10000;
+    std::map<uint64_t, std::pair<uint64_t, StepOutput>> out;
+    const std::string dir = dir_ + "/" + kOutputsDir;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      Result<int64_t> job = ParseInt(entry.path().filename().string());
+      if (!job.ok() || *job <= 0) continue;
+      Result<std::string> text = ReadFile(entry.path().string());
+      Result<std::pair<uint64_t, StepOutput>> output =
+          text.ok() ? DecodeOutput(*text) : Result<std::pair<uint64_t, StepOutput>>(text.status());
+      if (output.ok()) out.emplace(static_cast<uint64_t>(*job), std::move(output).value());
+    }
+    // Job ids grow: the oldest jobs' records go first.
+    while (out.size() > kKept) {
+      std::filesystem::remove(dir + "/" + std::to_string(out.begin()->first), ec);
+      out.erase(out.begin());
+    }
+    return out;
   }
 
   std::string Isolation() const override { return layout_.description; }
@@ -464,6 +491,11 @@ Result<std::unique_ptr<Steps>> Steps::Open(const StepsOptions& options) {
   }
   if (::access(options.supervisor.c_str(), X_OK) != 0) {
     return FailedPrecondition(ErrnoMessage("no step supervisor at " + options.supervisor));
+  }
+  // Finished steps' output records: the agent's alone (they name users' files).
+  const std::string outputs = dir + "/" + kOutputsDir;
+  if (::mkdir(outputs.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Internal(ErrnoMessage("cannot create " + outputs));
   }
   const std::string fifo = dir + "/" + kEventsFifo;
   if (::mkfifo(fifo.c_str(), 0600) != 0 && errno != EEXIST) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -143,6 +144,9 @@ class Steps {
   virtual std::string Isolation() const = 0;
   // Where a step's output went and whose it is, for logs.
   virtual Result<StepOutput> Output(uint64_t job, uint64_t epoch) const = 0;
+  // The output of steps already forgotten, newest epoch per job (at most
+  // the newest 10,000 jobs' are kept), for logs after an agent restart.
+  virtual std::map<uint64_t, std::pair<uint64_t, StepOutput>> FinishedOutputs() = 0;
 
   // One step's state, as Scan reports it; NotFound when there is no such step.
   virtual Result<StepState> Get(uint64_t job, uint64_t epoch) = 0;
