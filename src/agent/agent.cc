@@ -409,11 +409,7 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
                         return raw->Authorized(req);
                       }});
   impl->Routes();
-  if (hp.second == 0) {
-    impl->port = impl->http.bind_to_any_port(hp.first);
-  } else {
-    impl->port = impl->http.bind_to_port(hp.first, hp.second) ? hp.second : -1;
-  }
+  impl->port = impl->http.Bind(hp.first, hp.second);
   if (impl->port <= 0) return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
   std::string advertise = options.advertise;
   if (advertise.empty()) {

@@ -209,6 +209,12 @@ HttpServer::HttpServer() {
   };
 }
 
+int HttpServer::Bind(const std::string& host, int port) {
+  const int bound = port == 0 ? bind_to_any_port(host) : (bind_to_port(host, port) ? port : -1);
+  if (bound > 0) (void)::listen(svr_sock_, 4096);  // listen() again sets the backlog
+  return bound;
+}
+
 uint64_t HttpServer::refused_connections() const {
   std::lock_guard lock(mu_);
   return refused_;

@@ -46,6 +46,13 @@ class HttpServer : public httplib::Server {
   // Before listening.
   void SetLimits(const ConnectionLimits& limits) { limits_ = limits; }
 
+  // Binds `host`:`port` (0: any free port) and returns the port, or -1.
+  // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+  // compiled into Debian's library): past five connections waiting to be
+  // accepted, a new one's SYN is dropped and retried a second later. Bind
+  // widens it to 4,096 (the kernel caps it at somaxconn).
+  int Bind(const std::string& host, int port);
+
   // Connections refused for a limit since the start, for metrics and tests.
   uint64_t refused_connections() const;
 

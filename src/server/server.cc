@@ -747,13 +747,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
                         return raw->Auth(req).ok();
                       }});
   impl->Routes();
-  if (hp.second == 0) {
-    impl->port = impl->http.bind_to_any_port(hp.first);
-  } else if (impl->http.bind_to_port(hp.first, hp.second)) {
-    impl->port = hp.second;
-  } else {
-    impl->port = -1;
-  }
+  impl->port = impl->http.Bind(hp.first, hp.second);
   if (impl->port <= 0) return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
   std::string socket_path = options.socket;
   if (socket_path.empty() && !options.state_dir.empty()) socket_path = options.state_dir + "/shoal.sock";
