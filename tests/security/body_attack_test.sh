@@ -58,7 +58,8 @@ expect_code "agent still answers" 200 "$AGENT/healthz"
 for p in "server $SERVER_PID" "agent $AGENT_PID"; do
   set -- $p
   rss=$(rss_mib "$2")
-  if [ "$rss" -lt 100 ]; then echo "ok   $1 RSS ${rss} MiB"; else echo "FAIL $1 RSS ${rss} MiB after the attacks"; fail=1; fi
+  if sanitized; then echo "note $1 RSS ${rss} MiB (a sanitizer build: the bound is checked without one)"
+  elif [ "$rss" -lt 100 ]; then echo "ok   $1 RSS ${rss} MiB"; else echo "FAIL $1 RSS ${rss} MiB after the attacks"; fail=1; fi
 done
 # A good request with a length is still served after all this.
 check "an ordinary submit works" 0 "Submitted job" -- env SHOAL_TOKEN="$USER_TOKEN" "$SHOAL" submit --wrap true

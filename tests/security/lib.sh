@@ -34,3 +34,6 @@ stop_cluster() {
 user_token() {
   "$SHOAL" token create --user "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'
 }
+# Whether $SHOAL is a sanitizer build: its shadow memory and allocation
+# quarantine dominate the RSS, so memory bounds are only checked without one.
+sanitized() { ldd "$SHOAL" 2>/dev/null | grep -q 'lib[at]san'; }

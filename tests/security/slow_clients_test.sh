@@ -56,7 +56,9 @@ ATTACK_PIDS=
 cat "$TMP/attack-server.log" "$TMP/attack-agent.log"
 echo "probes: $probes, slower than 1 s or failed: $slow, slowest answer ${worst} s; peak RSS server ${peak_server} MiB, agent ${peak_agent} MiB"
 if [ "$slow" -eq 0 ]; then echo "ok   /healthz answered within 1 s throughout"; else echo "FAIL /healthz was slow or failed $slow times"; fail=1; fi
-if [ "$peak_server" -lt 200 ] && [ "$peak_agent" -lt 200 ]; then echo "ok   memory stayed bounded"; else echo "FAIL memory grew"; fail=1; fi
+if sanitized; then echo "note a sanitizer build: the memory bound is checked without one"
+elif [ "$peak_server" -lt 200 ] && [ "$peak_agent" -lt 200 ]; then echo "ok   memory stayed bounded"
+else echo "FAIL memory grew"; fail=1; fi
 grep -q 'opened' "$TMP/attack-server.log" || { echo "FAIL the attack on the server did not run"; fail=1; }
 check "the job still runs" 0 "running" -- "$SHOAL" show "$JOB"
 check "the node stayed up" 0 "^n1 *up" -- "$SHOAL" nodes
