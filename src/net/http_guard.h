@@ -22,8 +22,9 @@ struct RequestGuard {
   // Requests served without credentials (health checks, the dashboard's
   // static files); they may carry no body.
   std::function<bool(const httplib::Request&)> is_public;
-  // Whether the request's credentials are good (the handler still decides
-  // what they allow).
+  // Whether the request's credentials are good, asked before a body is read
+  // (requests without one are authenticated by their handlers, which also
+  // decide what the credentials allow).
   std::function<bool(const httplib::Request&)> is_authenticated;
 };
 

@@ -72,28 +72,31 @@ J=$(submit -G 1 -D "$HOME_M" -o "$TMP/secret" --wrap "echo x")
 wait_state "$J" "failed|completed"
 no_leak "output at a root-only file" "$J" "$SECRET"
 
-# 3. A running job replaces its own output file with a symlink to /etc/shadow.
-J=$(submit -G 1 -D "$HOME_M" -o "$HOME_M/out.txt" --wrap "echo started; rm -f out.txt; ln -s /etc/shadow out.txt; sleep 60")
-wait_state "$J" running
-for _ in $(seq 100); do [ -L "$HOME_M/out.txt" ] && break; sleep 0.05; done
-no_leak "output replaced by a symlink" "$J" "$SHADOW_LINE"
+# A running job swaps part of its own output path for a symbolic link.
+# swap_attack <name> <output path> <swap commands> <the link> <text that must not come back>
+swap_attack() {
+  J=$(submit -G 1 -D "$HOME_M" -o "$2" --wrap "echo started; $3; sleep 60")
+  wait_state "$J" running
+  for _ in $(seq 100); do [ -L "$4" ] && break; sleep 0.05; done
+  no_leak "$1" "$J" "$5"
+}
+
+# 3. Its output file, for a link to /etc/shadow.
+swap_attack "output replaced by a symlink" "$HOME_M/out.txt" "rm -f out.txt; ln -s /etc/shadow out.txt" \
+  "$HOME_M/out.txt" "$SHADOW_LINE"
 check "the symlink is named as such" 4 "symbolic link" -- as_mallory logs "$J"
 as_mallory cancel "$J" > /dev/null 2>&1
 
-# 4. A running job replaces the output's folder with a symlink to /etc
-#    (O_NOFOLLOW guards the last component only: the user's rights guard the rest).
-J=$(submit -G 1 -D "$HOME_M" -o "$HOME_M/d/shadow" --wrap "echo started; mv d d.old; ln -s /etc d; sleep 60")
-wait_state "$J" running
-for _ in $(seq 100); do [ -L "$HOME_M/d" ] && break; sleep 0.05; done
-no_leak "output folder replaced by a symlink" "$J" "$SHADOW_LINE"
+# 4. The output's folder, for a link to /etc (O_NOFOLLOW guards the last
+#    component only: the user's rights guard the rest).
+swap_attack "output folder replaced by a symlink" "$HOME_M/d/shadow" "mv d d.old; ln -s /etc d" "$HOME_M/d" \
+  "$SHADOW_LINE"
 as_mallory cancel "$J" > /dev/null 2>&1
 
 # 5. The same towards a file the user may read but does not own: only the
 #    user's own files are served.
-J=$(submit -G 1 -D "$HOME_M" -o "$HOME_M/e/passwd" --wrap "echo started; mv e e.old; ln -s /etc e; sleep 60")
-wait_state "$J" running
-for _ in $(seq 100); do [ -L "$HOME_M/e" ] && break; sleep 0.05; done
-no_leak "a readable file of another owner" "$J" "$PASSWD_LINE"
+swap_attack "a readable file of another owner" "$HOME_M/e/passwd" "mv e e.old; ln -s /etc e" "$HOME_M/e" \
+  "$PASSWD_LINE"
 check "the owner is named" 4 "does not belong to user" -- as_mallory logs "$J"
 as_mallory cancel "$J" > /dev/null 2>&1
 
