@@ -5,7 +5,7 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SHOAL := $(BUILD)/src/cli/shoal
 
-.PHONY: all deps configure build run sim test bench sanitize fuzz clean
+.PHONY: all deps configure build run sim test perf sanitize fuzz clean
 
 # ccache hashes paths relative to the checkout, so that a clone in another
 # folder (CI's) reuses what a build here compiled.
@@ -54,8 +54,8 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	@./fuzz/run.sh $(FUZZ_SECONDS)
 
-bench: build
-	@./bench/run.sh $(BUILD)
+perf: build
+	@./perf/run.sh $(BUILD)
 
 clean:
 	rm -rf build

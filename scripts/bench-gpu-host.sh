@@ -57,7 +57,7 @@ LAUNCHER=()
 command -v ccache > /dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 configure() {
   cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_BENCH=OFF \
+    -DSHOAL_BUILD_TESTS=OFF -DSHOAL_BUILD_PERF=OFF \
     -DCMAKE_CUDA_COMPILER="$CUDA_HOME/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" "${LAUNCHER[@]}"
 }
 build_start=$(date +%s)

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "api/json.h"
-#include "bench/simulated.h"
+#include "acceptance/simulated.h"
 #include "cli/app.h"
 #include "cli/client.h"
 #include "cli/commands.h"
@@ -271,7 +271,7 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
   for (const std::string& f : a.simulated_fail) {
     const size_t colon = f.find(':');
     if (!a.simulated || colon == std::string::npos ||
-        !bench::ParseSimulatedFaults(f.substr(colon + 1)).ok()) {
+        !acceptance::ParseSimulatedFaults(f.substr(colon + 1)).ok()) {
       std::cerr << "shoal bench: --simulated-fail '" << f
                 << "': NODE:gpuN:TEST, with --simulated\n";
       return kExitUsage;
@@ -450,7 +450,7 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
                                        : "failed"}};
       j["summary"] = r.recorded ? r.summary : r.error;
       j["failures"] = r.failures;
-      if (r.simulated) j["note"] = std::string(bench::kSimulatedNote);
+      if (r.simulated) j["note"] = std::string(acceptance::kSimulatedNote);
       out["nodes"].push_back(std::move(j));
     }
     if (multi) {

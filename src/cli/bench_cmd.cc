@@ -15,9 +15,9 @@
 #include <sstream>
 
 #include "agent/gpu/nvml_provider.h"
-#include "bench/node_runner.h"
-#include "bench/report.h"
-#include "bench/simulated.h"
+#include "acceptance/node_runner.h"
+#include "acceptance/report.h"
+#include "acceptance/simulated.h"
 #include "cli/app.h"
 #include "cli/bench_telemetry.h"
 #include "cli/commands.h"
@@ -48,7 +48,7 @@ struct BenchArgs {
 // Burn-in telemetry from NVML, read by the agent's GPU provider (dlopen of
 // libnvidia-ml.so.1). Without NVML the hook is null, `why_not` says why, and
 // the report says that nothing was watched.
-bench::TelemetryHook NodeTelemetry(std::string* why_not) {
+acceptance::TelemetryHook NodeTelemetry(std::string* why_not) {
   auto nvml = agent::OpenNvml(agent::NvmlOptions{});
   if (!nvml.ok()) {
     *why_not = nvml.status().message();
@@ -65,15 +65,15 @@ bench::TelemetryHook NodeTelemetry(std::string* why_not) {
   return *hook;
 }
 
-int Judge(bench::NodeResults raw, std::vector<bench::TelemetrySample> samples,
-          const bench::SpecLookup& lookup, const BenchArgs& a) {
-  bench::EvaluateOptions opts;
+int Judge(acceptance::NodeResults raw, std::vector<acceptance::TelemetrySample> samples,
+          const acceptance::SpecLookup& lookup, const BenchArgs& a) {
+  acceptance::EvaluateOptions opts;
   opts.spec_for = lookup;
   opts.nccl_min_busbw_gbps = a.nccl_min_busbw_gbps;
   opts.outliers_fail = a.outliers_fail;
   opts.samples = std::move(samples);
-  const bench::NodeReport report = bench::Evaluate(std::move(raw), opts);
-  const std::string json = bench::ReportToJson(report);
+  const acceptance::NodeReport report = acceptance::Evaluate(std::move(raw), opts);
+  const std::string json = acceptance::ReportToJson(report);
   if (!a.out.empty()) {
     std::ofstream f(a.out);
     f << json << "\n";
@@ -82,19 +82,19 @@ int Judge(bench::NodeResults raw, std::vector<bench::TelemetrySample> samples,
       return 1;
     }
   }
-  std::cout << (a.json ? json + "\n" : bench::FormatReport(report));
+  std::cout << (a.json ? json + "\n" : acceptance::FormatReport(report));
   return report.passed ? 0 : 1;
 }
 
-int RunNodeTests(const BenchArgs& a, const bench::SpecLookup& lookup) {
-  bench::NodeRunOptions run;
+int RunNodeTests(const BenchArgs& a, const acceptance::SpecLookup& lookup) {
+  acceptance::NodeRunOptions run;
   run.binary = a.binary;
   run.timeout_s = a.timeout_s;
   std::string no_telemetry;
   run.telemetry = NodeTelemetry(&no_telemetry);
   run.node.quick = a.quick;
   run.node.burn_in_s = a.burn_in_s;
-  auto tests = bench::ParseTestList(a.tests);
+  auto tests = acceptance::ParseTestList(a.tests);
   if (!tests.ok()) {
     std::cerr << "shoal bench: --tests: " << tests.status().message() << "\n";
     return 2;
@@ -107,7 +107,7 @@ int RunNodeTests(const BenchArgs& a, const bench::SpecLookup& lookup) {
     return 2;
   }
   run.node.nccl_max_bytes = *nccl_max_mib << 20;
-  auto result = bench::RunNode(run);
+  auto result = acceptance::RunNode(run);
   if (!result.ok()) {
     std::cerr << "shoal bench: " << result.status().message() << "\n";
     return 1;
@@ -120,30 +120,30 @@ int RunNodeTests(const BenchArgs& a, const bench::SpecLookup& lookup) {
 
 // `shoal bench node --simulated`: results made of the catalogue's
 // expectations for --model, for hosts without GPUs. They carry the note
-// bench::kSimulatedNote and never pass for measurements.
-int RunSimulated(const BenchArgs& a, const bench::SpecLookup& lookup) {
+// acceptance::kSimulatedNote and never pass for measurements.
+int RunSimulated(const BenchArgs& a, const acceptance::SpecLookup& lookup) {
   if (a.model.empty()) {
     std::cerr << "shoal bench: --simulated needs --model (the GPU model whose expectations to use)\n";
     return 2;
   }
-  bench::GpuInfo probe;
+  acceptance::GpuInfo probe;
   probe.name = a.model;
   const catalog::GpuSpec* spec = lookup(probe);
   if (spec == nullptr) {
     std::cerr << "shoal bench: --model: no catalogue model '" << a.model << "'\n";
     return 2;
   }
-  auto faults = bench::ParseSimulatedFaults(a.simulated_fail);
+  auto faults = acceptance::ParseSimulatedFaults(a.simulated_fail);
   if (!faults.ok()) {
     std::cerr << "shoal bench: --simulated-fail: " << faults.status().message() << "\n";
     return 2;
   }
-  auto tests = bench::ParseTestList(a.tests);
+  auto tests = acceptance::ParseTestList(a.tests);
   if (!tests.ok()) {
     std::cerr << "shoal bench: --tests: " << tests.status().message() << "\n";
     return 2;
   }
-  bench::SimulatedOptions o;
+  acceptance::SimulatedOptions o;
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   o.host = host;
@@ -166,15 +166,15 @@ int RunSimulated(const BenchArgs& a, const bench::SpecLookup& lookup) {
     if (n.ok() && *n >= 0 && *n < 1'000'000) *out = static_cast<int>(*n);
   }
   o.nccl_min_busbw_gbps = a.nccl_min_busbw_gbps;
-  std::cerr << "shoal bench: " << bench::kSimulatedNote << " (--simulated)\n";
+  std::cerr << "shoal bench: " << acceptance::kSimulatedNote << " (--simulated)\n";
   if (!a.json) {
     std::cout << "SIMULATED: no GPU was measured; every figure is the catalogue's expectation for "
               << a.model << "\n";
   }
-  return Judge(bench::SimulatedResults(*spec, o), {}, lookup, a);
+  return Judge(acceptance::SimulatedResults(*spec, o), {}, lookup, a);
 }
 
-int JudgeFile(const BenchArgs& a, const bench::SpecLookup& lookup) {
+int JudgeFile(const BenchArgs& a, const acceptance::SpecLookup& lookup) {
   std::ifstream in(a.file);
   if (!in) {
     std::cerr << "shoal bench: cannot read " << a.file << "\n";
@@ -182,7 +182,7 @@ int JudgeFile(const BenchArgs& a, const bench::SpecLookup& lookup) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  auto saved = bench::LoadSavedResults(text.str());
+  auto saved = acceptance::LoadSavedResults(text.str());
   if (!saved.ok()) {
     std::cerr << "shoal bench: " << a.file << ": " << saved.status().message() << "\n";
     return 1;
@@ -237,7 +237,7 @@ int RunBench(const std::vector<std::string>& raw) {
   }
   if (int code = ParseApp(app, raw, "shoal bench"); code >= 0) return code;
   // Checked before the node tests run, not after minutes of them.
-  auto lookup = bench::CatalogLookup(a.model);
+  auto lookup = acceptance::CatalogLookup(a.model);
   if (!lookup.ok()) {
     std::cerr << "shoal bench: --model: " << lookup.status().message() << "\n";
     return 2;

@@ -1,6 +1,6 @@
 // Burn-in telemetry for `shoal bench node` from the agent's GPU provider
 // (NVML by dlopen, agent/gpu/provider.h): each call of the hook reads every
-// GPU once and turns the readings into bench::TelemetrySample values.
+// GPU once and turns the readings into acceptance::TelemetrySample values.
 //
 // Header-only so that the bench tests check the mapping without the `shoal`
 // binary. The hook owns the provider and is called from the sampler's one
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "agent/gpu/provider.h"
-#include "bench/telemetry.h"
+#include "acceptance/telemetry.h"
 #include "core/status.h"
 
 namespace shoal::cli {
@@ -28,9 +28,9 @@ inline constexpr uint64_t kMaxXidsPerSample = 16;
 // One GPU's reading as a bench sample. `new_xids` is how many XID events the
 // provider counted since the previous sample; the provider keeps only the
 // last code, so each of them is reported with that code.
-inline bench::TelemetrySample ToBenchSample(const agent::GpuSample& s, const std::string& uuid,
+inline acceptance::TelemetrySample ToBenchSample(const agent::GpuSample& s, const std::string& uuid,
                                             uint64_t new_xids, int64_t time_ms) {
-  bench::TelemetrySample t;
+  acceptance::TelemetrySample t;
   t.time_ms = time_ms;
   t.gpu_uuid = uuid;
   t.sm_clock_mhz = s.sm_clock_mhz;
@@ -46,7 +46,7 @@ inline bench::TelemetrySample ToBenchSample(const agent::GpuSample& s, const std
 // A hook over `provider`: Discover once (for the GPUs' UUIDs), one baseline
 // reading for the XID counters, then a reading per call. A failed reading
 // yields no samples (the sampler keeps going). `now_ms` gives Unix time.
-inline Result<bench::TelemetryHook> ProviderTelemetry(std::unique_ptr<agent::GpuProvider> provider,
+inline Result<acceptance::TelemetryHook> ProviderTelemetry(std::unique_ptr<agent::GpuProvider> provider,
                                                       std::function<int64_t()> now_ms) {
   SHOAL_ASSIGN_OR_RETURN(std::vector<agent::GpuDevice> devices, provider->Discover());
   struct State {
@@ -62,8 +62,8 @@ inline Result<bench::TelemetryHook> ProviderTelemetry(std::unique_ptr<agent::Gpu
       state->xids_seen[s.index] = s.xid_errors;
   }
   state->provider = std::move(provider);
-  return bench::TelemetryHook([state, now_ms = std::move(now_ms)]() {
-    std::vector<bench::TelemetrySample> out;
+  return acceptance::TelemetryHook([state, now_ms = std::move(now_ms)]() {
+    std::vector<acceptance::TelemetrySample> out;
     auto samples = state->provider->Sample();
     if (!samples.ok()) return out;
     const int64_t t = now_ms();

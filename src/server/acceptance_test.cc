@@ -1,6 +1,6 @@
 // Node acceptance in the controller: nodes joining a partition that requires
 // it wait drained, acceptance tests run as jobs the controller places itself,
-// and results resume or drain the node (docs/bench.md, "In the cluster").
+// and results resume or drain the node (docs/acceptance.md, "In the cluster").
 #include <gtest/gtest.h>
 
 #include "server/controller.h"

@@ -1,4 +1,4 @@
-// The Controller's node acceptance (docs/bench.md, "In the cluster"): the
+// The Controller's node acceptance (docs/acceptance.md, "In the cluster"): the
 // results `shoal bench --cluster` records, which lift or set acceptance
 // drains, and the acceptance jobs the control loop places itself.
 #include <algorithm>

@@ -1,0 +1,218 @@
+// GET /metrics at scale: a real `shoal server --memory` on loopback with
+// --nodes fake nodes of --gpus GPUs each (1,000 x 8 by default), registered
+// and heartbeating with telemetry over HTTP as agents do, the cluster filled
+// with running 4-GPU jobs (so every GPU carries job labels). Then --scrapes
+// scrapes, one at a time.
+//
+//   metrics_bench --shoal build/release/src/cli/shoal [--nodes 1000] [--gpus 8] [--scrapes 50]
+//
+// Prints bytes per scrape and p50/p99/max milliseconds per scrape, and the
+// server's resident memory. Everything stops by itself.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "child.h"
+#include "net/http_client.h"
+
+namespace {
+
+using namespace shoal::acceptance;
+using Json = nlohmann::json;
+
+// `shoal server --memory` as a child, with its address and admin token.
+struct ServerProcess {
+  Child child;
+  std::string address;
+  std::string token;
+
+  void Start(const std::string& shoal, const std::string& log) {
+    const std::string line = child.Start(
+        {shoal, "server", "--memory", "--socket", "none", "--listen", "127.0.0.1:0"}, log, "admin token: ");
+    address = AddressIn(child.Log());
+    token = line.substr(line.find("admin token: ") + 13);
+  }
+  // SIGKILL: the state is in memory only; nothing to stop cleanly.
+  void Stop() { child.Stop(SIGKILL); }
+  double RssMib() const { return child.RssMib(); }
+};
+
+std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address,
+                                                const std::string& token) {
+  auto c = shoal::net::HttpClient::Connect(address, {.token = token, .read_timeout_ms = 120000});
+  if (!c.ok()) Die(c.status().ToString());
+  return std::move(*c);
+}
+
+// Runs fn(client, i) for i in [0, count) on `threads` connections.
+template <typename F>
+void Parallel(const ServerProcess& s, int count, int threads, F fn) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      auto client = Connect(s.address, s.token);
+      for (int i; (i = next.fetch_add(1)) < count;)
+        fn(*client, i);
+    });
+  }
+  for (auto& t : pool)
+    t.join();
+}
+
+std::string NodeName(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "gpu%04d", i);
+  return buf;
+}
+
+Json Telemetry(int index, int node) {
+  const double util = (node * 7 + index * 13) % 100;
+  return {{"index", index},
+          {"healthy", true},
+          {"util", util},
+          {"mem_copy_util", util / 2},
+          {"fb_used_mib", 30000 + index * 1000},
+          {"fb_free_mib", 51920 - index * 1000},
+          {"power_w", 300 + util * 4},
+          {"temp_c", 40 + util / 3},
+          {"sm_clock_mhz", 1980},
+          {"energy_j", 1.0e6 + node * 100.0},
+          {"ecc_corrected", 0},
+          {"ecc_uncorrected", 0},
+          {"xid_errors", 0},
+          {"last_xid", 0},
+          {"clock_events", 0}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string shoal;
+  int nodes = 1000, gpus = 8, scrapes = 50;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] {
+      return i + 1 < argc ? std::string(argv[++i]) : (Die(a + " needs a value"), std::string());
+    };
+    if (a == "--shoal") {
+      shoal = next();
+    } else if (a == "--nodes") {
+      nodes = std::atoi(next().c_str());
+    } else if (a == "--gpus") {
+      gpus = std::atoi(next().c_str());
+    } else if (a == "--scrapes") {
+      scrapes = std::atoi(next().c_str());
+    } else {
+      Die("usage: metrics_bench --shoal PATH [--nodes N] [--gpus G] [--scrapes S]");
+    }
+  }
+  if (shoal.empty() || nodes < 1 || gpus < 1 || gpus > 64 || scrapes < 1) {
+    Die("usage: metrics_bench --shoal PATH [--nodes N] [--gpus G] [--scrapes S]");
+  }
+  ServerProcess server;
+  char log[] = "/tmp/shoal-metrics-bench-XXXXXX";
+  const int fd = ::mkstemp(log);
+  if (fd < 0) Die("mkstemp");
+  ::close(fd);
+  server.Start(shoal, log);
+  const int threads = 8;
+
+  // Register, like agents.
+  auto t0 = Clock::now();
+  Parallel(server, nodes, threads, [&](shoal::net::HttpClient& c, int i) {
+    Json g = Json::array();
+    for (int k = 0; k < gpus; ++k) {
+      g.push_back({{"index", k},
+                   {"uuid", "GPU-" + std::to_string(i) + "-" + std::to_string(k)},
+                   {"model", "H100-SXM-80GB"},
+                   {"memory_mib", 81920},
+                   {"nvlink_island", 0},
+                   {"numa_node", k / 4}});
+    }
+    const Json body = {{"name", NodeName(i)},
+                       {"address", "127.0.0.1:1"},
+                       {"cpus", 224},
+                       {"memory_mib", 2097152},
+                       {"gpus", g}};
+    auto r = c.Post("/v1/nodes/register", body.dump());
+    if (!r.ok() || r->status != 200) Die("register failed");
+  });
+  std::printf("registered %d nodes x %d GPUs in %.0f ms\n", nodes, gpus, Ms(Clock::now() - t0));
+
+  // Fill the cluster with 4-GPU jobs (their launches go nowhere; the
+  // heartbeats below report them running).
+  t0 = Clock::now();
+  const int per_job = std::min(4, gpus);
+  const int jobs = nodes * (gpus / per_job);
+  Parallel(server, jobs, threads, [&](shoal::net::HttpClient& c, int) {
+    auto r =
+        c.Post("/v1/jobs", R"({"command":"python3 train.py","gpus":)" + std::to_string(per_job) +
+                               R"(,"time_limit_s":3600,"account":""})");
+    if (!r.ok() || r->status != 201) Die("submit failed");
+  });
+  auto admin = Connect(server.address, server.token);
+  Json node_list;
+  for (int tries = 0;; ++tries) {
+    auto r = admin->Get("/v1/nodes");
+    if (!r.ok() || r->status != 200) Die("GET /v1/nodes failed");
+    node_list = Json::parse(r->body)["nodes"];
+    int used = 0;
+    for (const Json& n : node_list)
+      used += n["gpus_used"].get<int>();
+    if (used >= jobs * per_job || tries > 200) {
+      std::printf("%d jobs submitted and running on %d GPUs in %.0f ms\n", jobs, used,
+                  Ms(Clock::now() - t0));
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+
+  // One heartbeat per node with telemetry and the jobs it runs.
+  t0 = Clock::now();
+  Parallel(server, nodes, threads, [&](shoal::net::HttpClient& c, int i) {
+    const Json& n = node_list[static_cast<size_t>(i)];
+    Json running = Json::array();
+    for (const Json& j : n["jobs"])
+      running.push_back({{"job", j["job"]}, {"epoch", 1}});
+    Json g = Json::array();
+    for (int k = 0; k < gpus; ++k)
+      g.push_back(Telemetry(k, i));
+    const Json body = {{"running", running}, {"events", Json::array()}, {"gpus", g}};
+    auto r = c.Post("/v1/nodes/" + n["name"].get<std::string>() + "/heartbeat", body.dump());
+    if (!r.ok() || r->status != 200) Die("heartbeat failed");
+  });
+  std::printf("heartbeats with telemetry from %d nodes in %.0f ms\n", nodes, Ms(Clock::now() - t0));
+
+  // Scrapes.
+  std::vector<double> ms;
+  size_t bytes = 0;
+  for (int i = 0; i < scrapes; ++i) {
+    const auto s0 = Clock::now();
+    auto r = admin->Get("/metrics");
+    ms.push_back(Ms(Clock::now() - s0));
+    if (!r.ok() || r->status != 200) Die("scrape failed");
+    bytes = r->body.size();
+    if (i == 0 && r->body.find("hpc_job=") == std::string::npos) Die("no job labels in the scrape");
+  }
+  const Latency l = Percentiles(ms);
+  std::printf(
+      "GET /metrics with %d GPUs: %zu bytes (%.1f MiB) per scrape; p50 %.1f ms, p99 %.1f ms, max "
+      "%.1f ms over %d scrapes\n",
+      nodes * gpus, bytes, static_cast<double>(bytes) / (1 << 20), l.p50_ms, l.p99_ms, l.max_ms, scrapes);
+  std::printf("server resident memory: %.0f MiB\n", server.RssMib());
+  admin.reset();
+  server.Stop();
+  ::unlink(log);
+  return 0;
+}

@@ -1,0 +1,23 @@
+// Kept apart from report.cc so that code judging with hand-made specs (the
+// tests) does not link the catalogue's table.
+#include <fmt/format.h>
+
+#include "acceptance/report.h"
+#include "core/strings.h"
+
+namespace shoal::acceptance {
+
+Result<SpecLookup> CatalogLookup(const std::string& model) {
+  if (model.empty()) {
+    return SpecLookup(
+        [](const GpuInfo& g) { return catalog::FindGpuByDeviceName(g.name, g.memory_mib); });
+  }
+  const catalog::GpuSpec* spec = catalog::FindGpu(model);
+  if (spec == nullptr) {
+    return InvalidArgument(
+        fmt::format("unknown GPU model '{}' ({})", model, Join(catalog::GpuNames(), ", ")));
+  }
+  return SpecLookup([spec](const GpuInfo&) { return spec; });
+}
+
+}  // namespace shoal::acceptance
