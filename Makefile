@@ -5,7 +5,7 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SHOAL := $(BUILD)/src/cli/shoal
 
-.PHONY: all deps configure build run sim test perf sanitize fuzz clean
+.PHONY: all deps configure build run sim test perf sanitize fuzz format format-check clean
 
 # ccache hashes paths relative to the checkout, so that a clone in another
 # folder (CI's) reuses what a build here compiled.
@@ -53,6 +53,14 @@ sanitize:
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@./fuzz/run.sh $(FUZZ_SECONDS)
+
+# C++ formatting as .clang-format says: format-check fails on any difference
+# (CI runs it); format rewrites the files.
+format-check: deps
+	@./scripts/check-format.sh
+
+format: deps
+	@./scripts/check-format.sh --fix
 
 perf: build
 	@./perf/run.sh $(BUILD)

@@ -33,18 +33,17 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "child.h"
 #include "net/http_client.h"
@@ -55,7 +54,8 @@ using namespace shoal::acceptance;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address, const std::string& token) {
+std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address,
+                                                const std::string& token) {
   auto c = shoal::net::HttpClient::Connect(address, {.token = token, .read_timeout_ms = 60000});
   if (!c.ok()) Die(c.status().ToString());
   return std::move(*c);
@@ -69,7 +69,8 @@ double ChildrenCpuSeconds() {
 }
 
 int64_t WallNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -92,7 +93,8 @@ void WaitIdle(shoal::net::HttpClient& admin, int timeout_s, std::chrono::millise
 
 std::string Submit(shoal::net::HttpClient& c, const Json& spec) {
   auto r = c.Post("/v1/jobs", spec.dump());
-  if (!r.ok() || r->status != 201) Die("submit failed: " + (r.ok() ? r->body : r.status().ToString()));
+  if (!r.ok() || r->status != 201)
+    Die("submit failed: " + (r.ok() ? r->body : r.status().ToString()));
   return std::to_string(Json::parse(r->body)["jobs"][0].get<uint64_t>());
 }
 
@@ -103,26 +105,39 @@ int main(int argc, char** argv) {
   int nodes = 8, jobs = 2000, samples = 50, idle_seconds = 30;
   std::string cgroup_root;  // empty: the agents detect
   std::string history_file;
-  std::string agent_dir;  // where the agents keep their steps
+  std::string agent_dir;         // where the agents keep their steps
   std::string command = "true";  // the throughput jobs' command
-  std::string work;  // the jobs' work folder
-  int connections = 4;  // submitting at once
+  std::string work;              // the jobs' work folder
+  int connections = 4;           // submitting at once
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--shoal") shoal = argv[i + 1];
-    else if (flag == "--nodes") nodes = std::atoi(argv[i + 1]);
-    else if (flag == "--jobs") jobs = std::atoi(argv[i + 1]);
-    else if (flag == "--samples") samples = std::atoi(argv[i + 1]);
-    else if (flag == "--idle-seconds") idle_seconds = std::atoi(argv[i + 1]);
-    else if (flag == "--cgroup-root") cgroup_root = argv[i + 1];
-    else if (flag == "--history") history_file = argv[i + 1];
-    else if (flag == "--agent-dir") agent_dir = argv[i + 1];
-    else if (flag == "--command") command = argv[i + 1];
-    else if (flag == "--work-dir") work = argv[i + 1];
-    else if (flag == "--connections") connections = std::atoi(argv[i + 1]);
-    else Die("unknown flag " + flag);
+    if (flag == "--shoal")
+      shoal = argv[i + 1];
+    else if (flag == "--nodes")
+      nodes = std::atoi(argv[i + 1]);
+    else if (flag == "--jobs")
+      jobs = std::atoi(argv[i + 1]);
+    else if (flag == "--samples")
+      samples = std::atoi(argv[i + 1]);
+    else if (flag == "--idle-seconds")
+      idle_seconds = std::atoi(argv[i + 1]);
+    else if (flag == "--cgroup-root")
+      cgroup_root = argv[i + 1];
+    else if (flag == "--history")
+      history_file = argv[i + 1];
+    else if (flag == "--agent-dir")
+      agent_dir = argv[i + 1];
+    else if (flag == "--command")
+      command = argv[i + 1];
+    else if (flag == "--work-dir")
+      work = argv[i + 1];
+    else if (flag == "--connections")
+      connections = std::atoi(argv[i + 1]);
+    else
+      Die("unknown flag " + flag);
   }
-  if (shoal.empty() || nodes < 1 || jobs < 1 || samples < 1 || idle_seconds < 1 || connections < 1) {
+  if (shoal.empty() || nodes < 1 || jobs < 1 || samples < 1 || idle_seconds < 1 ||
+      connections < 1) {
     Die("usage: agent_bench --shoal PATH [--nodes N] [--jobs N] [--samples N] [--idle-seconds S]");
   }
   shoal = fs::absolute(shoal).string();
@@ -151,12 +166,14 @@ int main(int argc, char** argv) {
   // step folders, which live as long as their jobs, on tmpfs (/dev/shm, as
   // /run would be on a node: docs/agent.md) unless --agent-dir says otherwise.
   const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/shoal-agent-bench-XXXXXX";
+  std::string tmpl =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/shoal-agent-bench-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp in " + tmpl);
   const std::string dir = tmpl;
   if (agent_dir.empty()) {
     std::string shm = "/dev/shm/shoal-agent-bench-XXXXXX";
-    agent_dir = fs::is_directory("/dev/shm") && ::mkdtemp(shm.data()) != nullptr ? shm : dir + "/agents";
+    agent_dir =
+        fs::is_directory("/dev/shm") && ::mkdtemp(shm.data()) != nullptr ? shm : dir + "/agents";
   }
   // Each job writes its output file there (Slurm's slurm-<id>.out). On a
   // disk file system that has seen much churn, ext4's inode allocation
@@ -167,9 +184,9 @@ int main(int argc, char** argv) {
   fs::create_directories(work);
 
   Child server;
-  const std::string address =
-      AddressIn(server.Start({shoal, "server", "--state-dir", dir + "/state", "--listen", "127.0.0.1:0"},
-                             dir + "/server.log", "listening on"));
+  const std::string address = AddressIn(
+      server.Start({shoal, "server", "--state-dir", dir + "/state", "--listen", "127.0.0.1:0"},
+                   dir + "/server.log", "listening on"));
   {
     std::lock_guard<std::mutex> lock(ours_mu);
     ours.push_back(server.pid());
@@ -180,9 +197,22 @@ int main(int argc, char** argv) {
   for (int n = 1; n <= nodes; ++n) {
     char name[16];
     std::snprintf(name, sizeof name, "node%02d", n);
-    std::vector<std::string> args = {shoal, "agent", "--server", address, "--token-file", dir + "/state/node.token",
-                                     "--name", name, "--gpus", "simulated:dgx-h100", "--state-dir",
-                                     agent_dir + "/" + name, "--listen", "127.0.0.1:0", "--heartbeat", "1s",
+    std::vector<std::string> args = {shoal,
+                                     "agent",
+                                     "--server",
+                                     address,
+                                     "--token-file",
+                                     dir + "/state/node.token",
+                                     "--name",
+                                     name,
+                                     "--gpus",
+                                     "simulated:dgx-h100",
+                                     "--state-dir",
+                                     agent_dir + "/" + name,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--heartbeat",
+                                     "1s",
                                      "--allow-root-jobs"};
     if (!cgroup_root.empty()) args.insert(args.end(), {"--cgroup-root", cgroup_root});
     agents.push_back(std::make_unique<Child>());
@@ -196,22 +226,26 @@ int main(int argc, char** argv) {
     int up = 0;
     if (r.ok() && r->status == 200) {
       const Json body = Json::parse(r->body);
-      for (const Json& n : body["nodes"]) up += n["state"] == "up";
+      for (const Json& n : body["nodes"])
+        up += n["state"] == "up";
     }
     if (up == nodes) break;
     if (i > 1000) Die("the agents did not register: " + (r.ok() ? r->body : r.status().ToString()));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::printf("%d agents x 8 simulated H100 GPUs, server on %s (state in %s), agents' steps in %s, jobs' "
-              "output in %s\n\n",
-              nodes, address.c_str(), dir.c_str(), agent_dir.c_str(), work.c_str());
+  std::printf(
+      "%d agents x 8 simulated H100 GPUs, server on %s (state in %s), agents' steps in %s, jobs' "
+      "output in %s\n\n",
+      nodes, address.c_str(), dir.c_str(), agent_dir.c_str(), work.c_str());
 
   // 1. Submit -> process started, on an idle cluster.
   std::vector<double> ms;
   for (int i = 0; i < samples; ++i) {
     const int64_t t0 = WallNs();
-    const std::string id = Submit(*admin, {{"command", "date +%s%N > $SHOAL_JOB_ID.t"}, {"gpus", 1},
-                                           {"work_dir", work}, {"time_limit_s", 60}});
+    const std::string id = Submit(*admin, {{"command", "date +%s%N > $SHOAL_JOB_ID.t"},
+                                           {"gpus", 1},
+                                           {"work_dir", work},
+                                           {"time_limit_s", 60}});
     const std::string file = work + "/" + id + ".t";
     int64_t started = 0;
     for (int w = 0; w < 10000 && started == 0; ++w) {
@@ -227,18 +261,20 @@ int main(int argc, char** argv) {
   }
   const Latency start = Percentiles(ms);
   std::printf("submit -> process started (idle cluster, %d jobs one at a time):\n", samples);
-  std::printf("  p50 %.1f ms  p99 %.1f ms  max %.1f ms   (target: p50 <= 50 ms)\n\n", start.p50_ms, start.p99_ms,
-              start.max_ms);
+  std::printf("  p50 %.1f ms  p99 %.1f ms  max %.1f ms   (target: p50 <= 50 ms)\n\n", start.p50_ms,
+              start.p99_ms, start.max_ms);
 
   // 2. Throughput of trivial jobs.
   double agents_cpu0 = 0;
-  for (const auto& a : agents) agents_cpu0 += a->CpuSeconds();
+  for (const auto& a : agents)
+    agents_cpu0 += a->CpuSeconds();
   const double server_cpu_start = server.CpuSeconds();
   // Supervisors (with their jobs' CPU) count where they are reaped: by
   // their agent's launcher (a child of the agent), or by us when it has gone.
   auto steps_cpu_now = [&] {
     double sum = ChildrenCpuSeconds();
-    for (const auto& a : agents) sum += a->ChildrenCpuSeconds() + a->LiveChildrenCpuSeconds();
+    for (const auto& a : agents)
+      sum += a->ChildrenCpuSeconds() + a->LiveChildrenCpuSeconds();
     return sum;
   };
   const double steps_cpu0 = steps_cpu_now();
@@ -256,12 +292,14 @@ int main(int argc, char** argv) {
       }
     });
   }
-  for (auto& t : submitters) t.join();
+  for (auto& t : submitters)
+    t.join();
   const double t_submitted = static_cast<double>(WallNs()) / 1e9;
   WaitIdle(*admin, 600, std::chrono::milliseconds(250));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the last supervisors reaped
   double agents_cpu = -agents_cpu0;
-  for (const auto& a : agents) agents_cpu += a->CpuSeconds();
+  for (const auto& a : agents)
+    agents_cpu += a->CpuSeconds();
   const double server_cpu = server.CpuSeconds() - server_cpu_start;
   const double steps_cpu = steps_cpu_now() - steps_cpu0;
   auto h = admin->Get("/v1/history?all=1&limit=" + std::to_string(jobs + samples + 10));
@@ -275,21 +313,24 @@ int main(int argc, char** argv) {
     completed += j["state"] == "completed";
     t_last = std::max(t_last, j["end_time"].get<double>());
   }
-  std::printf("%d one-GPU `%s` jobs on %d GPUs (%d submitting connections):\n", jobs, command.c_str(), nodes * 8,
-              connections);
-  std::printf("  %d completed; submitted in %.2f s; first submission to last completion %.2f s: %.0f jobs/s"
-              "   (target: >= 600 jobs/s)\n",
-              completed, t_submitted - t_first, t_last - t_first, completed / (t_last - t_first));
+  std::printf("%d one-GPU `%s` jobs on %d GPUs (%d submitting connections):\n", jobs,
+              command.c_str(), nodes * 8, connections);
+  std::printf(
+      "  %d completed; submitted in %.2f s; first submission to last completion %.2f s: %.0f jobs/s"
+      "   (target: >= 600 jobs/s)\n",
+      completed, t_submitted - t_first, t_last - t_first, completed / (t_last - t_first));
   if (completed != jobs) Die("not every job completed");
-  std::printf("  CPU per job: server %.2f ms, agents %.2f ms, supervisors and jobs %.2f ms (total %.2f ms; "
-              "2 cores give %.2f ms per job at 600 jobs/s)\n",
-              server_cpu * 1e3 / jobs, agents_cpu * 1e3 / jobs, steps_cpu * 1e3 / jobs,
-              (server_cpu + agents_cpu + steps_cpu) * 1e3 / jobs, 2e3 / 600);
+  std::printf(
+      "  CPU per job: server %.2f ms, agents %.2f ms, supervisors and jobs %.2f ms (total %.2f ms; "
+      "2 cores give %.2f ms per job at 600 jobs/s)\n",
+      server_cpu * 1e3 / jobs, agents_cpu * 1e3 / jobs, steps_cpu * 1e3 / jobs,
+      (server_cpu + agents_cpu + steps_cpu) * 1e3 / jobs, 2e3 / 600);
   if (auto st = admin->Get("/v1/stats"); st.ok() && st->status == 200) {
     const Json j = Json::parse(st->body);
-    std::printf("  server: %llu scheduling passes (mean %.2f ms), %llu calls in %llu transactions\n",
-                j["passes"].get<unsigned long long>(), j["mean_pass_ms"].get<double>(),
-                j["calls"].get<unsigned long long>(), j["transactions"].get<unsigned long long>());
+    std::printf(
+        "  server: %llu scheduling passes (mean %.2f ms), %llu calls in %llu transactions\n",
+        j["passes"].get<unsigned long long>(), j["mean_pass_ms"].get<double>(),
+        j["calls"].get<unsigned long long>(), j["transactions"].get<unsigned long long>());
   }
   std::printf("\n");
 
@@ -297,7 +338,8 @@ int main(int argc, char** argv) {
   // launcher (a child of the agent, part of its footprint).
   auto agent_cpu = [](const Child& a) { return a.CpuSeconds() + a.LiveChildrenCpuSeconds(); };
   std::vector<double> cpu0;
-  for (const auto& a : agents) cpu0.push_back(agent_cpu(*a));
+  for (const auto& a : agents)
+    cpu0.push_back(agent_cpu(*a));
   const double server_cpu0 = server.CpuSeconds();
   std::this_thread::sleep_for(std::chrono::seconds(idle_seconds));
   double max_rss = 0, sum_rss = 0, max_cpu = 0, sum_cpu = 0;
@@ -309,9 +351,12 @@ int main(int argc, char** argv) {
     max_cpu = std::max(max_cpu, cpu);
     sum_cpu += cpu;
   }
-  std::printf("agents (with their step launchers) at 1 s telemetry, 8 GPUs each, over %d s:\n", idle_seconds);
-  std::printf("  resident memory: mean %.1f MiB, max %.1f MiB   (target: <= 20 MB)\n", sum_rss / nodes, max_rss);
-  std::printf("  CPU: mean %.2f %%, max %.2f %% of one core   (target: <= 1 %%)\n", sum_cpu / nodes, max_cpu);
+  std::printf("agents (with their step launchers) at 1 s telemetry, 8 GPUs each, over %d s:\n",
+              idle_seconds);
+  std::printf("  resident memory: mean %.1f MiB, max %.1f MiB   (target: <= 20 MB)\n",
+              sum_rss / nodes, max_rss);
+  std::printf("  CPU: mean %.2f %%, max %.2f %% of one core   (target: <= 1 %%)\n", sum_cpu / nodes,
+              max_cpu);
   std::printf("server: %.1f MiB resident, %.2f %% of a core with %d agents\n", server.RssMib(),
               (server.CpuSeconds() - server_cpu0) / idle_seconds * 100, nodes);
 
@@ -321,7 +366,8 @@ int main(int argc, char** argv) {
     reaping = false;
   }
   reaper.join();
-  for (auto& a : agents) a->Stop();
+  for (auto& a : agents)
+    a->Stop();
   server.Stop();
   std::error_code ec;
   fs::remove_all(dir, ec);

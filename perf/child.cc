@@ -1,10 +1,10 @@
 #include "child.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,19 +18,23 @@ extern char* program_invocation_short_name;
 
 namespace shoal::acceptance {
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double Ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 void Die(const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, message.c_str());
   std::exit(1);
 }
 
-std::string Child::Start(const std::vector<std::string>& argv, const std::string& log, std::string_view ready) {
+std::string Child::Start(const std::vector<std::string>& argv, const std::string& log,
+                         std::string_view ready) {
   log_ = log;
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) Die("cannot write " + log);
   std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_ = ::fork();
   if (pid_ < 0) Die("fork");
@@ -87,7 +91,9 @@ double RssMibOf(pid_t pid) {
 }
 }  // namespace
 
-double Child::RssMib() const { return RssMibOf(pid_); }
+double Child::RssMib() const {
+  return RssMibOf(pid_);
+}
 
 namespace {
 // The numeric fields of /proc/<pid>/stat from the state on, indexed as
@@ -101,7 +107,8 @@ std::vector<double> StatFields(pid_t pid) {
   std::istringstream rest(text.substr(close + 2));
   std::vector<double> fields(3, 0.0);
   std::string field;
-  while (rest >> field) fields.push_back(std::atof(field.c_str()));
+  while (rest >> field)
+    fields.push_back(std::atof(field.c_str()));
   return fields;
 }
 
@@ -112,9 +119,13 @@ double Seconds(const std::vector<double>& fields, int first) {
 }
 }  // namespace
 
-double Child::CpuSeconds() const { return Seconds(StatFields(pid_), 14); }
+double Child::CpuSeconds() const {
+  return Seconds(StatFields(pid_), 14);
+}
 
-double Child::ChildrenCpuSeconds() const { return Seconds(StatFields(pid_), 16); }
+double Child::ChildrenCpuSeconds() const {
+  return Seconds(StatFields(pid_), 16);
+}
 
 std::vector<pid_t> Child::LiveChildren() const {
   std::vector<pid_t> out;
@@ -139,7 +150,8 @@ double Child::LiveChildrenCpuSeconds() const {
 
 double Child::LiveChildrenRssMib() const {
   double sum = 0;
-  for (pid_t pid : LiveChildren()) sum += RssMibOf(pid);
+  for (pid_t pid : LiveChildren())
+    sum += RssMibOf(pid);
   return sum;
 }
 
@@ -147,7 +159,8 @@ std::string AddressIn(const std::string& line) {
   const size_t at = line.find("127.0.0.1:");
   if (at == std::string::npos) Die("no address in: " + line);
   size_t end = at + 10;
-  while (end < line.size() && line[end] >= '0' && line[end] <= '9') ++end;
+  while (end < line.size() && line[end] >= '0' && line[end] <= '9')
+    ++end;
   return line.substr(at, end - at);
 }
 

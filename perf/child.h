@@ -29,7 +29,8 @@ class Child {
 
   // Starts argv and waits (up to 30 s) until a line of its output holds
   // `ready`; returns that line. Dies when the child exits first.
-  std::string Start(const std::vector<std::string>& argv, const std::string& log, std::string_view ready);
+  std::string Start(const std::vector<std::string>& argv, const std::string& log,
+                    std::string_view ready);
   // Sends `sig` and waits; nothing when not running.
   void Stop(int sig = 15 /* SIGTERM */);
   // Everything it has printed so far.

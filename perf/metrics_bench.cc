@@ -37,8 +37,9 @@ struct ServerProcess {
   std::string token;
 
   void Start(const std::string& shoal, const std::string& log) {
-    const std::string line = child.Start(
-        {shoal, "server", "--memory", "--socket", "none", "--listen", "127.0.0.1:0"}, log, "admin token: ");
+    const std::string line =
+        child.Start({shoal, "server", "--memory", "--socket", "none", "--listen", "127.0.0.1:0"},
+                    log, "admin token: ");
     address = AddressIn(child.Log());
     token = line.substr(line.find("admin token: ") + 13);
   }
@@ -209,7 +210,8 @@ int main(int argc, char** argv) {
   std::printf(
       "GET /metrics with %d GPUs: %zu bytes (%.1f MiB) per scrape; p50 %.1f ms, p99 %.1f ms, max "
       "%.1f ms over %d scrapes\n",
-      nodes * gpus, bytes, static_cast<double>(bytes) / (1 << 20), l.p50_ms, l.p99_ms, l.max_ms, scrapes);
+      nodes * gpus, bytes, static_cast<double>(bytes) / (1 << 20), l.p50_ms, l.p99_ms, l.max_ms,
+      scrapes);
   std::printf("server resident memory: %.0f MiB\n", server.RssMib());
   admin.reset();
   server.Stop();

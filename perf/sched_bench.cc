@@ -32,7 +32,8 @@ Cluster MakeCluster(int nodes) {
     n.memory_mib = 2048 * 1024;
     n.place.spine = "s" + std::to_string(i / 512);
     n.place.leaf = "l" + std::to_string(i / 32);
-    for (int g = 0; g < 8; ++g) n.gpus.push_back(Gpu{g, "", "H100-SXM-80GB", 81920, 0, g / 4, g / 4, true});
+    for (int g = 0; g < 8; ++g)
+      n.gpus.push_back(Gpu{g, "", "H100-SXM-80GB", 81920, 0, g / 4, g / 4, true});
     c.nodes.push_back(n);
   }
   return c;
@@ -138,8 +139,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", inv.status().ToString().c_str());
     return 1;
   }
-  std::printf("scheduling pass: %d nodes, %d GPUs (median of %d passes)\n\n", nodes, (*inv)->total_gpus(), repeats);
-  std::printf("%-12s %-7s %9s %10s %10s %9s %9s\n", "policy", "state", "pending", "pass ms", "us/job", "started", "tried");
+  std::printf("scheduling pass: %d nodes, %d GPUs (median of %d passes)\n\n", nodes,
+              (*inv)->total_gpus(), repeats);
+  std::printf("%-12s %-7s %9s %10s %10s %9s %9s\n", "policy", "state", "pending", "pass ms",
+              "us/job", "started", "tried");
   for (const char* name : {"backfill", "multifactor", "las", "fifo", "greedy"}) {
     auto params = sched::Policy::Preset(name);
     auto policy = sched::Policy::Create(*params, sched::BuiltinRegistry());
@@ -154,8 +157,8 @@ int main(int argc, char** argv) {
         AddPending(w, pending, rng);
         sched::PassStats stats;
         const double ms = PassMs(w, *policy, repeats, &stats);
-        std::printf("%-12s %-7s %9d %10.2f %10.3f %9d %9d%s\n", name, state, pending, ms, 1000.0 * ms / pending,
-                    stats.started, stats.placements_tried,
+        std::printf("%-12s %-7s %9d %10.2f %10.3f %9d %9d%s\n", name, state, pending, ms,
+                    1000.0 * ms / pending, stats.started, stats.placements_tried,
                     prev > 0 ? fmt_growth(ms / prev).c_str() : "");
         prev = ms;
       }

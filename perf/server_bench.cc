@@ -23,11 +23,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "child.h"
 #include "net/http_client.h"
@@ -40,13 +39,15 @@ using Json = nlohmann::json;
 // A `shoal server` child process on a free loopback port, state in `state_dir`.
 class ServerProcess {
  public:
-  ServerProcess(std::string shoal, std::string state_dir) : shoal_(std::move(shoal)), state_dir_(std::move(state_dir)) {}
+  ServerProcess(std::string shoal, std::string state_dir)
+      : shoal_(std::move(shoal)), state_dir_(std::move(state_dir)) {}
 
   // Returns how long it took to serve (it has loaded its state by then).
   double Start() {
     const auto t0 = Clock::now();
-    address_ = AddressIn(child_.Start({shoal_, "server", "--state-dir", state_dir_, "--listen", "127.0.0.1:0"},
-                                      state_dir_ + ".log", "listening on"));
+    address_ = AddressIn(
+        child_.Start({shoal_, "server", "--state-dir", state_dir_, "--listen", "127.0.0.1:0"},
+                     state_dir_ + ".log", "listening on"));
     return Ms(Clock::now() - t0);
   }
   void Stop() { child_.Stop(); }
@@ -60,17 +61,20 @@ class ServerProcess {
   Child child_;
 };
 
-std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address, const std::string& token) {
+std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address,
+                                                const std::string& token) {
   auto c = shoal::net::HttpClient::Connect(address, {.token = token, .read_timeout_ms = 120000});
   if (!c.ok()) Die(c.status().ToString());
   return std::move(*c);
 }
 
-const std::string kJob = R"({"command":"python3 train.py --epochs 10","gpus":1,"time_limit_s":3600})";
+const std::string kJob =
+    R"({"command":"python3 train.py --epochs 10","gpus":1,"time_limit_s":3600})";
 
 // Submits `count` jobs over `connections` connections, spreading them over
 // the users' tokens; returns the submissions per second.
-double Flood(const std::string& address, const std::vector<std::string>& tokens, int count, int connections) {
+double Flood(const std::string& address, const std::vector<std::string>& tokens, int count,
+             int connections) {
   std::atomic<int> next{0};
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
@@ -84,13 +88,15 @@ double Flood(const std::string& address, const std::vector<std::string>& tokens,
         if (!r.ok() || r->status != 201) {
           if (failed.fetch_add(1) == 0) {
             std::fprintf(stderr, "first failure: %s\n",
-                         r.ok() ? (std::to_string(r->status) + " " + r->body).c_str() : r.status().ToString().c_str());
+                         r.ok() ? (std::to_string(r->status) + " " + r->body).c_str()
+                                : r.status().ToString().c_str());
           }
         }
       }
     });
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : threads)
+    t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (failed > 0) Die(std::to_string(failed.load()) + " submissions failed");
   return count / seconds;
@@ -122,12 +128,17 @@ int main(int argc, char** argv) {
   int users = 100;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--shoal") shoal = argv[i + 1];
-    else if (flag == "--jobs") jobs = std::atoi(argv[i + 1]);
-    else if (flag == "--users") users = std::atoi(argv[i + 1]);
-    else Die("unknown flag " + flag);
+    if (flag == "--shoal")
+      shoal = argv[i + 1];
+    else if (flag == "--jobs")
+      jobs = std::atoi(argv[i + 1]);
+    else if (flag == "--users")
+      users = std::atoi(argv[i + 1]);
+    else
+      Die("unknown flag " + flag);
   }
-  if (shoal.empty() || jobs < 22000 || users < 1) Die("usage: server_bench --shoal PATH [--jobs N>=22000] [--users N]");
+  if (shoal.empty() || jobs < 22000 || users < 1)
+    Die("usage: server_bench --shoal PATH [--jobs N>=22000] [--users N]");
   ::signal(SIGPIPE, SIG_IGN);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
 
@@ -142,19 +153,21 @@ int main(int argc, char** argv) {
   auto admin_client = Connect(server.address(), admin);
   std::vector<std::string> tokens;
   for (int u = 0; u < users; ++u) {
-    auto r = admin_client->Post("/v1/tokens", Json{{"user", "user" + std::to_string(u)}, {"role", "user"}}.dump());
+    auto r = admin_client->Post(
+        "/v1/tokens", Json{{"user", "user" + std::to_string(u)}, {"role", "user"}}.dump());
     if (!r.ok() || r->status != 201) Die("cannot create a token");
     tokens.push_back(Json::parse(r->body)["token"].get<std::string>());
   }
 
-  std::printf("durable submissions over HTTP keep-alive (SQLite WAL, synchronous=FULL, group commit):\n");
+  std::printf(
+      "durable submissions over HTTP keep-alive (SQLite WAL, synchronous=FULL, group commit):\n");
   int submitted = 0;
   for (int connections : {1, 4, 16}) {
     const int n = connections == 1 ? 2000 : 10000;
     const double rate = Flood(server.address(), tokens, n, connections);
     submitted += n;
-    std::printf("  %2d connection%s  %8.0f submissions/s  (%d jobs)\n", connections, connections == 1 ? " " : "s",
-                rate, n);
+    std::printf("  %2d connection%s  %8.0f submissions/s  (%d jobs)\n", connections,
+                connections == 1 ? " " : "s", rate, n);
   }
   const double fill_rate = Flood(server.address(), tokens, jobs - submitted, 16);
   std::printf("  filling to %d jobs: %.0f submissions/s with 16 connections\n", jobs, fill_rate);
@@ -183,8 +196,8 @@ int main(int argc, char** argv) {
     return r->body.size();
   });
   auto row = [](const char* what, const Measured& m) {
-    std::printf("  %-34s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  (%zu bytes)\n", what, m.latency.p50_ms,
-                m.latency.p99_ms, m.latency.max_ms, m.bytes);
+    std::printf("  %-34s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  (%zu bytes)\n", what,
+                m.latency.p50_ms, m.latency.p99_ms, m.latency.max_ms, m.bytes);
   };
   row("submit", submit);
   row("queue, one user's jobs", mine);
@@ -193,19 +206,20 @@ int main(int argc, char** argv) {
 
   if (auto st = admin_client->Get("/v1/stats"); st.ok() && st->status == 200) {
     const Json j = Json::parse(st->body);
-    std::printf("  scheduling passes: %llu, last %.1f ms, mean %.1f ms; %llu calls in %llu transactions\n",
-                j["passes"].get<unsigned long long>(), j["last_pass_ms"].get<double>(),
-                j["mean_pass_ms"].get<double>(), j["calls"].get<unsigned long long>(),
-                j["transactions"].get<unsigned long long>());
+    std::printf(
+        "  scheduling passes: %llu, last %.1f ms, mean %.1f ms; %llu calls in %llu transactions\n",
+        j["passes"].get<unsigned long long>(), j["last_pass_ms"].get<double>(),
+        j["mean_pass_ms"].get<double>(), j["calls"].get<unsigned long long>(),
+        j["transactions"].get<unsigned long long>());
   }
-  std::printf("\nserver resident memory: %.1f MiB empty, %.1f MiB with %d jobs\n", empty_rss, server.RssMib(),
-              jobs + 1000);
+  std::printf("\nserver resident memory: %.1f MiB empty, %.1f MiB with %d jobs\n", empty_rss,
+              server.RssMib(), jobs + 1000);
   user_client.reset();
   admin_client.reset();
   server.Stop();
   const double restart_ms = server.Start();
-  std::printf("restart with %d jobs: serving again after %.0f ms, %.1f MiB\n", jobs + 1000, restart_ms,
-              server.RssMib());
+  std::printf("restart with %d jobs: serving again after %.0f ms, %.1f MiB\n", jobs + 1000,
+              restart_ms, server.RssMib());
   server.Stop();
   std::filesystem::remove_all(dir);
   std::filesystem::remove(dir + ".log");

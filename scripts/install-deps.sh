@@ -4,10 +4,10 @@
 set -eu
 
 PACKAGES="build-essential cmake ninja-build ccache pkg-config \
-  libgtest-dev libgmock-dev libbenchmark-dev \
-  nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev \
+  libgtest-dev libgmock-dev \
+  nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev \
   libsqlite3-dev libcpp-httplib-dev libssl-dev \
-  clang libclang-rt-14-dev \
+  clang libclang-rt-14-dev clang-format \
   python3-torch openmpi-bin libopenmpi-dev \
   prometheus curl \
   chromium nodejs"

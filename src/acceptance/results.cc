@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "api/json.h"
 #include "acceptance/json_io.h"
+#include "api/json.h"
 #include "core/strings.h"
 
 namespace shoal::acceptance {

@@ -1,18 +1,16 @@
 #include "agent/agent.h"
 
+#include <fmt/format.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <optional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
-
-#include <httplib.h>
-
-#include <fmt/format.h>
 
 #include "agent/launch/user_files.h"
 #include "agent/protocol.h"
@@ -34,7 +32,9 @@ void Reply(httplib::Response& res, int status, const Json& body) {
   res.set_content(body.dump(), "application/json");
 }
 
-void ReplyError(httplib::Response& res, const Status& s) { Reply(res, api::HttpStatus(s), api::ErrorBody(s)); }
+void ReplyError(httplib::Response& res, const Status& s) {
+  Reply(res, api::HttpStatus(s), api::ErrorBody(s));
+}
 
 std::string HostName() {
   char name[256] = {};
@@ -67,9 +67,9 @@ struct Agent::Impl {
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;
-  bool wake = false;                               // a step started or ended: report now
-  std::map<uint64_t, uint64_t> last_epoch;         // job -> the newest epoch this agent was given
-  std::vector<StepReport> refused;                 // launches that could not start, to report
+  bool wake = false;                        // a step started or ended: report now
+  std::map<uint64_t, uint64_t> last_epoch;  // job -> the newest epoch this agent was given
+  std::vector<StepReport> refused;          // launches that could not start, to report
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
   std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> step_gpus;  // (job, epoch) -> its GPUs
   std::atomic<bool> is_registered{false};
@@ -97,7 +97,8 @@ struct Agent::Impl {
   std::unique_ptr<net::HttpClient> Client() const;
 };
 
-Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& devices, const std::string& address) {
+Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& devices,
+                          const std::string& address) {
   Node n;
   n.name = o.name.empty() ? HostName() : o.name;
   n.address = address;
@@ -105,7 +106,8 @@ Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& d
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
   n.cpu_milli = o.cpu_milli > 0 ? o.cpu_milli : std::max(1L, cpus) * 1000;
-  n.memory_mib = o.memory_mib > 0 ? o.memory_mib : static_cast<int64_t>(pages) * page / (1024 * 1024);
+  n.memory_mib =
+      o.memory_mib > 0 ? o.memory_mib : static_cast<int64_t>(pages) * page / (1024 * 1024);
   n.labels = o.labels;
   n.partitions = o.partitions;
   if (!o.place.empty()) {
@@ -127,9 +129,10 @@ Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& d
 std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
   // Kept alive only through a burst of heartbeats (Loop closes it when they
   // pause): an open connection holds one of the server's worker threads.
-  auto c = net::HttpClient::Connect(options.server,
-                                    {.token = options.token, .connect_timeout_ms = 2000, .read_timeout_ms = 10000,
-                                     .keep_alive = true});
+  auto c = net::HttpClient::Connect(options.server, {.token = options.token,
+                                                     .connect_timeout_ms = 2000,
+                                                     .read_timeout_ms = 10000,
+                                                     .keep_alive = true});
   return c.ok() ? std::move(*c) : nullptr;
 }
 
@@ -138,8 +141,10 @@ Status Agent::Impl::Register(net::HttpClient& client) {
   if (!r.ok()) return r.status();
   if (r->status != 200) {
     auto body = api::Parse(r->body);
-    const std::string detail = body.ok() && body->is_object() ? body->value("detail", r->body) : r->body;
-    return Status(r->status == 401 || r->status == 403 ? StatusCode::kUnauthenticated : StatusCode::kInvalidArgument,
+    const std::string detail =
+        body.ok() && body->is_object() ? body->value("detail", r->body) : r->body;
+    return Status(r->status == 401 || r->status == 403 ? StatusCode::kUnauthenticated
+                                                       : StatusCode::kInvalidArgument,
                   fmt::format("the server refused the registration: {}", detail));
   }
   is_registered = true;
@@ -147,12 +152,17 @@ Status Agent::Impl::Register(net::HttpClient& client) {
 }
 
 void Agent::Impl::Routes() {
-  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { Reply(res, 200, Json{{"ok", true}}); });
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, Json{{"ok", true}});
+  });
 
-  http.Post("/v1/launch", [this](const httplib::Request& req, httplib::Response& res) { HandleLaunch(req, res); });
+  http.Post("/v1/launch", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleLaunch(req, res);
+  });
 
   http.Post("/v1/kill", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req)) return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+    if (!Authorized(req))
+      return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
     auto body = api::Parse(req.body);
     if (!body.ok()) return ReplyError(res, body.status());
     auto k = KillFromJson(*body);
@@ -166,13 +176,15 @@ void Agent::Impl::Routes() {
   // A chunk of a job's output: ?stream=stdout|stderr&offset=N. The answer's
   // body is the raw bytes; X-Shoal-Size is the file's size.
   http.Get(R"(/v1/jobs/(\d+)/output)", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req)) return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+    if (!Authorized(req))
+      return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
     auto job = ParseInt(req.matches[1].str());
     const bool err_stream = req.get_param_value("stream") == "stderr";
     int64_t offset = 0;
     if (req.has_param("offset")) {
       auto o = ParseInt(req.get_param_value("offset"));
-      if (!o.ok() || *o < 0) return ReplyError(res, InvalidArgument("offset must be a number of bytes"));
+      if (!o.ok() || *o < 0)
+        return ReplyError(res, InvalidArgument("offset must be a number of bytes"));
       offset = *o;
     }
     std::optional<StepOutput> output;
@@ -194,15 +206,18 @@ void Agent::Impl::Routes() {
 
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    res.set_content(api::ErrorBody(Status(res.status == 404 ? StatusCode::kNotFound : StatusCode::kInvalidArgument,
-                                          fmt::format("{} {}: HTTP {}", req.method, req.path, res.status)))
-                        .dump(),
-                    "application/json");
+    res.set_content(
+        api::ErrorBody(
+            Status(res.status == 404 ? StatusCode::kNotFound : StatusCode::kInvalidArgument,
+                   fmt::format("{} {}: HTTP {}", req.method, req.path, res.status)))
+            .dump(),
+        "application/json");
   });
 }
 
 void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& res) {
-  if (!Authorized(req)) return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+  if (!Authorized(req))
+    return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
   auto body = api::Parse(req.body);
   if (!body.ok()) return ReplyError(res, body.status());
   auto step = StepFromLaunch(*body, node.name);
@@ -212,21 +227,23 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
   // reported (the server has moved on). Needs clocks within the launch
   // grace of each other, which NTP gives.
   if (step->not_after != Time{} && clock->Now() > step->not_after) {
-    return Reply(res, 409,
-                 api::ErrorBody(Status(StatusCode::kFailedPrecondition,
-                                       fmt::format("job {} epoch {}: the launch order expired {:.1f} s ago (the "
-                                                   "server has given this epoch up)",
-                                                   step->job, step->epoch,
-                                                   ToSeconds(clock->Now() - step->not_after)))));
+    return Reply(
+        res, 409,
+        api::ErrorBody(Status(
+            StatusCode::kFailedPrecondition,
+            fmt::format("job {} epoch {}: the launch order expired {:.1f} s ago (the "
+                        "server has given this epoch up)",
+                        step->job, step->epoch, ToSeconds(clock->Now() - step->not_after)))));
   }
   {
     // An epoch is started at most once: a repeated or late launch is ignored.
     std::lock_guard<std::mutex> lock(mu);
     auto it = last_epoch.find(step->job);
     if (it != last_epoch.end() && it->second >= step->epoch) {
-      return Reply(res, 409, api::ErrorBody(Status(StatusCode::kFailedPrecondition,
-                                                   fmt::format("job {} epoch {} was already launched here",
-                                                               step->job, step->epoch))));
+      return Reply(res, 409,
+                   api::ErrorBody(Status(StatusCode::kFailedPrecondition,
+                                         fmt::format("job {} epoch {} was already launched here",
+                                                     step->job, step->epoch))));
     }
     last_epoch[step->job] = step->epoch;
   }
@@ -235,12 +252,14 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!s.ok()) {
-      refused.push_back({step->job, step->epoch, false, 1, 0, fmt::format("cannot start on {}: {}", node.name, s.message())});
+      refused.push_back({step->job, step->epoch, false, 1, 0,
+                         fmt::format("cannot start on {}: {}", node.name, s.message())});
     } else {
       outputs[step->job] = {step->epoch, *started};
       step_gpus[{step->job, step->epoch}] = step->gpus;
       // Bounded: the oldest jobs' output paths are forgotten first.
-      while (outputs.size() > 10000) outputs.erase(outputs.begin());
+      while (outputs.size() > 10000)
+        outputs.erase(outputs.begin());
     }
   }
   // A refusal is news for the server at once; a start is not (it counts the
@@ -264,7 +283,8 @@ void Agent::Impl::Loop() {
       if (stopping) return;
     }
     if (!is_registered) {
-      Status s = client != nullptr ? Register(*client) : Status(StatusCode::kUnavailable, "bad server address");
+      Status s = client != nullptr ? Register(*client)
+                                   : Status(StatusCode::kUnavailable, "bad server address");
       if (!s.ok()) {
         if (!warned) std::fprintf(stderr, "shoal agent: %s; retrying\n", s.message().c_str());
         warned = true;
@@ -293,8 +313,11 @@ void Agent::Impl::Loop() {
       StepReport r{st.job, st.epoch, false, st.exit_code, st.signal, st.message};
       switch (st.phase) {
         case StepPhase::kStarting:
-        case StepPhase::kRunning: r.running = true; break;
-        case StepPhase::kExited: break;
+        case StepPhase::kRunning:
+          r.running = true;
+          break;
+        case StepPhase::kExited:
+          break;
         case StepPhase::kLost:
           r.exit_code = -1;
           if (r.message.empty()) r.message = "the step's supervisor vanished";
@@ -323,10 +346,12 @@ void Agent::Impl::Loop() {
           if (g >= 0 && static_cast<size_t>(g) < load.size()) load[static_cast<size_t>(g)] = 1.0;
         }
       }
-      for (size_t i = 0; i < devices.size(); ++i) gpus->SetLoad(devices[i].index, load[i]);
+      for (size_t i = 0; i < devices.size(); ++i)
+        gpus->SetLoad(devices[i].index, load[i]);
     }
     // Telemetry on the tick (and always until the server has accepted a beat).
-    const Json body = HeartbeatJson(reports, devices, samples, verdicts, tick || accepted_heartbeats == 0);
+    const Json body =
+        HeartbeatJson(reports, devices, samples, verdicts, tick || accepted_heartbeats == 0);
     auto r = client->Post(fmt::format("/v1/nodes/{}/heartbeat", node.name), body.dump());
     last_beat = clock->Now();
     if (r.ok() && r->status == 200) {
@@ -336,13 +361,15 @@ void Agent::Impl::Loop() {
         if (!rep.running) steps->Forget(rep.job, rep.epoch);
       }
       std::lock_guard<std::mutex> lock(mu);
-      refused.erase(refused.begin(), refused.begin() + static_cast<std::ptrdiff_t>(refused_now.size()));
+      refused.erase(refused.begin(),
+                    refused.begin() + static_cast<std::ptrdiff_t>(refused_now.size()));
     } else if (r.ok() && r->status == 404) {
       is_registered = false;  // the server lost us (its state was reset): register again
       continue;
     } else if (!warned) {
       std::fprintf(stderr, "shoal agent: heartbeat failed: %s\n",
-                   r.ok() ? fmt::format("HTTP {}: {}", r->status, r->body).c_str() : r.status().message().c_str());
+                   r.ok() ? fmt::format("HTTP {}: {}", r->status, r->body).c_str()
+                          : r.status().message().c_str());
       warned = true;
     }
     if (r.ok() && r->status == 200) warned = false;
@@ -371,9 +398,11 @@ void Agent::Impl::Loop() {
   }
 }
 
-Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::unique_ptr<GpuProvider> gpus,
+Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
+                                            std::unique_ptr<GpuProvider> gpus,
                                             std::unique_ptr<Steps> steps, const Clock& clock) {
-  if (options.token.empty()) return InvalidArgument("the agent needs a node token (--token or --token-file)");
+  if (options.token.empty())
+    return InvalidArgument("the agent needs a node token (--token or --token-file)");
   SHOAL_RETURN_IF_ERROR(net::ParseHostPort(options.server, 6820).status());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -385,7 +414,8 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
   // Steps found on disk: their epochs are taken, their output is readable;
   // so is that of the steps already forgotten.
   impl->outputs = impl->steps->FinishedOutputs();
-  for (const auto& [job, output] : impl->outputs) impl->last_epoch[job] = output.first;
+  for (const auto& [job, output] : impl->outputs)
+    impl->last_epoch[job] = output.first;
   for (const StepState& st : impl->steps->Scan()) {
     uint64_t& e = impl->last_epoch[st.job];
     e = std::max(e, st.epoch);
@@ -394,7 +424,8 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
     }
   }
   // Listen.
-  SHOAL_ASSIGN_OR_RETURN(auto hp, net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
+  SHOAL_ASSIGN_OR_RETURN(auto hp,
+                         net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
   net::RaiseOpenFileLimit();
   impl->http.set_tcp_nodelay(true);
   // The server keeps its connection for the next order for a second; slow
@@ -402,15 +433,16 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
   impl->http.SetLimits({.idle_timeout = std::chrono::milliseconds(1000),
                         .min_threads = std::max(2, options.http_threads)});
   // The node token is checked before any body is read; only /healthz is open.
-  net::GuardRequests(impl->http,
-                     {.max_body_bytes = 4 << 20,
-                      .is_public = [](const httplib::Request& req) { return req.path == "/healthz"; },
-                      .is_authenticated = [raw = impl.get()](const httplib::Request& req) {
-                        return raw->Authorized(req);
-                      }});
+  net::GuardRequests(
+      impl->http,
+      {.max_body_bytes = 4 << 20,
+       .is_public = [](const httplib::Request& req) { return req.path == "/healthz"; },
+       .is_authenticated =
+           [raw = impl.get()](const httplib::Request& req) { return raw->Authorized(req); }});
   impl->Routes();
   impl->port = impl->http.Bind(hp.first, hp.second);
-  if (impl->port <= 0) return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
+  if (impl->port <= 0)
+    return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
   std::string advertise = options.advertise;
   if (advertise.empty()) {
     const std::string host = hp.first == "0.0.0.0" ? HostName() : hp.first;
@@ -422,7 +454,8 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
     raw->http.listen_after_bind();
     raw->listen_returned = true;
   });
-  while (!impl->http.is_running() && !impl->listen_returned) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!impl->http.is_running() && !impl->listen_returned)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   impl->loop_thread = std::thread([raw] { raw->Loop(); });
   impl->events_thread = std::thread([raw] {
     while (true) {
@@ -438,7 +471,9 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options, std::un
 
 Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Agent::~Agent() { Stop(); }
+Agent::~Agent() {
+  Stop();
+}
 
 void Agent::Stop() {
   {
@@ -453,9 +488,17 @@ void Agent::Stop() {
   if (impl_->http_thread.joinable()) impl_->http_thread.join();
 }
 
-std::string Agent::address() const { return impl_->node.address; }
-const std::string& Agent::name() const { return impl_->node.name; }
-bool Agent::registered() const { return impl_->is_registered; }
-uint64_t Agent::heartbeats() const { return impl_->accepted_heartbeats; }
+std::string Agent::address() const {
+  return impl_->node.address;
+}
+const std::string& Agent::name() const {
+  return impl_->node.name;
+}
+bool Agent::registered() const {
+  return impl_->is_registered;
+}
+uint64_t Agent::heartbeats() const {
+  return impl_->accepted_heartbeats;
+}
 
 }  // namespace shoal::agent

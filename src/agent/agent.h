@@ -34,10 +34,10 @@ struct AgentOptions {
   std::string advertise;                  // the address to give the server; empty: `listen`'s
   std::vector<std::string> labels;
   std::vector<std::string> partitions;
-  std::string place;                      // "spine1/leaf3"
-  int64_t cpu_milli = 0;                  // 0: this host's CPUs
-  int64_t memory_mib = 0;                 // 0: this host's memory
-  Duration heartbeat = std::chrono::seconds(1);  // telemetry and heartbeat interval
+  std::string place;                                      // "spine1/leaf3"
+  int64_t cpu_milli = 0;                                  // 0: this host's CPUs
+  int64_t memory_mib = 0;                                 // 0: this host's memory
+  Duration heartbeat = std::chrono::seconds(1);           // telemetry and heartbeat interval
   Duration min_event_gap = std::chrono::milliseconds(5);  // at most one extra heartbeat this often
   int http_threads = 8;  // threads kept ready; more start with the connections
   HealthOptions health;
@@ -45,17 +45,18 @@ struct AgentOptions {
 
 class Agent {
  public:
-  static Result<std::unique_ptr<Agent>> Start(const AgentOptions& options, std::unique_ptr<GpuProvider> gpus,
+  static Result<std::unique_ptr<Agent>> Start(const AgentOptions& options,
+                                              std::unique_ptr<GpuProvider> gpus,
                                               std::unique_ptr<Steps> steps, const Clock& clock);
   ~Agent();
 
   // Stops the loop and the HTTP server. Job steps keep running.
   void Stop();
 
-  std::string address() const;    // where the agent listens ("127.0.0.1:41235")
+  std::string address() const;  // where the agent listens ("127.0.0.1:41235")
   const std::string& name() const;
-  bool registered() const;         // the server has accepted the registration
-  uint64_t heartbeats() const;     // heartbeats the server accepted
+  bool registered() const;      // the server has accepted the registration
+  uint64_t heartbeats() const;  // heartbeats the server accepted
 
   struct Impl;
 

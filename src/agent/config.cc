@@ -1,9 +1,9 @@
 #include "agent/config.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "catalog/profiles.h"
 #include "core/strings.h"
@@ -68,25 +68,30 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     if (!v.ok() || *v <= 0) return InvalidArgument("memory: a size such as 512G");
     o.memory_mib = *v;
   } else if (key == "allow_root_jobs") {
-    if (value != "true" && value != "false") return InvalidArgument("allow_root_jobs: true or false");
+    if (value != "true" && value != "false")
+      return InvalidArgument("allow_root_jobs: true or false");
     c.allow_root_jobs = value == "true";
   } else if (key == "cgroup_root") {
     c.cgroup_root = value;
   } else if (key == "gpu_device_path") {
     if (value.find("%d") == std::string::npos) {
-      return InvalidArgument("gpu_device_path: a path with %d for the GPU's index, such as /dev/nvidia%d");
+      return InvalidArgument(
+          "gpu_device_path: a path with %d for the GPU's index, such as /dev/nvidia%d");
     }
     c.gpu_device_path = value;
   } else if (key == "temperature_limit") {
     auto v = ParseDouble(value);
-    if (!v.ok() || *v < 40 || *v > 120) return InvalidArgument("temperature_limit: degrees C, 40 to 120");
+    if (!v.ok() || *v < 40 || *v > 120)
+      return InvalidArgument("temperature_limit: degrees C, 40 to 120");
     o.health.default_temperature_limit_c = *v;
   } else {
-    return InvalidArgument(fmt::format(
-        "unknown agent setting '{}' (server, token, token_file, name, listen, advertise, state_dir, gpus, "
-        "nvml_library, labels, partitions, place, heartbeat, cpus, memory, allow_root_jobs, cgroup_root, "
-        "gpu_device_path, temperature_limit)",
-        key));
+    return InvalidArgument(
+        fmt::format("unknown agent setting '{}' (server, token, token_file, name, listen, "
+                    "advertise, state_dir, gpus, "
+                    "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
+                    "allow_root_jobs, cgroup_root, "
+                    "gpu_device_path, temperature_limit)",
+                    key));
   }
   return Status::Ok();
 }
@@ -117,7 +122,8 @@ Result<std::unique_ptr<GpuProvider>> OpenGpus(AgentConfig& c, const Clock& clock
 }
 
 Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& c, const std::string& supervisor) {
-  if (c.state_dir.empty()) return InvalidArgument("the agent needs a state directory (--state-dir)");
+  if (c.state_dir.empty())
+    return InvalidArgument("the agent needs a state directory (--state-dir)");
   StepsOptions o;
   o.dir = c.state_dir + "/steps";
   o.supervisor = supervisor;

@@ -25,16 +25,16 @@ namespace shoal::agent {
 
 struct AgentConfig {
   AgentOptions agent;
-  std::string gpus = "nvml";      // "nvml", "simulated:<profile>"
+  std::string gpus = "nvml";  // "nvml", "simulated:<profile>"
   std::string nvml_library = "libnvidia-ml.so.1";
-  std::string state_dir;          // steps live in <state_dir>/steps
+  std::string state_dir;  // steps live in <state_dir>/steps
   std::string token_file;
   bool allow_root_jobs = false;
-  std::string cgroup_root;        // empty: detect
+  std::string cgroup_root;  // empty: detect
   // The GPUs' device files, "%d" for the index: each step may open only its
   // own (the devices cgroup), whatever it does to CUDA_VISIBLE_DEVICES.
   std::string gpu_device_path = "/dev/nvidia%d";
-  uint64_t seed = 0;              // simulated telemetry's noise
+  uint64_t seed = 0;  // simulated telemetry's noise
 };
 
 // One setting; unknown settings are errors that list the known ones.

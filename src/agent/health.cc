@@ -19,8 +19,9 @@ std::vector<GpuHealth> HealthMonitor::Judge(const std::vector<GpuSample>& sample
       if (s.xid_errors > st.xid_errors) {
         news = s.last_xid != 0 ? fmt::format("XID {} error", s.last_xid) : "XID error";
       } else if (s.ecc_uncorrected > st.ecc_uncorrected) {
-        news = fmt::format("{} new uncorrectable ECC error{}", s.ecc_uncorrected - st.ecc_uncorrected,
-                           s.ecc_uncorrected - st.ecc_uncorrected == 1 ? "" : "s");
+        news =
+            fmt::format("{} new uncorrectable ECC error{}", s.ecc_uncorrected - st.ecc_uncorrected,
+                        s.ecc_uncorrected - st.ecc_uncorrected == 1 ? "" : "s");
       }
       if (!news.empty()) {
         st.unhealthy_until = now + options_.hold;
@@ -30,11 +31,13 @@ std::vector<GpuHealth> HealthMonitor::Judge(const std::vector<GpuSample>& sample
     st.seen = true;
     st.xid_errors = s.xid_errors;
     st.ecc_uncorrected = s.ecc_uncorrected;
-    const double limit = d.temperature_limit_c > 0 ? d.temperature_limit_c : options_.default_temperature_limit_c;
+    const double limit =
+        d.temperature_limit_c > 0 ? d.temperature_limit_c : options_.default_temperature_limit_c;
     if (now < st.unhealthy_until) {
       h = {false, st.held_reason};
     } else if (s.temperature_c >= limit) {
-      h = {false, fmt::format("GPU {}: {:.0f} C, at or over its {:.0f} C limit", d.index, s.temperature_c, limit)};
+      h = {false, fmt::format("GPU {}: {:.0f} C, at or over its {:.0f} C limit", d.index,
+                              s.temperature_c, limit)};
     }
   }
   return out;

@@ -1,8 +1,8 @@
 #include "agent/protocol.h"
 
-#include <bit>
-
 #include <fmt/format.h>
+
+#include <bit>
 
 namespace shoal::agent {
 
@@ -31,7 +31,8 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
                                          nodes[static_cast<size_t>(s.node_rank)], node_name));
     }
     SHOAL_ASSIGN_OR_RETURN(JobSpec spec, api::JobSpecFromJson(j.at("spec")));
-    SHOAL_ASSIGN_OR_RETURN(Allocation alloc, api::AllocationFromJson(api::Json::array({j.at("allocation")})));
+    SHOAL_ASSIGN_OR_RETURN(Allocation alloc,
+                           api::AllocationFromJson(api::Json::array({j.at("allocation")})));
     if (alloc.nodes.size() != 1) return InvalidArgument("launch: one node's allocation expected");
     const NodeAllocation& mine = alloc.nodes[0];
     s.user = spec.user;
@@ -41,7 +42,8 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
     s.work_dir = spec.work_dir;
     s.stdout_path = spec.stdout_path;
     s.stderr_path = spec.stderr_path;
-    for (const auto& [k, v] : spec.env) s.env.push_back(k + "=" + v);
+    for (const auto& [k, v] : spec.env)
+      s.env.push_back(k + "=" + v);
     if (j.contains("array_task_id")) {
       s.env.push_back(fmt::format("SHOAL_ARRAY_JOB_ID={}", j.at("array_job_id").get<uint64_t>()));
       s.env.push_back(fmt::format("SHOAL_ARRAY_TASK_ID={}", j.at("array_task_id").get<int>()));
@@ -49,12 +51,14 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
       s.env.push_back(fmt::format("SLURM_ARRAY_TASK_ID={}", j.at("array_task_id").get<int>()));
     }
     s.node_name = node_name;
-    for (const std::string& a : addresses) s.nodes.push_back(HostOf(a));
+    for (const std::string& a : addresses)
+      s.nodes.push_back(HostOf(a));
     s.master_addr = s.nodes[0];
     const int n = static_cast<int>(nodes.size());
     const int tasks = spec.tasks > 0 ? spec.tasks : n;
     if (tasks < n) return InvalidArgument("launch: fewer tasks than nodes");
-    for (int k = 0; k < n; ++k) s.tasks_per_node.push_back(tasks / n + (k < tasks % n ? 1 : 0));
+    for (int k = 0; k < n; ++k)
+      s.tasks_per_node.push_back(tasks / n + (k < tasks % n ? 1 : 0));
     for (int g = 0; g < 64; ++g) {
       if (mine.gpu_mask >> g & 1) s.gpus.push_back(g);
     }
@@ -90,7 +94,10 @@ api::Json HeartbeatJson(const std::vector<StepReport>& steps, const std::vector<
     if (r.running) {
       running.push_back({{"job", r.job}, {"epoch", r.epoch}});
     } else {
-      api::Json e = {{"type", "exited"}, {"job", r.job}, {"epoch", r.epoch}, {"exit_code", r.exit_code},
+      api::Json e = {{"type", "exited"},
+                     {"job", r.job},
+                     {"epoch", r.epoch},
+                     {"exit_code", r.exit_code},
                      {"signal", r.signal}};
       if (!r.message.empty()) e["message"] = r.message;
       events.push_back(std::move(e));

@@ -34,7 +34,7 @@ std::string HostOf(const std::string& address);
 struct StepReport {
   uint64_t job = 0;
   uint64_t epoch = 0;
-  bool running = false;   // else it has ended
+  bool running = false;  // else it has ended
   int exit_code = 0;
   int signal = 0;
   std::string message;

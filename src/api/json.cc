@@ -1,9 +1,9 @@
 #include "api/json.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace shoal::api {
 
@@ -29,7 +29,8 @@ class Fields {
   Status Finish() {
     if (!status_.ok()) return status_;
     for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (!known_.count(it.key())) return InvalidArgument(fmt::format("{}: unknown field '{}'", what_, it.key()));
+      if (!known_.count(it.key()))
+        return InvalidArgument(fmt::format("{}: unknown field '{}'", what_, it.key()));
     }
     return Status::Ok();
   }
@@ -105,8 +106,12 @@ class Fields {
   Status status_;
 };
 
-int64_t MilliFromCpus(double cpus) { return static_cast<int64_t>(std::llround(cpus * 1000)); }
-double CpusFromMilli(int64_t milli) { return static_cast<double>(milli) / 1000.0; }
+int64_t MilliFromCpus(double cpus) {
+  return static_cast<int64_t>(std::llround(cpus * 1000));
+}
+double CpusFromMilli(int64_t milli) {
+  return static_cast<double>(milli) / 1000.0;
+}
 
 }  // namespace
 
@@ -127,8 +132,12 @@ Result<Json> Parse(std::string_view text) {
   return j;
 }
 
-double TimeToJson(Time t) { return ToSeconds(t); }
-Time TimeFromJson(double seconds) { return TimeFromSeconds(seconds); }
+double TimeToJson(Time t) {
+  return ToSeconds(t);
+}
+Time TimeFromJson(double seconds) {
+  return TimeFromSeconds(seconds);
+}
 
 Json ToJson(const JobSpec& s) {
   Json j;
@@ -209,8 +218,8 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Get("array", &array);
   f.Get("acceptance_node", &s.acceptance_node);
   SHOAL_RETURN_IF_ERROR(f.Finish());
-  if (cpus_per_gpu < 0 || cpus_per_node < 0 || time_limit_s < 0 || cpus_per_gpu > 1e6 || cpus_per_node > 1e6 ||
-      time_limit_s > 1e10) {
+  if (cpus_per_gpu < 0 || cpus_per_node < 0 || time_limit_s < 0 || cpus_per_gpu > 1e6 ||
+      cpus_per_node > 1e6 || time_limit_s > 1e10) {
     return InvalidArgument("job: CPUs and time limits must be non-negative and not absurd");
   }
   s.cpu_milli_per_gpu = MilliFromCpus(cpus_per_gpu);
@@ -218,7 +227,8 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   s.time_limit = DurationFromSeconds(time_limit_s);
   // Seconds since the epoch; beyond the year 2286 is a mistake, not a plan
   // (and would overflow the clock's milliseconds).
-  if (begin > 1e10) return InvalidArgument("job: begin_time must be seconds since 1970, before the year 2286");
+  if (begin > 1e10)
+    return InvalidArgument("job: begin_time must be seconds since 1970, before the year 2286");
   if (begin >= 0) s.begin_time = TimeFromJson(begin);
   if (!deps.is_null()) {
     if (!deps.is_array()) return InvalidArgument("job: field 'dependencies' must be a list");
@@ -229,7 +239,8 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
       df.Get("type", &type);
       df.Get("job", &id);
       SHOAL_RETURN_IF_ERROR(df.Finish());
-      SHOAL_ASSIGN_OR_RETURN(std::vector<Dependency> parsed, ParseDependencies(fmt::format("{}:{}", type, id)));
+      SHOAL_ASSIGN_OR_RETURN(std::vector<Dependency> parsed,
+                             ParseDependencies(fmt::format("{}:{}", type, id)));
       s.dependencies.insert(s.dependencies.end(), parsed.begin(), parsed.end());
     }
   }
@@ -331,8 +342,12 @@ Json ToJson(const Job& job, const NodeNames* names) {
 }
 
 Json ToJson(const JobEfficiency& e) {
-  return {{"samples", e.samples},         {"util_mean_pct", e.util_mean_pct}, {"util_peak_pct", e.util_peak_pct},
-          {"mem_mean_mib", e.mem_mean_mib}, {"mem_peak_mib", e.mem_peak_mib},   {"energy_wh", e.energy_wh}};
+  return {{"samples", e.samples},
+          {"util_mean_pct", e.util_mean_pct},
+          {"util_peak_pct", e.util_peak_pct},
+          {"mem_mean_mib", e.mem_mean_mib},
+          {"mem_peak_mib", e.mem_peak_mib},
+          {"energy_wh", e.energy_wh}};
 }
 
 Result<JobEfficiency> JobEfficiencyFromJson(const Json& j) {
@@ -386,7 +401,8 @@ Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   SHOAL_ASSIGN_OR_RETURN(job.state, ParseJobState(state));
   job.reason = PendingReason::kNone;
   for (int r = 0; r <= static_cast<int>(PendingReason::kPlanConflict); ++r) {
-    if (PendingReasonName(static_cast<PendingReason>(r)) == reason) job.reason = static_cast<PendingReason>(r);
+    if (PendingReasonName(static_cast<PendingReason>(r)) == reason)
+      job.reason = static_cast<PendingReason>(r);
   }
   job.submit_time = TimeFromJson(submit);
   if (start != 0) job.start_time = TimeFromJson(start);
@@ -410,8 +426,13 @@ Json ToJson(const Node& n) {
   j["memory_mib"] = n.memory_mib;
   Json gpus = Json::array();
   for (const Gpu& g : n.gpus) {
-    gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"model", g.model}, {"memory_mib", g.memory_mib},
-                    {"nvlink_island", g.nvlink_island}, {"numa_node", g.numa_node}, {"pcie_switch", g.pcie_switch},
+    gpus.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"model", g.model},
+                    {"memory_mib", g.memory_mib},
+                    {"nvlink_island", g.nvlink_island},
+                    {"numa_node", g.numa_node},
+                    {"pcie_switch", g.pcie_switch},
                     {"healthy", g.healthy}});
   }
   j["gpus"] = gpus;
@@ -423,7 +444,10 @@ Json ToJson(const Node& n) {
 }
 
 Json ToJson(const AcceptanceResult& a) {
-  Json j = {{"passed", a.passed}, {"summary", a.summary}, {"time", TimeToJson(a.time)}, {"failures", a.failures}};
+  Json j = {{"passed", a.passed},
+            {"summary", a.summary},
+            {"time", TimeToJson(a.time)},
+            {"failures", a.failures}};
   if (a.job != 0) j["job"] = a.job;
   return j;
 }
@@ -441,15 +465,18 @@ Result<AcceptanceResult> AcceptanceFromJson(const Json& j) {
   f.Get("job", &a.job);
   f.Get("report", &report);
   SHOAL_RETURN_IF_ERROR(f.Finish());
-  if (!passed.is_boolean()) return InvalidArgument("acceptance: field 'passed' (true or false) is required");
+  if (!passed.is_boolean())
+    return InvalidArgument("acceptance: field 'passed' (true or false) is required");
   a.passed = passed.get<bool>();
   if (time < 0 || time > 1e11) return InvalidArgument("acceptance: 'time' must be Unix seconds");
   a.time = TimeFromJson(time);
   if (failures.is_null() && report.is_object()) failures = report.value("failures", Json());
   if (!failures.is_null()) {
-    if (!failures.is_array()) return InvalidArgument("acceptance: 'failures' must be a list of strings");
+    if (!failures.is_array())
+      return InvalidArgument("acceptance: 'failures' must be a list of strings");
     for (const Json& line : failures) {
-      if (!line.is_string()) return InvalidArgument("acceptance: 'failures' must be a list of strings");
+      if (!line.is_string())
+        return InvalidArgument("acceptance: 'failures' must be a list of strings");
       if (a.failures.size() == kMaxAcceptanceFailures) break;
       a.failures.push_back(line.get<std::string>().substr(0, 1000));
     }
@@ -484,7 +511,8 @@ Result<Node> NodeFromJson(const Json& j) {
     SHOAL_ASSIGN_OR_RETURN(AcceptanceResult a, AcceptanceFromJson(acceptance));
     n.acceptance = std::move(a);
   }
-  if (cpus < 0 || n.memory_mib < 0) return InvalidArgument("node: CPUs and memory cannot be negative");
+  if (cpus < 0 || n.memory_mib < 0)
+    return InvalidArgument("node: CPUs and memory cannot be negative");
   n.id = NodeId(static_cast<uint32_t>(id));
   SHOAL_ASSIGN_OR_RETURN(n.state, ParseNodeState(state));
   n.cpu_milli = MilliFromCpus(cpus);
@@ -493,7 +521,8 @@ Result<Node> NodeFromJson(const Json& j) {
   }
   if (!gpus.is_null()) {
     if (!gpus.is_array()) return InvalidArgument("node: gpus must be a list");
-    if (gpus.size() > kMaxGpusPerNode) return InvalidArgument(fmt::format("node: at most {} GPUs", kMaxGpusPerNode));
+    if (gpus.size() > kMaxGpusPerNode)
+      return InvalidArgument(fmt::format("node: at most {} GPUs", kMaxGpusPerNode));
     for (const Json& g : gpus) {
       Fields gf(g, "gpu");
       Gpu gpu;
@@ -506,7 +535,8 @@ Result<Node> NodeFromJson(const Json& j) {
       gf.Get("pcie_switch", &gpu.pcie_switch);
       gf.Get("healthy", &gpu.healthy);
       SHOAL_RETURN_IF_ERROR(gf.Finish());
-      if (gpu.index != static_cast<int>(n.gpus.size())) return InvalidArgument("node: GPU indices must be 0, 1, 2, ...");
+      if (gpu.index != static_cast<int>(n.gpus.size()))
+        return InvalidArgument("node: GPU indices must be 0, 1, 2, ...");
       if (gpu.model.empty()) return InvalidArgument("node: every GPU needs a model");
       n.gpus.push_back(gpu);
     }
@@ -549,18 +579,22 @@ Result<Partition> PartitionFromJson(const Json& j) {
   f.Get("require_acceptance", &p.require_acceptance);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (p.name.empty()) return InvalidArgument("partition: a name is required");
-  if (p.idle_util_pct < 0 || p.idle_util_pct > 100) return InvalidArgument("partition: idle_util_pct is 0 to 100");
+  if (p.idle_util_pct < 0 || p.idle_util_pct > 100)
+    return InvalidArgument("partition: idle_util_pct is 0 to 100");
   if (p.idle_minutes < 0) return InvalidArgument("partition: idle_minutes cannot be negative");
   if (p.idle_action != "notify" && p.idle_action != "cancel") {
     return InvalidArgument("partition: idle_action is notify or cancel");
   }
-  if (max_time < 0 || default_time < 0) return InvalidArgument("partition: times cannot be negative");
+  if (max_time < 0 || default_time < 0)
+    return InvalidArgument("partition: times cannot be negative");
   p.max_time = DurationFromSeconds(max_time);
   p.default_time = DurationFromSeconds(default_time);
   return p;
 }
 
-Json ToJson(const Account& a) { return {{"name", a.name}, {"shares", a.shares}, {"max_gpus", a.max_gpus}}; }
+Json ToJson(const Account& a) {
+  return {{"name", a.name}, {"shares", a.shares}, {"max_gpus", a.max_gpus}};
+}
 
 Result<Account> AccountFromJson(const Json& j) {
   Account a;
@@ -570,25 +604,39 @@ Result<Account> AccountFromJson(const Json& j) {
   f.Get("max_gpus", &a.max_gpus);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (a.name.empty()) return InvalidArgument("account: a name is required");
-  if (!(a.shares > 0) || a.max_gpus < 0) return InvalidArgument("account: shares must be > 0 and max_gpus >= 0");
+  if (!(a.shares > 0) || a.max_gpus < 0)
+    return InvalidArgument("account: shares must be > 0 and max_gpus >= 0");
   return a;
 }
 
-Json ErrorBody(const Status& s) { return {{"error", std::string(StatusCodeName(s.code()))}, {"detail", s.message()}}; }
+Json ErrorBody(const Status& s) {
+  return {{"error", std::string(StatusCodeName(s.code()))}, {"detail", s.message()}};
+}
 
 int HttpStatus(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kUnsatisfiable: return 400;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kAlreadyExists: return 409;
-    case StatusCode::kFailedPrecondition: return 409;
-    case StatusCode::kResourceExhausted: return 413;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kInternal: return 500;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kUnsatisfiable:
+      return 400;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+      return 409;
+    case StatusCode::kFailedPrecondition:
+      return 409;
+    case StatusCode::kResourceExhausted:
+      return 413;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kInternal:
+      return 500;
   }
   return 500;
 }

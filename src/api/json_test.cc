@@ -8,11 +8,13 @@ namespace shoal::api {
 namespace {
 
 TEST(JsonTest, MalformedTextIsAnErrorNotAnException) {
-  for (const char* text : {"", "{", "{\"a\":}", "[1,2", "{\"c\":555555555508e9100}", "\xff\xfe", "nul"}) {
+  for (const char* text :
+       {"", "{", "{\"a\":}", "[1,2", "{\"c\":555555555508e9100}", "\xff\xfe", "nul"}) {
     auto j = Parse(text);
     ASSERT_FALSE(j.ok()) << text;
     EXPECT_EQ(j.status().code(), StatusCode::kInvalidArgument) << text;
-    EXPECT_NE(j.status().message().find("malformed JSON"), std::string::npos) << j.status().message();
+    EXPECT_NE(j.status().message().find("malformed JSON"), std::string::npos)
+        << j.status().message();
   }
 }
 
@@ -41,12 +43,14 @@ TEST(JsonTest, JobSpecFieldsAreStrict) {
     }
     auto checked = spec.ok() ? spec->Validate() : spec.status();
     ASSERT_FALSE(checked.ok()) << c.text;
-    EXPECT_NE(checked.message().find(c.error), std::string::npos) << c.text << ": " << checked.message();
+    EXPECT_NE(checked.message().find(c.error), std::string::npos)
+        << c.text << ": " << checked.message();
   }
 }
 
 TEST(JsonTest, JobSpecRoundTrips) {
-  auto j = Parse(R"({"command":"python3 train.py","name":"t","nodes":2,"gpus_per_node":4,"gpu_models":["H100"],
+  auto j = Parse(
+      R"({"command":"python3 train.py","name":"t","nodes":2,"gpus_per_node":4,"gpu_models":["H100"],
                     "cpus_per_gpu":2.5,"mem_per_gpu_mib":4096,"time_limit_s":3600,"array":"0-9%2",
                     "dependencies":[{"type":"afterok","job":7}],"env":{"A":"1"},"requeue":true})");
   ASSERT_TRUE(j.ok());
@@ -66,8 +70,12 @@ TEST(JsonTest, EfficiencyAndIdleSurviveARoundTrip) {
   job.id = JobId(7);
   job.spec.command = "train.sh";
   job.state = JobState::kCompleted;
-  job.efficiency = {.samples = 12, .util_mean_pct = 61.5, .util_peak_pct = 99, .mem_mean_mib = 30000.5,
-                    .mem_peak_mib = 70000, .energy_wh = 812.25};
+  job.efficiency = {.samples = 12,
+                    .util_mean_pct = 61.5,
+                    .util_peak_pct = 99,
+                    .mem_mean_mib = 30000.5,
+                    .mem_peak_mib = 70000,
+                    .energy_wh = 812.25};
   job.idle = true;
   job.idle_since = TimeFromSeconds(1795996564.5);
   const Json j = ToJson(job);

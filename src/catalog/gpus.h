@@ -32,14 +32,14 @@ struct GpuSpec {
   double fp8_tflops = 0;
   double fp4_tflops = 0;
   double int8_tops = 0;
-  int64_t memory_mib = 0;          // nominal HBM/GDDR size ("80GB" is 80 GiB here)
-  double memory_bw_gbps = 0;       // GB/s (10^9 bytes), peak
-  double scaleup_bw_gbps = 0;      // NVLink/Infinity Fabric per GPU, one direction, GB/s; 0: none
-  int scaleup_domain = 1;          // GPUs in one NVLink/NVSwitch domain in its usual node design
-  double pcie_bw_gbps = 0;         // host link per direction, GB/s (Gen4 x16 ~ 32, Gen5 x16 ~ 64)
+  int64_t memory_mib = 0;      // nominal HBM/GDDR size ("80GB" is 80 GiB here)
+  double memory_bw_gbps = 0;   // GB/s (10^9 bytes), peak
+  double scaleup_bw_gbps = 0;  // NVLink/Infinity Fabric per GPU, one direction, GB/s; 0: none
+  int scaleup_domain = 1;      // GPUs in one NVLink/NVSwitch domain in its usual node design
+  double pcie_bw_gbps = 0;     // host link per direction, GB/s (Gen4 x16 ~ 32, Gen5 x16 ~ 64)
   double tdp_w = 0;
-  double price_usd = 0;            // indicative list price per GPU; 0: unknown
-  std::string_view source;         // where the figures come from
+  double price_usd = 0;     // indicative list price per GPU; 0: unknown
+  std::string_view source;  // where the figures come from
 
   // Peak for a precision (0 where unsupported).
   double PeakTflops(Precision p) const;

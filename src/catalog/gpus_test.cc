@@ -61,10 +61,10 @@ TEST(GpusTest, PrecisionsHaveNamesAndPeaks) {
     double peak;
   };
   const Case cases[] = {
-      {Precision::kFp64, "fp64", 34},     {Precision::kFp64Tensor, "fp64-tensor", 67},
-      {Precision::kFp32, "fp32", 67},     {Precision::kTf32, "tf32", 494.5},
-      {Precision::kBf16, "bf16", 989},    {Precision::kFp16, "fp16", 989},
-      {Precision::kFp8, "fp8", 1979},     {Precision::kFp4, "fp4", 0},
+      {Precision::kFp64, "fp64", 34},   {Precision::kFp64Tensor, "fp64-tensor", 67},
+      {Precision::kFp32, "fp32", 67},   {Precision::kTf32, "tf32", 494.5},
+      {Precision::kBf16, "bf16", 989},  {Precision::kFp16, "fp16", 989},
+      {Precision::kFp8, "fp8", 1979},   {Precision::kFp4, "fp4", 0},
       {Precision::kInt8, "int8", 1979},
   };
   for (const Case& c : cases) {
@@ -75,11 +75,16 @@ TEST(GpusTest, PrecisionsHaveNamesAndPeaks) {
 
 TEST(GpusTest, AliasesAndCase) {
   const std::pair<std::string_view, std::string_view> cases[] = {
-      {"H100", "H100-SXM-80GB"},        {"h100-sxm", "H100-SXM-80GB"},
-      {"h100-sxm-80gb", "H100-SXM-80GB"}, {"A100-80GB", "A100-SXM4-80GB"},
-      {"a100", "A100-SXM4-80GB"},       {"A100-40GB", "A100-SXM4-40GB"},
-      {"H100-PCIe", "H100-PCIE-80GB"},  {" gb200 ", "GB200-186GB"},
-      {"MI300X", "MI300X-192GB"},       {"l4", "L4-24GB"},
+      {"H100", "H100-SXM-80GB"},
+      {"h100-sxm", "H100-SXM-80GB"},
+      {"h100-sxm-80gb", "H100-SXM-80GB"},
+      {"A100-80GB", "A100-SXM4-80GB"},
+      {"a100", "A100-SXM4-80GB"},
+      {"A100-40GB", "A100-SXM4-40GB"},
+      {"H100-PCIe", "H100-PCIE-80GB"},
+      {" gb200 ", "GB200-186GB"},
+      {"MI300X", "MI300X-192GB"},
+      {"l4", "L4-24GB"},
       {"L40S", "L40S-48GB"},
   };
   for (const auto& [alias, model] : cases) {
@@ -138,7 +143,8 @@ TEST(GpusTest, DeviceNamesFromDrivers) {
 double Leading(std::string_view cell) {
   cell = Trim(cell);
   size_t end = 0;
-  while (end < cell.size() && (std::isdigit(static_cast<unsigned char>(cell[end])) || cell[end] == '.'))
+  while (end < cell.size() &&
+         (std::isdigit(static_cast<unsigned char>(cell[end])) || cell[end] == '.'))
     ++end;
   if (end == 0) return 0;
   auto v = ParseDouble(cell.substr(0, end));

@@ -9,7 +9,7 @@ namespace shoal::catalog {
 
 namespace {
 
-constexpr int64_t kGib = 1024;         // MiB per GiB
+constexpr int64_t kGib = 1024;                  // MiB per GiB
 constexpr int64_t kTib = int64_t{1024} * 1024;  // MiB per TiB
 
 // GPU memory sizes are given by vendors in "GB" that are in fact GiB-sized

@@ -13,16 +13,16 @@
 namespace shoal::catalog {
 
 struct NodeProfile {
-  std::string_view name;            // "dgx-h100"
-  std::string_view gpu_model;       // canonical model name, e.g. "H100-SXM-80GB"
+  std::string_view name;       // "dgx-h100"
+  std::string_view gpu_model;  // canonical model name, e.g. "H100-SXM-80GB"
   int gpus = 0;
   int64_t gpu_memory_mib = 0;
-  int nvlink_island_size = 0;       // GPUs per NVLink/NVSwitch island; 1: PCIe only
-  int numa_nodes = 1;               // GPUs are spread evenly over them
-  int64_t cpu_milli = 0;            // hardware threads x 1000
-  int64_t memory_mib = 0;           // host memory
-  double gpu_tdp_w = 0;             // per GPU
-  std::string_view source;          // where the figures come from
+  int nvlink_island_size = 0;  // GPUs per NVLink/NVSwitch island; 1: PCIe only
+  int numa_nodes = 1;          // GPUs are spread evenly over them
+  int64_t cpu_milli = 0;       // hardware threads x 1000
+  int64_t memory_mib = 0;      // host memory
+  double gpu_tdp_w = 0;        // per GPU
+  std::string_view source;     // where the figures come from
 };
 
 // Every profile Shoal knows.

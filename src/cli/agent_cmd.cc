@@ -1,9 +1,9 @@
 // shoal agent: the node agent.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
@@ -44,19 +44,23 @@ int PrintGpus(agent::GpuProvider& gpus, bool csv) {
     for (const agent::GpuDevice& d : *devices) {
       for (const agent::GpuSample& s : *samples) {
         if (s.index != d.index) continue;
-        std::cout << fmt::format("{}, {}, {}, {}, {:.0f}, {}, {:.2f}, {:.0f}, {:.0f}\n", d.index, d.uuid, d.name,
-                                 d.memory_mib, s.util_pct, s.fb_used_mib, s.power_w, s.temperature_c,
-                                 s.sm_clock_mhz);
+        std::cout << fmt::format("{}, {}, {}, {}, {:.0f}, {}, {:.2f}, {:.0f}, {:.0f}\n", d.index,
+                                 d.uuid, d.name, d.memory_mib, s.util_pct, s.fb_used_mib, s.power_w,
+                                 s.temperature_c, s.sm_clock_mhz);
       }
     }
     return 0;
   }
   nlohmann::json out = nlohmann::json::array();
   for (const agent::GpuDevice& d : *devices) {
-    nlohmann::json g = {{"index", d.index},           {"uuid", d.uuid},
-                        {"name", d.name},             {"model", d.model},
-                        {"memory_mib", d.memory_mib}, {"nvlink_island", d.nvlink_island},
-                        {"numa_node", d.numa_node},   {"pci_bus_id", d.pci_bus_id},
+    nlohmann::json g = {{"index", d.index},
+                        {"uuid", d.uuid},
+                        {"name", d.name},
+                        {"model", d.model},
+                        {"memory_mib", d.memory_mib},
+                        {"nvlink_island", d.nvlink_island},
+                        {"numa_node", d.numa_node},
+                        {"pci_bus_id", d.pci_bus_id},
                         {"mig", d.mig_enabled}};
     for (const agent::GpuSample& s : *samples) {
       if (s.index != d.index) continue;
@@ -96,18 +100,24 @@ int RunAgent(const std::vector<std::string>& raw) {
            {"heartbeat", "telemetry and heartbeat interval (default 1s)"},
            {"cpus", "CPUs to offer (default: this host's)"},
            {"memory", "memory to offer, e.g. 512G (default: this host's)"},
-           {"gpu-device-path", "the GPUs' device files, %d for the index (default /dev/nvidia%d); each job may "
-                               "open only its own"},
-           {"cgroup-root", "where job cgroups go: a cgroup2 mount or a folder of v1 hierarchies (default: "
-                           "detect; none: process groups only)"},
+           {"gpu-device-path",
+            "the GPUs' device files, %d for the index (default /dev/nvidia%d); each job may "
+            "open only its own"},
+           {"cgroup-root",
+            "where job cgroups go: a cgroup2 mount or a folder of v1 hierarchies (default: "
+            "detect; none: process groups only)"},
        }) {
     app.add_option("--" + flag, flags[flag], help);
   }
   app.add_option("--label", labels, "a node label (repeatable)");
   app.add_option("--partition", partitions, "a partition the node belongs to (repeatable)");
-  app.add_flag("--allow-root-jobs", allow_root, "run jobs whose user is root (single-user machines only)");
-  app.add_flag("--print-gpus", print_gpus, "print the GPUs found and one reading of each (JSON), then exit");
-  app.add_flag("--csv", csv, "with --print-gpus: CSV in nvidia-smi's --query-gpu order (scripts/nvml-compare.sh)");
+  app.add_flag("--allow-root-jobs", allow_root,
+               "run jobs whose user is root (single-user machines only)");
+  app.add_flag("--print-gpus", print_gpus,
+               "print the GPUs found and one reading of each (JSON), then exit");
+  app.add_flag(
+      "--csv", csv,
+      "with --print-gpus: CSV in nvidia-smi's --query-gpu order (scripts/nvml-compare.sh)");
   if (int code = ParseApp(app, raw, "shoal agent"); code >= 0) return code;
   agent::AgentConfig config;
   if (!config_file.empty()) {
@@ -136,10 +146,12 @@ int RunAgent(const std::vector<std::string>& raw) {
   }
   if (print_gpus) return PrintGpus(**gpus, csv);
   if (config.agent.token.empty()) {
-    config.agent.token = ReadToken(config.token_file.empty() ? DefaultStateDir() + "/node.token" : config.token_file);
+    config.agent.token = ReadToken(config.token_file.empty() ? DefaultStateDir() + "/node.token"
+                                                             : config.token_file);
   }
   if (config.state_dir.empty()) {
-    config.state_dir = DefaultStateDir() + "/agents/" + (config.agent.name.empty() ? "local" : config.agent.name);
+    config.state_dir =
+        DefaultStateDir() + "/agents/" + (config.agent.name.empty() ? "local" : config.agent.name);
   }
   auto steps = agent::OpenSteps(config, CompanionPath("shoal-step"));
   if (!steps.ok()) {
@@ -152,8 +164,8 @@ int RunAgent(const std::vector<std::string>& raw) {
     std::cerr << "shoal agent: " << a.status().message() << "\n";
     return 1;
   }
-  std::printf("shoal agent %s listening on %s, reporting to %s\n", (*a)->name().c_str(), (*a)->address().c_str(),
-              config.agent.server.c_str());
+  std::printf("shoal agent %s listening on %s, reporting to %s\n", (*a)->name().c_str(),
+              (*a)->address().c_str(), config.agent.server.c_str());
   std::printf("job isolation: %s\n", isolation.c_str());
   std::fflush(stdout);
   WaitForStopSignal();

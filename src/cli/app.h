@@ -2,11 +2,10 @@
 // CLI11 is a heavy header).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace shoal::cli {
 

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
-#include "api/json.h"
 #include "acceptance/simulated.h"
+#include "api/json.h"
 #include "cli/app.h"
 #include "cli/client.h"
 #include "cli/commands.h"
@@ -39,7 +39,7 @@ struct ClusterArgs {
   std::vector<std::string> simulated_fail;  // NODE:gpuN:TEST
   std::string shoal;                        // the shoal binary on the nodes
   std::string work_dir = "/tmp";
-  std::string extra;  // more `shoal bench node` arguments
+  std::string extra;               // more `shoal bench node` arguments
   double nccl_min_busbw_gbps = 0;  // > 0: the multi-node NCCL test, with this floor
 };
 

@@ -3,7 +3,6 @@
 // (`shoal bench report FILE`). The CUDA tests live in shoal-bench-node, a
 // separate binary beside this one, so that `shoal` itself never needs CUDA.
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,10 +13,10 @@
 #include <iostream>
 #include <sstream>
 
-#include "agent/gpu/nvml_provider.h"
 #include "acceptance/node_runner.h"
 #include "acceptance/report.h"
 #include "acceptance/simulated.h"
+#include "agent/gpu/nvml_provider.h"
 #include "cli/app.h"
 #include "cli/bench_telemetry.h"
 #include "cli/commands.h"
@@ -55,7 +54,8 @@ acceptance::TelemetryHook NodeTelemetry(std::string* why_not) {
     return nullptr;
   }
   auto hook = ProviderTelemetry(std::move(*nvml), [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
   });
   if (!hook.ok()) {
@@ -123,7 +123,8 @@ int RunNodeTests(const BenchArgs& a, const acceptance::SpecLookup& lookup) {
 // acceptance::kSimulatedNote and never pass for measurements.
 int RunSimulated(const BenchArgs& a, const acceptance::SpecLookup& lookup) {
   if (a.model.empty()) {
-    std::cerr << "shoal bench: --simulated needs --model (the GPU model whose expectations to use)\n";
+    std::cerr
+        << "shoal bench: --simulated needs --model (the GPU model whose expectations to use)\n";
     return 2;
   }
   acceptance::GpuInfo probe;
@@ -198,7 +199,8 @@ int RunBench(const std::vector<std::string>& raw) {
   CLI::App app{"Measure GPUs, memory, links and NCCL against what they should do.", "shoal bench"};
   app.require_subcommand(1);
   app.footer(
-      "shoal bench --cluster [--nodes a,b | --all] ...: the node tests of the cluster's nodes as Shoal\n"
+      "shoal bench --cluster [--nodes a,b | --all] ...: the node tests of the cluster's nodes as "
+      "Shoal\n"
       "jobs, recording each node's acceptance (admins; see shoal bench --cluster --help)");
   CLI::App* node = app.add_subcommand(
       "node",
@@ -215,12 +217,15 @@ int RunBench(const std::vector<std::string>& raw) {
                    "stop the node tests after this many seconds (default 1200)");
   node->add_option("--binary", a.binary,
                    "the shoal-bench-node to run (default: beside shoal, or $SHOAL_BENCH_NODE)");
-  node->add_flag("--simulated", a.simulated,
-                 "measure nothing: report the catalogue's expectations for --model (hosts without GPUs)");
-  node->add_option("--simulated-fail", a.simulated_fail,
-                   "with --simulated: figures of these GPUs' tests below the pass mark (gpu3:gemm,...)");
-  node->add_option("--gpus", a.gpus,
-                   "with --simulated: GPUs to report (default: $CUDA_VISIBLE_DEVICES's count, else 8)");
+  node->add_flag(
+      "--simulated", a.simulated,
+      "measure nothing: report the catalogue's expectations for --model (hosts without GPUs)");
+  node->add_option(
+      "--simulated-fail", a.simulated_fail,
+      "with --simulated: figures of these GPUs' tests below the pass mark (gpu3:gemm,...)");
+  node->add_option(
+      "--gpus", a.gpus,
+      "with --simulated: GPUs to report (default: $CUDA_VISIBLE_DEVICES's count, else 8)");
   CLI::App* report = app.add_subcommand(
       "report",
       "judge saved results again: a report written by --out, or shoal-bench-node's output");

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/gpu/provider.h"
 #include "acceptance/telemetry.h"
+#include "agent/gpu/provider.h"
 #include "core/status.h"
 
 namespace shoal::cli {
@@ -29,7 +29,7 @@ inline constexpr uint64_t kMaxXidsPerSample = 16;
 // provider counted since the previous sample; the provider keeps only the
 // last code, so each of them is reported with that code.
 inline acceptance::TelemetrySample ToBenchSample(const agent::GpuSample& s, const std::string& uuid,
-                                            uint64_t new_xids, int64_t time_ms) {
+                                                 uint64_t new_xids, int64_t time_ms) {
   acceptance::TelemetrySample t;
   t.time_ms = time_ms;
   t.gpu_uuid = uuid;
@@ -46,8 +46,8 @@ inline acceptance::TelemetrySample ToBenchSample(const agent::GpuSample& s, cons
 // A hook over `provider`: Discover once (for the GPUs' UUIDs), one baseline
 // reading for the XID counters, then a reading per call. A failed reading
 // yields no samples (the sampler keeps going). `now_ms` gives Unix time.
-inline Result<acceptance::TelemetryHook> ProviderTelemetry(std::unique_ptr<agent::GpuProvider> provider,
-                                                      std::function<int64_t()> now_ms) {
+inline Result<acceptance::TelemetryHook> ProviderTelemetry(
+    std::unique_ptr<agent::GpuProvider> provider, std::function<int64_t()> now_ms) {
   SHOAL_ASSIGN_OR_RETURN(std::vector<agent::GpuDevice> devices, provider->Discover());
   struct State {
     std::unique_ptr<agent::GpuProvider> provider;

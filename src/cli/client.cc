@@ -1,10 +1,10 @@
 #include "cli/client.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "cli/paths.h"
 #include "core/strings.h"
@@ -88,9 +88,10 @@ Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
   const std::string server = flags.server.empty() ? DefaultServer() : flags.server;
   const std::string token = FindToken(flags, server);
   if (token.empty()) {
-    return Status(StatusCode::kUnauthenticated,
-                  "no token: pass --token, set SHOAL_TOKEN, put one in ~/.config/shoal/token, or run on the "
-                  "server's host where its unix socket ($SHOAL_SOCKET) gives one");
+    return Status(
+        StatusCode::kUnauthenticated,
+        "no token: pass --token, set SHOAL_TOKEN, put one in ~/.config/shoal/token, or run on the "
+        "server's host where its unix socket ($SHOAL_SOCKET) gives one");
   }
   SHOAL_ASSIGN_OR_RETURN(auto http, net::HttpClient::Connect(server, {.token = token}));
   return ApiClient(std::move(http));
@@ -106,19 +107,36 @@ Result<api::Json> ApiClient::Answer(const Result<net::HttpResponse>& r) {
   std::string detail = body.ok() && body->is_object() ? body->value("detail", r->body) : r->body;
   StatusCode code = StatusCode::kInternal;
   switch (r->status) {
-    case 400: code = StatusCode::kInvalidArgument; break;
-    case 401: code = StatusCode::kUnauthenticated; break;
-    case 403: code = StatusCode::kPermissionDenied; break;
-    case 404: code = StatusCode::kNotFound; break;
-    case 409: code = StatusCode::kFailedPrecondition; break;
-    case 413: code = StatusCode::kResourceExhausted; break;
-    case 503: code = StatusCode::kUnavailable; break;
-    default: break;
+    case 400:
+      code = StatusCode::kInvalidArgument;
+      break;
+    case 401:
+      code = StatusCode::kUnauthenticated;
+      break;
+    case 403:
+      code = StatusCode::kPermissionDenied;
+      break;
+    case 404:
+      code = StatusCode::kNotFound;
+      break;
+    case 409:
+      code = StatusCode::kFailedPrecondition;
+      break;
+    case 413:
+      code = StatusCode::kResourceExhausted;
+      break;
+    case 503:
+      code = StatusCode::kUnavailable;
+      break;
+    default:
+      break;
   }
   return Status(code, detail);
 }
 
-Result<api::Json> ApiClient::Get(const std::string& path) { return Answer(http_->Get(path)); }
+Result<api::Json> ApiClient::Get(const std::string& path) {
+  return Answer(http_->Get(path));
+}
 
 Result<net::HttpResponse> ApiClient::GetRaw(const std::string& path) {
   auto r = http_->Get(path);
@@ -132,24 +150,32 @@ Result<api::Json> ApiClient::Post(const std::string& path, const api::Json& body
 Result<api::Json> ApiClient::Patch(const std::string& path, const api::Json& body) {
   return Answer(http_->Patch(path, body.dump()));
 }
-Result<api::Json> ApiClient::Delete(const std::string& path) { return Answer(http_->Delete(path)); }
+Result<api::Json> ApiClient::Delete(const std::string& path) {
+  return Answer(http_->Delete(path));
+}
 
 int Fail(const std::string& command, const Status& s) {
   std::fprintf(stderr, "shoal %s: %s\n", command.c_str(), s.message().c_str());
   switch (s.code()) {
     case StatusCode::kUnauthenticated:
-    case StatusCode::kPermissionDenied: return kExitDenied;
+    case StatusCode::kPermissionDenied:
+      return kExitDenied;
     case StatusCode::kUnavailable:
-      return s.message().find("cannot reach") != std::string::npos ? kExitUnreachable : kExitRefused;
-    default: return kExitRefused;
+      return s.message().find("cannot reach") != std::string::npos ? kExitUnreachable
+                                                                   : kExitRefused;
+    default:
+      return kExitRefused;
   }
 }
 
-std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+std::string Table(const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width(header.size(), 0);
-  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (size_t c = 0; c < header.size(); ++c)
+    width[c] = header[c].size();
   for (const auto& r : rows) {
-    for (size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    for (size_t c = 0; c < r.size() && c < width.size(); ++c)
+      width[c] = std::max(width[c], r[c].size());
   }
   std::string out;
   auto line = [&](const std::vector<std::string>& cells) {
@@ -158,11 +184,13 @@ std::string Table(const std::vector<std::string>& header, const std::vector<std:
       const std::string cell = c < cells.size() ? cells[c] : "";
       l += c + 1 == header.size() ? cell : fmt::format("{:<{}}  ", cell, width[c]);
     }
-    while (!l.empty() && l.back() == ' ') l.pop_back();
+    while (!l.empty() && l.back() == ' ')
+      l.pop_back();
     out += l + "\n";
   };
   line(header);
-  for (const auto& r : rows) line(r);
+  for (const auto& r : rows)
+    line(r);
   return out;
 }
 

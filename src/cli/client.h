@@ -57,6 +57,7 @@ class ApiClient {
 int Fail(const std::string& command, const Status& s);
 
 // A text table with columns sized to fit.
-std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+std::string Table(const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace shoal::cli

@@ -28,21 +28,26 @@ constexpr Command kCommands[] = {
     {"logs", shoal::cli::RunLogs, "a job's output (-f: follow it while it runs)"},
     {"history", shoal::cli::RunHistory, "finished jobs and their GPU-hours"},
     {"nodes", shoal::cli::RunNodes, "nodes, their GPUs in use and their state"},
-    {"top", shoal::cli::RunTop, "every GPU, live: utilisation, memory, power, temperature, job (like nvtop)"},
+    {"top", shoal::cli::RunTop,
+     "every GPU, live: utilisation, memory, power, temperature, job (like nvtop)"},
     {"drain", shoal::cli::RunDrain, "take nodes out of service (admins)"},
     {"resume", shoal::cli::RunResume, "put drained nodes back in service (admins)"},
     {"token", shoal::cli::RunToken, "create, list and revoke API tokens (admins)"},
-    {"up", shoal::cli::RunUp, "a whole cluster on this machine: server and agents (simulated or real GPUs)"},
+    {"up", shoal::cli::RunUp,
+     "a whole cluster on this machine: server and agents (simulated or real GPUs)"},
     {"agent", shoal::cli::RunAgent, "run the node agent: GPUs, telemetry, job launch"},
     {"server", shoal::cli::RunServer, "run the controller: API, scheduler, durable state"},
     {"sim", shoal::cli::RunSim, "replay a job trace through the scheduler on a cluster"},
-    {"bench", shoal::cli::RunBench, "measure GPUs, links and NCCL against expected figures; accept nodes (--cluster)"},
-    {"plan", shoal::cli::RunPlan, "size a cluster for a workload: GPUs, nodes, fabric, power, cost"},
+    {"bench", shoal::cli::RunBench,
+     "measure GPUs, links and NCCL against expected figures; accept nodes (--cluster)"},
+    {"plan", shoal::cli::RunPlan,
+     "size a cluster for a workload: GPUs, nodes, fabric, power, cost"},
 };
 
 void Usage(FILE* out) {
   std::fprintf(out, "usage: shoal <command> [options]\n\ncommands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands)
+    std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
   std::fprintf(out, "\n`shoal <command> --help` describes a command's options.\n");
 }
 
@@ -62,7 +67,8 @@ int main(int argc, char** argv) {
   }
   if (name == "--version" || name == "version") {
     const shoal::cli::DataDirChoice data = shoal::cli::ChooseDataDir();
-    std::printf("shoal %s\ndata: %s (%s)\n", SHOAL_VERSION, data.path.c_str(), std::string(data.source).c_str());
+    std::printf("shoal %s\ndata: %s (%s)\n", SHOAL_VERSION, data.path.c_str(),
+                std::string(data.source).c_str());
     return 0;
   }
   for (const Command& c : kCommands) {

@@ -20,7 +20,9 @@ std::string Env(const char* name) {
 
 volatile std::sig_atomic_t g_stop = 0;
 
-void OnSignal(int) { g_stop = 1; }
+void OnSignal(int) {
+  g_stop = 1;
+}
 
 }  // namespace
 

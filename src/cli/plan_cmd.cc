@@ -1,13 +1,13 @@
 // shoal plan: size a cluster for a workload, side by side for each GPU model;
 // `shoal plan validate` checks the training model against published runs.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "catalog/gpus.h"
 #include "cli/app.h"
@@ -44,45 +44,53 @@ int RunValidate(const std::vector<std::string>& raw) {
   std::string data;
   bool json = false;
   bool all = false;
-  CLI::App app{"Run the training model over published, measured runs (compiled/published_training_runs.csv "
-               "and vtrain/ground_truth_single.csv in Shoal's data) and print predicted vs measured step "
-               "time, the error of each row, the mean absolute error and the worst row.",
-               "shoal plan validate"};
-  app.add_option("--data", data,
-                 "Shoal's data folder (default $SHOAL_DATA_DIR, else the installed share/shoal/data, else the "
-                 "source tree's data/; `shoal version` shows which)");
+  CLI::App app{
+      "Run the training model over published, measured runs (compiled/published_training_runs.csv "
+      "and vtrain/ground_truth_single.csv in Shoal's data) and print predicted vs measured step "
+      "time, the error of each row, the mean absolute error and the worst row.",
+      "shoal plan validate"};
+  app.add_option(
+      "--data", data,
+      "Shoal's data folder (default $SHOAL_DATA_DIR, else the installed share/shoal/data, else the "
+      "source tree's data/; `shoal version` shows which)");
   app.add_flag("--json", json, "print JSON");
   app.add_flag("--all", all, "list every vTrain row, not only those off by more than 25%");
   if (int rc = ParseApp(app, raw, "shoal plan validate"); rc >= 0) return rc;
   data = DataDir(data);
   auto published_text = ReadText(data + "/compiled/published_training_runs.csv");
   if (!published_text.ok()) {
-    std::cerr << "shoal plan validate: " << published_text.status().message() << " (give --data DIR)\n";
+    std::cerr << "shoal plan validate: " << published_text.status().message()
+              << " (give --data DIR)\n";
     return 1;
   }
   auto vtrain_text = ReadText(data + "/vtrain/ground_truth_single.csv");
   if (!vtrain_text.ok()) {
-    std::cerr << "shoal plan validate: " << vtrain_text.status().message() << " (give --data DIR)\n";
+    std::cerr << "shoal plan validate: " << vtrain_text.status().message()
+              << " (give --data DIR)\n";
     return 1;
   }
   auto published = plan::ValidatePublishedRuns(*published_text);
   if (!published.ok()) {
-    std::cerr << "shoal plan validate: published_training_runs.csv: " << published.status().message() << "\n";
+    std::cerr << "shoal plan validate: published_training_runs.csv: "
+              << published.status().message() << "\n";
     return 1;
   }
   auto vtrain = plan::ValidateVtrain(*vtrain_text);
   if (!vtrain.ok()) {
-    std::cerr << "shoal plan validate: ground_truth_single.csv: " << vtrain.status().message() << "\n";
+    std::cerr << "shoal plan validate: ground_truth_single.csv: " << vtrain.status().message()
+              << "\n";
     return 1;
   }
   plan::ValidationReport report;
   report.rows = std::move(*published);
-  for (plan::ValidationRow& r : *vtrain) report.rows.push_back(std::move(r));
+  for (plan::ValidationRow& r : *vtrain)
+    report.rows.push_back(std::move(r));
   // Serving anchors are informational: a missing file is not an error.
   if (auto anchors = ReadText(data + "/compiled/inference_anchors.csv"); anchors.ok()) {
     auto serving = plan::ValidateInferenceAnchors(*anchors);
     if (!serving.ok()) {
-      std::cerr << "shoal plan validate: inference_anchors.csv: " << serving.status().message() << "\n";
+      std::cerr << "shoal plan validate: inference_anchors.csv: " << serving.status().message()
+                << "\n";
       return 1;
     }
     report.serving = std::move(*serving);
@@ -93,16 +101,19 @@ int RunValidate(const std::vector<std::string>& raw) {
 }
 
 int RunGpus(const std::vector<std::string>& raw) {
-  CLI::App app{"The GPU catalogue: peak figures, memory, links, power, price, sources.", "shoal plan gpus"};
+  CLI::App app{"The GPU catalogue: peak figures, memory, links, power, price, sources.",
+               "shoal plan gpus"};
   if (int rc = ParseApp(app, raw, "shoal plan gpus"); rc >= 0) return rc;
-  std::printf("%-16s %-6s %8s %8s %8s %6s %7s %6s %6s %7s  %s\n", "model", "vendor", "bf16 TF", "fp8 TF", "mem GiB",
-              "HBM TB/s", "link GB/s", "domain", "TDP W", "price", "node design");
+  std::printf("%-16s %-6s %8s %8s %8s %6s %7s %6s %6s %7s  %s\n", "model", "vendor", "bf16 TF",
+              "fp8 TF", "mem GiB", "HBM TB/s", "link GB/s", "domain", "TDP W", "price",
+              "node design");
   for (const catalog::GpuSpec& g : catalog::Gpus()) {
     const double price = plan::GpuPriceUsd(g);
-    std::printf("%-16s %-6s %8.0f %8.0f %8lld %6.2f %7.0f %6d %6.0f %6.0fk  %s\n", std::string(g.model).c_str(),
-                std::string(g.vendor).c_str(), g.PeakTflops(catalog::Precision::kBf16) > 0
-                                                   ? g.PeakTflops(catalog::Precision::kBf16)
-                                                   : g.PeakTflops(catalog::Precision::kFp16),
+    std::printf("%-16s %-6s %8.0f %8.0f %8lld %6.2f %7.0f %6d %6.0f %6.0fk  %s\n",
+                std::string(g.model).c_str(), std::string(g.vendor).c_str(),
+                g.PeakTflops(catalog::Precision::kBf16) > 0
+                    ? g.PeakTflops(catalog::Precision::kBf16)
+                    : g.PeakTflops(catalog::Precision::kFp16),
                 g.fp8_tflops, static_cast<long long>(g.memory_mib / 1024), g.memory_bw_gbps / 1000,
                 g.scaleup_bw_gbps, g.scaleup_domain, g.tdp_w, price / 1000,
                 std::string(plan::NodeDesignFor(g).name).c_str());
@@ -119,9 +130,10 @@ int RunModels(const std::vector<std::string>& raw) {
   if (int rc = ParseApp(app, raw, "shoal plan models"); rc >= 0) return rc;
   for (const std::string& name : plan::ModelPresetNames()) {
     const plan::ModelShape m = *plan::FindModelPreset(name);
-    std::printf("%-16s %7.1fB  layers %3d  hidden %5d  heads %3d/%-3d  ffn %6d  vocab %6d  seq %5d  (%s)\n",
-                name.c_str(), m.Params() / 1e9, m.layers, m.hidden, m.heads, m.KvHeads(), m.Ffn(), m.vocab, m.seq,
-                m.source.c_str());
+    std::printf(
+        "%-16s %7.1fB  layers %3d  hidden %5d  heads %3d/%-3d  ffn %6d  vocab %6d  seq %5d  (%s)\n",
+        name.c_str(), m.Params() / 1e9, m.layers, m.hidden, m.heads, m.KvHeads(), m.Ffn(), m.vocab,
+        m.seq, m.source.c_str());
   }
   return 0;
 }
@@ -144,8 +156,9 @@ struct WorkloadFlags {
   std::string general_trace;
 
   bool Any() const {
-    return !model.empty() || !params.empty() || layers > 0 || !tokens.empty() || days > 0 || gpus > 0 ||
-           !serve_tokens_per_s.empty() || serve_requests_per_s > 0 || general_gpus > 0 || !general_trace.empty();
+    return !model.empty() || !params.empty() || layers > 0 || !tokens.empty() || days > 0 ||
+           gpus > 0 || !serve_tokens_per_s.empty() || serve_requests_per_s > 0 ||
+           general_gpus > 0 || !general_trace.empty();
   }
 
   // Builds the workload file these flags stand for, so that flags and files
@@ -154,13 +167,19 @@ struct WorkloadFlags {
     std::string shape;
     if (!model.empty()) shape += fmt::format("model = \"{}\"\n", model);
     if (!params.empty()) shape += fmt::format("params = \"{}\"\n", params);
-    for (auto [key, value] : {std::pair{"layers", layers}, {"hidden", hidden}, {"heads", heads}, {"kv_heads", kv_heads},
-                              {"ffn", ffn}, {"vocab", vocab}, {"seq", seq}}) {
+    for (auto [key, value] : {std::pair{"layers", layers},
+                              {"hidden", hidden},
+                              {"heads", heads},
+                              {"kv_heads", kv_heads},
+                              {"ffn", ffn},
+                              {"vocab", vocab},
+                              {"seq", seq}}) {
       if (value > 0) shape += fmt::format("{} = {}\n", key, value);
     }
     std::string out = "name = \"command line\"\n";
     const bool serving = !serve_tokens_per_s.empty() || serve_requests_per_s > 0;
-    if (!tokens.empty() || days > 0 || gpus > 0 || (!serving && (!model.empty() || !params.empty()))) {
+    if (!tokens.empty() || days > 0 || gpus > 0 ||
+        (!serving && (!model.empty() || !params.empty()))) {
       out += "[[training]]\n" + shape;
       if (!tokens.empty()) out += fmt::format("tokens = \"{}\"\n", tokens);
       if (days > 0) out += fmt::format("days = {}\n", days);
@@ -170,8 +189,10 @@ struct WorkloadFlags {
     }
     if (serving) {
       out += "[[inference]]\n" + shape;
-      if (!serve_tokens_per_s.empty()) out += fmt::format("tokens_per_s = \"{}\"\n", serve_tokens_per_s);
-      if (serve_requests_per_s > 0) out += fmt::format("requests_per_s = {}\n", serve_requests_per_s);
+      if (!serve_tokens_per_s.empty())
+        out += fmt::format("tokens_per_s = \"{}\"\n", serve_tokens_per_s);
+      if (serve_requests_per_s > 0)
+        out += fmt::format("requests_per_s = {}\n", serve_requests_per_s);
       out += fmt::format("context = {}\noutput = {}\n", context, output);
       if (tpot_ms > 0) out += fmt::format("tpot_ms = {}\n", tpot_ms);
       if (ttft_ms > 0) out += fmt::format("ttft_ms = {}\n", ttft_ms);
@@ -208,7 +229,8 @@ Status ResolveTraces(plan::Workload& w, const std::string& workload_file) {
       jobs.push_back({ToSeconds(j.submit), ToSeconds(j.duration), gpus});
     }
     g.gpus = plan::GpusForDemand(jobs);
-    if (g.gpus <= 0) return InvalidArgument(fmt::format("{}: the trace has no GPU jobs with run times", g.from));
+    if (g.gpus <= 0)
+      return InvalidArgument(fmt::format("{}: the trace has no GPU jobs with run times", g.from));
     g.from = fmt::format("90th percentile of the GPUs held by {} ({} jobs)", g.from, jobs.size());
   }
   return Status::Ok();
@@ -228,11 +250,14 @@ int RunPlan(const std::vector<std::string>& raw) {
   std::string cooling;
   bool json = false, all = false;
   std::string cluster_out, design_name;
-  CLI::App app{"Size a GPU cluster for a workload: GPUs, parallel layout, nodes, racks, network fabric, power, "
-               "cooling, cost and failures, one design per allowed GPU model, side by side.\n"
-               "Give a workload file (docs/plan.md) or flags. Also: `shoal plan validate` (the model against "
-               "published runs), `shoal plan gpus` (the catalogue), `shoal plan models` (presets).",
-               "shoal plan"};
+  CLI::App app{
+      "Size a GPU cluster for a workload: GPUs, parallel layout, nodes, racks, network fabric, "
+      "power, "
+      "cooling, cost and failures, one design per allowed GPU model, side by side.\n"
+      "Give a workload file (docs/plan.md) or flags. Also: `shoal plan validate` (the model "
+      "against "
+      "published runs), `shoal plan gpus` (the catalogue), `shoal plan models` (presets).",
+      "shoal plan"};
   app.add_option("workload", file, "workload file (TOML)");
   app.add_option("--model", wf.model, "model preset (shoal plan models), e.g. llama3-70b");
   app.add_option("--params", wf.params, "parameters, e.g. 70B (a GPT shape is derived)");
@@ -247,16 +272,22 @@ int RunPlan(const std::vector<std::string>& raw) {
   app.add_option("--days", wf.days, "training deadline in days");
   app.add_option("--gpus", wf.gpus, "training cluster size in GPUs (instead of --days)");
   app.add_option("--precision", wf.precision, "bf16, fp8 (training); bf16, fp8, fp4 (serving)");
-  app.add_option("--global-batch-tokens", wf.batch_tokens, "tokens per optimizer step (default 4Mi; 16Mi from 200B parameters)");
-  app.add_option("--serve-tokens-per-s", wf.serve_tokens_per_s, "inference: output tokens per second");
-  app.add_option("--serve-requests-per-s", wf.serve_requests_per_s, "inference: requests per second");
+  app.add_option("--global-batch-tokens", wf.batch_tokens,
+                 "tokens per optimizer step (default 4Mi; 16Mi from 200B parameters)");
+  app.add_option("--serve-tokens-per-s", wf.serve_tokens_per_s,
+                 "inference: output tokens per second");
+  app.add_option("--serve-requests-per-s", wf.serve_requests_per_s,
+                 "inference: requests per second");
   app.add_option("--context", wf.context, "inference: prompt tokens per request");
   app.add_option("--output", wf.output, "inference: output tokens per request");
   app.add_option("--tpot-ms", wf.tpot_ms, "inference: time per output token limit (ms)");
   app.add_option("--ttft-ms", wf.ttft_ms, "inference: time to first token limit (ms)");
-  app.add_option("--general-gpus", wf.general_gpus, "a general share of N GPUs (analysis, fine-tuning)");
+  app.add_option("--general-gpus", wf.general_gpus,
+                 "a general share of N GPUs (analysis, fine-tuning)");
   app.add_option("--general-trace", wf.general_trace, "a general share sized from a job trace");
-  app.add_option("--gpu", gpu_models, "allowed GPU model (repeat or comma-separate; shoal plan gpus)")->delimiter(',');
+  app.add_option("--gpu", gpu_models,
+                 "allowed GPU model (repeat or comma-separate; shoal plan gpus)")
+      ->delimiter(',');
   app.add_option("--budget", budget, "capital budget in USD");
   app.add_option("--rack-kw", rack_kw, "power per rack in kW");
   app.add_option("--site-kw", site_kw, "facility power available in kW (PUE included)");
@@ -266,12 +297,15 @@ int RunPlan(const std::vector<std::string>& raw) {
   app.add_option("--oversubscription", oversub, "leaf oversubscription, e.g. 2 for 2:1");
   app.add_flag("--json", json, "print JSON");
   app.add_flag("--all", all, "print the details of every design, not only the recommended one");
-  app.add_option("--cluster-out", cluster_out, "write the design as a cluster file for `shoal sim` and `shoal up`");
-  app.add_option("--design", design_name, "the GPU model of the design to write (default: the recommended one)");
+  app.add_option("--cluster-out", cluster_out,
+                 "write the design as a cluster file for `shoal sim` and `shoal up`");
+  app.add_option("--design", design_name,
+                 "the GPU model of the design to write (default: the recommended one)");
   if (int rc = ParseApp(app, raw, "shoal plan"); rc >= 0) return rc;
 
   if (file.empty() == !wf.Any()) {
-    std::cerr << "shoal plan: give a workload file or workload flags (--model, --tokens, --days, ...), not "
+    std::cerr << "shoal plan: give a workload file or workload flags (--model, --tokens, --days, "
+                 "...), not "
               << (file.empty() ? "neither" : "both") << " (shoal plan --help)\n";
     return 2;
   }
@@ -308,7 +342,9 @@ int RunPlan(const std::vector<std::string>& raw) {
       std::cerr << "shoal plan: --cooling is air, liquid or any\n";
       return 2;
     }
-    w.site.cooling = c == "air" ? plan::Cooling::kAir : c == "liquid" ? plan::Cooling::kLiquid : plan::Cooling::kAny;
+    w.site.cooling = c == "air"      ? plan::Cooling::kAir
+                     : c == "liquid" ? plan::Cooling::kLiquid
+                                     : plan::Cooling::kAny;
   }
   if (w.site.pue < 1 || w.site.oversubscription < 1) {
     std::cerr << "shoal plan: PUE and oversubscription must be at least 1\n";
@@ -321,7 +357,8 @@ int RunPlan(const std::vector<std::string>& raw) {
   auto result = plan::PlanWorkload(w);
   if (!result.ok()) {
     const bool usage = result.status().code() == StatusCode::kInvalidArgument;
-    std::cerr << "shoal plan: " << (usage ? "" : "cannot plan: ") << result.status().message() << "\n";
+    std::cerr << "shoal plan: " << (usage ? "" : "cannot plan: ") << result.status().message()
+              << "\n";
     return usage ? 2 : 1;
   }
   if (!cluster_out.empty()) {
@@ -333,11 +370,14 @@ int RunPlan(const std::vector<std::string>& raw) {
         if (result->designs[i].gpu_model == g->model) pick = static_cast<int>(i);
       }
       if (pick < 0 || !result->designs[static_cast<size_t>(pick)].feasible) {
-        std::cerr << "shoal plan: --design " << design_name << " is not a feasible design of this plan\n";
+        std::cerr << "shoal plan: --design " << design_name
+                  << " is not a feasible design of this plan\n";
         return 2;
       }
     }
-    if (Status s = WriteText(cluster_out, plan::ClusterToml(w, result->designs[static_cast<size_t>(pick)])); !s.ok()) {
+    if (Status s = WriteText(cluster_out,
+                             plan::ClusterToml(w, result->designs[static_cast<size_t>(pick)]));
+        !s.ok()) {
       std::cerr << "shoal plan: " << s.message() << "\n";
       return 1;
     }

@@ -7,7 +7,6 @@
 #include <iostream>
 #include <thread>
 
-
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
@@ -21,16 +20,24 @@ int RunServer(const std::vector<std::string>& raw) {
   std::string config, listen, state_dir, socket, policy, node_timeout;
   bool memory = false;
   bool metrics_public = false;
-  app.add_option("--config", config, "configuration file (TOML: [server], [[partition]], [[account]])");
-  app.add_option("--listen", listen, "address to listen on (default 127.0.0.1:6820; 0.0.0.0 listens everywhere)");
-  app.add_option("--state-dir", state_dir, "where the database and tokens live (default ~/.local/share/shoal)");
-  app.add_option("--socket", socket,
-                 "unix socket where local users get a token for their uid (default <state-dir>/shoal.sock; "
-                 "none: off)");
-  app.add_option("--policy", policy, "scheduling policy (fifo, backfill, multifactor, las, gittins, ...)");
-  app.add_option("--node-timeout", node_timeout, "missed heartbeats before a node is down (e.g. 30s)");
-  app.add_flag("--metrics-public", metrics_public, "serve GET /metrics without a token (default: any token)");
-  app.add_flag("--memory", memory, "keep state in memory only (for trying things out; nothing survives)");
+  app.add_option("--config", config,
+                 "configuration file (TOML: [server], [[partition]], [[account]])");
+  app.add_option("--listen", listen,
+                 "address to listen on (default 127.0.0.1:6820; 0.0.0.0 listens everywhere)");
+  app.add_option("--state-dir", state_dir,
+                 "where the database and tokens live (default ~/.local/share/shoal)");
+  app.add_option(
+      "--socket", socket,
+      "unix socket where local users get a token for their uid (default <state-dir>/shoal.sock; "
+      "none: off)");
+  app.add_option("--policy", policy,
+                 "scheduling policy (fifo, backfill, multifactor, las, gittins, ...)");
+  app.add_option("--node-timeout", node_timeout,
+                 "missed heartbeats before a node is down (e.g. 30s)");
+  app.add_flag("--metrics-public", metrics_public,
+               "serve GET /metrics without a token (default: any token)");
+  app.add_flag("--memory", memory,
+               "keep state in memory only (for trying things out; nothing survives)");
   if (int code = ParseApp(app, raw, "shoal server"); code >= 0) return code;
   server::ServerOptions options;
   options.state_dir = DefaultStateDir();
@@ -41,8 +48,12 @@ int RunServer(const std::vector<std::string>& raw) {
       return 2;
     }
   }
-  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"listen", listen}, {"state_dir", state_dir}, {"socket", socket}, {"policy", policy}, {"node_timeout", node_timeout}}) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"listen", listen},
+                                                        {"state_dir", state_dir},
+                                                        {"socket", socket},
+                                                        {"policy", policy},
+                                                        {"node_timeout", node_timeout}}) {
     if (value.empty()) continue;
     Status s = server::ApplyServerSetting(key, value, options);
     if (!s.ok()) {
@@ -72,8 +83,8 @@ int RunServer(const std::vector<std::string>& raw) {
   if (options.state_dir.empty()) {
     std::printf("state in memory only; admin token: %s\n", (*srv)->admin_token().c_str());
   } else {
-    std::printf("state in %s; admin token in %s/admin.token, node token in %s/node.token\n", options.state_dir.c_str(),
-                options.state_dir.c_str(), options.state_dir.c_str());
+    std::printf("state in %s; admin token in %s/admin.token, node token in %s/node.token\n",
+                options.state_dir.c_str(), options.state_dir.c_str(), options.state_dir.c_str());
   }
   if (const std::string sock = (*srv)->socket_path(); !sock.empty()) {
     std::printf("local users get a token for their own uid on %s\n", sock.c_str());

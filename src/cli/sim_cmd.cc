@@ -1,16 +1,15 @@
 // shoal sim: replay a trace through the real scheduler, one or more policies side by side.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 
-#include <fmt/format.h>
-
+#include "catalog/profiles.h"
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
-#include "catalog/profiles.h"
 #include "core/strings.h"
 #include "sched/policy.h"
 #include "sim/engine.h"
@@ -71,31 +70,45 @@ void PrintPolicies() {
 
 int RunSim(const std::vector<std::string>& raw) {
   SimArgs a;
-  CLI::App app{"Replay a job trace through Shoal's scheduler on a cluster (discrete-event, virtual time).", "shoal sim"};
+  CLI::App app{
+      "Replay a job trace through Shoal's scheduler on a cluster (discrete-event, virtual time).",
+      "shoal sim"};
   app.add_option("--cluster,-c", a.cluster,
-                 "cluster: a Shoal cluster file (.toml), an openb/PAI/spot node list (.csv) or a Gavel cluster spec "
-                 "(.json); optional when the trace comes with its own nodes. A relative path that is not here is "
+                 "cluster: a Shoal cluster file (.toml), an openb/PAI/spot node list (.csv) or a "
+                 "Gavel cluster spec "
+                 "(.json); optional when the trace comes with its own nodes. A relative path that "
+                 "is not here is "
                  "looked up in Shoal's data (traces/), as --trace is");
   app.add_option("--nodes", a.nodes, "instead of --cluster: this many nodes of --profile");
-  app.add_option("--profile", a.profile, "node profile for --nodes (dgx-h100, hgx-h200, dgx-a100, ...)");
-  app.add_option("--nodes-per-leaf", a.nodes_per_leaf, "with --nodes: nodes under each leaf switch");
-  app.add_option("--trace,-t", a.trace,
-                 "trace file, or a directory of trace files (each file an account); a relative path that is not "
-                 "here is looked up in Shoal's data, e.g. microsoft-itp-2021/raw/cluster01.csv (shoal version "
-                 "shows the data folder)");
+  app.add_option("--profile", a.profile,
+                 "node profile for --nodes (dgx-h100, hgx-h200, dgx-a100, ...)");
+  app.add_option("--nodes-per-leaf", a.nodes_per_leaf,
+                 "with --nodes: nodes under each leaf switch");
+  app.add_option(
+      "--trace,-t", a.trace,
+      "trace file, or a directory of trace files (each file an account); a relative path that is "
+      "not "
+      "here is looked up in Shoal's data, e.g. microsoft-itp-2021/raw/cluster01.csv (shoal version "
+      "shows the data folder)");
   app.add_option("--format", a.format, "trace format: auto, itp, gavel, pollux, openb");
-  app.add_option("--policy,-p", a.policies, "policies to compare, comma-separated (see --list-policies)");
-  app.add_option("--mode", a.mode, "replay (arrivals and run times from the trace) or fill (FGD-style placement)");
-  app.add_option("--time-limits", a.limits, "time limits the scheduler sees: exact, xK (K times the true run time), default");
+  app.add_option("--policy,-p", a.policies,
+                 "policies to compare, comma-separated (see --list-policies)");
+  app.add_option("--mode", a.mode,
+                 "replay (arrivals and run times from the trace) or fill (FGD-style placement)");
+  app.add_option("--time-limits", a.limits,
+                 "time limits the scheduler sees: exact, xK (K times the true run time), default");
   app.add_option("--restart-cost", a.restart_cost, "time lost by a preempted job when it restarts");
   app.add_option("--seed", a.seed, "seed for every random choice");
-  app.add_option("--fill-target", a.fill_target, "fill mode: arrived GPU demand to reach, as a multiple of the cluster's GPUs");
+  app.add_option("--fill-target", a.fill_target,
+                 "fill mode: arrived GPU demand to reach, as a multiple of the cluster's GPUs");
   app.add_option("--max-jobs", a.max_jobs, "use only the first N jobs of the trace");
-  app.add_option("--series", a.series, "write the utilisation series (or fill curve) to this CSV file");
+  app.add_option("--series", a.series,
+                 "write the utilisation series (or fill curve) to this CSV file");
   app.add_flag("--json", a.json, "print JSON");
   app.add_flag("--csv", a.csv, "print CSV (one row per policy)");
   app.add_flag("--no-invariants", a.no_invariants, "skip the invariant checks after every event");
-  app.add_flag("--progress", a.progress, "print a progress line every second (default when stderr is a terminal)");
+  app.add_flag("--progress", a.progress,
+               "print a progress line every second (default when stderr is a terminal)");
   app.add_flag("--no-progress", a.no_progress, "no progress line");
   app.add_flag("--list-policies", a.list, "list the policies and exit");
   if (int code = ParseApp(app, raw, "shoal sim"); code >= 0) return code;
@@ -164,7 +177,8 @@ int RunSim(const std::vector<std::string>& raw) {
   if (a.nodes > 0) {
     const catalog::NodeProfile* profile = catalog::FindProfile(a.profile);
     if (profile == nullptr) {
-      std::cerr << "shoal sim: unknown profile '" << a.profile << "' (" << Join(catalog::ProfileNames(), ", ") << ")\n";
+      std::cerr << "shoal sim: unknown profile '" << a.profile << "' ("
+                << Join(catalog::ProfileNames(), ", ") << ")\n";
       return 2;
     }
     cluster.name = fmt::format("{}x{}", a.nodes, a.profile);
@@ -187,7 +201,8 @@ int RunSim(const std::vector<std::string>& raw) {
   } else if (tr->cluster) {
     cluster = *tr->cluster;
   } else {
-    std::cerr << "shoal sim: this trace has no nodes of its own; give a --cluster (examples/clusters has some)\n";
+    std::cerr << "shoal sim: this trace has no nodes of its own; give a --cluster "
+                 "(examples/clusters has some)\n";
     return 2;
   }
 
@@ -196,8 +211,9 @@ int RunSim(const std::vector<std::string>& raw) {
   const bool progress = !a.no_progress && (a.progress || isatty(STDERR_FILENO));
   if (progress) {
     opts.progress = [](const sim::Progress& p) {
-      std::fprintf(stderr, "\r[%s] t=%s  finished %zu/%zu  pending %zu  running %zu   ", p.policy.c_str(),
-                   FormatDuration(p.now.time_since_epoch()).c_str(), p.finished, p.total, p.pending, p.running);
+      std::fprintf(stderr, "\r[%s] t=%s  finished %zu/%zu  pending %zu  running %zu   ",
+                   p.policy.c_str(), FormatDuration(p.now.time_since_epoch()).c_str(), p.finished,
+                   p.total, p.pending, p.running);
       std::fflush(stderr);
     };
   }

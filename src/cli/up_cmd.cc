@@ -2,16 +2,15 @@
 // this one process on loopback, with simulated GPUs (or this host's real
 // ones through NVML), state under one directory, and job steps under their
 // supervisors as on a real node. Ctrl-C stops everything, jobs included.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <thread>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -19,9 +18,9 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
+#include "core/strings.h"
 #include "net/http_client.h"
 #include "net/local_socket.h"
-#include "core/strings.h"
 #include "server/config.h"
 #include "server/server.h"
 
@@ -35,26 +34,29 @@ constexpr int kNodesPerLeaf = 4;
 
 // The demonstration workload of `make run`: single-GPU jobs, a two-node job,
 // an array, and one job that must wait for GPUs until the others are done.
-Status SubmitDemo(const std::string& address, const std::string& token, const std::string& work_dir, int nodes,
-                  int gpus_per_node) {
+Status SubmitDemo(const std::string& address, const std::string& token, const std::string& work_dir,
+                  int nodes, int gpus_per_node) {
   auto c = net::HttpClient::Connect(address, {.token = token});
   if (!c.ok()) return c.status();
   std::vector<json> jobs;
   for (int i = 1; i <= 4; ++i) {
-    jobs.push_back({{"name", fmt::format("single-{}", i)},
-                    {"command", "echo \"job $SHOAL_JOB_ID on $(hostname): GPU $CUDA_VISIBLE_DEVICES\"; sleep 40"},
-                    {"gpus", 1},
-                    {"time_limit_s", 600}});
+    jobs.push_back(
+        {{"name", fmt::format("single-{}", i)},
+         {"command",
+          "echo \"job $SHOAL_JOB_ID on $(hostname): GPU $CUDA_VISIBLE_DEVICES\"; sleep 40"},
+         {"gpus", 1},
+         {"time_limit_s", 600}});
   }
   if (nodes >= 2) {
-    jobs.push_back({{"name", "two-nodes"},
-                    {"command",
-                     "echo \"rank $RANK of $WORLD_SIZE on node $NODE_RANK, master $MASTER_ADDR:$MASTER_PORT, "
-                     "GPUs $CUDA_VISIBLE_DEVICES\"; cat $SHOAL_HOSTFILE; sleep 30"},
-                    {"nodes", 2},
-                    {"gpus_per_node", gpus_per_node},
-                    {"tasks", 2},
-                    {"time_limit_s", 600}});
+    jobs.push_back(
+        {{"name", "two-nodes"},
+         {"command",
+          "echo \"rank $RANK of $WORLD_SIZE on node $NODE_RANK, master $MASTER_ADDR:$MASTER_PORT, "
+          "GPUs $CUDA_VISIBLE_DEVICES\"; cat $SHOAL_HOSTFILE; sleep 30"},
+         {"nodes", 2},
+         {"gpus_per_node", gpus_per_node},
+         {"tasks", 2},
+         {"time_limit_s", 600}});
   }
   jobs.push_back({{"name", "sweep"},
                   {"command", "echo \"array task $SHOAL_ARRAY_TASK_ID\"; sleep 20"},
@@ -70,7 +72,9 @@ Status SubmitDemo(const std::string& address, const std::string& token, const st
     j["work_dir"] = work_dir;
     auto r = (*c)->Post("/v1/jobs", j.dump());
     if (!r.ok()) return r.status();
-    if (r->status != 201) return Internal(fmt::format("the demo job '{}' was refused: {}", j["name"].get<std::string>(), r->body));
+    if (r->status != 201)
+      return Internal(
+          fmt::format("the demo job '{}' was refused: {}", j["name"].get<std::string>(), r->body));
   }
   return Status::Ok();
 }
@@ -97,20 +101,23 @@ int RunUp(const std::vector<std::string>& raw) {
   bool real = false, demo = false;
   app.add_option("--nodes", nodes, "simulated nodes (default 4)")->check(CLI::Range(1, 256));
   app.add_option("--profile", profile, "their hardware: " + Join(catalog::ProfileNames(), ", "));
-  app.add_flag("--real", real, "one node with this machine's GPUs (NVML) instead of simulated ones");
+  app.add_flag("--real", real,
+               "one node with this machine's GPUs (NVML) instead of simulated ones");
   app.add_option("--state-dir", state_dir, "where state lives (default ~/.local/share/shoal)");
   app.add_option("--listen", listen, "the server's address (default 127.0.0.1:6820)");
   app.add_option("--policy", policy, "scheduling policy (default backfill)");
-  app.add_option("--config", config, "a server configuration file (partitions, accounts; see shoal server)");
+  app.add_option("--config", config,
+                 "a server configuration file (partitions, accounts; see shoal server)");
   app.add_flag("--demo", demo, "submit a small demonstration workload once the nodes are up");
   if (int code = ParseApp(app, raw, "shoal up"); code >= 0) return code;
   const catalog::NodeProfile* p = catalog::FindProfile(profile);
   if (!real && p == nullptr) {
-    std::cerr << "shoal up: no node profile '" << profile << "' (known: " << Join(catalog::ProfileNames(), ", ")
-              << ")\n";
+    std::cerr << "shoal up: no node profile '" << profile
+              << "' (known: " << Join(catalog::ProfileNames(), ", ") << ")\n";
     return 2;
   }
-  const std::string default_state_dir = DefaultStateDir();  // before this process sets SHOAL_STATE_DIR
+  const std::string default_state_dir =
+      DefaultStateDir();  // before this process sets SHOAL_STATE_DIR
   if (state_dir.empty()) state_dir = default_state_dir;
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
@@ -159,7 +166,8 @@ int RunUp(const std::vector<std::string>& raw) {
     c.allow_root_jobs = root;
     c.state_dir = fmt::format("{}/agents/{}", state_dir, real ? "local" : c.agent.name);
     auto gpus = agent::OpenGpus(c, clock);
-    auto steps = gpus.ok() ? agent::OpenSteps(c, CompanionPath("shoal-step")) : Result<std::unique_ptr<agent::Steps>>(gpus.status());
+    auto steps = gpus.ok() ? agent::OpenSteps(c, CompanionPath("shoal-step"))
+                           : Result<std::unique_ptr<agent::Steps>>(gpus.status());
     if (!gpus.ok() || !steps.ok()) {
       std::cerr << "shoal up: " << (gpus.ok() ? steps.status() : gpus.status()).message() << "\n";
       return 1;
@@ -173,34 +181,47 @@ int RunUp(const std::vector<std::string>& raw) {
     configs.push_back(c);
   }
   for (int waited_ms = 0; waited_ms < 10000; waited_ms += 20) {
-    if (std::all_of(agents.begin(), agents.end(), [](const auto& a) { return a->registered(); })) break;
+    if (std::all_of(agents.begin(), agents.end(), [](const auto& a) { return a->registered(); }))
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const int gpus_per_node = real ? 0 : p->gpus;
-  std::printf("Shoal is up: server on http://%s, %d node%s", (*srv)->address().c_str(), count, count == 1 ? "" : "s");
-  if (!real) std::printf(" x %d simulated %.*s GPUs (%s)", p->gpus, static_cast<int>(p->gpu_model.size()), p->gpu_model.data(), profile.c_str());
+  std::printf("Shoal is up: server on http://%s, %d node%s", (*srv)->address().c_str(), count,
+              count == 1 ? "" : "s");
+  if (!real)
+    std::printf(" x %d simulated %.*s GPUs (%s)", p->gpus, static_cast<int>(p->gpu_model.size()),
+                p->gpu_model.data(), profile.c_str());
   std::printf("\nstate in %s\n", state_dir.c_str());
-  if (root) std::printf("running as root: root's own jobs are allowed on these nodes (other users' run as themselves)\n");
+  if (root)
+    std::printf(
+        "running as root: root's own jobs are allowed on these nodes (other users' run as "
+        "themselves)\n");
   std::printf("\nTry, in another terminal:\n");
   // The CLI finds a server on its default address and socket by itself;
   // anything else it is told through the environment.
-  if ((*srv)->address() != kDefaultServerAddress) std::printf("  export SHOAL_SERVER=http://%s\n", (*srv)->address().c_str());
-  if (state_dir != default_state_dir) std::printf("  export SHOAL_STATE_DIR=%s\n", state_dir.c_str());
-  std::printf("  shoal nodes\n"
-              "  shoal submit --gpus 1 -- nvidia-smi -L       # any command; or a batch script with #SBATCH lines\n"
-              "  shoal queue\n"
-              "  shoal logs <job> -f\n"
-              "  shoal history\n");
+  if ((*srv)->address() != kDefaultServerAddress)
+    std::printf("  export SHOAL_SERVER=http://%s\n", (*srv)->address().c_str());
+  if (state_dir != default_state_dir)
+    std::printf("  export SHOAL_STATE_DIR=%s\n", state_dir.c_str());
+  std::printf(
+      "  shoal nodes\n"
+      "  shoal submit --gpus 1 -- nvidia-smi -L       # any command; or a batch script with "
+      "#SBATCH lines\n"
+      "  shoal queue\n"
+      "  shoal logs <job> -f\n"
+      "  shoal history\n");
   // The token itself never goes to the terminal (nor to a log that keeps it).
-  std::printf("  open http://%s/   # the dashboard: sign in with the admin token in %s/admin.token\n",
-              (*srv)->address().c_str(), state_dir.c_str());
+  std::printf(
+      "  open http://%s/   # the dashboard: sign in with the admin token in %s/admin.token\n",
+      (*srv)->address().c_str(), state_dir.c_str());
   std::printf("Ctrl-C stops the cluster and its jobs.\n\n");
   std::fflush(stdout);
   if (demo && !real) {
     const std::string work_dir = state_dir + "/demo";
     std::filesystem::create_directories(work_dir, ec);
     std::string token = (*srv)->admin_token();
-    if (auto local = net::RequestLocalToken((*srv)->socket_path()); local.ok()) token = local->token;
+    if (auto local = net::RequestLocalToken((*srv)->socket_path()); local.ok())
+      token = local->token;
     Status s = SubmitDemo((*srv)->address(), token, work_dir, count, gpus_per_node);
     if (!s.ok()) {
       std::cerr << "shoal up: the demonstration workload failed: " << s.message() << "\n";
@@ -215,7 +236,8 @@ int RunUp(const std::vector<std::string>& raw) {
   }
   WaitForStopSignal();
   std::printf("\nstopping: agents, jobs, server\n");
-  for (auto& a : agents) a->Stop();
+  for (auto& a : agents)
+    a->Stop();
   StopSteps(configs);
   (*srv)->Stop();
   return 0;

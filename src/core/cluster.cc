@@ -1,10 +1,10 @@
 #include "core/cluster.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/strings.h"
 
@@ -12,10 +12,14 @@ namespace shoal {
 
 std::string_view NodeStateName(NodeState state) {
   switch (state) {
-    case NodeState::kUp: return "up";
-    case NodeState::kDraining: return "draining";
-    case NodeState::kDrained: return "drained";
-    case NodeState::kDown: return "down";
+    case NodeState::kUp:
+      return "up";
+    case NodeState::kDraining:
+      return "draining";
+    case NodeState::kDrained:
+      return "drained";
+    case NodeState::kDown:
+      return "down";
   }
   return "unknown";
 }
@@ -26,24 +30,29 @@ Result<NodeState> ParseNodeState(std::string_view text) {
   if (s == "draining") return NodeState::kDraining;
   if (s == "drained" || s == "drain") return NodeState::kDrained;
   if (s == "down") return NodeState::kDown;
-  return InvalidArgument(fmt::format("unknown node state '{}' (up, draining, drained, down)", text));
+  return InvalidArgument(
+      fmt::format("unknown node state '{}' (up, draining, drained, down)", text));
 }
 
 Result<NetworkPlace> NetworkPlace::Parse(std::string_view text) {
   std::vector<std::string_view> parts = Split(Trim(text), '/');
   for (std::string_view p : parts) {
-    if (p.empty()) return InvalidArgument(fmt::format("'{}' is not a network place (spine/leaf)", text));
+    if (p.empty())
+      return InvalidArgument(fmt::format("'{}' is not a network place (spine/leaf)", text));
   }
   if (parts.size() == 1) return NetworkPlace{"spine0", std::string(parts[0])};
   if (parts.size() == 2) return NetworkPlace{std::string(parts[0]), std::string(parts[1])};
   return InvalidArgument(fmt::format("'{}' is not a network place (spine/leaf)", text));
 }
 
-std::string NetworkPlace::ToString() const { return spine + "/" + leaf; }
+std::string NetworkPlace::ToString() const {
+  return spine + "/" + leaf;
+}
 
 bool Partition::AllowsAccount(std::string_view account) const {
   if (allowed_accounts.empty()) return true;
-  return std::find(allowed_accounts.begin(), allowed_accounts.end(), account) != allowed_accounts.end();
+  return std::find(allowed_accounts.begin(), allowed_accounts.end(), account) !=
+         allowed_accounts.end();
 }
 
 Duration Partition::DefaultTimeLimit() const {
@@ -61,11 +70,12 @@ Status Cluster::Validate() const {
       return InvalidArgument(fmt::format("node '{}' is defined twice", node.name));
     }
     if (!ids.insert(node.id.value()).second) {
-      return InvalidArgument(fmt::format("node '{}' has the id {} of another node", node.name, node.id.value()));
+      return InvalidArgument(
+          fmt::format("node '{}' has the id {} of another node", node.name, node.id.value()));
     }
     if (node.GpuCount() > kMaxGpusPerNode) {
-      return InvalidArgument(fmt::format("node '{}' has {} GPUs; at most {} are supported", node.name,
-                                         node.GpuCount(), kMaxGpusPerNode));
+      return InvalidArgument(fmt::format("node '{}' has {} GPUs; at most {} are supported",
+                                         node.name, node.GpuCount(), kMaxGpusPerNode));
     }
     if (node.cpu_milli < 0 || node.memory_mib < 0) {
       return InvalidArgument(fmt::format("node '{}' has negative CPUs or memory", node.name));
@@ -86,14 +96,16 @@ Status Cluster::Validate() const {
     if (p.is_default) ++defaults;
   }
   if (!partitions.empty() && defaults != 1) {
-    return InvalidArgument(fmt::format("exactly one partition must be the default ({} are)", defaults));
+    return InvalidArgument(
+        fmt::format("exactly one partition must be the default ({} are)", defaults));
   }
   std::set<std::string_view> account_names;
   for (const Account& a : accounts) {
     if (!account_names.insert(a.name).second) {
       return InvalidArgument(fmt::format("account '{}' is defined twice", a.name));
     }
-    if (!(a.shares > 0)) return InvalidArgument(fmt::format("account '{}' needs shares > 0", a.name));
+    if (!(a.shares > 0))
+      return InvalidArgument(fmt::format("account '{}' needs shares > 0", a.name));
   }
   return Status::Ok();
 }
@@ -121,7 +133,8 @@ const Node* Cluster::FindNode(std::string_view node_name) const {
 
 int Cluster::TotalGpus() const {
   int total = 0;
-  for (const Node& n : nodes) total += n.GpuCount();
+  for (const Node& n : nodes)
+    total += n.GpuCount();
   return total;
 }
 

@@ -32,9 +32,9 @@ Result<NodeState> ParseNodeState(std::string_view text);
 struct Gpu {
   int index = 0;
   std::string uuid;
-  std::string model;         // e.g. "H100-SXM-80GB"
+  std::string model;  // e.g. "H100-SXM-80GB"
   int64_t memory_mib = 0;
-  int nvlink_island = 0;     // GPUs of one island talk over NVLink/NVSwitch
+  int nvlink_island = 0;  // GPUs of one island talk over NVLink/NVSwitch
   int numa_node = 0;
   int pcie_switch = 0;
   bool healthy = true;
@@ -56,8 +56,9 @@ struct AcceptanceResult {
   bool passed = false;
   std::string summary;
   Time time{};
-  std::vector<std::string> failures;  // one line each, with figures (at most kMaxAcceptanceFailures)
-  uint64_t job = 0;                   // the job that ran the tests; 0: not run as a job
+  std::vector<std::string>
+      failures;      // one line each, with figures (at most kMaxAcceptanceFailures)
+  uint64_t job = 0;  // the job that ran the tests; 0: not run as a job
   friend bool operator==(const AcceptanceResult&, const AcceptanceResult&) = default;
 };
 inline constexpr size_t kMaxAcceptanceFailures = 32;
@@ -68,13 +69,14 @@ struct Node {
   std::string address;
   NodeState state = NodeState::kUp;
   std::string state_reason;
-  int64_t cpu_milli = 0;     // CPUs in thousandths
+  int64_t cpu_milli = 0;  // CPUs in thousandths
   int64_t memory_mib = 0;
   std::vector<Gpu> gpus;
   std::vector<std::string> labels;      // "ib", "nvme", "rack=r12", ...
   std::vector<std::string> partitions;  // the partitions this node serves
   NetworkPlace place;
-  std::optional<AcceptanceResult> acceptance;  // the last acceptance test; kept by the server, not the agent
+  std::optional<AcceptanceResult>
+      acceptance;  // the last acceptance test; kept by the server, not the agent
 
   int GpuCount() const { return static_cast<int>(gpus.size()); }
 };
@@ -83,12 +85,12 @@ struct Partition {
   std::string name;
   bool is_default = false;
   bool up = true;
-  Duration max_time{0};       // 0: no limit
-  Duration default_time{0};   // 0: max_time, or 1 day when there is no limit
-  int max_nodes_per_job = 0;  // 0: no limit
-  int max_gpus_per_job = 0;   // 0: no limit
+  Duration max_time{0};                       // 0: no limit
+  Duration default_time{0};                   // 0: max_time, or 1 day when there is no limit
+  int max_nodes_per_job = 0;                  // 0: no limit
+  int max_gpus_per_job = 0;                   // 0: no limit
   std::vector<std::string> allowed_accounts;  // empty: every account
-  int priority_tier = 0;      // higher tiers are scheduled first and may preempt lower ones
+  int priority_tier = 0;  // higher tiers are scheduled first and may preempt lower ones
   // Idle GPUs: a running job whose GPUs all stay under idle_util_pct for
   // idle_minutes (0: never) is flagged, and cancelled when idle_action is "cancel".
   double idle_util_pct = 5;

@@ -6,8 +6,8 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/strings.h"
-#include "core/topology.h"
 #include "core/time.h"
+#include "core/topology.h"
 
 namespace shoal {
 namespace {
@@ -58,9 +58,11 @@ TEST(DurationTest, ParsesSlurmForms) {
     const char* text;
     int64_t seconds;
   } cases[] = {
-      {"90", 90 * 60},          {"1:30", 90},           {"1:30:00", 5400}, {"2-00:00:00", 172800},
-      {"1-12", 36 * 3600},      {"1-00:30", 86400 + 1800}, {"45m", 2700},  {"2h", 7200},
-      {"3d", 259200},           {"30s", 30},
+      {"90", 90 * 60},     {"1:30", 90},
+      {"1:30:00", 5400},   {"2-00:00:00", 172800},
+      {"1-12", 36 * 3600}, {"1-00:30", 86400 + 1800},
+      {"45m", 2700},       {"2h", 7200},
+      {"3d", 259200},      {"30s", 30},
   };
   for (const Case& c : cases) {
     auto d = ParseDuration(c.text);
@@ -81,7 +83,8 @@ TEST(StringsTest, MemorySizes) {
   struct Case {
     const char* text;
     int64_t mib;
-  } cases[] = {{"512", 512}, {"16384M", 16384}, {"80G", 81920}, {"80GiB", 81920}, {"1T", 1048576}, {"1.5G", 1536}};
+  } cases[] = {{"512", 512},     {"16384M", 16384}, {"80G", 81920},
+               {"80GiB", 81920}, {"1T", 1048576},   {"1.5G", 1536}};
   for (const Case& c : cases) {
     auto v = ParseMemoryMib(c.text);
     ASSERT_TRUE(v.ok()) << c.text;
@@ -176,11 +179,14 @@ TEST(NetworkPlaceTest, Parses) {
 
 TEST(RngTest, SeededAndUniform) {
   Rng a(42), b(42);
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(a.Next(), b.Next());
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(a.Next(), b.Next());
   Rng r(7);
   int counts[4] = {0, 0, 0, 0};
-  for (int i = 0; i < 40000; ++i) counts[r.Uniform(4)]++;
-  for (int c : counts) EXPECT_NEAR(c, 10000, 600);
+  for (int i = 0; i < 40000; ++i)
+    counts[r.Uniform(4)]++;
+  for (int c : counts)
+    EXPECT_NEAR(c, 10000, 600);
 }
 
 }  // namespace
@@ -238,7 +244,8 @@ TEST(OverflowTest, HugeNumbersAreErrorsNotUndefinedBehaviour) {
   EXPECT_FALSE(ParseArraySpec("0-10:99999999999").ok());
   EXPECT_FALSE(ParseIntRanges("0-99999999999").ok());
   EXPECT_FALSE(ParseIntRanges("99999999999").ok());
-  EXPECT_EQ(ToSeconds(TimeFromSeconds(ToSeconds(Time(Duration(741))))), 0.741) << "rounding, not truncation";
+  EXPECT_EQ(ToSeconds(TimeFromSeconds(ToSeconds(Time(Duration(741))))), 0.741)
+      << "rounding, not truncation";
 }
 
 }  // namespace

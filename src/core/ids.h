@@ -29,5 +29,7 @@ using NodeId = StrongId<struct NodeIdTag, uint32_t>;
 
 template <typename Tag, typename Rep>
 struct std::hash<shoal::StrongId<Tag, Rep>> {
-  size_t operator()(shoal::StrongId<Tag, Rep> id) const noexcept { return std::hash<Rep>()(id.value()); }
+  size_t operator()(shoal::StrongId<Tag, Rep> id) const noexcept {
+    return std::hash<Rep>()(id.value());
+  }
 };

@@ -1,9 +1,9 @@
 #include "core/job.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "core/strings.h"
 
@@ -11,23 +11,31 @@ namespace shoal {
 
 std::string_view JobStateName(JobState state) {
   switch (state) {
-    case JobState::kPending: return "pending";
-    case JobState::kRunning: return "running";
-    case JobState::kCompleted: return "completed";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
-    case JobState::kTimeout: return "timeout";
-    case JobState::kNodeFail: return "node_fail";
-    case JobState::kPreempted: return "preempted";
+    case JobState::kPending:
+      return "pending";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kCompleted:
+      return "completed";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+    case JobState::kTimeout:
+      return "timeout";
+    case JobState::kNodeFail:
+      return "node_fail";
+    case JobState::kPreempted:
+      return "preempted";
   }
   return "unknown";
 }
 
 Result<JobState> ParseJobState(std::string_view text) {
   std::string s = ToLower(Trim(text));
-  for (JobState st : {JobState::kPending, JobState::kRunning, JobState::kCompleted, JobState::kFailed,
-                      JobState::kCancelled, JobState::kTimeout, JobState::kNodeFail,
-                      JobState::kPreempted}) {
+  for (JobState st :
+       {JobState::kPending, JobState::kRunning, JobState::kCompleted, JobState::kFailed,
+        JobState::kCancelled, JobState::kTimeout, JobState::kNodeFail, JobState::kPreempted}) {
     if (s == JobStateName(st)) return st;
   }
   return InvalidArgument(fmt::format("unknown job state '{}'", text));
@@ -39,21 +47,36 @@ bool IsTerminal(JobState state) {
 
 std::string_view PendingReasonName(PendingReason reason) {
   switch (reason) {
-    case PendingReason::kNone: return "none";
-    case PendingReason::kResources: return "resources";
-    case PendingReason::kPriority: return "priority";
-    case PendingReason::kDependency: return "dependency";
-    case PendingReason::kDependencyNeverSatisfied: return "dependency_never_satisfied";
-    case PendingReason::kHeld: return "held";
-    case PendingReason::kBeginTime: return "begin_time";
-    case PendingReason::kGpuModelUnavailable: return "gpu_model_unavailable";
-    case PendingReason::kPartitionLimit: return "partition_limit";
-    case PendingReason::kPartitionDown: return "partition_down";
-    case PendingReason::kAccountLimit: return "account_limit";
-    case PendingReason::kNodesUnavailable: return "nodes_unavailable";
-    case PendingReason::kUnsatisfiable: return "unsatisfiable";
-    case PendingReason::kArrayLimit: return "array_limit";
-    case PendingReason::kPlanConflict: return "plan_conflict";
+    case PendingReason::kNone:
+      return "none";
+    case PendingReason::kResources:
+      return "resources";
+    case PendingReason::kPriority:
+      return "priority";
+    case PendingReason::kDependency:
+      return "dependency";
+    case PendingReason::kDependencyNeverSatisfied:
+      return "dependency_never_satisfied";
+    case PendingReason::kHeld:
+      return "held";
+    case PendingReason::kBeginTime:
+      return "begin_time";
+    case PendingReason::kGpuModelUnavailable:
+      return "gpu_model_unavailable";
+    case PendingReason::kPartitionLimit:
+      return "partition_limit";
+    case PendingReason::kPartitionDown:
+      return "partition_down";
+    case PendingReason::kAccountLimit:
+      return "account_limit";
+    case PendingReason::kNodesUnavailable:
+      return "nodes_unavailable";
+    case PendingReason::kUnsatisfiable:
+      return "unsatisfiable";
+    case PendingReason::kArrayLimit:
+      return "array_limit";
+    case PendingReason::kPlanConflict:
+      return "plan_conflict";
   }
   return "unknown";
 }
@@ -64,7 +87,8 @@ Result<std::vector<Dependency>> ParseDependencies(std::string_view text) {
   for (std::string_view clause : Split(text, ',')) {
     std::vector<std::string_view> parts = Split(Trim(clause), ':');
     if (parts.size() < 2) {
-      return InvalidArgument(fmt::format("dependency '{}' needs a type and job ids (afterok:12)", clause));
+      return InvalidArgument(
+          fmt::format("dependency '{}' needs a type and job ids (afterok:12)", clause));
     }
     DependencyType type;
     std::string kind = ToLower(parts[0]);
@@ -75,12 +99,13 @@ Result<std::vector<Dependency>> ParseDependencies(std::string_view text) {
     } else if (kind == "afternotok") {
       type = DependencyType::kAfterNotOk;
     } else {
-      return InvalidArgument(
-          fmt::format("dependency type '{}' is not supported (afterok, afterany, afternotok)", parts[0]));
+      return InvalidArgument(fmt::format(
+          "dependency type '{}' is not supported (afterok, afterany, afternotok)", parts[0]));
     }
     for (size_t i = 1; i < parts.size(); ++i) {
       auto id = ParseInt(parts[i]);
-      if (!id.ok() || *id <= 0) return InvalidArgument(fmt::format("'{}' is not a job id", parts[i]));
+      if (!id.ok() || *id <= 0)
+        return InvalidArgument(fmt::format("'{}' is not a job id", parts[i]));
       out.push_back(Dependency{type, JobId(static_cast<uint64_t>(*id))});
     }
   }
@@ -105,7 +130,9 @@ Result<ArraySpec> ParseArraySpec(std::string_view text) {
   const size_t pct = body.find('%');
   if (pct != std::string_view::npos) {
     auto m = ParseInt(body.substr(pct + 1));
-    if (!m.ok() || *m <= 0) return InvalidArgument(fmt::format("'{}': the limit after % must be a positive number", text));
+    if (!m.ok() || *m <= 0)
+      return InvalidArgument(
+          fmt::format("'{}': the limit after % must be a positive number", text));
     a.max_running = static_cast<int>(*m);
     body = body.substr(0, pct);
   }
@@ -115,7 +142,8 @@ Result<ArraySpec> ParseArraySpec(std::string_view text) {
     const size_t colon = part.find(':');
     if (colon != std::string_view::npos) {
       auto s = ParseInt(part.substr(colon + 1));
-      if (!s.ok() || *s <= 0) return InvalidArgument(fmt::format("'{}': the step after : must be positive", text));
+      if (!s.ok() || *s <= 0)
+        return InvalidArgument(fmt::format("'{}': the step after : must be positive", text));
       step = *s;
       part = part.substr(0, colon);
     }
@@ -124,11 +152,13 @@ Result<ArraySpec> ParseArraySpec(std::string_view text) {
     auto hi = dash == std::string_view::npos ? lo : ParseInt(part.substr(dash + 1));
     // Indices fit an int and the loop below cannot overflow.
     if (!lo.ok() || !hi.ok() || *lo < 0 || *hi < *lo || *hi > 100'000'000 || step > 100'000'000) {
-      return InvalidArgument(fmt::format("'{}' is not an array (use e.g. 0-99%10, 1,3,5 or 0-15:4)", text));
+      return InvalidArgument(
+          fmt::format("'{}' is not an array (use e.g. 0-99%10, 1,3,5 or 0-15:4)", text));
     }
     for (int64_t i = *lo; i <= *hi; i += step) {
       a.indices.push_back(static_cast<int>(i));
-      if (a.indices.size() > 100000) return InvalidArgument(fmt::format("'{}': at most 100,000 tasks", text));
+      if (a.indices.size() > 100000)
+        return InvalidArgument(fmt::format("'{}': at most 100,000 tasks", text));
     }
   }
   std::sort(a.indices.begin(), a.indices.end());
@@ -142,9 +172,11 @@ std::string FormatArraySpec(const ArraySpec& a) {
   size_t i = 0;
   while (i < a.indices.size()) {
     size_t j = i;
-    while (j + 1 < a.indices.size() && a.indices[j + 1] == a.indices[j] + 1) ++j;
+    while (j + 1 < a.indices.size() && a.indices[j + 1] == a.indices[j] + 1)
+      ++j;
     if (!out.empty()) out += ",";
-    out += j == i ? fmt::format("{}", a.indices[i]) : fmt::format("{}-{}", a.indices[i], a.indices[j]);
+    out +=
+        j == i ? fmt::format("{}", a.indices[i]) : fmt::format("{}-{}", a.indices[i], a.indices[j]);
     i = j + 1;
   }
   if (a.max_running > 0) out += fmt::format("%{}", a.max_running);
@@ -162,9 +194,11 @@ namespace {
 // short in every C API on its way to a process).
 Status CheckText(std::string_view what, std::string_view text, size_t max_bytes) {
   if (text.size() > max_bytes) {
-    return InvalidArgument(fmt::format("{} is {} bytes; at most {} are accepted", what, text.size(), max_bytes));
+    return InvalidArgument(
+        fmt::format("{} is {} bytes; at most {} are accepted", what, text.size(), max_bytes));
   }
-  if (text.find('\0') != std::string_view::npos) return InvalidArgument(fmt::format("{} holds a NUL byte", what));
+  if (text.find('\0') != std::string_view::npos)
+    return InvalidArgument(fmt::format("{} holds a NUL byte", what));
   if (!IsValidUtf8(text)) return InvalidArgument(fmt::format("{} is not valid UTF-8", what));
   return Status::Ok();
 }
@@ -173,47 +207,55 @@ Status CheckText(std::string_view what, std::string_view text, size_t max_bytes)
 // "KEY=VALUE"), no NUL. Other characters are allowed, since exported shell
 // functions ("BASH_FUNC_module%%") travel in the environment too.
 bool IsVariableName(std::string_view key) {
-  return !key.empty() && key.size() <= kMaxNameBytes && key.find_first_of(std::string_view("=\0", 2)) == std::string_view::npos;
+  return !key.empty() && key.size() <= kMaxNameBytes &&
+         key.find_first_of(std::string_view("=\0", 2)) == std::string_view::npos;
 }
 
 Status CheckTextFields(const JobSpec& s) {
-  for (const auto& [what, text] : {std::pair<std::string_view, const std::string&>{"the job name", s.name},
-                                   {"the user", s.user},
-                                   {"the account", s.account},
-                                   {"the partition", s.partition},
-                                   {"the QoS", s.qos}}) {
+  for (const auto& [what, text] :
+       {std::pair<std::string_view, const std::string&>{"the job name", s.name},
+        {"the user", s.user},
+        {"the account", s.account},
+        {"the partition", s.partition},
+        {"the QoS", s.qos}}) {
     SHOAL_RETURN_IF_ERROR(CheckText(what, text, kMaxNameBytes));
   }
-  SHOAL_RETURN_IF_ERROR(CheckText(s.script ? "the batch script" : "the command", s.command, kMaxScriptBytes));
-  for (const auto& [what, text] : {std::pair<std::string_view, const std::string&>{"the working directory", s.work_dir},
-                                   {"the output path", s.stdout_path},
-                                   {"the error path", s.stderr_path}}) {
+  SHOAL_RETURN_IF_ERROR(
+      CheckText(s.script ? "the batch script" : "the command", s.command, kMaxScriptBytes));
+  for (const auto& [what, text] :
+       {std::pair<std::string_view, const std::string&>{"the working directory", s.work_dir},
+        {"the output path", s.stdout_path},
+        {"the error path", s.stderr_path}}) {
     SHOAL_RETURN_IF_ERROR(CheckText(what, text, kMaxPathBytes));
   }
   for (const auto& [what, list] :
        {std::pair<std::string_view, const std::vector<std::string>&>{"GPU models", s.gpu_models},
         {"constraints", s.constraints}}) {
     if (list.size() > kMaxListEntries) {
-      return InvalidArgument(fmt::format("{} {} given; at most {}", list.size(), what, kMaxListEntries));
+      return InvalidArgument(
+          fmt::format("{} {} given; at most {}", list.size(), what, kMaxListEntries));
     }
-    for (const std::string& e : list) SHOAL_RETURN_IF_ERROR(CheckText(what, e, kMaxNameBytes));
+    for (const std::string& e : list)
+      SHOAL_RETURN_IF_ERROR(CheckText(what, e, kMaxNameBytes));
   }
   if (s.env.size() > kMaxEnvVariables) {
-    return InvalidArgument(fmt::format("{} environment variables; at most {}", s.env.size(), kMaxEnvVariables));
+    return InvalidArgument(
+        fmt::format("{} environment variables; at most {}", s.env.size(), kMaxEnvVariables));
   }
   size_t env_bytes = 0;
   for (const auto& [key, value] : s.env) {
     if (!IsVariableName(key)) {
-      return InvalidArgument(fmt::format("'{}' is not an environment variable name (not empty, at most {} "
-                                         "bytes, no '=' or NUL)",
-                                         key.substr(0, 64), kMaxNameBytes));
+      return InvalidArgument(
+          fmt::format("'{}' is not an environment variable name (not empty, at most {} "
+                      "bytes, no '=' or NUL)",
+                      key.substr(0, 64), kMaxNameBytes));
     }
     SHOAL_RETURN_IF_ERROR(CheckText(fmt::format("variable {}", key), value, kMaxEnvBytes));
     env_bytes += key.size() + value.size() + 2;
   }
   if (env_bytes > kMaxEnvBytes) {
-    return InvalidArgument(fmt::format("the environment is {} bytes; at most {} are accepted", env_bytes,
-                                       kMaxEnvBytes));
+    return InvalidArgument(fmt::format("the environment is {} bytes; at most {} are accepted",
+                                       env_bytes, kMaxEnvBytes));
   }
   return Status::Ok();
 }
@@ -222,19 +264,22 @@ Status CheckTextFields(const JobSpec& s) {
 
 Status JobSpec::Validate() const {
   SHOAL_RETURN_IF_ERROR(CheckTextFields(*this));
-  if (nodes < 0 || gpus_per_node < 0 || gpus < 0) return InvalidArgument("counts cannot be negative");
+  if (nodes < 0 || gpus_per_node < 0 || gpus < 0)
+    return InvalidArgument("counts cannot be negative");
   if (gpus_per_node > kMaxGpusPerNode) {
     return InvalidArgument(fmt::format("{} GPUs per node is more than any node has (at most {})",
                                        gpus_per_node, kMaxGpusPerNode));
   }
   if (gpus_per_node > 0 && gpus > 0 && gpus != TotalGpus()) {
-    return InvalidArgument(fmt::format("{} GPUs in total does not match {} nodes x {} GPUs per node", gpus,
-                                       nodes, gpus_per_node));
+    return InvalidArgument(fmt::format(
+        "{} GPUs in total does not match {} nodes x {} GPUs per node", gpus, nodes, gpus_per_node));
   }
   if (gpu_milli <= 0 || gpu_milli > kMilliPerGpu) {
-    return InvalidArgument(fmt::format("GPU share {} is outside 1..{} thousandths", gpu_milli, kMilliPerGpu));
+    return InvalidArgument(
+        fmt::format("GPU share {} is outside 1..{} thousandths", gpu_milli, kMilliPerGpu));
   }
-  if (cpu_milli_per_gpu < 0 || mem_mib_per_gpu < 0 || cpu_milli_per_node < 0 || mem_mib_per_node < 0) {
+  if (cpu_milli_per_gpu < 0 || mem_mib_per_gpu < 0 || cpu_milli_per_node < 0 ||
+      mem_mib_per_node < 0) {
     return InvalidArgument("CPU and memory amounts cannot be negative");
   }
   if (time_limit.count() < 0) return InvalidArgument("time limit cannot be negative");
@@ -250,7 +295,8 @@ Status JobSpec::Validate() const {
 
 int Allocation::TotalGpus() const {
   int total = 0;
-  for (const NodeAllocation& n : nodes) total += n.GpuCount();
+  for (const NodeAllocation& n : nodes)
+    total += n.GpuCount();
   return total;
 }
 
@@ -271,7 +317,8 @@ std::string FormatGpuMask(uint64_t mask) {
       continue;
     }
     int j = i;
-    while (j + 1 < 64 && (mask >> (j + 1) & 1)) ++j;
+    while (j + 1 < 64 && (mask >> (j + 1) & 1))
+      ++j;
     if (!out.empty()) out += ",";
     out += j == i ? fmt::format("{}", i) : fmt::format("{}-{}", i, j);
     i = j + 1;

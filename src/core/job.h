@@ -81,12 +81,13 @@ std::string FormatArraySpec(const ArraySpec& a);
 // submit, with a clear message) and by the CLI before it sends anything.
 // A batch script may be as large as Slurm's default max_script_size (4 MB).
 inline constexpr size_t kMaxScriptBytes = 4 << 20;
-inline constexpr size_t kMaxNameBytes = 256;         // job name, user, account, partition, QoS, models, labels
-inline constexpr size_t kMaxPathBytes = 4096;        // work_dir, stdout, stderr (PATH_MAX)
-inline constexpr size_t kMaxEnvBytes = 1 << 20;      // all variables, keys and values together
+inline constexpr size_t kMaxNameBytes =
+    256;  // job name, user, account, partition, QoS, models, labels
+inline constexpr size_t kMaxPathBytes = 4096;    // work_dir, stdout, stderr (PATH_MAX)
+inline constexpr size_t kMaxEnvBytes = 1 << 20;  // all variables, keys and values together
 inline constexpr size_t kMaxEnvVariables = 4096;
-inline constexpr size_t kMaxListEntries = 64;        // GPU models, constraints
-inline constexpr int kMaxTasksPerNode = 512;         // Slurm's MAX_TASKS_PER_NODE
+inline constexpr size_t kMaxListEntries = 64;  // GPU models, constraints
+inline constexpr int kMaxTasksPerNode = 512;   // Slurm's MAX_TASKS_PER_NODE
 
 // What a user asks for. Resources come in one of three shapes:
 //  - nodes x gpus_per_node: a gang of `nodes` nodes with the same GPUs on each;
@@ -99,7 +100,7 @@ struct JobSpec {
   std::string partition;  // empty: the cluster's default partition
   std::string qos;
 
-  std::string command;    // what runs; a batch script's text when `script` is set
+  std::string command;  // what runs; a batch script's text when `script` is set
   bool script = false;
   std::map<std::string, std::string> env;
   std::string work_dir;
@@ -109,21 +110,21 @@ struct JobSpec {
   int nodes = 0;
   int gpus_per_node = 0;
   int gpus = 0;
-  int gpu_milli = kMilliPerGpu;        // share of each GPU; below 1000 a GPU may be shared
-  std::vector<std::string> gpu_models; // acceptable models; empty: any
+  int gpu_milli = kMilliPerGpu;         // share of each GPU; below 1000 a GPU may be shared
+  std::vector<std::string> gpu_models;  // acceptable models; empty: any
   int64_t cpu_milli_per_gpu = 0;
   int64_t mem_mib_per_gpu = 0;
-  int64_t cpu_milli_per_node = 0;      // in addition to the per-GPU amounts
+  int64_t cpu_milli_per_node = 0;  // in addition to the per-GPU amounts
   int64_t mem_mib_per_node = 0;
   std::vector<std::string> constraints;  // node labels the job needs
   bool exclusive = false;                // whole nodes, shared with nobody
 
   Duration time_limit{0};  // 0: the partition's default
   std::vector<Dependency> dependencies;
-  bool requeue = false;    // may be requeued after preemption or node failure
+  bool requeue = false;  // may be requeued after preemption or node failure
   bool hold = false;
   std::optional<Time> begin_time;
-  int tasks = 0;           // processes to start over all nodes; 0: one per node
+  int tasks = 0;  // processes to start over all nodes; 0: one per node
   std::optional<ArraySpec> array;
   // An acceptance test (admins only): the controller itself places the job on
   // this node (or these, comma-separated, in rank order: the multi-node NCCL
@@ -140,11 +141,11 @@ struct JobSpec {
 // One node's part of an allocation.
 struct NodeAllocation {
   NodeId node;
-  uint64_t gpu_mask = 0;          // bit i: GPU with index i
-  int gpu_milli = kMilliPerGpu;   // share of each of those GPUs
+  uint64_t gpu_mask = 0;         // bit i: GPU with index i
+  int gpu_milli = kMilliPerGpu;  // share of each of those GPUs
   int64_t cpu_milli = 0;
   int64_t mem_mib = 0;
-  bool exclusive = false;         // the node is the job's alone
+  bool exclusive = false;  // the node is the job's alone
 
   int GpuCount() const { return std::popcount(gpu_mask); }
   friend bool operator==(const NodeAllocation&, const NodeAllocation&) = default;
@@ -186,16 +187,16 @@ struct Job {
   Time submit_time{};
   Time start_time{};
   Time end_time{};
-  Duration time_limit{0};   // the effective limit (the spec's or the partition's default)
+  Duration time_limit{0};  // the effective limit (the spec's or the partition's default)
   Allocation allocation;
-  uint64_t epoch = 0;       // bumped at every start so a stale launch never runs twice
+  uint64_t epoch = 0;  // bumped at every start so a stale launch never runs twice
   int restarts = 0;
   int exit_code = 0;
   int exit_signal = 0;
-  int64_t priority = 0;     // set by an admin: replaces the computed priority when > 0
-  JobId array_job_id;       // the array's first job, for array tasks; 0 otherwise
-  int array_task_id = -1;   // the task's index, for array tasks
-  double gpu_seconds = 0;   // GPU-seconds used so far (shares count as fractions)
+  int64_t priority = 0;    // set by an admin: replaces the computed priority when > 0
+  JobId array_job_id;      // the array's first job, for array tasks; 0 otherwise
+  int array_task_id = -1;  // the task's index, for array tasks
+  double gpu_seconds = 0;  // GPU-seconds used so far (shares count as fractions)
   JobEfficiency efficiency;
   // Every allocated GPU stayed under its partition's idle threshold since
   // `idle_since` for at least the partition's idle_minutes.

@@ -1,19 +1,21 @@
 #include "core/strings.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace shoal {
 
 std::string_view Trim(std::string_view s) {
   size_t b = 0;
   size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    --e;
   return s.substr(b, e - b);
 }
 
@@ -74,7 +76,8 @@ Result<double> ParseDouble(std::string_view s) {
 Result<int64_t> ParseMemoryMib(std::string_view s) {
   s = Trim(s);
   size_t digits = 0;
-  while (digits < s.size() && (std::isdigit(static_cast<unsigned char>(s[digits])) || s[digits] == '.')) {
+  while (digits < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[digits])) || s[digits] == '.')) {
     ++digits;
   }
   if (digits == 0) return InvalidArgument(fmt::format("'{}' is not a memory size", s));
@@ -91,7 +94,8 @@ Result<int64_t> ParseMemoryMib(std::string_view s) {
   } else if (unit == "t" || unit == "tb" || unit == "tib") {
     mib_per_unit = 1024.0 * 1024;
   } else {
-    return InvalidArgument(fmt::format("'{}' has an unknown memory unit '{}' (use M, G or T)", s, unit));
+    return InvalidArgument(
+        fmt::format("'{}' has an unknown memory unit '{}' (use M, G or T)", s, unit));
   }
   double mib = *number * mib_per_unit;
   if (mib < 0 || mib > 1e15) return InvalidArgument(fmt::format("'{}' is out of range", s));
@@ -105,7 +109,8 @@ Result<std::vector<int>> ParseIntRanges(std::string_view s) {
     size_t dash = part.find('-');
     if (dash == std::string_view::npos) {
       SHOAL_ASSIGN_OR_RETURN(int64_t v, ParseInt(part));
-      if (v < INT32_MIN || v > INT32_MAX) return InvalidArgument(fmt::format("'{}' is out of range", part));
+      if (v < INT32_MIN || v > INT32_MAX)
+        return InvalidArgument(fmt::format("'{}' is out of range", part));
       out.push_back(static_cast<int>(v));
       continue;
     }
@@ -114,7 +119,8 @@ Result<std::vector<int>> ParseIntRanges(std::string_view s) {
     if (lo < INT32_MIN || hi > INT32_MAX || hi < lo || hi - lo > 1'000'000) {
       return InvalidArgument(fmt::format("'{}' is not a valid range", part));
     }
-    for (int64_t v = lo; v <= hi; ++v) out.push_back(static_cast<int>(v));
+    for (int64_t v = lo; v <= hi; ++v)
+      out.push_back(static_cast<int>(v));
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -13,7 +13,8 @@ namespace {
 Result<int64_t> Field(std::string_view text, std::string_view whole) {
   auto v = ParseInt(text);
   if (!v.ok() || *v < 0 || *v > 999'999'999) {
-    return InvalidArgument(fmt::format("'{}' is not a time limit (use e.g. 90, 1:30:00, 2-00:00:00 or 4h)", whole));
+    return InvalidArgument(
+        fmt::format("'{}' is not a time limit (use e.g. 90, 1:30:00, 2-00:00:00 or 4h)", whole));
   }
   return *v;
 }

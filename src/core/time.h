@@ -23,10 +23,18 @@ inline constexpr Time kTimeNever = Time(Duration(INT64_MAX / 4));
 
 // Rounded to the nearest millisecond, so that seconds written out and read
 // back give the same time.
-inline Time TimeFromSeconds(double seconds) { return Time(Duration(std::llround(seconds * 1000.0))); }
-inline Duration DurationFromSeconds(double seconds) { return Duration(std::llround(seconds * 1000.0)); }
-constexpr double ToSeconds(Duration d) { return static_cast<double>(d.count()) / 1000.0; }
-constexpr double ToSeconds(Time t) { return ToSeconds(t.time_since_epoch()); }
+inline Time TimeFromSeconds(double seconds) {
+  return Time(Duration(std::llround(seconds * 1000.0)));
+}
+inline Duration DurationFromSeconds(double seconds) {
+  return Duration(std::llround(seconds * 1000.0));
+}
+constexpr double ToSeconds(Duration d) {
+  return static_cast<double>(d.count()) / 1000.0;
+}
+constexpr double ToSeconds(Time t) {
+  return ToSeconds(t.time_since_epoch());
+}
 
 // Parses a time limit in Slurm's forms ("minutes", "minutes:seconds",
 // "hours:minutes:seconds", "days-hours", "days-hours:minutes",

@@ -14,7 +14,8 @@ Topology Topology::FromNodes(const std::vector<Node>& nodes) {
     const std::string leaf = n.place.leaf.empty() ? "leaf0" : n.place.leaf;
     auto [s, new_spine] = spine_index.emplace(spine, static_cast<int>(t.spines_.size()));
     if (new_spine) t.spines_.push_back(spine);
-    auto [l, new_leaf] = leaf_index.emplace(std::make_pair(spine, leaf), static_cast<int>(t.leaves_.size()));
+    auto [l, new_leaf] =
+        leaf_index.emplace(std::make_pair(spine, leaf), static_cast<int>(t.leaves_.size()));
     if (new_leaf) {
       t.leaves_.push_back(Leaf{spine, leaf, {}});
       t.leaf_spine_.push_back(s->second);
@@ -32,7 +33,8 @@ int Topology::LeafOf(NodeId node) const {
 
 int Topology::LeavesSpanned(const std::vector<NodeId>& nodes) const {
   std::vector<int> leaves;
-  for (NodeId n : nodes) leaves.push_back(LeafOf(n));
+  for (NodeId n : nodes)
+    leaves.push_back(LeafOf(n));
   std::sort(leaves.begin(), leaves.end());
   return static_cast<int>(std::unique(leaves.begin(), leaves.end()) - leaves.begin());
 }

@@ -18,7 +18,7 @@ struct HttpResponse {
 };
 
 struct ClientOptions {
-  std::string token;            // sent as "Authorization: Bearer <token>" when set
+  std::string token;  // sent as "Authorization: Bearer <token>" when set
   int connect_timeout_ms = 2000;
   int read_timeout_ms = 30000;
   // Off for clients that call rarely and must not hold one of the server's
@@ -31,7 +31,8 @@ struct ClientOptions {
 class HttpClient {
  public:
   // `base` is "http://host:port" or "host:port".
-  static Result<std::unique_ptr<HttpClient>> Connect(const std::string& base, const ClientOptions& options);
+  static Result<std::unique_ptr<HttpClient>> Connect(const std::string& base,
+                                                     const ClientOptions& options);
   ~HttpClient();
 
   // A transport failure (refused, timeout) is an Unavailable status; any

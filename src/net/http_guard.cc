@@ -1,12 +1,11 @@
 #include "net/http_guard.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <charconv>
 #include <cstdint>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace shoal::net {
 namespace {
@@ -15,7 +14,8 @@ httplib::Server::HandlerResponse Refuse(httplib::Response& res, int status, cons
                                         const std::string& detail) {
   res.status = status;
   res.set_header("Connection", "close");
-  res.set_content(fmt::format(R"({{"error":"{}","detail":"{}"}})", error, detail), "application/json");
+  res.set_content(fmt::format(R"({{"error":"{}","detail":"{}"}})", error, detail),
+                  "application/json");
   return httplib::Server::HandlerResponse::Handled;
 }
 
@@ -31,7 +31,8 @@ void NormaliseBodyHeaders(const httplib::Request& const_req) {
     req.headers.erase("Content-Type");
     req.headers.emplace("Content-Type", "application/json");
   }
-  if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") && !req.has_header("Content-Length")) {
+  if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") &&
+      !req.has_header("Content-Length")) {
     req.headers.emplace("Content-Length", "0");
   }
 }
@@ -40,35 +41,39 @@ void NormaliseBodyHeaders(const httplib::Request& const_req) {
 
 void GuardRequests(httplib::Server& http, RequestGuard guard) {
   http.set_payload_max_length(guard.max_body_bytes);
-  http.set_pre_routing_handler([guard = std::move(guard)](const httplib::Request& req, httplib::Response& res) {
-    if (req.has_header("Transfer-Encoding")) {
-      return Refuse(res, 411, "invalid_argument", "a request body must come with Content-Length; chunked bodies are "
-                                                 "not accepted");
-    }
-    const std::string declared = req.get_header_value("Content-Length");
-    uint64_t length = 0;
-    if (!declared.empty()) {
-      auto [end, error] = std::from_chars(declared.data(), declared.data() + declared.size(), length);
-      if (error != std::errc() || end != declared.data() + declared.size()) {
-        return Refuse(res, 400, "invalid_argument", "Content-Length is not a number");
-      }
-    }
-    const bool is_public = guard.is_public && guard.is_public(req);
-    // A request without a body is left to its handler, which authenticates
-    // it anyway: checking here too would hash each token twice.
-    if (!is_public && length > 0 && !(guard.is_authenticated && guard.is_authenticated(req))) {
-      return Refuse(res, 401, "unauthenticated", "a valid token is required");
-    }
-    if (is_public && length > 0) {
-      return Refuse(res, 413, "resource_exhausted", "this request takes no body");
-    }
-    if (length > guard.max_body_bytes) {
-      return Refuse(res, 413, "resource_exhausted",
-                    fmt::format("the body is {} bytes; at most {} are accepted", length, guard.max_body_bytes));
-    }
-    NormaliseBodyHeaders(req);
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  http.set_pre_routing_handler(
+      [guard = std::move(guard)](const httplib::Request& req, httplib::Response& res) {
+        if (req.has_header("Transfer-Encoding")) {
+          return Refuse(res, 411, "invalid_argument",
+                        "a request body must come with Content-Length; chunked bodies are "
+                        "not accepted");
+        }
+        const std::string declared = req.get_header_value("Content-Length");
+        uint64_t length = 0;
+        if (!declared.empty()) {
+          auto [end, error] =
+              std::from_chars(declared.data(), declared.data() + declared.size(), length);
+          if (error != std::errc() || end != declared.data() + declared.size()) {
+            return Refuse(res, 400, "invalid_argument", "Content-Length is not a number");
+          }
+        }
+        const bool is_public = guard.is_public && guard.is_public(req);
+        // A request without a body is left to its handler, which authenticates
+        // it anyway: checking here too would hash each token twice.
+        if (!is_public && length > 0 && !(guard.is_authenticated && guard.is_authenticated(req))) {
+          return Refuse(res, 401, "unauthenticated", "a valid token is required");
+        }
+        if (is_public && length > 0) {
+          return Refuse(res, 413, "resource_exhausted", "this request takes no body");
+        }
+        if (length > guard.max_body_bytes) {
+          return Refuse(res, 413, "resource_exhausted",
+                        fmt::format("the body is {} bytes; at most {} are accepted", length,
+                                    guard.max_body_bytes));
+        }
+        NormaliseBodyHeaders(req);
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
 }
 
 }  // namespace shoal::net

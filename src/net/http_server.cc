@@ -23,7 +23,9 @@ using SteadyClock = std::chrono::steady_clock;
 // Waits for `events` on `sock` until `deadline`; false on timeout or error.
 bool WaitUntil(int sock, short events, SteadyClock::time_point deadline) {
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now())
+            .count();
     if (left <= 0) return false;
     pollfd p{sock, events, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000 * 60)));
@@ -53,13 +55,18 @@ int PortOf(const sockaddr_storage& a) {
 // httplib reads header lines a byte at a time.
 class DeadlineStream final : public httplib::Stream {
  public:
-  DeadlineStream(int sock, std::chrono::milliseconds write_timeout) : sock_(sock), write_timeout_(write_timeout) {}
+  DeadlineStream(int sock, std::chrono::milliseconds write_timeout)
+      : sock_(sock), write_timeout_(write_timeout) {}
 
   void set_deadline(SteadyClock::time_point deadline) { deadline_ = deadline; }
   bool has_buffered() const { return offset_ < size_; }
 
-  bool is_readable() const override { return has_buffered() || WaitUntil(sock_, POLLIN, deadline_); }
-  bool is_writable() const override { return WaitUntil(sock_, POLLOUT, SteadyClock::now() + write_timeout_); }
+  bool is_readable() const override {
+    return has_buffered() || WaitUntil(sock_, POLLIN, deadline_);
+  }
+  bool is_writable() const override {
+    return WaitUntil(sock_, POLLOUT, SteadyClock::now() + write_timeout_);
+  }
 
   ssize_t read(char* ptr, size_t size) override {
     if (!has_buffered()) {
@@ -87,8 +94,12 @@ class DeadlineStream final : public httplib::Stream {
     return n;
   }
 
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { Name(::getpeername, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { Name(::getsockname, ip, port); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    Name(::getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    Name(::getsockname, ip, port);
+  }
   socket_t socket() const override { return sock_; }
 
  private:
@@ -129,7 +140,8 @@ class ElasticPool final : public httplib::TaskQueue {
       }
     }
     cv_.notify_one();
-    for (std::thread& t : finished) t.join();
+    for (std::thread& t : finished)
+      t.join();
   }
 
   void shutdown() override {
@@ -143,8 +155,10 @@ class ElasticPool final : public httplib::TaskQueue {
       finished.swap(exited_);
     }
     cv_.notify_all();
-    for (auto& [id, t] : running) t.join();
-    for (std::thread& t : finished) t.join();
+    for (auto& [id, t] : running)
+      t.join();
+    for (std::thread& t : finished)
+      t.join();
   }
 
  private:
@@ -152,7 +166,8 @@ class ElasticPool final : public httplib::TaskQueue {
     std::unique_lock lock(mu_);
     while (true) {
       ++idle_;
-      const bool woke = cv_.wait_for(lock, std::chrono::seconds(60), [this] { return shut_ || !jobs_.empty(); });
+      const bool woke =
+          cv_.wait_for(lock, std::chrono::seconds(60), [this] { return shut_ || !jobs_.empty(); });
       --idle_;
       if (shut_ && jobs_.empty()) return;
       if (!woke) {
@@ -186,7 +201,10 @@ constexpr char kBusyAnswer[] =
     "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\n"
     "Content-Length: 77\r\n\r\n"
     R"({"error":"unavailable","detail":"too many connections from this address now"})";
-static_assert(sizeof(R"({"error":"unavailable","detail":"too many connections from this address now"})") - 1 == 77);
+static_assert(
+    sizeof(R"({"error":"unavailable","detail":"too many connections from this address now"})") -
+        1 ==
+    77);
 
 }  // namespace
 
@@ -204,7 +222,8 @@ HttpServer::HttpServer() {
   // Called once, when the server starts listening.
   new_task_queue = [this] {
     const auto min_threads = static_cast<size_t>(std::max(1, limits_.min_threads));
-    const auto max_threads = static_cast<size_t>(std::max(limits_.min_threads, limits_.max_connections));
+    const auto max_threads =
+        static_cast<size_t>(std::max(limits_.min_threads, limits_.max_connections));
     return new ElasticPool(min_threads, max_threads);
   };
 }
@@ -243,8 +262,9 @@ void HttpServer::Release(const std::string& client) {
 bool HttpServer::process_and_close_socket(socket_t sock) {
   sockaddr_storage peer{};
   socklen_t length = sizeof peer;
-  const std::string client =
-      ::getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) == 0 ? AddressText(peer) : "";
+  const std::string client = ::getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) == 0
+                                 ? AddressText(peer)
+                                 : "";
   bool served = false;
   if (!Admit(client)) {
     // Non-blocking: a client that does not read its refusal loses nothing of ours.
@@ -257,7 +277,8 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       const auto idle_end = SteadyClock::now() + limits_.idle_timeout;
       bool ready = stream.has_buffered();
       while (!ready && svr_sock_ != INVALID_SOCKET && SteadyClock::now() < idle_end) {
-        ready = WaitUntil(sock, POLLIN, std::min(idle_end, SteadyClock::now() + std::chrono::milliseconds(100)));
+        ready = WaitUntil(sock, POLLIN,
+                          std::min(idle_end, SteadyClock::now() + std::chrono::milliseconds(100)));
       }
       if (!ready) break;
       stream.set_deadline(SteadyClock::now() + limits_.request_deadline);

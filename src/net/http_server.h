@@ -16,13 +16,13 @@
 // Thread-safe as httplib::Server is.
 #pragma once
 
+#include <httplib.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <httplib.h>
 
 namespace shoal::net {
 

@@ -1,6 +1,7 @@
 #include "net/local_socket.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
@@ -10,10 +11,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <vector>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 namespace shoal::net {
 
@@ -26,8 +25,8 @@ Result<sockaddr_un> Address(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
-    return InvalidArgument(fmt::format("unix socket path '{}' is empty or longer than {} bytes", path,
-                                       sizeof(addr.sun_path) - 1));
+    return InvalidArgument(fmt::format("unix socket path '{}' is empty or longer than {} bytes",
+                                       path, sizeof(addr.sun_path) - 1));
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return addr;
@@ -51,13 +50,14 @@ Result<std::string> UserName(uid_t uid) {
   passwd entry{};
   passwd* found = nullptr;
   if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) {
-    return Status(StatusCode::kNotFound, fmt::format("uid {} has no entry in the password database", uid));
+    return Status(StatusCode::kNotFound,
+                  fmt::format("uid {} has no entry in the password database", uid));
   }
   return std::string(found->pw_name);
 }
 
-Result<std::unique_ptr<PeerCredListener>> PeerCredListener::Start(const std::string& path, unsigned mode,
-                                                                   Issue issue) {
+Result<std::unique_ptr<PeerCredListener>> PeerCredListener::Start(const std::string& path,
+                                                                  unsigned mode, Issue issue) {
   SHOAL_ASSIGN_OR_RETURN(sockaddr_un addr, Address(path));
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Internal(fmt::format("socket: {}", std::strerror(errno)));
@@ -68,9 +68,11 @@ Result<std::unique_ptr<PeerCredListener>> PeerCredListener::Start(const std::str
       ::chmod(path.c_str(), mode) != 0 || ::listen(fd, 64) != 0) {
     const int err = errno;
     ::close(fd);
-    return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}: {}", path, std::strerror(err)));
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("cannot listen on {}: {}", path, std::strerror(err)));
   }
-  auto listener = std::unique_ptr<PeerCredListener>(new PeerCredListener(path, fd, std::move(issue)));
+  auto listener =
+      std::unique_ptr<PeerCredListener>(new PeerCredListener(path, fd, std::move(issue)));
   if (::pipe2(listener->wake_, O_CLOEXEC) != 0) return Internal("pipe2 failed");
   listener->thread_ = std::thread([raw = listener.get()] { raw->Serve(); });
   return listener;
@@ -134,7 +136,8 @@ Result<LocalToken> RequestLocalToken(const std::string& path) {
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     const int err = errno;
     ::close(fd);
-    return Status(StatusCode::kUnavailable, fmt::format("cannot connect to {}: {}", path, std::strerror(err)));
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("cannot connect to {}: {}", path, std::strerror(err)));
   }
   std::string line;
   char buffer[512];
@@ -148,7 +151,8 @@ Result<LocalToken> RequestLocalToken(const std::string& path) {
   }
   ::close(fd);
   const nlohmann::json reply = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!reply.is_object()) return Status(StatusCode::kUnavailable, fmt::format("no answer from {}", path));
+  if (!reply.is_object())
+    return Status(StatusCode::kUnavailable, fmt::format("no answer from {}", path));
   if (reply.contains("error") && reply["error"].is_string()) {
     return Status(StatusCode::kPermissionDenied, reply["error"].get<std::string>());
   }

@@ -37,7 +37,8 @@ class PeerCredListener {
 
   // `mode` is the socket file's permission (0666: any local user may ask
   // for a token for themselves; 0600: only the server's own user).
-  static Result<std::unique_ptr<PeerCredListener>> Start(const std::string& path, unsigned mode, Issue issue);
+  static Result<std::unique_ptr<PeerCredListener>> Start(const std::string& path, unsigned mode,
+                                                         Issue issue);
   ~PeerCredListener();
   PeerCredListener(const PeerCredListener&) = delete;
   PeerCredListener& operator=(const PeerCredListener&) = delete;

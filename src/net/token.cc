@@ -1,10 +1,8 @@
 #include "net/token.h"
 
-#include <sys/random.h>
-
-#include <openssl/evp.h>
-
 #include <fmt/format.h>
+#include <openssl/evp.h>
+#include <sys/random.h>
 
 namespace shoal::net {
 
@@ -58,10 +56,12 @@ Result<NewToken> MakeToken() {
 
 Result<std::pair<std::string, std::string>> SplitToken(std::string_view text) {
   constexpr std::string_view kPrefix = "shoal_";
-  if (text.substr(0, kPrefix.size()) != kPrefix) return Status(StatusCode::kUnauthenticated, "not a Shoal token");
+  if (text.substr(0, kPrefix.size()) != kPrefix)
+    return Status(StatusCode::kUnauthenticated, "not a Shoal token");
   text.remove_prefix(kPrefix.size());
   const size_t sep = text.find('_');
-  if (sep != 12 || text.size() != 12 + 1 + 40) return Status(StatusCode::kUnauthenticated, "malformed token");
+  if (sep != 12 || text.size() != 12 + 1 + 40)
+    return Status(StatusCode::kUnauthenticated, "malformed token");
   std::string_view id = text.substr(0, sep);
   std::string_view secret = text.substr(sep + 1);
   if (!IsHex(id) || !IsHex(secret)) return Status(StatusCode::kUnauthenticated, "malformed token");
@@ -71,7 +71,8 @@ Result<std::pair<std::string, std::string>> SplitToken(std::string_view text) {
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
 }
 

@@ -22,15 +22,18 @@ constexpr double kRestartS = 600;
 
 std::string_view CoolingName(Cooling c) {
   switch (c) {
-    case Cooling::kAny: return "any";
-    case Cooling::kAir: return "air";
-    case Cooling::kLiquid: return "liquid";
+    case Cooling::kAny:
+      return "any";
+    case Cooling::kAir:
+      return "air";
+    case Cooling::kLiquid:
+      return "liquid";
   }
   return "any";
 }
 
-Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const SiteConstraints& site,
-                                    bool check_limits) {
+Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
+                                    const SiteConstraints& site, bool check_limits) {
   if (gpus < 1) return InvalidArgument("a cluster needs at least one GPU");
   ClusterDesign d;
   d.gpu = &gpu;
@@ -39,7 +42,8 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const
   d.nodes = (gpus + node.gpus - 1) / node.gpus;
   // NVL72 trays come as whole racks of 18.
   if (node.nodes_per_fixed_rack > 0) {
-    d.nodes = (d.nodes + node.nodes_per_fixed_rack - 1) / node.nodes_per_fixed_rack * node.nodes_per_fixed_rack;
+    d.nodes = (d.nodes + node.nodes_per_fixed_rack - 1) / node.nodes_per_fixed_rack *
+              node.nodes_per_fixed_rack;
   }
   d.gpus = d.nodes * node.gpus;
   d.node_kw = node.max_power_w / 1000;
@@ -53,27 +57,28 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const
   // for it, or a single node is beyond what an air-cooled rack takes.
   const bool must_liquid = node.liquid_only || d.node_kw > kAirRackLimitKw;
   if (must_liquid && site.cooling == Cooling::kAir) {
-    return Unsatisfiable(fmt::format("{} needs liquid cooling ({}), the site allows air only", node.name,
-                                     node.liquid_only ? "no air-cooled version exists"
-                                                      : fmt::format("{:.1f} kW per node", d.node_kw)));
+    return Unsatisfiable(
+        fmt::format("{} needs liquid cooling ({}), the site allows air only", node.name,
+                    node.liquid_only ? "no air-cooled version exists"
+                                     : fmt::format("{:.1f} kW per node", d.node_kw)));
   }
   d.cooling = must_liquid || site.cooling == Cooling::kLiquid ? Cooling::kLiquid : Cooling::kAir;
-  const double rack_limit_kw = site.rack_power_kw > 0 ? site.rack_power_kw
+  const double rack_limit_kw = site.rack_power_kw > 0          ? site.rack_power_kw
                                : d.cooling == Cooling::kLiquid ? kLiquidRackLimitKw
                                                                : kAirRackLimitKw;
   if (node.nodes_per_fixed_rack > 0) {
     d.nodes_per_rack = node.nodes_per_fixed_rack;
     d.rack_kw = d.nodes_per_rack * d.node_kw;
     if (d.rack_kw > rack_limit_kw + 1e-9) {
-      return Unsatisfiable(fmt::format("a {} rack draws {:.0f} kW, racks here take {:.0f} kW", node.name,
-                                       d.rack_kw, rack_limit_kw));
+      return Unsatisfiable(fmt::format("a {} rack draws {:.0f} kW, racks here take {:.0f} kW",
+                                       node.name, d.rack_kw, rack_limit_kw));
     }
   } else {
     const int by_power = static_cast<int>(std::floor(rack_limit_kw / d.node_kw + 1e-9));
     const int by_space = std::max(1, kUsableRackUnits / std::max(1, node.rack_units));
     if (by_power < 1) {
-      return Unsatisfiable(fmt::format("one {} draws {:.1f} kW, more than a rack's {:.0f} kW", node.name,
-                                       d.node_kw, rack_limit_kw));
+      return Unsatisfiable(fmt::format("one {} draws {:.1f} kW, more than a rack's {:.0f} kW",
+                                       node.name, d.node_kw, rack_limit_kw));
     }
     d.nodes_per_rack = std::min(by_power, by_space);
     d.rack_kw = d.nodes_per_rack * d.node_kw;
@@ -81,9 +86,10 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const
   d.racks = (d.nodes + d.nodes_per_rack - 1) / d.nodes_per_rack;
   d.cooling_why = must_liquid ? (node.liquid_only ? "the design is liquid-cooled only"
                                                   : "a node exceeds an air-cooled rack")
-                  : d.cooling == Cooling::kLiquid ? "the site asks for liquid"
-                                                  : fmt::format("{:.1f} kW per rack is within air cooling ({:.0f} kW)",
-                                                                d.rack_kw, kAirRackLimitKw);
+                  : d.cooling == Cooling::kLiquid
+                      ? "the site asks for liquid"
+                      : fmt::format("{:.1f} kW per rack is within air cooling ({:.0f} kW)",
+                                    d.rack_kw, kAirRackLimitKw);
 
   // The fabric.
   FabricRequest fr;
@@ -95,7 +101,9 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const
   SHOAL_ASSIGN_OR_RETURN(d.fabric, DesignFatTree(fr));
   const NetworkParts& parts = DefaultNetworkParts();
   d.network_racks = (d.fabric.Switches() + kSwitchesPerNetworkRack - 1) / kSwitchesPerNetworkRack;
-  d.network_kw = (d.fabric.Switches() * parts.switch_power_w + d.fabric.transceivers * parts.transceiver_power_w) / 1000;
+  d.network_kw = (d.fabric.Switches() * parts.switch_power_w +
+                  d.fabric.transceivers * parts.transceiver_power_w) /
+                 1000;
 
   d.it_kw = d.nodes * d.node_kw + d.network_kw;
   d.facility_kw = d.it_kw * site.pue;
@@ -105,31 +113,37 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const
   // Cost.
   auto price = site.gpu_price_usd.find(std::string(gpu.model));
   d.gpu_price_usd = price != site.gpu_price_usd.end() ? price->second : GpuPriceUsd(gpu);
-  d.gpu_price_source = price != site.gpu_price_usd.end() ? "given in the workload" : PriceSource(gpu);
+  d.gpu_price_source =
+      price != site.gpu_price_usd.end() ? "given in the workload" : PriceSource(gpu);
   d.gpus_usd = d.gpus * d.gpu_price_usd;
   d.servers_usd = d.nodes * node.price_without_gpus_usd;
   d.network_usd = d.fabric.Switches() * parts.switch_price_usd +
-                  d.fabric.transceivers * parts.transceiver_price_usd + d.fabric.Cables() * parts.cable_price_usd;
+                  d.fabric.transceivers * parts.transceiver_price_usd +
+                  d.fabric.Cables() * parts.cable_price_usd;
   d.capex_usd = d.gpus_usd + d.servers_usd + d.network_usd;
-  d.energy_usd_per_year = d.facility_kw * kAverageDrawFraction * 24 * 365 * site.electricity_usd_per_kwh;
+  d.energy_usd_per_year =
+      d.facility_kw * kAverageDrawFraction * 24 * 365 * site.electricity_usd_per_kwh;
 
   d.failures_per_day = kFailuresPerGpuDay * d.gpus;
   d.mtbf_hours = 24 / d.failures_per_day;
 
   if (check_limits) {
     if (site.site_power_kw > 0 && d.facility_kw > site.site_power_kw) {
-      return Unsatisfiable(fmt::format("{} x {} would draw {:.0f} kW at PUE {:.2f}, the site has {:.0f} kW", d.gpus,
-                                       gpu.model, d.facility_kw, site.pue, site.site_power_kw));
+      return Unsatisfiable(
+          fmt::format("{} x {} would draw {:.0f} kW at PUE {:.2f}, the site has {:.0f} kW", d.gpus,
+                      gpu.model, d.facility_kw, site.pue, site.site_power_kw));
     }
     if (site.budget_usd > 0 && d.capex_usd > site.budget_usd) {
-      return Unsatisfiable(fmt::format("{} x {} would cost ${:.1f}M, the budget is ${:.1f}M", d.gpus, gpu.model,
-                                       d.capex_usd / 1e6, site.budget_usd / 1e6));
+      return Unsatisfiable(fmt::format("{} x {} would cost ${:.1f}M, the budget is ${:.1f}M",
+                                       d.gpus, gpu.model, d.capex_usd / 1e6,
+                                       site.budget_usd / 1e6));
     }
   }
   return d;
 }
 
-CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s, double host_gbytes_s) {
+CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s,
+                               double host_gbytes_s) {
   CheckpointPlan c;
   gpus = std::max(1, gpus);
   c.checkpoint_bytes = 16 * params;
@@ -142,7 +156,8 @@ CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s, d
   // MTBF); each failure also loses half an interval of work on average and a
   // restart.
   c.interval_s = std::max(std::sqrt(2 * c.stall_s * mtbf_s), c.write_s);
-  c.overhead = (c.interval_s > 0 ? c.stall_s / c.interval_s : 0) + (c.interval_s / 2 + c.restart_s) / mtbf_s;
+  c.overhead =
+      (c.interval_s > 0 ? c.stall_s / c.interval_s : 0) + (c.interval_s / 2 + c.restart_s) / mtbf_s;
   c.overhead = std::min(c.overhead, 0.99);
   return c;
 }

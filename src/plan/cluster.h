@@ -19,14 +19,14 @@ std::string_view CoolingName(Cooling c);
 
 // The site and the buyer's limits. Zero means "no limit".
 struct SiteConstraints {
-  double rack_power_kw = 0;        // per rack; 0: the design's own (40 kW air, 132 kW liquid)
-  double site_power_kw = 0;        // facility power available, PUE included
+  double rack_power_kw = 0;  // per rack; 0: the design's own (40 kW air, 132 kW liquid)
+  double site_power_kw = 0;  // facility power available, PUE included
   Cooling cooling = Cooling::kAny;
   double pue = 1.3;
   double electricity_usd_per_kwh = 0.10;
-  double budget_usd = 0;           // capital
-  double oversubscription = 1.0;   // leaf downlinks per uplink
-  int psu_redundancy = 2;          // spare supplies per node (N+2 as DGX H100)
+  double budget_usd = 0;                        // capital
+  double oversubscription = 1.0;                // leaf downlinks per uplink
+  int psu_redundancy = 2;                       // spare supplies per node (N+2 as DGX H100)
   std::map<std::string, double> gpu_price_usd;  // by canonical model, overrides
 };
 
@@ -41,16 +41,16 @@ struct ClusterDesign {
   int nodes = 0;
   int gpus = 0;
   int nodes_per_rack = 0;
-  int racks = 0;                   // GPU racks; switches go in network racks
+  int racks = 0;  // GPU racks; switches go in network racks
   int network_racks = 0;
   Fabric fabric;
   // Power, kW at maximum draw.
-  double gpu_kw = 0;               // GPUs alone
-  double node_kw = 0;              // one node
+  double gpu_kw = 0;   // GPUs alone
+  double node_kw = 0;  // one node
   double network_kw = 0;
   double it_kw = 0;
-  double facility_kw = 0;          // it_kw x PUE
-  double rack_kw = 0;              // one full GPU rack
+  double facility_kw = 0;  // it_kw x PUE
+  double rack_kw = 0;      // one full GPU rack
   int psus_per_node = 0;
   int psus_needed_per_node = 0;
   Cooling cooling = Cooling::kAir;
@@ -78,8 +78,8 @@ constexpr double kAverageDrawFraction = 0.8;
 // what binds when the site cannot hold it: a node (or NVL72 rack) above the
 // rack power, liquid cooling needed where only air is allowed, and, with
 // `check_limits`, site power or budget exceeded.
-Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus, const SiteConstraints& site,
-                                    bool check_limits = true);
+Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
+                                    const SiteConstraints& site, bool check_limits = true);
 
 // Unexpected interruptions per GPU per day: 419 in 54 days on 16,384 H100s
 // (Llama 3 paper, arXiv 2407.21783, section 3.3.4, as in
@@ -90,19 +90,20 @@ constexpr double kFailuresPerGpuDay = 419.0 / (54.0 * 16384.0);
 // stalls only while each GPU copies its shard to host memory; storage writes
 // in the background, so checkpoints cannot come faster than storage writes.
 struct CheckpointPlan {
-  double checkpoint_bytes = 0;     // weights and optimizer state
-  double write_gbytes_s = 0;       // storage write bandwidth
-  double write_s = 0;              // one checkpoint to storage
-  double stall_s = 0;              // the device-to-host copy training waits for
-  double interval_s = 0;           // Young's optimum sqrt(2 x stall x MTBF), at least write_s
+  double checkpoint_bytes = 0;  // weights and optimizer state
+  double write_gbytes_s = 0;    // storage write bandwidth
+  double write_s = 0;           // one checkpoint to storage
+  double stall_s = 0;           // the device-to-host copy training waits for
+  double interval_s = 0;        // Young's optimum sqrt(2 x stall x MTBF), at least write_s
   double restart_s = 0;
-  double overhead = 0;             // fraction of wall time lost to checkpoints and failures
+  double overhead = 0;  // fraction of wall time lost to checkpoints and failures
 };
 
 // Checkpointing a model of `params` parameters (16 bytes each: bf16 weights,
 // fp32 master weights and two Adam moments) on `gpus` GPUs with
 // `write_gbytes_s` of storage bandwidth and `host_gbytes_s` per GPU to host
 // memory.
-CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s, double host_gbytes_s);
+CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s,
+                               double host_gbytes_s);
 
 }  // namespace shoal::plan

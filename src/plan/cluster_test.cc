@@ -7,7 +7,9 @@
 namespace shoal::plan {
 namespace {
 
-const catalog::GpuSpec& Gpu(std::string_view name) { return *catalog::FindGpu(name); }
+const catalog::GpuSpec& Gpu(std::string_view name) {
+  return *catalog::FindGpu(name);
+}
 
 TEST(ClusterTest, NodesRacksAndPower) {
   SiteConstraints site;
@@ -58,7 +60,8 @@ TEST(ClusterTest, LimitsThatBindSaySo) {
   power.site_power_kw = 100;
   SiteConstraints rack;
   rack.rack_power_kw = 8;
-  for (const Case& c : {Case{budget, "budget"}, Case{power, "the site has"}, Case{rack, "more than a rack"}}) {
+  for (const Case& c :
+       {Case{budget, "budget"}, Case{power, "the site has"}, Case{rack, "more than a rack"}}) {
     auto d = DesignCluster(Gpu("H100"), 256, c.site);
     ASSERT_FALSE(d.ok()) << c.why;
     EXPECT_EQ(d.status().code(), StatusCode::kUnsatisfiable);
@@ -88,7 +91,9 @@ TEST(ClusterTest, CheckpointIntervalIsYoungsOptimum) {
   EXPECT_NEAR(c.stall_s, 16 * 70e9 / 1024 / 0.01e9, 1e-6);
   EXPECT_NEAR(c.interval_s, std::sqrt(2 * c.stall_s * mtbf_s), 1e-6);
   // Around the optimum, other intervals lose more.
-  auto lost = [&](double interval) { return c.stall_s / interval + (interval / 2 + c.restart_s) / mtbf_s; };
+  auto lost = [&](double interval) {
+    return c.stall_s / interval + (interval / 2 + c.restart_s) / mtbf_s;
+  };
   EXPECT_NEAR(c.overhead, lost(c.interval_s), 1e-12);
   EXPECT_LT(c.overhead, lost(c.interval_s * 1.5));
   EXPECT_LT(c.overhead, lost(c.interval_s / 1.5));

@@ -161,7 +161,8 @@ double CollectiveSeconds(Collective kind, double bytes, int ranks, int ranks_per
                   Seconds(traffic, busbw * NetworkSizeFraction(bytes), kNetworkLatencyS, one_mib));
 }
 
-double FlatNetworkCollectiveSeconds(Collective kind, double bytes, int ranks, const CommSystem& sys) {
+double FlatNetworkCollectiveSeconds(Collective kind, double bytes, int ranks,
+                                    const CommSystem& sys) {
   CommSystem one_nic = sys;
   one_nic.scaleup_domain = 1;
   return CollectiveSeconds(kind, bytes, ranks, 1, false, one_nic);
@@ -170,8 +171,8 @@ double FlatNetworkCollectiveSeconds(Collective kind, double bytes, int ranks, co
 double P2pSeconds(double bytes, bool over_network, const CommSystem& sys) {
   if (bytes <= 0) return 0;
   if (over_network) {
-    return kNetworkLatencyS +
-           bytes / (sys.nic_gbytes_per_gpu * 1e9 * kNetworkPeakFraction / std::max(1.0, sys.oversubscription));
+    return kNetworkLatencyS + bytes / (sys.nic_gbytes_per_gpu * 1e9 * kNetworkPeakFraction /
+                                       std::max(1.0, sys.oversubscription));
   }
   return kScaleupLatencyS + bytes / (sys.scaleup_gbps * 1e9 * sys.scaleup_busbw_frac);
 }

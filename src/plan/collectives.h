@@ -31,7 +31,8 @@ double CollectiveSeconds(Collective kind, double bytes, int ranks, int ranks_per
 // Same, when every rank drives its own NIC alone (a flat ring over the whole
 // world, no aggregation within a node), as DeepSpeed ZeRO-3's per-layer
 // parameter gathers did in 2021.
-double FlatNetworkCollectiveSeconds(Collective kind, double bytes, int ranks, const CommSystem& sys);
+double FlatNetworkCollectiveSeconds(Collective kind, double bytes, int ranks,
+                                    const CommSystem& sys);
 
 // One point-to-point transfer of `bytes`.
 double P2pSeconds(double bytes, bool over_network, const CommSystem& sys);

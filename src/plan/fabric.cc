@@ -8,13 +8,16 @@ namespace shoal::plan {
 
 namespace {
 
-int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
+int CeilDiv(int64_t a, int64_t b) {
+  return static_cast<int>((a + b - 1) / b);
+}
 
 }  // namespace
 
 Result<Fabric> DesignFatTree(const FabricRequest& r) {
   if (r.nodes < 1 || r.rails < 1 || r.switch_ports < 4 || r.oversubscription < 1) {
-    return InvalidArgument("fabric: nodes and rails must be positive, radix >= 4, oversubscription >= 1");
+    return InvalidArgument(
+        "fabric: nodes and rails must be positive, radix >= 4, oversubscription >= 1");
   }
   const int k = r.switch_ports;
   Fabric f;
@@ -58,7 +61,8 @@ Result<Fabric> DesignFatTree(const FabricRequest& r) {
       if (static_cast<int64_t>(f.nics) * 1 > max_endpoints * r.oversubscription) {
         return Unsatisfiable(fmt::format(
             "{} NICs exceed a three-tier fat tree of radix-{} switches ({} endpoints at {}:1)",
-            f.nics, k, static_cast<int64_t>(max_endpoints * r.oversubscription), r.oversubscription));
+            f.nics, k, static_cast<int64_t>(max_endpoints * r.oversubscription),
+            r.oversubscription));
       }
     }
   }

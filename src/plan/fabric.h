@@ -15,18 +15,18 @@ namespace shoal::plan {
 
 struct FabricRequest {
   int nodes = 0;
-  int rails = 8;              // compute NICs per node
-  int switch_ports = 64;      // radix of every switch
+  int rails = 8;                  // compute NICs per node
+  int switch_ports = 64;          // radix of every switch
   double oversubscription = 1.0;  // leaf downlinks per uplink (1: non-blocking)
   double nic_gbps = 400;
 };
 
 struct Fabric {
-  int tiers = 0;              // 1: leaves only; 2: leaf-spine; 3: leaf-spine-core
-  int nodes_per_su = 0;       // nodes under one set of rail leaves
+  int tiers = 0;         // 1: leaves only; 2: leaf-spine; 3: leaf-spine-core
+  int nodes_per_su = 0;  // nodes under one set of rail leaves
   int scalable_units = 0;
-  int leaf_down = 0;          // ports per leaf to nodes
-  int leaf_up = 0;            // ports per leaf to spines
+  int leaf_down = 0;  // ports per leaf to nodes
+  int leaf_up = 0;    // ports per leaf to spines
   int leaves = 0;
   int spines = 0;
   int cores = 0;
@@ -34,7 +34,7 @@ struct Fabric {
   int leaf_spine_cables = 0;
   int spine_core_cables = 0;
   int nics = 0;
-  int transceivers = 0;       // one at each end of every cable (optics throughout)
+  int transceivers = 0;  // one at each end of every cable (optics throughout)
   double bisection_gbps = 0;
   double oversubscription = 1;
 

@@ -61,8 +61,8 @@ InferenceEstimate EstimateInference(const ModelShape& m, const InferenceTarget& 
   // Decode: every step reads all weights and every sequence's cache, and
   // computes 2 FLOPs per weight per sequence plus attention over the cache.
   const double decode_bytes = e.weights_bytes_per_gpu + kv_per_token * mean_tokens * batch;
-  const double decode_flops = 2 * params / tp * batch +
-                              4.0 * batch * mean_tokens * m.hidden * m.layers / tp;
+  const double decode_flops =
+      2 * params / tp * batch + 4.0 * batch * mean_tokens * m.hidden * m.layers / tp;
   const double memory_s = decode_bytes / hbm;
   const double compute_s = decode_flops / flops;
   e.decode_memory_bound = memory_s >= compute_s;
@@ -89,12 +89,14 @@ InferenceEstimate EstimateInference(const ModelShape& m, const InferenceTarget& 
 Result<InferenceEstimate> SizeInference(const ModelShape& m, const InferenceTarget& target,
                                         const TrainingSystem& sys) {
   SHOAL_RETURN_IF_ERROR(m.Validate());
-  if (target.output < 1 || target.context < 0) return InvalidArgument("inference: output must be >= 1");
+  if (target.output < 1 || target.context < 0)
+    return InvalidArgument("inference: output must be >= 1");
   double want = target.output_tokens_per_s;
   if (want <= 0) want = target.requests_per_s * target.output;
   if (want <= 0) return InvalidArgument("inference: give tokens_per_s or requests_per_s");
   const catalog::GpuSpec& gpu = *sys.gpu;
-  const double capacity = static_cast<double>(gpu.memory_mib) * 1024 * 1024 * (1 - kReservedFraction);
+  const double capacity =
+      static_cast<double>(gpu.memory_mib) * 1024 * 1024 * (1 - kReservedFraction);
   std::optional<InferenceEstimate> best;
   double best_per_gpu = 0;
   double fastest_tpot = -1;

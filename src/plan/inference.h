@@ -26,12 +26,12 @@ struct InferenceTarget {
 };
 
 struct InferenceEstimate {
-  int tp = 1;                      // GPUs per replica (tensor parallel)
-  int batch = 1;                   // concurrent sequences per replica
+  int tp = 1;     // GPUs per replica (tensor parallel)
+  int batch = 1;  // concurrent sequences per replica
   int replicas = 0;
   int gpus = 0;
-  double decode_step_s = 0;        // one token for the whole batch (= TPOT)
-  double prefill_s = 0;            // one request's prompt (= TTFT without queueing)
+  double decode_step_s = 0;  // one token for the whole batch (= TPOT)
+  double prefill_s = 0;      // one request's prompt (= TTFT without queueing)
   double tokens_per_s_per_replica = 0;
   double weights_bytes_per_gpu = 0;
   double kv_bytes_per_gpu = 0;

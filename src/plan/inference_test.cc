@@ -93,11 +93,13 @@ TEST(InferenceTest, ImpossibleTargetsSayWhatBinds) {
   t.output_tokens_per_s = 1000;
   auto too_big = SizeInference(*FindModelPreset("llama3-405b"), t, System("L4"));
   ASSERT_FALSE(too_big.ok());
-  EXPECT_NE(too_big.status().message().find("does not fit"), std::string::npos) << too_big.status().message();
+  EXPECT_NE(too_big.status().message().find("does not fit"), std::string::npos)
+      << too_big.status().message();
   t.tpot_ms = 0.5;
   auto too_fast = SizeInference(*FindModelPreset("llama3-70b"), t, System("H100"));
   ASSERT_FALSE(too_fast.ok());
-  EXPECT_NE(too_fast.status().message().find("latency target"), std::string::npos) << too_fast.status().message();
+  EXPECT_NE(too_fast.status().message().find("latency target"), std::string::npos)
+      << too_fast.status().message();
 }
 
 TEST(InferenceTest, ServingPrecisions) {

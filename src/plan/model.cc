@@ -8,10 +8,10 @@ namespace shoal::plan {
 
 namespace {
 
-constexpr std::string_view kCalculon =
-    "calculon-ai/calculon models/{} (Apache-2.0)";
+constexpr std::string_view kCalculon = "calculon-ai/calculon models/{} (Apache-2.0)";
 
-ModelShape Gpt(std::string name, int layers, int hidden, int heads, int seq, int vocab, std::string source) {
+ModelShape Gpt(std::string name, int layers, int hidden, int heads, int seq, int vocab,
+               std::string source) {
   return GptShape(std::move(name), layers, hidden, heads, seq, vocab, std::move(source));
 }
 
@@ -41,7 +41,8 @@ const std::vector<ModelShape>& Presets() {
           fmt::format(kCalculon, "turing-530B.json") + "; vocabulary 50,272 as "
                                                        "data/compiled/published_training_runs.csv"),
       Gpt("chinchilla-70b", 80, 8192, 64, 2048, 32000,
-          fmt::format(kCalculon, "chinchilla.json") + "; 32,000-token vocabulary (Hoffmann et al. 2022)"),
+          fmt::format(kCalculon, "chinchilla.json") +
+              "; 32,000-token vocabulary (Hoffmann et al. 2022)"),
       Llama("llama2-7b", 32, 4096, 32, 32, 11008, 4096, 32000,
             "Llama 2 paper (Touvron et al. 2023) and model card: 32 layers, 4096 hidden, 32 heads, "
             "MLP 11008, 4k context"),
@@ -60,7 +61,8 @@ const std::vector<ModelShape>& Presets() {
 
 }  // namespace
 
-ModelShape GptShape(std::string name, int layers, int hidden, int heads, int seq, int vocab, std::string source) {
+ModelShape GptShape(std::string name, int layers, int hidden, int heads, int seq, int vocab,
+                    std::string source) {
   ModelShape m;
   m.name = std::move(name);
   m.layers = layers;
@@ -95,12 +97,12 @@ double ModelShape::KvBytesPerToken(double bytes_per_value) const {
 
 Status ModelShape::Validate() const {
   if (layers <= 0 || hidden <= 0 || heads <= 0 || vocab <= 0 || seq <= 0) {
-    return InvalidArgument(fmt::format(
-        "model '{}' needs layers, hidden, heads, vocab and seq, all positive", name));
+    return InvalidArgument(
+        fmt::format("model '{}' needs layers, hidden, heads, vocab and seq, all positive", name));
   }
   if (hidden % heads != 0) {
-    return InvalidArgument(
-        fmt::format("model '{}': hidden ({}) is not a multiple of heads ({})", name, hidden, heads));
+    return InvalidArgument(fmt::format("model '{}': hidden ({}) is not a multiple of heads ({})",
+                                       name, hidden, heads));
   }
   if (KvHeads() > heads || heads % KvHeads() != 0) {
     return InvalidArgument(fmt::format("model '{}': heads ({}) must be a multiple of kv_heads ({})",
@@ -114,12 +116,14 @@ Result<ModelShape> FindModelPreset(std::string_view name) {
   for (const ModelShape& m : Presets()) {
     if (m.name == lower) return m;
   }
-  return NotFound(fmt::format("unknown model '{}' (presets: {})", name, Join(ModelPresetNames(), ", ")));
+  return NotFound(
+      fmt::format("unknown model '{}' (presets: {})", name, Join(ModelPresetNames(), ", ")));
 }
 
 std::vector<std::string> ModelPresetNames() {
   std::vector<std::string> names;
-  for (const ModelShape& m : Presets()) names.push_back(m.name);
+  for (const ModelShape& m : Presets())
+    names.push_back(m.name);
   return names;
 }
 

@@ -13,18 +13,18 @@
 namespace shoal::plan {
 
 struct ModelShape {
-  std::string name;        // "llama3-70b", or "custom"
+  std::string name;  // "llama3-70b", or "custom"
   int layers = 0;
   int hidden = 0;
   int heads = 0;
-  int kv_heads = 0;        // grouped-query attention; 0: as many as `heads`
-  int ffn = 0;             // MLP inner size; 0: 4 x hidden
+  int kv_heads = 0;  // grouped-query attention; 0: as many as `heads`
+  int ffn = 0;       // MLP inner size; 0: 4 x hidden
   int vocab = 0;
-  int seq = 0;             // training sequence length (tokens)
-  bool gated_mlp = false;  // SwiGLU: three MLP matrices instead of two
-  bool dropout = true;     // GPT-style dropout after attention and MLP
+  int seq = 0;                  // training sequence length (tokens)
+  bool gated_mlp = false;       // SwiGLU: three MLP matrices instead of two
+  bool dropout = true;          // GPT-style dropout after attention and MLP
   bool tied_embeddings = true;  // output layer shares the input embedding
-  std::string source;      // where the shape comes from
+  std::string source;           // where the shape comes from
 
   int KvHeads() const { return kv_heads > 0 ? kv_heads : heads; }
   int Ffn() const { return ffn > 0 ? ffn : 4 * hidden; }
@@ -50,7 +50,8 @@ struct ModelShape {
 
 // A GPT-style model of this shape: multi-head attention, a 4h GELU MLP, tied
 // embeddings, dropout.
-ModelShape GptShape(std::string name, int layers, int hidden, int heads, int seq, int vocab, std::string source);
+ModelShape GptShape(std::string name, int layers, int hidden, int heads, int seq, int vocab,
+                    std::string source);
 
 // Presets by name ("llama3-70b", "gpt3-175b", ...), case-insensitive.
 Result<ModelShape> FindModelPreset(std::string_view name);

@@ -12,9 +12,9 @@ TEST(ModelTest, PresetsHaveTheirPublishedSizes) {
     double params_b;
   };
   const Case cases[] = {
-      {"llama3-8b", 8.03},    {"llama3-70b", 70.6},  {"llama3-405b", 405.9}, {"llama2-7b", 6.74},
-      {"llama2-70b", 69.0},   {"gpt3-175b", 174.6},  {"gpt3-13b", 12.9},     {"mt-nlg-530b", 530},
-      {"megatron-1t", 1008},  {"chinchilla-70b", 64.7},
+      {"llama3-8b", 8.03},   {"llama3-70b", 70.6},     {"llama3-405b", 405.9}, {"llama2-7b", 6.74},
+      {"llama2-70b", 69.0},  {"gpt3-175b", 174.6},     {"gpt3-13b", 12.9},     {"mt-nlg-530b", 530},
+      {"megatron-1t", 1008}, {"chinchilla-70b", 64.7},
   };
   for (const Case& c : cases) {
     auto m = FindModelPreset(c.name);
@@ -64,7 +64,8 @@ TEST(ModelTest, RejectsBadShapes) {
   }
   auto unknown = FindModelPreset("gpt-5");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("llama3-70b"), std::string::npos) << "lists the presets";
+  EXPECT_NE(unknown.status().message().find("llama3-70b"), std::string::npos)
+      << "lists the presets";
 }
 
 }  // namespace

@@ -42,7 +42,9 @@ int64_t NiceBatch(double sequences) {
   int64_t best = 1;
   for (int64_t p = 1; p <= (int64_t{1} << 40); p *= 2) {
     for (int64_t c : {p, 3 * p}) {
-      if (std::abs(static_cast<double>(c) - sequences) < std::abs(static_cast<double>(best) - sequences)) best = c;
+      if (std::abs(static_cast<double>(c) - sequences) <
+          std::abs(static_cast<double>(best) - sequences))
+        best = c;
     }
     if (static_cast<double>(p) > 2 * sequences) break;
   }
@@ -61,7 +63,8 @@ TrainingEval EvaluateTraining(const TrainingWorkload& w, const TrainingSystem& s
   job.model = w.model;
   job.format = w.format;
   job.stack = Stack::kModern;
-  const double batch_tokens = w.global_batch_tokens > 0 ? w.global_batch_tokens : DefaultBatchTokens(w.model);
+  const double batch_tokens =
+      w.global_batch_tokens > 0 ? w.global_batch_tokens : DefaultBatchTokens(w.model);
   job.global_batch = NiceBatch(batch_tokens / w.model.seq);
   auto choice = BestLayout(job, gpus, sys);
   if (!choice.ok()) {
@@ -78,7 +81,8 @@ TrainingEval EvaluateTraining(const TrainingWorkload& w, const TrainingSystem& s
   p.tokens_per_s = static_cast<double>(job.global_batch) * w.model.seq / p.step.step_s;
   p.days = w.tokens / p.tokens_per_s / 86400;
   const double params = w.model.Params();
-  p.checkpoints = PlanCheckpoints(params, gpus, 16 * params / kCheckpointWriteS / 1e9, sys.gpu->pcie_bw_gbps);
+  p.checkpoints =
+      PlanCheckpoints(params, gpus, 16 * params / kCheckpointWriteS / 1e9, sys.gpu->pcie_bw_gbps);
   p.days_with_failures = p.days / (1 - p.checkpoints.overhead);
   out.ok = true;
   return out;
@@ -92,7 +96,9 @@ std::string Count(double n) {
 }
 
 // The GPUs one workload's share takes, in whole nodes.
-int WholeNodes(int gpus, const NodeDesign& node) { return (gpus + node.gpus - 1) / node.gpus * node.gpus; }
+int WholeNodes(int gpus, const NodeDesign& node) {
+  return (gpus + node.gpus - 1) / node.gpus * node.gpus;
+}
 
 // Sizes one training workload on one GPU model. `other_gpus` are what the
 // other workloads take, so that budget and power checks see the whole cluster.
@@ -106,7 +112,8 @@ Result<TrainingPlan> SizeTraining(const TrainingWorkload& w, const catalog::GpuS
     e.plan.sizing = "cluster size given";
     return e.plan;
   }
-  if (!w.days) return InvalidArgument(fmt::format("training '{}': give days (a deadline) or gpus", w.name));
+  if (!w.days)
+    return InvalidArgument(fmt::format("training '{}': give days (a deadline) or gpus", w.name));
   // The smallest GPU count that meets the deadline. Days fall as GPUs grow
   // until the batch stops data parallelism from splitting further, so the
   // counts are tried in order (each try is a few milliseconds).
@@ -117,7 +124,8 @@ Result<TrainingPlan> SizeTraining(const TrainingWorkload& w, const catalog::GpuS
   for (size_t i = 0; i < counts.size(); ++i) {
     evals[i] = EvaluateTraining(w, sys, counts[i]);
     if (!evals[i].ok) continue;
-    if (best_seen == counts.size() || evals[i].plan.days_with_failures < evals[best_seen].plan.days_with_failures) {
+    if (best_seen == counts.size() ||
+        evals[i].plan.days_with_failures < evals[best_seen].plan.days_with_failures) {
       best_seen = i;
     }
     if (evals[i].plan.days_with_failures <= *w.days) {
@@ -128,17 +136,21 @@ Result<TrainingPlan> SizeTraining(const TrainingWorkload& w, const catalog::GpuS
   auto eval = [&](size_t i) -> const TrainingEval& { return evals[i]; };
   if (hi == counts.size()) {
     if (best_seen == counts.size()) {
-      return Unsatisfiable(fmt::format("{} does not train on {}: {}", w.model.name, gpu.model, evals[0].why));
+      return Unsatisfiable(
+          fmt::format("{} does not train on {}: {}", w.model.name, gpu.model, evals[0].why));
     }
     const TrainingPlan& b = evals[best_seen].plan;
     return Unsatisfiable(fmt::format(
-        "the deadline of {} days is out of reach on {}: the fastest found is {:.1f} days on {} GPUs "
-        "({}; a global batch of {} sequences limits data parallelism: raise global_batch_tokens to use "
+        "the deadline of {} days is out of reach on {}: the fastest found is {:.1f} days on {} "
+        "GPUs "
+        "({}; a global batch of {} sequences limits data parallelism: raise global_batch_tokens to "
+        "use "
         "more GPUs)",
         *w.days, gpu.model, b.days_with_failures, b.gpus, b.layout.ToString(), b.global_batch));
   }
   TrainingPlan plan = eval(hi).plan;
-  plan.sizing = fmt::format("fewest GPUs that finish {} tokens in {} days", Count(w.tokens), *w.days);
+  plan.sizing =
+      fmt::format("fewest GPUs that finish {} tokens in {} days", Count(w.tokens), *w.days);
   // Budget and power: the deadline may need more than the site allows.
   const int total = WholeNodes(plan.gpus, node) + other_gpus;
   auto cluster = DesignCluster(gpu, total, site);
@@ -147,15 +159,16 @@ Result<TrainingPlan> SizeTraining(const TrainingWorkload& w, const catalog::GpuS
     for (size_t i = hi; i-- > 0;) {
       auto smaller = DesignCluster(gpu, WholeNodes(counts[i], node) + other_gpus, site);
       if (smaller.ok() && eval(i).ok) {
-        return Unsatisfiable(fmt::format(
-            "the deadline of {} days needs {} GPUs for this run: {}; within the limits, {} GPUs take {:.1f} "
-            "days",
-            *w.days, plan.gpus, cluster.status().message(), counts[i],
-            eval(i).plan.days_with_failures));
+        return Unsatisfiable(
+            fmt::format("the deadline of {} days needs {} GPUs for this run: {}; within the "
+                        "limits, {} GPUs take {:.1f} "
+                        "days",
+                        *w.days, plan.gpus, cluster.status().message(), counts[i],
+                        eval(i).plan.days_with_failures));
       }
     }
-    return Unsatisfiable(fmt::format("the deadline of {} days needs {} GPUs for this run: {}", *w.days,
-                                     plan.gpus, cluster.status().message()));
+    return Unsatisfiable(fmt::format("the deadline of {} days needs {} GPUs for this run: {}",
+                                     *w.days, plan.gpus, cluster.status().message()));
   }
   return plan;
 }
@@ -269,7 +282,8 @@ Result<PlanResult> PlanWorkload(const Workload& w) {
   for (const std::string& name : models) {
     const catalog::GpuSpec* gpu = catalog::FindGpu(name);
     if (gpu == nullptr) {
-      return InvalidArgument(fmt::format("unknown GPU '{}' (known: {})", name, Join(catalog::GpuNames(), ", ")));
+      return InvalidArgument(
+          fmt::format("unknown GPU '{}' (known: {})", name, Join(catalog::GpuNames(), ", ")));
     }
     result.designs.push_back(PlanDesign(w, *gpu));
   }
@@ -279,15 +293,18 @@ Result<PlanResult> PlanWorkload(const Workload& w) {
     const Design& d = result.designs[i];
     if (!d.feasible) continue;
     const int idx = static_cast<int>(i);
-    if (cheapest < 0 || d.total_usd < result.designs[static_cast<size_t>(cheapest)].total_usd) cheapest = idx;
+    if (cheapest < 0 || d.total_usd < result.designs[static_cast<size_t>(cheapest)].total_usd)
+      cheapest = idx;
     if (!d.training.empty() &&
-        (fastest < 0 || d.longest_training_days < result.designs[static_cast<size_t>(fastest)].longest_training_days)) {
+        (fastest < 0 || d.longest_training_days <
+                            result.designs[static_cast<size_t>(fastest)].longest_training_days)) {
       fastest = idx;
     }
   }
   if (cheapest < 0) {
     std::string why;
-    for (const Design& d : result.designs) why += fmt::format("\n  {}: {}", d.gpu_model, d.problem);
+    for (const Design& d : result.designs)
+      why += fmt::format("\n  {}: {}", d.gpu_model, d.problem);
     return Unsatisfiable(fmt::format("no GPU model meets the workload:{}", why));
   }
   result.designs[static_cast<size_t>(cheapest)].cheapest = true;

@@ -20,11 +20,11 @@ namespace shoal::plan {
 struct TrainingWorkload {
   std::string name = "training";
   ModelShape model;
-  double tokens = 0;                 // to train on
-  std::optional<double> days;        // deadline; or
-  std::optional<int> gpus;           // a fixed cluster size
+  double tokens = 0;           // to train on
+  std::optional<double> days;  // deadline; or
+  std::optional<int> gpus;     // a fixed cluster size
   NumberFormat format = NumberFormat::kBf16;
-  double global_batch_tokens = 0;    // tokens per step; 0: DefaultBatchTokens(model)
+  double global_batch_tokens = 0;  // tokens per step; 0: DefaultBatchTokens(model)
 };
 
 // Tokens per optimizer step when a workload does not say: 4 Mi below 200B
@@ -83,12 +83,12 @@ struct TrainingPlan {
   int gpus = 0;
   Layout layout;
   StepEstimate step;
-  int64_t global_batch = 0;          // sequences, as rounded for the layout
+  int64_t global_batch = 0;  // sequences, as rounded for the layout
   double tokens_per_s = 0;
-  double days = 0;                   // compute only
+  double days = 0;  // compute only
   CheckpointPlan checkpoints;
-  double days_with_failures = 0;     // with checkpoint and failure overhead
-  std::string sizing;                // why this many GPUs
+  double days_with_failures = 0;  // with checkpoint and failure overhead
+  std::string sizing;             // why this many GPUs
 };
 
 struct InferencePlan {
@@ -100,17 +100,17 @@ struct InferencePlan {
 struct Design {
   std::string gpu_model;
   bool feasible = false;
-  std::string problem;               // what binds, when not feasible
+  std::string problem;  // what binds, when not feasible
   std::vector<TrainingPlan> training;
   std::vector<InferencePlan> inference;
   std::vector<GeneralWorkload> general;
-  int gpus = 0;                      // all workloads together
+  int gpus = 0;  // all workloads together
   ClusterDesign cluster;
-  double storage_read_gbytes_s = 0;  // data loading
-  double storage_write_gbytes_s = 0; // checkpoints
-  double longest_training_days = 0;  // with failures
-  double energy_usd = 0;             // over the longest training run, or one year
-  double total_usd = 0;              // capex + energy
+  double storage_read_gbytes_s = 0;   // data loading
+  double storage_write_gbytes_s = 0;  // checkpoints
+  double longest_training_days = 0;   // with failures
+  double energy_usd = 0;              // over the longest training run, or one year
+  double total_usd = 0;               // capex + energy
   bool cheapest = false;
   bool fastest = false;
 };
@@ -118,7 +118,7 @@ struct Design {
 struct PlanResult {
   std::string workload;
   std::vector<Design> designs;
-  int recommended = -1;              // the cheapest feasible design
+  int recommended = -1;  // the cheapest feasible design
 };
 
 // Plans every allowed GPU model. Fails (kUnsatisfiable) when no model can

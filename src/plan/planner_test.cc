@@ -65,10 +65,12 @@ gpus = 16
 }
 
 TEST(WorkloadTest, ShapesFromKeysOrAParameterCount) {
-  const Workload custom = Parse("[[training]]\nlayers = 24\nhidden = 2048\nheads = 16\ntokens = 1e9\ngpus = 8\n");
+  const Workload custom =
+      Parse("[[training]]\nlayers = 24\nhidden = 2048\nheads = 16\ntokens = 1e9\ngpus = 8\n");
   EXPECT_EQ(custom.training[0].model.layers, 24);
   EXPECT_EQ(custom.training[0].model.name, "custom");
-  const Workload by_params = Parse("[[training]]\nparams = \"175B\"\ntokens = \"300B\"\ngpus = 1024\n");
+  const Workload by_params =
+      Parse("[[training]]\nparams = \"175B\"\ntokens = \"300B\"\ngpus = 1024\n");
   const ModelShape& m = by_params.training[0].model;
   EXPECT_NEAR(m.Params() / 175e9, 1.0, 0.1) << "GPT-3's shape for GPT-3's size";
   EXPECT_EQ(m.hidden % 128, 0);
@@ -80,12 +82,14 @@ TEST(WorkloadTest, MistakesPointAtTheLine) {
     std::string_view want;
   };
   const Case cases[] = {
-      {"[[training]]\nmodle = \"llama3-8b\"\n", "w.toml:2: training[1].modle: unknown key (did you mean 'model'?)"},
+      {"[[training]]\nmodle = \"llama3-8b\"\n",
+       "w.toml:2: training[1].modle: unknown key (did you mean 'model'?)"},
       {"[[training]]\nmodel = \"llama3-8b\"\ntokens = 1e12\n", "give either days"},
       {"[[training]]\nmodel = \"llama3-8b\"\ndays = 3\n", "give tokens"},
       {"[[training]]\nmodel = \"llama9\"\ntokens = 1\ndays = 1\n", "unknown model 'llama9'"},
       {"[[training]]\nmodel = \"llama3-8b\"\ntokens = \"lots\"\ndays = 1\n", "not a count"},
-      {"[[training]]\nmodel = \"llama3-8b\"\ntokens = 1\ndays = 1\nprecision = \"fp6\"\n", "precision 'fp6'"},
+      {"[[training]]\nmodel = \"llama3-8b\"\ntokens = 1\ndays = 1\nprecision = \"fp6\"\n",
+       "precision 'fp6'"},
       {"[[inference]]\nmodel = \"llama3-8b\"\n", "tokens_per_s or requests_per_s"},
       {"[constraints]\ncooling = \"oil\"\n[[general]]\ngpus = 4\n", "cooling"},
       {"[constraints]\ngpu_price = { H900 = 1 }\n[[general]]\ngpus = 4\n", "unknown GPU 'H900'"},
@@ -194,7 +198,8 @@ TEST(PlannerTest, ImpossibleWorkloadsExplainWhatBinds) {
     return w;
   };
   Workload fits_nowhere = training("llama3-405b", 1e12, 30);
-  fits_nowhere.inference.push_back({"serve", *FindModelPreset("llama3-405b"), InferenceTarget{.output_tokens_per_s = 10}});
+  fits_nowhere.inference.push_back(
+      {"serve", *FindModelPreset("llama3-405b"), InferenceTarget{.output_tokens_per_s = 10}});
   fits_nowhere.gpu_models = {"L4"};
   Workload too_soon = training("llama3-70b", 15e12, 1);
   too_soon.gpu_models = {"H100"};
@@ -214,7 +219,8 @@ TEST(PlannerTest, ImpossibleWorkloadsExplainWhatBinds) {
     auto r = PlanWorkload(c.w);
     ASSERT_FALSE(r.ok()) << c.what;
     EXPECT_EQ(r.status().code(), StatusCode::kUnsatisfiable) << c.what;
-    EXPECT_NE(r.status().message().find(c.want), std::string::npos) << c.what << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find(c.want), std::string::npos)
+        << c.what << ": " << r.status().message();
   }
   // Unknown GPUs and empty workloads are usage errors.
   Workload unknown = training("llama3-8b", 1e9, 10);

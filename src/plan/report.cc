@@ -48,9 +48,11 @@ class Table {
     for (const auto& r : rows_) {
       std::string line = "  ";
       for (size_t i = 0; i < r.size(); ++i) {
-        line += i == 0 ? fmt::format("{:<{}}", r[i], width[i]) : fmt::format("  {:>{}}", r[i], width[i]);
+        line += i == 0 ? fmt::format("{:<{}}", r[i], width[i])
+                       : fmt::format("  {:>{}}", r[i], width[i]);
       }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
+      while (!line.empty() && line.back() == ' ')
+        line.pop_back();
       out += line + "\n";
     }
     return out;
@@ -63,43 +65,50 @@ class Table {
 std::string DescribeWorkload(const Workload& w) {
   std::string out = fmt::format("Workload '{}'\n", w.name);
   for (const TrainingWorkload& t : w.training) {
-    out += fmt::format("  training '{}': {} ({:.1f}B parameters, {} layers, hidden {}, seq {}), {} tokens, {}, {}, "
-                       "global batch {} tokens\n",
-                       t.name, t.model.name, t.model.Params() / 1e9, t.model.layers, t.model.hidden, t.model.seq,
-                       Big(t.tokens),
-                       t.days ? fmt::format("deadline {} days", *t.days) : fmt::format("{} GPUs", *t.gpus),
-                       NumberFormatName(t.format), Big(t.global_batch_tokens));
+    out += fmt::format(
+        "  training '{}': {} ({:.1f}B parameters, {} layers, hidden {}, seq {}), {} tokens, {}, "
+        "{}, "
+        "global batch {} tokens\n",
+        t.name, t.model.name, t.model.Params() / 1e9, t.model.layers, t.model.hidden, t.model.seq,
+        Big(t.tokens),
+        t.days ? fmt::format("deadline {} days", *t.days) : fmt::format("{} GPUs", *t.gpus),
+        NumberFormatName(t.format), Big(t.global_batch_tokens));
   }
   for (const InferenceWorkload& i : w.inference) {
     const InferenceTarget& g = i.target;
-    out += fmt::format("  inference '{}': {} ({:.1f}B), {}, prompt {} + output {} tokens{}{}, {} bytes per weight\n",
-                       i.name, i.model.name, i.model.Params() / 1e9,
-                       g.output_tokens_per_s > 0 ? fmt::format("{} output tokens/s", Big(g.output_tokens_per_s))
-                                                 : fmt::format("{} requests/s", g.requests_per_s),
-                       g.context, g.output, g.tpot_ms > 0 ? fmt::format(", <= {} ms per token", g.tpot_ms) : "",
-                       g.ttft_ms > 0 ? fmt::format(", <= {} ms to first token", g.ttft_ms) : "", g.weight_bytes);
+    out += fmt::format(
+        "  inference '{}': {} ({:.1f}B), {}, prompt {} + output {} tokens{}{}, {} bytes per "
+        "weight\n",
+        i.name, i.model.name, i.model.Params() / 1e9,
+        g.output_tokens_per_s > 0 ? fmt::format("{} output tokens/s", Big(g.output_tokens_per_s))
+                                  : fmt::format("{} requests/s", g.requests_per_s),
+        g.context, g.output, g.tpot_ms > 0 ? fmt::format(", <= {} ms per token", g.tpot_ms) : "",
+        g.ttft_ms > 0 ? fmt::format(", <= {} ms to first token", g.ttft_ms) : "", g.weight_bytes);
   }
   for (const GeneralWorkload& g : w.general) {
     out += fmt::format("  general '{}': {} GPUs ({})\n", g.name, g.gpus, g.from);
   }
   const SiteConstraints& s = w.site;
-  out += fmt::format("  constraints: budget {}, site {}, rack {}, cooling {}, PUE {:.2f}, ${:.3f}/kWh, "
-                     "oversubscription {:.1f}:1\n",
-                     s.budget_usd > 0 ? Usd(s.budget_usd) : "none",
-                     s.site_power_kw > 0 ? fmt::format("{:.0f} kW", s.site_power_kw) : "no limit",
-                     s.rack_power_kw > 0 ? fmt::format("{:.0f} kW", s.rack_power_kw) : "design default",
-                     CoolingName(s.cooling), s.pue, s.electricity_usd_per_kwh, s.oversubscription);
+  out += fmt::format(
+      "  constraints: budget {}, site {}, rack {}, cooling {}, PUE {:.2f}, ${:.3f}/kWh, "
+      "oversubscription {:.1f}:1\n",
+      s.budget_usd > 0 ? Usd(s.budget_usd) : "none",
+      s.site_power_kw > 0 ? fmt::format("{:.0f} kW", s.site_power_kw) : "no limit",
+      s.rack_power_kw > 0 ? fmt::format("{:.0f} kW", s.rack_power_kw) : "design default",
+      CoolingName(s.cooling), s.pue, s.electricity_usd_per_kwh, s.oversubscription);
   return out;
 }
 
 std::string SideBySide(const PlanResult& r) {
   Table t;
   std::vector<std::string> head = {"design"};
-  for (const Design& d : r.designs) head.push_back(d.gpu_model);
+  for (const Design& d : r.designs)
+    head.push_back(d.gpu_model);
   t.Row(head);
   auto row = [&](std::string name, auto cell) {
     std::vector<std::string> cells = {std::move(name)};
-    for (const Design& d : r.designs) cells.push_back(d.feasible ? cell(d) : "-");
+    for (const Design& d : r.designs)
+      cells.push_back(d.feasible ? cell(d) : "-");
     t.Row(cells);
   };
   {
@@ -113,31 +122,40 @@ std::string SideBySide(const PlanResult& r) {
     t.Row(marks);
   }
   row("GPUs", [](const Design& d) { return fmt::format("{}", d.cluster.gpus); });
-  row("nodes", [](const Design& d) { return fmt::format("{} x {}", d.cluster.nodes, d.cluster.node->name); });
-  row("racks (kW each)", [](const Design& d) { return fmt::format("{} ({:.0f})", d.cluster.racks, d.cluster.rack_kw); });
+  row("nodes", [](const Design& d) {
+    return fmt::format("{} x {}", d.cluster.nodes, d.cluster.node->name);
+  });
+  row("racks (kW each)", [](const Design& d) {
+    return fmt::format("{} ({:.0f})", d.cluster.racks, d.cluster.rack_kw);
+  });
   row("training days", [](const Design& d) {
     return d.training.empty() ? std::string("-") : fmt::format("{:.1f}", d.longest_training_days);
   });
   row("MFU", [](const Design& d) {
     std::vector<std::string> parts;
-    for (const TrainingPlan& p : d.training) parts.push_back(fmt::format("{:.0f}%", 100 * p.step.mfu));
+    for (const TrainingPlan& p : d.training)
+      parts.push_back(fmt::format("{:.0f}%", 100 * p.step.mfu));
     return parts.empty() ? std::string("-") : Join(parts, " ");
   });
   row("inference GPUs", [](const Design& d) {
     int n = 0;
-    for (const InferencePlan& p : d.inference) n += p.estimate.gpus;
+    for (const InferencePlan& p : d.inference)
+      n += p.estimate.gpus;
     return d.inference.empty() ? std::string("-") : fmt::format("{}", n);
   });
   row("switches (leaf/spine/core)", [](const Design& d) {
-    return fmt::format("{}/{}/{}", d.cluster.fabric.leaves, d.cluster.fabric.spines, d.cluster.fabric.cores);
+    return fmt::format("{}/{}/{}", d.cluster.fabric.leaves, d.cluster.fabric.spines,
+                       d.cluster.fabric.cores);
   });
   row("IT power", [](const Design& d) { return fmt::format("{:.0f} kW", d.cluster.it_kw); });
-  row("facility power", [](const Design& d) { return fmt::format("{:.0f} kW", d.cluster.facility_kw); });
+  row("facility power",
+      [](const Design& d) { return fmt::format("{:.0f} kW", d.cluster.facility_kw); });
   row("cooling", [](const Design& d) { return std::string(CoolingName(d.cluster.cooling)); });
   row("capex", [](const Design& d) { return Usd(d.cluster.capex_usd); });
   row("energy", [](const Design& d) { return Usd(d.energy_usd); });
   row("capex + energy", [](const Design& d) { return Usd(d.total_usd); });
-  row("failures per day", [](const Design& d) { return fmt::format("{:.2f}", d.cluster.failures_per_day); });
+  row("failures per day",
+      [](const Design& d) { return fmt::format("{:.2f}", d.cluster.failures_per_day); });
   std::string out = "Designs\n" + t.Render();
   for (const Design& d : r.designs) {
     if (!d.feasible) out += fmt::format("  {} cannot: {}\n", d.gpu_model, d.problem);
@@ -156,65 +174,94 @@ std::string Details(const Design& d) {
   for (const TrainingPlan& p : d.training) {
     const StepEstimate& s = p.step;
     const MemoryEstimate& m = s.memory;
-    out += fmt::format("  training '{}' ({}): {} GPUs, {}; {}\n", p.name, p.model, p.gpus, p.layout.ToString(), p.sizing);
-    out += fmt::format("    step {:.2f} s for {} sequences ({} micro-batches): compute {:.2f}, TP comm {:.2f}, CP comm {:.2f}, "
-                       "pipeline bubble {:.2f}, p2p {:.2f}, DP exposed {:.2f}, optimizer {:.2f}, host-bound {:.2f} s\n",
-                       s.step_s, p.global_batch, s.micro_batches, s.compute_s, s.tp_comm_s, s.cp_comm_s, s.bubble_s,
-                       s.p2p_s, s.dp_exposed_s, s.optimizer_s, s.host_bound_s);
-    out += fmt::format("    {} tokens/s, MFU {:.1f}%, {:.1f} days of compute, {:.1f} days with failures "
-                       "(checkpoint every {:.0f} min, {:.1f}% lost)\n",
-                       Big(p.tokens_per_s), 100 * s.mfu, p.days, p.days_with_failures, p.checkpoints.interval_s / 60,
-                       100 * p.checkpoints.overhead);
-    out += fmt::format("    memory per GPU {:.1f} GiB: weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
-                       "activations {:.1f}, other {:.1f}\n",
-                       m.Total() / kGib, m.weights_bytes / kGib, m.gradients_bytes / kGib, m.optimizer_bytes / kGib,
-                       m.activations_bytes / kGib, m.other_bytes / kGib);
+    out += fmt::format("  training '{}' ({}): {} GPUs, {}; {}\n", p.name, p.model, p.gpus,
+                       p.layout.ToString(), p.sizing);
+    out += fmt::format(
+        "    step {:.2f} s for {} sequences ({} micro-batches): compute {:.2f}, TP comm {:.2f}, CP "
+        "comm {:.2f}, "
+        "pipeline bubble {:.2f}, p2p {:.2f}, DP exposed {:.2f}, optimizer {:.2f}, host-bound "
+        "{:.2f} s\n",
+        s.step_s, p.global_batch, s.micro_batches, s.compute_s, s.tp_comm_s, s.cp_comm_s,
+        s.bubble_s, s.p2p_s, s.dp_exposed_s, s.optimizer_s, s.host_bound_s);
+    out += fmt::format(
+        "    {} tokens/s, MFU {:.1f}%, {:.1f} days of compute, {:.1f} days with failures "
+        "(checkpoint every {:.0f} min, {:.1f}% lost)\n",
+        Big(p.tokens_per_s), 100 * s.mfu, p.days, p.days_with_failures,
+        p.checkpoints.interval_s / 60, 100 * p.checkpoints.overhead);
+    out += fmt::format(
+        "    memory per GPU {:.1f} GiB: weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
+        "activations {:.1f}, other {:.1f}\n",
+        m.Total() / kGib, m.weights_bytes / kGib, m.gradients_bytes / kGib,
+        m.optimizer_bytes / kGib, m.activations_bytes / kGib, m.other_bytes / kGib);
   }
   for (const InferencePlan& p : d.inference) {
     const InferenceEstimate& e = p.estimate;
-    out += fmt::format("  inference '{}' ({}): {} replicas of TP{} x batch {} = {} GPUs; {:.1f} ms per token "
-                       "({}-bound), {:.0f} ms prefill, {} tokens/s per replica; {:.1f} GiB weights + {:.1f} GiB KV per GPU\n",
-                       p.name, p.model, e.replicas, e.tp, e.batch, e.gpus, e.decode_step_s * 1e3,
-                       e.decode_memory_bound ? "memory" : "compute", e.prefill_s * 1e3, Big(e.tokens_per_s_per_replica),
-                       e.weights_bytes_per_gpu / kGib, e.kv_bytes_per_gpu / kGib);
+    out += fmt::format(
+        "  inference '{}' ({}): {} replicas of TP{} x batch {} = {} GPUs; {:.1f} ms per token "
+        "({}-bound), {:.0f} ms prefill, {} tokens/s per replica; {:.1f} GiB weights + {:.1f} GiB "
+        "KV per GPU\n",
+        p.name, p.model, e.replicas, e.tp, e.batch, e.gpus, e.decode_step_s * 1e3,
+        e.decode_memory_bound ? "memory" : "compute", e.prefill_s * 1e3,
+        Big(e.tokens_per_s_per_replica), e.weights_bytes_per_gpu / kGib, e.kv_bytes_per_gpu / kGib);
   }
-  for (const GeneralWorkload& g : d.general) out += fmt::format("  general '{}': {} GPUs ({})\n", g.name, g.gpus, g.from);
-  out += fmt::format("  nodes: {} x {} ({} GPUs each, {:.1f} kW max, {} x {:.0f}G NICs), {} per rack, {} GPU racks, "
-                     "{} network racks\n",
-                     c.nodes, c.node->name, c.node->gpus, c.node_kw, c.node->compute_nics, c.node->nic_gbps,
-                     c.nodes_per_rack, c.racks, c.network_racks);
-  out += fmt::format("  fabric: rail-optimised fat tree, {} tier{}, {} scalable unit{} of {} nodes; {} leaf, {} spine, {} core "
-                     "switches (radix {}); {} NICs; cables {} node-leaf, {} leaf-spine, {} spine-core; {} transceivers; "
-                     "oversubscription {:.1f}:1; bisection {:.1f} Tb/s\n",
-                     f.tiers, f.tiers == 1 ? "" : "s", f.scalable_units, f.scalable_units == 1 ? "" : "s",
-                     f.nodes_per_su, f.leaves, f.spines, f.cores, DefaultNetworkParts().switch_ports, f.nics,
-                     f.node_leaf_cables, f.leaf_spine_cables, f.spine_core_cables, f.transceivers, f.oversubscription,
-                     f.bisection_gbps / 1000);
-  out += fmt::format("  power: GPUs {:.0f} kW of {:.0f} kW IT (network {:.0f} kW); {} PSUs per node ({} needed + {} spare) "
-                     "of {:.1f} kW; {:.1f} kW per rack; facility {:.0f} kW\n",
-                     c.gpu_kw, c.it_kw, c.network_kw, c.psus_per_node, c.psus_needed_per_node,
-                     c.psus_per_node - c.psus_needed_per_node, c.node->psu_w / 1000, c.rack_kw, c.facility_kw);
-  out += fmt::format("  cooling: {} ({}); {:.0f} kW = {:.0f} BTU/h per rack, {:.2f}M BTU/h in all\n",
-                     CoolingName(c.cooling), c.cooling_why, c.rack_kw, c.rack_btu_h, c.total_btu_h / 1e6);
-  out += fmt::format("  storage: {:.2f} GB/s read for data, {:.1f} GB/s write for checkpoints\n", d.storage_read_gbytes_s,
-                     d.storage_write_gbytes_s);
-  out += fmt::format("  cost: GPUs {} ({} each: {}), servers {}, network {}; capex {}; energy {} per year\n",
-                     Usd(c.gpus_usd), Usd(c.gpu_price_usd), c.gpu_price_source, Usd(c.servers_usd),
-                     Usd(c.network_usd), Usd(c.capex_usd), Usd(c.energy_usd_per_year));
-  out += fmt::format("  reliability: {:.2f} failures per day, one every {:.1f} h (Llama 3's rate)\n", c.failures_per_day,
-                     c.mtbf_hours);
-  out += fmt::format("  sources: node: {}\n           achieved: {}\n", c.node->source, AchievedFor(*c.gpu).source);
+  for (const GeneralWorkload& g : d.general)
+    out += fmt::format("  general '{}': {} GPUs ({})\n", g.name, g.gpus, g.from);
+  out += fmt::format(
+      "  nodes: {} x {} ({} GPUs each, {:.1f} kW max, {} x {:.0f}G NICs), {} per rack, {} GPU "
+      "racks, "
+      "{} network racks\n",
+      c.nodes, c.node->name, c.node->gpus, c.node_kw, c.node->compute_nics, c.node->nic_gbps,
+      c.nodes_per_rack, c.racks, c.network_racks);
+  out += fmt::format(
+      "  fabric: rail-optimised fat tree, {} tier{}, {} scalable unit{} of {} nodes; {} leaf, {} "
+      "spine, {} core "
+      "switches (radix {}); {} NICs; cables {} node-leaf, {} leaf-spine, {} spine-core; {} "
+      "transceivers; "
+      "oversubscription {:.1f}:1; bisection {:.1f} Tb/s\n",
+      f.tiers, f.tiers == 1 ? "" : "s", f.scalable_units, f.scalable_units == 1 ? "" : "s",
+      f.nodes_per_su, f.leaves, f.spines, f.cores, DefaultNetworkParts().switch_ports, f.nics,
+      f.node_leaf_cables, f.leaf_spine_cables, f.spine_core_cables, f.transceivers,
+      f.oversubscription, f.bisection_gbps / 1000);
+  out += fmt::format(
+      "  power: GPUs {:.0f} kW of {:.0f} kW IT (network {:.0f} kW); {} PSUs per node ({} needed + "
+      "{} spare) "
+      "of {:.1f} kW; {:.1f} kW per rack; facility {:.0f} kW\n",
+      c.gpu_kw, c.it_kw, c.network_kw, c.psus_per_node, c.psus_needed_per_node,
+      c.psus_per_node - c.psus_needed_per_node, c.node->psu_w / 1000, c.rack_kw, c.facility_kw);
+  out += fmt::format(
+      "  cooling: {} ({}); {:.0f} kW = {:.0f} BTU/h per rack, {:.2f}M BTU/h in all\n",
+      CoolingName(c.cooling), c.cooling_why, c.rack_kw, c.rack_btu_h, c.total_btu_h / 1e6);
+  out += fmt::format("  storage: {:.2f} GB/s read for data, {:.1f} GB/s write for checkpoints\n",
+                     d.storage_read_gbytes_s, d.storage_write_gbytes_s);
+  out += fmt::format(
+      "  cost: GPUs {} ({} each: {}), servers {}, network {}; capex {}; energy {} per year\n",
+      Usd(c.gpus_usd), Usd(c.gpu_price_usd), c.gpu_price_source, Usd(c.servers_usd),
+      Usd(c.network_usd), Usd(c.capex_usd), Usd(c.energy_usd_per_year));
+  out +=
+      fmt::format("  reliability: {:.2f} failures per day, one every {:.1f} h (Llama 3's rate)\n",
+                  c.failures_per_day, c.mtbf_hours);
+  out += fmt::format("  sources: node: {}\n           achieved: {}\n", c.node->source,
+                     AchievedFor(*c.gpu).source);
   return out;
 }
 
 Json LayoutJson(const Layout& l) {
-  return Json{{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"micro_batch", l.micro_batch},
-              {"virtual_stages", l.virtual_stages}, {"recompute", RecomputeName(l.recompute)}, {"zero", l.zero},
+  return Json{{"tp", l.tp},
+              {"pp", l.pp},
+              {"dp", l.dp},
+              {"cp", l.cp},
+              {"micro_batch", l.micro_batch},
+              {"virtual_stages", l.virtual_stages},
+              {"recompute", RecomputeName(l.recompute)},
+              {"zero", l.zero},
               {"sequence_parallel", l.sequence_parallel}};
 }
 
 Json DesignJson(const Design& d) {
-  Json j{{"gpu", d.gpu_model}, {"feasible", d.feasible}, {"cheapest", d.cheapest}, {"fastest", d.fastest}};
+  Json j{{"gpu", d.gpu_model},
+         {"feasible", d.feasible},
+         {"cheapest", d.cheapest},
+         {"fastest", d.fastest}};
   if (!d.feasible) {
     j["problem"] = d.problem;
     return j;
@@ -224,57 +271,101 @@ Json DesignJson(const Design& d) {
   Json training = Json::array();
   for (const TrainingPlan& p : d.training) {
     const StepEstimate& s = p.step;
-    training.push_back(Json{
-        {"name", p.name}, {"model", p.model}, {"gpus", p.gpus}, {"layout", LayoutJson(p.layout)},
-        {"global_batch_sequences", p.global_batch}, {"sizing", p.sizing},
-        {"step_s", s.step_s},
-        {"step_breakdown_s", {{"compute", s.compute_s}, {"tp_comm", s.tp_comm_s}, {"cp_comm", s.cp_comm_s},
-                              {"bubble", s.bubble_s}, {"p2p", s.p2p_s}, {"dp_exposed", s.dp_exposed_s},
-                              {"optimizer", s.optimizer_s}, {"host_bound", s.host_bound_s}}},
-        {"micro_batches", s.micro_batches}, {"mfu", s.mfu}, {"model_flops_per_step", s.model_flops},
-        {"tokens_per_s", p.tokens_per_s}, {"days", p.days}, {"days_with_failures", p.days_with_failures},
-        {"checkpoint", {{"bytes", p.checkpoints.checkpoint_bytes}, {"write_s", p.checkpoints.write_s},
-                        {"stall_s", p.checkpoints.stall_s},
-                        {"interval_s", p.checkpoints.interval_s}, {"overhead", p.checkpoints.overhead}}},
-        {"memory_gib", {{"weights", s.memory.weights_bytes / kGib}, {"gradients", s.memory.gradients_bytes / kGib},
-                        {"optimizer", s.memory.optimizer_bytes / kGib},
-                        {"activations", s.memory.activations_bytes / kGib}, {"other", s.memory.other_bytes / kGib},
-                        {"total", s.memory.Total() / kGib}}}});
+    training.push_back(Json{{"name", p.name},
+                            {"model", p.model},
+                            {"gpus", p.gpus},
+                            {"layout", LayoutJson(p.layout)},
+                            {"global_batch_sequences", p.global_batch},
+                            {"sizing", p.sizing},
+                            {"step_s", s.step_s},
+                            {"step_breakdown_s",
+                             {{"compute", s.compute_s},
+                              {"tp_comm", s.tp_comm_s},
+                              {"cp_comm", s.cp_comm_s},
+                              {"bubble", s.bubble_s},
+                              {"p2p", s.p2p_s},
+                              {"dp_exposed", s.dp_exposed_s},
+                              {"optimizer", s.optimizer_s},
+                              {"host_bound", s.host_bound_s}}},
+                            {"micro_batches", s.micro_batches},
+                            {"mfu", s.mfu},
+                            {"model_flops_per_step", s.model_flops},
+                            {"tokens_per_s", p.tokens_per_s},
+                            {"days", p.days},
+                            {"days_with_failures", p.days_with_failures},
+                            {"checkpoint",
+                             {{"bytes", p.checkpoints.checkpoint_bytes},
+                              {"write_s", p.checkpoints.write_s},
+                              {"stall_s", p.checkpoints.stall_s},
+                              {"interval_s", p.checkpoints.interval_s},
+                              {"overhead", p.checkpoints.overhead}}},
+                            {"memory_gib",
+                             {{"weights", s.memory.weights_bytes / kGib},
+                              {"gradients", s.memory.gradients_bytes / kGib},
+                              {"optimizer", s.memory.optimizer_bytes / kGib},
+                              {"activations", s.memory.activations_bytes / kGib},
+                              {"other", s.memory.other_bytes / kGib},
+                              {"total", s.memory.Total() / kGib}}}});
   }
   Json inference = Json::array();
   for (const InferencePlan& p : d.inference) {
     const InferenceEstimate& e = p.estimate;
-    inference.push_back(Json{{"name", p.name}, {"model", p.model}, {"tp", e.tp}, {"batch", e.batch},
-                             {"replicas", e.replicas}, {"gpus", e.gpus}, {"tpot_ms", e.decode_step_s * 1e3},
-                             {"ttft_ms", e.prefill_s * 1e3}, {"tokens_per_s_per_replica", e.tokens_per_s_per_replica},
+    inference.push_back(Json{{"name", p.name},
+                             {"model", p.model},
+                             {"tp", e.tp},
+                             {"batch", e.batch},
+                             {"replicas", e.replicas},
+                             {"gpus", e.gpus},
+                             {"tpot_ms", e.decode_step_s * 1e3},
+                             {"ttft_ms", e.prefill_s * 1e3},
+                             {"tokens_per_s_per_replica", e.tokens_per_s_per_replica},
                              {"memory_bound", e.decode_memory_bound},
                              {"weights_gib_per_gpu", e.weights_bytes_per_gpu / kGib},
                              {"kv_gib_per_gpu", e.kv_bytes_per_gpu / kGib}});
   }
   Json general = Json::array();
-  for (const GeneralWorkload& g : d.general) general.push_back(Json{{"name", g.name}, {"gpus", g.gpus}, {"from", g.from}});
+  for (const GeneralWorkload& g : d.general)
+    general.push_back(Json{{"name", g.name}, {"gpus", g.gpus}, {"from", g.from}});
   j["training"] = training;
   j["inference"] = inference;
   j["general"] = general;
   j["gpus"] = c.gpus;
-  j["nodes"] = {{"count", c.nodes}, {"design", c.node->name}, {"gpus_each", c.node->gpus}, {"max_kw", c.node_kw},
-                {"per_rack", c.nodes_per_rack}, {"source", c.node->source}};
+  j["nodes"] = {{"count", c.nodes},    {"design", c.node->name},       {"gpus_each", c.node->gpus},
+                {"max_kw", c.node_kw}, {"per_rack", c.nodes_per_rack}, {"source", c.node->source}};
   j["racks"] = {{"gpu", c.racks}, {"network", c.network_racks}, {"kw_each", c.rack_kw}};
-  j["fabric"] = {{"tiers", f.tiers}, {"scalable_units", f.scalable_units}, {"nodes_per_su", f.nodes_per_su},
-                 {"leaf", f.leaves}, {"spine", f.spines}, {"core", f.cores}, {"nics", f.nics},
-                 {"cables", {{"node_leaf", f.node_leaf_cables}, {"leaf_spine", f.leaf_spine_cables},
-                             {"spine_core", f.spine_core_cables}}},
-                 {"transceivers", f.transceivers}, {"oversubscription", f.oversubscription},
+  j["fabric"] = {{"tiers", f.tiers},
+                 {"scalable_units", f.scalable_units},
+                 {"nodes_per_su", f.nodes_per_su},
+                 {"leaf", f.leaves},
+                 {"spine", f.spines},
+                 {"core", f.cores},
+                 {"nics", f.nics},
+                 {"cables",
+                  {{"node_leaf", f.node_leaf_cables},
+                   {"leaf_spine", f.leaf_spine_cables},
+                   {"spine_core", f.spine_core_cables}}},
+                 {"transceivers", f.transceivers},
+                 {"oversubscription", f.oversubscription},
                  {"bisection_gbps", f.bisection_gbps}};
-  j["power_kw"] = {{"gpus", c.gpu_kw}, {"node", c.node_kw}, {"network", c.network_kw}, {"it", c.it_kw},
-                   {"facility", c.facility_kw}, {"rack", c.rack_kw}};
-  j["psus"] = {{"per_node", c.psus_per_node}, {"needed", c.psus_needed_per_node}, {"rating_w", c.node->psu_w}};
-  j["cooling"] = {{"kind", CoolingName(c.cooling)}, {"why", c.cooling_why}, {"rack_btu_h", c.rack_btu_h},
+  j["power_kw"] = {{"gpus", c.gpu_kw}, {"node", c.node_kw},         {"network", c.network_kw},
+                   {"it", c.it_kw},    {"facility", c.facility_kw}, {"rack", c.rack_kw}};
+  j["psus"] = {{"per_node", c.psus_per_node},
+               {"needed", c.psus_needed_per_node},
+               {"rating_w", c.node->psu_w}};
+  j["cooling"] = {{"kind", CoolingName(c.cooling)},
+                  {"why", c.cooling_why},
+                  {"rack_btu_h", c.rack_btu_h},
                   {"total_btu_h", c.total_btu_h}};
   j["storage_gbytes_s"] = {{"read", d.storage_read_gbytes_s}, {"write", d.storage_write_gbytes_s}};
-  j["cost_usd"] = {{"gpus", c.gpus_usd}, {"gpu_each", c.gpu_price_usd}, {"gpu_price_source", c.gpu_price_source},
-                   {"servers", c.servers_usd}, {"network", c.network_usd}, {"capex", c.capex_usd},
-                   {"energy_per_year", c.energy_usd_per_year}, {"energy", d.energy_usd}, {"total", d.total_usd}};
+  j["cost_usd"] = {{"gpus", c.gpus_usd},
+                   {"gpu_each", c.gpu_price_usd},
+                   {"gpu_price_source", c.gpu_price_source},
+                   {"servers", c.servers_usd},
+                   {"network", c.network_usd},
+                   {"capex", c.capex_usd},
+                   {"energy_per_year", c.energy_usd_per_year},
+                   {"energy", d.energy_usd},
+                   {"total", d.total_usd}};
   j["reliability"] = {{"failures_per_day", c.failures_per_day}, {"mtbf_hours", c.mtbf_hours}};
   j["longest_training_days"] = d.longest_training_days;
   return j;
@@ -291,7 +382,8 @@ std::string TomlString(std::string_view s) {
 
 }  // namespace
 
-std::string PlanText(const Workload& workload, const PlanResult& result, const ReportOptions& options) {
+std::string PlanText(const Workload& workload, const PlanResult& result,
+                     const ReportOptions& options) {
   std::string out = DescribeWorkload(workload) + "\n" + SideBySide(result);
   for (size_t i = 0; i < result.designs.size(); ++i) {
     const Design& d = result.designs[i];
@@ -303,10 +395,12 @@ std::string PlanText(const Workload& workload, const PlanResult& result, const R
 
 std::string PlanJson(const Workload& workload, const PlanResult& result) {
   Json designs = Json::array();
-  for (const Design& d : result.designs) designs.push_back(DesignJson(d));
+  for (const Design& d : result.designs)
+    designs.push_back(DesignJson(d));
   Json j{{"workload", workload.name}, {"designs", designs}};
-  j["recommended"] = result.recommended >= 0 ? Json(result.designs[static_cast<size_t>(result.recommended)].gpu_model)
-                                             : Json(nullptr);
+  j["recommended"] = result.recommended >= 0
+                         ? Json(result.designs[static_cast<size_t>(result.recommended)].gpu_model)
+                         : Json(nullptr);
   return j.dump(2) + "\n";
 }
 
@@ -319,12 +413,14 @@ std::string ClusterToml(const Workload& workload, const Design& d) {
       "# Nodes sit under the fabric's scalable units ({} nodes each); labels say which workload\n"
       "# each group serves.\n",
       workload.name, c.gpus, c.gpu->model, c.nodes, node.name, f.nodes_per_su);
-  out += fmt::format("name = {}\n\n", TomlString(fmt::format("plan-{}-{}", ToLower(c.gpu->model), c.gpus)));
+  out += fmt::format("name = {}\n\n",
+                     TomlString(fmt::format("plan-{}-{}", ToLower(c.gpu->model), c.gpus)));
   // A scalable unit is one leaf group; spine groups of radix/2 leaves hold
   // (radix/2)/rails units in a three-tier tree, all of them in two tiers.
   const int su_per_spine =
-      f.tiers == 3 ? std::max(1, DefaultNetworkParts().switch_ports / 2 / std::max(1, node.compute_nics))
-                   : std::max(1, f.scalable_units);
+      f.tiers == 3
+          ? std::max(1, DefaultNetworkParts().switch_ports / 2 / std::max(1, node.compute_nics))
+          : std::max(1, f.scalable_units);
   out += fmt::format("[network]\nnodes_per_leaf = {}\nleaves_per_spine = {}\n",
                      std::max(1, std::min(f.nodes_per_su, c.nodes)), su_per_spine);
   struct Group {
@@ -332,9 +428,12 @@ std::string ClusterToml(const Workload& workload, const Design& d) {
     int gpus;
   };
   std::vector<Group> groups;
-  for (const TrainingPlan& p : d.training) groups.push_back({"train", p.gpus});
-  for (const InferencePlan& p : d.inference) groups.push_back({"serve", p.estimate.gpus});
-  for (const GeneralWorkload& g : d.general) groups.push_back({"general", g.gpus});
+  for (const TrainingPlan& p : d.training)
+    groups.push_back({"train", p.gpus});
+  for (const InferencePlan& p : d.inference)
+    groups.push_back({"serve", p.estimate.gpus});
+  for (const GeneralWorkload& g : d.general)
+    groups.push_back({"general", g.gpus});
   int assigned = 0;
   for (size_t i = 0; i < groups.size(); ++i) {
     int nodes = (groups[i].gpus + node.gpus - 1) / node.gpus;
@@ -346,12 +445,14 @@ std::string ClusterToml(const Workload& workload, const Design& d) {
     if (!node.profile.empty()) {
       out += fmt::format("profile = {}\n", TomlString(node.profile));
     } else {
-      out += fmt::format("gpus = {}\ngpu_model = {}\ngpu_memory = \"{}M\"\nnvlink_island_size = {}\n"
-                         "numa_nodes = 2\ncpus = {}\nmemory = \"{}G\"\n",
-                         node.gpus, TomlString(c.gpu->model), c.gpu->memory_mib,
-                         std::min(node.gpus, node.nvlink_domain_gpus), node.cpus, node.memory_gib);
+      out += fmt::format(
+          "gpus = {}\ngpu_model = {}\ngpu_memory = \"{}M\"\nnvlink_island_size = {}\n"
+          "numa_nodes = 2\ncpus = {}\nmemory = \"{}G\"\n",
+          node.gpus, TomlString(c.gpu->model), c.gpu->memory_mib,
+          std::min(node.gpus, node.nvlink_domain_gpus), node.cpus, node.memory_gib);
     }
-    out += fmt::format("prefix = {}\nlabels = [{}]\n", TomlString(fmt::format("{}{}-", groups[i].label, i + 1)),
+    out += fmt::format("prefix = {}\nlabels = [{}]\n",
+                       TomlString(fmt::format("{}{}-", groups[i].label, i + 1)),
                        TomlString(groups[i].label));
   }
   return out;
@@ -359,18 +460,20 @@ std::string ClusterToml(const Workload& workload, const Design& d) {
 
 std::string ValidationText(const ValidationReport& r, bool every_row) {
   std::string out =
-      "Model vs published runs: predicted and measured step time per row (error = predicted / measured - 1)\n";
+      "Model vs published runs: predicted and measured step time per row (error = predicted / "
+      "measured - 1)\n";
   Table t;
   t.Row({"source", "run", "layout (reported + searched)", "predicted s", "measured s", "error"});
   std::string skipped;
   for (const ValidationRow& row : r.rows) {
     if (row.skipped) {
-      skipped += fmt::format("  {} {} (line {}): {}\n", row.group, row.label, row.line, row.skip_reason);
+      skipped +=
+          fmt::format("  {} {} (line {}): {}\n", row.group, row.label, row.line, row.skip_reason);
       continue;
     }
     if (row.group == "vTrain" && !every_row && std::abs(row.error) <= 0.25) continue;
-    t.Row({row.group, row.label, row.layout, fmt::format("{:.3f}", row.predicted_s), fmt::format("{:.3f}", row.measured_s),
-           fmt::format("{:+.1f}%", 100 * row.error)});
+    t.Row({row.group, row.label, row.layout, fmt::format("{:.3f}", row.predicted_s),
+           fmt::format("{:.3f}", row.measured_s), fmt::format("{:+.1f}%", 100 * row.error)});
   }
   out += t.Render();
   if (!every_row) out += "  (vTrain rows within 25% are not listed; --all lists every row)\n";
@@ -393,36 +496,43 @@ std::string ValidationText(const ValidationReport& r, bool every_row) {
   groups.push_back(r.published);
   groups.push_back(r.all);
   for (const ValidationGroup& g : groups) {
-    s.Row({g.group, fmt::format("{}", g.rows), fmt::format("{:.1f}%", 100 * g.mae), fmt::format("{:.1f}%", 100 * g.worst),
-           fmt::format("{}", over(g.group))});
+    s.Row({g.group, fmt::format("{}", g.rows), fmt::format("{:.1f}%", 100 * g.mae),
+           fmt::format("{:.1f}%", 100 * g.worst), fmt::format("{}", over(g.group))});
   }
   out += s.Render();
   if (r.worst >= 0) {
     const ValidationRow& w = r.rows[static_cast<size_t>(r.worst)];
-    out += fmt::format("\nworst row: {} {} (line {}): predicted {:.3f} s, measured {:.3f} s, {:+.1f}%\n", w.group, w.label,
-                       w.line, w.predicted_s, w.measured_s, 100 * w.error);
+    out += fmt::format(
+        "\nworst row: {} {} (line {}): predicted {:.3f} s, measured {:.3f} s, {:+.1f}%\n", w.group,
+        w.label, w.line, w.predicted_s, w.measured_s, 100 * w.error);
   }
   const bool met = r.all.mae <= 0.10 && r.all.worst <= 0.25;
   out += fmt::format("targets: {}\n", met ? "met" : "NOT met (see docs/plan.md, Validation)");
   if (!r.serving.empty()) {
-    out += "\nServing throughput vs TensorRT-LLM (informational; output tokens/s at maximum throughput)\n";
+    out +=
+        "\nServing throughput vs TensorRT-LLM (informational; output tokens/s at maximum "
+        "throughput)\n";
     Table v;
     v.Row({"run", "model batch", "predicted tok/s", "measured tok/s", "error"});
     for (const ValidationRow& row : r.serving) {
       if (row.skipped) continue;
-      v.Row({row.label, row.layout, fmt::format("{:.0f}", row.predicted_s), fmt::format("{:.0f}", row.measured_s),
-             fmt::format("{:+.1f}%", 100 * row.error)});
+      v.Row({row.label, row.layout, fmt::format("{:.0f}", row.predicted_s),
+             fmt::format("{:.0f}", row.measured_s), fmt::format("{:+.1f}%", 100 * row.error)});
     }
     out += v.Render();
-    out += fmt::format("  {} rows, MAE {:.1f}%, worst {:.1f}%\n", r.serving_summary.rows, 100 * r.serving_summary.mae,
-                       100 * r.serving_summary.worst);
+    out += fmt::format("  {} rows, MAE {:.1f}%, worst {:.1f}%\n", r.serving_summary.rows,
+                       100 * r.serving_summary.mae, 100 * r.serving_summary.worst);
   }
   return out;
 }
 
 std::string ValidationJson(const ValidationReport& r) {
   auto row_json = [](const ValidationRow& row) {
-    Json j{{"group", row.group}, {"label", row.label}, {"line", row.line}, {"gpu", row.gpu}, {"gpus", row.gpus}};
+    Json j{{"group", row.group},
+           {"label", row.label},
+           {"line", row.line},
+           {"gpu", row.gpu},
+           {"gpus", row.gpus}};
     if (row.skipped) {
       j["skipped"] = row.skip_reason;
     } else {
@@ -435,15 +545,21 @@ std::string ValidationJson(const ValidationReport& r) {
     return j;
   };
   Json rows = Json::array();
-  for (const ValidationRow& row : r.rows) rows.push_back(row_json(row));
+  for (const ValidationRow& row : r.rows)
+    rows.push_back(row_json(row));
   Json serving = Json::array();
-  for (const ValidationRow& row : r.serving) serving.push_back(row_json(row));
+  for (const ValidationRow& row : r.serving)
+    serving.push_back(row_json(row));
   auto group = [](const ValidationGroup& g) {
     return Json{{"group", g.group}, {"rows", g.rows}, {"mae", g.mae}, {"worst", g.worst}};
   };
   Json groups = Json::array();
-  for (const ValidationGroup& g : r.groups) groups.push_back(group(g));
-  Json j{{"rows", rows}, {"groups", groups}, {"published", group(r.published)}, {"vtrain", group(r.vtrain)},
+  for (const ValidationGroup& g : r.groups)
+    groups.push_back(group(g));
+  Json j{{"rows", rows},
+         {"groups", groups},
+         {"published", group(r.published)},
+         {"vtrain", group(r.vtrain)},
          {"all", group(r.all)}};
   j["worst"] = r.worst >= 0 ? Json(r.rows[static_cast<size_t>(r.worst)].label) : Json(nullptr);
   j["serving"] = serving;

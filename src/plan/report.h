@@ -14,7 +14,8 @@ struct ReportOptions {
   bool all_details = false;  // details of every feasible design, not only the recommended one
 };
 
-std::string PlanText(const Workload& workload, const PlanResult& result, const ReportOptions& options = {});
+std::string PlanText(const Workload& workload, const PlanResult& result,
+                     const ReportOptions& options = {});
 std::string PlanJson(const Workload& workload, const PlanResult& result);
 
 // Shoal's cluster file (src/trace/cluster_file.h) for one design: its nodes

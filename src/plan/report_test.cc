@@ -27,8 +27,9 @@ TEST(ReportTest, TextShowsTheDesignsSideBySide) {
   Workload w;
   const PlanResult r = Plan(w);
   const std::string text = PlanText(w, r);
-  for (std::string_view want : {"H100-SXM-80GB", "MI300X-192GB", "cheapest", "fastest", "capex", "BTU/h",
-                                "leaf", "PSUs", "failures per day", "training 'pretrain'"}) {
+  for (std::string_view want :
+       {"H100-SXM-80GB", "MI300X-192GB", "cheapest", "fastest", "capex", "BTU/h", "leaf", "PSUs",
+        "failures per day", "training 'pretrain'"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want;
   }
 }
@@ -41,8 +42,10 @@ TEST(ReportTest, JsonHasEveryDesignAndTheRecommendation) {
   EXPECT_EQ(j["recommended"], r.designs[static_cast<size_t>(r.recommended)].gpu_model);
   for (const auto& d : j["designs"]) {
     EXPECT_TRUE(d["feasible"].get<bool>());
-    EXPECT_EQ(d["training"][0]["layout"]["tp"].get<int>() * d["training"][0]["layout"]["pp"].get<int>() *
-                  d["training"][0]["layout"]["dp"].get<int>() * d["training"][0]["layout"]["cp"].get<int>(),
+    EXPECT_EQ(d["training"][0]["layout"]["tp"].get<int>() *
+                  d["training"][0]["layout"]["pp"].get<int>() *
+                  d["training"][0]["layout"]["dp"].get<int>() *
+                  d["training"][0]["layout"]["cp"].get<int>(),
               64);
     EXPECT_GT(d["cost_usd"]["capex"].get<double>(), 0);
     EXPECT_GT(d["fabric"]["nics"].get<int>(), 0);
@@ -59,7 +62,8 @@ TEST(ReportTest, ClusterFileGroupsNodesByWorkload) {
   EXPECT_NE(toml.find("labels = [\"general\"]"), std::string::npos);
   const Design& mi300x = r.designs[1];
   const std::string described = ClusterToml(w, mi300x);
-  EXPECT_NE(described.find("gpu_model = \"MI300X-192GB\""), std::string::npos) << "no profile: nodes are described";
+  EXPECT_NE(described.find("gpu_model = \"MI300X-192GB\""), std::string::npos)
+      << "no profile: nodes are described";
   EXPECT_NE(described.find("gpu_memory"), std::string::npos);
 }
 

@@ -91,8 +91,8 @@ struct Shape {
   double s = 0;       // sequence length
   double tokens = 0;  // tokens per micro-batch on one GPU (b x s / cp)
   double h = 0, f = 0, kv = 0, heads = 0, vocab = 0;
-  double t = 1;       // TP
-  int layers_max = 0; // layers on the busiest stage
+  double t = 1;             // TP
+  int layers_max = 0;       // layers on the busiest stage
   double stage_params = 0;  // parameters held by the busiest stage, per GPU
   double layer_params = 0;  // per GPU
   bool flash = false;
@@ -158,8 +158,9 @@ MemoryEstimate Memory(const Layout& l, const Shape& sh, int64_t micro_batches) {
   }
   // 1F1B keeps up to pp micro-batches in flight on the first stage;
   // interleaving adds (pp-1)/(pp·v) of that (Narayanan et al. 2021).
-  const double in_flight = std::min<double>(l.pp, static_cast<double>(micro_batches)) *
-                           (1 + (l.virtual_stages > 1 ? (l.pp - 1.0) / (l.pp * l.virtual_stages) : 0));
+  const double in_flight =
+      std::min<double>(l.pp, static_cast<double>(micro_batches)) *
+      (1 + (l.virtual_stages > 1 ? (l.pp - 1.0) / (l.pp * l.virtual_stages) : 0));
   mem.activations_bytes = per_layer * sh.layers_max * in_flight + working;
   // fp32 logits and their gradient on the last stage.
   const double logits = 8 * sh.tokens * sh.vocab / sh.t;
@@ -170,8 +171,8 @@ MemoryEstimate Memory(const Layout& l, const Shape& sh, int64_t micro_batches) {
 }
 
 struct Rates {
-  double gemm_flops_s = 0;     // layer GEMMs, in the job's number format
-  double bf16_flops_s = 0;     // unfused attention, output layer
+  double gemm_flops_s = 0;       // layer GEMMs, in the job's number format
+  double bf16_flops_s = 0;       // unfused attention, output layer
   double attention_flops_s = 0;  // fused (flash) attention, per GPU generation (hardware.cc)
   double hbm_bytes_s = 0;
 };
@@ -191,7 +192,9 @@ Rates RatesOf(const TrainingJob& job, const TrainingSystem& sys) {
   return r;
 }
 
-bool Aligned(double x) { return std::fmod(x, 8.0) == 0; }
+bool Aligned(double x) {
+  return std::fmod(x, 8.0) == 0;
+}
 
 // A GEMM of m x k by k x n (times `batch`): compute at the achieved rate plus
 // moving its operands through HBM, plus the kernel gap. Adding the two
@@ -207,7 +210,9 @@ double GemmSeconds(double m, double n, double k, double flops_s, const Rates& r,
   return flops / rate + bytes / r.hbm_bytes_s + kKernelGapS;
 }
 
-double MemorySeconds(double bytes, const Rates& r) { return bytes / r.hbm_bytes_s + kKernelGapS; }
+double MemorySeconds(double bytes, const Rates& r) {
+  return bytes / r.hbm_bytes_s + kKernelGapS;
+}
 
 // What shows of `comm_s` of communication that may run under `window_s` of
 // compute: the part that does not fit, plus what the part that fits slows
@@ -221,18 +226,24 @@ double Exposed(double comm_s, double window_s) {
 
 std::string_view RecomputeName(Recompute r) {
   switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
   }
   return "none";
 }
 
 std::string_view NumberFormatName(NumberFormat f) {
   switch (f) {
-    case NumberFormat::kFp16: return "fp16";
-    case NumberFormat::kBf16: return "bf16";
-    case NumberFormat::kFp8: return "fp8";
+    case NumberFormat::kFp16:
+      return "fp16";
+    case NumberFormat::kBf16:
+      return "bf16";
+    case NumberFormat::kFp8:
+      return "fp8";
   }
   return "bf16";
 }
@@ -269,7 +280,8 @@ TrainingSystem MakeTrainingSystem(const catalog::GpuSpec& gpu, const NodeDesign&
   return sys;
 }
 
-Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const TrainingSystem& sys) {
+Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
+                                  const TrainingSystem& sys) {
   const ModelShape& m = job.model;
   const StackTraits& st = TraitsOf(job.stack);
   const CommSystem& comm = sys.comm;
@@ -277,22 +289,26 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
     return InvalidArgument("layout sizes must be positive");
   }
   if (l.tp > comm.scaleup_domain) {
-    return Unsatisfiable(fmt::format("TP{} exceeds the scale-up domain of {} GPUs", l.tp, comm.scaleup_domain));
+    return Unsatisfiable(
+        fmt::format("TP{} exceeds the scale-up domain of {} GPUs", l.tp, comm.scaleup_domain));
   }
   if (m.heads % l.tp != 0) {
     return Unsatisfiable(fmt::format("TP{} does not divide {} heads", l.tp, m.heads));
   }
   if (l.pp > m.layers || l.pp * l.virtual_stages > m.layers) {
-    return Unsatisfiable(fmt::format("PP{} x v{} exceeds {} layers", l.pp, l.virtual_stages, m.layers));
+    return Unsatisfiable(
+        fmt::format("PP{} x v{} exceeds {} layers", l.pp, l.virtual_stages, m.layers));
   }
-  if (m.seq % l.cp != 0) return Unsatisfiable(fmt::format("CP{} does not divide seq {}", l.cp, m.seq));
+  if (m.seq % l.cp != 0)
+    return Unsatisfiable(fmt::format("CP{} does not divide seq {}", l.cp, m.seq));
   const int64_t per_rank = job.global_batch / l.dp;
   if (per_rank < 1 || job.global_batch % l.dp != 0) {
-    return Unsatisfiable(fmt::format("global batch {} does not split over DP{}", job.global_batch, l.dp));
+    return Unsatisfiable(
+        fmt::format("global batch {} does not split over DP{}", job.global_batch, l.dp));
   }
   if (per_rank % l.micro_batch != 0) {
-    return Unsatisfiable(fmt::format("{} sequences per DP rank do not split into micro-batches of {}",
-                                     per_rank, l.micro_batch));
+    return Unsatisfiable(fmt::format(
+        "{} sequences per DP rank do not split into micro-batches of {}", per_rank, l.micro_batch));
   }
   const int64_t micro_batches = per_rank / l.micro_batch;
   if (l.virtual_stages > 1 && (l.pp == 1 || micro_batches % l.pp != 0)) {
@@ -350,8 +366,9 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
   // micro-batch on the stacks that do not fuse it into the GEMM; with
   // ZeRO-2/3 each rank accumulates only its 1/DP shard.
   const double accumulate_bytes =
-      st.fused_grad_accumulation ? 0
-                                 : (kAccumulateReadBytes + 2 * grad_bytes) / (l.zero >= 2 ? l.dp : 1);
+      st.fused_grad_accumulation
+          ? 0
+          : (kAccumulateReadBytes + 2 * grad_bytes) / (l.zero >= 2 ? l.dp : 1);
   auto accumulate = [&](double params) {
     return accumulate_bytes > 0 ? MemorySeconds(accumulate_bytes * params, r) : 0.0;
   };
@@ -378,8 +395,9 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
     cp_layer = 3 * Exposed(ring, attn_f);
   }
   const double gpu_layer = fwd + bwd + recompute + tp_layer + cp_layer;
-  const double host_layer = st.host_s_per_layer * (l.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0) +
-                            tp_collectives * st.host_s_per_tp_peer * (l.tp - 1);
+  const double host_layer =
+      st.host_s_per_layer * (l.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0) +
+      tp_collectives * st.host_s_per_tp_peer * (l.tp - 1);
   const double layer =
       std::pow(std::pow(gpu_layer, kHostGpuExponent) + std::pow(host_layer, kHostGpuExponent),
                1 / kHostGpuExponent);
@@ -410,7 +428,8 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
   stages.back() += logits;
   const double t_max = *std::max_element(stages.begin(), stages.end());
   double t_sum = 0;
-  for (double x : stages) t_sum += x;
+  for (double x : stages)
+    t_sum += x;
   const double mb = static_cast<double>(micro_batches);
   // 1F1B: every micro-batch passes the slowest stage, and the fill and drain
   // pass each other stage once; interleaving divides the fill by v
@@ -474,8 +493,7 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
     dp_exposed = reduce + gather + Exposed((buckets - 1) * reduce, t_max * (1 - fwd_share)) +
                  Exposed((buckets - 1) * gather, t_max * fwd_share);
   }
-  const double optimizer =
-      MemorySeconds(kOptimizerBytesPerParam * p / (l.zero >= 1 ? l.dp : 1), r);
+  const double optimizer = MemorySeconds(kOptimizerBytesPerParam * p / (l.zero >= 1 ? l.dp : 1), r);
 
   est.step_s = pipeline + dp_exposed + optimizer;
   const int busiest_layers = sh.layers_max;
@@ -491,9 +509,9 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l, const
   est.model_flops = m.TrainFlopsPerToken() * tokens;
   const double peak = (job.format == NumberFormat::kFp8 && sys.gpu->fp8_tflops > 0)
                           ? sys.gpu->fp8_tflops
-                          : sys.gpu->PeakTflops(catalog::Precision::kBf16) > 0
-                                ? sys.gpu->PeakTflops(catalog::Precision::kBf16)
-                                : sys.gpu->PeakTflops(catalog::Precision::kFp16);
+                      : sys.gpu->PeakTflops(catalog::Precision::kBf16) > 0
+                          ? sys.gpu->PeakTflops(catalog::Precision::kBf16)
+                          : sys.gpu->PeakTflops(catalog::Precision::kFp16);
   est.mfu = est.model_flops / (est.step_s * l.Gpus() * peak * 1e12);
   return est;
 }
@@ -514,7 +532,8 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
   const ModelShape& m = job.model;
   const StackTraits& st = TraitsOf(job.stack);
   std::vector<int> tps;
-  for (int t = 1; t <= sys.comm.scaleup_domain && t <= 64; t *= 2) tps.push_back(t);
+  for (int t = 1; t <= sys.comm.scaleup_domain && t <= 64; t *= 2)
+    tps.push_back(t);
   std::vector<int> pps;
   for (int p : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128}) {
     if (p <= m.layers) pps.push_back(p);
@@ -522,12 +541,13 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
   std::vector<int> cps = {1};
   if (m.seq >= 16384) cps = {1, 2, 4, 8, 16, 32};
   const std::vector<Recompute> recomputes =
-      c.recompute ? std::vector<Recompute>{*c.recompute}
-                  : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+      c.recompute
+          ? std::vector<Recompute>{*c.recompute}
+          : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   // The 2021 stack replicated the optimizer unless told otherwise (ZeRO-3
   // rows say so); the modern one shards it and may shard parameters too.
-  const std::vector<int> zeros = Candidates(c.zero, job.stack == Stack::kModern ? std::vector<int>{1, 3}
-                                                                               : std::vector<int>{0});
+  const std::vector<int> zeros = Candidates(
+      c.zero, job.stack == Stack::kModern ? std::vector<int>{1, 3} : std::vector<int>{0});
 
   std::optional<LayoutChoice> best;
   double least_memory = -1;
@@ -548,8 +568,14 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
             for (int v : Candidates(c.virtual_stages, {1, 2, 3, 4, 6, 8})) {
               if (v > 1 && pp == 1) continue;
               for (Recompute rc : recomputes) {
-                Layout l{.tp = tp, .pp = pp, .dp = dp, .cp = cp, .micro_batch = mb,
-                         .virtual_stages = v, .recompute = rc, .zero = zero,
+                Layout l{.tp = tp,
+                         .pp = pp,
+                         .dp = dp,
+                         .cp = cp,
+                         .micro_batch = mb,
+                         .virtual_stages = v,
+                         .recompute = rc,
+                         .zero = zero,
                          .sequence_parallel = tp > 1 && job.stack == Stack::kModern};
                 auto est = EstimateStep(job, l, sys);
                 if (!est.ok()) {
@@ -566,8 +592,14 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
         }
         // For the "does not fit" explanation: the most memory-frugal layout of
         // this TP/CP/PP (micro-batch 1, full recompute, most sharding).
-        Layout frugal{.tp = tp, .pp = pp, .dp = dp, .cp = cp, .micro_batch = 1, .virtual_stages = 1,
-                      .recompute = Recompute::kFull, .zero = zeros.back(),
+        Layout frugal{.tp = tp,
+                      .pp = pp,
+                      .dp = dp,
+                      .cp = cp,
+                      .micro_batch = 1,
+                      .virtual_stages = 1,
+                      .recompute = Recompute::kFull,
+                      .zero = zeros.back(),
                       .sequence_parallel = tp > 1 && job.stack == Stack::kModern};
         const Shape sh = MakeShape(job, frugal);
         const double need = Memory(frugal, sh, std::max<int64_t>(1, job.global_batch / dp)).Total();
@@ -587,8 +619,8 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
           m.name, m.Params() / 1e9, gpus, sys.gpu->model, least_memory_layout, least_memory / kGib,
           capacity / kGib));
     }
-    return Unsatisfiable(fmt::format("no layout of {} x {} runs {}: {}", gpus, sys.gpu->model, m.name,
-                                     batch_reason.empty() ? last_reason : batch_reason));
+    return Unsatisfiable(fmt::format("no layout of {} x {} runs {}: {}", gpus, sys.gpu->model,
+                                     m.name, batch_reason.empty() ? last_reason : batch_reason));
   }
   best->candidates = fitting;
   return *best;

@@ -35,11 +35,11 @@ Result<NumberFormat> ParseNumberFormat(std::string_view s);
 enum class Stack { kModern, kMegatron2021 };
 struct StackTraits {
   std::string_view name;
-  bool flash_attention;      // fused attention, no s x s matrix in memory
-  bool overlap_dp;           // gradient reduce and parameter gather hidden behind compute
-  double host_s_per_layer;   // host time to launch one layer's forward and backward
-  double host_s_per_tp_peer; // host/sync time per TP collective per extra TP rank
-  bool flat_zero3;           // ZeRO-3 gathers as flat rings over one NIC each, not overlapped
+  bool flash_attention;          // fused attention, no s x s matrix in memory
+  bool overlap_dp;               // gradient reduce and parameter gather hidden behind compute
+  double host_s_per_layer;       // host time to launch one layer's forward and backward
+  double host_s_per_tp_peer;     // host/sync time per TP collective per extra TP rank
+  bool flat_zero3;               // ZeRO-3 gathers as flat rings over one NIC each, not overlapped
   bool fused_grad_accumulation;  // weight-gradient GEMMs add into the accumulated gradient;
                                  // else a separate pass per micro-batch adds each new one
 };
@@ -53,8 +53,8 @@ struct Layout {
   int micro_batch = 1;     // sequences per micro-batch
   int virtual_stages = 1;  // interleaved pipeline chunks per GPU
   Recompute recompute = Recompute::kNone;
-  int zero = 1;            // 0: replicated optimizer; 1: sharded optimizer (distributed
-                           // optimizer / ZeRO-1); 3: parameters sharded too (ZeRO-3 / FSDP)
+  int zero = 1;                   // 0: replicated optimizer; 1: sharded optimizer (distributed
+                                  // optimizer / ZeRO-1); 3: parameters sharded too (ZeRO-3 / FSDP)
   bool sequence_parallel = true;  // norms and dropout sharded over the TP group
 
   int Gpus() const { return tp * pp * dp * cp; }
@@ -75,7 +75,7 @@ struct TrainingJob {
   int64_t global_batch = 0;  // sequences per optimizer step
   NumberFormat format = NumberFormat::kBf16;
   Stack stack = Stack::kModern;
-  bool pad_vocab = true;     // pad the vocabulary to a multiple of 128 x TP (Megatron-LM)
+  bool pad_vocab = true;  // pad the vocabulary to a multiple of 128 x TP (Megatron-LM)
 };
 
 struct MemoryEstimate {
@@ -83,7 +83,7 @@ struct MemoryEstimate {
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
   double activations_bytes = 0;
-  double other_bytes = 0;    // logits, CUDA context, NCCL buffers, fragmentation
+  double other_bytes = 0;  // logits, CUDA context, NCCL buffers, fragmentation
   double Total() const {
     return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + other_bytes;
   }
@@ -93,17 +93,17 @@ struct MemoryEstimate {
 // `step_s` except what overlaps (then `*_exposed` counts only what shows).
 struct StepEstimate {
   double step_s = 0;
-  double compute_s = 0;         // GPU kernels of the busiest stage, all micro-batches
-  double tp_comm_s = 0;         // tensor-parallel collectives (in the critical path)
-  double cp_comm_s = 0;         // context-parallel exchange not hidden by attention
-  double bubble_s = 0;          // pipeline fill and drain
-  double p2p_s = 0;             // pipeline sends
-  double dp_exposed_s = 0;      // data-parallel / ZeRO traffic not hidden
+  double compute_s = 0;     // GPU kernels of the busiest stage, all micro-batches
+  double tp_comm_s = 0;     // tensor-parallel collectives (in the critical path)
+  double cp_comm_s = 0;     // context-parallel exchange not hidden by attention
+  double bubble_s = 0;      // pipeline fill and drain
+  double p2p_s = 0;         // pipeline sends
+  double dp_exposed_s = 0;  // data-parallel / ZeRO traffic not hidden
   double optimizer_s = 0;
-  double host_bound_s = 0;      // time the host adds to the GPU's (sets the pace, or they stall)
-  int64_t micro_batches = 0;    // per pipeline, per step
-  double model_flops = 0;       // per step, ModelShape::TrainFlopsPerToken x tokens
-  double mfu = 0;               // model_flops / (step x GPUs x peak of the number format)
+  double host_bound_s = 0;    // time the host adds to the GPU's (sets the pace, or they stall)
+  int64_t micro_batches = 0;  // per pipeline, per step
+  double model_flops = 0;     // per step, ModelShape::TrainFlopsPerToken x tokens
+  double mfu = 0;             // model_flops / (step x GPUs x peak of the number format)
   MemoryEstimate memory;
 };
 

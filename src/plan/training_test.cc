@@ -25,7 +25,12 @@ TrainingJob Job(std::string_view model, int64_t batch, Stack stack = Stack::kMod
 TEST(TrainingTest, MemoryFollowsMixedPrecisionAndZero) {
   const TrainingJob job = Job("llama3-8b", 64);
   const TrainingSystem sys = System("H100");
-  Layout l{.tp = 1, .pp = 1, .dp = 8, .micro_batch = 1, .recompute = Recompute::kFull, .zero = 0,
+  Layout l{.tp = 1,
+           .pp = 1,
+           .dp = 8,
+           .micro_batch = 1,
+           .recompute = Recompute::kFull,
+           .zero = 0,
            .sequence_parallel = false};
   auto replicated = EstimateStep(job, l, sys);
   l.zero = 1;
@@ -44,7 +49,12 @@ TEST(TrainingTest, ActivationsFollowKorthikanti) {
   // bytes per layer (Korthikanti et al. 2022, Table 2), PP in flight.
   TrainingJob job = Job("gpt3-175b", 64, Stack::kMegatron2021);
   const TrainingSystem sys = System("A100-SXM4-80GB");
-  Layout l{.tp = 8, .pp = 8, .dp = 1, .micro_batch = 1, .recompute = Recompute::kSelective, .zero = 0,
+  Layout l{.tp = 8,
+           .pp = 8,
+           .dp = 1,
+           .micro_batch = 1,
+           .recompute = Recompute::kSelective,
+           .zero = 0,
            .sequence_parallel = true};
   auto est = EstimateStep(job, l, sys);
   ASSERT_TRUE(est.ok()) << est.status().message();
@@ -61,7 +71,8 @@ TEST(TrainingTest, ActivationsFollowKorthikanti) {
 TEST(TrainingTest, StepTimeRespondsToTheRightKnobs) {
   const TrainingJob job = Job("llama3-70b", 256);
   const TrainingSystem h100 = System("H100");
-  const Layout base{.tp = 8, .pp = 4, .dp = 8, .micro_batch = 1, .recompute = Recompute::kSelective};
+  const Layout base{
+      .tp = 8, .pp = 4, .dp = 8, .micro_batch = 1, .recompute = Recompute::kSelective};
   auto b = EstimateStep(job, base, h100);
   ASSERT_TRUE(b.ok()) << b.status().message();
   // Its parts add up (nothing here overlaps fully).
@@ -150,7 +161,8 @@ TEST(TrainingTest, AModelThatFitsNowhereSaysHowMuchItNeeds) {
   auto best = BestLayout(job, 8, System("A100-SXM4-40GB"));
   ASSERT_FALSE(best.ok());
   EXPECT_EQ(best.status().code(), StatusCode::kUnsatisfiable);
-  EXPECT_NE(best.status().message().find("does not fit"), std::string::npos) << best.status().message();
+  EXPECT_NE(best.status().message().find("does not fit"), std::string::npos)
+      << best.status().message();
   EXPECT_NE(best.status().message().find("40 GiB"), std::string::npos) << best.status().message();
 }
 
@@ -167,16 +179,26 @@ TEST(TrainingTest, HostAndGpuStallEachOtherWhenClose) {
   job.format = NumberFormat::kFp16;
   job.pad_vocab = false;
   const TrainingSystem a100 = System("A100-SXM4-80GB");
-  const Layout l{.tp = 1, .pp = 1, .dp = 1, .micro_batch = 2, .recompute = Recompute::kNone,
-                 .zero = 0, .sequence_parallel = false};
+  const Layout l{.tp = 1,
+                 .pp = 1,
+                 .dp = 1,
+                 .micro_batch = 2,
+                 .recompute = Recompute::kNone,
+                 .zero = 0,
+                 .sequence_parallel = false};
   auto close = EstimateStep(job, l, a100);
   ASSERT_TRUE(close.ok()) << close.status().message();
   EXPECT_GT(close->host_bound_s, 0.02 * close->compute_s) << "the GPU is slower, yet it shows";
   EXPECT_LT(close->host_bound_s, (std::pow(2.0, 0.25) - 1) * close->compute_s);
 
   TrainingJob big = Job("gpt3-175b", 64, Stack::kMegatron2021);
-  const Layout wide{.tp = 8, .pp = 8, .dp = 1, .micro_batch = 1, .recompute = Recompute::kFull,
-                    .zero = 0, .sequence_parallel = false};
+  const Layout wide{.tp = 8,
+                    .pp = 8,
+                    .dp = 1,
+                    .micro_batch = 1,
+                    .recompute = Recompute::kFull,
+                    .zero = 0,
+                    .sequence_parallel = false};
   auto far = EstimateStep(big, wide, a100);
   ASSERT_TRUE(far.ok()) << far.status().message();
   EXPECT_LT(far->host_bound_s, 0.01 * far->step_s);
@@ -196,8 +218,8 @@ TEST(TrainingTest, FusedAttentionRatePerGeneration) {
   auto step = [](std::string_view gpu, int seq) {
     TrainingJob job = Job("llama3-8b", 64);
     job.model.seq = seq;
-    const Layout l{.tp = 8, .pp = 1, .dp = 8, .micro_batch = 1, .recompute = Recompute::kFull,
-                   .zero = 1};
+    const Layout l{
+        .tp = 8, .pp = 1, .dp = 8, .micro_batch = 1, .recompute = Recompute::kFull, .zero = 1};
     auto est = EstimateStep(job, l, System(gpu));
     EXPECT_TRUE(est.ok()) << est.status().message();
     return est.ok() ? est->step_s : 0.0;
@@ -215,8 +237,13 @@ TEST(TrainingTest, FusedAttentionRatePerGeneration) {
 // addition into the GEMM and the two formats compute alike.
 TEST(TrainingTest, UnfusedGradientAccumulationCostsAPassPerMicroBatch) {
   const TrainingSystem sys = System("A100-SXM4-80GB");
-  const Layout l{.tp = 8, .pp = 2, .dp = 2, .micro_batch = 1, .recompute = Recompute::kFull,
-                 .zero = 0, .sequence_parallel = false};
+  const Layout l{.tp = 8,
+                 .pp = 2,
+                 .dp = 2,
+                 .micro_batch = 1,
+                 .recompute = Recompute::kFull,
+                 .zero = 0,
+                 .sequence_parallel = false};
   auto compute = [&](Stack stack, NumberFormat f) {
     TrainingJob job = Job("gpt3-13b", 64, stack);
     job.format = f;
@@ -233,12 +260,14 @@ TEST(TrainingTest, UnfusedGradientAccumulationCostsAPassPerMicroBatch) {
   const double legacy = compute(Stack::kMegatron2021, NumberFormat::kBf16) -
                         compute(Stack::kMegatron2021, NumberFormat::kFp16);
   EXPECT_NEAR(legacy, expected, 1e-6 * expected);
-  EXPECT_NEAR(compute(Stack::kModern, NumberFormat::kBf16), compute(Stack::kModern, NumberFormat::kFp16),
-              1e-12);
+  EXPECT_NEAR(compute(Stack::kModern, NumberFormat::kBf16),
+              compute(Stack::kModern, NumberFormat::kFp16), 1e-12);
 }
 
 TEST(TrainingTest, NumberFormats) {
-  for (auto [text, f] : {std::pair{"bf16", NumberFormat::kBf16}, {"FP8", NumberFormat::kFp8}, {"fp16", NumberFormat::kFp16}}) {
+  for (auto [text, f] : {std::pair{"bf16", NumberFormat::kBf16},
+                         {"FP8", NumberFormat::kFp8},
+                         {"fp16", NumberFormat::kFp16}}) {
     auto parsed = ParseNumberFormat(text);
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, f);

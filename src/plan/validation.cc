@@ -41,11 +41,13 @@ std::vector<std::pair<int, std::string_view>> Lines(std::string_view text) {
 class Columns {
  public:
   explicit Columns(const std::vector<std::string>& header) {
-    for (size_t i = 0; i < header.size(); ++i) index_[std::string(Trim(header[i]))] = i;
+    for (size_t i = 0; i < header.size(); ++i)
+      index_[std::string(Trim(header[i]))] = i;
   }
   Status Require(std::initializer_list<std::string_view> names) const {
     for (std::string_view n : names) {
-      if (!index_.contains(std::string(n))) return InvalidArgument(fmt::format("no column '{}'", n));
+      if (!index_.contains(std::string(n)))
+        return InvalidArgument(fmt::format("no column '{}'", n));
     }
     return Status::Ok();
   }
@@ -73,14 +75,16 @@ std::string GroupOf(std::string_view source) {
 // The row's model: a preset when the name is one (Llama 3 has grouped-query
 // attention and a gated MLP that the columns cannot say), else a GPT of the
 // columns' shape.
-ModelShape ModelOfRow(std::string_view name, int layers, int hidden, int heads, int seq, int vocab) {
+ModelShape ModelOfRow(std::string_view name, int layers, int hidden, int heads, int seq,
+                      int vocab) {
   const std::string lower = ToLower(name);
   if (lower.find("llama-3") != std::string::npos && lower.find("405b") != std::string::npos) {
     ModelShape m = *FindModelPreset("llama3-405b");
     m.seq = seq;
     return m;
   }
-  return GptShape(std::string(name), layers, hidden, heads, seq, vocab, "published_training_runs.csv columns");
+  return GptShape(std::string(name), layers, hidden, heads, seq, vocab,
+                  "published_training_runs.csv columns");
 }
 
 }  // namespace
@@ -141,7 +145,8 @@ void ValidationReport::Summarise() {
   }
   if (serving_summary.rows > 0) serving_summary.mae /= serving_summary.rows;
   groups.clear();
-  for (const std::string& name : order) groups.push_back(by_group[name]);
+  for (const std::string& name : order)
+    groups.push_back(by_group[name]);
   for (ValidationGroup& g : groups) {
     if (g.rows > 0) g.mae /= g.rows;
   }
@@ -154,9 +159,10 @@ Result<std::vector<ValidationRow>> ValidatePublishedRuns(std::string_view csv_te
   const auto lines = Lines(csv_text);
   if (lines.empty()) return InvalidArgument("published runs: empty file");
   const Columns col(SplitCsvLine(lines.front().second));
-  SHOAL_RETURN_IF_ERROR(col.Require({"source", "model", "params_B", "layers", "hidden", "heads", "seq",
-                                     "vocab", "gpu", "gpus", "tp", "pp", "dp", "global_batch",
-                                     "tflops_per_gpu", "iter_time_s", "iter_time_kind", "notes"}));
+  SHOAL_RETURN_IF_ERROR(
+      col.Require({"source", "model", "params_B", "layers", "hidden", "heads", "seq", "vocab",
+                   "gpu", "gpus", "tp", "pp", "dp", "global_batch", "tflops_per_gpu", "iter_time_s",
+                   "iter_time_kind", "notes"}));
   std::vector<ValidationRow> out;
   for (size_t i = 1; i < lines.size(); ++i) {
     const auto& [line_number, line] = lines[i];
@@ -191,8 +197,9 @@ Result<std::vector<ValidationRow>> ValidatePublishedRuns(std::string_view csv_te
     row.label = fmt::format("{} on {} x {}", name, row.gpus, row.gpu);
     if (batch_text.empty() || vocab <= 0 || (tflops <= 0 && iter_s <= 0)) {
       row.skipped = true;
-      row.skip_reason = "the row gives no step time or throughput (a time-to-train without the "
-                        "tokens it covers, or no batch or vocabulary)";
+      row.skip_reason =
+          "the row gives no step time or throughput (a time-to-train without the "
+          "tokens it covers, or no batch or vocabulary)";
       out.push_back(std::move(row));
       continue;
     }
@@ -212,7 +219,8 @@ Result<std::vector<ValidationRow>> ValidatePublishedRuns(std::string_view csv_te
     c.pp = std::max(1, static_cast<int>(Number(col.Get(f, "pp"))));
     int cp = 1;
     if (const size_t at = notes.find("cp="); at != std::string_view::npos) {
-      cp = std::max(1, static_cast<int>(Number(notes.substr(at + 3, notes.find(';', at) - at - 3))));
+      cp =
+          std::max(1, static_cast<int>(Number(notes.substr(at + 3, notes.find(';', at) - at - 3))));
     }
     c.cp = cp;
     c.dp = row.gpus / (*c.tp * *c.pp * cp);
@@ -221,15 +229,21 @@ Result<std::vector<ValidationRow>> ValidatePublishedRuns(std::string_view csv_te
 
     // The measured step: as reported, or from the reported TFLOP/s per GPU
     // and the FLOP count the source used.
-    const double b = static_cast<double>(job.global_batch), s = seq, l = layers, h = hidden, v = vocab;
-    if (col.Get(f, "iter_time_kind") == "measured" || (iter_s > 0 && StartsWith(source, "Narayanan2021_Table1"))) {
+    const double b = static_cast<double>(job.global_batch), s = seq, l = layers, h = hidden,
+                 v = vocab;
+    if (col.Get(f, "iter_time_kind") == "measured" ||
+        (iter_s > 0 && StartsWith(source, "Narayanan2021_Table1"))) {
       row.measured_s = iter_s;
-      row.measured_how = col.Get(f, "iter_time_kind") == "measured" ? "measured" : "as derived in the row";
+      row.measured_how =
+          col.Get(f, "iter_time_kind") == "measured" ? "measured" : "as derived in the row";
     } else if (StartsWith(source, "Narayanan2021")) {
-      row.measured_s = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) / (row.gpus * tflops * 1e12);
-      row.measured_how = "96BslH^2(1+s/6h+V/16lh) / (GPUs x TFLOP/s): Megatron-LM's count with recompute";
+      row.measured_s = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) /
+                       (row.gpus * tflops * 1e12);
+      row.measured_how =
+          "96BslH^2(1+s/6h+V/16lh) / (GPUs x TFLOP/s): Megatron-LM's count with recompute";
     } else if (StartsWith(source, "Megatron-Core")) {
-      row.measured_s = 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h)) / (row.gpus * tflops * 1e12);
+      row.measured_s = 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h)) /
+                       (row.gpus * tflops * 1e12);
       row.measured_how = "72BslH^2(1+s/6h+V/12lh) / (GPUs x TFLOP/s): Megatron-LM's model FLOPs";
     } else {
       row.measured_s = job.model.TrainFlopsPerToken() * b * s / (row.gpus * tflops * 1e12);
@@ -255,7 +269,8 @@ Result<std::vector<ValidationRow>> ValidateInferenceAnchors(std::string_view csv
   const auto lines = Lines(csv_text);
   if (lines.empty()) return InvalidArgument("inference anchors: empty file");
   const Columns col(SplitCsvLine(lines.front().second));
-  SHOAL_RETURN_IF_ERROR(col.Require({"model", "gpu", "tp", "precision", "isl", "osl", "batch_or_load", "value"}));
+  SHOAL_RETURN_IF_ERROR(
+      col.Require({"model", "gpu", "tp", "precision", "isl", "osl", "batch_or_load", "value"}));
   std::vector<ValidationRow> out;
   for (size_t i = 1; i < lines.size(); ++i) {
     const auto& [line_number, line] = lines[i];
@@ -269,7 +284,8 @@ Result<std::vector<ValidationRow>> ValidateInferenceAnchors(std::string_view csv
     const int tp = std::max(1, static_cast<int>(Number(col.Get(f, "tp"))));
     const int isl = static_cast<int>(Number(col.Get(f, "isl")));
     const int osl = static_cast<int>(Number(col.Get(f, "osl")));
-    row.label = fmt::format("{} {} TP{} {} {}/{}", name, gpu_text, tp, col.Get(f, "precision"), isl, osl);
+    row.label =
+        fmt::format("{} {} TP{} {} {}/{}", name, gpu_text, tp, col.Get(f, "precision"), isl, osl);
     row.gpus = tp;
     row.measured_s = Number(col.Get(f, "value"));
     row.measured_how = "output tokens/s at maximum throughput";
@@ -329,17 +345,21 @@ Result<std::vector<ValidationRow>> ValidateVtrain(std::string_view csv_text, int
   for (size_t i = 1; i < lines.size(); i += static_cast<size_t>(every)) {
     const auto& [line_number, line] = lines[i];
     const std::vector<std::string> f = SplitCsvLine(line);
-    if (f.size() < 11) return InvalidArgument(fmt::format("vTrain line {}: expected 11 fields", line_number));
+    if (f.size() < 11)
+      return InvalidArgument(fmt::format("vTrain line {}: expected 11 fields", line_number));
     std::vector<double> x;
     for (const std::string& field : f) {
       auto v = ParseDouble(field);
-      if (!v.ok()) return InvalidArgument(fmt::format("vTrain line {}: {}", line_number, v.status().message()));
+      if (!v.ok())
+        return InvalidArgument(
+            fmt::format("vTrain line {}: {}", line_number, v.status().message()));
       x.push_back(*v);
     }
     // # GPUs, global batch, micro batch, hidden, heads, layers, seq, TP, DP, PP, iteration ms
     TrainingJob job;
-    job.model = GptShape("GPT", static_cast<int>(x[5]), static_cast<int>(x[3]), static_cast<int>(x[4]),
-                         static_cast<int>(x[6]), kVtrainVocab, "vTrain ground_truth_single.csv");
+    job.model =
+        GptShape("GPT", static_cast<int>(x[5]), static_cast<int>(x[3]), static_cast<int>(x[4]),
+                 static_cast<int>(x[6]), kVtrainVocab, "vTrain ground_truth_single.csv");
     job.stack = Stack::kMegatron2021;
     job.format = NumberFormat::kFp16;
     job.pad_vocab = false;

@@ -18,16 +18,16 @@
 namespace shoal::plan {
 
 struct ValidationRow {
-  std::string group;        // "Narayanan2021_Table1", "vTrain", ...
-  std::string label;        // model and size, e.g. "GPT-175B PTD on 384 x A100-SXM4-80GB"
-  int line = 0;             // line in its file
+  std::string group;  // "Narayanan2021_Table1", "vTrain", ...
+  std::string label;  // model and size, e.g. "GPT-175B PTD on 384 x A100-SXM4-80GB"
+  int line = 0;       // line in its file
   std::string gpu;
   int gpus = 0;
-  std::string layout;       // the layout predicted (reported sizes plus searched knobs)
-  double measured_s = 0;    // step (iteration) time, measured or derived from the row
-  std::string measured_how; // "measured", or how it was derived
+  std::string layout;        // the layout predicted (reported sizes plus searched knobs)
+  double measured_s = 0;     // step (iteration) time, measured or derived from the row
+  std::string measured_how;  // "measured", or how it was derived
   double predicted_s = 0;
-  double error = 0;         // predicted / measured - 1
+  double error = 0;  // predicted / measured - 1
   bool skipped = false;
   std::string skip_reason;
 };
@@ -35,8 +35,8 @@ struct ValidationRow {
 struct ValidationGroup {
   std::string group;
   int rows = 0;
-  double mae = 0;           // mean of |error|
-  double worst = 0;         // largest |error|
+  double mae = 0;    // mean of |error|
+  double worst = 0;  // largest |error|
 };
 
 struct ValidationReport {

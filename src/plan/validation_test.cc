@@ -32,21 +32,26 @@ TEST(ValidationTest, SplitsQuotedCsv) {
       {R"csv(x,"say ""hi""",y)csv", {"x", R"csv(say "hi")csv", "y"}},
       {"", {""}},
   };
-  for (const Case& c : cases) EXPECT_EQ(SplitCsvLine(c.line), c.fields) << c.line;
+  for (const Case& c : cases)
+    EXPECT_EQ(SplitCsvLine(c.line), c.fields) << c.line;
 }
 
 constexpr std::string_view kHeader =
-    "source,model,params_B,layers,hidden,heads,seq,vocab,gpu,gpus,tp,pp,dp,global_batch,tflops_per_gpu,pct_peak,"
+    "source,model,params_B,layers,hidden,heads,seq,vocab,gpu,gpus,tp,pp,dp,global_batch,tflops_per_"
+    "gpu,pct_peak,"
     "mfu_pct,aggregate_pflops,iter_time_s,iter_time_kind,train_time,notes\n";
 
 TEST(ValidationTest, ComparesWhatItCanAndSaysWhyNot) {
   const std::string csv =
       std::string(kHeader) +
-      "Narayanan2021_Table1 (x),GPT-18.4B,18.4,40,6144,48,2048,51200,A100-SXM4-80GB,256,8,1,32,1024,135,43,,34.6,"
+      "Narayanan2021_Table1 "
+      "(x),GPT-18.4B,18.4,40,6144,48,2048,51200,A100-SXM4-80GB,256,8,1,32,1024,135,43,,34.6,"
       "9.4,derived,,\n"
       "PaLM (Chowdhery 2022),PaLM-540B,540,118,18432,48,2048,256000,TPU v4,6144,,,,,,,46.2,,,,,\n"
-      "MLPerf Training v3.0,GPT-3 175B,175,96,12288,96,2048,,H100-SXM-80GB,3584,,,,,,,,,,,10.94 min,\n"
-      "\"MT-NLG (Smith2022, via y)\",MT-NLG-530B,530,105,20480,128,2048,50272,A100-SXM4-80GB (DGX A100),2240,8,35,8,"
+      "MLPerf Training v3.0,GPT-3 175B,175,96,12288,96,2048,,H100-SXM-80GB,3584,,,,,,,,,,,10.94 "
+      "min,\n"
+      "\"MT-NLG (Smith2022, via y)\",MT-NLG-530B,530,105,20480,128,2048,50272,A100-SXM4-80GB (DGX "
+      "A100),2240,8,35,8,"
       "1920,126,40.4,,,60.1,measured,,\n";
   auto rows = ValidatePublishedRuns(csv);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
@@ -56,7 +61,8 @@ TEST(ValidationTest, ComparesWhatItCanAndSaysWhyNot) {
   EXPECT_EQ(t1.group, "Narayanan2021_Table1");
   EXPECT_DOUBLE_EQ(t1.measured_s, 9.4);
   EXPECT_GT(t1.predicted_s, 0);
-  EXPECT_NE(t1.layout.find("TP8 PP1 DP32"), std::string::npos) << "reported sizes are kept: " << t1.layout;
+  EXPECT_NE(t1.layout.find("TP8 PP1 DP32"), std::string::npos)
+      << "reported sizes are kept: " << t1.layout;
   EXPECT_NE(t1.layout.find("rc=full"), std::string::npos) << "the 2021 runs recompute";
   EXPECT_NEAR(t1.error, t1.predicted_s / t1.measured_s - 1, 1e-12);
   EXPECT_TRUE((*rows)[1].skipped);
@@ -83,9 +89,12 @@ TEST(ValidationTest, ComparesWhatItCanAndSaysWhyNot) {
 TEST(ValidationTest, ServingAnchorsAreComparedAsThroughput) {
   const std::string csv =
       "model,gpu,tp,precision,engine,isl,osl,batch_or_load,metric,value,unit,source\n"
-      "Llama-3.1-8B,H100 SXM,1,FP8,TensorRT-LLM,128,128,max-throughput,total output throughput,28312,tok/s,x\n"
-      "LLaMA-70B (v1),H100 SXM,4,FP8,TensorRT-LLM 0.5.0,128,128,BS64,output throughput,3317,tok/s,y\n"
-      "Llama-2-70B,GB200 NVL72 (72 GPU),,FP4?,MLPerf,,,max-throughput,throughput per rack,865000,tok/s,z\n";
+      "Llama-3.1-8B,H100 SXM,1,FP8,TensorRT-LLM,128,128,max-throughput,total output "
+      "throughput,28312,tok/s,x\n"
+      "LLaMA-70B (v1),H100 SXM,4,FP8,TensorRT-LLM 0.5.0,128,128,BS64,output "
+      "throughput,3317,tok/s,y\n"
+      "Llama-2-70B,GB200 NVL72 (72 GPU),,FP4?,MLPerf,,,max-throughput,throughput per "
+      "rack,865000,tok/s,z\n";
   auto rows = ValidateInferenceAnchors(csv);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   ASSERT_EQ(rows->size(), 2u) << "only maximum-throughput rows";

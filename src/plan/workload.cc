@@ -46,11 +46,13 @@ Status ReadKeys(std::string_view origin, const toml::table& table, std::string_v
         }
       }
       return InvalidArgument(fmt::format("{}: unknown key{}", Where(origin, value, full),
-                                         nearest.empty() ? fmt::format(" (known: {})", Join(names, ", "))
-                                                         : fmt::format(" (did you mean '{}'?)", nearest)));
+                                         nearest.empty()
+                                             ? fmt::format(" (known: {})", Join(names, ", "))
+                                             : fmt::format(" (did you mean '{}'?)", nearest)));
     }
     Status s = key->store(value);
-    if (!s.ok()) return InvalidArgument(fmt::format("{}: {}", Where(origin, value, full), s.message()));
+    if (!s.ok())
+      return InvalidArgument(fmt::format("{}: {}", Where(origin, value, full), s.message()));
   }
   return Status::Ok();
 }
@@ -85,7 +87,8 @@ std::function<Status(const toml::node&)> Int(int& out, int lo, int hi) {
   return [&out, lo, hi](const toml::node& n) -> Status {
     if (!n.is_integer()) return InvalidArgument("must be an integer");
     const int64_t v = n.as_integer()->get();
-    if (v < lo || v > hi) return InvalidArgument(fmt::format("{} is out of range [{}, {}]", v, lo, hi));
+    if (v < lo || v > hi)
+      return InvalidArgument(fmt::format("{} is out of range [{}, {}]", v, lo, hi));
     out = static_cast<int>(v);
     return Status::Ok();
   };
@@ -136,7 +139,8 @@ struct ModelKeys {
         {"ffn", Int(shape.ffn, 1, 1 << 22)},
         {"vocab", Int(shape.vocab, 1, 1 << 24)},
         {"seq", Int(shape.seq, 1, 1 << 24)},
-        {"gated_mlp", [this](const toml::node& n) {
+        {"gated_mlp",
+         [this](const toml::node& n) {
            gated_set = true;
            return Flag(gated)(n);
          }},
@@ -162,11 +166,13 @@ struct ModelKeys {
       m.vocab = 50257;
       m.seq = 4096;
       m.name = fmt::format("gpt-{:.0f}b", params / 1e9);
-      m.source = "shape derived from the parameter count at GPT-3's aspect ratio (hidden = 128 x layers)";
+      m.source =
+          "shape derived from the parameter count at GPT-3's aspect ratio (hidden = 128 x layers)";
     } else {
-      return InvalidArgument(fmt::format("{}: give model (a preset: {}), a shape (layers, hidden, heads), "
-                                         "or params",
-                                         where, Join(ModelPresetNames(), ", ")));
+      return InvalidArgument(
+          fmt::format("{}: give model (a preset: {}), a shape (layers, hidden, heads), "
+                      "or params",
+                      where, Join(ModelPresetNames(), ", ")));
     }
     // Shape keys given beside a preset override it.
     if (!preset.empty()) {
@@ -180,14 +186,17 @@ struct ModelKeys {
   }
 };
 
-Result<std::vector<const toml::table*>> Tables(std::string_view origin, const toml::table& top, std::string_view key) {
+Result<std::vector<const toml::table*>> Tables(std::string_view origin, const toml::table& top,
+                                               std::string_view key) {
   std::vector<const toml::table*> out;
   const toml::node* n = top.get(key);
   if (n == nullptr) return out;
   const toml::array* array = n->as_array();
-  if (array == nullptr) return InvalidArgument(fmt::format("{}: write [[{}]] tables", Where(origin, *n, key), key));
+  if (array == nullptr)
+    return InvalidArgument(fmt::format("{}: write [[{}]] tables", Where(origin, *n, key), key));
   for (const toml::node& e : *array) {
-    if (!e.is_table()) return InvalidArgument(fmt::format("{}: write [[{}]] tables", Where(origin, e, key), key));
+    if (!e.is_table())
+      return InvalidArgument(fmt::format("{}: write [[{}]] tables", Where(origin, e, key), key));
     out.push_back(e.as_table());
   }
   return out;
@@ -197,9 +206,11 @@ Status ReadConstraints(std::string_view origin, const toml::table& t, Workload& 
   std::string cooling;
   double site_mw = 0;
   std::vector<Key> keys = {
-      {"gpus", [&](const toml::node& n) -> Status {
+      {"gpus",
+       [&](const toml::node& n) -> Status {
          const toml::array* a = n.as_array();
-         if (a == nullptr) return InvalidArgument("must be a list of GPU models, e.g. [\"H100\", \"B200\"]");
+         if (a == nullptr)
+           return InvalidArgument("must be a list of GPU models, e.g. [\"H100\", \"B200\"]");
          for (const toml::node& e : *a) {
            if (!e.is_string()) return InvalidArgument("must be a list of GPU models");
            w.gpu_models.push_back(e.as_string()->get());
@@ -215,7 +226,8 @@ Status ReadConstraints(std::string_view origin, const toml::table& t, Workload& 
       {"electricity_usd_per_kwh", Number(w.site.electricity_usd_per_kwh)},
       {"oversubscription", Number(w.site.oversubscription)},
       {"psu_redundancy", Int(w.site.psu_redundancy, 0, 8)},
-      {"gpu_price", [&](const toml::node& n) -> Status {
+      {"gpu_price",
+       [&](const toml::node& n) -> Status {
          const toml::table* prices = n.as_table();
          if (prices == nullptr) return InvalidArgument("must be a table of model = USD");
          for (auto&& [model, price] : *prices) {
@@ -237,12 +249,15 @@ Status ReadConstraints(std::string_view origin, const toml::table& t, Workload& 
     } else if (c == "liquid") {
       w.site.cooling = Cooling::kLiquid;
     } else if (c != "any") {
-      return InvalidArgument(fmt::format("{}: constraints.cooling: use air, liquid or any", origin));
+      return InvalidArgument(
+          fmt::format("{}: constraints.cooling: use air, liquid or any", origin));
     }
   }
-  if (w.site.pue < 1) return InvalidArgument(fmt::format("{}: constraints.pue must be at least 1", origin));
+  if (w.site.pue < 1)
+    return InvalidArgument(fmt::format("{}: constraints.pue must be at least 1", origin));
   if (w.site.oversubscription < 1) {
-    return InvalidArgument(fmt::format("{}: constraints.oversubscription must be at least 1", origin));
+    return InvalidArgument(
+        fmt::format("{}: constraints.oversubscription must be at least 1", origin));
   }
   return Status::Ok();
 }
@@ -254,17 +269,33 @@ Result<double> ParseCount(std::string_view text) {
   double scale = 1;
   if (!s.empty()) {
     switch (s.back()) {
-      case 'K': case 'k': scale = 1e3; break;
-      case 'M': case 'm': scale = 1e6; break;
-      case 'B': case 'b': case 'G': case 'g': scale = 1e9; break;
-      case 'T': case 't': scale = 1e12; break;
-      default: break;
+      case 'K':
+      case 'k':
+        scale = 1e3;
+        break;
+      case 'M':
+      case 'm':
+        scale = 1e6;
+        break;
+      case 'B':
+      case 'b':
+      case 'G':
+      case 'g':
+        scale = 1e9;
+        break;
+      case 'T':
+      case 't':
+        scale = 1e12;
+        break;
+      default:
+        break;
     }
     if (scale != 1) s.remove_suffix(1);
   }
   auto v = ParseDouble(s);
   if (!v.ok() || *v < 0) {
-    return InvalidArgument(fmt::format("'{}' is not a count (a number, or with K, M, B or T: \"15T\")", text));
+    return InvalidArgument(
+        fmt::format("'{}' is not a count (a number, or with K, M, B or T: \"15T\")", text));
   }
   return *v * scale;
 }
@@ -274,8 +305,8 @@ Result<Workload> ParseWorkloadToml(std::string_view text, std::string_view origi
   try {
     top = toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
-    return InvalidArgument(fmt::format("{}:{}:{}: {}", origin, e.source().begin.line, e.source().begin.column,
-                                       e.description()));
+    return InvalidArgument(fmt::format("{}:{}:{}: {}", origin, e.source().begin.line,
+                                       e.source().begin.column, e.description()));
   }
   Workload w;
   SHOAL_RETURN_IF_ERROR(ReadKeys(origin, top, "",
@@ -285,7 +316,9 @@ Result<Workload> ParseWorkloadToml(std::string_view text, std::string_view origi
                                   {"inference", [](const toml::node&) { return Status::Ok(); }},
                                   {"general", [](const toml::node&) { return Status::Ok(); }}}));
   if (const toml::node* c = top.get("constraints")) {
-    if (!c->is_table()) return InvalidArgument(fmt::format("{}: write a [constraints] table", Where(origin, *c, "constraints")));
+    if (!c->is_table())
+      return InvalidArgument(
+          fmt::format("{}: write a [constraints] table", Where(origin, *c, "constraints")));
     SHOAL_RETURN_IF_ERROR(ReadConstraints(origin, *c->as_table(), w));
   }
 
@@ -307,14 +340,17 @@ Result<Workload> ParseWorkloadToml(std::string_view text, std::string_view origi
     SHOAL_RETURN_IF_ERROR(ReadKeys(origin, *training[i], path, keys));
     const std::string where = Where(origin, *training[i], path);
     SHOAL_ASSIGN_OR_RETURN(t.model, model.Build(where));
-    if (t.tokens <= 0) return InvalidArgument(fmt::format("{}: give tokens (e.g. tokens = \"15T\")", where));
+    if (t.tokens <= 0)
+      return InvalidArgument(fmt::format("{}: give tokens (e.g. tokens = \"15T\")", where));
     if ((days > 0) == (gpus > 0)) {
-      return InvalidArgument(fmt::format("{}: give either days (a deadline) or gpus (a cluster size)", where));
+      return InvalidArgument(
+          fmt::format("{}: give either days (a deadline) or gpus (a cluster size)", where));
     }
     if (days > 0) t.days = days;
     if (gpus > 0) t.gpus = gpus;
     if (batch_tokens > 0 && batch_tokens < t.model.seq) {
-      return InvalidArgument(fmt::format("{}: global_batch_tokens is less than one sequence", where));
+      return InvalidArgument(
+          fmt::format("{}: global_batch_tokens is less than one sequence", where));
     }
     t.global_batch_tokens = batch_tokens > 0 ? batch_tokens : DefaultBatchTokens(t.model);
     w.training.push_back(std::move(t));
@@ -352,16 +388,19 @@ Result<Workload> ParseWorkloadToml(std::string_view text, std::string_view origi
   for (size_t i = 0; i < general.size(); ++i) {
     const std::string path = fmt::format("general[{}]", i + 1);
     GeneralWorkload g;
-    SHOAL_RETURN_IF_ERROR(ReadKeys(origin, *general[i], path,
-                                   {{"name", Text(g.name)}, {"gpus", Int(g.gpus, 0, 1'000'000)}, {"trace", Text(g.from)}}));
+    SHOAL_RETURN_IF_ERROR(ReadKeys(
+        origin, *general[i], path,
+        {{"name", Text(g.name)}, {"gpus", Int(g.gpus, 0, 1'000'000)}, {"trace", Text(g.from)}}));
     if (g.gpus == 0 && g.from.empty()) {
-      return InvalidArgument(fmt::format("{}: give gpus or trace", Where(origin, *general[i], path)));
+      return InvalidArgument(
+          fmt::format("{}: give gpus or trace", Where(origin, *general[i], path)));
     }
     if (g.gpus > 0) g.from = "given";
     w.general.push_back(std::move(g));
   }
   if (w.training.empty() && w.inference.empty() && w.general.empty()) {
-    return InvalidArgument(fmt::format("{}: no [[training]], [[inference]] or [[general]] table", origin));
+    return InvalidArgument(
+        fmt::format("{}: no [[training]], [[inference]] or [[general]] table", origin));
   }
   return w;
 }

@@ -21,7 +21,8 @@ class NodeBitset {
 
   size_t Count() const {
     size_t n = 0;
-    for (uint64_t w : words_) n += static_cast<size_t>(std::popcount(w));
+    for (uint64_t w : words_)
+      n += static_cast<size_t>(std::popcount(w));
     return n;
   }
 

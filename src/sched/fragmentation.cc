@@ -10,7 +10,8 @@ namespace shoal::sched {
 double NodeFragmentation(std::span<const GpuRoom> gpus, int64_t cpu_free, int64_t mem_free,
                          const std::vector<TypicalDemand>& workload) {
   int64_t total_free = 0;
-  for (const GpuRoom& g : gpus) total_free += g.free_milli;
+  for (const GpuRoom& g : gpus)
+    total_free += g.free_milli;
   if (total_free == 0) return 0;
   double frag = 0;
   for (const TypicalDemand& t : workload) {
@@ -39,7 +40,8 @@ std::vector<GpuRoom> NodeRooms(const WorkingState& state, NodeIndex n) {
   std::vector<GpuRoom> rooms;
   for (uint64_t bits = state.HealthyMask(n); bits != 0; bits &= bits - 1) {
     const int g = std::countr_zero(bits);
-    rooms.push_back({node.gpu_model[g], static_cast<int16_t>(kMilliPerGpu - state.UsedMilli(n, g))});
+    rooms.push_back(
+        {node.gpu_model[g], static_cast<int16_t>(kMilliPerGpu - state.UsedMilli(n, g))});
   }
   return rooms;
 }
@@ -54,35 +56,41 @@ double ClusterFragmentation(const WorkingState& state, const std::vector<Typical
   return total;
 }
 
-std::vector<TypicalDemand> WorkloadOf(const std::vector<const Request*>& requests, int max_gpus_per_node,
-                                      double coverage, bool by_gpus) {
+std::vector<TypicalDemand> WorkloadOf(const std::vector<const Request*>& requests,
+                                      int max_gpus_per_node, double coverage, bool by_gpus) {
   using Key = std::tuple<int, int, int64_t, int64_t, uint64_t>;
   std::map<Key, double> counts;
   for (const Request* r : requests) {
     int gpus = r->shape == Shape::kGang ? r->gpus_per_node
-               : r->shape == Shape::kSpread ? std::min(r->total_gpus, std::max(1, max_gpus_per_node))
-                                            : 0;
+               : r->shape == Shape::kSpread
+                   ? std::min(r->total_gpus, std::max(1, max_gpus_per_node))
+                   : 0;
     NodeDemand d = r->Demand(gpus);
     const double weight = by_gpus ? r->GpuEquivalents() : 1.0;
     if (weight <= 0) continue;
-    counts[{d.gpus, d.gpu_milli, d.cpu_milli, d.mem_mib, gpus == 0 ? ~uint64_t{0} : d.model_mask}] += weight;
+    counts[{d.gpus, d.gpu_milli, d.cpu_milli, d.mem_mib,
+            gpus == 0 ? ~uint64_t{0} : d.model_mask}] += weight;
   }
   std::vector<TypicalDemand> out;
   double total = 0;
   for (auto& [k, c] : counts) {
     TypicalDemand t;
-    std::tie(t.demand.gpus, t.demand.gpu_milli, t.demand.cpu_milli, t.demand.mem_mib, t.demand.model_mask) = k;
+    std::tie(t.demand.gpus, t.demand.gpu_milli, t.demand.cpu_milli, t.demand.mem_mib,
+             t.demand.model_mask) = k;
     t.weight = c;
     total += c;
     out.push_back(t);
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const TypicalDemand& a, const TypicalDemand& b) { return a.weight > b.weight; });
+  std::stable_sort(out.begin(), out.end(), [](const TypicalDemand& a, const TypicalDemand& b) {
+    return a.weight > b.weight;
+  });
   double kept = 0;
   size_t keep = 0;
-  while (keep < out.size() && kept < coverage * total) kept += out[keep++].weight;
+  while (keep < out.size() && kept < coverage * total)
+    kept += out[keep++].weight;
   out.resize(keep);
-  for (TypicalDemand& t : out) t.weight /= kept;
+  for (TypicalDemand& t : out)
+    t.weight /= kept;
   return out;
 }
 

@@ -40,7 +40,8 @@ double ClusterFragmentation(const WorkingState& state, const std::vector<Typical
 // With `by_gpus`, each request weighs as many GPUs as it asks for (CPU-only
 // requests weigh nothing: they use no GPU, so they cannot change which node
 // fragments least), else each request counts once.
-std::vector<TypicalDemand> WorkloadOf(const std::vector<const Request*>& requests, int max_gpus_per_node,
-                                      double coverage = 0.95, bool by_gpus = false);
+std::vector<TypicalDemand> WorkloadOf(const std::vector<const Request*>& requests,
+                                      int max_gpus_per_node, double coverage = 0.95,
+                                      bool by_gpus = false);
 
 }  // namespace shoal::sched

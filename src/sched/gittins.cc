@@ -5,7 +5,8 @@
 
 namespace shoal::sched {
 
-double GittinsTable::Compute(const std::vector<double>& s, const std::vector<double>& prefix, double a) {
+double GittinsTable::Compute(const std::vector<double>& s, const std::vector<double>& prefix,
+                             double a) {
   // Samples above a: s[first..n). Candidate quanta end at each sample value.
   const size_t n = s.size();
   const size_t first = static_cast<size_t>(std::upper_bound(s.begin(), s.end(), a) - s.begin());
@@ -26,13 +27,16 @@ double GittinsTable::Compute(const std::vector<double>& s, const std::vector<dou
 GittinsTable::GittinsTable(const std::vector<double>& sorted) {
   if (sorted.size() < kMinHistory) return;
   std::vector<double> prefix(sorted.size() + 1, 0);
-  for (size_t i = 0; i < sorted.size(); ++i) prefix[i + 1] = prefix[i] + sorted[i];
+  for (size_t i = 0; i < sorted.size(); ++i)
+    prefix[i + 1] = prefix[i] + sorted[i];
   const double top = std::max(1.0, sorted.back());
   // 0, then log-spaced from 1 GPU-second to the largest sample.
   constexpr int kPoints = 256;
   grid_.push_back(0);
-  for (int i = 0; i <= kPoints; ++i) grid_.push_back(std::pow(top, static_cast<double>(i) / kPoints));
-  for (double a : grid_) index_.push_back(Compute(sorted, prefix, a));
+  for (int i = 0; i <= kPoints; ++i)
+    grid_.push_back(std::pow(top, static_cast<double>(i) / kPoints));
+  for (double a : grid_)
+    index_.push_back(Compute(sorted, prefix, a));
 }
 
 double GittinsTable::Index(double attained) const {

@@ -27,7 +27,8 @@ class GittinsTable {
   double Index(double attained) const;
 
   // The exact index from the samples (for tests and the table itself).
-  static double Compute(const std::vector<double>& sorted, const std::vector<double>& prefix, double a);
+  static double Compute(const std::vector<double>& sorted, const std::vector<double>& prefix,
+                        double a);
 
  private:
   std::vector<double> grid_;   // attained-service points

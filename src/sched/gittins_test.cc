@@ -11,7 +11,8 @@ namespace {
 
 std::vector<double> Prefix(const std::vector<double>& s) {
   std::vector<double> p(s.size() + 1, 0);
-  for (size_t i = 0; i < s.size(); ++i) p[i + 1] = p[i] + s[i];
+  for (size_t i = 0; i < s.size(); ++i)
+    p[i + 1] = p[i] + s[i];
   return p;
 }
 
@@ -40,7 +41,8 @@ TEST(GittinsTest, TableNeedsHistoryAndLooksUp) {
   GittinsTable t(s);
   ASSERT_FALSE(t.empty());
   EXPECT_DOUBLE_EQ(t.Index(0), 0.5);
-  EXPECT_NEAR(t.Index(50), 1.0 / 50, 1e-9 + 1.0 / 50 * 0.1) << "between grid points: the point below";
+  EXPECT_NEAR(t.Index(50), 1.0 / 50, 1e-9 + 1.0 / 50 * 0.1)
+      << "between grid points: the point below";
 }
 
 TEST(GittinsTest, SortRanksShortLookingJobsFirst) {
@@ -61,7 +63,8 @@ TEST(GittinsTest, SortRanksShortLookingJobsFirst) {
   EXPECT_LT(gittins->Value(ctx, b.info(fresh)), gittins->Value(ctx, b.info(ran)));
   EXPECT_DOUBLE_EQ(gittins->Value(ctx, b.info(fresh)), 1.0) << "-log2(0.5)";
   b.snapshot().service_index.reset();
-  EXPECT_DOUBLE_EQ(gittins->Value(ctx, b.info(fresh)), 64.0) << "no history: LAS queue 0, after any ranked job";
+  EXPECT_DOUBLE_EQ(gittins->Value(ctx, b.info(fresh)), 64.0)
+      << "no history: LAS queue 0, after any ranked job";
 }
 
 }  // namespace

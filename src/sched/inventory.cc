@@ -1,11 +1,11 @@
 #include "sched/inventory.h"
 
-#include "core/topology.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 
-#include <fmt/format.h>
+#include "core/topology.h"
 
 namespace shoal::sched {
 
@@ -18,7 +18,8 @@ uint64_t Mix(uint64_t h, uint64_t v) {
 }
 uint64_t HashString(std::string_view s) {
   uint64_t h = 1469598103934665603ULL;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  for (char c : s)
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
   return h;
 }
 
@@ -44,8 +45,8 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
     inv->partitions_.push_back(p);
   }
   if (inv->partitions_.size() > kMaxPartitions) {
-    return InvalidArgument(fmt::format("{} partitions; at most {} are supported", inv->partitions_.size(),
-                                       kMaxPartitions));
+    return InvalidArgument(fmt::format("{} partitions; at most {} are supported",
+                                       inv->partitions_.size(), kMaxPartitions));
   }
   for (size_t i = 0; i < inv->partitions_.size(); ++i) {
     if (inv->partitions_[i].is_default) inv->default_partition_ = static_cast<int>(i);
@@ -74,7 +75,8 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
     if (node.partitions.empty()) {
       n.partitions = uint64_t{1} << inv->default_partition_;
     }
-    for (const std::string& p : node.partitions) n.partitions |= uint64_t{1} << inv->PartitionIndex(p);
+    for (const std::string& p : node.partitions)
+      n.partitions |= uint64_t{1} << inv->PartitionIndex(p);
     for (const std::string& l : node.labels) {
       auto [it, inserted] = label_index.emplace(l, static_cast<int>(label_index.size()));
       if (it->second >= kMaxLabels) {
@@ -95,7 +97,8 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
       islands[gpu.nvlink_island] |= uint64_t{1} << g;
       version = Mix(version, HashString(gpu.model) + static_cast<uint64_t>(gpu.nvlink_island));
     }
-    for (auto& [island, mask] : islands) n.island_masks.push_back(mask);
+    for (auto& [island, mask] : islands)
+      n.island_masks.push_back(mask);
     n.leaf = static_cast<uint32_t>(topology.LeafOf(node.id));
     n.spine = inv->leaf_spine_[n.leaf];
     inv->leaf_nodes_[n.leaf].push_back(static_cast<NodeIndex>(inv->nodes_.size()));
@@ -103,17 +106,21 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
     inv->total_gpus_ += n.gpu_count;
     version = Mix(version, HashString(n.name));
     version = Mix(version, n.partitions);
-    version = Mix(version, static_cast<uint64_t>(n.cpu_milli) * 31 + static_cast<uint64_t>(n.mem_mib));
+    version =
+        Mix(version, static_cast<uint64_t>(n.cpu_milli) * 31 + static_cast<uint64_t>(n.mem_mib));
     version = Mix(version, static_cast<uint64_t>(n.leaf) << 32 | n.spine);
     inv->by_id_[node.id.value()] = static_cast<NodeIndex>(inv->nodes_.size());
     inv->by_name_[node.name] = static_cast<NodeIndex>(inv->nodes_.size());
     inv->nodes_.push_back(std::move(n));
   }
   inv->models_.resize(model_index.size());
-  for (auto& [name, i] : model_index) inv->models_[i] = name;
+  for (auto& [name, i] : model_index)
+    inv->models_[i] = name;
   inv->labels_.resize(label_index.size());
-  for (auto& [name, i] : label_index) inv->labels_[i] = name;
-  for (const Partition& p : inv->partitions_) version = Mix(version, HashString(p.name));
+  for (auto& [name, i] : label_index)
+    inv->labels_[i] = name;
+  for (const Partition& p : inv->partitions_)
+    version = Mix(version, HashString(p.name));
   inv->version_ = version;
   return std::shared_ptr<const Inventory>(std::move(inv));
 }
@@ -147,8 +154,8 @@ Result<uint64_t> Inventory::ModelMask(const std::vector<std::string>& requested)
       if (GpuModelMatches(r, models_[m])) matched |= uint64_t{1} << m;
     }
     if (matched == 0) {
-      return Unsatisfiable(fmt::format("no node has GPU model '{}' (the cluster has: {})", r,
-                                       ModelNames(all)));
+      return Unsatisfiable(
+          fmt::format("no node has GPU model '{}' (the cluster has: {})", r, ModelNames(all)));
     }
     mask |= matched;
   }

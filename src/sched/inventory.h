@@ -42,16 +42,17 @@ struct InvNode {
   std::string name;
   uint64_t partitions = 0;  // bit p: serves partition p
   LabelMask labels;
-  uint64_t models = 0;      // bit m: has a GPU of model m
+  uint64_t models = 0;  // bit m: has a GPU of model m
   uint32_t leaf = 0;
   uint32_t spine = 0;
   int64_t cpu_milli = 0;
   int64_t mem_mib = 0;
   int gpu_count = 0;
-  uint64_t all_gpus = 0;                 // bit i for each GPU index
-  std::vector<uint8_t> gpu_model;        // model index of each GPU
-  std::vector<uint64_t> island_masks;    // GPUs of each NVLink island
-  std::vector<uint64_t> model_gpus;      // per model index present: GPUs of that model (kMaxModels long if mixed)
+  uint64_t all_gpus = 0;               // bit i for each GPU index
+  std::vector<uint8_t> gpu_model;      // model index of each GPU
+  std::vector<uint64_t> island_masks;  // GPUs of each NVLink island
+  std::vector<uint64_t>
+      model_gpus;  // per model index present: GPUs of that model (kMaxModels long if mixed)
 
   // GPUs whose model is in `model_mask`.
   uint64_t GpusOfModels(uint64_t model_mask) const;

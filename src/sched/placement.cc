@@ -33,14 +33,15 @@ bool Better(const NodeChoice& a, NodeIndex an, const NodeChoice& b, NodeIndex bn
 
 // Calls f(node) for usable eligible nodes that may fit `demand`, per the scan order.
 template <typename F>
-void ForEachCandidate(const WorkingState& state, const NodeBitset& eligible, const NodeDemand& d, F&& f) {
+void ForEachCandidate(const WorkingState& state, const NodeBitset& eligible, const NodeDemand& d,
+                      F&& f) {
   const int k = d.gpu_milli >= kMilliPerGpu ? std::min(d.gpus, state.max_gpus()) : 0;
   if (d.gpus > state.max_gpus()) return;
   NodeBitset::ForEachAnd(state.AtLeast(k), eligible, f);
 }
 
-std::optional<NodeIndex> PlaceOne(const WorkingState& state, const NodeBitset& eligible, const NodeDemand& d,
-                                  PlaceContext& ctx, NodeChoice* choice_out) {
+std::optional<NodeIndex> PlaceOne(const WorkingState& state, const NodeBitset& eligible,
+                                  const NodeDemand& d, PlaceContext& ctx, NodeChoice* choice_out) {
   std::optional<NodeIndex> best;
   NodeChoice best_choice;
   // Scores node n if it fits; returns whether it did.
@@ -150,8 +151,9 @@ std::vector<uint32_t> ChooseLeaves(std::vector<LeafSum> leaves, int64_t need) {
 
 // Candidates in the given leaves (or all leaves when `leaves` is null), sorted by (leaf, node).
 template <typename Accept>
-std::vector<Candidate> Gather(const WorkingState& state, const NodeBitset& eligible, const NodeDemand& d,
-                              const std::vector<uint32_t>* leaves, PlaceContext& ctx, Accept&& accept) {
+std::vector<Candidate> Gather(const WorkingState& state, const NodeBitset& eligible,
+                              const NodeDemand& d, const std::vector<uint32_t>* leaves,
+                              PlaceContext& ctx, Accept&& accept) {
   const Inventory& inv = state.inventory();
   std::vector<Candidate> cands;
   auto visit = [&](NodeIndex n) {
@@ -165,7 +167,8 @@ std::vector<Candidate> Gather(const WorkingState& state, const NodeBitset& eligi
     ForEachCandidate(state, eligible, d, visit);
   } else {
     for (uint32_t leaf : *leaves) {
-      for (NodeIndex n : inv.LeafNodes(leaf)) visit(n);
+      for (NodeIndex n : inv.LeafNodes(leaf))
+        visit(n);
     }
   }
   std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
@@ -181,22 +184,24 @@ std::vector<LeafSum> LeafBounds(const WorkingState& state, const NodeDemand& d, 
   const int k = d.gpu_milli >= kMilliPerGpu ? d.gpus : 0;
   for (uint32_t leaf = 0; leaf < inv.leaves().size(); ++leaf) {
     const int64_t units = count_nodes ? state.LeafNodesWithAtLeast(leaf, k)
-                          : d.gpu_milli >= kMilliPerGpu ? state.LeafFreeGpus(leaf)
-                                                        : static_cast<int64_t>(inv.LeafNodes(leaf).size()) * kMaxGpusPerNode;
+                          : d.gpu_milli >= kMilliPerGpu
+                              ? state.LeafFreeGpus(leaf)
+                              : static_cast<int64_t>(inv.LeafNodes(leaf).size()) * kMaxGpusPerNode;
     if (units > 0) out.push_back({leaf, inv.SpineOfLeaf(leaf), units});
   }
   return out;
 }
 
-std::optional<Allocation> PlaceGang(const WorkingState& state, const NodeBitset& eligible, const Request& req,
-                                    PlaceContext& ctx) {
+std::optional<Allocation> PlaceGang(const WorkingState& state, const NodeBitset& eligible,
+                                    const Request& req, PlaceContext& ctx) {
   const int per_node = req.shape == Shape::kGang ? req.gpus_per_node : 0;
   const NodeDemand d = req.Demand(per_node);
   const Inventory& inv = state.inventory();
   // Choose leaves from the per-leaf counts first; scan only their nodes. The
   // counts are upper bounds (they ignore CPUs, memory and eligibility): when
   // the chosen leaves fall short, scan every node.
-  std::vector<uint32_t> leaves = ChooseLeaves(LeafBounds(state, d, /*count_nodes=*/true), req.nodes);
+  std::vector<uint32_t> leaves =
+      ChooseLeaves(LeafBounds(state, d, /*count_nodes=*/true), req.nodes);
   if (leaves.empty()) return std::nullopt;
   auto all = [](const Candidate&) { return true; };
   std::vector<Candidate> cands = Gather(state, eligible, d, &leaves, ctx, all);
@@ -215,7 +220,8 @@ std::optional<Allocation> PlaceGang(const WorkingState& state, const NodeBitset&
   }
   // Fill the chosen leaves largest first so that the gang spans as few as it can.
   std::vector<int> leaf_rank(inv.leaves().size(), 0);
-  for (size_t i = 0; i < leaves.size(); ++i) leaf_rank[leaves[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    leaf_rank[leaves[i]] = static_cast<int>(i);
   std::sort(chosen.begin(), chosen.end(), [&](const Candidate& a, const Candidate& b) {
     if (leaf_rank[a.leaf] != leaf_rank[b.leaf]) return leaf_rank[a.leaf] < leaf_rank[b.leaf];
     return Better(a.choice, a.node, b.choice, b.node);
@@ -227,27 +233,31 @@ std::optional<Allocation> PlaceGang(const WorkingState& state, const NodeBitset&
   return alloc;
 }
 
-std::optional<Allocation> PlaceSpread(const WorkingState& state, const NodeBitset& eligible, const Request& req,
-                                      PlaceContext& ctx) {
+std::optional<Allocation> PlaceSpread(const WorkingState& state, const NodeBitset& eligible,
+                                      const Request& req, PlaceContext& ctx) {
   const NodeDemand one = req.Demand(1);
   auto capacity = [&](Candidate& c) {
     const NodeIndex n = c.node;
     int cap = std::popcount(state.FitGpus(n, one));
     if (req.cpu_per_gpu > 0) {
-      cap = static_cast<int>(std::min<int64_t>(cap, (state.CpuFree(n) - req.cpu_base) / req.cpu_per_gpu));
+      cap = static_cast<int>(
+          std::min<int64_t>(cap, (state.CpuFree(n) - req.cpu_base) / req.cpu_per_gpu));
     }
     if (req.mem_per_gpu > 0) {
-      cap = static_cast<int>(std::min<int64_t>(cap, (state.MemFree(n) - req.mem_base) / req.mem_per_gpu));
+      cap = static_cast<int>(
+          std::min<int64_t>(cap, (state.MemFree(n) - req.mem_base) / req.mem_per_gpu));
     }
     c.capacity = cap;
     return cap > 0;
   };
   auto enough = [&](const std::vector<Candidate>& cs) {
     int64_t sum = 0;
-    for (const Candidate& c : cs) sum += c.capacity;
+    for (const Candidate& c : cs)
+      sum += c.capacity;
     return sum >= req.total_gpus;
   };
-  std::vector<uint32_t> leaves = ChooseLeaves(LeafBounds(state, one, /*count_nodes=*/false), req.total_gpus);
+  std::vector<uint32_t> leaves =
+      ChooseLeaves(LeafBounds(state, one, /*count_nodes=*/false), req.total_gpus);
   if (leaves.empty()) return std::nullopt;
   std::vector<Candidate> cands = Gather(state, eligible, one, &leaves, ctx, capacity);
   if (!enough(cands)) {
@@ -299,9 +309,13 @@ std::optional<Allocation> PlaceSpread(const WorkingState& state, const NodeBitse
 
 }  // namespace
 
-const NodeBitset& EligibilityCache::Eligible(const Request& req) { return Find(req).nodes; }
+const NodeBitset& EligibilityCache::Eligible(const Request& req) {
+  return Find(req).nodes;
+}
 
-int EligibilityCache::MaxNodeGpus(const Request& req) { return Find(req).max_gpus; }
+int EligibilityCache::MaxNodeGpus(const Request& req) {
+  return Find(req).max_gpus;
+}
 
 EligibilityCache::Entry& EligibilityCache::Find(const Request& req) {
   const bool cpu_only = req.shape == Shape::kCpuOnly;
@@ -375,7 +389,8 @@ uint64_t PickGpus(const WorkingState& state, NodeIndex n, const NodeDemand& d) {
     }
     std::sort(room.begin(), room.end());
     uint64_t out = 0;
-    for (int i = 0; i < d.gpus && i < static_cast<int>(room.size()); ++i) out |= uint64_t{1} << room[i].second;
+    for (int i = 0; i < d.gpus && i < static_cast<int>(room.size()); ++i)
+      out |= uint64_t{1} << room[i].second;
     return out;
   }
   // Whole GPUs: the tightest island that holds them all.
@@ -405,7 +420,8 @@ uint64_t PickGpus(const WorkingState& state, NodeIndex n, const NodeDemand& d) {
   return out;
 }
 
-NodeAllocation MakeNodeAllocation(const WorkingState& state, NodeIndex n, const NodeDemand& d, uint64_t gpus) {
+NodeAllocation MakeNodeAllocation(const WorkingState& state, NodeIndex n, const NodeDemand& d,
+                                  uint64_t gpus) {
   const InvNode& node = state.inventory().node(n);
   NodeAllocation a;
   a.node = node.id;

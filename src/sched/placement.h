@@ -30,8 +30,9 @@ namespace shoal::sched {
 class EligibilityCache {
  public:
   // With `filters` null, the built-in eligibility (NodeEligible) decides.
-  explicit EligibilityCache(const Inventory& inv,
-                            const std::vector<std::shared_ptr<const FilterPlugin>>* filters = nullptr)
+  explicit EligibilityCache(
+      const Inventory& inv,
+      const std::vector<std::shared_ptr<const FilterPlugin>>* filters = nullptr)
       : inv_(&inv), filters_(filters) {}
   const NodeBitset& Eligible(const Request& req);
   // The most GPUs of the request's models any eligible node has.

@@ -22,7 +22,8 @@ const PendingDecision* Plan::FindPending(JobId id) const {
 
 double DecayUsage(double usage, Duration elapsed, Duration half_life) {
   if (half_life.count() <= 0 || elapsed.count() <= 0) return usage;
-  return usage * std::exp2(-static_cast<double>(elapsed.count()) / static_cast<double>(half_life.count()));
+  return usage *
+         std::exp2(-static_cast<double>(elapsed.count()) / static_cast<double>(half_life.count()));
 }
 
 }  // namespace shoal::sched

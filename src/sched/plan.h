@@ -25,14 +25,14 @@ struct PreemptDecision {
 struct PendingDecision {
   JobId job;
   PendingReason reason = PendingReason::kNone;
-  std::string detail;                   // set for reasons that need words (unsatisfiable, limits)
-  Time estimated_start = kTimeNever;    // set for the job holding the reservation
-  std::vector<NodeId> planned_nodes;    // where the reservation would run it
+  std::string detail;                 // set for reasons that need words (unsatisfiable, limits)
+  Time estimated_start = kTimeNever;  // set for the job holding the reservation
+  std::vector<NodeId> planned_nodes;  // where the reservation would run it
 };
 
 struct PassStats {
   int pending = 0;
-  int considered = 0;      // pending jobs that reached placement
+  int considered = 0;  // pending jobs that reached placement
   int placements_tried = 0;
   int shape_cache_hits = 0;
   int started = 0;

@@ -12,7 +12,8 @@ namespace {
 template <typename Map>
 std::vector<std::string> Names(const Map& m) {
   std::vector<std::string> out;
-  for (const auto& [name, f] : m) out.push_back(name);
+  for (const auto& [name, f] : m)
+    out.push_back(name);
   return out;
 }
 
@@ -27,7 +28,8 @@ struct PresetDef {
 };
 
 constexpr PresetDef kPresets[] = {
-    {"fifo", "fifo", "topology", "strict", "none", false, "first come first served; the head blocks its partition"},
+    {"fifo", "fifo", "topology", "strict", "none", false,
+     "first come first served; the head blocks its partition"},
     {"backfill", "fifo", "topology", "backfill", "none", false, "FIFO with EASY backfill"},
     {"multifactor", "multifactor", "topology", "backfill", "none", false,
      "Slurm-style multifactor priority with EASY backfill"},
@@ -37,9 +39,11 @@ constexpr PresetDef kPresets[] = {
      "Tiresias 2DAS with Gittins indices from past jobs' service, preemptive"},
     {"greedy", "fifo", "topology", "greedy", "none", false, "FIFO order, any job that fits starts"},
     {"first-fit", "fifo", "first-fit", "greedy", "none", false, "baseline: first node that fits"},
-    {"best-fit", "fifo", "best-fit", "greedy", "none", false, "baseline: node left with the least free"},
+    {"best-fit", "fifo", "best-fit", "greedy", "none", false,
+     "baseline: node left with the least free"},
     {"random", "fifo", "random", "greedy", "none", false, "baseline: a random node that fits"},
-    {"topology", "fifo", "topology", "greedy", "none", false, "GPU packing, NVLink islands, leaf switches"},
+    {"topology", "fifo", "topology", "greedy", "none", false,
+     "GPU packing, NVLink islands, leaf switches"},
     {"fgd", "fifo", "fgd", "greedy", "none", false, "fragmentation gradient descent (FGD, ATC'23)"},
     {"oracle", "oracle", "topology", "greedy", "srtf", true,
      "simulation only: shortest remaining service first from true run times, preemptive"},
@@ -80,14 +84,16 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
     p.workload_by_gpus = v == "gpus";
   } else if (key == "workload-coverage") {
     SHOAL_ASSIGN_OR_RETURN(p.workload_coverage, ParseDouble(v));
-    if (p.workload_coverage <= 0 || p.workload_coverage > 1) return InvalidArgument("workload-coverage is in (0, 1]");
+    if (p.workload_coverage <= 0 || p.workload_coverage > 1)
+      return InvalidArgument("workload-coverage is in (0, 1]");
   } else if (key == "favor-small") {
     p.favor_small = v == "1" || v == "true" || v == "yes";
   } else {
-    return InvalidArgument(fmt::format(
-        "unknown policy option '{}' (sort, filters, score, queue, preempt, seed, candidates, las-thresholds, "
-        "starvation-knob, workload, workload-coverage, favor-small)",
-        key));
+    return InvalidArgument(
+        fmt::format("unknown policy option '{}' (sort, filters, score, queue, preempt, seed, "
+                    "candidates, las-thresholds, "
+                    "starvation-knob, workload, workload-coverage, favor-small)",
+                    key));
   }
   return Status::Ok();
 }
@@ -103,7 +109,8 @@ Result<PolicyParams> Policy::Preset(std::string_view spec) {
   }
   if (def == nullptr) {
     std::vector<std::string> names = PresetNames(true);
-    return InvalidArgument(fmt::format("unknown policy '{}' (one of: {})", name, Join(names, ", ")));
+    return InvalidArgument(
+        fmt::format("unknown policy '{}' (one of: {})", name, Join(names, ", ")));
   }
   PolicyParams p;
   p.name = def->name;
@@ -130,15 +137,17 @@ std::vector<std::string> Policy::PresetNames(bool simulation) {
   return out;
 }
 
-Result<Policy> Policy::Create(PolicyParams params, const Registry& registry, PolicyOptions options) {
+Result<Policy> Policy::Create(PolicyParams params, const Registry& registry,
+                              PolicyOptions options) {
   Policy policy;
   SHOAL_ASSIGN_OR_RETURN(policy.sort_, registry.MakeSort(params.sort));
   SHOAL_ASSIGN_OR_RETURN(policy.score_, registry.MakeScore(params.score));
   SHOAL_ASSIGN_OR_RETURN(policy.preempt_, registry.MakePreempt(params.preempt));
   if (policy.sort_->SimulationOnly() && !options.simulation) {
-    return InvalidArgument(fmt::format(
-        "sort '{}' reads true run times that only a simulator knows; it is for `shoal sim`, not a live cluster",
-        params.sort));
+    return InvalidArgument(
+        fmt::format("sort '{}' reads true run times that only a simulator knows; it is for `shoal "
+                    "sim`, not a live cluster",
+                    params.sort));
   }
   SHOAL_ASSIGN_OR_RETURN(policy.reserve_, registry.MakeReserve(params.queue));
   for (const std::string& f : params.filters) {
@@ -156,14 +165,15 @@ Result<Policy> Policy::Create(PolicyParams params, const Registry& registry, Pol
 }
 
 std::string Policy::Describe() const {
-  return fmt::format("{} (sort={} score={} queue={} preempt={})", params_.name, params_.sort, params_.score,
-                     reserve_->Name(), params_.preempt);
+  return fmt::format("{} (sort={} score={} queue={} preempt={})", params_.name, params_.sort,
+                     params_.score, reserve_->Name(), params_.preempt);
 }
 
 Result<std::shared_ptr<const SortPlugin>> Registry::MakeSort(std::string_view name) const {
   auto it = sorts_.find(name);
   if (it == sorts_.end()) {
-    return InvalidArgument(fmt::format("unknown sort plugin '{}' (one of: {})", name, Join(SortNames(), ", ")));
+    return InvalidArgument(
+        fmt::format("unknown sort plugin '{}' (one of: {})", name, Join(SortNames(), ", ")));
   }
   return it->second();
 }
@@ -171,7 +181,8 @@ Result<std::shared_ptr<const SortPlugin>> Registry::MakeSort(std::string_view na
 Result<std::shared_ptr<const FilterPlugin>> Registry::MakeFilter(std::string_view name) const {
   auto it = filters_.find(name);
   if (it == filters_.end()) {
-    return InvalidArgument(fmt::format("unknown filter plugin '{}' (one of: {})", name, Join(FilterNames(), ", ")));
+    return InvalidArgument(
+        fmt::format("unknown filter plugin '{}' (one of: {})", name, Join(FilterNames(), ", ")));
   }
   return it->second();
 }
@@ -179,7 +190,8 @@ Result<std::shared_ptr<const FilterPlugin>> Registry::MakeFilter(std::string_vie
 Result<std::shared_ptr<const ReservePlugin>> Registry::MakeReserve(std::string_view name) const {
   auto it = reserves_.find(name);
   if (it == reserves_.end()) {
-    return InvalidArgument(fmt::format("unknown queue mode '{}' (one of: {})", name, Join(ReserveNames(), ", ")));
+    return InvalidArgument(
+        fmt::format("unknown queue mode '{}' (one of: {})", name, Join(ReserveNames(), ", ")));
   }
   return it->second();
 }
@@ -187,7 +199,8 @@ Result<std::shared_ptr<const ReservePlugin>> Registry::MakeReserve(std::string_v
 Result<std::shared_ptr<const ScorePlugin>> Registry::MakeScore(std::string_view name) const {
   auto it = scores_.find(name);
   if (it == scores_.end()) {
-    return InvalidArgument(fmt::format("unknown score plugin '{}' (one of: {})", name, Join(ScoreNames(), ", ")));
+    return InvalidArgument(
+        fmt::format("unknown score plugin '{}' (one of: {})", name, Join(ScoreNames(), ", ")));
   }
   return it->second();
 }
@@ -202,11 +215,21 @@ Result<std::shared_ptr<const PreemptPlugin>> Registry::MakePreempt(std::string_v
   return it->second();
 }
 
-std::vector<std::string> Registry::SortNames() const { return Names(sorts_); }
-std::vector<std::string> Registry::FilterNames() const { return Names(filters_); }
-std::vector<std::string> Registry::ScoreNames() const { return Names(scores_); }
-std::vector<std::string> Registry::ReserveNames() const { return Names(reserves_); }
-std::vector<std::string> Registry::PreemptNames() const { return Names(preempts_); }
+std::vector<std::string> Registry::SortNames() const {
+  return Names(sorts_);
+}
+std::vector<std::string> Registry::FilterNames() const {
+  return Names(filters_);
+}
+std::vector<std::string> Registry::ScoreNames() const {
+  return Names(scores_);
+}
+std::vector<std::string> Registry::ReserveNames() const {
+  return Names(reserves_);
+}
+std::vector<std::string> Registry::PreemptNames() const {
+  return Names(preempts_);
+}
 
 Registry BuiltinRegistry() {
   Registry r;

@@ -68,7 +68,8 @@ struct PolicyOptions {
 
 class Policy {
  public:
-  static Result<Policy> Create(PolicyParams params, const Registry& registry, PolicyOptions options = {});
+  static Result<Policy> Create(PolicyParams params, const Registry& registry,
+                               PolicyOptions options = {});
 
   // A named policy: fifo, backfill, multifactor, las, greedy, first-fit,
   // best-fit, random, topology, fgd, and (simulation) oracle. A name may carry

@@ -2,21 +2,23 @@
 // threads, I/O, process environment or global randomness. The build already
 // refuses other libraries (shoal_check_deps); this test refuses the standard
 // library's ways around that.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace {
 
 TEST(SchedPurityTest, NoClocksThreadsIoOrGlobals) {
   const char* forbidden[] = {
-      "<thread>", "<mutex>", "<atomic>", "<future>", "<fstream>", "<iostream>", "<cstdio>", "<random>",
-      "::now()",  "getenv",  "std::rand", "srand(",  "time(nullptr)", "printf(", "std::cout", "std::cerr",
+      "<thread>",      "<mutex>",  "<atomic>",  "<future>",  "<fstream>", "<iostream>",
+      "<cstdio>",      "<random>", "::now()",   "getenv",    "std::rand", "srand(",
+      "time(nullptr)", "printf(",  "std::cout", "std::cerr",
   };
   int files = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(SHOAL_SOURCE_DIR) + "/src/sched")) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(SHOAL_SOURCE_DIR) +
+                                                                     "/src/sched")) {
     const std::string path = e.path().string();
     if (!e.is_regular_file() || path.ends_with("_test.cc")) continue;
     if (!path.ends_with(".h") && !path.ends_with(".cc")) continue;

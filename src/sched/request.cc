@@ -1,9 +1,9 @@
 #include "sched/request.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
-
-#include <fmt/format.h>
 
 #include "core/strings.h"
 #include "sched/snapshot.h"
@@ -31,7 +31,10 @@ bool Request::SameShape(const Request& o) const {
 
 uint64_t Request::ShapeHash() const {
   uint64_t h = 0xcbf29ce484222325ULL;
-  auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; h ^= h >> 29; };
+  auto mix = [&h](uint64_t v) {
+    h = (h ^ v) * 0x100000001b3ULL;
+    h ^= h >> 29;
+  };
   mix(static_cast<uint64_t>(shape));
   mix(static_cast<uint64_t>(partition));
   mix(model_mask);
@@ -58,7 +61,8 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
     if (r.partition < 0) return InvalidArgument("the cluster has no default partition; name one");
   } else {
     r.partition = inv.PartitionIndex(spec.partition);
-    if (r.partition < 0) return InvalidArgument(fmt::format("unknown partition '{}'", spec.partition));
+    if (r.partition < 0)
+      return InvalidArgument(fmt::format("unknown partition '{}'", spec.partition));
   }
   SHOAL_ASSIGN_OR_RETURN(r.model_mask, inv.ModelMask(spec.gpu_models));
   SHOAL_ASSIGN_OR_RETURN(r.labels, inv.Labels(spec.constraints));
@@ -81,9 +85,9 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
       r.nodes = spec.nodes;
       r.gpus_per_node = spec.gpus / spec.nodes;
     } else {
-      return InvalidArgument(fmt::format(
-          "{} GPUs do not divide evenly over {} nodes; ask for GPUs per node instead", spec.gpus,
-          spec.nodes));
+      return InvalidArgument(
+          fmt::format("{} GPUs do not divide evenly over {} nodes; ask for GPUs per node instead",
+                      spec.gpus, spec.nodes));
     }
   } else {
     r.shape = Shape::kCpuOnly;
@@ -110,10 +114,12 @@ int NodeCapacityFor(const InvNode& n, const Request& req, uint64_t unhealthy_gpu
   }
   int k = std::popcount(n.GpusOfModels(req.model_mask) & ~unhealthy_gpus);
   if (req.cpu_per_gpu > 0) {
-    k = static_cast<int>(std::min<int64_t>(k, std::max<int64_t>(0, (n.cpu_milli - req.cpu_base) / req.cpu_per_gpu)));
+    k = static_cast<int>(
+        std::min<int64_t>(k, std::max<int64_t>(0, (n.cpu_milli - req.cpu_base) / req.cpu_per_gpu)));
   }
   if (req.mem_per_gpu > 0) {
-    k = static_cast<int>(std::min<int64_t>(k, std::max<int64_t>(0, (n.mem_mib - req.mem_base) / req.mem_per_gpu)));
+    k = static_cast<int>(
+        std::min<int64_t>(k, std::max<int64_t>(0, (n.mem_mib - req.mem_base) / req.mem_per_gpu)));
   }
   if (n.cpu_milli < req.cpu_base || n.mem_mib < req.mem_base) return 0;
   return k;
@@ -123,7 +129,8 @@ Status CheckSatisfiable(const Inventory& inv, const Request& req) {
   return CheckCapacity(inv, req, {});
 }
 
-Status CheckCapacity(const Inventory& inv, const Request& req, const std::vector<NodeStatus>& status) {
+Status CheckCapacity(const Inventory& inv, const Request& req,
+                     const std::vector<NodeStatus>& status) {
   const std::string& part = inv.partitions()[req.partition].name;
   int eligible = 0;
   int64_t max_cpu = 0;
@@ -140,7 +147,8 @@ Status CheckCapacity(const Inventory& inv, const Request& req, const std::vector
     max_cpu = std::max(max_cpu, n.cpu_milli);
     max_mem = std::max(max_mem, n.mem_mib);
     const int cap = NodeCapacityFor(n, req, st.unhealthy_gpus);
-    max_gpus = std::max(max_gpus, std::popcount(n.GpusOfModels(req.model_mask) & ~st.unhealthy_gpus));
+    max_gpus =
+        std::max(max_gpus, std::popcount(n.GpusOfModels(req.model_mask) & ~st.unhealthy_gpus));
     if (req.shape == Shape::kCpuOnly) {
       if (cap != 0) ++nodes_ok;
       continue;
@@ -149,42 +157,50 @@ Status CheckCapacity(const Inventory& inv, const Request& req, const std::vector
     gpus_total += cap;
   }
   // Name the models only when the job restricts them.
-  const bool any_model = inv.models().empty() || std::popcount(req.model_mask) >= static_cast<int>(inv.models().size());
-  std::string models =
-      req.shape == Shape::kCpuOnly || any_model ? "" : " with GPU model " + inv.ModelNames(req.model_mask);
+  const bool any_model = inv.models().empty() ||
+                         std::popcount(req.model_mask) >= static_cast<int>(inv.models().size());
+  std::string models = req.shape == Shape::kCpuOnly || any_model
+                           ? ""
+                           : " with GPU model " + inv.ModelNames(req.model_mask);
   if (eligible == 0) {
-    return Unsatisfiable(fmt::format("no {}node in partition '{}'{}{}", status.empty() ? "" : "usable ", part, models,
+    return Unsatisfiable(fmt::format("no {}node in partition '{}'{}{}",
+                                     status.empty() ? "" : "usable ", part, models,
                                      req.labels.empty() ? "" : " and the requested labels"));
   }
   switch (req.shape) {
     case Shape::kCpuOnly:
       if (nodes_ok >= req.nodes) return Status::Ok();
       if (nodes_ok == 0) {
-        return Unsatisfiable(fmt::format(
-            "asks for {} CPUs and {} memory per node; the largest node in partition '{}' has {} CPUs and {}",
-            static_cast<double>(req.cpu_base) / 1000, FormatMemoryMib(req.mem_base), part,
-            static_cast<double>(max_cpu) / 1000, FormatMemoryMib(max_mem)));
+        return Unsatisfiable(
+            fmt::format("asks for {} CPUs and {} memory per node; the largest node in partition "
+                        "'{}' has {} CPUs and {}",
+                        static_cast<double>(req.cpu_base) / 1000, FormatMemoryMib(req.mem_base),
+                        part, static_cast<double>(max_cpu) / 1000, FormatMemoryMib(max_mem)));
       }
-      return Unsatisfiable(fmt::format("asks for {} nodes; partition '{}' has {} that fit", req.nodes, part,
-                                       nodes_ok));
+      return Unsatisfiable(fmt::format("asks for {} nodes; partition '{}' has {} that fit",
+                                       req.nodes, part, nodes_ok));
     case Shape::kGang:
       if (nodes_ok >= req.nodes) return Status::Ok();
       if (nodes_ok == 0) {
         if (req.gpus_per_node > max_gpus) {
-          return Unsatisfiable(fmt::format("asks for {} GPUs per node; the largest node in partition '{}'{} has {}",
-                                           req.gpus_per_node, part, models, max_gpus));
+          return Unsatisfiable(
+              fmt::format("asks for {} GPUs per node; the largest node in partition '{}'{} has {}",
+                          req.gpus_per_node, part, models, max_gpus));
         }
         return Unsatisfiable(fmt::format(
-            "asks for {} GPUs with {} CPUs and {} memory on one node; no node in partition '{}'{} has that much",
+            "asks for {} GPUs with {} CPUs and {} memory on one node; no node in partition '{}'{} "
+            "has that much",
             req.gpus_per_node, static_cast<double>(req.Demand(req.gpus_per_node).cpu_milli) / 1000,
             FormatMemoryMib(req.Demand(req.gpus_per_node).mem_mib), part, models));
       }
-      return Unsatisfiable(fmt::format("asks for {} nodes with {} GPUs each; partition '{}'{} has {}", req.nodes,
-                                       req.gpus_per_node, part, models, nodes_ok));
+      return Unsatisfiable(
+          fmt::format("asks for {} nodes with {} GPUs each; partition '{}'{} has {}", req.nodes,
+                      req.gpus_per_node, part, models, nodes_ok));
     case Shape::kSpread:
       if (gpus_total >= req.total_gpus) return Status::Ok();
-      return Unsatisfiable(fmt::format("asks for {} GPUs; partition '{}'{} has {} that fit the request",
-                                       req.total_gpus, part, models, gpus_total));
+      return Unsatisfiable(
+          fmt::format("asks for {} GPUs; partition '{}'{} has {} that fit the request",
+                      req.total_gpus, part, models, gpus_total));
   }
   return Status::Ok();
 }

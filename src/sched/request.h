@@ -47,7 +47,9 @@ struct Request {
 
   NodeDemand Demand(int gpus_on_node) const;
   // GPUs weighted by share.
-  double GpuEquivalents() const { return total_gpus * static_cast<double>(gpu_milli) / kMilliPerGpu; }
+  double GpuEquivalents() const {
+    return total_gpus * static_cast<double>(gpu_milli) / kMilliPerGpu;
+  }
   // Requests with the same shape fit in exactly the same places.
   bool SameShape(const Request& o) const;
   uint64_t ShapeHash() const;
@@ -63,7 +65,8 @@ Status CheckSatisfiable(const Inventory& inv, const Request& req);
 
 // Like CheckSatisfiable, counting only nodes that are up and their healthy
 // GPUs (`status` parallel to the inventory's nodes; empty: all up).
-Status CheckCapacity(const Inventory& inv, const Request& req, const std::vector<NodeStatus>& status);
+Status CheckCapacity(const Inventory& inv, const Request& req,
+                     const std::vector<NodeStatus>& status);
 
 // The most GPUs of the request's kind that node `n` could ever give it (0 when
 // the node is not eligible at all); -1 when the request has no GPUs and the node fits.

@@ -28,26 +28,62 @@ TEST(RequestTest, ShapesAndErrorsByTable) {
   };
   Case cases[] = {
       {"4 GPUs anywhere", spec([](JobSpec& s) { s.gpus = 4; }), true, Shape::kSpread, true, ""},
-      {"2x8 gang", spec([](JobSpec& s) { s.nodes = 2; s.gpus_per_node = 8; }), true, Shape::kGang, false, "has 1"},
-      {"16 over 2 nodes", spec([](JobSpec& s) { s.nodes = 2; s.gpus = 16; }), true, Shape::kGang, false, ""},
-      {"uneven split", spec([](JobSpec& s) { s.nodes = 3; s.gpus = 16; }), false, Shape::kGang, false, "evenly"},
-      {"CPU only", spec([](JobSpec& s) { s.cpu_milli_per_node = 4000; }), true, Shape::kCpuOnly, true, ""},
-      {"too many CPUs", spec([](JobSpec& s) { s.cpu_milli_per_node = 400000; }), true, Shape::kCpuOnly, false, "CPUs"},
-      {"unknown model", spec([](JobSpec& s) { s.gpus = 1; s.gpu_models = {"B200"}; }), false, Shape::kGang, false, "B200"},
-      {"A100 x 8 on one node", spec([](JobSpec& s) { s.nodes = 1; s.gpus_per_node = 8; s.gpu_models = {"a100"}; }),
+      {"2x8 gang", spec([](JobSpec& s) {
+         s.nodes = 2;
+         s.gpus_per_node = 8;
+       }),
+       true, Shape::kGang, false, "has 1"},
+      {"16 over 2 nodes", spec([](JobSpec& s) {
+         s.nodes = 2;
+         s.gpus = 16;
+       }),
+       true, Shape::kGang, false, ""},
+      {"uneven split", spec([](JobSpec& s) {
+         s.nodes = 3;
+         s.gpus = 16;
+       }),
+       false, Shape::kGang, false, "evenly"},
+      {"CPU only", spec([](JobSpec& s) { s.cpu_milli_per_node = 4000; }), true, Shape::kCpuOnly,
+       true, ""},
+      {"too many CPUs", spec([](JobSpec& s) { s.cpu_milli_per_node = 400000; }), true,
+       Shape::kCpuOnly, false, "CPUs"},
+      {"unknown model", spec([](JobSpec& s) {
+         s.gpus = 1;
+         s.gpu_models = {"B200"};
+       }),
+       false, Shape::kGang, false, "B200"},
+      {"A100 x 8 on one node", spec([](JobSpec& s) {
+         s.nodes = 1;
+         s.gpus_per_node = 8;
+         s.gpu_models = {"a100"};
+       }),
        true, Shape::kGang, false, "has 4"},
-      {"unknown label", spec([](JobSpec& s) { s.gpus = 1; s.constraints = {"nvme"}; }), false, Shape::kGang, false, "nvme"},
-      {"label", spec([](JobSpec& s) { s.gpus = 8; s.constraints = {"ib"}; }), true, Shape::kSpread, true, ""},
-      {"unknown partition", spec([](JobSpec& s) { s.gpus = 1; s.partition = "cpu"; }), false, Shape::kGang, false, "cpu"},
+      {"unknown label", spec([](JobSpec& s) {
+         s.gpus = 1;
+         s.constraints = {"nvme"};
+       }),
+       false, Shape::kGang, false, "nvme"},
+      {"label", spec([](JobSpec& s) {
+         s.gpus = 8;
+         s.constraints = {"ib"};
+       }),
+       true, Shape::kSpread, true, ""},
+      {"unknown partition", spec([](JobSpec& s) {
+         s.gpus = 1;
+         s.partition = "cpu";
+       }),
+       false, Shape::kGang, false, "cpu"},
       {"12 GPUs spread", spec([](JobSpec& s) { s.gpus = 12; }), true, Shape::kSpread, true, ""},
-      {"13 GPUs spread", spec([](JobSpec& s) { s.gpus = 13; }), true, Shape::kSpread, false, "has 12"},
+      {"13 GPUs spread", spec([](JobSpec& s) { s.gpus = 13; }), true, Shape::kSpread, false,
+       "has 12"},
   };
   for (const Case& k : cases) {
     const Case& c = k;
     auto r = CompileRequest(*inv, c.spec);
     EXPECT_EQ(r.ok(), c.compiles) << c.what << ": " << r.status().ToString();
     if (!r.ok()) {
-      EXPECT_NE(r.status().message().find(c.message), std::string::npos) << c.what << ": " << r.status().message();
+      EXPECT_NE(r.status().message().find(c.message), std::string::npos)
+          << c.what << ": " << r.status().message();
       continue;
     }
     EXPECT_EQ(r->shape, c.shape) << c.what;
@@ -55,7 +91,8 @@ TEST(RequestTest, ShapesAndErrorsByTable) {
     Status sat = CheckSatisfiable(*inv, *r);
     EXPECT_EQ(sat.ok(), c.satisfiable) << c.what << ": " << sat.ToString();
     if (!sat.ok()) {
-      EXPECT_NE(sat.message().find(c.message), std::string::npos) << c.what << ": " << sat.message();
+      EXPECT_NE(sat.message().find(c.message), std::string::npos)
+          << c.what << ": " << sat.message();
     }
   }
 }

@@ -1,11 +1,11 @@
 #include "sched/schedule.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
 #include <optional>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/check.h"
 #include "sched/placement.h"
@@ -60,7 +60,9 @@ struct Reservation {
 class ReleaseCounter {
  public:
   ReleaseCounter(WorkingState& state, const NodeBitset& eligible, const Request& req)
-      : state_(state), eligible_(eligible), need_(req.total_gpus),
+      : state_(state),
+        eligible_(eligible),
+        need_(req.total_gpus),
         counting_(req.shape != Shape::kCpuOnly && req.gpu_milli >= kMilliPerGpu) {
     if (!counting_) return;
     NodeBitset::ForEachAnd(state_.AtLeast(1), eligible_, [&](NodeIndex n) {
@@ -76,7 +78,8 @@ class ReleaseCounter {
       if (!n) continue;
       const int before = state_.FreeWhole(*n);
       state_.Release(*n, na);
-      if (counting_ && eligible_.Test(*n) && state_.Usable(*n)) free_ += state_.FreeWhole(*n) - before;
+      if (counting_ && eligible_.Test(*n) && state_.Usable(*n))
+        free_ += state_.FreeWhole(*n) - before;
     }
   }
 
@@ -100,7 +103,8 @@ class Cycle {
         params_(policy.params()),
         now_state_(inv_, snap.nodes),
         eligibility_(inv_, &policy.filters()),
-        rng_(params_.seed ^ static_cast<uint64_t>(now.time_since_epoch().count()) * 0x9e3779b97f4a7c15ULL),
+        rng_(params_.seed ^
+             static_cast<uint64_t>(now.time_since_epoch().count()) * 0x9e3779b97f4a7c15ULL),
         sort_ctx_{snap, now, params_, 0, 0, inv_.total_gpus()} {
     for (const AccountInfo& a : snap.accounts) {
       sort_ctx_.total_usage_gpu_s += a.usage_gpu_s;
@@ -119,12 +123,15 @@ class Cycle {
       std::sort(order.begin(), order.end(), RankedBefore);
     }
     plan_.stats.considered = static_cast<int>(order.size());
-    for (const Entry& e : order) Walk(e);
+    for (const Entry& e : order)
+      Walk(e);
     return std::move(plan_);
   }
 
  private:
-  PlaceContext Ctx() { return PlaceContext{policy_.score(), pass_.get(), rng_, params_, eligibility_, plan_.stats}; }
+  PlaceContext Ctx() {
+    return PlaceContext{policy_.score(), pass_.get(), rng_, params_, eligibility_, plan_.stats};
+  }
 
   void TakeRunning() {
     preempted_.assign(snap_.running.size(), false);
@@ -158,7 +165,8 @@ class Cycle {
     for (const Dependency& d : *j.dependencies) {
       auto it = snap_.dependency_states.find(d.job);
       if (it == snap_.dependency_states.end()) {
-        return {PendingReason::kDependencyNeverSatisfied, fmt::format("job {} is unknown", ToString(d.job))};
+        return {PendingReason::kDependencyNeverSatisfied,
+                fmt::format("job {} is unknown", ToString(d.job))};
       }
       const JobState st = it->second;
       if (!IsTerminal(st)) {
@@ -196,7 +204,8 @@ class Cycle {
       const Request* req = &j.request;
       if (req->inventory_version != inv_.version()) {
         if (j.spec == nullptr) {
-          Wait(j, PendingReason::kUnsatisfiable, "the request was compiled for another cluster layout");
+          Wait(j, PendingReason::kUnsatisfiable,
+               "the request was compiled for another cluster layout");
           continue;
         }
         Result<Request> r = CompileRequest(inv_, *j.spec);
@@ -225,18 +234,20 @@ class Cycle {
         Wait(j, PendingReason::kPartitionLimit, std::move(limit));
         continue;
       }
-      order.push_back(Entry{i, req, JobRank{part.priority_tier, policy_.sort().Value(sort_ctx_, j)}, j.submit, j.id});
+      order.push_back(Entry{i, req, JobRank{part.priority_tier, policy_.sort().Value(sort_ctx_, j)},
+                            j.submit, j.id});
     }
     return order;
   }
 
   static std::string PartitionLimit(const Partition& part, const JobInfo& j, const Request& req) {
     if (part.max_time.count() > 0 && req.time_limit > part.max_time) {
-      return fmt::format("time limit {} exceeds partition '{}' maximum {}", FormatDuration(req.time_limit),
-                         part.name, FormatDuration(part.max_time));
+      return fmt::format("time limit {} exceeds partition '{}' maximum {}",
+                         FormatDuration(req.time_limit), part.name, FormatDuration(part.max_time));
     }
     if (part.max_nodes_per_job > 0 && req.nodes > part.max_nodes_per_job) {
-      return fmt::format("{} nodes exceed partition '{}' maximum {}", req.nodes, part.name, part.max_nodes_per_job);
+      return fmt::format("{} nodes exceed partition '{}' maximum {}", req.nodes, part.name,
+                         part.max_nodes_per_job);
     }
     if (part.max_gpus_per_job > 0 && req.total_gpus > part.max_gpus_per_job) {
       return fmt::format("{} GPUs exceed partition '{}' maximum {}", req.total_gpus, part.name,
@@ -259,7 +270,8 @@ class Cycle {
   }
 
   // Places on `state`, remembering shapes that did not fit in `memo`.
-  std::optional<Allocation> TryPlace(const WorkingState& state, const Request& req, ShapeMemo<bool>& memo) {
+  std::optional<Allocation> TryPlace(const WorkingState& state, const Request& req,
+                                     ShapeMemo<bool>& memo) {
     if (memo.Find(req) != nullptr) {
       ++plan_.stats.shape_cache_hits;
       return std::nullopt;
@@ -277,7 +289,8 @@ class Cycle {
     Status cap = CheckCapacity(inv_, req, snap_.nodes);
     if (!cap.ok()) {
       out = {PendingReason::kNodesUnavailable, cap.message()};
-      const uint64_t all_models = inv_.models().size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << inv_.models().size()) - 1;
+      const uint64_t all_models =
+          inv_.models().size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << inv_.models().size()) - 1;
       if (req.shape != Shape::kCpuOnly && (req.model_mask & all_models) != all_models) {
         bool any_usable = false;
         for (NodeIndex n = 0; n < inv_.size() && !any_usable; ++n) {
@@ -302,9 +315,11 @@ class Cycle {
       Wait(j, PendingReason::kAccountLimit, std::move(detail));
       return;
     }
-    if (j.array_id != 0 && j.array_max_running > 0 && array_running_[j.array_id] >= j.array_max_running) {
+    if (j.array_id != 0 && j.array_max_running > 0 &&
+        array_running_[j.array_id] >= j.array_max_running) {
       Wait(j, PendingReason::kArrayLimit,
-           fmt::format("{} of its array's tasks run, the most it allows", array_running_[j.array_id]));
+           fmt::format("{} of its array's tasks run, the most it allows",
+                       array_running_[j.array_id]));
       return;
     }
     const QueueMode mode = policy_.queue_mode();
@@ -330,7 +345,8 @@ class Cycle {
     d.job = j.id;
     d.reason = reason;
     d.detail = std::move(why);
-    if (mode == QueueMode::kBackfill && !reservation_ && reason == PendingReason::kResources) Reserve(req, d);
+    if (mode == QueueMode::kBackfill && !reservation_ && reason == PendingReason::kResources)
+      Reserve(req, d);
     if (mode == QueueMode::kStrict) blocked_partition_ |= uint64_t{1} << req.partition;
     plan_.pending.push_back(std::move(d));
   }
@@ -338,7 +354,8 @@ class Cycle {
   void Commit(const JobInfo& j, Allocation alloc, bool long_job, bool after_preemption) {
     if (!after_preemption) now_state_.Allocate(alloc);
     if (reservation_) {
-      if (long_job) SHOAL_CHECK(shadow_->Allocate(alloc), "backfill placement outside the inventory");
+      if (long_job)
+        SHOAL_CHECK(shadow_->Allocate(alloc), "backfill placement outside the inventory");
       for (const NodeAllocation& na : alloc.nodes) {
         const NodeIndex n = *inv_.IndexOf(na.node);
         long_ok_->SetToMin(n, now_state_, *shadow_);
@@ -371,14 +388,17 @@ class Cycle {
       if (preempted_[k] || r.allocation == nullptr) continue;
       releases.push_back({std::max(r.expected_end, now_), r.allocation});
     }
-    for (const auto& [at, index] : ends_) releases.push_back({at, &plan_.starts[index].allocation});
-    std::stable_sort(releases.begin(), releases.end(), [](const Release& a, const Release& b) { return a.at < b.at; });
+    for (const auto& [at, index] : ends_)
+      releases.push_back({at, &plan_.starts[index].allocation});
+    std::stable_sort(releases.begin(), releases.end(),
+                     [](const Release& a, const Release& b) { return a.at < b.at; });
     ReleaseCounter counter(shadow, eligibility_.Eligible(req), req);
     std::optional<Allocation> found;
     Time at = now_;
     for (size_t i = 0; i < releases.size() && !found;) {
       at = releases[i].at;
-      for (; i < releases.size() && releases[i].at == at; ++i) counter.Release(*releases[i].alloc);
+      for (; i < releases.size() && releases[i].at == at; ++i)
+        counter.Release(*releases[i].alloc);
       if (!counter.MayFit()) continue;
       PlaceContext ctx = Ctx();
       found = Place(shadow, req, ctx);
@@ -386,7 +406,8 @@ class Cycle {
     if (!found) return;  // even an empty cluster would not do: nodes are down
     SHOAL_CHECK(shadow.Allocate(*found), "reservation outside the inventory");
     d.estimated_start = at;
-    for (const NodeAllocation& na : found->nodes) d.planned_nodes.push_back(na.node);
+    for (const NodeAllocation& na : found->nodes)
+      d.planned_nodes.push_back(na.node);
     reservation_ = Reservation{at, d.job};
     long_ok_ = WorkingState::Min(now_state_, shadow);
     shadow_ = std::move(shadow);
@@ -400,7 +421,9 @@ class Cycle {
     running_ranks_.reserve(snap_.running.size());
     for (size_t k = 0; k < snap_.running.size(); ++k) {
       const JobInfo& r = snap_.running[k];
-      const int tier = inv_.partitions()[static_cast<size_t>(std::clamp(r.request.partition, 0, parts - 1))].priority_tier;
+      const int tier =
+          inv_.partitions()[static_cast<size_t>(std::clamp(r.request.partition, 0, parts - 1))]
+              .priority_tier;
       running_ranks_.push_back({tier, policy_.sort().Value(sort_ctx_, r)});
       if (r.allocation == nullptr || !r.preemptible) continue;
       if (now_ - r.start < params_.min_run_before_preempt) continue;
@@ -445,7 +468,8 @@ class Cycle {
       if (alloc) break;
     }
     if (!alloc) {
-      for (size_t k : released) now_state_.Allocate(*snap_.running[k].allocation);
+      for (size_t k : released)
+        now_state_.Allocate(*snap_.running[k].allocation);
       preempt_failed_.Put(req, true);
       return false;
     }
@@ -491,7 +515,8 @@ class Cycle {
   bool victims_ranked_ = false;
   int preempt_attempts_ = 0;
   ShapeMemo<bool> preempt_failed_;
-  std::vector<std::pair<Time, size_t>> ends_;  // started this pass: expected end, index in plan_.starts
+  std::vector<std::pair<Time, size_t>>
+      ends_;  // started this pass: expected end, index in plan_.starts
   uint64_t blocked_partition_ = 0;
   int preemptions_ = 0;
   std::optional<Reservation> reservation_;

@@ -35,27 +35,28 @@ struct AccountInfo {
 
 struct JobInfo {
   JobId id;
-  const JobSpec* spec = nullptr;  // optional: used for explanations and to recompile a stale request
+  const JobSpec* spec =
+      nullptr;  // optional: used for explanations and to recompile a stale request
   Request request;
-  Time submit{};                  // when it was submitted (age)
-  int account = -1;               // index into Snapshot::accounts; -1: none
-  double qos_factor = 0;          // 0..1, from the job's QoS
-  int64_t admin_priority = 0;     // > 0: replaces the computed priority
-  double attained_gpu_s = 0;      // GPU-seconds of service received so far
-  double oracle_remaining_s = -1; // simulation only: true remaining run time; < 0 when unknown
-  uint64_t array_id = 0;          // tasks of one job array share it; 0: not an array task
-  int array_max_running = 0;      // tasks of the array that may run at once; 0: no limit
+  Time submit{};                   // when it was submitted (age)
+  int account = -1;                // index into Snapshot::accounts; -1: none
+  double qos_factor = 0;           // 0..1, from the job's QoS
+  int64_t admin_priority = 0;      // > 0: replaces the computed priority
+  double attained_gpu_s = 0;       // GPU-seconds of service received so far
+  double oracle_remaining_s = -1;  // simulation only: true remaining run time; < 0 when unknown
+  uint64_t array_id = 0;           // tasks of one job array share it; 0: not an array task
+  int array_max_running = 0;       // tasks of the array that may run at once; 0: no limit
 
   // Pending jobs.
   bool held = false;
   std::optional<Time> begin_time;
   const std::vector<Dependency>* dependencies = nullptr;
-  Time queued_since{};            // when it last became pending
+  Time queued_since{};  // when it last became pending
 
   // Running jobs.
   const Allocation* allocation = nullptr;
   Time start{};
-  Time expected_end{};            // when the scheduler may count on it being gone (start + time limit)
+  Time expected_end{};  // when the scheduler may count on it being gone (start + time limit)
   bool preemptible = false;
 };
 

@@ -1,13 +1,14 @@
 #include "sched/working_state.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 
-#include <fmt/format.h>
-
 namespace shoal::sched {
 
-WorkingState::WorkingState(const Inventory& inv, const std::vector<NodeStatus>& status) : inv_(&inv) {
+WorkingState::WorkingState(const Inventory& inv, const std::vector<NodeStatus>& status)
+    : inv_(&inv) {
   const size_t n = inv.size();
   cpu_free_.resize(n);
   mem_free_.resize(n);
@@ -33,7 +34,8 @@ WorkingState::WorkingState(const Inventory& inv, const std::vector<NodeStatus>& 
     free_mask_[i] = healthy_[i];
     if (st.state == NodeState::kUp) {
       const int free = std::popcount(free_mask_[i]);
-      for (int k = 0; k <= free; ++k) at_least_[static_cast<size_t>(k)].Set(i);
+      for (int k = 0; k <= free; ++k)
+        at_least_[static_cast<size_t>(k)].Set(i);
       leaf_free_[node.leaf] += free;
       leaf_usable_[node.leaf] += free;
       ++leaf_hist_[node.leaf * at_least_.size() + static_cast<size_t>(free)];
@@ -43,7 +45,9 @@ WorkingState::WorkingState(const Inventory& inv, const std::vector<NodeStatus>& 
   used_milli_.assign(offset, 0);
 }
 
-int WorkingState::FreeWhole(NodeIndex n) const { return std::popcount(free_mask_[n]); }
+int WorkingState::FreeWhole(NodeIndex n) const {
+  return std::popcount(free_mask_[n]);
+}
 
 uint64_t WorkingState::FitGpus(NodeIndex n, const NodeDemand& d) const {
   const InvNode& node = inv_->node(n);
@@ -107,7 +111,8 @@ void WorkingState::Reindex(NodeIndex n, int old_free) {
 int WorkingState::LeafNodesWithAtLeast(uint32_t leaf, int k) const {
   const size_t width = at_least_.size();
   int count = 0;
-  for (size_t f = static_cast<size_t>(std::max(0, k)); f < width; ++f) count += leaf_hist_[leaf * width + f];
+  for (size_t f = static_cast<size_t>(std::max(0, k)); f < width; ++f)
+    count += leaf_hist_[leaf * width + f];
   return count;
 }
 
@@ -115,7 +120,8 @@ bool WorkingState::Allocate(const Allocation& a) {
   for (const NodeAllocation& na : a.nodes) {
     if (!inv_->IndexOf(na.node)) return false;
   }
-  for (const NodeAllocation& na : a.nodes) Allocate(*inv_->IndexOf(na.node), na);
+  for (const NodeAllocation& na : a.nodes)
+    Allocate(*inv_->IndexOf(na.node), na);
   return true;
 }
 
@@ -123,17 +129,20 @@ bool WorkingState::Release(const Allocation& a) {
   for (const NodeAllocation& na : a.nodes) {
     if (!inv_->IndexOf(na.node)) return false;
   }
-  for (const NodeAllocation& na : a.nodes) Release(*inv_->IndexOf(na.node), na);
+  for (const NodeAllocation& na : a.nodes)
+    Release(*inv_->IndexOf(na.node), na);
   return true;
 }
 
 Status WorkingState::CanAllocate(const Allocation& a) const {
   for (const NodeAllocation& na : a.nodes) {
     auto idx = inv_->IndexOf(na.node);
-    if (!idx) return FailedPrecondition(fmt::format("node {} is not in the cluster", ToString(na.node)));
+    if (!idx)
+      return FailedPrecondition(fmt::format("node {} is not in the cluster", ToString(na.node)));
     const NodeIndex n = *idx;
     const InvNode& node = inv_->node(n);
-    if (!Usable(n)) return FailedPrecondition(fmt::format("node {} is not accepting work", node.name));
+    if (!Usable(n))
+      return FailedPrecondition(fmt::format("node {} is not accepting work", node.name));
     if (exclusive_[n] || (na.exclusive && jobs_[n] != 0)) {
       return FailedPrecondition(fmt::format("node {} is held exclusively", node.name));
     }
@@ -141,11 +150,13 @@ Status WorkingState::CanAllocate(const Allocation& a) const {
       return FailedPrecondition(fmt::format("node {} lacks CPUs or memory", node.name));
     }
     if ((na.gpu_mask & ~node.all_gpus) != 0) {
-      return FailedPrecondition(fmt::format("node {} has no GPUs {}", node.name, FormatGpuMask(na.gpu_mask & ~node.all_gpus)));
+      return FailedPrecondition(fmt::format("node {} has no GPUs {}", node.name,
+                                            FormatGpuMask(na.gpu_mask & ~node.all_gpus)));
     }
     for (uint64_t bits = na.gpu_mask; bits != 0; bits &= bits - 1) {
       const int g = std::countr_zero(bits);
-      if (!(healthy_[n] >> g & 1)) return FailedPrecondition(fmt::format("GPU {} of {} is unhealthy", g, node.name));
+      if (!(healthy_[n] >> g & 1))
+        return FailedPrecondition(fmt::format("GPU {} of {} is unhealthy", g, node.name));
       if (kMilliPerGpu - UsedMilli(n, g) < na.gpu_milli) {
         return FailedPrecondition(fmt::format("GPU {} of {} is taken", g, node.name));
       }
@@ -174,7 +185,8 @@ void WorkingState::SetToMin(NodeIndex n, const WorkingState& a, const WorkingSta
 
 WorkingState WorkingState::Min(const WorkingState& a, const WorkingState& b) {
   WorkingState out = a;
-  for (NodeIndex n = 0; n < out.size(); ++n) out.SetToMin(n, a, b);
+  for (NodeIndex n = 0; n < out.size(); ++n)
+    out.SetToMin(n, a, b);
   return out;
 }
 

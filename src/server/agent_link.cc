@@ -9,7 +9,8 @@
 namespace shoal::server {
 
 AgentLink::AgentLink(std::string token, int workers) : token_(std::move(token)) {
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { Work(); });
+  for (int i = 0; i < workers; ++i)
+    workers_.emplace_back([this] { Work(); });
 }
 
 AgentLink::~AgentLink() {
@@ -19,15 +20,17 @@ AgentLink::~AgentLink() {
     give_up_at_ = std::chrono::steady_clock::now() + kStopDrain;
   }
   cv_.notify_all();
-  for (std::thread& t : workers_) t.join();
+  for (std::thread& t : workers_)
+    t.join();
 }
 
 std::string AgentLink::LaunchBody(const LaunchOrder& o) {
   Allocation one;
   one.nodes.push_back(o.allocation);
-  api::Json j = {{"job", o.job.value()},     {"epoch", o.epoch},          {"spec", api::ToJson(o.spec)},
-                 {"allocation", api::ToJson(one)[0]}, {"node_rank", o.node_rank}, {"nodes", o.nodes},
-                 {"addresses", o.addresses}, {"master_port", o.master_port}};
+  api::Json j = {{"job", o.job.value()},        {"epoch", o.epoch},
+                 {"spec", api::ToJson(o.spec)}, {"allocation", api::ToJson(one)[0]},
+                 {"node_rank", o.node_rank},    {"nodes", o.nodes},
+                 {"addresses", o.addresses},    {"master_port", o.master_port}};
   if (o.not_after != Time{}) j["not_after"] = ToSeconds(o.not_after);
   if (o.array_task_id >= 0) {
     j["array_job_id"] = o.array_job_id;
@@ -37,7 +40,8 @@ std::string AgentLink::LaunchBody(const LaunchOrder& o) {
 }
 
 std::string AgentLink::KillBody(const KillOrder& o) {
-  api::Json j = {{"job", o.job.value()}, {"epoch", o.epoch}, {"grace_s", ToSeconds(o.grace)}, {"why", o.why}};
+  api::Json j = {
+      {"job", o.job.value()}, {"epoch", o.epoch}, {"grace_s", ToSeconds(o.grace)}, {"why", o.why}};
   return j.dump();
 }
 
@@ -45,8 +49,10 @@ void AgentLink::Send(Outbox orders) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Kills first: they free resources that launches may need.
-    for (const KillOrder& k : orders.kills) queue_.push_back({k.address, "/v1/kill", KillBody(k)});
-    for (const LaunchOrder& l : orders.launches) queue_.push_back({l.address, "/v1/launch", LaunchBody(l)});
+    for (const KillOrder& k : orders.kills)
+      queue_.push_back({k.address, "/v1/kill", KillBody(k)});
+    for (const LaunchOrder& l : orders.launches)
+      queue_.push_back({l.address, "/v1/launch", LaunchBody(l)});
   }
   cv_.notify_all();
 }
@@ -82,7 +88,8 @@ void AgentLink::Work() {
     for (int attempt = 0; attempt < 3 && !ok; ++attempt) {
       auto& client = clients[m.address];
       if (!client) {
-        auto c = net::HttpClient::Connect(m.address, {.token = token_, .connect_timeout_ms = 1000, .read_timeout_ms = 5000});
+        auto c = net::HttpClient::Connect(
+            m.address, {.token = token_, .connect_timeout_ms = 1000, .read_timeout_ms = 5000});
         if (!c.ok()) break;
         client = std::move(*c);
       }

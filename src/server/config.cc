@@ -1,9 +1,9 @@
 #include "server/config.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/strings.h"
 #include "sched/policy.h"
@@ -28,7 +28,8 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     auto p = sched::Policy::Preset(value);
     if (!p.ok()) return InvalidArgument(fmt::format("policy: {}", p.status().message()));
     auto created = sched::Policy::Create(*p, sched::BuiltinRegistry(), {.simulation = false});
-    if (!created.ok()) return InvalidArgument(fmt::format("policy: {}", created.status().message()));
+    if (!created.ok())
+      return InvalidArgument(fmt::format("policy: {}", created.status().message()));
     o.controller.policy = value;
   } else if (key == "node_timeout") {
     return duration(&o.controller.node_timeout);
@@ -62,10 +63,12 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     if (value != "full" && value != "normal") return InvalidArgument("sync: full or normal");
     o.sqlite_full_sync = value == "full";
   } else {
-    return InvalidArgument(fmt::format(
-        "unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, kill_grace, launch_grace, "
-        "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, metrics_public)",
-        key));
+    return InvalidArgument(
+        fmt::format("unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, "
+                    "kill_grace, launch_grace, "
+                    "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, "
+                    "metrics_public)",
+                    key));
   }
   return Status::Ok();
 }

@@ -36,7 +36,8 @@ idle_util_pct = 2.5
 idle_minutes = 20
 idle_action = "cancel"
 require_acceptance = true
-)", o);
+)",
+                                 o);
   ASSERT_TRUE(loaded.ok()) << loaded.ToString();
   EXPECT_TRUE(o.metrics_public);
   ASSERT_EQ(o.controller.partitions.size(), 2u);
@@ -51,10 +52,12 @@ require_acceptance = true
 }
 
 TEST(ServerConfigTest, BadIdleOptionsAreErrors) {
-  for (const char* bad :
-       {"idle_action = \"kill\"", "idle_util_pct = 150", "idle_minutes = -1", "require_acceptance = 1"}) {
+  for (const char* bad : {"idle_action = \"kill\"", "idle_util_pct = 150", "idle_minutes = -1",
+                          "require_acceptance = 1"}) {
     ServerOptions o;
-    EXPECT_FALSE(LoadConfigText(std::string("[[partition]]\nname = \"gpu\"\n") + bad + "\n", o).ok()) << bad;
+    EXPECT_FALSE(
+        LoadConfigText(std::string("[[partition]]\nname = \"gpu\"\n") + bad + "\n", o).ok())
+        << bad;
   }
   ServerOptions o;
   EXPECT_FALSE(ApplyServerSetting("metrics_public", "yes", o).ok());

@@ -1,8 +1,8 @@
 #include "server/controller.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/check.h"
 #include "core/strings.h"
@@ -20,7 +20,9 @@ using internal::IsActive;
 using internal::kAwaitingAcceptance;
 
 // A port for the job's rendezvous (MASTER_PORT), the same on every node.
-int MasterPort(JobId id) { return 20000 + static_cast<int>(id.value() % 20000); }
+int MasterPort(JobId id) {
+  return 20000 + static_cast<int>(id.value() % 20000);
+}
 
 }  // namespace
 
@@ -48,7 +50,8 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
   // Partitions and accounts: the stored ones, with the configuration file's on top.
   std::vector<Partition> parts = loaded.partitions;
   for (const Partition& p : config_.partitions) {
-    auto it = std::find_if(parts.begin(), parts.end(), [&](const Partition& q) { return q.name == p.name; });
+    auto it = std::find_if(parts.begin(), parts.end(),
+                           [&](const Partition& q) { return q.name == p.name; });
     if (it == parts.end()) {
       parts.push_back(p);
     } else {
@@ -64,10 +67,12 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
       }
     }
   }
-  for (const Partition& p : partitions_) batch_.partitions.push_back(p);
+  for (const Partition& p : partitions_)
+    batch_.partitions.push_back(p);
   std::vector<Account> accounts = loaded.accounts;
   for (const Account& a : config_.accounts) {
-    auto it = std::find_if(accounts.begin(), accounts.end(), [&](const Account& b) { return b.name == a.name; });
+    auto it = std::find_if(accounts.begin(), accounts.end(),
+                           [&](const Account& b) { return b.name == a.name; });
     if (it == accounts.end()) {
       accounts.push_back(a);
     } else {
@@ -75,9 +80,12 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
     }
   }
   accounts_ = accounts;
-  for (const Account& a : accounts_) batch_.accounts.push_back(a);
-  for (const state::AccountUsage& u : loaded.usage) usage_[u.account] = u;
-  for (const state::TokenRecord& t : loaded.tokens) tokens_[t.id] = t;
+  for (const Account& a : accounts_)
+    batch_.accounts.push_back(a);
+  for (const state::AccountUsage& u : loaded.usage)
+    usage_[u.account] = u;
+  for (const state::TokenRecord& t : loaded.tokens)
+    tokens_[t.id] = t;
   tokens_changed_ = true;
   for (const Node& n : loaded.nodes) {
     NodeRecord r;
@@ -102,7 +110,8 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
       pending.push_back(j.id.value());
     } else {
       Running r;
-      for (const NodeAllocation& na : j.allocation.nodes) r.nodes_left.insert(NodeName(na.node));
+      for (const NodeAllocation& na : j.allocation.nodes)
+        r.nodes_left.insert(NodeName(na.node));
       // Started before the restart: whether each launch arrived is not known,
       // so a job that is missing is failed as lost, never run again.
       r.confirmed = r.nodes_left;
@@ -142,24 +151,31 @@ Status Controller::CheckOwner(const Identity& who, const Job& job) const {
   return Denied(fmt::format("job {} belongs to another user", job.id.value()));
 }
 
-Result<Controller::OutputSource> Controller::OutputOf(const Identity& who, JobId id, const Job* history) const {
+Result<Controller::OutputSource> Controller::OutputOf(const Identity& who, JobId id,
+                                                      const Job* history) const {
   const Job* job = Find(id);
   if (job == nullptr) job = history;
   if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
   if (!MaySee(who, *job)) return Denied(fmt::format("job {} belongs to another user", id.value()));
   if (job->allocation.nodes.empty()) {
-    return FailedPrecondition(fmt::format("job {} has not run yet, so it has no output", id.value()));
+    return FailedPrecondition(
+        fmt::format("job {} has not run yet, so it has no output", id.value()));
   }
   const std::string name = NodeName(job->allocation.nodes[0].node);
   auto n = nodes_.find(name);
-  if (n == nodes_.end()) return NotFound(fmt::format("job {} ran on {}, which is no longer registered", id.value(), name));
+  if (n == nodes_.end())
+    return NotFound(
+        fmt::format("job {} ran on {}, which is no longer registered", id.value(), name));
   return OutputSource{name, n->second.node.address};
 }
 
-bool Controller::MaySee(const Identity& who, const Job& job) const { return who.admin() || job.spec.user == who.user; }
+bool Controller::MaySee(const Identity& who, const Job& job) const {
+  return who.admin() || job.spec.user == who.user;
+}
 
 void Controller::Record(const Job& job) {
-  auto [it, inserted] = std::pair<std::unordered_set<uint64_t>::iterator, bool>(batch_jobs_.insert(job.id.value()));
+  auto [it, inserted] =
+      std::pair<std::unordered_set<uint64_t>::iterator, bool>(batch_jobs_.insert(job.id.value()));
   if (inserted) {
     batch_.jobs.push_back(job);
     return;
@@ -193,7 +209,8 @@ std::optional<NodeId> Controller::NodeIdOf(std::string_view name) const {
 }
 
 api::NodeNames Controller::Names() const {
-  return {[this](NodeId id) { return NodeName(id); }, [this](std::string_view n) { return NodeIdOf(n); }};
+  return {[this](NodeId id) { return NodeName(id); },
+          [this](std::string_view n) { return NodeIdOf(n); }};
 }
 
 void Controller::RebuildNodeNames() {
@@ -217,7 +234,8 @@ const Partition* Controller::PartitionOf(const Job& job) const {
 
 NodeState Controller::EffectiveState(const NodeRecord& n) const {
   if (n.node.state == NodeState::kDown) return NodeState::kDown;
-  if (n.admin_drain) return n.node.state == NodeState::kDrained ? NodeState::kDrained : NodeState::kDraining;
+  if (n.admin_drain)
+    return n.node.state == NodeState::kDrained ? NodeState::kDrained : NodeState::kDraining;
   return NodeState::kUp;
 }
 
@@ -229,9 +247,10 @@ void Controller::RebuildInventory() {
   for (const auto& [name, n] : nodes_) {
     Node node = n.node;
     // Partitions a node names but the cluster no longer has are dropped, not fatal.
-    node.partitions.erase(std::remove_if(node.partitions.begin(), node.partitions.end(),
-                                         [&](const std::string& p) { return c.FindPartition(p) == nullptr; }),
-                          node.partitions.end());
+    node.partitions.erase(
+        std::remove_if(node.partitions.begin(), node.partitions.end(),
+                       [&](const std::string& p) { return c.FindPartition(p) == nullptr; }),
+        node.partitions.end());
     c.nodes.push_back(std::move(node));
   }
   auto inv = sched::Inventory::Build(c);
@@ -261,12 +280,13 @@ Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) con
     if (spec.partition.empty() ? p.is_default : p.name == spec.partition) part = &p;
   }
   if (part == nullptr) {
-    return InvalidArgument(spec.partition.empty() ? "there is no default partition; name one with -p"
-                                                  : fmt::format("unknown partition '{}'", spec.partition));
+    return InvalidArgument(spec.partition.empty()
+                               ? "there is no default partition; name one with -p"
+                               : fmt::format("unknown partition '{}'", spec.partition));
   }
   if (!spec.account.empty() && !accounts_.empty()) {
-    const bool known =
-        std::any_of(accounts_.begin(), accounts_.end(), [&](const Account& a) { return a.name == spec.account; });
+    const bool known = std::any_of(accounts_.begin(), accounts_.end(),
+                                   [&](const Account& a) { return a.name == spec.account; });
     if (!known) return InvalidArgument(fmt::format("unknown account '{}'", spec.account));
   }
   if (!part->AllowsAccount(spec.account)) {
@@ -274,7 +294,8 @@ Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) con
   }
   if (part->max_time.count() > 0 && spec.time_limit > part->max_time) {
     return InvalidArgument(fmt::format("time limit {} exceeds partition '{}' maximum {}",
-                                       FormatDuration(spec.time_limit), part->name, FormatDuration(part->max_time)));
+                                       FormatDuration(spec.time_limit), part->name,
+                                       FormatDuration(part->max_time)));
   }
   if (inventory_->size() == 0) {
     // No node has registered yet: the request is checked when nodes join.
@@ -306,10 +327,12 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
   SHOAL_RETURN_IF_ERROR(CompileAndCheck(spec, &req));
   const size_t count = spec.array ? spec.array->indices.size() : 1;
   if (count > static_cast<size_t>(config_.max_jobs_per_submit)) {
-    return InvalidArgument(fmt::format("{} array tasks; at most {} per submission", count, config_.max_jobs_per_submit));
+    return InvalidArgument(fmt::format("{} array tasks; at most {} per submission", count,
+                                       config_.max_jobs_per_submit));
   }
   if (active_ + count > static_cast<size_t>(config_.max_active_jobs)) {
-    return Status(StatusCode::kUnavailable, fmt::format("the queue is full ({} active jobs)", active_));
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("the queue is full ({} active jobs)", active_));
   }
   api::Json ids = api::Json::array();
   const JobId first(next_job_id_);
@@ -342,7 +365,8 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
 Status Controller::Cancel(const Identity& who, JobId id, Time now) {
   const Job* job = Find(id);
   if (job == nullptr) {
-    if (finished_.count(id.value())) return FailedPrecondition(fmt::format("job {} has already ended", id.value()));
+    if (finished_.count(id.value()))
+      return FailedPrecondition(fmt::format("job {} has already ended", id.value()));
     return NotFound(fmt::format("no job {}", id.value()));
   }
   SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
@@ -354,14 +378,16 @@ Status Controller::Cancel(const Identity& who, JobId id, Time now) {
     StopJob(Mutable(id), JobState::kCancelled, now, fmt::format("cancelled by {}", who.user));
     return Status::Ok();
   }
-  return FailedPrecondition(fmt::format("job {} has already ended ({})", id.value(), JobStateName(job->state)));
+  return FailedPrecondition(
+      fmt::format("job {} has already ended ({})", id.value(), JobStateName(job->state)));
 }
 
 Status Controller::Hold(const Identity& who, JobId id, Time) {
   const Job* job = Find(id);
   if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
   SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
-  if (job->state != JobState::kPending) return FailedPrecondition(fmt::format("job {} is not pending", id.value()));
+  if (job->state != JobState::kPending)
+    return FailedPrecondition(fmt::format("job {} is not pending", id.value()));
   Job& j = Mutable(id);
   j.spec.hold = true;
   Record(j);
@@ -373,7 +399,8 @@ Status Controller::Release(const Identity& who, JobId id, Time) {
   const Job* job = Find(id);
   if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
   SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
-  if (job->state != JobState::kPending) return FailedPrecondition(fmt::format("job {} is not pending", id.value()));
+  if (job->state != JobState::kPending)
+    return FailedPrecondition(fmt::format("job {} is not pending", id.value()));
   if (!job->spec.hold) return FailedPrecondition(fmt::format("job {} is not held", id.value()));
   Job& j = Mutable(id);
   j.spec.hold = false;
@@ -386,8 +413,10 @@ Status Controller::Requeue(const Identity& who, JobId id, Time now) {
   const Job* job = Find(id);
   if (job == nullptr) return NotFound(fmt::format("no job {}", id.value()));
   SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
-  if (job->state != JobState::kRunning) return FailedPrecondition(fmt::format("job {} is not running", id.value()));
-  StopJob(Mutable(id), JobState::kPending, now, fmt::format("requeued by {}", who.user), /*requeue_after=*/true);
+  if (job->state != JobState::kRunning)
+    return FailedPrecondition(fmt::format("job {} is not running", id.value()));
+  StopJob(Mutable(id), JobState::kPending, now, fmt::format("requeued by {}", who.user),
+          /*requeue_after=*/true);
   return Status::Ok();
 }
 
@@ -409,7 +438,8 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
   if (node.name.empty()) return InvalidArgument("node: a name is required");
   if (node.address.empty()) return InvalidArgument("node: the agent's address is required");
   for (const std::string& p : node.partitions) {
-    if (std::none_of(partitions_.begin(), partitions_.end(), [&](const Partition& q) { return q.name == p; })) {
+    if (std::none_of(partitions_.begin(), partitions_.end(),
+                     [&](const Partition& q) { return q.name == p; })) {
       return InvalidArgument(fmt::format("node {} names unknown partition '{}'", node.name, p));
     }
   }
@@ -422,7 +452,8 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
   } else {
     node.id = NodeId(next_node_id_++);
   }
-  node.state = rec.node.state == NodeState::kDown || it == nodes_.end() ? NodeState::kUp : rec.node.state;
+  node.state =
+      rec.node.state == NodeState::kDown || it == nodes_.end() ? NodeState::kUp : rec.node.state;
   if (rec.admin_drain) node.state = rec.node.state;
   node.state_reason = rec.admin_drain ? rec.node.state_reason : "";
   // The acceptance result is the server's record, never the agent's word.
@@ -443,13 +474,14 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
   // What the server believes runs there, for the agent to reconcile with.
   api::Json running = api::Json::array();
   for (const auto& [id, r] : running_) {
-    if (r.nodes_left.count(name)) running.push_back({{"job", id}, {"epoch", Find(JobId(id))->epoch}});
+    if (r.nodes_left.count(name))
+      running.push_back({{"job", id}, {"epoch", Find(JobId(id))->epoch}});
   }
   return api::Json{{"node", name}, {"id", nodes_[name].node.id.value()}, {"running", running}};
 }
 
-Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::string& name, const Heartbeat& hb,
-                                                Time now) {
+Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::string& name,
+                                               const Heartbeat& hb, Time now) {
   if (!who.node() && !who.admin()) return Denied("only node agents send heartbeats");
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return NotFound(fmt::format("node {} is not registered", name));
@@ -466,7 +498,9 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
   auto exited = [&](JobId id, uint64_t epoch, int code, int signal, const std::string& message) {
     const Job* job = Find(id);
     auto r = running_.find(id.value());
-    if (job == nullptr || job->state != JobState::kRunning || job->epoch != epoch || r == running_.end()) return;
+    if (job == nullptr || job->state != JobState::kRunning || job->epoch != epoch ||
+        r == running_.end())
+      return;
     if (!r->second.nodes_left.erase(name)) return;
     Running& run = r->second;
     const bool failed = code != 0 || signal != 0;
@@ -476,7 +510,8 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     }
     if (!run.nodes_left.empty()) {
       // One task of a gang failed: stop the others.
-      if (failed && !run.ending_as) StopJob(Mutable(id), JobState::kFailed, now, fmt::format("a task failed on {}", name));
+      if (failed && !run.ending_as)
+        StopJob(Mutable(id), JobState::kFailed, now, fmt::format("a task failed on {}", name));
       return;
     }
     Job& j = Mutable(id);
@@ -488,7 +523,8 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     } else if (run.ending_as) {
       Finish(j, *run.ending_as, now);
     } else {
-      Finish(j, j.exit_code == 0 && j.exit_signal == 0 ? JobState::kCompleted : JobState::kFailed, now);
+      Finish(j, j.exit_code == 0 && j.exit_signal == 0 ? JobState::kCompleted : JobState::kFailed,
+             now);
     }
   };
   for (const JobEvent& e : hb.events) {
@@ -504,7 +540,8 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     const bool known = job != nullptr && job->state == JobState::kRunning && job->epoch == epoch &&
                        r != running_.end() && r->second.nodes_left.count(name);
     if (!known) {
-      outbox_.kills.push_back({name, n.node.address, id, epoch, config_.kill_grace, "not known to the server"});
+      outbox_.kills.push_back(
+          {name, n.node.address, id, epoch, config_.kill_grace, "not known to the server"});
     } else {
       r->second.confirmed.insert(name);
     }
@@ -538,7 +575,8 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
   return api::Json{{"ok", true}};
 }
 
-Status Controller::Drain(const Identity& who, const std::string& name, const std::string& reason, Time) {
+Status Controller::Drain(const Identity& who, const std::string& name, const std::string& reason,
+                         Time) {
   if (!who.admin()) return Denied("only admins drain nodes");
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
@@ -584,9 +622,10 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
   }
   running_[j.id.value()] = std::move(run);
   for (size_t k = 0; k < j.allocation.nodes.size(); ++k) {
-    outbox_.launches.push_back({names[k], addresses[k], j.id, j.epoch, j.spec, j.allocation.nodes[k],
-                                static_cast<int>(k), names, addresses, MasterPort(j.id), j.array_job_id.value(),
-                                j.array_task_id, now + config_.launch_grace});
+    outbox_.launches.push_back({names[k], addresses[k], j.id, j.epoch, j.spec,
+                                j.allocation.nodes[k], static_cast<int>(k), names, addresses,
+                                MasterPort(j.id), j.array_job_id.value(), j.array_task_id,
+                                now + config_.launch_grace});
   }
   Record(j);
 }
@@ -594,7 +633,8 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
 Status Controller::PutPartition(const Identity& who, Partition p) {
   if (!who.admin()) return Denied("only admins change partitions");
   if (p.name.empty()) return InvalidArgument("partition: a name is required");
-  auto it = std::find_if(partitions_.begin(), partitions_.end(), [&](const Partition& q) { return q.name == p.name; });
+  auto it = std::find_if(partitions_.begin(), partitions_.end(),
+                         [&](const Partition& q) { return q.name == p.name; });
   if (p.is_default) {
     for (Partition& q : partitions_) {
       if (q.is_default && q.name != p.name) {
@@ -608,7 +648,8 @@ Status Controller::PutPartition(const Identity& who, Partition p) {
   } else {
     *it = p;
   }
-  if (std::none_of(partitions_.begin(), partitions_.end(), [](const Partition& q) { return q.is_default; })) {
+  if (std::none_of(partitions_.begin(), partitions_.end(),
+                   [](const Partition& q) { return q.is_default; })) {
     partitions_.front().is_default = true;
     batch_.partitions.push_back(partitions_.front());
   }
@@ -619,8 +660,10 @@ Status Controller::PutPartition(const Identity& who, Partition p) {
 
 Status Controller::PutAccount(const Identity& who, Account a) {
   if (!who.admin()) return Denied("only admins change accounts");
-  if (a.name.empty() || !(a.shares > 0)) return InvalidArgument("account: a name and shares > 0 are required");
-  auto it = std::find_if(accounts_.begin(), accounts_.end(), [&](const Account& b) { return b.name == a.name; });
+  if (a.name.empty() || !(a.shares > 0))
+    return InvalidArgument("account: a name and shares > 0 are required");
+  auto it = std::find_if(accounts_.begin(), accounts_.end(),
+                         [&](const Account& b) { return b.name == a.name; });
   if (it == accounts_.end()) {
     accounts_.push_back(a);
   } else {
@@ -631,10 +674,11 @@ Status Controller::PutAccount(const Identity& who, Account a) {
   return Status::Ok();
 }
 
-Result<api::Json> Controller::CreateToken(const Identity& who, const std::string& user, const std::string& role,
-                                           Time now) {
+Result<api::Json> Controller::CreateToken(const Identity& who, const std::string& user,
+                                          const std::string& role, Time now) {
   if (!who.admin()) return Denied("only admins create tokens");
-  if (role != "admin" && role != "user" && role != "node") return InvalidArgument("role is admin, user or node");
+  if (role != "admin" && role != "user" && role != "node")
+    return InvalidArgument("role is admin, user or node");
   if (user.empty()) return InvalidArgument("a token needs a user");
   if (user.find_first_of(" \t\n/") != std::string::npos || user.size() > 64) {
     return InvalidArgument("user names are up to 64 characters without spaces or slashes");
@@ -664,8 +708,10 @@ void Controller::Finish(Job& job, JobState state, Time now) {
   job.state = state;
   job.end_time = now;
   if (was_running) {
-    job.gpu_seconds += job.allocation.GpuEquivalents() * std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
-    if (auto r = running_.find(job.id.value()); r != running_.end()) job.efficiency = r->second.efficiency;
+    job.gpu_seconds += job.allocation.GpuEquivalents() *
+                       std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
+    if (auto r = running_.find(job.id.value()); r != running_.end())
+      job.efficiency = r->second.efficiency;
     running_.erase(job.id.value());
   }
   requests_.erase(job.id.value());
@@ -678,7 +724,8 @@ void Controller::Finish(Job& job, JobState state, Time now) {
   dirty_ = true;
 }
 
-void Controller::StopJob(Job& job, JobState ending_as, Time now, const std::string& why, bool requeue_after) {
+void Controller::StopJob(Job& job, JobState ending_as, Time now, const std::string& why,
+                         bool requeue_after) {
   auto r = running_.find(job.id.value());
   if (r == running_.end()) return;
   Running& run = r->second;
@@ -689,15 +736,18 @@ void Controller::StopJob(Job& job, JobState ending_as, Time now, const std::stri
   for (const std::string& node : run.nodes_left) {
     auto n = nodes_.find(node);
     if (n == nodes_.end()) continue;
-    outbox_.kills.push_back({node, n->second.node.address, job.id, job.epoch, config_.kill_grace, why});
+    outbox_.kills.push_back(
+        {node, n->second.node.address, job.id, job.epoch, config_.kill_grace, why});
   }
   job.reason_detail = why;
   Record(job);
 }
 
 void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
-  job.gpu_seconds += job.allocation.GpuEquivalents() * std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
-  if (auto r = running_.find(job.id.value()); r != running_.end()) job.efficiency = r->second.efficiency;
+  job.gpu_seconds += job.allocation.GpuEquivalents() *
+                     std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
+  if (auto r = running_.find(job.id.value()); r != running_.end())
+    job.efficiency = r->second.efficiency;
   running_.erase(job.id.value());
   job.idle = false;
   job.state = JobState::kPending;

@@ -49,9 +49,10 @@ struct Identity {
 
 struct ControllerConfig {
   std::string policy = "backfill";
-  Duration node_timeout = std::chrono::seconds(30);   // missed heartbeats before a node is down
-  Duration kill_grace = std::chrono::seconds(30);     // SIGTERM to SIGKILL, told to the agent
-  Duration launch_grace = std::chrono::seconds(15);   // a launched job may be missing from heartbeats this long
+  Duration node_timeout = std::chrono::seconds(30);  // missed heartbeats before a node is down
+  Duration kill_grace = std::chrono::seconds(30);    // SIGTERM to SIGKILL, told to the agent
+  Duration launch_grace =
+      std::chrono::seconds(15);  // a launched job may be missing from heartbeats this long
   Duration usage_half_life = std::chrono::hours(24 * 7);
   Duration finished_retention = std::chrono::hours(1);  // finished jobs kept in memory for `show`
   Duration dependency_horizon = std::chrono::hours(24 * 30);
@@ -71,12 +72,12 @@ struct LaunchOrder {
   JobId job;
   uint64_t epoch = 0;
   JobSpec spec;
-  NodeAllocation allocation;          // this node's part
+  NodeAllocation allocation;  // this node's part
   int node_rank = 0;
-  std::vector<std::string> nodes;     // every node of the job, in rank order
-  std::vector<std::string> addresses; // their addresses, same order
+  std::vector<std::string> nodes;      // every node of the job, in rank order
+  std::vector<std::string> addresses;  // their addresses, same order
   int master_port = 0;
-  uint64_t array_job_id = 0;          // for array tasks
+  uint64_t array_job_id = 0;  // for array tasks
   int array_task_id = -1;
   // After this the server takes the launch as lost (the launch grace) and
   // runs the job again under a new epoch: an agent refuses the order then.
@@ -144,9 +145,9 @@ struct Heartbeat {
 };
 
 struct JobFilter {
-  std::string user;                // empty: the caller's own jobs (admins: everyone's)
-  bool all_users = false;          // admins only
-  std::vector<JobState> states;    // empty: pending and running
+  std::string user;              // empty: the caller's own jobs (admins: everyone's)
+  bool all_users = false;        // admins only
+  std::vector<JobState> states;  // empty: pending and running
 };
 
 // Node id -> name, replaced whole (never changed) when nodes change, so that
@@ -179,11 +180,10 @@ struct MetricsView {
   std::vector<NodeNow> now;                        // the same order as *nodes
   std::vector<std::shared_ptr<const Job>> jobs;    // pending and running
   std::string default_partition;
-  std::map<std::string, double> account_gpu_s;     // GPU-seconds by account since the server started
-  uint64_t submissions = 0;                        // jobs submitted since the server started
-  uint64_t plan_starts_dropped = 0;                // planned starts the commit's check refused
+  std::map<std::string, double> account_gpu_s;  // GPU-seconds by account since the server started
+  uint64_t submissions = 0;                     // jobs submitted since the server started
+  uint64_t plan_starts_dropped = 0;             // planned starts the commit's check refused
 };
-
 
 class Controller {
  public:
@@ -200,22 +200,26 @@ class Controller {
   Status Requeue(const Identity& who, JobId id, Time now);
   Status SetPriority(const Identity& who, JobId id, int64_t priority, Time now);
   Result<api::Json> RegisterNode(const Identity& who, Node node, Time now);
-  Result<api::Json> ReceiveHeartbeat(const Identity& who, const std::string& node, const Heartbeat& hb, Time now);
+  Result<api::Json> ReceiveHeartbeat(const Identity& who, const std::string& node,
+                                     const Heartbeat& hb, Time now);
   Status Drain(const Identity& who, const std::string& node, const std::string& reason, Time now);
   Status Resume(const Identity& who, const std::string& node, Time now);
   // Stores a node's acceptance result (admins only). A pass resumes a node
   // drained for acceptance ("awaiting acceptance" or a failed one); a failure
   // drains it with "acceptance failed: <summary>". A drain for any other
   // reason is left as it is.
-  Result<api::Json> RecordAcceptance(const Identity& who, const std::string& node, AcceptanceResult result, Time now);
+  Result<api::Json> RecordAcceptance(const Identity& who, const std::string& node,
+                                     AcceptanceResult result, Time now);
   Status PutPartition(const Identity& who, Partition p);
   Status PutAccount(const Identity& who, Account a);
   // Returns the token's text, shown once.
-  Result<api::Json> CreateToken(const Identity& who, const std::string& user, const std::string& role, Time now);
+  Result<api::Json> CreateToken(const Identity& who, const std::string& user,
+                                const std::string& role, Time now);
   Status RevokeToken(const Identity& who, const std::string& id);
 
   // --- queries (read-only; the returned pointers stay valid as long as held) ---
-  Result<std::vector<std::shared_ptr<const Job>>> ListJobs(const Identity& who, const JobFilter& f) const;
+  Result<std::vector<std::shared_ptr<const Job>>> ListJobs(const Identity& who,
+                                                           const JobFilter& f) const;
   // A job with why it waits and where it would run (estimated start, planned nodes).
   Result<api::Json> ShowJob(const Identity& who, JobId id) const;
   // What the API shows of a job, captured here (cheaply: shared pointers)
@@ -266,7 +270,8 @@ class Controller {
     Node node;
     Time last_seen{};
     uint64_t unhealthy_gpus = 0;
-    bool admin_drain = false;  // drained by an admin or for a sick GPU (stays drained until resumed)
+    bool admin_drain =
+        false;  // drained by an admin or for a sick GPU (stays drained until resumed)
     std::shared_ptr<const std::vector<GpuReport>> gpus_now;  // the last heartbeat's GPU reports
     Time last_telemetry{};                                   // when gpus_now last carried telemetry
   };
@@ -275,12 +280,13 @@ class Controller {
     std::unordered_set<std::string> confirmed;   // nodes that have reported the job running
     std::optional<JobState> ending_as;           // set when we asked it to stop
     Time kill_sent{};
-    bool requeue_after = false;                  // preempted: back to pending when it exits
+    bool requeue_after = false;  // preempted: back to pending when it exits
     int first_failure_code = 0;
     int first_failure_signal = 0;
     // GPU efficiency, accumulated from heartbeats and copied into the job.
     JobEfficiency efficiency;
-    std::map<std::pair<std::string, int>, double> last_energy_j;  // (node, GPU) -> its energy counter
+    std::map<std::pair<std::string, int>, double>
+        last_energy_j;    // (node, GPU) -> its energy counter
     Time first_sample{};  // the first telemetry seen (0: none yet)
     Time last_busy{};     // the last time a GPU of the job was at or above the idle threshold
   };
@@ -293,12 +299,14 @@ class Controller {
   void Record(const Job& job);
   void RecordNode(const NodeRecord& n);
   void Finish(Job& job, JobState state, Time now);
-  void StopJob(Job& job, JobState ending_as, Time now, const std::string& why, bool requeue_after = false);
+  void StopJob(Job& job, JobState ending_as, Time now, const std::string& why,
+               bool requeue_after = false);
   void RequeueNow(Job& job, Time now, const std::string& why);
   void NodeLost(NodeRecord& n, Time now);
   Result<api::Json> SubmitAcceptance(JobSpec spec, Time now);
   void StartJob(Job& j, Allocation allocation, Time now);
-  void PlaceAcceptanceJobs(const std::vector<uint64_t>& pending, Time now);  // pending acceptance tests
+  void PlaceAcceptanceJobs(const std::vector<uint64_t>& pending,
+                           Time now);  // pending acceptance tests
   static std::vector<std::string> AcceptanceNodes(const JobSpec& spec);
   bool RequiresAcceptance(const Node& node) const;
   static bool DrainedForAcceptance(const NodeRecord& n);
@@ -309,7 +317,8 @@ class Controller {
   void RebuildNodeNames();
   NodeState EffectiveState(const NodeRecord& n) const;
   const Partition* PartitionOf(const Job& job) const;
-  using JobsByNode = std::unordered_map<uint64_t, std::vector<std::pair<const Job*, const NodeAllocation*>>>;
+  using JobsByNode =
+      std::unordered_map<uint64_t, std::vector<std::pair<const Job*, const NodeAllocation*>>>;
   JobsByNode RunningByNode(std::optional<NodeId> only) const;
   api::Json NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node) const;
   void GpuReports(NodeRecord& n, const Heartbeat& hb, Time now);
@@ -323,13 +332,15 @@ class Controller {
   std::map<uint64_t, std::shared_ptr<const Job>> jobs_;  // active and recently finished
   std::unordered_map<uint64_t, sched::Request> requests_;
   std::unordered_map<uint64_t, Running> running_;
-  std::unordered_map<uint64_t, JobState> finished_;      // for dependencies
-  std::deque<std::pair<Time, uint64_t>> evict_order_;    // ended jobs by end time: leave jobs_
-  std::deque<std::pair<Time, uint64_t>> forget_order_;   // ended jobs by end time: leave finished_
-  std::vector<uint64_t> pending_order_;                  // submission order, compacted lazily
+  std::unordered_map<uint64_t, JobState> finished_;     // for dependencies
+  std::deque<std::pair<Time, uint64_t>> evict_order_;   // ended jobs by end time: leave jobs_
+  std::deque<std::pair<Time, uint64_t>> forget_order_;  // ended jobs by end time: leave finished_
+  std::vector<uint64_t> pending_order_;                 // submission order, compacted lazily
   std::map<std::string, NodeRecord> nodes_;
-  std::shared_ptr<const NodeNameTable> node_names_ = std::make_shared<NodeNameTable>();  // rebuilt with the inventory
-  std::shared_ptr<const std::vector<Node>> node_table_ = std::make_shared<std::vector<Node>>();  // likewise, by name
+  std::shared_ptr<const NodeNameTable> node_names_ =
+      std::make_shared<NodeNameTable>();  // rebuilt with the inventory
+  std::shared_ptr<const std::vector<Node>> node_table_ =
+      std::make_shared<std::vector<Node>>();  // likewise, by name
   TelemetryStore* telemetry_ = nullptr;
   Time last_cluster_sample_{};
   Time last_efficiency_commit_{};
@@ -340,7 +351,8 @@ class Controller {
   std::vector<Account> accounts_;
   std::map<std::string, state::AccountUsage> usage_;
   std::map<std::string, state::TokenRecord> tokens_;
-  std::unordered_map<uint64_t, std::shared_ptr<const sched::PendingDecision>> decisions_;  // from the last pass
+  std::unordered_map<uint64_t, std::shared_ptr<const sched::PendingDecision>>
+      decisions_;  // from the last pass
   uint64_t next_job_id_ = 1;
   uint32_t next_node_id_ = 1;
   size_t active_ = 0;

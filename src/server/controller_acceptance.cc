@@ -1,9 +1,9 @@
 // The Controller's node acceptance (docs/acceptance.md, "In the cluster"): the
 // results `shoal bench --cluster` records, which lift or set acceptance
 // drains, and the acceptance jobs the control loop places itself.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/strings.h"
 #include "server/controller.h"
@@ -22,8 +22,8 @@ constexpr int kMaxAcceptanceNodes = 1024;
 
 }  // namespace
 
-Result<api::Json> Controller::RecordAcceptance(const Identity& who, const std::string& name, AcceptanceResult result,
-                                                Time now) {
+Result<api::Json> Controller::RecordAcceptance(const Identity& who, const std::string& name,
+                                               AcceptanceResult result, Time now) {
   if (!who.admin()) return Denied("only admins record acceptance results");
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
@@ -39,7 +39,8 @@ Result<api::Json> Controller::RecordAcceptance(const Identity& who, const std::s
   } else if (!result.passed && ours) {
     n.admin_drain = true;
     if (n.node.state == NodeState::kUp) n.node.state = NodeState::kDraining;
-    std::string why = std::string(kAcceptanceFailed) + (result.summary.empty() ? "no summary given" : result.summary);
+    std::string why = std::string(kAcceptanceFailed) +
+                      (result.summary.empty() ? "no summary given" : result.summary);
     if (why.size() > kMaxReasonChars) why.resize(kMaxReasonChars);
     n.node.state_reason = std::move(why);
     action = "drained";
@@ -63,8 +64,8 @@ bool Controller::RequiresAcceptance(const Node& node) const {
   for (const Partition& p : partitions_) {
     if (!p.require_acceptance) continue;
     if (node.partitions.empty() ? p.is_default
-                                : std::find(node.partitions.begin(), node.partitions.end(), p.name) !=
-                                      node.partitions.end()) {
+                                : std::find(node.partitions.begin(), node.partitions.end(),
+                                            p.name) != node.partitions.end()) {
       return true;
     }
   }
@@ -78,20 +79,23 @@ bool Controller::RequiresAcceptance(const Node& node) const {
 Result<api::Json> Controller::SubmitAcceptance(JobSpec spec, Time now) {
   const std::vector<std::string> names = AcceptanceNodes(spec);
   if (names.empty() || names.size() > static_cast<size_t>(kMaxAcceptanceNodes)) {
-    return InvalidArgument(fmt::format("acceptance_node names 1 to {} nodes, comma-separated", kMaxAcceptanceNodes));
+    return InvalidArgument(
+        fmt::format("acceptance_node names 1 to {} nodes, comma-separated", kMaxAcceptanceNodes));
   }
   int gpus = -1;
   for (size_t k = 0; k < names.size(); ++k) {
     auto it = nodes_.find(names[k]);
     if (it == nodes_.end()) {
-      return NotFound(fmt::format("acceptance test for node {}, which is not registered", names[k]));
+      return NotFound(
+          fmt::format("acceptance test for node {}, which is not registered", names[k]));
     }
     if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(k), names[k]) !=
         names.begin() + static_cast<std::ptrdiff_t>(k)) {
       return InvalidArgument(fmt::format("acceptance_node names {} twice", names[k]));
     }
     if (gpus >= 0 && it->second.node.GpuCount() != gpus) {
-      return InvalidArgument("the nodes of a multi-node acceptance test must have as many GPUs each");
+      return InvalidArgument(
+          "the nodes of a multi-node acceptance test must have as many GPUs each");
     }
     gpus = it->second.node.GpuCount();
   }
@@ -112,9 +116,11 @@ Result<api::Json> Controller::SubmitAcceptance(JobSpec spec, Time now) {
   for (const Partition& p : partitions_) {
     if (spec.partition.empty() ? p.is_default : p.name == spec.partition) part = &p;
   }
-  if (part == nullptr) return InvalidArgument(fmt::format("unknown partition '{}'", spec.partition));
+  if (part == nullptr)
+    return InvalidArgument(fmt::format("unknown partition '{}'", spec.partition));
   if (active_ + 1 > static_cast<size_t>(config_.max_active_jobs)) {
-    return Status(StatusCode::kUnavailable, fmt::format("the queue is full ({} active jobs)", active_));
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("the queue is full ({} active jobs)", active_));
   }
   sched::Request req;
   req.inventory_version = 0;
@@ -168,9 +174,10 @@ void Controller::PlaceAcceptanceJobs(const std::vector<uint64_t>& pending, Time 
       if (st == NodeState::kDown) {
         wait = fmt::format("node {} is down", name);
       } else if (st != NodeState::kUp && !DrainedForAcceptance(n)) {
-        wait = fmt::format("node {} is {} ({}); acceptance tests run only on nodes that are up or drained "
-                           "for acceptance",
-                           name, NodeStateName(st), n.node.state_reason);
+        wait = fmt::format(
+            "node {} is {} ({}); acceptance tests run only on nodes that are up or drained "
+            "for acceptance",
+            name, NodeStateName(st), n.node.state_reason);
       } else if (!RunningByNode(n.node.id).empty()) {
         reason = PendingReason::kResources;
         wait = fmt::format("node {} still runs other jobs", name);

@@ -10,9 +10,13 @@
 
 namespace shoal::server::internal {
 
-inline Status Denied(std::string why) { return Status(StatusCode::kPermissionDenied, std::move(why)); }
+inline Status Denied(std::string why) {
+  return Status(StatusCode::kPermissionDenied, std::move(why));
+}
 
-inline bool IsActive(JobState s) { return s == JobState::kPending || s == JobState::kRunning; }
+inline bool IsActive(JobState s) {
+  return s == JobState::kPending || s == JobState::kRunning;
+}
 
 // The reasons of the drains that acceptance results lift or set; other
 // drains are an admin's or a sick GPU's and only `resume` lifts them.

@@ -2,10 +2,10 @@
 // (AccrueUsage), lost nodes and time limits (Tick), and the scheduling pass
 // that turns the pure scheduler's plan into starts, preemptions and pending
 // decisions (SchedulePass).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "sched/schedule.h"
 #include "sched/working_state.h"
@@ -23,11 +23,13 @@ using internal::IsActive;
 void Controller::AccrueUsage(Time now) {
   const Duration dt = now - last_usage_;
   if (dt.count() <= 0) return;
-  for (auto& [name, u] : usage_) u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, dt, config_.usage_half_life);
+  for (auto& [name, u] : usage_)
+    u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, dt, config_.usage_half_life);
   for (const auto& [id, r] : running_) {
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;
-    const double gpu_s = job->allocation.GpuEquivalents() * ToSeconds(now - std::max(job->start_time, last_usage_));
+    const double gpu_s =
+        job->allocation.GpuEquivalents() * ToSeconds(now - std::max(job->start_time, last_usage_));
     account_gpu_s_[job->spec.account] += std::max(0.0, gpu_s);
     if (!job->spec.account.empty()) {
       state::AccountUsage& u = usage_[job->spec.account];
@@ -42,7 +44,8 @@ void Controller::AccrueUsage(Time now) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) continue;
     auto copy = std::make_shared<Job>(*it->second);
-    copy->gpu_seconds += copy->allocation.GpuEquivalents() * ToSeconds(now - std::max(copy->start_time, last_usage_));
+    copy->gpu_seconds += copy->allocation.GpuEquivalents() *
+                         ToSeconds(now - std::max(copy->start_time, last_usage_));
     copy->efficiency = r.efficiency;
     it->second = std::move(copy);
   }
@@ -57,24 +60,29 @@ void Controller::AccrueUsage(Time now) {
   }
   last_usage_ = now;
   if (now - last_usage_commit_ >= std::chrono::seconds(60)) {
-    for (const auto& [name, u] : usage_) batch_.usage.push_back(u);
+    for (const auto& [name, u] : usage_)
+      batch_.usage.push_back(u);
     last_usage_commit_ = now;
   }
 }
 
 void Controller::Tick(Time now) {
   for (auto& [name, n] : nodes_) {
-    if (n.node.state != NodeState::kDown && now - n.last_seen > config_.node_timeout) NodeLost(n, now);
+    if (n.node.state != NodeState::kDown && now - n.last_seen > config_.node_timeout)
+      NodeLost(n, now);
   }
   std::vector<uint64_t> over;
   std::vector<uint64_t> stuck;
   for (const auto& [id, r] : running_) {
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;
-    if (!r.ending_as && job->time_limit.count() > 0 && now > job->start_time + job->time_limit) over.push_back(id);
-    if (r.ending_as && now - r.kill_sent > config_.kill_grace + config_.node_timeout) stuck.push_back(id);
+    if (!r.ending_as && job->time_limit.count() > 0 && now > job->start_time + job->time_limit)
+      over.push_back(id);
+    if (r.ending_as && now - r.kill_sent > config_.kill_grace + config_.node_timeout)
+      stuck.push_back(id);
   }
-  for (uint64_t id : over) StopJob(Mutable(JobId(id)), JobState::kTimeout, now, "time limit reached");
+  for (uint64_t id : over)
+    StopJob(Mutable(JobId(id)), JobState::kTimeout, now, "time limit reached");
   for (uint64_t id : stuck) {
     // The agents never confirmed the stop: count the job as ended anyway.
     Job& j = Mutable(JobId(id));
@@ -89,7 +97,8 @@ void Controller::Tick(Time now) {
   for (auto& [name, n] : nodes_) {
     if (n.node.state != NodeState::kDraining) continue;
     bool busy = false;
-    for (const auto& [id, r] : running_) busy |= r.nodes_left.count(name) > 0;
+    for (const auto& [id, r] : running_)
+      busy |= r.nodes_left.count(name) > 0;
     if (!busy) {
       n.node.state = NodeState::kDrained;
       RecordNode(n);
@@ -129,7 +138,8 @@ sched::PassStats Controller::SchedulePass(Time now) {
   }
   pending_order_.resize(keep);
   std::sort(pending_order_.begin(), pending_order_.end());
-  pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()), pending_order_.end());
+  pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()),
+                       pending_order_.end());
   // Acceptance tests first, so that the scheduler sees the nodes they hold.
   PlaceAcceptanceJobs(acceptance, now);
   sched::Snapshot snap;
@@ -146,7 +156,8 @@ sched::PassStats Controller::SchedulePass(Time now) {
   for (const Account& a : accounts_) {
     account_index[a.name] = static_cast<int>(snap.accounts.size());
     auto u = usage_.find(a.name);
-    snap.accounts.push_back({a.name, a.shares, u == usage_.end() ? 0.0 : u->second.usage_gpu_s, a.max_gpus});
+    snap.accounts.push_back(
+        {a.name, a.shares, u == usage_.end() ? 0.0 : u->second.usage_gpu_s, a.max_gpus});
   }
   auto info_of = [&](const Job& job) {
     sched::JobInfo info;
@@ -199,11 +210,13 @@ sched::PassStats Controller::SchedulePass(Time now) {
   // Verify the plan against the state once more before committing it (one
   // writer makes this cheap, and a scheduler bug is caught here, not on a node).
   sched::WorkingState check(*inventory_, snap.nodes);
-  for (const sched::JobInfo& r : snap.running) check.Allocate(*r.allocation);
+  for (const sched::JobInfo& r : snap.running)
+    check.Allocate(*r.allocation);
   for (const sched::PreemptDecision& p : plan.preemptions) {
     const Job* victim = Find(p.victim);
     if (victim == nullptr || victim->state != JobState::kRunning) continue;
-    StopJob(Mutable(p.victim), JobState::kPending, now, fmt::format("preempted by job {}", p.preemptor.value()),
+    StopJob(Mutable(p.victim), JobState::kPending, now,
+            fmt::format("preempted by job {}", p.preemptor.value()),
             /*requeue_after=*/true);
   }
   // A start the check refuses is dropped, never applied: the job stays

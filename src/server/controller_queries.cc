@@ -2,10 +2,10 @@
 // pass's pending decision), nodes with their jobs and telemetry,
 // partitions, accounts and tokens. Read-only but for Tokens, which clears
 // the flag that says the token list changed.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "server/controller.h"
 #include "server/controller_internal.h"
@@ -19,15 +19,18 @@ using internal::IsActive;
 
 }  // namespace
 
-Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Identity& who, const JobFilter& f) const {
+Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Identity& who,
+                                                                     const JobFilter& f) const {
   if (f.all_users && !who.admin()) return Denied("only admins list every user's jobs");
-  if (!f.user.empty() && f.user != who.user && !who.admin()) return Denied("you may list only your own jobs");
+  if (!f.user.empty() && f.user != who.user && !who.admin())
+    return Denied("you may list only your own jobs");
   const std::string user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
   std::vector<std::shared_ptr<const Job>> out;
   for (const auto& [id, job] : jobs_) {
     if (!user.empty() && job->spec.user != user) continue;
     const bool state_ok = f.states.empty() ? IsActive(job->state)
-                                           : std::find(f.states.begin(), f.states.end(), job->state) != f.states.end();
+                                           : std::find(f.states.begin(), f.states.end(),
+                                                       job->state) != f.states.end();
     if (state_ok) out.push_back(job);
   }
   return out;
@@ -56,9 +59,11 @@ api::Json JobViewJson(const JobView& v) {
       const sched::PendingDecision& d = *v.decision;
       j["reason"] = std::string(PendingReasonName(d.reason));
       if (!d.detail.empty()) j["reason_detail"] = d.detail;
-      if (d.estimated_start != kTimeNever) j["estimated_start"] = api::TimeToJson(d.estimated_start);
+      if (d.estimated_start != kTimeNever)
+        j["estimated_start"] = api::TimeToJson(d.estimated_start);
       api::Json planned = api::Json::array();
-      for (NodeId n : d.planned_nodes) planned.push_back(name_of(n));
+      for (NodeId n : d.planned_nodes)
+        planned.push_back(name_of(n));
       if (!planned.empty()) j["planned_nodes"] = planned;
     } else {
       // Not looked at by a pass yet, or an acceptance test (which no pass decides).
@@ -72,11 +77,13 @@ api::Json JobViewJson(const JobView& v) {
 
 Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
   const Job* job = Find(id);
-  if (job == nullptr) return NotFound(fmt::format("no job {} (finished jobs are in the history)", id.value()));
+  if (job == nullptr)
+    return NotFound(fmt::format("no job {} (finished jobs are in the history)", id.value()));
   if (!MaySee(who, *job)) return Denied(fmt::format("job {} belongs to another user", id.value()));
   api::Json j = JobViewJson(View(jobs_.at(id.value())));
   auto r = running_.find(id.value());
-  if (r != running_.end() && r->second.ending_as) j["ending_as"] = std::string(JobStateName(*r->second.ending_as));
+  if (r != running_.end() && r->second.ending_as)
+    j["ending_as"] = std::string(JobStateName(*r->second.ending_as));
   return j;
 }
 
@@ -98,7 +105,8 @@ Controller::JobsByNode Controller::RunningByNode(std::optional<NodeId> only) con
 api::Json Controller::NodesJson() const {
   const JobsByNode by_node = RunningByNode(std::nullopt);
   api::Json out = api::Json::array();
-  for (const auto& [name, n] : nodes_) out.push_back(NodeJsonOf(n, by_node));
+  for (const auto& [name, n] : nodes_)
+    out.push_back(NodeJsonOf(n, by_node));
   return out;
 }
 
@@ -118,7 +126,9 @@ api::Json Controller::NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node)
   if (auto on = by_node.find(n.node.id.value()); on != by_node.end()) {
     for (const auto& [job, na] : on->second) {
       used += na->GpuCount();
-      jobs.push_back({{"job", job->id.value()}, {"user", job->spec.user}, {"gpus", FormatGpuMask(na->gpu_mask)}});
+      jobs.push_back({{"job", job->id.value()},
+                      {"user", job->spec.user},
+                      {"gpus", FormatGpuMask(na->gpu_mask)}});
     }
   }
   j["gpus_used"] = used;
@@ -135,19 +145,26 @@ api::Json Controller::NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node)
     }
     if (!g.telemetry.present) continue;
     const GpuTelemetry& t = g.telemetry;
-    gj["telemetry"] = {{"util", t.util_pct},         {"mem_copy_util", t.mem_copy_util_pct},
-                       {"fb_used_mib", t.fb_used_mib}, {"fb_free_mib", t.fb_free_mib},
-                       {"power_w", t.power_w},         {"temp_c", t.temperature_c},
-                       {"sm_clock_mhz", t.sm_clock_mhz}, {"energy_j", t.energy_j},
-                       {"ecc_corrected", t.ecc_corrected}, {"ecc_uncorrected", t.ecc_uncorrected},
-                       {"xid_errors", t.xid_errors},   {"last_xid", t.last_xid}};
+    gj["telemetry"] = {{"util", t.util_pct},
+                       {"mem_copy_util", t.mem_copy_util_pct},
+                       {"fb_used_mib", t.fb_used_mib},
+                       {"fb_free_mib", t.fb_free_mib},
+                       {"power_w", t.power_w},
+                       {"temp_c", t.temperature_c},
+                       {"sm_clock_mhz", t.sm_clock_mhz},
+                       {"energy_j", t.energy_j},
+                       {"ecc_corrected", t.ecc_corrected},
+                       {"ecc_uncorrected", t.ecc_uncorrected},
+                       {"xid_errors", t.xid_errors},
+                       {"last_xid", t.last_xid}};
   }
   return j;
 }
 
 api::Json Controller::PartitionsJson() const {
   api::Json out = api::Json::array();
-  for (const Partition& p : partitions_) out.push_back(api::ToJson(p));
+  for (const Partition& p : partitions_)
+    out.push_back(api::ToJson(p));
   return out;
 }
 
@@ -166,7 +183,10 @@ Result<api::Json> Controller::TokensJson(const Identity& who) const {
   if (!who.admin()) return Denied("only admins list tokens");
   api::Json out = api::Json::array();
   for (const auto& [id, t] : tokens_) {
-    out.push_back({{"id", id}, {"user", t.user}, {"role", t.role}, {"created", api::TimeToJson(t.created)},
+    out.push_back({{"id", id},
+                   {"user", t.user},
+                   {"role", t.role},
+                   {"created", api::TimeToJson(t.created)},
                    {"revoked", t.revoked}});
   }
   return out;
@@ -175,7 +195,8 @@ Result<api::Json> Controller::TokensJson(const Identity& who) const {
 std::vector<state::TokenRecord> Controller::Tokens() {
   tokens_changed_ = false;
   std::vector<state::TokenRecord> out;
-  for (const auto& [id, t] : tokens_) out.push_back(t);
+  for (const auto& [id, t] : tokens_)
+    out.push_back(t);
   return out;
 }
 

@@ -1,10 +1,10 @@
 // The Controller's GPU telemetry: health verdicts from heartbeats, each
 // job's GPU efficiency and idle GPUs, the cluster's series, and the view
 // that /metrics is written from.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-
-#include <fmt/format.h>
 
 #include "server/controller.h"
 #include "server/controller_internal.h"
@@ -46,7 +46,8 @@ void Controller::GpuReports(NodeRecord& n, const Heartbeat& hb, Time now) {
 // Adds one heartbeat's telemetry to the efficiency of the jobs on the node,
 // and notes which of them kept a GPU busy (for idle detection). Costs what
 // the heartbeat's reconciliation costs already: one look at each running job.
-void Controller::AccountGpuUse(const std::string& name, NodeRecord& n, const Heartbeat& hb, Time now) {
+void Controller::AccountGpuUse(const std::string& name, NodeRecord& n, const Heartbeat& hb,
+                               Time now) {
   std::array<const GpuTelemetry*, kMaxGpusPerNode> by_index{};
   bool any = false;
   for (const GpuReport& g : hb.gpus) {
@@ -108,7 +109,8 @@ void Controller::AccountGpuUse(const std::string& name, NodeRecord& n, const Hea
     j.idle = false;
     j.idle_since = Time{};
     Record(j);
-    std::fprintf(stderr, "shoal server: job %llu: its GPUs are busy again\n", static_cast<unsigned long long>(id));
+    std::fprintf(stderr, "shoal server: job %llu: its GPUs are busy again\n",
+                 static_cast<unsigned long long>(id));
   }
 }
 
@@ -158,8 +160,9 @@ void Controller::SampleCluster(Time now) {
   for (const auto& [id, r] : running_) {
     if (const Job* job = Find(JobId(id))) allocated += job->allocation.TotalGpus();
   }
-  telemetry_->RecordCluster(now, reporting > 0 ? util / reporting : 0.0,
-                            total > 0 ? std::min(1.0, static_cast<double>(allocated) / total) : 0.0);
+  telemetry_->RecordCluster(
+      now, reporting > 0 ? util / reporting : 0.0,
+      total > 0 ? std::min(1.0, static_cast<double>(allocated) / total) : 0.0);
 }
 
 MetricsView Controller::Metrics() const {

@@ -21,7 +21,6 @@ using std::chrono::seconds;
 
 const Identity kBob{"bob", "user"};
 
-
 JobSpec Spec(int gpus, const std::string& command = "train.sh") {
   JobSpec s;
   s.gpus = gpus;
@@ -123,7 +122,8 @@ TEST_F(ControllerTest, UsersTouchOnlyTheirOwnJobs) {
   EXPECT_EQ(c_.Hold(kBob, mine, At(1)).code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(c_.ShowJob(kBob, mine).status().code(), StatusCode::kPermissionDenied);
   EXPECT_TRUE(c_.ListJobs(kBob, {})->empty());
-  EXPECT_EQ(c_.ListJobs(kBob, {.user = "alice", .all_users = false, .states = {}}).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.ListJobs(kBob, {.user = "alice", .all_users = false, .states = {}}).status().code(),
+            StatusCode::kPermissionDenied);
   EXPECT_EQ(c_.ListJobs(kAlice, {})->size(), 1u);
   EXPECT_EQ(c_.ListJobs(kAdmin, {.user = "", .all_users = true, .states = {}})->size(), 1u);
   EXPECT_EQ(c_.SetPriority(kAlice, mine, 10, At(1)).code(), StatusCode::kPermissionDenied);
@@ -134,9 +134,11 @@ TEST_F(ControllerTest, UsersTouchOnlyTheirOwnJobs) {
 
 TEST_F(ControllerTest, NodesCannotSubmitAndUsersCannotRegister) {
   EXPECT_EQ(c_.Submit(kNodeAgent, Spec(1), At(0)).status().code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(c_.RegisterNode(kAlice, MakeNode("n1"), At(0)).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.RegisterNode(kAlice, MakeNode("n1"), At(0)).status().code(),
+            StatusCode::kPermissionDenied);
   EXPECT_EQ(c_.Drain(kAlice, "n1", "x", At(0)).code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(c_.CreateToken(kAlice, "eve", "admin", At(0)).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.CreateToken(kAlice, "eve", "admin", At(0)).status().code(),
+            StatusCode::kPermissionDenied);
 }
 
 TEST_F(ControllerTest, BadSubmissionsAreRefusedWithReasons) {
@@ -153,15 +155,23 @@ TEST_F(ControllerTest, BadSubmissionsAreRefusedWithReasons) {
   };
   Case cases[] = {
       {"no command", spec([](JobSpec& s) { s.command.clear(); }), StatusCode::kInvalidArgument},
-      {"unknown partition", spec([](JobSpec& s) { s.partition = "cpu"; }), StatusCode::kInvalidArgument},
-      {"nine GPUs on one node", spec([](JobSpec& s) { s.gpus = 0; s.nodes = 1; s.gpus_per_node = 9; }),
+      {"unknown partition", spec([](JobSpec& s) { s.partition = "cpu"; }),
+       StatusCode::kInvalidArgument},
+      {"nine GPUs on one node", spec([](JobSpec& s) {
+         s.gpus = 0;
+         s.nodes = 1;
+         s.gpus_per_node = 9;
+       }),
        StatusCode::kUnsatisfiable},
-      {"unknown GPU model", spec([](JobSpec& s) { s.gpu_models = {"B200"}; }), StatusCode::kUnsatisfiable},
+      {"unknown GPU model", spec([](JobSpec& s) { s.gpu_models = {"B200"}; }),
+       StatusCode::kUnsatisfiable},
       {"over the partition's time", spec([](JobSpec& s) { s.time_limit = std::chrono::hours(48); }),
        StatusCode::kInvalidArgument},
       {"negative GPUs", spec([](JobSpec& s) { s.gpus = -1; }), StatusCode::kInvalidArgument},
       {"share of zero", spec([](JobSpec& s) { s.gpu_milli = 0; }), StatusCode::kInvalidArgument},
-      {"unknown dependency", spec([](JobSpec& s) { s.dependencies = {{DependencyType::kAfterOk, JobId(999)}}; }),
+      {"unknown dependency", spec([](JobSpec& s) {
+         s.dependencies = {{DependencyType::kAfterOk, JobId(999)}};
+       }),
        StatusCode::kNotFound},
   };
   for (const Case& k : cases) {
@@ -224,7 +234,8 @@ TEST_F(ControllerTest, CancelTimeLimitAndNodeLoss) {
   // Node loss: the requeueable job goes back to pending.
   std::string node_of_requeued;
   const api::Json shown = *c_.ShowJob(kAdmin, requeued);
-  for (const auto& j : shown["allocation"]) node_of_requeued = j["node"];
+  for (const auto& j : shown["allocation"])
+    node_of_requeued = j["node"];
   const std::string other = node_of_requeued == "n1" ? "n2" : "n1";
   Beat(other, 125);  // the other node keeps reporting; this one last reported at 103 s
   c_.Tick(At(140));
@@ -330,7 +341,8 @@ TEST_F(ControllerTest, DependenciesHoldsAndArrays) {
   EXPECT_EQ((*c_.ShowJob(kAlice, h))["reason"], "held");
   int running = 0;
   const api::Json ids = (*r)["jobs"];
-  for (const auto& id : ids) running += StateOf(JobId(id.get<uint64_t>())) == JobState::kRunning;
+  for (const auto& id : ids)
+    running += StateOf(JobId(id.get<uint64_t>())) == JobState::kRunning;
   EXPECT_EQ(running, 2) << "%2";
   const JobId last((*r)["jobs"][3].get<uint64_t>());
   EXPECT_EQ((*c_.ShowJob(kAlice, last))["reason"], "array_limit");

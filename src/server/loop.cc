@@ -8,11 +8,18 @@
 
 namespace shoal::server {
 
-ControlLoop::ControlLoop(Controller& controller, state::Store& store, AgentLink* agents, TokenCache* tokens,
-                         const Clock& clock, LoopOptions options)
-    : controller_(controller), store_(store), agents_(agents), tokens_(tokens), clock_(clock), options_(options) {}
+ControlLoop::ControlLoop(Controller& controller, state::Store& store, AgentLink* agents,
+                         TokenCache* tokens, const Clock& clock, LoopOptions options)
+    : controller_(controller),
+      store_(store),
+      agents_(agents),
+      tokens_(tokens),
+      clock_(clock),
+      options_(options) {}
 
-ControlLoop::~ControlLoop() { Stop(); }
+ControlLoop::~ControlLoop() {
+  Stop();
+}
 
 void ControlLoop::Start() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -74,14 +81,16 @@ void ControlLoop::Run() {
       }
     }
     const Time now = clock_.Now();
-    for (Task& t : batch) t.run(controller_, now);
+    for (Task& t : batch)
+      t.run(controller_, now);
     if (now - last_tick >= options_.tick_interval) {
       controller_.Tick(now);
       last_tick = now;
     }
     bool passed = false;
     double pass_ms = 0;
-    if ((controller_.WantsPass() && now - last_pass >= pass_gap) || now - last_pass >= options_.idle_pass) {
+    if ((controller_.WantsPass() && now - last_pass >= pass_gap) ||
+        now - last_pass >= options_.idle_pass) {
       const auto t0 = std::chrono::steady_clock::now();
       controller_.SchedulePass(now);
       const auto took = std::chrono::steady_clock::now() - t0;
@@ -97,13 +106,15 @@ void ControlLoop::Run() {
       if (!s.ok()) {
         // The state in memory is ahead of the state on disk; going on would
         // acknowledge what a restart forgets. Stop here; a restart recovers.
-        std::fprintf(stderr, "shoal server: cannot commit to the store: %s\n", s.ToString().c_str());
+        std::fprintf(stderr, "shoal server: cannot commit to the store: %s\n",
+                     s.ToString().c_str());
         std::abort();
       }
     }
     // A new token works as soon as its creator hears of it.
     if (tokens_ != nullptr && controller_.TokensChanged()) tokens_->Replace(controller_.Tokens());
-    for (Task& t : batch) t.done();
+    for (Task& t : batch)
+      t.done();
     Outbox out = controller_.TakeOutbox();
     if (agents_ != nullptr && !out.empty()) agents_->Send(std::move(out));
     std::lock_guard<std::mutex> lock(mu_);

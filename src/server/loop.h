@@ -29,15 +29,15 @@ class AgentLink;
 class TokenCache;
 
 struct LoopOptions {
-  size_t max_queue = 20000;                         // waiting calls before 503
-  size_t max_batch = 2000;                          // calls per transaction
+  size_t max_queue = 20000;                                // waiting calls before 503
+  size_t max_batch = 2000;                                 // calls per transaction
   Duration pass_interval = std::chrono::milliseconds(20);  // least time between scheduling passes
   // While work keeps arriving, passes are also kept this many pass durations
   // apart, so that scheduling takes at most 1/(1+k) of the loop's time and a
   // long queue cannot starve submissions (Slurm bounds its event-driven
   // passes the same way with sched_min_interval and a queue depth).
   int pass_spacing = 4;
-  Duration idle_pass = std::chrono::seconds(1);     // a pass at least this often (begin times, LAS)
+  Duration idle_pass = std::chrono::seconds(1);  // a pass at least this often (begin times, LAS)
   Duration tick_interval = std::chrono::milliseconds(200);
 };
 
@@ -52,7 +52,8 @@ struct LoopStats {
   uint64_t rejected = 0;
   double last_pass_ms = 0;
   double pass_ms_total = 0;
-  uint64_t pass_buckets[kPassBuckets] = {};  // passes no longer than each bound and longer than the one before
+  uint64_t pass_buckets[kPassBuckets] =
+      {};  // passes no longer than each bound and longer than the one before
 };
 
 class ControlLoop {
@@ -71,7 +72,9 @@ class ControlLoop {
     auto promise = std::make_shared<std::promise<Result<T>>>();
     auto result = std::make_shared<std::optional<Result<T>>>();
     Task task;
-    task.run = [fn = std::forward<F>(fn), result](Controller& c, Time now) mutable { result->emplace(fn(c, now)); };
+    task.run = [fn = std::forward<F>(fn), result](Controller& c, Time now) mutable {
+      result->emplace(fn(c, now));
+    };
     task.done = [promise, result]() { promise->set_value(std::move(**result)); };
     std::future<Result<T>> future = promise->get_future();
     if (!Enqueue(std::move(task))) {

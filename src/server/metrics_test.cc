@@ -22,8 +22,6 @@ using testing::MakeNode;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-
-
 GpuReport Report(int index, double util, int64_t fb_used, double power, double energy_j) {
   GpuReport r;
   r.index = index;

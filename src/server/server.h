@@ -18,7 +18,7 @@ namespace shoal::server {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:6820";  // port 0: any free port (tests)
-  std::string state_dir;                   // empty: in memory only (tests)
+  std::string state_dir;                  // empty: in memory only (tests)
   // The unix socket where local users get a token for their own uid (see
   // net/local_socket.h). Empty: <state_dir>/shoal.sock when there is a state
   // directory (reachable by the server's user only, as the directory is

@@ -1,12 +1,12 @@
 #include "sim/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <queue>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/rng.h"
 #include "core/strings.h"
@@ -32,7 +32,8 @@ Result<LimitModel> ParseLimitModel(std::string_view text) {
   if (!num.empty() && (num[0] == 'x' || num[0] == '*')) num.remove_prefix(1);
   auto f = ParseDouble(num);
   if (!f.ok() || *f < 1.0) {
-    return InvalidArgument(fmt::format("time-limit estimate '{}': use exact, default, or a factor >= 1 like x2", text));
+    return InvalidArgument(fmt::format(
+        "time-limit estimate '{}': use exact, default, or a factor >= 1 like x2", text));
   }
   m.kind = LimitModel::kFactor;
   m.factor = *f;
@@ -41,9 +42,12 @@ Result<LimitModel> ParseLimitModel(std::string_view text) {
 
 std::string FormatLimitModel(const LimitModel& m) {
   switch (m.kind) {
-    case LimitModel::kExact: return "exact";
-    case LimitModel::kPartitionDefault: return "default";
-    case LimitModel::kFactor: return fmt::format("x{:g}", m.factor);
+    case LimitModel::kExact:
+      return "exact";
+    case LimitModel::kPartitionDefault:
+      return "default";
+    case LimitModel::kFactor:
+      return fmt::format("x{:g}", m.factor);
   }
   return "?";
 }
@@ -62,11 +66,11 @@ struct SimJob {
   Time seg_start{};
   Time end = kTimeNever;
   Time queued_since{};
-  double ref_s = 0;          // true run time on the reference GPU
-  double seg_duration_s = 0; // the whole job's run time on the GPUs it has now
-  double seg_overhead_s = 0; // restart cost paid at the start of this run
-  double remaining = 1.0;    // fraction of the work left when this run began
-  double attained_gpu_s = 0; // GPU-seconds held before this run
+  double ref_s = 0;           // true run time on the reference GPU
+  double seg_duration_s = 0;  // the whole job's run time on the GPUs it has now
+  double seg_overhead_s = 0;  // restart cost paid at the start of this run
+  double remaining = 1.0;     // fraction of the work left when this run began
+  double attained_gpu_s = 0;  // GPU-seconds held before this run
   Allocation alloc;
   uint64_t epoch = 0;
   uint32_t running_pos = 0;
@@ -87,7 +91,9 @@ struct Event {
 };
 
 struct EventLater {
-  bool operator()(const Event& a, const Event& b) const { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+  bool operator()(const Event& a, const Event& b) const {
+    return a.at != b.at ? a.at > b.at : a.seq > b.seq;
+  }
 };
 
 JobSpec SpecFor(const trace::TraceJob& t) {
@@ -110,13 +116,20 @@ JobSpec SpecFor(const trace::TraceJob& t) {
   return s;
 }
 
-double SecondsCeilMinute(double s) { return std::max(60.0, std::ceil(s / 60.0) * 60.0); }
+double SecondsCeilMinute(double s) {
+  return std::max(60.0, std::ceil(s / 60.0) * 60.0);
+}
 
 class Simulator {
  public:
-  Simulator(const Cluster& cluster, const trace::Trace& trace, sched::Policy policy, const SimOptions& opts,
-            std::shared_ptr<const sched::Inventory> inv)
-      : cluster_(cluster), trace_(trace), policy_(std::move(policy)), opts_(opts), inv_(std::move(inv)), ledger_(*inv_) {
+  Simulator(const Cluster& cluster, const trace::Trace& trace, sched::Policy policy,
+            const SimOptions& opts, std::shared_ptr<const sched::Inventory> inv)
+      : cluster_(cluster),
+        trace_(trace),
+        policy_(std::move(policy)),
+        opts_(opts),
+        inv_(std::move(inv)),
+        ledger_(*inv_) {
     result_.policy = policy_.params().name;
     result_.policy_description = policy_.Describe();
     result_.mode = opts.mode;
@@ -140,8 +153,9 @@ class Simulator {
   Time WallNow() const { return opts_.wall_clock ? opts_.wall_clock->Now() : kTimeZero; }
 
   Status Violation(const std::string& what) const {
-    return Internal(fmt::format("invariant violated at t={}s under {}: {} (rerun with --seed {} to reproduce)",
-                                ToSeconds(now_), result_.policy, what, opts_.seed));
+    return Internal(
+        fmt::format("invariant violated at t={}s under {}: {} (rerun with --seed {} to reproduce)",
+                    ToSeconds(now_), result_.policy, what, opts_.seed));
   }
 
   Status Prepare() {
@@ -157,14 +171,18 @@ class Simulator {
       JobSpec spec = SpecFor(t);
       // A user who cannot choose the GPU model asks for enough time on the slowest one.
       double worst_s = j.ref_s;
-      for (const auto& [model, d] : t.duration_by_model) worst_s = std::max(worst_s, ToSeconds(d));
+      for (const auto& [model, d] : t.duration_by_model)
+        worst_s = std::max(worst_s, ToSeconds(d));
       if (opts_.mode == Mode::kReplay) {
         switch (opts_.limits.kind) {
-          case LimitModel::kExact: spec.time_limit = DurationFromSeconds(SecondsCeilMinute(worst_s)); break;
+          case LimitModel::kExact:
+            spec.time_limit = DurationFromSeconds(SecondsCeilMinute(worst_s));
+            break;
           case LimitModel::kFactor:
             spec.time_limit = DurationFromSeconds(SecondsCeilMinute(worst_s * opts_.limits.factor));
             break;
-          case LimitModel::kPartitionDefault: break;
+          case LimitModel::kPartitionDefault:
+            break;
         }
       }
       Result<sched::Request> r = sched::CompileRequest(*inv_, spec);
@@ -172,7 +190,8 @@ class Simulator {
       j.req = *r;
       Status sat = sched::CheckSatisfiable(*inv_, j.req);
       if (!sat.ok()) {
-        return sat.WithContext(fmt::format("trace job {} ('{}') can never run on this cluster", i + 1, t.name));
+        return sat.WithContext(
+            fmt::format("trace job {} ('{}') can never run on this cluster", i + 1, t.name));
       }
       if (!t.account.empty()) {
         auto [it, inserted] = accounts.emplace(t.account, static_cast<int>(accounts.size()));
@@ -191,9 +210,11 @@ class Simulator {
       no_mem.push_back(c);
     }
     std::vector<const sched::Request*> ptrs;
-    for (const sched::Request& r : no_mem) ptrs.push_back(&r);
+    for (const sched::Request& r : no_mem)
+      ptrs.push_back(&r);
     const sched::PolicyParams& p = policy_.params();
-    workload_ = sched::WorkloadOf(ptrs, inv_->max_gpus_per_node(), p.workload_coverage, p.workload_by_gpus);
+    workload_ =
+        sched::WorkloadOf(ptrs, inv_->max_gpus_per_node(), p.workload_coverage, p.workload_by_gpus);
     return Status::Ok();
   }
 
@@ -206,10 +227,11 @@ class Simulator {
       if (node.gpu_count == 0) continue;
       rooms.clear();
       for (int g = 0; g < node.gpu_count; ++g) {
-        rooms.push_back({node.gpu_model[static_cast<size_t>(g)], static_cast<int16_t>(kMilliPerGpu - ledger_.UsedMilli(n, g))});
+        rooms.push_back({node.gpu_model[static_cast<size_t>(g)],
+                         static_cast<int16_t>(kMilliPerGpu - ledger_.UsedMilli(n, g))});
       }
-      total += sched::NodeFragmentation(rooms, node.cpu_milli - ledger_.CpuUsed(n), node.mem_mib - ledger_.MemUsed(n),
-                                        workload_);
+      total += sched::NodeFragmentation(rooms, node.cpu_milli - ledger_.CpuUsed(n),
+                                        node.mem_mib - ledger_.MemUsed(n), workload_);
     }
     return total / kMilliPerGpu;
   }
@@ -223,7 +245,8 @@ class Simulator {
     for (const NodeAllocation& na : a.nodes) {
       const sched::InvNode& node = inv_->node(*inv_->IndexOf(na.node));
       for (uint64_t bits = na.gpu_mask; bits != 0; bits &= bits - 1) {
-        const std::string& model = inv_->models()[node.gpu_model[static_cast<size_t>(std::countr_zero(bits))]];
+        const std::string& model =
+            inv_->models()[node.gpu_model[static_cast<size_t>(std::countr_zero(bits))]];
         double d = j.ref_s;
         for (const auto& [m, dur] : t.duration_by_model) {
           if (GpuModelMatches(m, model)) d = std::max(1.0, ToSeconds(dur));
@@ -247,11 +270,14 @@ class Simulator {
     return std::max(0.0, j.remaining - worked / j.seg_duration_s);
   }
 
-  void Push(Time at, EventType type, uint32_t job, uint64_t epoch) { events_.push({at, seq_++, type, job, epoch}); }
+  void Push(Time at, EventType type, uint32_t job, uint64_t epoch) {
+    events_.push({at, seq_++, type, job, epoch});
+  }
 
   Status Start(uint32_t idx, Allocation alloc, bool backfilled) {
     SimJob& j = jobs_[idx];
-    if (j.phase != SimJob::Phase::kPending) return Violation(fmt::format("job {} started while not pending", j.t->name));
+    if (j.phase != SimJob::Phase::kPending)
+      return Violation(fmt::format("job {} started while not pending", j.t->name));
     SHOAL_RETURN_IF_ERROR(CheckWhole(j, alloc));
     Status took = ledger_.Take(alloc);
     if (!took.ok()) return Violation(fmt::format("starting job {}: {}", j.t->name, took.message()));
@@ -262,14 +288,16 @@ class Simulator {
       j.first_start = now_;
       j.first_nodes = static_cast<int>(j.alloc.nodes.size());
       std::vector<uint32_t> leaves;
-      for (const NodeAllocation& na : j.alloc.nodes) leaves.push_back(inv_->node(*inv_->IndexOf(na.node)).leaf);
+      for (const NodeAllocation& na : j.alloc.nodes)
+        leaves.push_back(inv_->node(*inv_->IndexOf(na.node)).leaf);
       std::sort(leaves.begin(), leaves.end());
       j.first_leaves = static_cast<int>(std::unique(leaves.begin(), leaves.end()) - leaves.begin());
     }
     j.seg_overhead_s = j.restarts > 0 ? ToSeconds(opts_.restart_cost) : 0.0;
     j.seg_duration_s = DurationOn(j, j.alloc);
     ++j.epoch;
-    const Time finish = now_ + DurationFromSeconds(j.seg_overhead_s + j.remaining * j.seg_duration_s);
+    const Time finish =
+        now_ + DurationFromSeconds(j.seg_overhead_s + j.remaining * j.seg_duration_s);
     const Time limit = now_ + j.req.time_limit;
     if (finish <= limit) {
       Push(std::max(finish, now_ + Duration(1)), EventType::kFinish, idx, j.epoch);
@@ -286,24 +314,27 @@ class Simulator {
     const sched::Request& r = j.req;
     for (const NodeAllocation& na : a.nodes) {
       if (na.gpu_milli != r.gpu_milli && na.gpu_mask != 0) {
-        return Violation(fmt::format("job {} got shares of {} instead of {}", j.t->name, na.gpu_milli, r.gpu_milli));
+        return Violation(fmt::format("job {} got shares of {} instead of {}", j.t->name,
+                                     na.gpu_milli, r.gpu_milli));
       }
     }
     switch (r.shape) {
       case sched::Shape::kGang:
         if (static_cast<int>(a.nodes.size()) != r.nodes) {
-          return Violation(fmt::format("gang {} got {} of its {} nodes", j.t->name, a.nodes.size(), r.nodes));
+          return Violation(
+              fmt::format("gang {} got {} of its {} nodes", j.t->name, a.nodes.size(), r.nodes));
         }
         for (const NodeAllocation& na : a.nodes) {
           if (na.GpuCount() != r.gpus_per_node) {
-            return Violation(fmt::format("gang {} got {} GPUs on a node instead of {}", j.t->name, na.GpuCount(),
-                                         r.gpus_per_node));
+            return Violation(fmt::format("gang {} got {} GPUs on a node instead of {}", j.t->name,
+                                         na.GpuCount(), r.gpus_per_node));
           }
         }
         break;
       case sched::Shape::kSpread:
         if (a.TotalGpus() != r.total_gpus) {
-          return Violation(fmt::format("job {} got {} of its {} GPUs", j.t->name, a.TotalGpus(), r.total_gpus));
+          return Violation(
+              fmt::format("job {} got {} of its {} GPUs", j.t->name, a.TotalGpus(), r.total_gpus));
         }
         break;
       case sched::Shape::kCpuOnly:
@@ -331,7 +362,8 @@ class Simulator {
   void Finish(uint32_t idx, JobState state) {
     StopRunning(idx);
     SimJob& j = jobs_[idx];
-    if (state == JobState::kCompleted && policy_.sort().UsesServiceHistory()) RecordService(j.attained_gpu_s);
+    if (state == JobState::kCompleted && policy_.sort().UsesServiceHistory())
+      RecordService(j.attained_gpu_s);
     j.phase = SimJob::Phase::kDone;
     j.state = state;
     j.end = now_;
@@ -374,7 +406,8 @@ class Simulator {
   void DecayUsage() {
     const Duration dt = now_ - usage_updated_;
     if (dt.count() <= 0) return;
-    for (sched::AccountInfo& a : snap_.accounts) a.usage_gpu_s = sched::DecayUsage(a.usage_gpu_s, dt, opts_.usage_half_life);
+    for (sched::AccountInfo& a : snap_.accounts)
+      a.usage_gpu_s = sched::DecayUsage(a.usage_gpu_s, dt, opts_.usage_half_life);
     usage_updated_ = now_;
   }
 
@@ -401,8 +434,10 @@ class Simulator {
     DecayUsage();
     snap_.running.clear();
     snap_.pending.clear();
-    for (uint32_t idx : running_) snap_.running.push_back(Info(idx, true));
-    for (uint32_t idx : pending_) snap_.pending.push_back(Info(idx, false));
+    for (uint32_t idx : running_)
+      snap_.running.push_back(Info(idx, true));
+    for (uint32_t idx : pending_)
+      snap_.pending.push_back(Info(idx, false));
     const Time t0 = WallNow();
     sched::Plan plan = sched::Schedule(snap_, now_, policy_);
     result_.schedule_seconds += ToSeconds(WallNow() - t0);
@@ -417,13 +452,15 @@ class Simulator {
     }
     for (sched::StartDecision& s : plan.starts) {
       const uint32_t idx = static_cast<uint32_t>(s.job.value() - 1);
-      if (idx >= jobs_.size()) return Violation(fmt::format("unknown job {} started", ToString(s.job)));
+      if (idx >= jobs_.size())
+        return Violation(fmt::format("unknown job {} started", ToString(s.job)));
       SHOAL_RETURN_IF_ERROR(Start(idx, std::move(s.allocation), s.backfilled));
     }
     if (!plan.starts.empty()) {
-      pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                    [&](uint32_t idx) { return jobs_[idx].phase != SimJob::Phase::kPending; }),
-                     pending_.end());
+      pending_.erase(
+          std::remove_if(pending_.begin(), pending_.end(),
+                         [&](uint32_t idx) { return jobs_[idx].phase != SimJob::Phase::kPending; }),
+          pending_.end());
     }
     ScheduleWakeup();
     return Status::Ok();
@@ -432,14 +469,17 @@ class Simulator {
   // Every pending job got exactly one decision.
   Status CheckDecisions(const sched::Plan& plan) {
     seen_.assign(jobs_.size(), 0);
-    for (const sched::StartDecision& s : plan.starts) ++seen_[s.job.value() - 1];
+    for (const sched::StartDecision& s : plan.starts)
+      ++seen_[s.job.value() - 1];
     for (const sched::PendingDecision& p : plan.pending) {
-      if (p.reason == PendingReason::kNone) return Violation(fmt::format("job {} waits without a reason", ToString(p.job)));
+      if (p.reason == PendingReason::kNone)
+        return Violation(fmt::format("job {} waits without a reason", ToString(p.job)));
       ++seen_[p.job.value() - 1];
     }
     for (uint32_t idx : pending_) {
       if (seen_[idx] != 1) {
-        return Violation(fmt::format("pending job {} got {} decisions", jobs_[idx].t->name, static_cast<int>(seen_[idx])));
+        return Violation(fmt::format("pending job {} got {} decisions", jobs_[idx].t->name,
+                                     static_cast<int>(seen_[idx])));
       }
     }
     return Status::Ok();
@@ -457,7 +497,9 @@ class Simulator {
       const double attained = AttainedNow(j);
       for (double threshold : policy_.params().las_thresholds_gpu_s) {
         if (attained < threshold) {
-          next = std::min(next, now_ + DurationFromSeconds((threshold - attained) / std::max(1e-9, GpuEq(j))) + Duration(1));
+          next = std::min(
+              next, now_ + DurationFromSeconds((threshold - attained) / std::max(1e-9, GpuEq(j))) +
+                        Duration(1));
           break;
         }
       }
@@ -527,15 +569,17 @@ class Simulator {
       if (opts_.progress && opts_.wall_clock && (result_.events & 1023) == 0 &&
           WallNow() - last_progress >= std::chrono::seconds(1)) {
         last_progress = WallNow();
-        opts_.progress({result_.policy, now_, finished_, jobs_.size(), pending_.size(), running_.size()});
+        opts_.progress(
+            {result_.policy, now_, finished_, jobs_.size(), pending_.size(), running_.size()});
       }
     }
     Sample(now_);
     if (opts_.check_invariants) SHOAL_RETURN_IF_ERROR(FullCheck());
     for (const SimJob& j : jobs_) {
       if (j.phase != SimJob::Phase::kDone) {
-        return Violation(fmt::format("job {} never finished (it waits for {})", j.t->name,
-                                     j.phase == SimJob::Phase::kPending ? "resources that never came" : "nothing"));
+        return Violation(fmt::format(
+            "job {} never finished (it waits for {})", j.t->name,
+            j.phase == SimJob::Phase::kPending ? "resources that never came" : "nothing"));
       }
     }
     Record();
@@ -545,7 +589,8 @@ class Simulator {
   Status FullCheck() {
     last_full_check_ = result_.events;
     std::vector<const Allocation*> running;
-    for (uint32_t idx : running_) running.push_back(&jobs_[idx].alloc);
+    for (uint32_t idx : running_)
+      running.push_back(&jobs_[idx].alloc);
     Status s = ledger_.CheckAgainst(running);
     return s.ok() ? s : Violation(s.message());
   }
@@ -577,15 +622,18 @@ class Simulator {
     // arrived GPU demand reaches the target (as the FGD artifact's workload tuning).
     Rng rng(opts_.seed);
     std::vector<uint32_t> order(jobs_.size());
-    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Uniform(i)]);
+    for (uint32_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    for (size_t i = order.size(); i > 1; --i)
+      std::swap(order[i - 1], order[rng.Uniform(i)]);
     const double capacity = static_cast<double>(inv_->total_gpus());
     if (capacity <= 0) return InvalidArgument("fill mode needs a cluster with GPUs");
     const size_t originals = jobs_.size();
     if (originals == 0) return Status::Ok();
     double demand = 0;
     size_t keep = 0;
-    while (keep < order.size() && demand + jobs_[order[keep]].req.GpuEquivalents() <= opts_.fill_target * capacity) {
+    while (keep < order.size() &&
+           demand + jobs_[order[keep]].req.GpuEquivalents() <= opts_.fill_target * capacity) {
       demand += jobs_[order[keep++]].req.GpuEquivalents();
     }
     // More demand than the target: the rest of the shuffled tasks never arrive.
@@ -598,14 +646,16 @@ class Simulator {
       order.push_back(src);  // a copy: the same request again
     }
     result_.notes.push_back(fmt::format(
-        "fill: {} tasks ({} of the trace's {}, {} random copies) in seeded random order (seed {}), {:.0f} GPUs of demand on {:.0f} GPUs",
+        "fill: {} tasks ({} of the trace's {}, {} random copies) in seeded random order (seed {}), "
+        "{:.0f} GPUs of demand on {:.0f} GPUs",
         order.size(), keep, originals, order.size() - keep, opts_.seed, demand, capacity));
     // One pass: the queue in arrival order, placed in that order, a task that
     // does not fit dropped; the same as scheduling each as it arrives.
     sched::PolicyParams params = policy_.params();
     params.queue = "greedy";
     params.workload = workload_;
-    auto policy = sched::Policy::Create(params, opts_.registry ? *opts_.registry : sched::BuiltinRegistry(), {true});
+    auto policy = sched::Policy::Create(
+        params, opts_.registry ? *opts_.registry : sched::BuiltinRegistry(), {true});
     if (!policy.ok()) return policy.status();
     snap_.pending.clear();
     snap_.pending.reserve(order.size());
@@ -639,7 +689,8 @@ class Simulator {
     for (size_t k = 0; k < order.size(); ++k) {
       now_ = Time(Duration(static_cast<int64_t>(k)));
       ++result_.events;
-      if (decisions[k] != 1) return Violation(fmt::format("task {} got {} decisions", k + 1, decisions[k]));
+      if (decisions[k] != 1)
+        return Violation(fmt::format("task {} got {} decisions", k + 1, decisions[k]));
       const SimJob& j = jobs_[order[k]];
       const double d = j.req.GpuEquivalents();
       arrived += d;
@@ -662,7 +713,8 @@ class Simulator {
         p.arrived_tasks = static_cast<int>(k + 1);
         p.failed_tasks = failed;
         result_.fill.push_back(p);
-        while (next_point <= frac + 1e-12) next_point += 0.05;
+        while (next_point <= frac + 1e-12)
+          next_point += 0.05;
         if (full) recorded_full = true;
       }
     }
@@ -671,13 +723,14 @@ class Simulator {
   }
 
   void RecordDropped(const sched::Request& r, double gpus) {
-    const std::string kind = r.total_gpus == 0               ? "CPU only"
+    const std::string kind = r.total_gpus == 0            ? "CPU only"
                              : r.gpu_milli < kMilliPerGpu ? "shared GPU"
                              : r.total_gpus == 1          ? "1 GPU"
                                                           : fmt::format("{} GPUs", r.total_gpus);
     auto it = std::find_if(result_.dropped_at_full.begin(), result_.dropped_at_full.end(),
                            [&](const DroppedKind& k) { return k.kind == kind; });
-    if (it == result_.dropped_at_full.end()) it = result_.dropped_at_full.insert(it, DroppedKind{kind, 0, 0});
+    if (it == result_.dropped_at_full.end())
+      it = result_.dropped_at_full.insert(it, DroppedKind{kind, 0, 0});
     ++it->tasks;
     it->gpus += gpus;
   }
@@ -711,12 +764,14 @@ class Simulator {
 
 }  // namespace
 
-Result<SimResult> Simulate(const Cluster& cluster, const trace::Trace& trace, const sched::PolicyParams& params,
-                           const SimOptions& options) {
-  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<const sched::Inventory> inv, sched::Inventory::Build(cluster));
+Result<SimResult> Simulate(const Cluster& cluster, const trace::Trace& trace,
+                           const sched::PolicyParams& params, const SimOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<const sched::Inventory> inv,
+                         sched::Inventory::Build(cluster));
   const sched::Registry builtin = sched::BuiltinRegistry();
-  SHOAL_ASSIGN_OR_RETURN(sched::Policy policy,
-                         sched::Policy::Create(params, options.registry ? *options.registry : builtin, {true}));
+  SHOAL_ASSIGN_OR_RETURN(
+      sched::Policy policy,
+      sched::Policy::Create(params, options.registry ? *options.registry : builtin, {true}));
   Simulator sim(cluster, trace, std::move(policy), options, std::move(inv));
   return sim.Run();
 }

@@ -74,7 +74,7 @@ struct JobRecord {
   Time submit{};
   Time first_start = kTimeNever;
   Time end = kTimeNever;
-  Duration duration{0};      // true run time on the reference GPU
+  Duration duration{0};  // true run time on the reference GPU
   JobState state = JobState::kPending;
   int restarts = 0;
   int nodes = 0;   // nodes of its first run
@@ -124,7 +124,7 @@ struct SimResult {
   std::vector<std::string> notes;
 };
 
-Result<SimResult> Simulate(const Cluster& cluster, const trace::Trace& trace, const sched::PolicyParams& policy,
-                           const SimOptions& options);
+Result<SimResult> Simulate(const Cluster& cluster, const trace::Trace& trace,
+                           const sched::PolicyParams& policy, const SimOptions& options);
 
 }  // namespace shoal::sim

@@ -18,8 +18,15 @@ Cluster OneNode(int gpus = 8, const std::string& model = "H100") {
   n.name = "n1";
   n.cpu_milli = 64000;
   n.memory_mib = 512 * 1024;
-  for (int i = 0; i < gpus; ++i) n.gpus.push_back(Gpu{.index = i, .uuid = "", .model = model, .memory_mib = 0,
-                                                      .nvlink_island = 0, .numa_node = 0, .pcie_switch = 0, .healthy = true});
+  for (int i = 0; i < gpus; ++i)
+    n.gpus.push_back(Gpu{.index = i,
+                         .uuid = "",
+                         .model = model,
+                         .memory_mib = 0,
+                         .nvlink_island = 0,
+                         .numa_node = 0,
+                         .pcie_switch = 0,
+                         .healthy = true});
   c.nodes.push_back(n);
   return c;
 }
@@ -33,7 +40,8 @@ trace::TraceJob Job(const std::string& name, double submit_s, double duration_s,
   return j;
 }
 
-SimResult RunSim(const Cluster& c, const trace::Trace& t, const std::string& policy, SimOptions opts = {}) {
+SimResult RunSim(const Cluster& c, const trace::Trace& t, const std::string& policy,
+                 SimOptions opts = {}) {
   auto params = sched::Policy::Preset(policy);
   EXPECT_TRUE(params.ok()) << params.status().ToString();
   auto r = Simulate(c, t, *params, opts);
@@ -144,11 +152,13 @@ TEST(SimReplayTest, PartitionDefaultLimitKillsLongJobs) {
 
 TEST(SimReplayTest, SameSeedSameResult) {
   trace::Trace t;
-  for (int i = 0; i < 200; ++i) t.jobs.push_back(Job("j" + std::to_string(i), i * 7, 50 + (i * 37) % 400, 1 + i % 4));
+  for (int i = 0; i < 200; ++i)
+    t.jobs.push_back(Job("j" + std::to_string(i), i * 7, 50 + (i * 37) % 400, 1 + i % 4));
   SimResult a = RunSim(OneNode(), t, "random:seed=3");
   SimResult b = RunSim(OneNode(), t, "random:seed=3");
   ASSERT_EQ(a.jobs.size(), b.jobs.size());
-  for (size_t i = 0; i < a.jobs.size(); ++i) EXPECT_EQ(a.jobs[i].end, b.jobs[i].end);
+  for (size_t i = 0; i < a.jobs.size(); ++i)
+    EXPECT_EQ(a.jobs[i].end, b.jobs[i].end);
 }
 
 TEST(SimReplayTest, RejectsJobsThatCanNeverRun) {
@@ -214,12 +224,14 @@ TEST(SimFillTest, SharesFillTheClusterInSeedOrder) {
   EXPECT_GT(s.allocation_at_full, 0.5);
   SimResult again = RunSim(OneNode(), t, "fgd", opts);
   ASSERT_EQ(again.fill.size(), r.fill.size());
-  for (size_t i = 0; i < r.fill.size(); ++i) EXPECT_DOUBLE_EQ(again.fill[i].allocated, r.fill[i].allocated);
+  for (size_t i = 0; i < r.fill.size(); ++i)
+    EXPECT_DOUBLE_EQ(again.fill[i].allocated, r.fill[i].allocated);
 }
 
 TEST(ReportTest, DescribeUsesNearestRank) {
   std::vector<double> v;
-  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  for (int i = 1; i <= 100; ++i)
+    v.push_back(i);
   Stat s = Describe(v);
   EXPECT_DOUBLE_EQ(s.mean, 50.5);
   EXPECT_DOUBLE_EQ(s.median, 50.5);

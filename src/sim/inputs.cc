@@ -1,9 +1,9 @@
 #include "sim/inputs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 namespace shoal::sim {
 
@@ -29,7 +29,8 @@ Result<trace::Trace> LoadTraceInput(const std::string& path, const trace::TraceO
       merged.notes = t.notes;
       merged.cluster = t.cluster;
     } else if (merged.format != t.format) {
-      return InvalidArgument(fmt::format("{}: mixes {} and {} traces", path, merged.format, t.format));
+      return InvalidArgument(
+          fmt::format("{}: mixes {} and {} traces", path, merged.format, t.format));
     }
     const std::string account = f.stem().string();
     for (trace::TraceJob& j : t.jobs) {
@@ -38,12 +39,14 @@ Result<trace::Trace> LoadTraceInput(const std::string& path, const trace::TraceO
       merged.jobs.push_back(std::move(j));
     }
   }
-  std::stable_sort(merged.jobs.begin(), merged.jobs.end(),
-                   [](const trace::TraceJob& a, const trace::TraceJob& b) { return a.submit < b.submit; });
+  std::stable_sort(
+      merged.jobs.begin(), merged.jobs.end(),
+      [](const trace::TraceJob& a, const trace::TraceJob& b) { return a.submit < b.submit; });
   if (options.max_jobs > 0 && merged.jobs.size() > static_cast<size_t>(options.max_jobs)) {
     merged.jobs.resize(static_cast<size_t>(options.max_jobs));
   }
-  merged.notes.push_back(fmt::format("{} trace files merged; each file is an account", files.size()));
+  merged.notes.push_back(
+      fmt::format("{} trace files merged; each file is an account", files.size()));
   return merged;
 }
 

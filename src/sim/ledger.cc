@@ -1,8 +1,8 @@
 #include "sim/ledger.h"
 
-#include <bit>
-
 #include <fmt/format.h>
+
+#include <bit>
 
 namespace shoal::sim {
 
@@ -25,13 +25,15 @@ Status Ledger::Take(const Allocation& a) {
   for (size_t k = 0; k < a.nodes.size(); ++k) {
     const NodeAllocation& na = a.nodes[k];
     for (size_t j = 0; j < k; ++j) {
-      if (a.nodes[j].node == na.node) return Internal(fmt::format("node {} appears twice in one allocation", ToString(na.node)));
+      if (a.nodes[j].node == na.node)
+        return Internal(fmt::format("node {} appears twice in one allocation", ToString(na.node)));
     }
     auto idx = inv_->IndexOf(na.node);
     if (!idx) return Internal(fmt::format("node {} is not in the cluster", ToString(na.node)));
     const sched::InvNode& node = inv_->node(*idx);
     if ((na.gpu_mask & ~node.all_gpus) != 0) {
-      return Internal(fmt::format("{} has no GPU {}", node.name, FormatGpuMask(na.gpu_mask & ~node.all_gpus)));
+      return Internal(
+          fmt::format("{} has no GPU {}", node.name, FormatGpuMask(na.gpu_mask & ~node.all_gpus)));
     }
     if (na.gpu_milli <= 0 || na.gpu_milli > kMilliPerGpu) {
       return Internal(fmt::format("share {} on {} is out of range", na.gpu_milli, node.name));
@@ -47,7 +49,8 @@ Status Ledger::Take(const Allocation& a) {
       }
     }
     if (cpu_[*idx] + na.cpu_milli > node.cpu_milli) {
-      return Internal(fmt::format("{} over its CPUs ({} + {} > {})", node.name, cpu_[*idx], na.cpu_milli, node.cpu_milli));
+      return Internal(fmt::format("{} over its CPUs ({} + {} > {})", node.name, cpu_[*idx],
+                                  na.cpu_milli, node.cpu_milli));
     }
     if (mem_[*idx] + na.mem_mib > node.mem_mib) {
       return Internal(fmt::format("{} over its memory", node.name));
@@ -83,7 +86,8 @@ void Ledger::Give(const Allocation& a) {
 
 int Ledger::FullyFreeGpus() const {
   int free = 0;
-  for (int16_t m : gpu_milli_) free += m == 0 ? 1 : 0;
+  for (int16_t m : gpu_milli_)
+    free += m == 0 ? 1 : 0;
   return free;
 }
 

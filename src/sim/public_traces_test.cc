@@ -42,7 +42,8 @@ TEST(PublicTracesTest, OpenbFillOrdersFgdOverBestFitOverRandom) {
 TEST(PublicTracesTest, ItpOracleBeatsLasBeatsFifo) {
   auto t = trace::LoadTrace(ShippedTrace("microsoft-itp-2021/raw/cluster02.csv"));
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  auto c = trace::LoadCluster(std::string(SHOAL_SOURCE_DIR) + "/examples/clusters/itp-16x8-a100.toml");
+  auto c =
+      trace::LoadCluster(std::string(SHOAL_SOURCE_DIR) + "/examples/clusters/itp-16x8-a100.toml");
   ASSERT_TRUE(c.ok());
   SimOptions opts;
   const double fifo = Figure(*c, *t, "fifo", opts);

@@ -1,10 +1,10 @@
 #include "sim/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace shoal::sim {
@@ -15,7 +15,8 @@ Stat Describe(std::vector<double> values) {
   if (values.empty()) return s;
   std::sort(values.begin(), values.end());
   double sum = 0;
-  for (double v : values) sum += v;
+  for (double v : values)
+    sum += v;
   s.mean = sum / static_cast<double>(values.size());
   const size_t n = values.size();
   s.median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
@@ -31,7 +32,8 @@ struct SizeRange {
   int lo;
   int hi;
 };
-constexpr SizeRange kSizes[] = {{"1", 0, 1}, {"2-4", 2, 4}, {"5-8", 5, 8}, {"9-32", 9, 32}, {"33+", 33, 1 << 30}};
+constexpr SizeRange kSizes[] = {
+    {"1", 0, 1}, {"2-4", 2, 4}, {"5-8", 5, 8}, {"9-32", 9, 32}, {"33+", 33, 1 << 30}};
 
 std::string Hours(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
@@ -39,7 +41,9 @@ std::string Hours(double s) {
   return fmt::format("{:.2f}h", s / 3600);
 }
 
-std::string Pct(double f) { return fmt::format("{:.1f}%", f * 100); }
+std::string Pct(double f) {
+  return fmt::format("{:.1f}%", f * 100);
+}
 
 }  // namespace
 
@@ -124,7 +128,8 @@ Summary Summarize(const SimResult& r) {
       ++frag_n;
     }
   }
-  if (!r.samples.empty() && r.cluster_gpus > 0) util /= static_cast<double>(r.samples.size()) * r.cluster_gpus;
+  if (!r.samples.empty() && r.cluster_gpus > 0)
+    util /= static_cast<double>(r.samples.size()) * r.cluster_gpus;
   s.utilisation = util;
   s.fragmentation = frag_n > 0 ? frag / frag_n : 0;
   double sum = 0, sum2 = 0;
@@ -135,7 +140,8 @@ Summary Summarize(const SimResult& r) {
     sum += a.mean_slowdown;
     sum2 += a.mean_slowdown * a.mean_slowdown;
   }
-  if (!s.accounts.empty() && sum2 > 0) s.jain_fairness = sum * sum / (static_cast<double>(s.accounts.size()) * sum2);
+  if (!s.accounts.empty() && sum2 > 0)
+    s.jain_fairness = sum * sum / (static_cast<double>(s.accounts.size()) * sum2);
   return s;
 }
 
@@ -148,7 +154,8 @@ std::string Sparkline(const std::vector<double>& values, int width) {
     const size_t lo = n * static_cast<size_t>(c) / static_cast<size_t>(width);
     const size_t hi = std::max(lo + 1, n * static_cast<size_t>(c + 1) / static_cast<size_t>(width));
     double sum = 0;
-    for (size_t i = lo; i < hi && i < n; ++i) sum += values[i];
+    for (size_t i = lo; i < hi && i < n; ++i)
+      sum += values[i];
     const double v = std::clamp(sum / static_cast<double>(hi - lo), 0.0, 1.0);
     out += kBars[static_cast<int>(std::lround(v * 8))];
   }
@@ -157,10 +164,12 @@ std::string Sparkline(const std::vector<double>& values, int width) {
 
 std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& results) {
   std::vector<Summary> sums;
-  for (const SimResult& r : results) sums.push_back(Summarize(r));
+  for (const SimResult& r : results)
+    sums.push_back(Summarize(r));
   const bool fill = !results.empty() && results[0].mode == Mode::kFill;
-  std::string out = fmt::format("cluster {} ({} nodes, {} GPUs)   trace {}   seed {}{}\n", ctx.cluster, ctx.nodes, ctx.gpus,
-                                ctx.trace, ctx.seed, fill ? "   mode fill" : "   time limits " + ctx.limits);
+  std::string out = fmt::format("cluster {} ({} nodes, {} GPUs)   trace {}   seed {}{}\n",
+                                ctx.cluster, ctx.nodes, ctx.gpus, ctx.trace, ctx.seed,
+                                fill ? "   mode fill" : "   time limits " + ctx.limits);
   for (const std::string& note : results.empty() ? std::vector<std::string>{} : results[0].notes) {
     out += "note: " + note + "\n";
   }
@@ -168,7 +177,8 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
   const int w = 14;
   auto row = [&](const std::string& label, auto&& cell) {
     out += fmt::format("{:<28}", label);
-    for (const Summary& s : sums) out += fmt::format("{:>{}}", cell(s), w);
+    for (const Summary& s : sums)
+      out += fmt::format("{:>{}}", cell(s), w);
     out += "\n";
   };
   row("policy", [](const Summary& s) { return s.policy.substr(0, 13); });
@@ -187,22 +197,28 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
       out += fmt::format("{:<28}", "  " + kind + " (GPUs)");
       for (const SimResult& r : results) {
         double g = 0;
-        for (const DroppedKind& k : r.dropped_at_full) g += k.kind == kind ? k.gpus : 0;
+        for (const DroppedKind& k : r.dropped_at_full)
+          g += k.kind == kind ? k.gpus : 0;
         out += fmt::format("{:>{}}", fmt::format("{:.0f}", g), w);
       }
       out += "\n";
     }
     out += "\nGPU allocation as arrived demand grows (allocated / cluster GPUs)\n";
     std::vector<double> marks;
-    for (const FillPoint& p : results[0].fill) marks.push_back(p.arrived);
+    for (const FillPoint& p : results[0].fill)
+      marks.push_back(p.arrived);
     for (size_t i = 0; i < marks.size(); ++i) {
-      if (i + 1 < marks.size() && std::fmod(std::round(marks[i] * 100), 10.0) != 0 && marks[i] < 0.999) continue;
+      if (i + 1 < marks.size() && std::fmod(std::round(marks[i] * 100), 10.0) != 0 &&
+          marks[i] < 0.999)
+        continue;
       out += fmt::format("  arrived {:>6}    ", Pct(marks[i]));
-      for (const SimResult& r : results) out += fmt::format("{:>{}}", i < r.fill.size() ? Pct(r.fill[i].allocated) : "-", w);
+      for (const SimResult& r : results)
+        out += fmt::format("{:>{}}", i < r.fill.size() ? Pct(r.fill[i].allocated) : "-", w);
       out += "\n";
     }
   } else {
-    row("jobs completed", [](const Summary& s) { return fmt::format("{}/{}", s.completed, s.jobs); });
+    row("jobs completed",
+        [](const Summary& s) { return fmt::format("{}/{}", s.completed, s.jobs); });
     row("JCT mean", [](const Summary& s) { return Hours(s.jct_s.mean); });
     row("JCT median", [](const Summary& s) { return Hours(s.jct_s.median); });
     row("JCT p99", [](const Summary& s) { return Hours(s.jct_s.p99); });
@@ -218,34 +234,43 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
     row("timeouts", [](const Summary& s) { return std::to_string(s.timeouts); });
     row("multi-node jobs", [](const Summary& s) { return std::to_string(s.multi_node_jobs); });
     row("  nodes / leaves each", [](const Summary& s) {
-      return fmt::format("{:.1f} / {:.2f}", s.nodes_per_multi_node_job, s.leaves_per_multi_node_job);
+      return fmt::format("{:.1f} / {:.2f}", s.nodes_per_multi_node_job,
+                         s.leaves_per_multi_node_job);
     });
     if (!sums.empty() && !sums[0].accounts.empty()) {
-      row("fairness (Jain, slowdown)", [](const Summary& s) { return fmt::format("{:.3f}", s.jain_fairness); });
+      row("fairness (Jain, slowdown)",
+          [](const Summary& s) { return fmt::format("{:.3f}", s.jain_fairness); });
     }
     out += "\nmean JCT by job size (GPUs)\n";
     for (size_t b = 0; b < (sums.empty() ? 0 : sums[0].by_size.size()); ++b) {
-      row(fmt::format("  {:>5} GPUs ({} jobs)", sums[0].by_size[b].label, sums[0].by_size[b].jct_s.count),
+      row(fmt::format("  {:>5} GPUs ({} jobs)", sums[0].by_size[b].label,
+                      sums[0].by_size[b].jct_s.count),
           [b](const Summary& s) { return Hours(s.by_size[b].jct_s.mean); });
     }
     out += "\nmean queueing by job size (GPUs)\n";
     for (size_t b = 0; b < (sums.empty() ? 0 : sums[0].by_size.size()); ++b) {
-      row(fmt::format("  {:>5} GPUs", sums[0].by_size[b].label), [b](const Summary& s) { return Hours(s.by_size[b].queue_s.mean); });
+      row(fmt::format("  {:>5} GPUs", sums[0].by_size[b].label),
+          [b](const Summary& s) { return Hours(s.by_size[b].queue_s.mean); });
     }
     out += "\nGPU utilisation over time\n";
     for (const SimResult& r : results) {
       std::vector<double> u;
-      for (const UtilSample& x : r.samples) u.push_back(r.cluster_gpus ? x.allocated_gpus / r.cluster_gpus : 0);
+      for (const UtilSample& x : r.samples)
+        u.push_back(r.cluster_gpus ? x.allocated_gpus / r.cluster_gpus : 0);
       out += fmt::format("  {:<14}|{}|\n", r.policy.substr(0, 14), Sparkline(u, 60));
     }
   }
   out += "\n";
   row("scheduling passes", [](const Summary& s) { return std::to_string(s.passes); });
   row("wall time", [](const Summary& s) { return fmt::format("{:.2f}s", s.wall_s); });
-  row("  of which scheduling", [](const Summary& s) { return fmt::format("{:.2f}s", s.schedule_s); });
-  if (ctx.peak_rss_mib > 0) out += fmt::format("{:<28}{:>{}}\n", "peak memory (process)", fmt::format("{:.0f} MiB", ctx.peak_rss_mib), w);
+  row("  of which scheduling",
+      [](const Summary& s) { return fmt::format("{:.2f}s", s.schedule_s); });
+  if (ctx.peak_rss_mib > 0)
+    out += fmt::format("{:<28}{:>{}}\n", "peak memory (process)",
+                       fmt::format("{:.0f} MiB", ctx.peak_rss_mib), w);
   out += "\n";
-  for (const Summary& s : sums) out += fmt::format("{}: {}\n", s.policy, s.description);
+  for (const Summary& s : sums)
+    out += fmt::format("{}: {}\n", s.policy, s.description);
   return out;
 }
 
@@ -278,8 +303,11 @@ std::string RenderJson(const ReportContext& ctx, const std::vector<SimResult>& r
       p["failed_at_full"] = s.failed_at_full;
       nlohmann::json curve = nlohmann::json::array();
       for (const FillPoint& f : r.fill) {
-        curve.push_back({{"arrived", f.arrived}, {"allocated", f.allocated}, {"fragmented", f.fragmented},
-                         {"tasks", f.arrived_tasks}, {"failed", f.failed_tasks}});
+        curve.push_back({{"arrived", f.arrived},
+                         {"allocated", f.allocated},
+                         {"fragmented", f.fragmented},
+                         {"tasks", f.arrived_tasks},
+                         {"failed", f.failed_tasks}});
       }
       p["curve"] = curve;
     } else {
@@ -299,22 +327,28 @@ std::string RenderJson(const ReportContext& ctx, const std::vector<SimResult>& r
       p["leaves_per_multi_node_job"] = s.leaves_per_multi_node_job;
       nlohmann::json sizes = nlohmann::json::array();
       for (const SizeClass& c : s.by_size) {
-        sizes.push_back({{"gpus", c.label}, {"jct_s", StatJson(c.jct_s)}, {"queueing_s", StatJson(c.queue_s)}});
+        sizes.push_back(
+            {{"gpus", c.label}, {"jct_s", StatJson(c.jct_s)}, {"queueing_s", StatJson(c.queue_s)}});
       }
       p["by_size"] = sizes;
       nlohmann::json accounts = nlohmann::json::array();
       for (const AccountSummary& a : s.accounts) {
-        accounts.push_back({{"account", a.account}, {"jobs", a.jobs}, {"mean_jct_s", a.mean_jct_s},
-                            {"mean_slowdown", a.mean_slowdown}, {"gpu_hours", a.gpu_hours}});
+        accounts.push_back({{"account", a.account},
+                            {"jobs", a.jobs},
+                            {"mean_jct_s", a.mean_jct_s},
+                            {"mean_slowdown", a.mean_slowdown},
+                            {"gpu_hours", a.gpu_hours}});
       }
       p["accounts"] = accounts;
       if (!s.accounts.empty()) p["jain_fairness"] = s.jain_fairness;
       nlohmann::json series = nlohmann::json::array();
       for (const UtilSample& u : r.samples) {
-        series.push_back({ToSeconds(u.at), u.allocated_gpus, u.fragmented_gpus, u.pending, u.running});
+        series.push_back(
+            {ToSeconds(u.at), u.allocated_gpus, u.fragmented_gpus, u.pending, u.running});
       }
-      p["utilisation_series"] = {{"columns", {"t_s", "allocated_gpus", "fragmented_gpus", "pending", "running"}},
-                                 {"rows", series}};
+      p["utilisation_series"] = {
+          {"columns", {"t_s", "allocated_gpus", "fragmented_gpus", "pending", "running"}},
+          {"rows", series}};
     }
     p["events"] = s.events;
     p["passes"] = s.passes;
@@ -333,20 +367,24 @@ std::string RenderCsv(const ReportContext& ctx, const std::vector<SimResult>& re
     out = "policy,allocation_at_full,fragmentation_at_full,failed_at_full,wall_s\n";
   } else {
     out =
-        "policy,jobs,completed,jct_mean_s,jct_median_s,jct_p99_s,queue_mean_s,queue_median_s,queue_p99_s,"
-        "slowdown_mean,makespan_s,utilisation,fragmentation,preemptions,backfilled,timeouts,jain_fairness,wall_s\n";
+        "policy,jobs,completed,jct_mean_s,jct_median_s,jct_p99_s,queue_mean_s,queue_median_s,queue_"
+        "p99_s,"
+        "slowdown_mean,makespan_s,utilisation,fragmentation,preemptions,backfilled,timeouts,jain_"
+        "fairness,wall_s\n";
   }
   (void)ctx;
   for (const SimResult& r : results) {
     const Summary s = Summarize(r);
     if (fill) {
-      out += fmt::format("{},{:.4f},{:.4f},{},{:.3f}\n", s.policy, s.allocation_at_full, s.fragmentation_at_full,
-                         s.failed_at_full, s.wall_s);
+      out += fmt::format("{},{:.4f},{:.4f},{},{:.3f}\n", s.policy, s.allocation_at_full,
+                         s.fragmentation_at_full, s.failed_at_full, s.wall_s);
     } else {
-      out += fmt::format("{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{:.1f},{:.1f},{:.3f},{:.1f},{:.4f},{:.4f},{},{},{},{:.4f},{:.3f}\n",
-                         s.policy, s.jobs, s.completed, s.jct_s.mean, s.jct_s.median, s.jct_s.p99, s.queue_s.mean,
-                         s.queue_s.median, s.queue_s.p99, s.slowdown.mean, s.makespan_s, s.utilisation,
-                         s.fragmentation, s.preemptions, s.backfilled, s.timeouts, s.jain_fairness, s.wall_s);
+      out += fmt::format(
+          "{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{:.1f},{:.1f},{:.3f},{:.1f},{:.4f},{:.4f},{},{},{},"
+          "{:.4f},{:.3f}\n",
+          s.policy, s.jobs, s.completed, s.jct_s.mean, s.jct_s.median, s.jct_s.p99, s.queue_s.mean,
+          s.queue_s.median, s.queue_s.p99, s.slowdown.mean, s.makespan_s, s.utilisation,
+          s.fragmentation, s.preemptions, s.backfilled, s.timeouts, s.jain_fairness, s.wall_s);
     }
   }
   return out;
@@ -360,13 +398,13 @@ std::string RenderSeriesCsv(const std::vector<SimResult>& results) {
   for (const SimResult& r : results) {
     if (fill) {
       for (const FillPoint& f : r.fill) {
-        out += fmt::format("{},{:.4f},{:.4f},{:.4f},{},{}\n", r.policy, f.arrived, f.allocated, f.fragmented,
-                           f.arrived_tasks, f.failed_tasks);
+        out += fmt::format("{},{:.4f},{:.4f},{:.4f},{},{}\n", r.policy, f.arrived, f.allocated,
+                           f.fragmented, f.arrived_tasks, f.failed_tasks);
       }
     } else {
       for (const UtilSample& u : r.samples) {
-        out += fmt::format("{},{:.0f},{:.2f},{:.2f},{},{}\n", r.policy, ToSeconds(u.at), u.allocated_gpus,
-                           u.fragmented_gpus, u.pending, u.running);
+        out += fmt::format("{},{:.0f},{:.2f},{:.2f},{},{}\n", r.policy, ToSeconds(u.at),
+                           u.allocated_gpus, u.fragmented_gpus, u.pending, u.running);
       }
     }
   }

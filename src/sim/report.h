@@ -71,11 +71,11 @@ struct Summary {
 Summary Summarize(const SimResult& r);
 
 struct ReportContext {
-  std::string cluster;   // path or name
+  std::string cluster;  // path or name
   std::string trace;
   int gpus = 0;
   int nodes = 0;
-  std::string limits;    // time-limit estimate
+  std::string limits;  // time-limit estimate
   uint64_t seed = 0;
   double peak_rss_mib = 0;  // of the whole process, when known
 };

@@ -21,15 +21,24 @@ class MemoryStore final : public Store {
     // Checked whole before the first change, so a refused batch changes nothing.
     SHOAL_RETURN_IF_ERROR(EncodeBatch(batch).status());
     std::lock_guard lock(mu_);
-    for (const std::string& name : batch.deleted_nodes) nodes_.erase(name);
-    for (const std::string& name : batch.deleted_partitions) partitions_.erase(name);
-    for (const std::string& name : batch.deleted_accounts) accounts_.erase(name);
-    for (const Job& job : batch.jobs) jobs_[job.id.value()] = job;
-    for (const Node& node : batch.nodes) nodes_[node.name] = node;
-    for (const TokenRecord& token : batch.tokens) tokens_[token.id] = token;
-    for (const Partition& p : batch.partitions) partitions_[p.name] = p;
-    for (const Account& a : batch.accounts) accounts_[a.name] = a;
-    for (const AccountUsage& u : batch.usage) usage_[u.account] = u;
+    for (const std::string& name : batch.deleted_nodes)
+      nodes_.erase(name);
+    for (const std::string& name : batch.deleted_partitions)
+      partitions_.erase(name);
+    for (const std::string& name : batch.deleted_accounts)
+      accounts_.erase(name);
+    for (const Job& job : batch.jobs)
+      jobs_[job.id.value()] = job;
+    for (const Node& node : batch.nodes)
+      nodes_[node.name] = node;
+    for (const TokenRecord& token : batch.tokens)
+      tokens_[token.id] = token;
+    for (const Partition& p : batch.partitions)
+      partitions_[p.name] = p;
+    for (const Account& a : batch.accounts)
+      accounts_[a.name] = a;
+    for (const AccountUsage& u : batch.usage)
+      usage_[u.account] = u;
     if (batch.next_job_id) next_job_id_ = *batch.next_job_id;
     return Status::Ok();
   }
@@ -44,13 +53,19 @@ class MemoryStore final : public Store {
         loaded.finished.emplace_back(job.id, job.state);
       }
     }
-    for (const auto& [name, node] : nodes_) loaded.nodes.push_back(node);
-    for (const auto& [id, token] : tokens_) loaded.tokens.push_back(token);
-    for (const auto& [name, p] : partitions_) loaded.partitions.push_back(p);
-    for (const auto& [name, a] : accounts_) loaded.accounts.push_back(a);
-    for (const auto& [account, u] : usage_) loaded.usage.push_back(u);
+    for (const auto& [name, node] : nodes_)
+      loaded.nodes.push_back(node);
+    for (const auto& [id, token] : tokens_)
+      loaded.tokens.push_back(token);
+    for (const auto& [name, p] : partitions_)
+      loaded.partitions.push_back(p);
+    for (const auto& [name, a] : accounts_)
+      loaded.accounts.push_back(a);
+    for (const auto& [account, u] : usage_)
+      loaded.usage.push_back(u);
     loaded.next_job_id = next_job_id_;
-    if (!jobs_.empty()) loaded.next_job_id = std::max(loaded.next_job_id, jobs_.rbegin()->first + 1);
+    if (!jobs_.empty())
+      loaded.next_job_id = std::max(loaded.next_job_id, jobs_.rbegin()->first + 1);
     return loaded;
   }
 
@@ -65,10 +80,12 @@ class MemoryStore final : public Store {
       return a->end_time != b->end_time ? a->end_time > b->end_time : a->id > b->id;
     };
     const size_t n = std::min(matches.size(), static_cast<size_t>(limit));
-    std::partial_sort(matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(n), matches.end(), newer);
+    std::partial_sort(matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(n),
+                      matches.end(), newer);
     std::vector<Job> out;
     out.reserve(n);
-    for (size_t i = 0; i < n; ++i) out.push_back(*matches[i]);
+    for (size_t i = 0; i < n; ++i)
+      out.push_back(*matches[i]);
     return out;
   }
 
@@ -92,6 +109,8 @@ class MemoryStore final : public Store {
 
 }  // namespace
 
-std::unique_ptr<Store> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
+std::unique_ptr<Store> NewMemoryStore() {
+  return std::make_unique<MemoryStore>();
+}
 
 }  // namespace shoal::state

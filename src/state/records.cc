@@ -1,10 +1,10 @@
 #include "state/records.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "api/json.h"
 
@@ -20,11 +20,13 @@ constexpr uint64_t kMaxJobId = static_cast<uint64_t>(std::numeric_limits<int64_t
 // The api functions report errors as values, but nlohmann throws on misuse;
 // the try blocks make sure nothing escapes the store whatever a record holds.
 template <typename T, typename ToJson, typename FromJson>
-Result<std::string> Encode(const T& record, std::string_view what, ToJson to_json, FromJson from_json) {
+Result<std::string> Encode(const T& record, std::string_view what, ToJson to_json,
+                           FromJson from_json) {
   try {
     Json j = to_json(record);
     auto back = from_json(j);
-    if (!back.ok()) return InvalidArgument(fmt::format("{} cannot be stored: {}", what, back.status().message()));
+    if (!back.ok())
+      return InvalidArgument(fmt::format("{} cannot be stored: {}", what, back.status().message()));
     // Text that is not UTF-8 makes dump throw: such a record is refused.
     return j.dump();
   } catch (const Json::exception& e) {
@@ -33,7 +35,8 @@ Result<std::string> Encode(const T& record, std::string_view what, ToJson to_jso
 }
 
 template <typename T, typename FromJson>
-Result<T> Decode(std::string_view text, std::string_view table, std::string_view key, FromJson from_json) {
+Result<T> Decode(std::string_view text, std::string_view table, std::string_view key,
+                 FromJson from_json) {
   try {
     Result<Json> j = api::Parse(text);
     if (!j.ok()) return CorruptRecord(table, key, j.status().message());
@@ -56,28 +59,33 @@ Result<EncodedBatch> EncodeBatch(const Batch& batch) {
   out.jobs.reserve(batch.jobs.size());
   for (const Job& job : batch.jobs) {
     const std::string what = fmt::format("job {}", job.id.value());
-    if (job.id.value() == 0 || job.id.value() > kMaxJobId) return InvalidArgument(what + " has no valid id");
+    if (job.id.value() == 0 || job.id.value() > kMaxJobId)
+      return InvalidArgument(what + " has no valid id");
     SHOAL_ASSIGN_OR_RETURN(std::string text,
-                           Encode(job, what, [](const Job& r) { return api::ToJson(r); },
-                                  [](const Json& j) { return api::JobFromJson(j); }));
+                           Encode(
+                               job, what, [](const Job& r) { return api::ToJson(r); },
+                               [](const Json& j) { return api::JobFromJson(j); }));
     out.jobs.push_back(std::move(text));
   }
   for (const Node& node : batch.nodes) {
     SHOAL_ASSIGN_OR_RETURN(std::string text,
-                           Encode(node, fmt::format("node '{}'", node.name),
-                                  [](const Node& r) { return api::ToJson(r); }, api::NodeFromJson));
+                           Encode(
+                               node, fmt::format("node '{}'", node.name),
+                               [](const Node& r) { return api::ToJson(r); }, api::NodeFromJson));
     out.nodes.push_back(std::move(text));
   }
   for (const Partition& p : batch.partitions) {
-    SHOAL_ASSIGN_OR_RETURN(std::string text,
-                           Encode(p, fmt::format("partition '{}'", p.name),
-                                  [](const Partition& r) { return api::ToJson(r); }, api::PartitionFromJson));
+    SHOAL_ASSIGN_OR_RETURN(std::string text, Encode(
+                                                 p, fmt::format("partition '{}'", p.name),
+                                                 [](const Partition& r) { return api::ToJson(r); },
+                                                 api::PartitionFromJson));
     out.partitions.push_back(std::move(text));
   }
   for (const Account& a : batch.accounts) {
-    SHOAL_ASSIGN_OR_RETURN(std::string text,
-                           Encode(a, fmt::format("account '{}'", a.name),
-                                  [](const Account& r) { return api::ToJson(r); }, api::AccountFromJson));
+    SHOAL_ASSIGN_OR_RETURN(std::string text, Encode(
+                                                 a, fmt::format("account '{}'", a.name),
+                                                 [](const Account& r) { return api::ToJson(r); },
+                                                 api::AccountFromJson));
     out.accounts.push_back(std::move(text));
   }
   for (const TokenRecord& t : batch.tokens) {
@@ -86,7 +94,8 @@ Result<EncodedBatch> EncodeBatch(const Batch& batch) {
   for (const AccountUsage& u : batch.usage) {
     if (u.account.empty()) return InvalidArgument("usage cannot be stored without an account");
     if (!std::isfinite(u.usage_gpu_s)) {
-      return InvalidArgument(fmt::format("usage of account '{}' is not a finite number", u.account));
+      return InvalidArgument(
+          fmt::format("usage of account '{}' is not a finite number", u.account));
     }
   }
   if (batch.next_job_id && (*batch.next_job_id == 0 || *batch.next_job_id > kMaxJobId)) {
@@ -97,35 +106,42 @@ Result<EncodedBatch> EncodeBatch(const Batch& batch) {
 
 Result<Job> DecodeJob(std::string_view text, uint64_t key) {
   const std::string key_text = std::to_string(key);
-  SHOAL_ASSIGN_OR_RETURN(Job job, Decode<Job>(text, "jobs", key_text, [](const Json& j) { return api::JobFromJson(j); }));
-  if (job.id.value() != key) return CorruptRecord("jobs", key_text, fmt::format("it holds job {}", job.id.value()));
+  SHOAL_ASSIGN_OR_RETURN(Job job, Decode<Job>(text, "jobs", key_text,
+                                              [](const Json& j) { return api::JobFromJson(j); }));
+  if (job.id.value() != key)
+    return CorruptRecord("jobs", key_text, fmt::format("it holds job {}", job.id.value()));
   return job;
 }
 
 Result<Node> DecodeNode(std::string_view text, std::string_view key) {
   SHOAL_ASSIGN_OR_RETURN(Node node, Decode<Node>(text, "nodes", key, api::NodeFromJson));
-  if (node.name != key) return CorruptRecord("nodes", key, fmt::format("it holds node '{}'", node.name));
+  if (node.name != key)
+    return CorruptRecord("nodes", key, fmt::format("it holds node '{}'", node.name));
   return node;
 }
 
 Result<Partition> DecodePartition(std::string_view text, std::string_view key) {
-  SHOAL_ASSIGN_OR_RETURN(Partition p, Decode<Partition>(text, "partitions", key, api::PartitionFromJson));
-  if (p.name != key) return CorruptRecord("partitions", key, fmt::format("it holds partition '{}'", p.name));
+  SHOAL_ASSIGN_OR_RETURN(Partition p,
+                         Decode<Partition>(text, "partitions", key, api::PartitionFromJson));
+  if (p.name != key)
+    return CorruptRecord("partitions", key, fmt::format("it holds partition '{}'", p.name));
   return p;
 }
 
 Result<Account> DecodeAccount(std::string_view text, std::string_view key) {
   SHOAL_ASSIGN_OR_RETURN(Account a, Decode<Account>(text, "accounts", key, api::AccountFromJson));
-  if (a.name != key) return CorruptRecord("accounts", key, fmt::format("it holds account '{}'", a.name));
+  if (a.name != key)
+    return CorruptRecord("accounts", key, fmt::format("it holds account '{}'", a.name));
   return a;
 }
 
 Result<int> HistoryLimit(const HistoryQuery& query) {
-  if (query.limit < 1) return InvalidArgument(fmt::format("history: a limit of {} is below 1", query.limit));
+  if (query.limit < 1)
+    return InvalidArgument(fmt::format("history: a limit of {} is below 1", query.limit));
   for (JobState s : query.states) {
     if (!IsTerminal(s)) {
-      return InvalidArgument(fmt::format("history lists finished jobs only, and '{}' is not a finished state",
-                                         JobStateName(s)));
+      return InvalidArgument(fmt::format(
+          "history lists finished jobs only, and '{}' is not a finished state", JobStateName(s)));
     }
   }
   return std::min(query.limit, kMaxHistoryLimit);
@@ -136,7 +152,8 @@ bool MatchesHistory(const Job& job, const HistoryQuery& query) {
   if (job.end_time < query.since || job.end_time >= query.until) return false;
   if (!query.user.empty() && job.spec.user != query.user) return false;
   if (!query.account.empty() && job.spec.account != query.account) return false;
-  if (!query.states.empty() && std::find(query.states.begin(), query.states.end(), job.state) == query.states.end()) {
+  if (!query.states.empty() &&
+      std::find(query.states.begin(), query.states.end(), job.state) == query.states.end()) {
     return false;
   }
   return true;

@@ -49,7 +49,11 @@ Result<int> HistoryLimit(const HistoryQuery& query);
 bool MatchesHistory(const Job& job, const HistoryQuery& query);
 
 // Unix milliseconds, the unit of the store's time columns.
-inline int64_t ToMillis(Time t) { return t.time_since_epoch().count(); }
-inline Time FromMillis(int64_t ms) { return Time(Duration(ms)); }
+inline int64_t ToMillis(Time t) {
+  return t.time_since_epoch().count();
+}
+inline Time FromMillis(int64_t ms) {
+  return Time(Duration(ms));
+}
 
 }  // namespace shoal::state

@@ -84,7 +84,9 @@ INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 3);
 constexpr Migration kMigrations[] = {
     {1, "jobs, nodes, partitions, accounts, tokens, usage and meta", kSchema1},
     {2, "job efficiency and idle flags, partition idle options (in the JSON records)", kSchema2},
-    {3, "node acceptance results, partition require_acceptance, acceptance jobs (in the JSON records)", kSchema3},
+    {3,
+     "node acceptance results, partition require_acceptance, acceptance jobs (in the JSON records)",
+     kSchema3},
 };
 
 // Applies the migration after the database's current version, if there is one.
@@ -95,11 +97,13 @@ Result<bool> ApplyNext(Connection& db, std::span<const Migration> migrations) {
     SHOAL_ASSIGN_OR_RETURN(int64_t version, db.QueryInt("PRAGMA user_version"));
     const int64_t known = migrations.empty() ? 0 : migrations.back().version;
     if (version > known) {
-      return FailedPrecondition(fmt::format(
-          "the database has schema version {}, but this build of shoal knows versions up to {}: use a newer shoal",
-          version, known));
+      return FailedPrecondition(
+          fmt::format("the database has schema version {}, but this build of shoal knows versions "
+                      "up to {}: use a newer shoal",
+                      version, known));
     }
-    if (version < 0) return Internal(fmt::format("the database has a negative schema version {}", version));
+    if (version < 0)
+      return Internal(fmt::format("the database has a negative schema version {}", version));
     if (version == known) return false;
     const Migration& m = migrations[static_cast<size_t>(version)];
     Status applied = db.Exec(std::string(m.sql));
@@ -120,13 +124,18 @@ Result<bool> ApplyNext(Connection& db, std::span<const Migration> migrations) {
 
 }  // namespace
 
-std::span<const Migration> Migrations() { return kMigrations; }
+std::span<const Migration> Migrations() {
+  return kMigrations;
+}
 
-int SchemaVersion() { return Migrations().back().version; }
+int SchemaVersion() {
+  return Migrations().back().version;
+}
 
 Result<int> ApplyMigrations(Connection& db, std::span<const Migration> migrations) {
   for (size_t i = 0; i < migrations.size(); ++i) {
-    SHOAL_CHECK(migrations[i].version == static_cast<int>(i) + 1, "migrations are numbered 1, 2, 3, ... in order");
+    SHOAL_CHECK(migrations[i].version == static_cast<int>(i) + 1,
+                "migrations are numbered 1, 2, 3, ... in order");
   }
   int applied = 0;
   for (;;) {

@@ -6,16 +6,19 @@ namespace shoal::state {
 
 Status SqliteStatus(sqlite3* db, int rc, std::string_view what) {
   const int primary = rc & 0xff;
-  const StatusCode code =
-      primary == SQLITE_BUSY || primary == SQLITE_LOCKED ? StatusCode::kUnavailable : StatusCode::kInternal;
+  const StatusCode code = primary == SQLITE_BUSY || primary == SQLITE_LOCKED
+                              ? StatusCode::kUnavailable
+                              : StatusCode::kInternal;
   // The connection's message is more precise ("no such table: x"), but only
   // when the failure was the connection's last call; SQLite's text for the
   // code is always right.
-  const char* message = db != nullptr && sqlite3_errcode(db) == rc ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  const char* message =
+      db != nullptr && sqlite3_errcode(db) == rc ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   return Status(code, fmt::format("{}: {}", what, message));
 }
 
-Statement::Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_), bind_rc_(other.bind_rc_) {
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_), stmt_(other.stmt_), bind_rc_(other.bind_rc_) {
   other.stmt_ = nullptr;
 }
 
@@ -34,7 +37,8 @@ void Statement::BindDouble(int index, double value) {
 }
 
 void Statement::BindText(int index, std::string_view text) {
-  const int rc = sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+  const int rc =
+      sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
   if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
 }
 
@@ -66,11 +70,13 @@ std::string_view Statement::Text(int column) const {
   return std::string_view(text, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
 }
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode, int busy_timeout_ms) {
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode,
+                                                     int busy_timeout_ms) {
   // NOMUTEX: each connection is used by one thread at a time (see the header),
   // so SQLite's own per-connection mutex would only cost time.
   int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
-  flags |= mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  flags |=
+      mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
@@ -83,7 +89,8 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mo
 }
 
 Connection::~Connection() {
-  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  for (auto& [sql, stmt] : cache_)
+    sqlite3_finalize(stmt);
   sqlite3_close_v2(db_);
 }
 
@@ -97,8 +104,8 @@ Result<Statement> Connection::Prepare(const std::string& sql) {
   auto it = cache_.find(sql);
   if (it == cache_.end()) {
     sqlite3_stmt* stmt = nullptr;
-    const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                                      &stmt, nullptr);
+    const int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                      SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) return SqliteStatus(db_, rc, sql);
     it = cache_.emplace(sql, stmt).first;
   }

@@ -68,7 +68,8 @@ class Connection {
   enum class Mode { kReadWrite, kReadOnly };
 
   // Opens (and in kReadWrite mode creates) the database at `path`.
-  static Result<std::unique_ptr<Connection>> Open(const std::string& path, Mode mode, int busy_timeout_ms);
+  static Result<std::unique_ptr<Connection>> Open(const std::string& path, Mode mode,
+                                                  int busy_timeout_ms);
   // Takes ownership of an open handle; Open is the usual way to get one.
   Connection(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   Connection(const Connection&) = delete;

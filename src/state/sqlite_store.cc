@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <string>
 #include <system_error>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "state/records.h"
 #include "state/schema.h"
@@ -52,7 +51,8 @@ class SqliteStore final : public Store {
   // A read connection lent by the pool; it goes back when the lease ends.
   class ReaderLease {
    public:
-    ReaderLease(SqliteStore* store, std::unique_ptr<Connection> db) : store_(store), db_(std::move(db)) {}
+    ReaderLease(SqliteStore* store, std::unique_ptr<Connection> db)
+        : store_(store), db_(std::move(db)) {}
     ReaderLease(ReaderLease&&) = default;
     ~ReaderLease() {
       if (db_) store_->ReturnReader(std::move(db_));
@@ -87,7 +87,8 @@ Result<SqliteStore::ReaderLease> SqliteStore::LendReader() {
       return ReaderLease(this, std::move(db));
     }
   }
-  Result<std::unique_ptr<Connection>> db = Connection::Open(path_, Connection::Mode::kReadOnly, busy_timeout_ms_);
+  Result<std::unique_ptr<Connection>> db =
+      Connection::Open(path_, Connection::Mode::kReadOnly, busy_timeout_ms_);
   if (!db.ok()) return db.status().WithContext(fmt::format("reading {}", path_));
   return ReaderLease(this, std::move(db).value());
 }
@@ -128,8 +129,10 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
     return Status::Ok();
   };
   SHOAL_RETURN_IF_ERROR(delete_names("DELETE FROM nodes WHERE name = ?1", batch.deleted_nodes));
-  SHOAL_RETURN_IF_ERROR(delete_names("DELETE FROM partitions WHERE name = ?1", batch.deleted_partitions));
-  SHOAL_RETURN_IF_ERROR(delete_names("DELETE FROM accounts WHERE name = ?1", batch.deleted_accounts));
+  SHOAL_RETURN_IF_ERROR(
+      delete_names("DELETE FROM partitions WHERE name = ?1", batch.deleted_partitions));
+  SHOAL_RETURN_IF_ERROR(
+      delete_names("DELETE FROM accounts WHERE name = ?1", batch.deleted_accounts));
 
   if (!batch.jobs.empty()) {
     SHOAL_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(kInsertJob));
@@ -147,7 +150,8 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
     }
   }
 
-  auto write_named = [&](const std::string& sql, const auto& records, const std::vector<std::string>& texts) -> Status {
+  auto write_named = [&](const std::string& sql, const auto& records,
+                         const std::vector<std::string>& texts) -> Status {
     if (records.empty()) return Status::Ok();
     SHOAL_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(sql));
     for (size_t i = 0; i < records.size(); ++i) {
@@ -157,18 +161,21 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
     }
     return Status::Ok();
   };
+  SHOAL_RETURN_IF_ERROR(write_named("INSERT OR REPLACE INTO nodes (name, record) VALUES (?1, ?2)",
+                                    batch.nodes, encoded.nodes));
   SHOAL_RETURN_IF_ERROR(
-      write_named("INSERT OR REPLACE INTO nodes (name, record) VALUES (?1, ?2)", batch.nodes, encoded.nodes));
-  SHOAL_RETURN_IF_ERROR(write_named("INSERT OR REPLACE INTO partitions (name, record) VALUES (?1, ?2)",
-                                    batch.partitions, encoded.partitions));
-  SHOAL_RETURN_IF_ERROR(write_named("INSERT OR REPLACE INTO accounts (name, record) VALUES (?1, ?2)",
-                                    batch.accounts, encoded.accounts));
+      write_named("INSERT OR REPLACE INTO partitions (name, record) VALUES (?1, ?2)",
+                  batch.partitions, encoded.partitions));
+  SHOAL_RETURN_IF_ERROR(
+      write_named("INSERT OR REPLACE INTO accounts (name, record) VALUES (?1, ?2)", batch.accounts,
+                  encoded.accounts));
 
   if (!batch.tokens.empty()) {
     SHOAL_ASSIGN_OR_RETURN(
         Statement stmt,
-        writer_->Prepare("INSERT OR REPLACE INTO tokens (id, secret_hash, user_name, role, created_ms, revoked) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+        writer_->Prepare(
+            "INSERT OR REPLACE INTO tokens (id, secret_hash, user_name, role, created_ms, revoked) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
     for (const TokenRecord& t : batch.tokens) {
       stmt.BindText(1, t.id);
       stmt.BindText(2, t.secret_hash);
@@ -182,7 +189,8 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
   if (!batch.usage.empty()) {
     SHOAL_ASSIGN_OR_RETURN(
         Statement stmt,
-        writer_->Prepare("INSERT OR REPLACE INTO usage (account, usage_gpu_s, updated_ms) VALUES (?1, ?2, ?3)"));
+        writer_->Prepare(
+            "INSERT OR REPLACE INTO usage (account, usage_gpu_s, updated_ms) VALUES (?1, ?2, ?3)"));
     for (const AccountUsage& u : batch.usage) {
       stmt.BindText(1, u.account);
       stmt.BindDouble(2, u.usage_gpu_s);
@@ -191,8 +199,9 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
     }
   }
   if (batch.next_job_id) {
-    SHOAL_ASSIGN_OR_RETURN(Statement stmt,
-                           writer_->Prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_job_id', ?1)"));
+    SHOAL_ASSIGN_OR_RETURN(
+        Statement stmt,
+        writer_->Prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_job_id', ?1)"));
     stmt.BindInt(1, static_cast<int64_t>(*batch.next_job_id));
     SHOAL_RETURN_IF_ERROR(stmt.Run());
   }
@@ -213,8 +222,9 @@ Result<Loaded> SqliteStore::Load(Time finished_horizon) {
 Result<Loaded> SqliteStore::LoadInTransaction(Time finished_horizon) {
   Loaded loaded;
   {
-    SHOAL_ASSIGN_OR_RETURN(Statement stmt,
-                           writer_->Prepare("SELECT id, record FROM jobs WHERE finished = 0 ORDER BY id"));
+    SHOAL_ASSIGN_OR_RETURN(
+        Statement stmt,
+        writer_->Prepare("SELECT id, record FROM jobs WHERE finished = 0 ORDER BY id"));
     for (;;) {
       SHOAL_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -225,8 +235,9 @@ Result<Loaded> SqliteStore::LoadInTransaction(Time finished_horizon) {
   {
     // Sorted here rather than by ORDER BY id, which SQLite would answer by
     // scanning all of history in id order instead of using the end time index.
-    SHOAL_ASSIGN_OR_RETURN(Statement stmt,
-                           writer_->Prepare("SELECT id, state FROM jobs WHERE finished = 1 AND end_ms >= ?1"));
+    SHOAL_ASSIGN_OR_RETURN(
+        Statement stmt,
+        writer_->Prepare("SELECT id, state FROM jobs WHERE finished = 1 AND end_ms >= ?1"));
     stmt.BindInt(1, ToMillis(finished_horizon));
     for (;;) {
       SHOAL_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -248,14 +259,16 @@ Result<Loaded> SqliteStore::LoadInTransaction(Time finished_horizon) {
       out->push_back(std::move(record).value());
     }
   };
-  SHOAL_RETURN_IF_ERROR(read_named("SELECT name, record FROM nodes ORDER BY name", DecodeNode, &loaded.nodes));
   SHOAL_RETURN_IF_ERROR(
-      read_named("SELECT name, record FROM partitions ORDER BY name", DecodePartition, &loaded.partitions));
-  SHOAL_RETURN_IF_ERROR(read_named("SELECT name, record FROM accounts ORDER BY name", DecodeAccount, &loaded.accounts));
+      read_named("SELECT name, record FROM nodes ORDER BY name", DecodeNode, &loaded.nodes));
+  SHOAL_RETURN_IF_ERROR(read_named("SELECT name, record FROM partitions ORDER BY name",
+                                   DecodePartition, &loaded.partitions));
+  SHOAL_RETURN_IF_ERROR(read_named("SELECT name, record FROM accounts ORDER BY name", DecodeAccount,
+                                   &loaded.accounts));
   {
-    SHOAL_ASSIGN_OR_RETURN(
-        Statement stmt,
-        writer_->Prepare("SELECT id, secret_hash, user_name, role, created_ms, revoked FROM tokens ORDER BY id"));
+    SHOAL_ASSIGN_OR_RETURN(Statement stmt,
+                           writer_->Prepare("SELECT id, secret_hash, user_name, role, created_ms, "
+                                            "revoked FROM tokens ORDER BY id"));
     for (;;) {
       SHOAL_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
@@ -268,18 +281,23 @@ Result<Loaded> SqliteStore::LoadInTransaction(Time finished_horizon) {
     }
   }
   {
-    SHOAL_ASSIGN_OR_RETURN(Statement stmt,
-                           writer_->Prepare("SELECT account, usage_gpu_s, updated_ms FROM usage ORDER BY account"));
+    SHOAL_ASSIGN_OR_RETURN(
+        Statement stmt,
+        writer_->Prepare("SELECT account, usage_gpu_s, updated_ms FROM usage ORDER BY account"));
     for (;;) {
       SHOAL_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
-      loaded.usage.push_back(AccountUsage{
-          .account = std::string(stmt.Text(0)), .usage_gpu_s = stmt.Double(1), .updated = FromMillis(stmt.Int(2))});
+      loaded.usage.push_back(AccountUsage{.account = std::string(stmt.Text(0)),
+                                          .usage_gpu_s = stmt.Double(1),
+                                          .updated = FromMillis(stmt.Int(2))});
     }
   }
-  SHOAL_ASSIGN_OR_RETURN(int64_t next, writer_->QueryInt("SELECT value FROM meta WHERE key = 'next_job_id'"));
-  SHOAL_ASSIGN_OR_RETURN(int64_t max_id, writer_->QueryInt("SELECT coalesce(max(id), 0) FROM jobs"));
-  if (next < 1) return CorruptRecord("meta", "next_job_id", fmt::format("{} is not a job id", next));
+  SHOAL_ASSIGN_OR_RETURN(int64_t next,
+                         writer_->QueryInt("SELECT value FROM meta WHERE key = 'next_job_id'"));
+  SHOAL_ASSIGN_OR_RETURN(int64_t max_id,
+                         writer_->QueryInt("SELECT coalesce(max(id), 0) FROM jobs"));
+  if (next < 1)
+    return CorruptRecord("meta", "next_job_id", fmt::format("{} is not a job id", next));
   loaded.next_job_id = static_cast<uint64_t>(std::max(next, max_id + 1));
   return loaded;
 }
@@ -288,16 +306,19 @@ Result<std::vector<Job>> SqliteStore::History(const HistoryQuery& query) {
   SHOAL_ASSIGN_OR_RETURN(const int limit, HistoryLimit(query));
   // The text varies with the filters present, so each form is prepared once
   // and SQLite picks the index that fits it (user, account or end time).
-  std::string sql = "SELECT id, record FROM jobs WHERE finished = 1 AND end_ms >= ?1 AND end_ms < ?2";
+  std::string sql =
+      "SELECT id, record FROM jobs WHERE finished = 1 AND end_ms >= ?1 AND end_ms < ?2";
   if (!query.user.empty()) sql += " AND user_name = ?4";
   if (!query.account.empty()) sql += " AND account_name = ?5";
   std::vector<std::string_view> states;
   for (JobState s : query.states) {
-    if (std::find(states.begin(), states.end(), JobStateName(s)) == states.end()) states.push_back(JobStateName(s));
+    if (std::find(states.begin(), states.end(), JobStateName(s)) == states.end())
+      states.push_back(JobStateName(s));
   }
   if (!states.empty()) {
     sql += " AND state IN (";
-    for (size_t i = 0; i < states.size(); ++i) sql += fmt::format("{}?{}", i == 0 ? "" : ", ", 6 + i);
+    for (size_t i = 0; i < states.size(); ++i)
+      sql += fmt::format("{}?{}", i == 0 ? "" : ", ", 6 + i);
     sql += ")";
   }
   sql += " ORDER BY end_ms DESC, id DESC LIMIT ?3";
@@ -309,7 +330,8 @@ Result<std::vector<Job>> SqliteStore::History(const HistoryQuery& query) {
   stmt.BindInt(3, limit);
   if (!query.user.empty()) stmt.BindText(4, query.user);
   if (!query.account.empty()) stmt.BindText(5, query.account);
-  for (size_t i = 0; i < states.size(); ++i) stmt.BindText(static_cast<int>(6 + i), states[i]);
+  for (size_t i = 0; i < states.size(); ++i)
+    stmt.BindText(static_cast<int>(6 + i), states[i]);
   std::vector<Job> jobs;
   for (;;) {
     SHOAL_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -342,7 +364,9 @@ Status PrepareStateDir(const std::string& state_dir) {
     return Internal(fmt::format("the state directory {} is not a directory", state_dir));
   }
   fs::create_directories(state_dir, ec);
-  if (ec) return Internal(fmt::format("cannot create the state directory {}: {}", state_dir, ec.message()));
+  if (ec)
+    return Internal(
+        fmt::format("cannot create the state directory {}: {}", state_dir, ec.message()));
   if (access(state_dir.c_str(), W_OK | X_OK) != 0) {
     return Internal(fmt::format("the state directory {} is not writable: {}", state_dir,
                                 std::error_code(errno, std::generic_category()).message()));
@@ -350,27 +374,33 @@ Status PrepareStateDir(const std::string& state_dir) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Connection>> OpenWriter(const std::string& path, const SqliteOptions& options) {
-  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Connection> db,
-                         Connection::Open(path, Connection::Mode::kReadWrite, options.busy_timeout_ms));
+Result<std::unique_ptr<Connection>> OpenWriter(const std::string& path,
+                                               const SqliteOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(
+      std::unique_ptr<Connection> db,
+      Connection::Open(path, Connection::Mode::kReadWrite, options.busy_timeout_ms));
   // journal_mode answers with the mode it got: a file system that cannot
   // share memory between processes stays in another mode, and readers beside
   // the writer would then block it.
   SHOAL_ASSIGN_OR_RETURN(std::string mode, db->QueryText("PRAGMA journal_mode = WAL"));
-  if (mode != "wal") return Internal(fmt::format("cannot use WAL mode (the database stays in '{}')", mode));
-  SHOAL_RETURN_IF_ERROR(db->Exec(options.synchronous_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"));
+  if (mode != "wal")
+    return Internal(fmt::format("cannot use WAL mode (the database stays in '{}')", mode));
+  SHOAL_RETURN_IF_ERROR(db->Exec(options.synchronous_full ? "PRAGMA synchronous = FULL"
+                                                          : "PRAGMA synchronous = NORMAL"));
   SHOAL_RETURN_IF_ERROR(ApplyMigrations(*db, Migrations()).status());
   return db;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& state_dir, const SqliteOptions& options) {
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& state_dir,
+                                               const SqliteOptions& options) {
   SHOAL_RETURN_IF_ERROR(PrepareStateDir(state_dir));
   const std::string path = (std::filesystem::path(state_dir) / kDatabaseFile).string();
   Result<std::unique_ptr<Connection>> db = OpenWriter(path, options);
   if (!db.ok()) return db.status().WithContext(fmt::format("opening the store {}", path));
-  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(db).value(), options.busy_timeout_ms));
+  return std::unique_ptr<Store>(
+      std::make_unique<SqliteStore>(std::move(db).value(), options.busy_timeout_ms));
 }
 
 }  // namespace shoal::state

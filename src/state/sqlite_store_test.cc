@@ -1,6 +1,7 @@
 // What only the SQLite store does: keep state across opens and crashes,
 // migrate its schema, and report bad directories and damaged records.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,8 +12,6 @@
 #include <cstring>
 #include <fstream>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "state/schema.h"
 #include "state/sqlite_db.h"
@@ -45,7 +44,8 @@ TEST(SqliteStoreTest, KeepsEverythingAcrossReopens) {
   Batch batch;
   batch.jobs = {TestJob(1), TestJob(2, JobState::kRunning), TestJob(3, JobState::kTimeout)};
   batch.nodes = {TestNode("gpu-a")};
-  batch.tokens = {TokenRecord{.id = "t1", .secret_hash = "ab", .user = "alice", .role = "user", .created = At(1)}};
+  batch.tokens = {TokenRecord{
+      .id = "t1", .secret_hash = "ab", .user = "alice", .role = "user", .created = At(1)}};
   batch.partitions = {Partition{}};
   batch.partitions[0].name = "gpu";
   batch.accounts = {Account{.name = "ml", .shares = 3, .max_gpus = 8}};
@@ -105,7 +105,8 @@ TEST(SqliteStoreTest, MigrationsRunOnceEachInOrder) {
   EXPECT_EQ(*db->QueryInt("PRAGMA user_version"), 2);
 
   // A migration that fails halfway leaves nothing of itself behind.
-  const Migration three[] = {two[0], two[1], {3, "broken", "INSERT INTO t VALUES (3); INSERT INTO nowhere VALUES (1);"}};
+  const Migration three[] = {
+      two[0], two[1], {3, "broken", "INSERT INTO t VALUES (3); INSERT INTO nowhere VALUES (1);"}};
   Result<int> failed = ApplyMigrations(*db, three);
   ASSERT_FALSE(failed.ok());
   ExpectContains(failed.status().message(), "migration 3 (broken)");
@@ -180,16 +181,20 @@ TEST(SqliteStoreTest, ACorruptRecordIsAnErrorNamingTableAndKey) {
   const std::vector<Case> cases = {
       {"active job not JSON", "UPDATE jobs SET record = '{\"id\": 6, ' WHERE id = 6",
        "jobs/6 is corrupt: malformed JSON", true, 6},
-      {"finished job not JSON", "UPDATE jobs SET record = 'x' WHERE id = 7", "jobs/7 is corrupt: malformed JSON",
-       false, 7, true},
-      {"job of the wrong shape", "UPDATE jobs SET record = '{\"id\": 7, \"colour\": 1}' WHERE id = 7",
+      {"finished job not JSON", "UPDATE jobs SET record = 'x' WHERE id = 7",
+       "jobs/7 is corrupt: malformed JSON", false, 7, true},
+      {"job of the wrong shape",
+       "UPDATE jobs SET record = '{\"id\": 7, \"colour\": 1}' WHERE id = 7",
        "jobs/7 is corrupt: job record: unknown field 'colour'", false, 7, true},
-      {"job under another id", "UPDATE jobs SET record = (SELECT record FROM jobs WHERE id = 8) WHERE id = 7",
+      {"job under another id",
+       "UPDATE jobs SET record = (SELECT record FROM jobs WHERE id = 8) WHERE id = 7",
        "jobs/7 is corrupt: it holds job 8", false, 7, true},
       {"job state", "UPDATE jobs SET state = 'melted' WHERE id = 8", "jobs/8 is corrupt"},
       {"node", "UPDATE nodes SET record = '[1, 2' WHERE name = 'gpu-a'", "nodes/gpu-a is corrupt"},
-      {"partition", "UPDATE partitions SET record = '{}' WHERE name = 'gpu'", "partitions/gpu is corrupt"},
-      {"account", "UPDATE accounts SET record = 'null' WHERE name = 'ml'", "accounts/ml is corrupt"},
+      {"partition", "UPDATE partitions SET record = '{}' WHERE name = 'gpu'",
+       "partitions/gpu is corrupt"},
+      {"account", "UPDATE accounts SET record = 'null' WHERE name = 'ml'",
+       "accounts/ml is corrupt"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -261,7 +266,8 @@ Job CrashJob(uint64_t id, JobState state) {
     Batch batch;
     for (uint64_t i = 1; i <= kCrashJobsPerBatch; ++i) {
       batch.jobs.push_back(CrashJob(b * kCrashJobsPerBatch + i, JobState::kPending));
-      if (b > 0) batch.jobs.push_back(CrashJob((b - 1) * kCrashJobsPerBatch + i, JobState::kCompleted));
+      if (b > 0)
+        batch.jobs.push_back(CrashJob((b - 1) * kCrashJobsPerBatch + i, JobState::kCompleted));
     }
     batch.next_job_id = (b + 1) * kCrashJobsPerBatch + 1;
     Status s = (*store)->Commit(batch);
@@ -272,11 +278,13 @@ Job CrashJob(uint64_t id, JobState state) {
 
 // Reads batch numbers from `fd` until `deadline`, or to the end of the pipe
 // when there is no deadline.
-void ReadAcks(int fd, std::optional<std::chrono::steady_clock::time_point> deadline, std::string* bytes) {
+void ReadAcks(int fd, std::optional<std::chrono::steady_clock::time_point> deadline,
+              std::string* bytes) {
   for (;;) {
     int timeout_ms = -1;
     if (deadline) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          *deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return;
       timeout_ms = static_cast<int>(left.count());
     }
@@ -317,7 +325,8 @@ TEST(SqliteStoreCrashTest, AcknowledgedBatchesSurviveSigkill) {
     std::memcpy(acks.data(), bytes.data(), bytes.size());
     ASSERT_FALSE(acks.empty()) << "no batch was committed in time";
     ASSERT_NE(acks.back(), kCrashChildFailed) << "the child failed; see its message above";
-    for (size_t i = 1; i < acks.size(); ++i) ASSERT_EQ(acks[i], acks[i - 1] + 1);
+    for (size_t i = 1; i < acks.size(); ++i)
+      ASSERT_EQ(acks[i], acks[i - 1] + 1);
     if (round > 0) {
       EXPECT_GT(acks.front(), last_acked) << "a later run reused a batch number";
     }
@@ -341,7 +350,8 @@ TEST(SqliteStoreCrashTest, AcknowledgedBatchesSurviveSigkill) {
       EXPECT_EQ(JsonText(job), JsonText(CrashJob(job.id.value(), JobState::kPending)));
     }
     std::vector<uint64_t> want_active;
-    for (uint64_t i = 1; i <= kCrashJobsPerBatch; ++i) want_active.push_back(last_batch * kCrashJobsPerBatch + i);
+    for (uint64_t i = 1; i <= kCrashJobsPerBatch; ++i)
+      want_active.push_back(last_batch * kCrashJobsPerBatch + i);
     EXPECT_EQ(active, want_active);
     ASSERT_EQ(loaded->finished.size(), last_batch * kCrashJobsPerBatch);
     std::set<uint64_t> ids(active.begin(), active.end());

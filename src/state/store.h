@@ -29,7 +29,7 @@ struct TokenRecord {
   std::string id;
   std::string secret_hash;  // hex SHA-256 of the secret
   std::string user;
-  std::string role;         // "admin", "user" or "node"
+  std::string role;  // "admin", "user" or "node"
   Time created{};
   bool revoked = false;
 };
@@ -85,12 +85,12 @@ inline constexpr int kMaxHistoryLimit = 10000;
 
 // A limit below 1, or a state that is not a finished one, is kInvalidArgument.
 struct HistoryQuery {
-  std::string user;                 // empty: every user
-  std::string account;              // empty: every account
-  std::vector<JobState> states;     // empty: every finished state
-  Time since{};                     // end time at or after
-  Time until = kTimeNever;          // end time before
-  int limit = 100;                  // newest first; at most 10,000
+  std::string user;              // empty: every user
+  std::string account;           // empty: every account
+  std::vector<JobState> states;  // empty: every finished state
+  Time since{};                  // end time at or after
+  Time until = kTimeNever;       // end time before
+  int limit = 100;               // newest first; at most 10,000
 };
 
 class Store {
@@ -122,7 +122,8 @@ struct SqliteOptions {
 // numbered migrations. A directory that cannot be created or written, a file
 // that is not an SQLite database, or a schema newer than this build knows
 // (kFailedPrecondition) is an error that names the path.
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& state_dir, const SqliteOptions& options = {});
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& state_dir,
+                                               const SqliteOptions& options = {});
 
 // A store in memory, for tests and simulations; nothing survives the process.
 std::unique_ptr<Store> NewMemoryStore();

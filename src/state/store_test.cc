@@ -1,5 +1,9 @@
 // The Store contract, run against both stores: the SQLite one and the memory
 // one the controller's tests use must answer alike.
+#include "state/store.h"
+
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -8,9 +12,6 @@
 #include <string>
 #include <thread>
 
-#include <gtest/gtest.h>
-
-#include "state/store.h"
 #include "state/store_testing.h"
 
 namespace shoal::state {
@@ -44,7 +45,8 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(jobs.ok()) << jobs.status().ToString();
     std::vector<uint64_t> ids;
     if (jobs.ok()) {
-      for (const Job& j : *jobs) ids.push_back(j.id.value());
+      for (const Job& j : *jobs)
+        ids.push_back(j.id.value());
     }
     return ids;
   }
@@ -55,7 +57,8 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
 
 std::vector<uint64_t> Ids(const std::vector<Job>& jobs) {
   std::vector<uint64_t> ids;
-  for (const Job& j : jobs) ids.push_back(j.id.value());
+  for (const Job& j : jobs)
+    ids.push_back(j.id.value());
   return ids;
 }
 
@@ -96,17 +99,32 @@ TEST_P(StoreTest, RoundTripsEveryKindOfRecord) {
   down.state_reason = "no heartbeat";
   down.gpus[5].healthy = false;
   batch.nodes = {TestNode("gpu-a", 1), down};
-  batch.tokens = {TokenRecord{.id = "tok1", .secret_hash = std::string(64, 'a'), .user = "alice", .role = "user",
-                              .created = At(5), .revoked = false},
-                  TokenRecord{.id = "tok0", .secret_hash = std::string(64, 'b'), .user = "root", .role = "admin",
-                              .created = At(6), .revoked = true}};
-  batch.partitions = {Partition{.name = "gpu", .is_default = true, .up = true, .max_time = Duration(86'400'000),
-                                .default_time = Duration(3'600'000), .max_nodes_per_job = 4, .max_gpus_per_job = 32,
-                                .allowed_accounts = {"ml", "vision"}, .priority_tier = 1},
+  batch.tokens = {TokenRecord{.id = "tok1",
+                              .secret_hash = std::string(64, 'a'),
+                              .user = "alice",
+                              .role = "user",
+                              .created = At(5),
+                              .revoked = false},
+                  TokenRecord{.id = "tok0",
+                              .secret_hash = std::string(64, 'b'),
+                              .user = "root",
+                              .role = "admin",
+                              .created = At(6),
+                              .revoked = true}};
+  batch.partitions = {Partition{.name = "gpu",
+                                .is_default = true,
+                                .up = true,
+                                .max_time = Duration(86'400'000),
+                                .default_time = Duration(3'600'000),
+                                .max_nodes_per_job = 4,
+                                .max_gpus_per_job = 32,
+                                .allowed_accounts = {"ml", "vision"},
+                                .priority_tier = 1},
                       Partition{}};
   batch.partitions[1].name = "debug";
   batch.partitions[1].up = false;
-  batch.accounts = {Account{.name = "ml", .shares = 2.5, .max_gpus = 64}, Account{.name = "vision"}};
+  batch.accounts = {Account{.name = "ml", .shares = 2.5, .max_gpus = 64},
+                    Account{.name = "vision"}};
   batch.usage = {AccountUsage{.account = "ml", .usage_gpu_s = 12345.678, .updated = At(9)}};
   batch.next_job_id = 4;
   MustCommit(batch);
@@ -163,7 +181,8 @@ TEST_P(StoreTest, LaterWritesReplaceEarlierOnes) {
   third.jobs = {TestJob(1, JobState::kCompleted)};
   third.nodes = {TestNode("n1")};
   third.nodes[0].state = NodeState::kDrained;
-  third.tokens = {TokenRecord{.id = "t", .secret_hash = "h", .user = "u", .role = "user", .revoked = true}};
+  third.tokens = {
+      TokenRecord{.id = "t", .secret_hash = "h", .user = "u", .role = "user", .revoked = true}};
   third.usage = {AccountUsage{.account = "ml", .usage_gpu_s = 0.5}};
   MustCommit(third);
   Loaded loaded = MustLoad();
@@ -206,12 +225,14 @@ TEST_P(StoreTest, DeletionsComeBeforeTheWritesOfTheirBatch) {
 TEST_P(StoreTest, LoadListsFinishedJobsFromTheHorizonOn) {
   // Finished jobs 10..14 ended at At(10)..At(14).
   Batch batch;
-  for (uint64_t id = 10; id < 15; ++id) batch.jobs.push_back(TestJob(id, JobState::kCompleted));
+  for (uint64_t id = 10; id < 15; ++id)
+    batch.jobs.push_back(TestJob(id, JobState::kCompleted));
   batch.jobs.push_back(TestJob(20, JobState::kRunning));
   MustCommit(batch);
   Loaded loaded = MustLoad(At(12));
-  std::vector<std::pair<JobId, JobState>> want = {
-      {JobId(12), JobState::kCompleted}, {JobId(13), JobState::kCompleted}, {JobId(14), JobState::kCompleted}};
+  std::vector<std::pair<JobId, JobState>> want = {{JobId(12), JobState::kCompleted},
+                                                  {JobId(13), JobState::kCompleted},
+                                                  {JobId(14), JobState::kCompleted}};
   EXPECT_EQ(loaded.finished, want);
   EXPECT_EQ(Ids(loaded.active_jobs), std::vector<uint64_t>{20});
   EXPECT_TRUE(MustLoad(At(15)).finished.empty());
@@ -241,7 +262,8 @@ TEST_P(StoreTest, FindJobFindsActiveAndFinishedJobs) {
     Result<std::optional<Job>> found = store_->FindJob(JobId(id));
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     ASSERT_TRUE(found->has_value()) << id;
-    EXPECT_EQ(JsonText(**found), JsonText(TestJob(id, id == 1 ? JobState::kPending : JobState::kCancelled)));
+    EXPECT_EQ(JsonText(**found),
+              JsonText(TestJob(id, id == 1 ? JobState::kPending : JobState::kCancelled)));
   }
   for (uint64_t id : {uint64_t{0}, uint64_t{3}, std::numeric_limits<uint64_t>::max()}) {
     Result<std::optional<Job>> found = store_->FindJob(JobId(id));
@@ -253,7 +275,8 @@ TEST_P(StoreTest, FindJobFindsActiveAndFinishedJobs) {
 TEST_P(StoreTest, HistoryFiltersAndOrdersNewestFirst) {
   // Job i ends at At(i), except 6, which ends with 5: ties go to the larger id.
   Batch batch;
-  const JobState states[] = {JobState::kCompleted, JobState::kFailed, JobState::kCancelled, JobState::kTimeout};
+  const JobState states[] = {JobState::kCompleted, JobState::kFailed, JobState::kCancelled,
+                             JobState::kTimeout};
   for (uint64_t id = 1; id <= 8; ++id) {
     Job job = TestJob(id, states[id % 4]);
     job.spec.user = id % 2 == 0 ? "bob" : "alice";
@@ -261,7 +284,7 @@ TEST_P(StoreTest, HistoryFiltersAndOrdersNewestFirst) {
     if (id == 6) job.end_time = At(5);
     batch.jobs.push_back(job);
   }
-  batch.jobs.push_back(TestJob(9));                     // pending: never history
+  batch.jobs.push_back(TestJob(9));                       // pending: never history
   batch.jobs.push_back(TestJob(10, JobState::kRunning));  // running: never history
   MustCommit(batch);
 
@@ -274,16 +297,26 @@ TEST_P(StoreTest, HistoryFiltersAndOrdersNewestFirst) {
       {"everything", [](HistoryQuery&) {}, {8, 7, 6, 5, 4, 3, 2, 1}},
       {"user", [](HistoryQuery& q) { q.user = "bob"; }, {8, 6, 4, 2}},
       {"account", [](HistoryQuery& q) { q.account = "ml"; }, {4, 3, 2, 1}},
-      {"user and account", [](HistoryQuery& q) { q.user = "alice";
-         q.account = "vision"; }, {7, 5}},
+      {"user and account",
+       [](HistoryQuery& q) {
+         q.user = "alice";
+         q.account = "vision";
+       },
+       {7, 5}},
       {"one state", [](HistoryQuery& q) { q.states = {JobState::kFailed}; }, {5, 1}},
       {"two states, one twice",
-       [](HistoryQuery& q) { q.states = {JobState::kTimeout, JobState::kCompleted, JobState::kTimeout}; },
+       [](HistoryQuery& q) {
+         q.states = {JobState::kTimeout, JobState::kCompleted, JobState::kTimeout};
+       },
        {8, 7, 4, 3}},
       {"since is inclusive", [](HistoryQuery& q) { q.since = At(6); }, {8, 7}},
       {"until is exclusive", [](HistoryQuery& q) { q.until = At(5); }, {4, 3, 2, 1}},
-      {"window", [](HistoryQuery& q) { q.since = At(3);
-         q.until = At(6); }, {6, 5, 4, 3}},
+      {"window",
+       [](HistoryQuery& q) {
+         q.since = At(3);
+         q.until = At(6);
+       },
+       {6, 5, 4, 3}},
       {"limit", [](HistoryQuery& q) { q.limit = 3; }, {8, 7, 6}},
       {"everything at once",
        [](HistoryQuery& q) {
@@ -296,8 +329,12 @@ TEST_P(StoreTest, HistoryFiltersAndOrdersNewestFirst) {
        },
        {6}},
       {"nobody", [](HistoryQuery& q) { q.user = "carol"; }, {}},
-      {"empty window", [](HistoryQuery& q) { q.since = At(7);
-         q.until = At(3); }, {}},
+      {"empty window",
+       [](HistoryQuery& q) {
+         q.since = At(7);
+         q.until = At(3);
+       },
+       {}},
   };
   for (const Case& c : cases) {
     HistoryQuery query;
@@ -324,7 +361,8 @@ TEST_P(StoreTest, HistoryRefusesQueriesItCannotAnswer) {
 
 TEST_P(StoreTest, HistoryLimitIsCappedAtTenThousand) {
   Batch batch;
-  for (uint64_t id = 1; id <= kMaxHistoryLimit + 5; ++id) batch.jobs.push_back(TestJob(id, JobState::kCompleted));
+  for (uint64_t id = 1; id <= kMaxHistoryLimit + 5; ++id)
+    batch.jobs.push_back(TestJob(id, JobState::kCompleted));
   MustCommit(batch);
   HistoryQuery query;
   query.limit = 1'000'000;
@@ -358,10 +396,13 @@ TEST_P(StoreTest, RefusesWholeBatchesWithARecordThatCouldNotBeLoaded) {
          b.partitions[0].name = "p";
          b.partitions[0].max_time = Duration(-1000);
        }},
-      {"account without shares", [](Batch& b) { b.accounts = {Account{.name = "a", .shares = 0}}; }},
+      {"account without shares",
+       [](Batch& b) { b.accounts = {Account{.name = "a", .shares = 0}}; }},
       {"token without an id", [](Batch& b) { b.tokens = {TokenRecord{}}; }},
-      {"usage without an account", [](Batch& b) { b.usage = {AccountUsage{.account = "", .usage_gpu_s = 1}}; }},
-      {"usage not finite", [](Batch& b) { b.usage = {AccountUsage{.account = "a", .usage_gpu_s = std::nan("")}}; }},
+      {"usage without an account",
+       [](Batch& b) { b.usage = {AccountUsage{.account = "", .usage_gpu_s = 1}}; }},
+      {"usage not finite",
+       [](Batch& b) { b.usage = {AccountUsage{.account = "a", .usage_gpu_s = std::nan("")}}; }},
       {"next job id 0", [](Batch& b) { b.next_job_id = 0; }},
   };
   for (const Case& c : cases) {
@@ -425,7 +466,8 @@ TEST_P(StoreTest, ReadersSeeEachCommitWhileTheWriterGoesOn) {
   });
   // Waits until the reader has checked `id` (or failed); false when it failed.
   auto wait_verified = [&](uint64_t id) {
-    while (verified.load() < id && !failed.load()) std::this_thread::yield();
+    while (verified.load() < id && !failed.load())
+      std::this_thread::yield();
     return !failed.load();
   };
   int checkpoints = 0;
@@ -456,7 +498,9 @@ TEST_P(StoreTest, ReadersSeeEachCommitWhileTheWriterGoesOn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("sqlite", "memory"),
-                         [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
 
 }  // namespace
 }  // namespace shoal::state

@@ -2,13 +2,12 @@
 // compared through their JSON forms, which cover every stored field.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "api/json.h"
 #include "core/cluster.h"
@@ -22,7 +21,8 @@ namespace shoal::state {
 class ScratchDir {
  public:
   ScratchDir() {
-    std::string pattern = (std::filesystem::path(::testing::TempDir()) / "shoal_state_XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::path(::testing::TempDir()) / "shoal_state_XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
     path_ = pattern;
   }
@@ -33,7 +33,9 @@ class ScratchDir {
     std::filesystem::remove_all(path_, ec);
   }
   const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+  std::string Sub(const std::string& name) const {
+    return (std::filesystem::path(path_) / name).string();
+  }
 
  private:
   std::string path_;
@@ -41,7 +43,9 @@ class ScratchDir {
 
 // A Unix time in late 2025, `seconds` after a fixed origin. Times this large
 // survive the JSON form's seconds exactly to the millisecond.
-inline Time At(double seconds) { return TimeFromSeconds(1'764'000'000.0) + DurationFromSeconds(seconds); }
+inline Time At(double seconds) {
+  return TimeFromSeconds(1'764'000'000.0) + DurationFromSeconds(seconds);
+}
 
 // A job of alice's in account "ml" with the times its state implies: running
 // jobs have started on node 3, finished ones ended at At(id).
@@ -63,7 +67,8 @@ inline Job TestJob(uint64_t id, JobState state = JobState::kPending) {
   job.time_limit = Duration(3'600'000);
   if (state != JobState::kPending) {
     job.start_time = At(1.25);
-    job.allocation.nodes.push_back(NodeAllocation{.node = NodeId(3), .gpu_mask = 0b0110, .cpu_milli = 4000, .mem_mib = 8192});
+    job.allocation.nodes.push_back(
+        NodeAllocation{.node = NodeId(3), .gpu_mask = 0b0110, .cpu_milli = 4000, .mem_mib = 8192});
     job.epoch = 1;
   }
   if (IsTerminal(state)) {
@@ -81,8 +86,13 @@ inline Node TestNode(const std::string& name, uint32_t id = 1, int gpus = 2) {
   node.cpu_milli = 64'000;
   node.memory_mib = 512 * 1024;
   for (int i = 0; i < gpus; ++i) {
-    node.gpus.push_back(Gpu{.index = i, .uuid = "GPU-" + name + "-" + std::to_string(i), .model = "H100-SXM-80GB",
-                            .memory_mib = 81'559, .nvlink_island = 0, .numa_node = i / 4, .pcie_switch = i / 2,
+    node.gpus.push_back(Gpu{.index = i,
+                            .uuid = "GPU-" + name + "-" + std::to_string(i),
+                            .model = "H100-SXM-80GB",
+                            .memory_mib = 81'559,
+                            .nvlink_island = 0,
+                            .numa_node = i / 4,
+                            .pcie_switch = i / 2,
                             .healthy = true});
   }
   node.labels = {"ib", "rack=r1"};
@@ -91,9 +101,17 @@ inline Node TestNode(const std::string& name, uint32_t id = 1, int gpus = 2) {
   return node;
 }
 
-inline std::string JsonText(const Job& job) { return api::ToJson(job).dump(); }
-inline std::string JsonText(const Node& node) { return api::ToJson(node).dump(); }
-inline std::string JsonText(const Partition& p) { return api::ToJson(p).dump(); }
-inline std::string JsonText(const Account& a) { return api::ToJson(a).dump(); }
+inline std::string JsonText(const Job& job) {
+  return api::ToJson(job).dump();
+}
+inline std::string JsonText(const Node& node) {
+  return api::ToJson(node).dump();
+}
+inline std::string JsonText(const Partition& p) {
+  return api::ToJson(p).dump();
+}
+inline std::string JsonText(const Account& a) {
+  return api::ToJson(a).dump();
+}
 
 }  // namespace shoal::state

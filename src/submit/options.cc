@@ -585,7 +585,6 @@ constexpr Hint kHints[] = {
     {"-x", kPlacementHint},
 };
 
-
 Status UnknownOption(std::string_view name) {
   const std::string shown = Printable(name);
   for (const Hint& h : kHints) {

@@ -105,8 +105,11 @@ Result<Submission> ParseSubmit(const std::vector<std::string>& args, std::string
   // Unnamed jobs are named as Slurm names them: after the script, "wrap",
   // or the command's program.
   if (sub.spec.name.empty()) {
-    std::string_view base = has_script ? script_path : command_line.wrap ? "wrap" : std::string_view(rest[0]);
-    if (size_t slash = base.rfind('/'); slash != std::string_view::npos) base.remove_prefix(slash + 1);
+    std::string_view base = has_script          ? script_path
+                            : command_line.wrap ? "wrap"
+                                                : std::string_view(rest[0]);
+    if (size_t slash = base.rfind('/'); slash != std::string_view::npos)
+      base.remove_prefix(slash + 1);
     sub.spec.name = base.empty() ? "script" : std::string(base);
   }
   SHOAL_RETURN_IF_ERROR(sub.spec.Validate());

@@ -26,14 +26,12 @@ constexpr int kMaxNodesPerGroup = 100'000;
 // ---------------------------------------------------------------------------
 // Reading TOML tables with errors that point at the line.
 
-
 // One table of the file and its name in errors ("nodes[2]"). It reads values
 // of the expected type or fails with the file, line and key.
 class TableReader {
  public:
   TableReader(std::string_view origin, const toml::table& table, std::string where)
       : origin_(origin), table_(table), where_(std::move(where)) {}
-
 
   Status Error(std::string_view key, std::string_view message) const {
     const toml::node* at = key.empty() ? nullptr : table_.get(key);
@@ -211,8 +209,8 @@ Partition DefaultPartition() {
 Result<Partition> ReadPartition(const TableReader& r) {
   SHOAL_RETURN_IF_ERROR(
       r.CheckKeys({"name", "default", "up", "max_time", "default_time", "max_nodes_per_job",
-                   "max_gpus_per_job", "allowed_accounts", "priority_tier", "idle_util_pct", "idle_minutes",
-                   "idle_action", "require_acceptance"}));
+                   "max_gpus_per_job", "allowed_accounts", "priority_tier", "idle_util_pct",
+                   "idle_minutes", "idle_action", "require_acceptance"}));
   Partition p;
   SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> name, r.String("name"));
   if (!name || name->empty()) return r.Error("", "a partition needs a name");
@@ -241,12 +239,14 @@ Result<Partition> ReadPartition(const TableReader& r) {
   p.priority_tier = static_cast<int>(tier.value_or(0));
   SHOAL_ASSIGN_OR_RETURN(std::optional<double> idle_util, r.Number("idle_util_pct"));
   p.idle_util_pct = idle_util.value_or(p.idle_util_pct);
-  if (p.idle_util_pct < 0 || p.idle_util_pct > 100) return r.Error("idle_util_pct", "must be 0 to 100");
+  if (p.idle_util_pct < 0 || p.idle_util_pct > 100)
+    return r.Error("idle_util_pct", "must be 0 to 100");
   SHOAL_ASSIGN_OR_RETURN(std::optional<int64_t> idle_minutes, r.Int("idle_minutes", 0, 1'000'000));
   p.idle_minutes = static_cast<int>(idle_minutes.value_or(p.idle_minutes));
   SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> idle_action, r.String("idle_action"));
   if (idle_action) {
-    if (*idle_action != "notify" && *idle_action != "cancel") return r.Error("idle_action", "is notify or cancel");
+    if (*idle_action != "notify" && *idle_action != "cancel")
+      return r.Error("idle_action", "is notify or cancel");
     p.idle_action = *idle_action;
   }
   SHOAL_ASSIGN_OR_RETURN(std::optional<bool> require_acceptance, r.Bool("require_acceptance"));
@@ -367,7 +367,8 @@ Result<toml::table> ParseTomlText(std::string_view text, std::string_view origin
 
 // Accounts and partitions (at least one, exactly one default) into `cluster`.
 Status ReadAccountsAndPartitions(const TableReader& top, std::string_view origin, Cluster& cluster,
-                                 std::vector<const toml::table*>& partition_tables, bool& implicit_partition) {
+                                 std::vector<const toml::table*>& partition_tables,
+                                 bool& implicit_partition) {
   SHOAL_ASSIGN_OR_RETURN(std::vector<const toml::table*> account_tables, top.Tables("account"));
   for (size_t i = 0; i < account_tables.size(); ++i) {
     TableReader r(origin, *account_tables[i], fmt::format("account[{}]", i + 1));
@@ -418,7 +419,8 @@ Status ReadAccountsAndPartitions(const TableReader& top, std::string_view origin
 
 // A table of settings ([server], [agent]) as text: strings as they are,
 // numbers and booleans written out, lists of strings joined with commas.
-Result<std::map<std::string, std::string>> ReadSettings(const TableReader& top, const toml::table& root,
+Result<std::map<std::string, std::string>> ReadSettings(const TableReader& top,
+                                                        const toml::table& root,
                                                         std::string_view table) {
   std::map<std::string, std::string> out;
   const toml::node* n = root.get(table);
@@ -438,12 +440,15 @@ Result<std::map<std::string, std::string>> ReadSettings(const TableReader& top, 
       std::vector<std::string> items;
       for (const toml::node& item : *list) {
         auto text = item.value<std::string>();
-        if (!text) return top.Error(table, fmt::format("'{}' must be a list of strings", key.str()));
+        if (!text)
+          return top.Error(table, fmt::format("'{}' must be a list of strings", key.str()));
         items.push_back(*text);
       }
       text_value = Join(items, ",");
     } else {
-      return top.Error(table, fmt::format("'{}' must be a string, number, boolean or list of strings", key.str()));
+      return top.Error(
+          table,
+          fmt::format("'{}' must be a string, number, boolean or list of strings", key.str()));
     }
     out[std::string(key.str())] = text_value;
   }
@@ -457,12 +462,14 @@ Result<ServerFile> ParseServerToml(std::string_view text, std::string_view origi
   ServerFile out;
   std::vector<const toml::table*> partition_tables;
   bool implicit = false;
-  SHOAL_RETURN_IF_ERROR(ReadAccountsAndPartitions(top, origin, out.cluster, partition_tables, implicit));
+  SHOAL_RETURN_IF_ERROR(
+      ReadAccountsAndPartitions(top, origin, out.cluster, partition_tables, implicit));
   SHOAL_ASSIGN_OR_RETURN(out.server, ReadSettings(top, root, "server"));
   return out;
 }
 
-Result<std::map<std::string, std::string>> ParseSettingsToml(std::string_view text, std::string_view origin,
+Result<std::map<std::string, std::string>> ParseSettingsToml(std::string_view text,
+                                                             std::string_view origin,
                                                              std::string_view table) {
   SHOAL_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(text, origin));
   TableReader top(origin, root, "");
@@ -492,7 +499,8 @@ Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin)
 
   std::vector<const toml::table*> partition_tables;
   bool implicit_partition = false;
-  SHOAL_RETURN_IF_ERROR(ReadAccountsAndPartitions(top, origin, cluster, partition_tables, implicit_partition));
+  SHOAL_RETURN_IF_ERROR(
+      ReadAccountsAndPartitions(top, origin, cluster, partition_tables, implicit_partition));
   const Partition* default_partition = cluster.DefaultPartition();
 
   SHOAL_ASSIGN_OR_RETURN(std::vector<const toml::table*> node_tables, top.Tables("nodes"));

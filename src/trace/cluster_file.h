@@ -84,7 +84,8 @@ Result<ServerFile> ParseServerToml(std::string_view text, std::string_view origi
 
 // A file of one table of settings (an agent's [agent]), values as text;
 // lists of strings are joined with commas. Other tables are errors.
-Result<std::map<std::string, std::string>> ParseSettingsToml(std::string_view text, std::string_view origin,
+Result<std::map<std::string, std::string>> ParseSettingsToml(std::string_view text,
+                                                             std::string_view origin,
                                                              std::string_view table);
 
 }  // namespace shoal::trace

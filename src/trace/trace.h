@@ -14,38 +14,38 @@
 namespace shoal::trace {
 
 struct TraceJob {
-  std::string name;                 // the trace's id for the job
-  Time submit{};                    // arrival, from the start of the trace
-  Duration duration{0};             // run time on the reference GPU; 0 when the trace has none
+  std::string name;      // the trace's id for the job
+  Time submit{};         // arrival, from the start of the trace
+  Duration duration{0};  // run time on the reference GPU; 0 when the trace has none
   // Resources, in the shapes of JobSpec: gpus (total, spread over as few
   // nodes as needed) or nodes x gpus_per_node; neither means CPU-only.
   int gpus = 0;
   int nodes = 0;
   int gpus_per_node = 0;
-  int gpu_milli = kMilliPerGpu;     // share of each GPU (Alibaba GPU sharing)
-  int64_t cpu_milli = 0;            // per node
-  int64_t mem_mib = 0;              // per node
+  int gpu_milli = kMilliPerGpu;         // share of each GPU (Alibaba GPU sharing)
+  int64_t cpu_milli = 0;                // per node
+  int64_t mem_mib = 0;                  // per node
   std::vector<std::string> gpu_models;  // acceptable models; empty: any
   std::string user;
   std::string account;
-  std::string kind;                 // model / application / job type, when the trace says
+  std::string kind;  // model / application / job type, when the trace says
   // Run time per GPU model for heterogeneous traces (Gavel); the simulator uses
   // the entry of the slowest model a job gets and falls back to `duration`.
   std::vector<std::pair<std::string, Duration>> duration_by_model;
 };
 
 struct Trace {
-  std::string format;               // "itp", "gavel", "pollux", "openb"
+  std::string format;  // "itp", "gavel", "pollux", "openb"
   std::string path;
-  std::vector<TraceJob> jobs;       // sorted by submit time, stable
-  std::optional<Cluster> cluster;   // when the trace comes with its own cluster
-  std::string cluster_source;       // the file it came from
-  std::vector<std::string> notes;   // modelling assumptions a reader of the results must know
+  std::vector<TraceJob> jobs;      // sorted by submit time, stable
+  std::optional<Cluster> cluster;  // when the trace comes with its own cluster
+  std::string cluster_source;      // the file it came from
+  std::vector<std::string> notes;  // modelling assumptions a reader of the results must know
 };
 
 struct TraceOptions {
-  std::string format = "auto";      // auto, itp, gavel, pollux, openb
-  int max_jobs = 0;                 // 0: all
+  std::string format = "auto";  // auto, itp, gavel, pollux, openb
+  int max_jobs = 0;             // 0: all
 };
 
 // Reads a trace. The format is told by options.format or detected:

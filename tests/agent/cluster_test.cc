@@ -1,14 +1,13 @@
 // A real server and real agents (simulated GPUs, real job steps under
 // shoal-step supervisors) on loopback: what runs where, with which
 // environment, and how it stops.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
@@ -45,11 +44,14 @@ std::string ReadFile(const fs::path& p) {
 
 std::vector<std::string> Fields(const std::string& text, char sep) {
   std::vector<std::string> out;
-  for (std::string_view f : Split(text, sep)) out.emplace_back(f);
+  for (std::string_view f : Split(text, sep))
+    out.emplace_back(f);
   return out;
 }
 
-bool Alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH); }
+bool Alive(pid_t pid) {
+  return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH);
+}
 
 class ClusterTest : public ::testing::Test {
  protected:
@@ -82,9 +84,11 @@ class ClusterTest : public ::testing::Test {
       if (r.ok() && r->status == 200) {
         const Json queue = Json::parse(r->body);
         for (const Json& j : queue["jobs"]) {
-          (void)admin_->Post("/v1/jobs/" + std::to_string(j["id"].get<uint64_t>()) + "/cancel", "{}");
+          (void)admin_->Post("/v1/jobs/" + std::to_string(j["id"].get<uint64_t>()) + "/cancel",
+                             "{}");
         }
-        for (int i = 0; i < 100 && Running() > 0; ++i) std::this_thread::sleep_for(milliseconds(20));
+        for (int i = 0; i < 100 && Running() > 0; ++i)
+          std::this_thread::sleep_for(milliseconds(20));
       }
     }
     admin_.reset();
@@ -138,7 +142,8 @@ class ClusterTest : public ::testing::Test {
     simulated_[name] = gpus->get();
     auto a = agent::Agent::Start(c.agent, std::move(*gpus), std::move(*steps), clock_);
     ASSERT_TRUE(a.ok()) << a.status().ToString();
-    for (int i = 0; i < 500 && !(*a)->registered(); ++i) std::this_thread::sleep_for(milliseconds(10));
+    for (int i = 0; i < 500 && !(*a)->registered(); ++i)
+      std::this_thread::sleep_for(milliseconds(10));
     ASSERT_TRUE((*a)->registered());
     agents_[name] = std::move(*a);
   }
@@ -189,7 +194,8 @@ class ClusterTest : public ::testing::Test {
     std::vector<std::string> out;
     for (int i = 0; i < ms / 20; ++i) {
       out = Fields(ReadFile(p), '\n');
-      while (!out.empty() && out.back().empty()) out.pop_back();
+      while (!out.empty() && out.back().empty())
+        out.pop_back();
       if (out.size() >= lines) break;
       std::this_thread::sleep_for(milliseconds(20));
     }
@@ -217,12 +223,14 @@ class ClusterTest : public ::testing::Test {
 
 TEST_F(ClusterTest, JobRunsOnItsGpusAndItsLogIsReadable) {
   StartAgent("n1");
-  const uint64_t id = Submit(*admin_, {{"command", "echo gpus=$CUDA_VISIBLE_DEVICES; echo oops >&2"}, {"gpus", 2}});
+  const uint64_t id =
+      Submit(*admin_, {{"command", "echo gpus=$CUDA_VISIBLE_DEVICES; echo oops >&2"}, {"gpus", 2}});
   ASSERT_TRUE(WaitFor(id, "completed"));
   const Json job = Show(id);
   EXPECT_EQ(job["exit_code"], 0);
   std::vector<std::string> expect;
-  for (const Json& g : job["allocation"][0]["gpus"]) expect.push_back(std::to_string(g.get<int>()));
+  for (const Json& g : job["allocation"][0]["gpus"])
+    expect.push_back(std::to_string(g.get<int>()));
   ASSERT_EQ(expect.size(), 2u) << job.dump();
   const std::string log = Log(*admin_, id);
   EXPECT_NE(log.find("gpus=" + Join(expect, ",")), std::string::npos) << log;
@@ -237,7 +245,9 @@ TEST_F(ClusterTest, TwoJobsNeverShareAGpu) {
   // while all of them run.
   std::vector<uint64_t> ids;
   for (int i = 0; i < 8; ++i) {
-    ids.push_back(Submit(*admin_, {{"command", "echo $CUDA_VISIBLE_DEVICES > seen.$SHOAL_JOB_ID; sleep 2"}, {"gpus", 2}}));
+    ids.push_back(Submit(
+        *admin_,
+        {{"command", "echo $CUDA_VISIBLE_DEVICES > seen.$SHOAL_JOB_ID; sleep 2"}, {"gpus", 2}}));
   }
   std::set<std::pair<std::string, int>> used;
   for (uint64_t id : ids) {
@@ -247,7 +257,8 @@ TEST_F(ClusterTest, TwoJobsNeverShareAGpu) {
     const std::string node = job["allocation"][0]["node"];
     std::vector<std::string> want;
     for (const Json& g : job["allocation"][0]["gpus"]) {
-      EXPECT_TRUE(used.insert({node, g.get<int>()}).second) << node << " GPU " << g << " given twice";
+      EXPECT_TRUE(used.insert({node, g.get<int>()}).second)
+          << node << " GPU " << g << " given twice";
       want.push_back(std::to_string(g.get<int>()));
     }
     const auto seen = WaitForLines(dir_ / "work" / ("seen." + std::to_string(id)), 1);
@@ -262,9 +273,12 @@ TEST_F(ClusterTest, GangGetsRanksHostfileAndTfConfig) {
   StartAgent("n1");
   StartAgent("n2");
   const std::string cmd =
-      "printf '%s %s %s %s %s %s %s\\n' $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $NODE_RANK $MASTER_ADDR "
-      "$MASTER_PORT > rank.$RANK; echo \"$TF_CONFIG\" > tf.$RANK; cp $SHOAL_HOSTFILE hostfile.$RANK";
-  const uint64_t id = Submit(*admin_, {{"command", cmd}, {"nodes", 2}, {"gpus_per_node", 2}, {"tasks", 4}});
+      "printf '%s %s %s %s %s %s %s\\n' $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $NODE_RANK "
+      "$MASTER_ADDR "
+      "$MASTER_PORT > rank.$RANK; echo \"$TF_CONFIG\" > tf.$RANK; cp $SHOAL_HOSTFILE "
+      "hostfile.$RANK";
+  const uint64_t id =
+      Submit(*admin_, {{"command", cmd}, {"nodes", 2}, {"gpus_per_node", 2}, {"tasks", 4}});
   ASSERT_TRUE(WaitFor(id, "completed"));
   // Every node started at once (a gang): both have the job in its allocation.
   EXPECT_EQ(Show(id)["allocation"].size(), 2u);
@@ -287,7 +301,8 @@ TEST_F(ClusterTest, GangGetsRanksHostfileAndTfConfig) {
     EXPECT_EQ(tf["task"]["type"], "worker");
     EXPECT_EQ(tf["task"]["index"], rank);
     // Both nodes are this host: one line with every slot.
-    EXPECT_EQ(ReadFile(dir_ / "work" / ("hostfile." + std::to_string(rank))), "127.0.0.1 slots=4\n");
+    EXPECT_EQ(ReadFile(dir_ / "work" / ("hostfile." + std::to_string(rank))),
+              "127.0.0.1 slots=4\n");
   }
   EXPECT_GT(std::stoi(port), 0);
 }
@@ -295,14 +310,16 @@ TEST_F(ClusterTest, GangGetsRanksHostfileAndTfConfig) {
 TEST_F(ClusterTest, CancelKillsTheWholeTree) {
   StartAgent("n1");
   // A child, a grandchild and one that left the job's session with setsid.
-  const uint64_t id = Submit(*admin_, {{"command",
-                                        "sleep 300 & echo $! >> pids; (sleep 301 & echo $! >> pids; wait) & "
-                                        "setsid sleep 302 & echo $! >> pids; echo $$ >> pids; wait"},
-                                       {"gpus", 1}});
+  const uint64_t id =
+      Submit(*admin_, {{"command",
+                        "sleep 300 & echo $! >> pids; (sleep 301 & echo $! >> pids; wait) & "
+                        "setsid sleep 302 & echo $! >> pids; echo $$ >> pids; wait"},
+                       {"gpus", 1}});
   ASSERT_TRUE(WaitFor(id, "running"));
   const auto pids = WaitForLines(dir_ / "work" / "pids", 4);
   ASSERT_EQ(pids.size(), 4u);
-  for (const auto& p : pids) EXPECT_TRUE(Alive(std::stoi(p))) << p;
+  for (const auto& p : pids)
+    EXPECT_TRUE(Alive(std::stoi(p))) << p;
   auto r = admin_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}");
   ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : "");
   ASSERT_TRUE(WaitFor(id, "cancelled"));
@@ -311,11 +328,13 @@ TEST_F(ClusterTest, CancelKillsTheWholeTree) {
     const pid_t pid = std::stoi(pids[i]);
     const bool escaped = i == 2;  // the setsid one: only a cgroup can find it
     if (escaped && !CgroupIsolation()) {
-      GTEST_LOG_(INFO) << "no cgroup here (" << isolation_ << "): a setsid process escapes; killing it";
+      GTEST_LOG_(INFO) << "no cgroup here (" << isolation_
+                       << "): a setsid process escapes; killing it";
       ::kill(pid, SIGKILL);
       continue;
     }
-    for (int k = 0; k < 100 && Alive(pid); ++k) std::this_thread::sleep_for(milliseconds(20));
+    for (int k = 0; k < 100 && Alive(pid); ++k)
+      std::this_thread::sleep_for(milliseconds(20));
     EXPECT_FALSE(Alive(pid)) << "process " << pid << " (#" << i << ") outlived its job";
   }
   EXPECT_EQ(Show(id)["exit_signal"], SIGTERM) << Show(id).dump();
@@ -330,7 +349,8 @@ TEST_F(ClusterTest, StepCgroupsHoldTheLimitsTheJobAskedFor) {
                                             {"gpus", 1},
                                             {"cpus_per_node", 1},
                                             {"mem_per_node_mib", 256}});
-  const uint64_t plain = Submit(*admin_, {{"command", "cat /proc/self/cgroup > plain.cg"}, {"gpus", 1}});
+  const uint64_t plain =
+      Submit(*admin_, {{"command", "cat /proc/self/cgroup > plain.cg"}, {"gpus", 1}});
   ASSERT_TRUE(WaitFor(limited, "completed"));
   ASSERT_TRUE(WaitFor(plain, "completed"));
   const std::string step = "/" + std::to_string(limited) + ".1\n";
@@ -351,9 +371,9 @@ TEST_F(ClusterTest, StepCgroupsHoldTheLimitsTheJobAskedFor) {
   ASSERT_FALSE(plain_in.empty()) << plain_cg;
   if (limited_in.count("") == 0) {  // v1: hierarchies by controller
     EXPECT_TRUE(limited_in.count("memory") == 1) << limited_cg;
-    EXPECT_TRUE(std::any_of(limited_in.begin(), limited_in.end(),
-                            [](const std::string& h) { return h.find("cpu") != std::string::npos; }))
-        << limited_cg;
+    EXPECT_TRUE(std::any_of(limited_in.begin(), limited_in.end(), [](const std::string& h) {
+      return h.find("cpu") != std::string::npos;
+    })) << limited_cg;
     EXPECT_EQ(plain_in.count("memory"), 0u) << plain_cg;
     EXPECT_LT(plain_in.size(), limited_in.size()) << plain_cg;
   }
@@ -362,8 +382,10 @@ TEST_F(ClusterTest, StepCgroupsHoldTheLimitsTheJobAskedFor) {
 TEST_F(ClusterTest, TimeLimitTermsThenKills) {
   StartAgent("n1");
   // Ignores SIGTERM: the SIGKILL after the grace period ends it.
-  const uint64_t id = Submit(*admin_, {{"command", "trap '' TERM; echo $$ > pid; while :; do sleep 0.1; done"},
-                                       {"gpus", 1}, {"time_limit_s", 1}});
+  const uint64_t id =
+      Submit(*admin_, {{"command", "trap '' TERM; echo $$ > pid; while :; do sleep 0.1; done"},
+                       {"gpus", 1},
+                       {"time_limit_s", 1}});
   ASSERT_TRUE(WaitFor(id, "timeout", 15000));
   const Json job = Show(id);
   EXPECT_EQ(job["exit_signal"], SIGKILL) << job.dump();
@@ -374,7 +396,8 @@ TEST_F(ClusterTest, TimeLimitTermsThenKills) {
 
 TEST_F(ClusterTest, AgentRestartLeavesJobsRunningAndAccounted) {
   StartAgent("n1");
-  const uint64_t id = Submit(*admin_, {{"command", "echo $$ > pid; sleep 4; echo done"}, {"gpus", 4}});
+  const uint64_t id =
+      Submit(*admin_, {{"command", "echo $$ > pid; sleep 4; echo done"}, {"gpus", 4}});
   ASSERT_TRUE(WaitFor(id, "running"));
   const auto pid = WaitForLines(dir_ / "work" / "pid", 1);
   ASSERT_EQ(pid.size(), 1u);
@@ -396,7 +419,8 @@ pid_t LauncherOf(const fs::path& steps_dir) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string cmdline = ReadFile(entry.path() / "cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find("--launcher " + steps_dir.string() + " ") != std::string::npos) return std::stoi(name);
+    if (cmdline.find("--launcher " + steps_dir.string() + " ") != std::string::npos)
+      return std::stoi(name);
   }
   return 0;
 }
@@ -413,7 +437,8 @@ std::string AskLauncher(const fs::path& steps_dir, const std::string& request) {
   (void)!::write(fd, request.data(), request.size());
   std::string answer;
   char buffer[64];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) answer.append(buffer, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;)
+    answer.append(buffer, static_cast<size_t>(n));
   ::close(fd);
   return answer;
 }
@@ -423,7 +448,8 @@ TEST_F(ClusterTest, AStepsFolderTooLongForTheLauncherSocketIsRefusedAtStart) {
   c.state_dir = (dir_ / std::string(100, 'x')).string();
   auto steps = agent::OpenSteps(c, SHOAL_STEP_BINARY);
   ASSERT_FALSE(steps.ok());
-  EXPECT_NE(steps.status().message().find("too long a path"), std::string::npos) << steps.status().ToString();
+  EXPECT_NE(steps.status().message().find("too long a path"), std::string::npos)
+      << steps.status().ToString();
 }
 
 TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
@@ -433,7 +459,8 @@ TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
   ASSERT_TRUE(WaitFor(first, "running"));
   // "running" once the launch is sent: the agent may still be starting it.
   pid_t launcher = 0;
-  for (int i = 0; i < 500 && (launcher = LauncherOf(steps)) == 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  for (int i = 0; i < 500 && (launcher = LauncherOf(steps)) == 0; ++i)
+    std::this_thread::sleep_for(milliseconds(10));
   ASSERT_GT(launcher, 0);
   // One launcher for many steps: a second job does not start another.
   const uint64_t second = Submit(*admin_, {{"command", "echo second"}, {"gpus", 1}});
@@ -449,7 +476,8 @@ TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
   // The agent collects it at once, with no step event to prompt it: no zombie
   // stays behind (the first job's end, the next event, is seconds away).
   const fs::path proc = fs::path("/proc") / std::to_string(launcher);
-  for (int i = 0; i < 50 && fs::exists(proc); ++i) std::this_thread::sleep_for(milliseconds(20));
+  for (int i = 0; i < 50 && fs::exists(proc); ++i)
+    std::this_thread::sleep_for(milliseconds(20));
   EXPECT_FALSE(fs::exists(proc)) << "the killed launcher is left a zombie";
   const uint64_t third = Submit(*admin_, {{"command", "echo third"}, {"gpus", 1}});
   ASSERT_TRUE(WaitFor(third, "completed"));  // through a new launcher
@@ -466,7 +494,8 @@ TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
   EXPECT_EQ(LauncherOf(steps), replacement);
   // A stopping agent lets it go.
   StopAgent("n1");
-  for (int i = 0; i < 100 && LauncherOf(steps) != 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  for (int i = 0; i < 100 && LauncherOf(steps) != 0; ++i)
+    std::this_thread::sleep_for(milliseconds(10));
   EXPECT_EQ(LauncherOf(steps), 0);
   EXPECT_FALSE(fs::exists(steps / "launcher.sock"));
 }
@@ -489,21 +518,24 @@ TEST_F(ClusterTest, JobsOpenOnlyTheirOwnGpuDevices) {
   if (isolation_.find("GPU devices fenced") == std::string::npos) {
     GTEST_SKIP() << "[privilege] no v1 devices hierarchy here: " << isolation_;
   }
-  const std::string probe = "echo gpus=$CUDA_VISIBLE_DEVICES > devices.out; unset CUDA_VISIBLE_DEVICES; "
-                            "for i in 0 1 2 3 4 5 6 7; do cat " +
-                            dev.string() + "/nvidia$i 2>&1 | sed \"s/^/$i /\" >> devices.out; done";
+  const std::string probe =
+      "echo gpus=$CUDA_VISIBLE_DEVICES > devices.out; unset CUDA_VISIBLE_DEVICES; "
+      "for i in 0 1 2 3 4 5 6 7; do cat " +
+      dev.string() + "/nvidia$i 2>&1 | sed \"s/^/$i /\" >> devices.out; done";
   const uint64_t id = Submit(*admin_, {{"command", probe}, {"gpus", 2}});
   ASSERT_TRUE(WaitFor(id, "completed"));
   const auto lines = WaitForLines(dir_ / "work" / "devices.out", 9);
   ASSERT_EQ(lines.size(), 9u) << ReadFile(dir_ / "work" / "devices.out");
   ASSERT_TRUE(lines[0].starts_with("gpus="));
   std::set<std::string> given;
-  for (const auto& g : Fields(lines[0].substr(5), ',')) given.insert(g);
+  for (const auto& g : Fields(lines[0].substr(5), ','))
+    given.insert(g);
   ASSERT_EQ(given.size(), 2u) << lines[0];
   for (size_t i = 1; i < lines.size(); ++i) {
     const std::string index = lines[i].substr(0, lines[i].find(' '));
     if (given.count(index)) {
-      EXPECT_NE(lines[i].find("No such device or address"), std::string::npos) << "GPU " << lines[i];
+      EXPECT_NE(lines[i].find("No such device or address"), std::string::npos)
+          << "GPU " << lines[i];
     } else {
       EXPECT_NE(lines[i].find("Operation not permitted"), std::string::npos) << "GPU " << lines[i];
     }
@@ -517,14 +549,16 @@ TEST_F(ClusterTest, FinishedJobsLogsSurviveAnAgentRestart) {
   const uint64_t id = Submit(*admin_, {{"command", "echo kept"}, {"gpus", 1}});
   ASSERT_TRUE(WaitFor(id, "completed"));
   const fs::path step = dir_ / "agents" / "n1" / "steps" / (std::to_string(id) + ".1");
-  for (int i = 0; i < 250 && fs::exists(step); ++i) std::this_thread::sleep_for(milliseconds(20));
+  for (int i = 0; i < 250 && fs::exists(step); ++i)
+    std::this_thread::sleep_for(milliseconds(20));
   ASSERT_FALSE(fs::exists(step)) << "the agent never forgot the step";
   StopAgent("n1");
   StartAgent("n1");
   EXPECT_EQ(Log(*admin_, id), "kept\n");
   // The record names the user's file; only the agent reads it.
   struct stat st {};
-  ASSERT_EQ(::stat((dir_ / "agents" / "n1" / "steps" / "outputs" / std::to_string(id)).c_str(), &st), 0);
+  ASSERT_EQ(
+      ::stat((dir_ / "agents" / "n1" / "steps" / "outputs" / std::to_string(id)).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
@@ -567,19 +601,23 @@ TEST_F(ClusterTest, ALaunchPastItsDeadlineIsRefused) {
 TEST_F(ClusterTest, AKilledSupervisorTakesItsTasksWithIt) {
   StartAgent("n1");
   const uint64_t id = Submit(
-      *admin_, {{"command", "sleep 300 & echo $! >> sup.pids; echo $$ >> sup.pids; echo $PPID >> sup.pids; wait"},
-                {"gpus", 1}});
+      *admin_,
+      {{"command",
+        "sleep 300 & echo $! >> sup.pids; echo $$ >> sup.pids; echo $PPID >> sup.pids; wait"},
+       {"gpus", 1}});
   ASSERT_TRUE(WaitFor(id, "running"));
   const auto pids = WaitForLines(dir_ / "work" / "sup.pids", 3);
   ASSERT_EQ(pids.size(), 3u);
   ASSERT_NE(ReadFile(fs::path("/proc") / pids[2] / "cmdline").find("shoal-step"), std::string::npos)
       << "the task's parent is its supervisor";
   ASSERT_EQ(::kill(std::stoi(pids[2]), SIGKILL), 0);  // started by this test's agent
-  for (int i = 0; i < 500 && Show(id)["state"] == "running"; ++i) std::this_thread::sleep_for(milliseconds(20));
+  for (int i = 0; i < 500 && Show(id)["state"] == "running"; ++i)
+    std::this_thread::sleep_for(milliseconds(20));
   EXPECT_NE(Show(id)["state"], "running") << Show(id).dump();
   for (size_t i = 0; i < 2; ++i) {
     const pid_t pid = std::stoi(pids[i]);
-    for (int k = 0; k < 250 && Alive(pid); ++k) std::this_thread::sleep_for(milliseconds(20));
+    for (int k = 0; k < 250 && Alive(pid); ++k)
+      std::this_thread::sleep_for(milliseconds(20));
     EXPECT_FALSE(Alive(pid)) << "task process " << pid << " outlived its supervisor";
   }
 }
@@ -600,7 +638,9 @@ TEST_F(ClusterTest, LostAgentDownsTheNodeAndItsJobsFollowTheirPolicy) {
   StartAgent("n1");
   ASSERT_TRUE(WaitFor(again, "running"));
   EXPECT_EQ(Node("n1")["state"], "up");
-  for (int i = 0; i < 250 && fs::exists(dir_ / "agents" / "n1" / "steps" / (std::to_string(keep) + ".1")); ++i) {
+  for (int i = 0;
+       i < 250 && fs::exists(dir_ / "agents" / "n1" / "steps" / (std::to_string(keep) + ".1"));
+       ++i) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_FALSE(fs::exists(dir_ / "agents" / "n1" / "steps" / (std::to_string(keep) + ".1")))

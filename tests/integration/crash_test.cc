@@ -1,12 +1,11 @@
 // A server killed with SIGKILL during a flood of submissions loses nothing it
 // acknowledged: after a restart on the same state directory every job that
 // got a 201 exists, exactly once.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
@@ -44,8 +43,10 @@ TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
     auto s = server::Server::Start(o, clock);
     if (!s.ok()) _exit(1);
     const std::string hello = std::to_string((*s)->port()) + " " + (*s)->admin_token() + "\n";
-    if (write(pipefd[1], hello.data(), hello.size()) != static_cast<ssize_t>(hello.size())) _exit(1);
-    while (true) pause();
+    if (write(pipefd[1], hello.data(), hello.size()) != static_cast<ssize_t>(hello.size()))
+      _exit(1);
+    while (true)
+      pause();
   }
   close(pipefd[1]);
   char buf[256] = {};
@@ -60,7 +61,8 @@ TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
   std::string hello(buf);
   ASSERT_NE(hello.find(' '), std::string::npos) << "the server did not start";
   const std::string port = hello.substr(0, hello.find(' '));
-  const std::string token = hello.substr(hello.find(' ') + 1, hello.find('\n') - hello.find(' ') - 1);
+  const std::string token =
+      hello.substr(hello.find(' ') + 1, hello.find('\n') - hello.find(' ') - 1);
 
   std::mutex mu;
   std::vector<uint64_t> acked;
@@ -68,7 +70,9 @@ TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
   std::vector<std::thread> flood;
   for (int t = 0; t < 4; ++t) {
     flood.emplace_back([&] {
-      auto c = net::HttpClient::Connect("127.0.0.1:" + port, {.token = token, .connect_timeout_ms = 500, .read_timeout_ms = 2000});
+      auto c = net::HttpClient::Connect(
+          "127.0.0.1:" + port,
+          {.token = token, .connect_timeout_ms = 500, .read_timeout_ms = 2000});
       if (!c.ok()) return;
       const std::string body = Json{{"command", "echo hi"}, {"gpus", 1}}.dump();
       while (!stop) {
@@ -85,7 +89,8 @@ TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
   int status = 0;
   waitpid(child, &status, 0);
   stop = true;
-  for (std::thread& t : flood) t.join();
+  for (std::thread& t : flood)
+    t.join();
   ASSERT_GT(acked.size(), 50u) << "the flood should have got some submissions through";
 
   // Restart on the same directory and look.
@@ -101,9 +106,12 @@ TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
   ASSERT_TRUE(r.ok() && r->status == 200);
   std::multiset<uint64_t> present;
   const Json listed = Json::parse(r->body);
-  for (const Json& j : listed["jobs"]) present.insert(j["id"].get<uint64_t>());
-  for (uint64_t id : acked) EXPECT_EQ(present.count(id), 1u) << "acknowledged job " << id;
-  for (uint64_t id : present) EXPECT_EQ(present.count(id), 1u) << "job " << id << " twice";
+  for (const Json& j : listed["jobs"])
+    present.insert(j["id"].get<uint64_t>());
+  for (uint64_t id : acked)
+    EXPECT_EQ(present.count(id), 1u) << "acknowledged job " << id;
+  for (uint64_t id : present)
+    EXPECT_EQ(present.count(id), 1u) << "job " << id << " twice";
   EXPECT_LE(present.size(), acked.size() + 4 * 2000) << "at most the unanswered batch in flight";
   // New ids continue after the old ones.
   auto next = (*c)->Post("/v1/jobs", Json{{"command", "x"}, {"gpus", 1}}.dump());
@@ -112,7 +120,8 @@ TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
   c->reset();
   s->reset();
   std::filesystem::remove_all(dir);
-  std::printf("crash test: %zu acknowledged submissions, %zu jobs after restart\n", acked.size(), present.size());
+  std::printf("crash test: %zu acknowledged submissions, %zu jobs after restart\n", acked.size(),
+              present.size());
 }
 
 TEST(CrashTest, OneServerPerStateDirectory) {

@@ -12,7 +12,8 @@ namespace shoal::testing {
 namespace {
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -24,10 +25,15 @@ struct FakeAgent::Http {
 };
 
 FakeAgent::FakeAgent(std::string name, int gpus, std::string server, std::string token)
-    : name_(std::move(name)), gpus_(gpus), server_(std::move(server)), token_(std::move(token)),
+    : name_(std::move(name)),
+      gpus_(gpus),
+      server_(std::move(server)),
+      token_(std::move(token)),
       http_(std::make_unique<Http>()) {}
 
-FakeAgent::~FakeAgent() { Stop(); }
+FakeAgent::~FakeAgent() {
+  Stop();
+}
 
 Status FakeAgent::Start() {
   http_->server.Post("/v1/launch", [this](const httplib::Request& req, httplib::Response& res) {
@@ -40,8 +46,10 @@ Status FakeAgent::Start() {
     l.job = j["job"].get<uint64_t>();
     l.epoch = j["epoch"].get<uint64_t>();
     l.node_rank = j["node_rank"].get<int>();
-    for (const auto& n : j["nodes"]) l.nodes.push_back(n.get<std::string>());
-    for (const auto& g : j["allocation"]["gpus"]) l.gpus.push_back(g.get<int>());
+    for (const auto& n : j["nodes"])
+      l.nodes.push_back(n.get<std::string>());
+    for (const auto& g : j["allocation"]["gpus"])
+      l.gpus.push_back(g.get<int>());
     const std::string command = j["spec"]["command"].get<std::string>();
     Job job;
     job.epoch = l.epoch;
@@ -63,7 +71,8 @@ Status FakeAgent::Start() {
     if (it != jobs_.end()) it->second.killed = true;
     res.set_content("{}", "application/json");
   });
-  http_->server.set_keep_alive_timeout(1);  // so that Stop() does not wait long for idle connections
+  http_->server.set_keep_alive_timeout(
+      1);  // so that Stop() does not wait long for idle connections
   http_->port = http_->server.bind_to_any_port("127.0.0.1");
   if (http_->port <= 0) return Internal("fake agent cannot listen");
   http_thread_ = std::thread([this] { http_->server.listen_after_bind(); });
@@ -82,9 +91,10 @@ Status FakeAgent::Start() {
   }
   httplib::Client c(server_);
   c.set_tcp_nodelay(true);
-  auto r = c.Post("/v1/nodes/register", {{"Authorization", "Bearer " + token_}}, api::ToJson(n).dump(),
-                  "application/json");
-  if (!r || r->status != 200) return Internal("fake agent cannot register: " + (r ? r->body : std::string("no answer")));
+  auto r = c.Post("/v1/nodes/register", {{"Authorization", "Bearer " + token_}},
+                  api::ToJson(n).dump(), "application/json");
+  if (!r || r->status != 200)
+    return Internal("fake agent cannot register: " + (r ? r->body : std::string("no answer")));
   beat_thread_ = std::thread([this] {
     while (!stopping_) {
       Beat();
@@ -103,8 +113,11 @@ void FakeAgent::Beat() {
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       Job& j = it->second;
       if (j.killed || (j.exit_at_ms >= 0 && now >= j.exit_at_ms)) {
-        events.push_back({{"job", it->first}, {"epoch", j.epoch}, {"type", "exited"},
-                          {"exit_code", j.killed ? 0 : j.exit_code}, {"signal", j.killed ? 15 : 0}});
+        events.push_back({{"job", it->first},
+                          {"epoch", j.epoch},
+                          {"type", "exited"},
+                          {"exit_code", j.killed ? 0 : j.exit_code},
+                          {"signal", j.killed ? 15 : 0}});
         it = jobs_.erase(it);
       } else {
         running.push_back({{"job", it->first}, {"epoch", j.epoch}});
@@ -115,8 +128,8 @@ void FakeAgent::Beat() {
   httplib::Client c(server_);
   c.set_tcp_nodelay(true);
   api::Json body = {{"events", events}, {"running", running}, {"gpus", api::Json::array()}};
-  auto r = c.Post("/v1/nodes/" + name_ + "/heartbeat", {{"Authorization", "Bearer " + token_}}, body.dump(),
-                  "application/json");
+  auto r = c.Post("/v1/nodes/" + name_ + "/heartbeat", {{"Authorization", "Bearer " + token_}},
+                  body.dump(), "application/json");
   if (!r || r->status != 200) {
     // The server did not take the exits: report them again next time.
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,4 +1,6 @@
 // The local unix socket: a client is known by its uid, which it cannot forge.
+#include "net/local_socket.h"
+
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -10,7 +12,6 @@
 
 #include "api/json.h"
 #include "net/http_client.h"
-#include "net/local_socket.h"
 #include "server/server.h"
 
 namespace shoal {
@@ -96,12 +97,14 @@ TEST_F(LocalSocketTest, AnotherUidIsAPlainUserUnderItsOwnName) {
   ::close(fds[1]);
   std::string token;
   char buffer[256];
-  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof(buffer))) > 0;) token.append(buffer, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof(buffer))) > 0;)
+    token.append(buffer, static_cast<size_t>(n));
   ::close(fds[0]);
   int status = 0;
   ::waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-  while (!token.empty() && token.back() == '\n') token.pop_back();
+  while (!token.empty() && token.back() == '\n')
+    token.pop_back();
   Json me = WhoAmI(token);
   EXPECT_EQ(me["user"], "nobody");
   EXPECT_EQ(me["role"], "user");
@@ -112,7 +115,8 @@ TEST_F(LocalSocketTest, NoServerMeansAClearError) {
   auto t = net::RequestLocalToken(dir_ + "/absent.sock");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("cannot connect"), std::string::npos);
-  EXPECT_FALSE(net::RequestLocalToken(std::string(200, 'x')).ok()) << "a path too long for sun_path";
+  EXPECT_FALSE(net::RequestLocalToken(std::string(200, 'x')).ok())
+      << "a path too long for sun_path";
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The controller over real HTTP on loopback, with fake agents: the lifecycle,
 // authentication and permissions, and bad input that must change nothing.
+#include "server/server.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -8,7 +10,6 @@
 #include "api/json.h"
 #include "integration/fake_agent.h"
 #include "net/http_client.h"
-#include "server/server.h"
 #include "testing/fake_clock.h"
 
 namespace shoal {
@@ -64,7 +65,8 @@ class ServerTest : public ::testing::Test {
   }
 
   testing::FakeAgent& Agent(const std::string& name, int gpus = 8) {
-    agents_.push_back(std::make_unique<testing::FakeAgent>(name, gpus, server_->address(), server_->node_token()));
+    agents_.push_back(std::make_unique<testing::FakeAgent>(name, gpus, server_->address(),
+                                                           server_->node_token()));
     Status s = agents_.back()->Start();
     EXPECT_TRUE(s.ok()) << s.ToString();
     return *agents_.back();
@@ -127,9 +129,11 @@ TEST_F(ServerTest, LifecycleOverHttp) {
 TEST_F(ServerTest, GangStartsOnBothNodesWithRanks) {
   testing::FakeAgent& a = Agent("n1");
   testing::FakeAgent& b = Agent("n2");
-  const uint64_t id = Submit(*alice_, {{"command", "forever"}, {"nodes", 2}, {"gpus_per_node", 8}, {"time_limit_s", 600}});
+  const uint64_t id = Submit(
+      *alice_, {{"command", "forever"}, {"nodes", 2}, {"gpus_per_node", 8}, {"time_limit_s", 600}});
   ASSERT_TRUE(WaitFor(id, "running"));
-  for (int i = 0; i < 100 && (a.launches().empty() || b.launches().empty()); ++i) std::this_thread::sleep_for(milliseconds(10));
+  for (int i = 0; i < 100 && (a.launches().empty() || b.launches().empty()); ++i)
+    std::this_thread::sleep_for(milliseconds(10));
   ASSERT_EQ(a.launches().size(), 1u);
   ASSERT_EQ(b.launches().size(), 1u);
   EXPECT_NE(a.launches()[0].node_rank, b.launches()[0].node_rank);
@@ -192,17 +196,24 @@ TEST_F(ServerTest, BadInputGetsA4xxAndChangesNothing) {
       {"nine per node", R"({"command": "x", "nodes": 1, "gpus_per_node": 9})", 400, "9 GPUs"},
       {"no command", R"({"gpus": 1})", 400, "command"},
       {"unknown partition", R"({"command": "x", "gpus": 1, "partition": "nope"})", 400, "nope"},
-      {"a user field from a user", R"({"command": "x", "gpus": 1, "user": "root", "time_limit_s": -1})", 400, "negative"},
+      {"a user field from a user",
+       R"({"command": "x", "gpus": 1, "user": "root", "time_limit_s": -1})", 400, "negative"},
       // Field limits, each with its own message.
-      {"a huge name", R"({"command": "x", "gpus": 1, "name": ")" + std::string(300, 'n') + R"("})", 400,
-       "the job name is 300 bytes"},
+      {"a huge name", R"({"command": "x", "gpus": 1, "name": ")" + std::string(300, 'n') + R"("})",
+       400, "the job name is 300 bytes"},
       {"a NUL in the command", R"({"command": "echo a\u0000b", "gpus": 1})", 400, "NUL"},
-      {"a NUL in a variable", R"({"command": "x", "gpus": 1, "env": {"A": "b\u0000c"}})", 400, "NUL"},
-      {"an empty variable name", R"({"command": "x", "gpus": 1, "env": {"": "b"}})", 400, "variable name"},
-      {"'=' in a variable name", R"({"command": "x", "gpus": 1, "env": {"A=B": "c"}})", 400, "variable name"},
-      {"a million tasks", R"({"command": "x", "gpus": 1, "tasks": 1000000})", 400, "at most 512 per node"},
-      {"begin_time 1e300", R"({"command": "x", "gpus": 1, "begin_time": 1e300})", 400, "begin_time"},
-      {"a huge output path", R"({"command": "x", "gpus": 1, "stdout": ")" + std::string(5000, 'o') + R"("})", 400,
+      {"a NUL in a variable", R"({"command": "x", "gpus": 1, "env": {"A": "b\u0000c"}})", 400,
+       "NUL"},
+      {"an empty variable name", R"({"command": "x", "gpus": 1, "env": {"": "b"}})", 400,
+       "variable name"},
+      {"'=' in a variable name", R"({"command": "x", "gpus": 1, "env": {"A=B": "c"}})", 400,
+       "variable name"},
+      {"a million tasks", R"({"command": "x", "gpus": 1, "tasks": 1000000})", 400,
+       "at most 512 per node"},
+      {"begin_time 1e300", R"({"command": "x", "gpus": 1, "begin_time": 1e300})", 400,
+       "begin_time"},
+      {"a huge output path",
+       R"({"command": "x", "gpus": 1, "stdout": ")" + std::string(5000, 'o') + R"("})", 400,
        "the output path"},
   };
   for (const Case& c : cases) {
@@ -211,7 +222,8 @@ TEST_F(ServerTest, BadInputGetsA4xxAndChangesNothing) {
     EXPECT_EQ(r->status, c.status) << c.what << ": " << r->body;
     Json err = Json::parse(r->body, nullptr, false);
     ASSERT_FALSE(err.is_discarded()) << c.what << ": errors are JSON: " << r->body;
-    EXPECT_NE(err.value("detail", "").find(c.mentions), std::string::npos) << c.what << ": " << r->body;
+    EXPECT_NE(err.value("detail", "").find(c.mentions), std::string::npos)
+        << c.what << ": " << r->body;
   }
   // A body over the limit (100 MB) is refused before it is read whole.
   std::string huge(100 << 20, ' ');

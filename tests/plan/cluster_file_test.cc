@@ -1,9 +1,10 @@
 // A planned cluster must be one that the simulator and `shoal up` can load:
 // every design's cluster file goes through the real cluster-file parser.
+#include "trace/cluster_file.h"
+
 #include <gtest/gtest.h>
 
 #include "plan/report.h"
-#include "trace/cluster_file.h"
 
 namespace shoal::plan {
 namespace {
@@ -33,7 +34,8 @@ TEST(PlannedClusterFileTest, EveryDesignLoadsWithItsGpus) {
     int gpus = 0;
     for (const Node& n : cluster->nodes) {
       gpus += n.GpuCount();
-      for (const Gpu& g : n.gpus) EXPECT_EQ(g.model, d.gpu_model);
+      for (const Gpu& g : n.gpus)
+        EXPECT_EQ(g.model, d.gpu_model);
     }
     EXPECT_EQ(static_cast<int>(cluster->nodes.size()), d.cluster.nodes);
     EXPECT_EQ(gpus, d.cluster.gpus);

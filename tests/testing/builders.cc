@@ -22,7 +22,8 @@ NodeBuilder& NodeBuilder::Gpus(int count, const std::string& model) {
 
 NodeBuilder& NodeBuilder::Islands(int islands) {
   const int per = std::max(1, static_cast<int>(node_->gpus.size()) / std::max(1, islands));
-  for (Gpu& g : node_->gpus) g.nvlink_island = g.index / per;
+  for (Gpu& g : node_->gpus)
+    g.nvlink_island = g.index / per;
   return *this;
 }
 
@@ -58,7 +59,9 @@ NodeBuilder& NodeBuilder::State(NodeState state) {
   return *this;
 }
 
-ClusterBuilder::ClusterBuilder() { cluster_.name = "test"; }
+ClusterBuilder::ClusterBuilder() {
+  cluster_.name = "test";
+}
 
 NodeBuilder ClusterBuilder::Node(const std::string& name) {
   shoal::Node& n = nodes_.emplace_back();
@@ -86,7 +89,8 @@ std::shared_ptr<const sched::Inventory> ClusterBuilder::Inventory() const {
   return *inv;
 }
 
-SnapshotBuilder::SnapshotBuilder(std::shared_ptr<const sched::Inventory> inv) : inv_(std::move(inv)) {
+SnapshotBuilder::SnapshotBuilder(std::shared_ptr<const sched::Inventory> inv)
+    : inv_(std::move(inv)) {
   snapshot_.inventory = inv_;
   snapshot_.nodes.assign(inv_->size(), sched::NodeStatus{});
 }
@@ -116,8 +120,8 @@ JobId SnapshotBuilder::Pending(const JobBuilder& job, Time submit) {
   return info.id;
 }
 
-JobId SnapshotBuilder::Running(const JobBuilder& job, const std::vector<std::string>& placement, Time start,
-                               Time expected_end) {
+JobId SnapshotBuilder::Running(const JobBuilder& job, const std::vector<std::string>& placement,
+                               Time start, Time expected_end) {
   sched::JobInfo& info = Add(job, true);
   info.submit = start;
   info.start = start;
@@ -147,7 +151,8 @@ void SnapshotBuilder::SetNode(const std::string& name, NodeState state, uint64_t
   snapshot_.nodes[*idx] = sched::NodeStatus{state, unhealthy_gpus};
 }
 
-int SnapshotBuilder::AddAccount(const std::string& name, double shares, double usage_gpu_s, int max_gpus) {
+int SnapshotBuilder::AddAccount(const std::string& name, double shares, double usage_gpu_s,
+                                int max_gpus) {
   snapshot_.accounts.push_back({name, shares, usage_gpu_s, max_gpus});
   return static_cast<int>(snapshot_.accounts.size()) - 1;
 }
@@ -161,7 +166,8 @@ const sched::Snapshot& SnapshotBuilder::Build() {
   for (auto* list : {&snapshot_.running, &snapshot_.pending}) {
     for (sched::JobInfo& j : *list) {
       for (size_t a = 0; a < snapshot_.accounts.size(); ++a) {
-        if (j.spec != nullptr && snapshot_.accounts[a].name == j.spec->account) j.account = static_cast<int>(a);
+        if (j.spec != nullptr && snapshot_.accounts[a].name == j.spec->account)
+          j.account = static_cast<int>(a);
       }
     }
   }
@@ -191,7 +197,8 @@ NodeAllocation ParsePlacement(const sched::Inventory& inv, const std::string& it
   if (colon != std::string::npos) {
     auto gpus = ParseIntRanges(item.substr(colon + 1));
     if (!gpus.ok()) throw std::invalid_argument(gpus.status().message());
-    for (int g : *gpus) na.gpu_mask |= uint64_t{1} << g;
+    for (int g : *gpus)
+      na.gpu_mask |= uint64_t{1} << g;
   }
   return na;
 }

@@ -55,24 +55,63 @@ class ClusterBuilder {
 class JobBuilder {
  public:
   explicit JobBuilder(std::string name) { spec_.name = std::move(name); }
-  JobBuilder& Gpus(int total) { spec_.gpus = total; return *this; }
+  JobBuilder& Gpus(int total) {
+    spec_.gpus = total;
+    return *this;
+  }
   JobBuilder& Gang(int nodes, int gpus_per_node) {
     spec_.nodes = nodes;
     spec_.gpus_per_node = gpus_per_node;
     return *this;
   }
-  JobBuilder& Nodes(int nodes) { spec_.nodes = nodes; return *this; }
-  JobBuilder& Share(int milli) { spec_.gpu_milli = milli; return *this; }
-  JobBuilder& Models(std::vector<std::string> models) { spec_.gpu_models = std::move(models); return *this; }
-  JobBuilder& Cpus(double cpus) { spec_.cpu_milli_per_node = static_cast<int64_t>(cpus * 1000); return *this; }
-  JobBuilder& CpusPerGpu(double cpus) { spec_.cpu_milli_per_gpu = static_cast<int64_t>(cpus * 1000); return *this; }
-  JobBuilder& MemMib(int64_t mib) { spec_.mem_mib_per_node = mib; return *this; }
-  JobBuilder& Partition(std::string p) { spec_.partition = std::move(p); return *this; }
-  JobBuilder& Account(std::string a) { spec_.account = std::move(a); return *this; }
-  JobBuilder& Limit(Duration d) { spec_.time_limit = d; return *this; }
-  JobBuilder& Exclusive() { spec_.exclusive = true; return *this; }
-  JobBuilder& Labels(std::vector<std::string> l) { spec_.constraints = std::move(l); return *this; }
-  JobBuilder& Requeue() { spec_.requeue = true; return *this; }
+  JobBuilder& Nodes(int nodes) {
+    spec_.nodes = nodes;
+    return *this;
+  }
+  JobBuilder& Share(int milli) {
+    spec_.gpu_milli = milli;
+    return *this;
+  }
+  JobBuilder& Models(std::vector<std::string> models) {
+    spec_.gpu_models = std::move(models);
+    return *this;
+  }
+  JobBuilder& Cpus(double cpus) {
+    spec_.cpu_milli_per_node = static_cast<int64_t>(cpus * 1000);
+    return *this;
+  }
+  JobBuilder& CpusPerGpu(double cpus) {
+    spec_.cpu_milli_per_gpu = static_cast<int64_t>(cpus * 1000);
+    return *this;
+  }
+  JobBuilder& MemMib(int64_t mib) {
+    spec_.mem_mib_per_node = mib;
+    return *this;
+  }
+  JobBuilder& Partition(std::string p) {
+    spec_.partition = std::move(p);
+    return *this;
+  }
+  JobBuilder& Account(std::string a) {
+    spec_.account = std::move(a);
+    return *this;
+  }
+  JobBuilder& Limit(Duration d) {
+    spec_.time_limit = d;
+    return *this;
+  }
+  JobBuilder& Exclusive() {
+    spec_.exclusive = true;
+    return *this;
+  }
+  JobBuilder& Labels(std::vector<std::string> l) {
+    spec_.constraints = std::move(l);
+    return *this;
+  }
+  JobBuilder& Requeue() {
+    spec_.requeue = true;
+    return *this;
+  }
   const JobSpec& spec() const { return spec_; }
   JobSpec& spec() { return spec_; }
 

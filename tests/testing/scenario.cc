@@ -1,5 +1,7 @@
 #include "testing/scenario.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -7,8 +9,6 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "core/strings.h"
 #include "sched/policy.h"
@@ -22,8 +22,8 @@ namespace {
 struct Line {
   int number = 0;
   std::string verb;
-  std::vector<std::string> args;              // positional
-  std::map<std::string, std::string> opts;    // key=value (flags map to "")
+  std::vector<std::string> args;            // positional
+  std::map<std::string, std::string> opts;  // key=value (flags map to "")
 };
 
 struct ParseError : std::runtime_error {
@@ -50,9 +50,10 @@ std::vector<Line> Tokenize(const std::string& path) {
         continue;
       }
       const size_t eq = w.find('=');
-      const size_t positional = line.verb == "expect" || line.verb == "nodes" || line.verb == "finished" ? 2
-                                : line.verb == "simulation"                                       ? 0
-                                                                                                 : 1;
+      const size_t positional =
+          line.verb == "expect" || line.verb == "nodes" || line.verb == "finished" ? 2
+          : line.verb == "simulation"                                              ? 0
+                                                                                   : 1;
       if (eq == std::string::npos) {
         if (line.args.size() < positional) {
           line.args.push_back(w);
@@ -98,7 +99,8 @@ class Runner {
     if (text.empty()) return now_;
     const bool rel = text[0] == '+' || text[0] == '-';
     const std::string body = rel ? text.substr(1) : text;
-    auto d = ParseDuration(body.find_first_not_of("0123456789") == std::string::npos ? body + "s" : body);
+    auto d = ParseDuration(body.find_first_not_of("0123456789") == std::string::npos ? body + "s"
+                                                                                     : body);
     if (!d.ok()) Fail(l, d.status().message());
     if (!rel) return Time(*d);
     return text[0] == '+' ? now_ + *d : now_ - *d;
@@ -143,7 +145,8 @@ class Runner {
     if (Has(l, "labels")) b.Labels(List(l, "labels"));
     if (Has(l, "state") || Has(l, "unhealthy")) {
       uint64_t unhealthy = 0;
-      for (const std::string& g : List(l, "unhealthy")) unhealthy |= uint64_t{1} << std::stoi(g);
+      for (const std::string& g : List(l, "unhealthy"))
+        unhealthy |= uint64_t{1} << std::stoi(g);
       NodeState st = NodeState::kUp;
       if (Has(l, "state")) {
         auto s = ParseNodeState(Opt(l, "state"));
@@ -231,7 +234,8 @@ class Runner {
       } else if (l.verb == "nodes") {
         if (l.args.size() < 2) Fail(l, "nodes needs a prefix and a count");
         const int count = std::stoi(l.args[1]);
-        for (int i = 1; i <= count; ++i) AddNode(l, l.args[0] + std::to_string(i));
+        for (int i = 1; i <= count; ++i)
+          AddNode(l, l.args[0] + std::to_string(i));
       } else if (l.verb == "account") {
         accounts.push_back(l);
       } else if (l.verb == "job" || l.verb == "running") {
@@ -248,7 +252,8 @@ class Runner {
     if (policy_spec.empty()) throw ParseError(path_ + ": no policy line");
     auto inv = cluster_.Inventory();
     snap_.emplace(inv);
-    for (const auto& [name, st] : node_status_) snap_->SetNode(name, st.first, st.second);
+    for (const auto& [name, st] : node_status_)
+      snap_->SetNode(name, st.first, st.second);
     for (const Line& l : accounts) {
       snap_->AddAccount(l.args.at(0), Has(l, "shares") ? std::stod(Opt(l, "shares")) : 1.0,
                         Has(l, "usage") ? std::stod(Opt(l, "usage")) * 3600 : 0.0,
@@ -261,7 +266,8 @@ class Runner {
       if (l.verb == "running" && !Has(l, "gpus") && !Has(l, "gpus-per-node")) {
         // Without a request, a running job asked for the GPUs it holds.
         int held = 0;
-        for (const std::string& item : List(l, "on")) held += ParsePlacement(*cluster_.Inventory(), item).GpuCount();
+        for (const std::string& item : List(l, "on"))
+          held += ParsePlacement(*cluster_.Inventory(), item).GpuCount();
         job.Gpus(held);
       }
       if (l.verb == "running") {
@@ -274,7 +280,8 @@ class Runner {
           Fail(l, e.what());
         }
         sched::JobInfo& info = snap_->info(id);
-        info.expected_end = Has(l, "end") ? ParseTime(l, Opt(l, "end")) : start + info.request.time_limit;
+        info.expected_end =
+            Has(l, "end") ? ParseTime(l, Opt(l, "end")) : start + info.request.time_limit;
       } else {
         try {
           id = snap_->Pending(job, ParseTime(l, Opt(l, "submit", "-1m")));
@@ -338,7 +345,8 @@ class Runner {
   std::string Placement(const sched::Inventory& inv, const Allocation& a) const {
     std::vector<std::string> items;
     for (const NodeAllocation& na : a.nodes) {
-      items.push_back(na.gpu_mask ? NodeName(inv, na.node) + ":" + FormatGpuMask(na.gpu_mask) : NodeName(inv, na.node));
+      items.push_back(na.gpu_mask ? NodeName(inv, na.node) + ":" + FormatGpuMask(na.gpu_mask)
+                                  : NodeName(inv, na.node));
     }
     std::sort(items.begin(), items.end());
     return Join(items, ",");
@@ -351,15 +359,19 @@ class Runner {
                          s.backfilled ? " backfilled" : "");
     }
     for (const sched::PreemptDecision& p : plan.preemptions) {
-      out += fmt::format("  preempt {} for={}\n", snap_->NameOf(p.victim), snap_->NameOf(p.preemptor));
+      out +=
+          fmt::format("  preempt {} for={}\n", snap_->NameOf(p.victim), snap_->NameOf(p.preemptor));
     }
     for (const sched::PendingDecision& p : plan.pending) {
       std::vector<std::string> nodes;
-      for (NodeId n : p.planned_nodes) nodes.push_back(NodeName(inv, n));
+      for (NodeId n : p.planned_nodes)
+        nodes.push_back(NodeName(inv, n));
       std::sort(nodes.begin(), nodes.end());
-      out += fmt::format("  pending {} reason={}{}{}{}\n", snap_->NameOf(p.job), PendingReasonName(p.reason),
+      out += fmt::format("  pending {} reason={}{}{}{}\n", snap_->NameOf(p.job),
+                         PendingReasonName(p.reason),
                          p.estimated_start != kTimeNever
-                             ? fmt::format(" start={}", ToSeconds(p.estimated_start - now_)) : "",
+                             ? fmt::format(" start={}", ToSeconds(p.estimated_start - now_))
+                             : "",
                          nodes.empty() ? "" : " nodes=" + Join(nodes, ","),
                          p.detail.empty() ? "" : " (" + p.detail + ")");
     }
@@ -383,7 +395,8 @@ class Runner {
         if (s == nullptr) {
           const sched::PendingDecision* p = plan.FindPending(id);
           fail(l, fmt::format("{} did not start ({})", l.args[1],
-                              p ? std::string(PendingReasonName(p->reason)) + (p->detail.empty() ? "" : ": " + p->detail)
+                              p ? std::string(PendingReasonName(p->reason)) +
+                                      (p->detail.empty() ? "" : ": " + p->detail)
                                 : "no decision"));
           continue;
         }
@@ -392,29 +405,38 @@ class Runner {
           std::vector<std::string> norm;
           for (const std::string& w : want) {
             NodeAllocation na = ParsePlacement(inv, w);
-            norm.push_back(na.gpu_mask ? NodeName(inv, na.node) + ":" + FormatGpuMask(na.gpu_mask) : NodeName(inv, na.node));
+            norm.push_back(na.gpu_mask ? NodeName(inv, na.node) + ":" + FormatGpuMask(na.gpu_mask)
+                                       : NodeName(inv, na.node));
           }
           std::sort(norm.begin(), norm.end());
           const std::string got = Placement(inv, s->allocation);
-          if (Join(norm, ",") != got) fail(l, fmt::format("{} started on {}, expected {}", l.args[1], got, Join(norm, ",")));
+          if (Join(norm, ",") != got)
+            fail(l, fmt::format("{} started on {}, expected {}", l.args[1], got, Join(norm, ",")));
         }
         if (Has(l, "nodes")) {
           std::vector<std::string> want = List(l, "nodes");
           std::sort(want.begin(), want.end());
           std::vector<std::string> got;
-          for (const NodeAllocation& na : s->allocation.nodes) got.push_back(NodeName(inv, na.node));
+          for (const NodeAllocation& na : s->allocation.nodes)
+            got.push_back(NodeName(inv, na.node));
           std::sort(got.begin(), got.end());
-          if (want != got) fail(l, fmt::format("{} started on nodes {}, expected {}", l.args[1], Join(got, ","), Join(want, ",")));
+          if (want != got)
+            fail(l, fmt::format("{} started on nodes {}, expected {}", l.args[1], Join(got, ","),
+                                Join(want, ",")));
         }
         if (Has(l, "gpus-on")) {
           // Any placement with this many GPUs per node, e.g. gpus-on=8,4.
           std::vector<int> want;
-          for (const std::string& g : List(l, "gpus-on")) want.push_back(std::stoi(g));
+          for (const std::string& g : List(l, "gpus-on"))
+            want.push_back(std::stoi(g));
           std::vector<int> got;
-          for (const NodeAllocation& na : s->allocation.nodes) got.push_back(na.GpuCount());
+          for (const NodeAllocation& na : s->allocation.nodes)
+            got.push_back(na.GpuCount());
           std::sort(want.rbegin(), want.rend());
           std::sort(got.rbegin(), got.rend());
-          if (want != got) fail(l, fmt::format("{} got GPUs per node {}", l.args[1], Placement(inv, s->allocation)));
+          if (want != got)
+            fail(l,
+                 fmt::format("{} got GPUs per node {}", l.args[1], Placement(inv, s->allocation)));
         }
         if (Has(l, "backfilled") && !s->backfilled) fail(l, l.args[1] + " was not backfilled");
       } else if (kind == "pending") {
@@ -425,14 +447,17 @@ class Runner {
         }
         const std::string reason = Opt(l, "reason");
         if (!reason.empty() && PendingReasonName(p->reason) != reason) {
-          fail(l, fmt::format("{} waits for {}, expected {}{}", l.args[1], PendingReasonName(p->reason), reason,
+          fail(l, fmt::format("{} waits for {}, expected {}{}", l.args[1],
+                              PendingReasonName(p->reason), reason,
                               p->detail.empty() ? "" : " (" + p->detail + ")"));
         }
         if (Has(l, "start")) {
           const Time want = ParseTime(l, Opt(l, "start"));
           if (p->estimated_start != want) {
             fail(l, fmt::format("{} is expected to start at {}, not {}", l.args[1],
-                                p->estimated_start == kTimeNever ? "never" : fmt::format("{}s", ToSeconds(p->estimated_start - now_)),
+                                p->estimated_start == kTimeNever
+                                    ? "never"
+                                    : fmt::format("{}s", ToSeconds(p->estimated_start - now_)),
                                 fmt::format("{}s", ToSeconds(want - now_))));
           }
         }
@@ -440,20 +465,25 @@ class Runner {
           std::vector<std::string> want = List(l, "nodes");
           std::sort(want.begin(), want.end());
           std::vector<std::string> got;
-          for (NodeId n : p->planned_nodes) got.push_back(NodeName(inv, n));
+          for (NodeId n : p->planned_nodes)
+            got.push_back(NodeName(inv, n));
           std::sort(got.begin(), got.end());
-          if (want != got) fail(l, fmt::format("{} would run on {}, expected {}", l.args[1], Join(got, ","), Join(want, ",")));
+          if (want != got)
+            fail(l, fmt::format("{} would run on {}, expected {}", l.args[1], Join(got, ","),
+                                Join(want, ",")));
         }
         if (Has(l, "detail~")) {
           if (p->detail.find(Opt(l, "detail~")) == std::string::npos) {
-            fail(l, fmt::format("{} detail '{}' lacks '{}'", l.args[1], p->detail, Opt(l, "detail~")));
+            fail(l,
+                 fmt::format("{} detail '{}' lacks '{}'", l.args[1], p->detail, Opt(l, "detail~")));
           }
         }
       } else if (kind == "preempt") {
         const JobId by = snap_->IdOf(Opt(l, "for"));
         expected_preempts.insert({id.value(), by.value()});
         bool found = false;
-        for (const sched::PreemptDecision& p : plan.preemptions) found |= p.victim == id && p.preemptor == by;
+        for (const sched::PreemptDecision& p : plan.preemptions)
+          found |= p.victim == id && p.preemptor == by;
         if (!found) fail(l, fmt::format("{} was not preempted for {}", l.args[1], Opt(l, "for")));
       } else {
         Fail(l, "expect start|pending|preempt");
@@ -462,22 +492,26 @@ class Runner {
     // Whatever the plan does must be expected: scenarios describe all of it.
     for (const sched::StartDecision& s : plan.starts) {
       if (!expected_starts.count(s.job.value())) {
-        result.failures.push_back(fmt::format("{}: unexpected start of {}", path_, snap_->NameOf(s.job)));
+        result.failures.push_back(
+            fmt::format("{}: unexpected start of {}", path_, snap_->NameOf(s.job)));
       }
     }
     for (const sched::PreemptDecision& p : plan.preemptions) {
       if (!expected_preempts.count({p.victim.value(), p.preemptor.value()})) {
-        result.failures.push_back(fmt::format("{}: unexpected preemption of {}", path_, snap_->NameOf(p.victim)));
+        result.failures.push_back(
+            fmt::format("{}: unexpected preemption of {}", path_, snap_->NameOf(p.victim)));
       }
     }
     // Every pending job has exactly one decision.
     const sched::Snapshot& s = snap_->snapshot();
     for (const sched::JobInfo& j : s.pending) {
-      const int decisions = (plan.FindStart(j.id) ? 1 : 0) +
-                            static_cast<int>(std::count_if(plan.pending.begin(), plan.pending.end(),
-                                                           [&](const auto& p) { return p.job == j.id; }));
+      const int decisions =
+          (plan.FindStart(j.id) ? 1 : 0) +
+          static_cast<int>(std::count_if(plan.pending.begin(), plan.pending.end(),
+                                         [&](const auto& p) { return p.job == j.id; }));
       if (decisions != 1) {
-        result.failures.push_back(fmt::format("{}: {} has {} decisions", path_, snap_->NameOf(j.id), decisions));
+        result.failures.push_back(
+            fmt::format("{}: {} has {} decisions", path_, snap_->NameOf(j.id), decisions));
       }
     }
   }
@@ -492,6 +526,8 @@ class Runner {
 
 }  // namespace
 
-ScenarioResult RunScenarioFile(const std::string& path) { return Runner(path).Run(); }
+ScenarioResult RunScenarioFile(const std::string& path) {
+  return Runner(path).Run();
+}
 
 }  // namespace shoal::testing

@@ -21,7 +21,8 @@ Status CublasStatus(cublasStatus_t s, std::string_view what);
 Status NcclStatus(ncclResult_t r, std::string_view what);
 
 #define SHOAL_CUDA(expr) SHOAL_RETURN_IF_ERROR(::shoal::acceptance::gpu::CudaStatus((expr), #expr))
-#define SHOAL_CUBLAS(expr) SHOAL_RETURN_IF_ERROR(::shoal::acceptance::gpu::CublasStatus((expr), #expr))
+#define SHOAL_CUBLAS(expr) \
+  SHOAL_RETURN_IF_ERROR(::shoal::acceptance::gpu::CublasStatus((expr), #expr))
 #define SHOAL_NCCL(expr) SHOAL_RETURN_IF_ERROR(::shoal::acceptance::gpu::NcclStatus((expr), #expr))
 
 // Progress on stderr; stdout carries the results alone.

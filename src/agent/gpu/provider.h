@@ -19,14 +19,14 @@ namespace shoal::agent {
 
 // One GPU as discovered.
 struct GpuDevice {
-  int index = 0;               // the driver's index (what CUDA_VISIBLE_DEVICES names)
-  std::string uuid;            // "GPU-5f2c..."
-  std::string name;            // as the driver says: "NVIDIA H100 80GB HBM3"
-  std::string model;           // the catalogue's name ("H100-SXM-80GB"), else `name`
+  int index = 0;      // the driver's index (what CUDA_VISIBLE_DEVICES names)
+  std::string uuid;   // "GPU-5f2c..."
+  std::string name;   // as the driver says: "NVIDIA H100 80GB HBM3"
+  std::string model;  // the catalogue's name ("H100-SXM-80GB"), else `name`
   int64_t memory_mib = 0;
-  int nvlink_island = 0;       // GPUs joined by NVLink/NVSwitch share an island number
+  int nvlink_island = 0;  // GPUs joined by NVLink/NVSwitch share an island number
   int numa_node = 0;
-  std::string pci_bus_id;      // "00000000:1B:00.0"
+  std::string pci_bus_id;  // "00000000:1B:00.0"
   bool mig_enabled = false;
   double power_limit_w = 0;
   double temperature_limit_c = 0;  // slowdown threshold; 0: unknown
@@ -36,19 +36,19 @@ struct GpuDevice {
 // provider was opened or the driver loaded; the agent reports differences.
 struct GpuSample {
   int index = 0;
-  double util_pct = 0;          // SM busy, like DCGM_FI_DEV_GPU_UTIL
-  double mem_copy_util_pct = 0; // memory controller busy, like DCGM_FI_DEV_MEM_COPY_UTIL
+  double util_pct = 0;           // SM busy, like DCGM_FI_DEV_GPU_UTIL
+  double mem_copy_util_pct = 0;  // memory controller busy, like DCGM_FI_DEV_MEM_COPY_UTIL
   int64_t fb_used_mib = 0;
   int64_t fb_free_mib = 0;
   double power_w = 0;
   double temperature_c = 0;
   double sm_clock_mhz = 0;
-  double energy_j = 0;                 // total energy
-  uint64_t ecc_corrected = 0;          // volatile totals
+  double energy_j = 0;         // total energy
+  uint64_t ecc_corrected = 0;  // volatile totals
   uint64_t ecc_uncorrected = 0;
-  uint64_t xid_errors = 0;             // XID events seen
-  int last_xid = 0;                    // the most recent XID code; 0: none
-  uint64_t clock_event_reasons = 0;    // NVML's throttle/clock-event bit mask
+  uint64_t xid_errors = 0;           // XID events seen
+  int last_xid = 0;                  // the most recent XID code; 0: none
+  uint64_t clock_event_reasons = 0;  // NVML's throttle/clock-event bit mask
 };
 
 class GpuProvider {
@@ -74,7 +74,8 @@ Result<std::unique_ptr<GpuProvider>> OpenNvml(const std::string& library = "libn
 // telemetry follows their load: utilisation, memory, power and temperature
 // move towards what the load implies, with some noise from `seed`. Time comes
 // from `clock`, which must outlive the provider.
-Result<std::unique_ptr<GpuProvider>> MakeSimulated(const std::string& profile, const std::string& node_name,
-                                                   uint64_t seed, const Clock& clock);
+Result<std::unique_ptr<GpuProvider>> MakeSimulated(const std::string& profile,
+                                                   const std::string& node_name, uint64_t seed,
+                                                   const Clock& clock);
 
 }  // namespace shoal::agent

@@ -1,5 +1,6 @@
 #include "agent/launch/cgroup.h"
 
+#include <fmt/format.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -10,8 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 
-#include <fmt/format.h>
-
 #include "agent/launch/files.h"
 #include "core/strings.h"
 
@@ -21,7 +20,9 @@ namespace {
 constexpr int64_t kCpuPeriodUs = 100000;
 constexpr int64_t kMinCpuQuotaUs = 1000;  // the kernel's floor for a quota
 
-bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool Exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
 
 bool IsCgroupFs(const std::string& path) {
   struct statfs fs {};
@@ -137,7 +138,8 @@ std::vector<MountEntry> ParseMountInfo(std::string_view text) {
     MountEntry e;
     e.mount_point = std::string(fields[4]);
     e.fs_type = std::string(dash[1]);
-    for (std::string_view opt : Split(dash[3], ',')) e.super_options.emplace_back(opt);
+    for (std::string_view opt : Split(dash[3], ','))
+      e.super_options.emplace_back(opt);
     out.push_back(std::move(e));
   }
   return out;
@@ -145,19 +147,22 @@ std::vector<MountEntry> ParseMountInfo(std::string_view text) {
 
 namespace {
 
-CgroupLayout DetectProcessCgroups(const std::string& configured_root, const std::string& tag, const Mounts& mounts) {
+CgroupLayout DetectProcessCgroups(const std::string& configured_root, const std::string& tag,
+                                  const Mounts& mounts) {
   CgroupLayout layout;
   if (configured_root == "none") {
-    layout.description = "none: disabled by configuration (cgroup_root = none); process groups only, "
-                         "no CPU or memory limits";
+    layout.description =
+        "none: disabled by configuration (cgroup_root = none); process groups only, "
+        "no CPU or memory limits";
     return layout;
   }
   const std::string relative = "shoal/" + tag;
   std::vector<std::string> why;  // what each layout lacked, for the "none" line
 
   if (!mounts.v2.empty()) {
-    Status v2 = IsCgroupFs(mounts.v2) ? PrepareV2(mounts.v2, relative, &layout)
-                                      : FailedPrecondition(mounts.v2 + " is not a cgroup file system");
+    Status v2 = IsCgroupFs(mounts.v2)
+                    ? PrepareV2(mounts.v2, relative, &layout)
+                    : FailedPrecondition(mounts.v2 + " is not a cgroup file system");
     if (v2.ok()) {
       layout.version = CgroupVersion::kV2;
       layout.description = fmt::format("cgroup v2 (cpu, memory) at {}", layout.v2_dir);
@@ -168,10 +173,9 @@ CgroupLayout DetectProcessCgroups(const std::string& configured_root, const std:
 
   std::vector<std::string> v1_used;
   std::vector<std::string> v1_dirs;
-  for (auto [name, mount, slot] :
-       {std::tuple{"cpu", &mounts.v1_cpu, &layout.v1_cpu_dir},
-        std::tuple{"memory", &mounts.v1_memory, &layout.v1_memory_dir},
-        std::tuple{"pids", &mounts.v1_pids, &layout.v1_pids_dir}}) {
+  for (auto [name, mount, slot] : {std::tuple{"cpu", &mounts.v1_cpu, &layout.v1_cpu_dir},
+                                   std::tuple{"memory", &mounts.v1_memory, &layout.v1_memory_dir},
+                                   std::tuple{"pids", &mounts.v1_pids, &layout.v1_pids_dir}}) {
     if (mount->empty()) continue;
     Status made = MakeDirs(*mount, relative);
     if (made.ok()) {
@@ -230,7 +234,8 @@ CgroupLayout DetectCgroups(const std::string& configured_root, const std::string
     layout.v1_devices_dir = mounts.v1_devices + "/shoal/" + tag;
     layout.description += "; GPU devices fenced (v1 devices)";
   } else {
-    layout.description += "; GPU devices not fenced (no v1 devices hierarchy; only CUDA_VISIBLE_DEVICES)";
+    layout.description +=
+        "; GPU devices not fenced (no v1 devices hierarchy; only CUDA_VISIBLE_DEVICES)";
   }
   return layout;
 }
@@ -248,7 +253,8 @@ std::vector<GpuDeviceNode> FindGpuDeviceNodes(const std::string& pattern) {
   return out;
 }
 
-std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus, const std::vector<int>& given) {
+std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus,
+                                      const std::vector<int>& given) {
   std::vector<std::string> rules;
   for (const GpuDeviceNode& d : node_gpus) {
     if (std::find(given.begin(), given.end(), d.index) != given.end()) continue;
@@ -258,8 +264,8 @@ std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpu
 }
 
 void RemoveAgentCgroups(const CgroupLayout& layout) {
-  for (const std::string* dir : {&layout.v2_dir, &layout.v1_cpu_dir, &layout.v1_memory_dir, &layout.v1_pids_dir,
-                                 &layout.v1_devices_dir}) {
+  for (const std::string* dir : {&layout.v2_dir, &layout.v1_cpu_dir, &layout.v1_memory_dir,
+                                 &layout.v1_pids_dir, &layout.v1_devices_dir}) {
     if (!dir->empty()) ::rmdir(dir->c_str());
   }
 }
@@ -270,7 +276,8 @@ std::vector<CgroupWrite> LimitWrites(CgroupVersion version, int64_t cpu_milli, i
   const int64_t quota_us = std::max(kMinCpuQuotaUs, cpu_milli * kCpuPeriodUs / 1000);
   const std::string memory_bytes = std::to_string(memory_mib * 1024 * 1024);
   if (version == CgroupVersion::kV2) {
-    if (cpu_milli > 0) writes.push_back({"", "cpu.max", fmt::format("{} {}", quota_us, kCpuPeriodUs)});
+    if (cpu_milli > 0)
+      writes.push_back({"", "cpu.max", fmt::format("{} {}", quota_us, kCpuPeriodUs)});
     if (memory_mib > 0) {
       writes.push_back({"", "memory.max", memory_bytes});
       writes.push_back({"", "memory.swap.max", "0", true});
@@ -297,7 +304,8 @@ StepCgroup::StepCgroup(const CgroupLayout& layout, const std::string& name)
     if (!layout.v2_cpu) cpu_dir_.clear();
     if (!layout.v2_memory) memory_dir_.clear();
   } else if (version_ == CgroupVersion::kV1) {
-    for (const std::string* base : {&layout.v1_pids_dir, &layout.v1_memory_dir, &layout.v1_cpu_dir}) {
+    for (const std::string* base :
+         {&layout.v1_pids_dir, &layout.v1_memory_dir, &layout.v1_cpu_dir}) {
       if (base->empty()) continue;
       dirs_.push_back(*base + "/" + name);
       if (tracking_dir_.empty()) tracking_dir_ = dirs_.back();
@@ -305,11 +313,13 @@ StepCgroup::StepCgroup(const CgroupLayout& layout, const std::string& name)
     if (!layout.v1_cpu_dir.empty()) cpu_dir_ = layout.v1_cpu_dir + "/" + name;
     if (!layout.v1_memory_dir.empty()) memory_dir_ = layout.v1_memory_dir + "/" + name;
   }
-  for (const std::string& dir : dirs_) join_files_.push_back(dir + "/cgroup.procs");
+  for (const std::string& dir : dirs_)
+    join_files_.push_back(dir + "/cgroup.procs");
   if (!layout.v1_devices_dir.empty()) devices_dir_ = layout.v1_devices_dir + "/" + name;
 }
 
-Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib, const std::vector<std::string>& deny_devices) {
+Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib,
+                          const std::vector<std::string>& deny_devices) {
   if (version_ == CgroupVersion::kV1) {
     // A v1 hierarchy is joined only to track the step (the first) or to
     // enforce its limit: each cgroup costs a mkdir and an rmdir per step.
@@ -318,7 +328,8 @@ Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib, const std::vect
       return (dir == cpu_dir_ && cpu_milli <= 0) || (dir == memory_dir_ && memory_mib <= 0);
     });
     join_files_.clear();
-    for (const std::string& dir : dirs_) join_files_.push_back(dir + "/cgroup.procs");
+    for (const std::string& dir : dirs_)
+      join_files_.push_back(dir + "/cgroup.procs");
   }
   if (!devices_dir_.empty()) {
     if (deny_devices.empty()) {
@@ -371,7 +382,8 @@ bool StepCgroup::Signal(int sig) const {
       WriteFile(tracking_dir_ + "/cgroup.kill", "1").ok()) {
     return true;
   }
-  for (pid_t pid : pids) ::kill(pid, sig);
+  for (pid_t pid : pids)
+    ::kill(pid, sig);
   return true;
 }
 

@@ -65,7 +65,8 @@ std::vector<GpuDeviceNode> FindGpuDeviceNodes(const std::string& pattern);
 
 // The devices-controller rules ("c MAJOR:MINOR rwm") that deny a step the
 // node's GPUs it was not given. Pure.
-std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus, const std::vector<int>& given);
+std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus,
+                                      const std::vector<int>& given);
 
 // One line of /proc/self/mountinfo.
 struct MountEntry {
@@ -109,7 +110,8 @@ class StepCgroup {
   // only in the hierarchies that track the step or hold a limit it has.
   // `deny_devices` (GpuDenyRules) go into the devices hierarchy, which the
   // step joins only when there is something to deny.
-  Status Create(int64_t cpu_milli, int64_t memory_mib, const std::vector<std::string>& deny_devices = {});
+  Status Create(int64_t cpu_milli, int64_t memory_mib,
+                const std::vector<std::string>& deny_devices = {});
   // The cgroup.procs files a task writes its pid into, before exec (final
   // once Create has run).
   const std::vector<std::string>& JoinFiles() const { return join_files_; }

@@ -35,10 +35,14 @@ TEST(LimitWrites, PerVersion) {
     std::vector<std::string> expected;  // "hierarchy/file=value[?]"
   };
   const std::vector<Case> cases = {
-      {CgroupVersion::kV2, 1500, 64,
+      {CgroupVersion::kV2,
+       1500,
+       64,
        {"/cpu.max=150000 100000", "/memory.max=67108864", "/memory.swap.max=0?"}},
       {CgroupVersion::kV2, 5, 0, {"/cpu.max=1000 100000"}},  // the kernel's least quota
-      {CgroupVersion::kV1, 250, 1,
+      {CgroupVersion::kV1,
+       250,
+       1,
        {"cpu/cpu.cfs_period_us=100000", "cpu/cpu.cfs_quota_us=25000",
         "memory/memory.limit_in_bytes=1048576", "memory/memory.memsw.limit_in_bytes=1048576?"}},
       {CgroupVersion::kV1, 0, 0, {}},

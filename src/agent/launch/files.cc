@@ -1,12 +1,11 @@
 #include "agent/launch/files.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace shoal::agent {
 namespace {

@@ -82,12 +82,14 @@ class Launcher {
     if (listen_fd_ < 0) return 1;
     // Made 0600 from the start: nobody else may connect in between.
     const mode_t old_umask = ::umask(0177);
-    const int bound = ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&*address), sizeof *address);
+    const int bound =
+        ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&*address), sizeof *address);
     ::umask(old_umask);
     if (bound != 0 || ::listen(listen_fd_, 128) != 0) return 1;
     sigset_t signals;
     sigemptyset(&signals);
-    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP})
+      sigaddset(&signals, sig);
     signal_fd_ = ::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
     return signal_fd_ < 0 ? 1 : 0;
   }
@@ -122,7 +124,8 @@ class Launcher {
     while (::read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
       if (info.ssi_signo != SIGCHLD) stop = true;
     }
-    while (::waitpid(-1, nullptr, WNOHANG) > 0) --children_;
+    while (::waitpid(-1, nullptr, WNOHANG) > 0)
+      --children_;
     return !stop;
   }
 

@@ -1,13 +1,12 @@
 #include "agent/launch/step_files.h"
 
+#include <fmt/format.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <csignal>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/launch/files.h"
@@ -18,8 +17,12 @@ namespace {
 
 using Json = nlohmann::json;
 
-int64_t MsOf(Time t) { return t.time_since_epoch().count(); }
-Time TimeOfMs(int64_t ms) { return Time(Duration(ms)); }
+int64_t MsOf(Time t) {
+  return t.time_since_epoch().count();
+}
+Time TimeOfMs(int64_t ms) {
+  return Time(Duration(ms));
+}
 
 std::optional<uint64_t> ParseU64(std::string_view s) {
   uint64_t v = 0;
@@ -49,7 +52,9 @@ Result<T> ParseJson(std::string_view text, std::string_view what, F&& from_json)
 
 }  // namespace
 
-std::string StepDirName(StepKey key) { return fmt::format("{}.{}", key.job, key.epoch); }
+std::string StepDirName(StepKey key) {
+  return fmt::format("{}.{}", key.job, key.epoch);
+}
 
 std::optional<StepKey> ParseStepDirName(std::string_view name) {
   size_t dot = name.find('.');
@@ -104,7 +109,8 @@ std::string EncodeRequest(const SupervisorRequest& request) {
         {"description", c.description}}},
   };
   Json devices = Json::array();
-  for (const GpuDeviceNode& d : request.gpu_devices) devices.push_back({d.index, d.major, d.minor});
+  for (const GpuDeviceNode& d : request.gpu_devices)
+    devices.push_back({d.index, d.major, d.minor});
   j["gpu_devices"] = std::move(devices);
   return j.dump();
 }
@@ -159,7 +165,8 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     r.cgroup.v1_devices_dir = c.value("v1_devices_dir", std::string());
     if (auto d = j.find("gpu_devices"); d != j.end()) {
       for (const Json& e : *d) {
-        r.gpu_devices.push_back({e.at(0).get<int>(), e.at(1).get<unsigned>(), e.at(2).get<unsigned>()});
+        r.gpu_devices.push_back(
+            {e.at(0).get<int>(), e.at(1).get<unsigned>(), e.at(2).get<unsigned>()});
       }
     }
     return Result<SupervisorRequest>(std::move(r));
@@ -171,7 +178,10 @@ std::string EncodeOutput(uint64_t epoch, const StepOutput& o) {
             {"stdout_path", o.stdout_path},
             {"stderr_path", o.stderr_path},
             {"owner",
-             {{"name", o.owner.name}, {"uid", o.owner.uid}, {"gid", o.owner.gid}, {"groups", o.owner.groups}}}};
+             {{"name", o.owner.name},
+              {"uid", o.owner.uid},
+              {"gid", o.owner.gid},
+              {"groups", o.owner.groups}}}};
   return j.dump();
 }
 
@@ -185,7 +195,8 @@ Result<std::pair<uint64_t, StepOutput>> DecodeOutput(std::string_view text) {
     o.owner.uid = a.at("uid").get<uid_t>();
     o.owner.gid = a.at("gid").get<gid_t>();
     o.owner.groups = a.at("groups").get<std::vector<gid_t>>();
-    return Result<std::pair<uint64_t, StepOutput>>(std::pair(j.at("epoch").get<uint64_t>(), std::move(o)));
+    return Result<std::pair<uint64_t, StepOutput>>(
+        std::pair(j.at("epoch").get<uint64_t>(), std::move(o)));
   });
 }
 
@@ -220,7 +231,8 @@ Result<ProcessIdentity> IdentityOf(pid_t pid) {
   std::vector<std::string_view> fields = Fields(std::string_view(*stat).substr(close + 1));
   // fields[0] is field 3 (state); starttime, field 22, is fields[19].
   if (fields.size() < 20) return Internal(fmt::format("unreadable /proc/{}/stat", pid));
-  if (fields[0] == "Z" || fields[0] == "X") return NotFound(fmt::format("process {} has exited", pid));
+  if (fields[0] == "Z" || fields[0] == "X")
+    return NotFound(fmt::format("process {} has exited", pid));
   std::optional<uint64_t> ticks = ParseU64(fields[19]);
   if (!ticks) return Internal(fmt::format("unreadable /proc/{}/stat", pid));
   return ProcessIdentity{pid, *ticks};
@@ -261,13 +273,16 @@ Result<std::pair<ProcessIdentity, Time>> DecodePidFile(std::string_view text) {
   std::vector<std::string_view> f = Fields(text);
   std::optional<uint64_t> pid, ticks, ms;
   if (f.size() == 3) pid = ParseU64(f[0]), ticks = ParseU64(f[1]), ms = ParseU64(f[2]);
-  if (!pid || !ticks || !ms || *pid == 0) return Internal(fmt::format("unreadable pid file '{}'", text));
-  return std::pair{ProcessIdentity{static_cast<pid_t>(*pid), *ticks}, TimeOfMs(static_cast<int64_t>(*ms))};
+  if (!pid || !ticks || !ms || *pid == 0)
+    return Internal(fmt::format("unreadable pid file '{}'", text));
+  return std::pair{ProcessIdentity{static_cast<pid_t>(*pid), *ticks},
+                   TimeOfMs(static_cast<int64_t>(*ms))};
 }
 
 std::string EncodeTasksFile(const std::vector<ProcessIdentity>& tasks) {
   std::string out;
-  for (const ProcessIdentity& t : tasks) out += fmt::format("{} {}\n", t.pid, t.start_ticks);
+  for (const ProcessIdentity& t : tasks)
+    out += fmt::format("{} {}\n", t.pid, t.start_ticks);
   return out;
 }
 
@@ -283,6 +298,8 @@ std::vector<ProcessIdentity> DecodeTasksFile(std::string_view text) {
   return out;
 }
 
-Time WallNow() { return SystemClock().Now(); }
+Time WallNow() {
+  return SystemClock().Now();
+}
 
 }  // namespace shoal::agent

@@ -18,8 +18,9 @@ int main(int argc, char** argv) {
     return shoal::agent::RunLauncher(argv[2], std::span<char>(argv[0], end));
   }
   if (argc == 3 && argv[1][0] != '-') return shoal::agent::RunSupervisor(argv[1], argv[2]);
-  std::fprintf(stderr,
-               "usage: shoal-step --launcher STEPS_DIR | shoal-step STEPS_DIR JOB.EPOCH (started by the "
-               "shoal agent)\n");
+  std::fprintf(
+      stderr,
+      "usage: shoal-step --launcher STEPS_DIR | shoal-step STEPS_DIR JOB.EPOCH (started by the "
+      "shoal agent)\n");
   return 2;
 }

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -17,8 +18,6 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "agent/launch/cgroup.h"
 #include "agent/launch/files.h"
@@ -50,7 +49,8 @@ uint64_t Fnv1a(std::string_view text) {
 
 // Where a supervised step's rank-0 output goes, and whose it is.
 StepOutput OutputOf(const SupervisorRequest& request) {
-  return {ResolveOutputPath(request.step, false, 0), ResolveOutputPath(request.step, true, 0), request.account};
+  return {ResolveOutputPath(request.step, false, 0), ResolveOutputPath(request.step, true, 0),
+          request.account};
 }
 
 // The steps on this node, one folder each (see step_files.h), with a
@@ -117,8 +117,8 @@ class DirSteps final : public Steps {
     const std::string dir = StepDir(key);
     // The file first, then the signal: a supervisor that has not written
     // its pid file yet reads the file once it has (see supervisor.cc).
-    SHOAL_RETURN_IF_ERROR(
-        WriteFileAtomic(dir + "/" + kStopFile, std::to_string(std::max<int64_t>(0, grace.count())), 0644));
+    SHOAL_RETURN_IF_ERROR(WriteFileAtomic(
+        dir + "/" + kStopFile, std::to_string(std::max<int64_t>(0, grace.count())), 0644));
     Result<std::string> pid_text = ReadFile(dir + "/" + kPidFile);
     if (!pid_text.ok()) return Status::Ok();  // starting: the supervisor will see the stop file
     Result<std::pair<ProcessIdentity, Time>> pid = DecodePidFile(*pid_text);
@@ -148,14 +148,16 @@ class DirSteps final : public Steps {
 
   void Forget(uint64_t job, uint64_t epoch) override {
     Result<StepState> state = ReadState({job, epoch});
-    if (!state.ok() || state->phase == StepPhase::kRunning || state->phase == StepPhase::kStarting) {
+    if (!state.ok() || state->phase == StepPhase::kRunning ||
+        state->phase == StepPhase::kStarting) {
       return;
     }
     // Its output stays readable: a small record of where it went and whose
     // it is outlives the folder (the request, with the job's environment,
     // does not).
     if (Result<StepOutput> output = Output(job, epoch); output.ok()) {
-      (void)WriteFileAtomic(dir_ + "/" + kOutputsDir + "/" + std::to_string(job), EncodeOutput(epoch, *output), 0600);
+      (void)WriteFileAtomic(dir_ + "/" + kOutputsDir + "/" + std::to_string(job),
+                            EncodeOutput(epoch, *output), 0600);
     }
     std::error_code ignored;
     std::filesystem::remove_all(StepDir({job, epoch}), ignored);
@@ -210,7 +212,8 @@ class DirSteps final : public Steps {
     std::vector<StepKey> changed;
     size_t start = 0;
     for (size_t end; (end = partial_.find('\n', start)) != std::string::npos; start = end + 1) {
-      std::optional<StepKey> key = ParseStepDirName(std::string_view(partial_).substr(start, end - start));
+      std::optional<StepKey> key =
+          ParseStepDirName(std::string_view(partial_).substr(start, end - start));
       if (key && std::find(changed.begin(), changed.end(), *key) == changed.end()) {
         changed.push_back(*key);
       }
@@ -264,8 +267,9 @@ class DirSteps final : public Steps {
       // only processes that are still the step's own are signalled).
       KillLostStep(key);
       state.phase = StepPhase::kLost;
-      state.message = "the step's supervisor ended without recording how the step ended "
-                      "(killed, or the node restarted); what was left of its tasks was killed";
+      state.message =
+          "the step's supervisor ended without recording how the step ended "
+          "(killed, or the node restarted); what was left of its tasks was killed";
       return state;
     }
     struct stat st {};
@@ -293,14 +297,15 @@ class DirSteps final : public Steps {
       if (fd < 0) {
         const int error = errno;
         if ((error != ENOENT && error != ECONNREFUSED) || attempt == kAttempts) {
-          return Internal(fmt::format("cannot reach the step launcher in {}: {}", dir_, std::strerror(error)));
+          return Internal(
+              fmt::format("cannot reach the step launcher in {}: {}", dir_, std::strerror(error)));
         }
         SHOAL_RETURN_IF_ERROR(StartLauncher());
         continue;
       }
       const std::string request = "launch " + name + "\n";
-      const bool sent =
-          ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size());
+      const bool sent = ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+                        static_cast<ssize_t>(request.size());
       const char taken = sent ? ReadByte(fd) : 0;
       const char up = taken == kLauncherTook ? ReadByte(fd) : 0;
       ::close(fd);
@@ -369,7 +374,8 @@ class DirSteps final : public Steps {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_init(&attr);
     posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     sigset_t none;
     sigset_t all;
     sigemptyset(&none);
@@ -463,7 +469,7 @@ class DirSteps final : public Steps {
   const CgroupLayout layout_;
   const int events_fd_;
   std::mutex events_mu_;
-  std::string partial_;  // the events FIFO's last line, when read in part
+  std::string partial_;          // the events FIFO's last line, when read in part
   std::mutex children_mu_;       // also: one thread starts a launcher
   std::vector<pid_t> children_;  // launchers started here, not yet reaped
 };
@@ -484,10 +490,10 @@ Result<std::unique_ptr<Steps>> Steps::Open(const StepsOptions& options) {
   if (::stat(dir.c_str(), &st) == 0) ::chmod(dir.c_str(), (st.st_mode & 07777) | S_IXGRP | S_IXOTH);
   // The launcher listens on a unix socket in the folder.
   if (!LauncherAddress(dir)) {
-    return FailedPrecondition(fmt::format("the steps folder {} is too long a path for the step launcher's socket "
-                                          "({} bytes, at most {}): choose a shorter --state-dir",
-                                          dir, dir.size() + 1 + std::strlen(kLauncherSocket),
-                                          sizeof(sockaddr_un::sun_path) - 1));
+    return FailedPrecondition(fmt::format(
+        "the steps folder {} is too long a path for the step launcher's socket "
+        "({} bytes, at most {}): choose a shorter --state-dir",
+        dir, dir.size() + 1 + std::strlen(kLauncherSocket), sizeof(sockaddr_un::sun_path) - 1));
   }
   if (::access(options.supervisor.c_str(), X_OK) != 0) {
     return FailedPrecondition(ErrnoMessage("no step supervisor at " + options.supervisor));

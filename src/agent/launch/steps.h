@@ -35,26 +35,26 @@ namespace shoal::agent {
 // What one node runs for one job.
 struct StepRequest {
   uint64_t job = 0;
-  uint64_t epoch = 0;          // the allocation's epoch: a (job, epoch) starts at most once
-  std::string user;            // the job's owner; resolved to uid/gid with getpwnam
+  uint64_t epoch = 0;  // the allocation's epoch: a (job, epoch) starts at most once
+  std::string user;    // the job's owner; resolved to uid/gid with getpwnam
   std::string job_name;
-  std::string command;         // shell command, or the batch script's text when `script`
+  std::string command;  // shell command, or the batch script's text when `script`
   bool script = false;
-  std::string work_dir;        // empty: the user's home directory
-  std::string stdout_path;     // absolute or relative to work_dir; %j is the job id, %u the user,
-  std::string stderr_path;     // %N the node name; empty: "shoal-%j.out" (stderr joins stdout)
+  std::string work_dir;          // empty: the user's home directory
+  std::string stdout_path;       // absolute or relative to work_dir; %j is the job id, %u the user,
+  std::string stderr_path;       // %N the node name; empty: "shoal-%j.out" (stderr joins stdout)
   std::vector<std::string> env;  // KEY=VALUE from the job spec, before Shoal's own variables
 
   // Placement.
   std::string node_name;
   int node_rank = 0;
-  std::vector<std::string> nodes;      // every node's host name or address, in rank order
-  std::vector<int> tasks_per_node;     // tasks on each node, same order (sum: the world size)
-  std::string master_addr;             // rank 0's host
+  std::vector<std::string> nodes;   // every node's host name or address, in rank order
+  std::vector<int> tasks_per_node;  // tasks on each node, same order (sum: the world size)
+  std::string master_addr;          // rank 0's host
   int master_port = 0;
-  std::vector<int> gpus;               // GPU indices on this node, for CUDA_VISIBLE_DEVICES
-  int64_t cpu_milli = 0;               // CPU limit; 0: none
-  int64_t memory_mib = 0;              // memory limit; 0: none
+  std::vector<int> gpus;                     // GPU indices on this node, for CUDA_VISIBLE_DEVICES
+  int64_t cpu_milli = 0;                     // CPU limit; 0: none
+  int64_t memory_mib = 0;                    // memory limit; 0: none
   Duration grace{std::chrono::seconds(10)};  // between SIGTERM and SIGKILL
   // From the launch order: past this the server has given the epoch up (0:
   // no limit). Not kept in the step's folder: it only gates the start.
@@ -70,7 +70,8 @@ struct StepRequest {
 // and the SLURM_* equivalents common launchers read (SLURM_JOB_ID,
 // SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID, SLURM_NNODES).
 // Pure: no I/O.
-std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank, const std::string& hostfile);
+std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank,
+                                         const std::string& hostfile);
 
 // The MPI hostfile for a step: one line per node, "<host> slots=<tasks>".
 std::string Hostfile(const StepRequest& step);
@@ -86,9 +87,9 @@ struct StepState {
   uint64_t job = 0;
   uint64_t epoch = 0;
   StepPhase phase = StepPhase::kStarting;
-  int exit_code = 0;     // of the first task that failed, else 0
-  int signal = 0;        // the signal that ended it, if one did
-  std::string message;   // why it failed to start or how it ended, for people
+  int exit_code = 0;    // of the first task that failed, else 0
+  int signal = 0;       // the signal that ended it, if one did
+  std::string message;  // why it failed to start or how it ended, for people
   Time started{};
   Time ended{};
 };
@@ -110,13 +111,13 @@ struct StepOutput {
 };
 
 struct StepsOptions {
-  std::string dir;                 // <steps_dir>
-  std::string supervisor;          // path of the shoal-step binary
-  bool allow_root_jobs = false;    // run jobs whose user is root (single-user machines only)
+  std::string dir;               // <steps_dir>
+  std::string supervisor;        // path of the shoal-step binary
+  bool allow_root_jobs = false;  // run jobs whose user is root (single-user machines only)
   std::vector<GpuDeviceNode> gpu_devices;  // the node's GPU device files, fenced per step
-  std::string cgroup_root;         // empty: detect (v2, else v1 cpu/memory/pids, else none)
-                                   // a path: a cgroup2 mount, or a folder of v1 hierarchies
-                                   // (cpu/, memory/, pids/); "none": process groups only
+  std::string cgroup_root;                 // empty: detect (v2, else v1 cpu/memory/pids, else none)
+                                           // a path: a cgroup2 mount, or a folder of v1 hierarchies
+                                           // (cpu/, memory/, pids/); "none": process groups only
 };
 
 class Steps {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <grp.h>
 #include <linux/close_range.h>
 #include <poll.h>
@@ -17,8 +18,6 @@
 #include <cstring>
 #include <optional>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "agent/launch/cgroup.h"
 #include "agent/launch/files.h"
@@ -77,7 +76,8 @@ struct Task {
 
 std::vector<char*> PointersTo(std::vector<std::string>& strings) {
   std::vector<char*> out;
-  for (std::string& s : strings) out.push_back(s.data());
+  for (std::string& s : strings)
+    out.push_back(s.data());
   out.push_back(nullptr);
   return out;
 }
@@ -139,19 +139,19 @@ size_t FormatPid(pid_t pid, char (&out)[24]) {
     digits[n++] = static_cast<char>('0' + pid % 10);
     pid /= 10;
   } while (pid > 0 && n < sizeof digits);
-  for (size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
+  for (size_t i = 0; i < n; ++i)
+    out[i] = digits[n - 1 - i];
   return n;
 }
 
 class Supervisor {
  public:
   Supervisor(std::string steps_dir, std::string name, Time started)
-      : steps_dir_(std::move(steps_dir)),
-        name_(std::move(name)),
-        dir_(steps_dir_ + "/" + name_) {
+      : steps_dir_(std::move(steps_dir)), name_(std::move(name)), dir_(steps_dir_ + "/" + name_) {
     record_.started = started;
     sigemptyset(&handled_);
-    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled_, sig);
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP})
+      sigaddset(&handled_, sig);
   }
 
   int Run() {
@@ -165,7 +165,8 @@ class Supervisor {
     }
     if (Status started = StartTasks(); !started.ok()) {
       Fail(kNotStartedExitCode, started.message());
-      for (const Task& t : tasks_) ::kill(-t.pid, SIGKILL);  // unreaped leaders: their groups
+      for (const Task& t : tasks_)
+        ::kill(-t.pid, SIGKILL);  // unreaped leaders: their groups
       Reap();
     } else {
       std::vector<ProcessIdentity> identities;
@@ -202,7 +203,7 @@ class Supervisor {
         return Internal(ErrnoMessage("chown " + script));
       }
       argv_ = step.command.starts_with("#!") ? std::vector<std::string>{script}
-                                              : std::vector<std::string>{"/bin/sh", script};
+                                             : std::vector<std::string>{"/bin/sh", script};
     } else {
       argv_ = {"/bin/sh", "-c", step.command};
     }
@@ -223,8 +224,8 @@ class Supervisor {
 
     cgroup_.emplace(request_.cgroup, name_);
     if (cgroup_->enabled()) {
-      Status created =
-          cgroup_->Create(step.cpu_milli, step.memory_mib, GpuDenyRules(request_.gpu_devices, step.gpus));
+      Status created = cgroup_->Create(step.cpu_milli, step.memory_mib,
+                                       GpuDenyRules(request_.gpu_devices, step.gpus));
       if (!created.ok()) return created.WithContext("cgroup");
     }
     return Status::Ok();
@@ -282,12 +283,24 @@ class Supervisor {
     const std::string& user = request_.account.name;
     std::string what;
     switch (static_cast<ChildStage>(f.stage)) {
-      case ChildStage::kSession: what = "cannot start a session"; break;
-      case ChildStage::kCgroup: what = "cannot join the step's cgroup"; break;
-      case ChildStage::kStdin: what = "cannot open /dev/null"; break;
-      case ChildStage::kGroups: what = fmt::format("cannot take the groups of user '{}'", user); break;
-      case ChildStage::kGid: what = fmt::format("cannot take the group of user '{}'", user); break;
-      case ChildStage::kUid: what = fmt::format("cannot become user '{}'", user); break;
+      case ChildStage::kSession:
+        what = "cannot start a session";
+        break;
+      case ChildStage::kCgroup:
+        what = "cannot join the step's cgroup";
+        break;
+      case ChildStage::kStdin:
+        what = "cannot open /dev/null";
+        break;
+      case ChildStage::kGroups:
+        what = fmt::format("cannot take the groups of user '{}'", user);
+        break;
+      case ChildStage::kGid:
+        what = fmt::format("cannot take the group of user '{}'", user);
+        break;
+      case ChildStage::kUid:
+        what = fmt::format("cannot become user '{}'", user);
+        break;
       case ChildStage::kWorkDir:
         what = fmt::format("cannot enter work folder {} as user '{}'", work_dir_, user);
         break;
@@ -297,7 +310,9 @@ class Supervisor {
       case ChildStage::kStderr:
         what = fmt::format("cannot open error file {} as user '{}'", plan.stderr_path, user);
         break;
-      case ChildStage::kExec: what = fmt::format("cannot run {}", argv_[0]); break;
+      case ChildStage::kExec:
+        what = fmt::format("cannot run {}", argv_[0]);
+        break;
     }
     return fmt::format("task {} (rank {}) did not start: {}: {}", plan.local_rank, plan.rank, what,
                        std::strerror(f.error));
@@ -377,7 +392,8 @@ class Supervisor {
     if (cgroup_ && cgroup_->enabled()) {
       cgroup_->Signal(sig);
     } else {
-      for (pid_t pid : Descendants(::getpid())) ::kill(pid, sig);
+      for (pid_t pid : Descendants(::getpid()))
+        ::kill(pid, sig);
     }
   }
 
@@ -448,7 +464,8 @@ class Supervisor {
     while (true) {
       bool any = cgroup_ && cgroup_->enabled() && cgroup_->Signal(SIGKILL);
       if (ReapHasChildren()) {
-        for (pid_t pid : Descendants(::getpid())) killed += ::kill(pid, SIGKILL) == 0;
+        for (pid_t pid : Descendants(::getpid()))
+          killed += ::kill(pid, SIGKILL) == 0;
         any = true;
       }
       if (!any) break;
@@ -462,7 +479,8 @@ class Supervisor {
       timespec tick{0, 2000000};  // 2 ms: a killed process is usually gone by then
       ::sigtimedwait(&child, nullptr, &tick);
     }
-    if (killed > 0) leftover_note_ = fmt::format("killed {} process(es) the tasks left behind", killed);
+    if (killed > 0)
+      leftover_note_ = fmt::format("killed {} process(es) the tasks left behind", killed);
   }
 
   void Notify() {
@@ -474,7 +492,8 @@ class Supervisor {
     const std::string line = name_ + "\n";
     auto give_up_at = SteadyClock::now() + kNotifyWait;
     while (::write(fd, line.data(), line.size()) < 0 && errno == EAGAIN) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up_at - SteadyClock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(give_up_at - SteadyClock::now());
       pollfd p{fd, POLLOUT, 0};
       if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
     }
@@ -537,7 +556,8 @@ void SanitizeDescriptors() {
       }
       ::closedir(d);
     }
-    for (int fd : open_fds) ::close(fd);
+    for (int fd : open_fds)
+      ::close(fd);
   }
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) < 0) {
@@ -559,7 +579,8 @@ bool SettleProcess() {
   // the start, so a stop sent as soon as the pid file exists waits for us.
   sigset_t handled;
   sigemptyset(&handled);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP})
+    sigaddset(&handled, sig);
   ::sigprocmask(SIG_BLOCK, &handled, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   return true;
@@ -573,7 +594,8 @@ int RunSupervisor(const std::string& steps_dir, const std::string& name, int rea
   const Time started = WallNow();
   const std::string dir = steps_dir + "/" + name;
   Result<ProcessIdentity> self = IdentityOf(::getpid());
-  if (!self.ok() || !WriteFileAtomic(dir + "/" + kPidFile, EncodePidFile(*self, started), 0644).ok()) {
+  if (!self.ok() ||
+      !WriteFileAtomic(dir + "/" + kPidFile, EncodePidFile(*self, started), 0644).ok()) {
     return 1;
   }
   // Up: the agent, reading the other end, may answer its launch now.

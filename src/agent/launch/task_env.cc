@@ -1,11 +1,11 @@
 #include "agent/launch/task_env.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_map>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/strings.h"
 
@@ -15,7 +15,9 @@ namespace {
 constexpr int kMaxPort = 65535;
 constexpr std::string_view kDefaultOutput = "shoal-%j.out";
 
-std::string_view NameOf(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+std::string_view NameOf(std::string_view entry) {
+  return entry.substr(0, entry.find('='));
+}
 
 const std::string& NodeHost(const StepRequest& step, int node_rank) {
   static const std::string kLocalhost = "localhost";
@@ -23,7 +25,9 @@ const std::string& NodeHost(const StepRequest& step, int node_rank) {
   return step.nodes[static_cast<size_t>(node_rank)];
 }
 
-std::string Var(std::string_view name, const auto& value) { return fmt::format("{}={}", name, value); }
+std::string Var(std::string_view name, const auto& value) {
+  return fmt::format("{}={}", name, value);
+}
 
 }  // namespace
 
@@ -38,13 +42,15 @@ int TasksOnNode(const StepRequest& step, int node_rank) {
 
 int WorldSize(const StepRequest& step) {
   int world = 0;
-  for (int n = 0; n < NodeCount(step); ++n) world += TasksOnNode(step, n);
+  for (int n = 0; n < NodeCount(step); ++n)
+    world += TasksOnNode(step, n);
   return world;
 }
 
 int FirstRank(const StepRequest& step) {
   int rank = 0;
-  for (int n = 0; n < step.node_rank; ++n) rank += TasksOnNode(step, n);
+  for (int n = 0; n < step.node_rank; ++n)
+    rank += TasksOnNode(step, n);
   return rank;
 }
 
@@ -67,8 +73,8 @@ Status ValidateStepRequest(const StepRequest& step) {
   }
   if (step.master_port < 0 || step.master_port > kMaxPort ||
       (step.master_port > 0 && step.master_port + WorldSize(step) > kMaxPort)) {
-    return InvalidArgument(fmt::format(
-        "master port {} leaves no room for {} task ports", step.master_port, WorldSize(step)));
+    return InvalidArgument(fmt::format("master port {} leaves no room for {} task ports",
+                                       step.master_port, WorldSize(step)));
   }
   for (const std::string& entry : step.env) {
     if (entry.find('=') == std::string::npos || NameOf(entry).empty()) {
@@ -91,16 +97,16 @@ std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank
   const int rank = FirstRank(step) + local_rank;
   const int local_world = TasksOnNode(step, step.node_rank);
   std::vector<std::string> hosts;
-  for (int n = 0; n < nodes; ++n) hosts.push_back(NodeHost(step, n));
+  for (int n = 0; n < nodes; ++n)
+    hosts.push_back(NodeHost(step, n));
   const std::string& master = step.master_addr.empty() ? hosts[0] : step.master_addr;
   std::vector<std::string> gpus;
-  for (int gpu : step.gpus) gpus.push_back(std::to_string(gpu));
+  for (int gpu : step.gpus)
+    gpus.push_back(std::to_string(gpu));
 
   std::vector<std::string> shoal = {
-      Var("SHOAL_JOB_ID", step.job),
-      Var("SHOAL_JOB_NAME", step.job_name),
-      Var("SHOAL_NODE_RANK", step.node_rank),
-      Var("SHOAL_NNODES", nodes),
+      Var("SHOAL_JOB_ID", step.job),           Var("SHOAL_JOB_NAME", step.job_name),
+      Var("SHOAL_NODE_RANK", step.node_rank),  Var("SHOAL_NNODES", nodes),
       Var("SHOAL_NODELIST", Join(hosts, ",")),
   };
   if (!hostfile.empty()) shoal.push_back(Var("SHOAL_HOSTFILE", hostfile));
@@ -144,7 +150,8 @@ std::string Hostfile(const StepRequest& step) {
   std::vector<std::pair<std::string, int>> lines;
   for (int n = 0; n < NodeCount(step); ++n) {
     const std::string& host = NodeHost(step, n);
-    auto it = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == host; });
+    auto it =
+        std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == host; });
     if (it == lines.end()) {
       lines.emplace_back(host, TasksOnNode(step, n));
     } else {
@@ -152,7 +159,8 @@ std::string Hostfile(const StepRequest& step) {
     }
   }
   std::string out;
-  for (const auto& [host, slots] : lines) out += fmt::format("{} slots={}\n", host, slots);
+  for (const auto& [host, slots] : lines)
+    out += fmt::format("{} slots={}\n", host, slots);
   return out;
 }
 
@@ -171,12 +179,25 @@ std::string ResolveOutputPath(const StepRequest& step, bool stderr_stream, int r
       continue;
     }
     switch (pattern[++i]) {
-      case 'j': path += std::to_string(step.job); break;
-      case 'u': path += step.user; break;
-      case 'N': path += step.node_name; break;
-      case 't': path += std::to_string(rank); break;
-      case '%': path += '%'; break;
-      default: path += '%'; path += pattern[i]; break;  // unknown: kept as written
+      case 'j':
+        path += std::to_string(step.job);
+        break;
+      case 'u':
+        path += step.user;
+        break;
+      case 'N':
+        path += step.node_name;
+        break;
+      case 't':
+        path += std::to_string(rank);
+        break;
+      case '%':
+        path += '%';
+        break;
+      default:
+        path += '%';
+        path += pattern[i];
+        break;  // unknown: kept as written
     }
   }
   if (!path.starts_with('/')) {
@@ -210,8 +231,10 @@ std::vector<std::string> MergeEnvironment(std::vector<std::string> base,
       out[it->second] = std::move(entry);
     }
   };
-  for (std::string& entry : base) set(std::move(entry));
-  for (const std::string& entry : overrides) set(entry);
+  for (std::string& entry : base)
+    set(std::move(entry));
+  for (const std::string& entry : overrides)
+    set(entry);
   return out;
 }
 

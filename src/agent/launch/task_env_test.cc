@@ -46,16 +46,40 @@ TEST(TaskEnvironment, RanksAndSizes) {
     std::map<std::string, std::string> expected;
   };
   const std::vector<Case> cases = {
-      {"first task of the first node", 0, {2, 3}, 0,
-       {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "5"}, {"LOCAL_WORLD_SIZE", "2"},
-        {"NODE_RANK", "0"}, {"GROUP_RANK", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"},
-        {"SLURM_NTASKS", "5"}, {"SLURM_NODEID", "0"}, {"SLURM_NNODES", "2"},
-        {"SHOAL_NODE_RANK", "0"}, {"SHOAL_NNODES", "2"}}},
-      {"last task of the second node", 1, {2, 3}, 2,
-       {{"RANK", "4"}, {"LOCAL_RANK", "2"}, {"WORLD_SIZE", "5"}, {"LOCAL_WORLD_SIZE", "3"},
-        {"NODE_RANK", "1"}, {"GROUP_RANK", "1"}, {"SLURM_PROCID", "4"}, {"SLURM_LOCALID", "2"},
+      {"first task of the first node",
+       0,
+       {2, 3},
+       0,
+       {{"RANK", "0"},
+        {"LOCAL_RANK", "0"},
+        {"WORLD_SIZE", "5"},
+        {"LOCAL_WORLD_SIZE", "2"},
+        {"NODE_RANK", "0"},
+        {"GROUP_RANK", "0"},
+        {"SLURM_PROCID", "0"},
+        {"SLURM_LOCALID", "0"},
+        {"SLURM_NTASKS", "5"},
+        {"SLURM_NODEID", "0"},
+        {"SLURM_NNODES", "2"},
+        {"SHOAL_NODE_RANK", "0"},
+        {"SHOAL_NNODES", "2"}}},
+      {"last task of the second node",
+       1,
+       {2, 3},
+       2,
+       {{"RANK", "4"},
+        {"LOCAL_RANK", "2"},
+        {"WORLD_SIZE", "5"},
+        {"LOCAL_WORLD_SIZE", "3"},
+        {"NODE_RANK", "1"},
+        {"GROUP_RANK", "1"},
+        {"SLURM_PROCID", "4"},
+        {"SLURM_LOCALID", "2"},
         {"SLURM_NODEID", "1"}}},
-      {"no tasks_per_node: one a node", 1, {}, 0,
+      {"no tasks_per_node: one a node",
+       1,
+       {},
+       0,
        {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "1"}, {"SLURM_NTASKS", "2"}}},
   };
   for (const Case& c : cases) {
@@ -65,7 +89,8 @@ TEST(TaskEnvironment, RanksAndSizes) {
     s.tasks_per_node = c.tasks_per_node;
     ASSERT_TRUE(ValidateStepRequest(s).ok());
     auto env = AsMap(TaskEnvironment(s, c.local_rank, "/steps/42.3/hostfile"));
-    for (const auto& [key, value] : c.expected) EXPECT_EQ(env[key], value) << key;
+    for (const auto& [key, value] : c.expected)
+      EXPECT_EQ(env[key], value) << key;
   }
 }
 
@@ -147,7 +172,11 @@ TEST(ValidateStepRequest, RefusesWhatTheSupervisorCannotRun) {
       {"rank outside", [](StepRequest& s) { s.node_rank = 2; }, "outside"},
       {"negative rank", [](StepRequest& s) { s.node_rank = -1; }, "outside"},
       {"task list size", [](StepRequest& s) { s.tasks_per_node = {1}; }, "entries"},
-      {"no task here", [](StepRequest& s) { s.tasks_per_node = {2, 0}; }, "task(s)"},
+      {"no task here",
+       [](StepRequest& s) {
+         s.tasks_per_node = {2, 0};
+       },
+       "task(s)"},
       {"port range", [](StepRequest& s) { s.master_port = 65533; }, "port"},
       {"env entry", [](StepRequest& s) { s.env = {"NOEQUALS"}; }, "KEY=VALUE"},
       {"env name", [](StepRequest& s) { s.env = {"=x"}; }, "KEY=VALUE"},

@@ -1,6 +1,7 @@
 #include "agent/launch/user_files.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -11,8 +12,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "agent/launch/files.h"
 
@@ -46,11 +45,13 @@ Status OpenError(int error, const UserAccount& user, const std::string& path) {
     case ENOTDIR:
       return NotFound(fmt::format("{} does not exist", path));
     case ELOOP:
-      return Status(StatusCode::kPermissionDenied,
-                    fmt::format("{} is a symbolic link; only the file the job wrote is served", path));
+      return Status(
+          StatusCode::kPermissionDenied,
+          fmt::format("{} is a symbolic link; only the file the job wrote is served", path));
     default:
-      return Status(StatusCode::kPermissionDenied,
-                    fmt::format("user '{}' cannot read {}: {}", user.name, path, std::strerror(error)));
+      return Status(
+          StatusCode::kPermissionDenied,
+          fmt::format("user '{}' cannot read {}: {}", user.name, path, std::strerror(error)));
   }
 }
 
@@ -95,7 +96,8 @@ Result<int> ReceiveOpened(int sock, pid_t child, const UserAccount& user, const 
   } while (ready < 0 && errno == EINTR);
   if (ready <= 0) {
     ::kill(child, SIGKILL);
-    return Status(StatusCode::kUnavailable, fmt::format("opening {} as user '{}' timed out", path, user.name));
+    return Status(StatusCode::kUnavailable,
+                  fmt::format("opening {} as user '{}' timed out", path, user.name));
   }
   int error = 0;
   iovec iov{&error, sizeof error};
@@ -110,17 +112,21 @@ Result<int> ReceiveOpened(int sock, pid_t child, const UserAccount& user, const 
     n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
   if (n != static_cast<ssize_t>(sizeof error)) {
-    return Internal(fmt::format("opening {} as user '{}': no answer from the child", path, user.name));
+    return Internal(
+        fmt::format("opening {} as user '{}': no answer from the child", path, user.name));
   }
   int fd = -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
   }
   if (error != 0) {
     if (fd >= 0) ::close(fd);
     return OpenError(error, user, path);
   }
-  if (fd < 0) return Internal(fmt::format("opening {} as user '{}': no descriptor came back", path, user.name));
+  if (fd < 0)
+    return Internal(
+        fmt::format("opening {} as user '{}': no descriptor came back", path, user.name));
   return fd;
 }
 
@@ -137,7 +143,8 @@ Result<int> OpenAs(const UserAccount& user, const std::string& path) {
     return fd;
   }
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return Internal(ErrnoMessage("socketpair"));
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    return Internal(ErrnoMessage("socketpair"));
   OwnedFd parent_end(sv[0]);
   const pid_t child = ::fork();
   if (child < 0) {
@@ -165,14 +172,16 @@ Result<OutputChunk> ReadOutputAs(const UserAccount& user, const std::string& pat
     return Status(StatusCode::kPermissionDenied, fmt::format("{} is not a regular file", path));
   }
   if (st.st_uid != user.uid) {
-    return Status(StatusCode::kPermissionDenied,
-                  fmt::format("{} does not belong to user '{}'; only the job user's own files are served", path,
-                              user.name));
+    return Status(
+        StatusCode::kPermissionDenied,
+        fmt::format("{} does not belong to user '{}'; only the job user's own files are served",
+                    path, user.name));
   }
   OutputChunk chunk;
   chunk.size = st.st_size;
   if (offset >= st.st_size) return chunk;
-  chunk.bytes.resize(static_cast<size_t>(std::min<int64_t>(st.st_size - offset, static_cast<int64_t>(max_bytes))));
+  chunk.bytes.resize(
+      static_cast<size_t>(std::min<int64_t>(st.st_size - offset, static_cast<int64_t>(max_bytes))));
   size_t got = 0;
   while (got < chunk.bytes.size()) {
     ssize_t n = ::pread(fd.get(), chunk.bytes.data() + got, chunk.bytes.size() - got,

@@ -1,13 +1,12 @@
 #include "agent/launch/users.h"
 
+#include <fmt/format.h>
 #include <grp.h>
 #include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace shoal::agent {
 

@@ -31,12 +31,15 @@ struct DemandKey {
   bool operator==(const DemandKey&) const = default;
 };
 
-uint64_t Mix(uint64_t h, uint64_t v) { return (h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2))); }
+uint64_t Mix(uint64_t h, uint64_t v) {
+  return (h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)));
+}
 
 struct SignatureHash {
   size_t operator()(const Signature& s) const {
     uint64_t h = Mix(static_cast<uint64_t>(s.cpu), static_cast<uint64_t>(s.mem));
-    for (uint32_t g : s.gpus) h = Mix(h, g);
+    for (uint32_t g : s.gpus)
+      h = Mix(h, g);
     return h;
   }
 };
@@ -73,7 +76,8 @@ class FgdPass final : public ScorePass {
 Signature SignatureOf(const std::vector<GpuRoom>& rooms, int64_t cpu, int64_t mem) {
   Signature s;
   s.gpus.reserve(rooms.size());
-  for (const GpuRoom& r : rooms) s.gpus.push_back(static_cast<uint32_t>(r.model) << 16 | static_cast<uint16_t>(r.free_milli));
+  for (const GpuRoom& r : rooms)
+    s.gpus.push_back(static_cast<uint32_t>(r.model) << 16 | static_cast<uint16_t>(r.free_milli));
   std::sort(s.gpus.begin(), s.gpus.end());
   s.cpu = cpu;
   s.mem = mem;
@@ -91,16 +95,19 @@ class FgdScore final : public ScorePlugin {
   std::string_view Name() const override { return "fgd"; }
   CandidateScan Scan() const override { return CandidateScan::kAll; }
 
-  std::unique_ptr<ScorePass> BeginPass(const Snapshot& snap, const PolicyParams& params) const override {
+  std::unique_ptr<ScorePass> BeginPass(const Snapshot& snap,
+                                       const PolicyParams& params) const override {
     auto pass = std::make_unique<FgdPass>();
     if (!params.workload.empty()) {
       pass->workload = params.workload;
     } else {
       std::vector<const Request*> reqs;
-      for (const JobInfo& j : snap.pending) reqs.push_back(&j.request);
-      for (const JobInfo& j : snap.running) reqs.push_back(&j.request);
-      pass->workload = WorkloadOf(reqs, snap.inventory->max_gpus_per_node(), params.workload_coverage,
-                                  params.workload_by_gpus);
+      for (const JobInfo& j : snap.pending)
+        reqs.push_back(&j.request);
+      for (const JobInfo& j : snap.running)
+        reqs.push_back(&j.request);
+      pass->workload = WorkloadOf(reqs, snap.inventory->max_gpus_per_node(),
+                                  params.workload_coverage, params.workload_by_gpus);
     }
     return pass;
   }
@@ -137,7 +144,8 @@ class FgdScore final : public ScorePlugin {
     }
     // Equal fragmentation: pack, the node left with the least free GPU capacity first.
     int64_t left = 0;
-    for (const GpuRoom& r : rooms) left += r.free_milli;
+    for (const GpuRoom& r : rooms)
+      left += r.free_milli;
     left -= static_cast<int64_t>(std::popcount(gpus)) * d.gpu_milli;
     return {gpus, -o.delta, -static_cast<double>(left)};
   }
@@ -151,8 +159,8 @@ class FgdScore final : public ScorePlugin {
     return f;
   }
 
-  Outcome Compute(const WorkingState& state, NodeIndex n, const NodeDemand& d, const std::vector<GpuRoom>& rooms,
-                  const Signature& sig, FgdPass& pass) const {
+  Outcome Compute(const WorkingState& state, NodeIndex n, const NodeDemand& d,
+                  const std::vector<GpuRoom>& rooms, const Signature& sig, FgdPass& pass) const {
     const double before = Frag(rooms, sig, pass);
     const int64_t cpu_after = sig.cpu - (d.exclusive ? sig.cpu : d.cpu_milli);
     const int64_t mem_after = sig.mem - (d.exclusive ? sig.mem : d.mem_mib);
@@ -168,14 +176,16 @@ class FgdScore final : public ScorePlugin {
       for (size_t i = 0; i < rooms.size(); ++i) {
         const GpuRoom& r = rooms[i];
         if (!(d.model_mask >> r.model & 1) || r.free_milli < d.gpu_milli) continue;
-        const uint32_t tag = static_cast<uint32_t>(r.model) << 16 | static_cast<uint16_t>(r.free_milli);
+        const uint32_t tag =
+            static_cast<uint32_t>(r.model) << 16 | static_cast<uint16_t>(r.free_milli);
         if (std::find(tried.begin(), tried.end(), tag) != tried.end()) continue;
         tried.push_back(tag);
         std::vector<GpuRoom> after = rooms;
         after[i].free_milli = static_cast<int16_t>(after[i].free_milli - d.gpu_milli);
         const double delta = after_of(after) - before;
         // Equal change: the GPU with the least room, so that roomy GPUs stay roomy.
-        const bool tighter = found && delta == best.delta && static_cast<uint32_t>(r.free_milli) < (best.chosen & 0xffff);
+        const bool tighter = found && delta == best.delta &&
+                             static_cast<uint32_t>(r.free_milli) < (best.chosen & 0xffff);
         if (!found || delta < best.delta || tighter) {
           best = {delta, tag};
           found = true;
@@ -201,6 +211,8 @@ class FgdScore final : public ScorePlugin {
 
 }  // namespace
 
-std::shared_ptr<const ScorePlugin> MakeFgdScore() { return std::make_shared<FgdScore>(); }
+std::shared_ptr<const ScorePlugin> MakeFgdScore() {
+  return std::make_shared<FgdScore>();
+}
 
 }  // namespace shoal::sched::plugins

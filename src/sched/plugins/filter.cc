@@ -8,13 +8,17 @@ namespace {
 class PartitionFilter final : public FilterPlugin {
  public:
   std::string_view Name() const override { return "partition"; }
-  bool Admits(const InvNode& n, const Request& req) const override { return n.partitions >> req.partition & 1; }
+  bool Admits(const InvNode& n, const Request& req) const override {
+    return n.partitions >> req.partition & 1;
+  }
 };
 
 class LabelsFilter final : public FilterPlugin {
  public:
   std::string_view Name() const override { return "labels"; }
-  bool Admits(const InvNode& n, const Request& req) const override { return n.labels.Contains(req.labels); }
+  bool Admits(const InvNode& n, const Request& req) const override {
+    return n.labels.Contains(req.labels);
+  }
 };
 
 // A node with at least one GPU of an acceptable model (jobs without GPUs go anywhere).
@@ -30,7 +34,9 @@ class QueueModePlugin final : public ReservePlugin {
  public:
   explicit QueueModePlugin(QueueMode mode) : mode_(mode) {}
   std::string_view Name() const override {
-    return mode_ == QueueMode::kStrict ? "strict" : mode_ == QueueMode::kGreedy ? "greedy" : "backfill";
+    return mode_ == QueueMode::kStrict   ? "strict"
+           : mode_ == QueueMode::kGreedy ? "greedy"
+                                         : "backfill";
   }
   QueueMode Mode() const override { return mode_; }
 
@@ -40,9 +46,17 @@ class QueueModePlugin final : public ReservePlugin {
 
 }  // namespace
 
-std::shared_ptr<const FilterPlugin> MakePartitionFilter() { return std::make_shared<PartitionFilter>(); }
-std::shared_ptr<const FilterPlugin> MakeLabelsFilter() { return std::make_shared<LabelsFilter>(); }
-std::shared_ptr<const FilterPlugin> MakeGpuModelFilter() { return std::make_shared<GpuModelFilter>(); }
-std::shared_ptr<const ReservePlugin> MakeQueueMode(QueueMode mode) { return std::make_shared<QueueModePlugin>(mode); }
+std::shared_ptr<const FilterPlugin> MakePartitionFilter() {
+  return std::make_shared<PartitionFilter>();
+}
+std::shared_ptr<const FilterPlugin> MakeLabelsFilter() {
+  return std::make_shared<LabelsFilter>();
+}
+std::shared_ptr<const FilterPlugin> MakeGpuModelFilter() {
+  return std::make_shared<GpuModelFilter>();
+}
+std::shared_ptr<const ReservePlugin> MakeQueueMode(QueueMode mode) {
+  return std::make_shared<QueueModePlugin>(mode);
+}
 
 }  // namespace shoal::sched::plugins

@@ -21,24 +21,35 @@ TEST(FilterTest, BuiltinsByTable) {
     f(s);
     return *CompileRequest(*inv, s);
   };
-  Request h100 = compile([](JobSpec& s) { s.gpus = 1; s.gpu_models = {"h100"}; });
-  Request ib = compile([](JobSpec& s) { s.gpus = 1; s.constraints = {"ib"}; });
-  Request cpu = compile([](JobSpec& s) { s.partition = "cpu"; s.cpu_milli_per_node = 1000; });
+  Request h100 = compile([](JobSpec& s) {
+    s.gpus = 1;
+    s.gpu_models = {"h100"};
+  });
+  Request ib = compile([](JobSpec& s) {
+    s.gpus = 1;
+    s.constraints = {"ib"};
+  });
+  Request cpu = compile([](JobSpec& s) {
+    s.partition = "cpu";
+    s.cpu_milli_per_node = 1000;
+  });
   struct Case {
     const char* filter;
     const Request& req;
     const char* node;
     bool admits;
   } cases[] = {
-      {"partition", h100, "h", true}, {"partition", h100, "c", false}, {"partition", cpu, "c", true},
-      {"labels", ib, "h", true},      {"labels", ib, "c", false},      {"gpu-model", h100, "c", false},
+      {"partition", h100, "h", true}, {"partition", h100, "c", false},
+      {"partition", cpu, "c", true},  {"labels", ib, "h", true},
+      {"labels", ib, "c", false},     {"gpu-model", h100, "c", false},
       {"gpu-model", h100, "h", true}, {"gpu-model", cpu, "c", true},
   };
   Registry reg = BuiltinRegistry();
   for (const Case& k : cases) {
     auto f = reg.MakeFilter(k.filter);
     ASSERT_TRUE(f.ok());
-    EXPECT_EQ((*f)->Admits(inv->node(*inv->IndexOfName(k.node)), k.req), k.admits) << k.filter << " " << k.node;
+    EXPECT_EQ((*f)->Admits(inv->node(*inv->IndexOfName(k.node)), k.req), k.admits)
+        << k.filter << " " << k.node;
   }
   EXPECT_FALSE(reg.MakeFilter("nope").ok());
   EXPECT_EQ(reg.ReserveNames(), (std::vector<std::string>{"backfill", "greedy", "strict"}));
@@ -48,7 +59,9 @@ TEST(FilterTest, BuiltinsByTable) {
 class NoOldNodes final : public FilterPlugin {
  public:
   std::string_view Name() const override { return "no-old-nodes"; }
-  bool Admits(const InvNode& n, const Request&) const override { return n.name.rfind("old", 0) != 0; }
+  bool Admits(const InvNode& n, const Request&) const override {
+    return n.name.rfind("old", 0) != 0;
+  }
 };
 
 TEST(FilterTest, ACustomFilterIsAPlugin) {
@@ -70,7 +83,8 @@ TEST(FilterTest, ACustomFilterIsAPlugin) {
   EXPECT_EQ(plan.FindStart(a)->allocation.nodes[0].node, inv->node(*inv->IndexOfName("new1")).id);
   ASSERT_NE(plan.FindPending(b), nullptr) << "old1 is free but filtered out";
   EXPECT_EQ(plan.FindPending(b)->reason, PendingReason::kResources);
-  EXPECT_FALSE(Policy::Create(*params, BuiltinRegistry()).ok()) << "the builtin registry lacks the filter";
+  EXPECT_FALSE(Policy::Create(*params, BuiltinRegistry()).ok())
+      << "the builtin registry lacks the filter";
 }
 
 }  // namespace

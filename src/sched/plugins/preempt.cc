@@ -39,8 +39,14 @@ class TierPreempt final : public PreemptPlugin {
 
 }  // namespace
 
-std::shared_ptr<const PreemptPlugin> MakeClassPreempt() { return std::make_shared<ClassPreempt>(); }
-std::shared_ptr<const PreemptPlugin> MakeSrtfPreempt() { return std::make_shared<SrtfPreempt>(); }
-std::shared_ptr<const PreemptPlugin> MakeTierPreempt() { return std::make_shared<TierPreempt>(); }
+std::shared_ptr<const PreemptPlugin> MakeClassPreempt() {
+  return std::make_shared<ClassPreempt>();
+}
+std::shared_ptr<const PreemptPlugin> MakeSrtfPreempt() {
+  return std::make_shared<SrtfPreempt>();
+}
+std::shared_ptr<const PreemptPlugin> MakeTierPreempt() {
+  return std::make_shared<TierPreempt>();
+}
 
 }  // namespace shoal::sched::plugins

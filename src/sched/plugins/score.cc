@@ -48,7 +48,8 @@ class BestFitScore final : public ScorePlugin {
               (static_cast<double>(node.gpu_count) * kMilliPerGpu);
     }
     if (node.cpu_milli > 0) {
-      left += static_cast<double>(state.CpuFree(n) - d.cpu_milli) / static_cast<double>(node.cpu_milli);
+      left +=
+          static_cast<double>(state.CpuFree(n) - d.cpu_milli) / static_cast<double>(node.cpu_milli);
     }
     return {gpus, -left};
   }
@@ -67,7 +68,8 @@ class RandomScore final : public ScorePlugin {
       const int count = std::popcount(cand);
       int pick = static_cast<int>(rng.Uniform(static_cast<uint64_t>(count)));
       uint64_t bits = cand;
-      while (pick-- > 0) bits &= bits - 1;
+      while (pick-- > 0)
+        bits &= bits - 1;
       const uint64_t bit = bits & (~bits + 1);
       out |= bit;
       cand &= ~bit;
@@ -91,26 +93,37 @@ class TopologyScore final : public ScorePlugin {
     double score = 0;
     if (d.gpus == 0) {
       score -= 100.0 * state.FreeWhole(n);
-      if (node.cpu_milli > 0) score -= static_cast<double>(state.CpuFree(n) - d.cpu_milli) / node.cpu_milli;
+      if (node.cpu_milli > 0)
+        score -= static_cast<double>(state.CpuFree(n) - d.cpu_milli) / node.cpu_milli;
       return {gpus, score};
     }
     if (d.gpu_milli >= kMilliPerGpu) {
       score -= 100.0 * (state.FreeWhole(n) - d.gpus);
     } else {
-      score -= 100.0 * static_cast<double>(GpuMilliLeft(state, n, gpus, d.gpu_milli)) / kMilliPerGpu;
+      score -=
+          100.0 * static_cast<double>(GpuMilliLeft(state, n, gpus, d.gpu_milli)) / kMilliPerGpu;
     }
     if (d.gpus > 1 && WithinOneIsland(node, gpus)) score += 50;
     const int usable = state.LeafUsableGpus(node.leaf);
-    if (usable > 0) score += 10.0 * (1.0 - static_cast<double>(state.LeafFreeGpus(node.leaf)) / usable);
+    if (usable > 0)
+      score += 10.0 * (1.0 - static_cast<double>(state.LeafFreeGpus(node.leaf)) / usable);
     return {gpus, score};
   }
 };
 
 }  // namespace
 
-std::shared_ptr<const ScorePlugin> MakeFirstFitScore() { return std::make_shared<FirstFitScore>(); }
-std::shared_ptr<const ScorePlugin> MakeBestFitScore() { return std::make_shared<BestFitScore>(); }
-std::shared_ptr<const ScorePlugin> MakeRandomScore() { return std::make_shared<RandomScore>(); }
-std::shared_ptr<const ScorePlugin> MakeTopologyScore() { return std::make_shared<TopologyScore>(); }
+std::shared_ptr<const ScorePlugin> MakeFirstFitScore() {
+  return std::make_shared<FirstFitScore>();
+}
+std::shared_ptr<const ScorePlugin> MakeBestFitScore() {
+  return std::make_shared<BestFitScore>();
+}
+std::shared_ptr<const ScorePlugin> MakeRandomScore() {
+  return std::make_shared<RandomScore>();
+}
+std::shared_ptr<const ScorePlugin> MakeTopologyScore() {
+  return std::make_shared<TopologyScore>();
+}
 
 }  // namespace shoal::sched::plugins

@@ -15,9 +15,11 @@ using testing::ClusterBuilder;
 
 // Places `req` with the named score plugin on a state where node i has
 // `used[i]` GPUs of 8 taken, and returns the chosen node's name.
-std::string Choose(const std::string& plugin, const std::vector<int>& used, int gpus, int milli = 1000) {
+std::string Choose(const std::string& plugin, const std::vector<int>& used, int gpus,
+                   int milli = 1000) {
   ClusterBuilder c;
-  for (size_t i = 0; i < used.size(); ++i) c.Node("n" + std::to_string(i + 1));
+  for (size_t i = 0; i < used.size(); ++i)
+    c.Node("n" + std::to_string(i + 1));
   auto inv = c.Inventory();
   WorkingState state(*inv, {});
   for (size_t i = 0; i < used.size(); ++i) {
@@ -60,13 +62,11 @@ TEST(ScoreTest, ChoicesByTable) {
     int gpus;
     const char* node;
   } cases[] = {
-      {"first-fit", {0, 6, 4}, 2, "n1"},   // the first that fits
-      {"first-fit", {7, 6, 4}, 2, "n2"},
-      {"best-fit", {0, 6, 4}, 2, "n2"},    // leaves 0 free on n2
-      {"best-fit", {0, 5, 4}, 4, "n3"},    // n3 leaves 0, n1 leaves 4; n2 cannot
-      {"topology", {0, 6, 4}, 2, "n2"},
-      {"topology", {8, 8, 8}, 1, "none"},
-      {"fgd", {0, 7, 0}, 1, "n2"},         // filling n2 keeps two whole nodes for 8-GPU tasks
+      {"first-fit", {0, 6, 4}, 2, "n1"},                                    // the first that fits
+      {"first-fit", {7, 6, 4}, 2, "n2"}, {"best-fit", {0, 6, 4}, 2, "n2"},  // leaves 0 free on n2
+      {"best-fit", {0, 5, 4}, 4, "n3"},  // n3 leaves 0, n1 leaves 4; n2 cannot
+      {"topology", {0, 6, 4}, 2, "n2"},  {"topology", {8, 8, 8}, 1, "none"},
+      {"fgd", {0, 7, 0}, 1, "n2"},  // filling n2 keeps two whole nodes for 8-GPU tasks
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Choose(c.plugin, c.used, c.gpus), c.node) << c.plugin;
@@ -75,7 +75,8 @@ TEST(ScoreTest, ChoicesByTable) {
 
 TEST(ScoreTest, RandomIsSeededAndSpreads) {
   std::map<std::string, int> seen;
-  for (int i = 0; i < 20; ++i) seen[Choose("random", {0, 0, 0, 0}, 1)]++;
+  for (int i = 0; i < 20; ++i)
+    seen[Choose("random", {0, 0, 0, 0}, 1)]++;
   EXPECT_EQ(seen.size(), 1u) << "the same seed gives the same choice";
 }
 

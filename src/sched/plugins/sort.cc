@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "sched/plugins/plugins.h"
 #include "sched/gittins.h"
+#include "sched/plugins/plugins.h"
 #include "sched/policy.h"
 
 namespace shoal::sched::plugins {
@@ -33,7 +33,9 @@ class MultifactorSort final : public SortPlugin {
 class LasSort final : public SortPlugin {
  public:
   std::string_view Name() const override { return "las"; }
-  double Value(const SortContext& ctx, const JobInfo& job) const override { return LasQueue(ctx, job); }
+  double Value(const SortContext& ctx, const JobInfo& job) const override {
+    return LasQueue(ctx, job);
+  }
 };
 
 // Tiresias' 2DAS with Gittins indices: the job whose attained GPU-time gives the
@@ -83,12 +85,14 @@ double MultifactorPriority(const SortContext& ctx, const JobInfo& job) {
     const double usage = ctx.total_usage_gpu_s > 0 ? a.usage_gpu_s / ctx.total_usage_gpu_s : 0.0;
     fairshare = share > 0 ? std::pow(2.0, -usage / share) : 0.0;
   }
-  double size = ctx.cluster_gpus > 0
-                    ? std::min(1.0, job.request.GpuEquivalents() / static_cast<double>(ctx.cluster_gpus))
-                    : 0.0;
+  double size =
+      ctx.cluster_gpus > 0
+          ? std::min(1.0, job.request.GpuEquivalents() / static_cast<double>(ctx.cluster_gpus))
+          : 0.0;
   if (p.favor_small) size = 1.0 - size;
   const double qos = std::clamp(job.qos_factor, 0.0, 1.0);
-  return p.weight_age * age + p.weight_fairshare * fairshare + p.weight_size * size + p.weight_qos * qos;
+  return p.weight_age * age + p.weight_fairshare * fairshare + p.weight_size * size +
+         p.weight_qos * qos;
 }
 
 int LasQueue(const SortContext& ctx, const JobInfo& job) {
@@ -106,10 +110,20 @@ int LasQueue(const SortContext& ctx, const JobInfo& job) {
   return queue;
 }
 
-std::shared_ptr<const SortPlugin> MakeFifoSort() { return std::make_shared<FifoSort>(); }
-std::shared_ptr<const SortPlugin> MakeMultifactorSort() { return std::make_shared<MultifactorSort>(); }
-std::shared_ptr<const SortPlugin> MakeLasSort() { return std::make_shared<LasSort>(); }
-std::shared_ptr<const SortPlugin> MakeOracleSort() { return std::make_shared<OracleSort>(); }
-std::shared_ptr<const SortPlugin> MakeGittinsSort() { return std::make_shared<GittinsSort>(); }
+std::shared_ptr<const SortPlugin> MakeFifoSort() {
+  return std::make_shared<FifoSort>();
+}
+std::shared_ptr<const SortPlugin> MakeMultifactorSort() {
+  return std::make_shared<MultifactorSort>();
+}
+std::shared_ptr<const SortPlugin> MakeLasSort() {
+  return std::make_shared<LasSort>();
+}
+std::shared_ptr<const SortPlugin> MakeOracleSort() {
+  return std::make_shared<OracleSort>();
+}
+std::shared_ptr<const SortPlugin> MakeGittinsSort() {
+  return std::make_shared<GittinsSort>();
+}
 
 }  // namespace shoal::sched::plugins

@@ -1,7 +1,7 @@
 // Table-driven tests of the sort plugins' values.
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "sched/plugins/plugins.h"
 #include "sched/policy.h"
@@ -68,8 +68,10 @@ TEST(MultifactorTest, FairShareIsTwoToTheMinusUsageOverShares) {
   p.weight_fairshare = 1;
   SortContext ctx{snap, kTimeZero, p, 400, 4, f.inv->total_gpus()};
   EXPECT_DOUBLE_EQ(plugins::MultifactorPriority(ctx, s.info(light)), 1.0);
-  EXPECT_DOUBLE_EQ(plugins::MultifactorPriority(ctx, s.info(heavy)), std::pow(2.0, -(300.0 / 400) / 0.25));
-  EXPECT_DOUBLE_EQ(plugins::MultifactorPriority(ctx, s.info(big)), std::pow(2.0, -(100.0 / 400) / 0.5));
+  EXPECT_DOUBLE_EQ(plugins::MultifactorPriority(ctx, s.info(heavy)),
+                   std::pow(2.0, -(300.0 / 400) / 0.25));
+  EXPECT_DOUBLE_EQ(plugins::MultifactorPriority(ctx, s.info(big)),
+                   std::pow(2.0, -(100.0 / 400) / 0.5));
 }
 
 TEST(MultifactorTest, SizeFavoursLargeUnlessAsked) {
@@ -87,7 +89,8 @@ TEST(MultifactorTest, SizeFavoursLargeUnlessAsked) {
   p.favor_small = true;
   EXPECT_DOUBLE_EQ(plugins::MultifactorPriority(ctx, s.info(one)), 700);
   s.info(one).admin_priority = 123456;
-  EXPECT_DOUBLE_EQ(plugins::MultifactorPriority(ctx, s.info(one)), 123456) << "an admin's priority replaces the formula";
+  EXPECT_DOUBLE_EQ(plugins::MultifactorPriority(ctx, s.info(one)), 123456)
+      << "an admin's priority replaces the formula";
 }
 
 TEST(LasTest, QueuesByAttainedService) {
@@ -150,10 +153,10 @@ TEST(PreemptTest, RulesByTable) {
     JobRank victim;
     bool allowed;
   } cases[] = {
-      {"class", {0, 0}, {0, 1}, true},      {"class", {0, 1}, {0, 1}, false},
-      {"class", {0, 1}, {0, 0}, false},     {"class", {1, 5}, {0, 0}, true},
-      {"class", {0, 0}, {1, 9}, false},     {"srtf", {0, 10}, {0, 10.5}, true},
-      {"srtf", {0, 10}, {0, 10}, false},    {"tier", {1, 99}, {0, 0}, true},
+      {"class", {0, 0}, {0, 1}, true},   {"class", {0, 1}, {0, 1}, false},
+      {"class", {0, 1}, {0, 0}, false},  {"class", {1, 5}, {0, 0}, true},
+      {"class", {0, 0}, {1, 9}, false},  {"srtf", {0, 10}, {0, 10.5}, true},
+      {"srtf", {0, 10}, {0, 10}, false}, {"tier", {1, 99}, {0, 0}, true},
       {"tier", {0, 0}, {0, 99}, false},
   };
   Registry reg = BuiltinRegistry();
@@ -161,8 +164,8 @@ TEST(PreemptTest, RulesByTable) {
     auto plugin = reg.MakePreempt(c.plugin);
     ASSERT_TRUE(plugin.ok());
     EXPECT_EQ((*plugin)->MayPreempt(j, c.preemptor, j, c.victim), c.allowed)
-        << c.plugin << " " << c.preemptor.tier << "/" << c.preemptor.value << " vs " << c.victim.tier << "/"
-        << c.victim.value;
+        << c.plugin << " " << c.preemptor.tier << "/" << c.preemptor.value << " vs "
+        << c.victim.tier << "/" << c.victim.value;
   }
 }
 
