@@ -5,7 +5,8 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SHOAL := $(BUILD)/src/cli/shoal
 
-.PHONY: all deps configure build run sim test perf sanitize fuzz format format-check clean
+.PHONY: all deps configure build run sim test perf sanitize tsan fuzz format format-check \
+  function-length clean
 
 # ccache hashes paths relative to the checkout, so that a clone in another
 # folder (CI's) reuses what a build here compiled.
@@ -48,6 +49,22 @@ test: build
 sanitize:
 	@$(MAKE) --no-print-directory PRESET=asan-ubsan test
 
+# The tests of the threaded modules (server and net, state, agent, the node
+# test's sampler) under ThreadSanitizer: any report fails its test
+# (TSAN_OPTIONS in CMakePresets.json). This TSan cannot map its shadow memory
+# with more than 28 bits of mmap randomisation ("unexpected memory mapping"),
+# so on such kernels the build (gtest lists its cases by running the binary)
+# and the tests run with randomisation off (setarch -R).
+TSAN_TESTS := shoal_server_tests shoal_state_tests shoal_agent_tests shoal_acceptance_tests
+TSAN_RUN = $(shell [ "$$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)" -gt 28 ] && \
+  echo setarch $$(uname -m) -R)
+tsan: deps
+	@cmake --preset tsan > /dev/null
+	@$(TSAN_RUN) cmake --build --preset tsan --target $(TSAN_TESTS)
+	@$(TSAN_RUN) ctest --preset tsan -j 2 -R "^($$(echo $(TSAN_TESTS) | tr ' ' '|'))\." \
+	  --output-junit $(CURDIR)/build/tsan/junit.xml; rc=$$?; \
+	  ./scripts/test-summary.sh build/tsan/junit.xml || rc=1; exit $$rc
+
 # The parsers of batch scripts and JSON job specs under libFuzzer (clang),
 # each for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 60
@@ -61,6 +78,10 @@ format-check: deps
 
 format: deps
 	@./scripts/check-format.sh --fix
+
+# No function in src/ over 150 lines (STYLE.md): fails listing those that are.
+function-length: deps
+	@./scripts/check-function-length.sh
 
 perf: build
 	@./perf/run.sh $(BUILD)

@@ -7,7 +7,7 @@ PACKAGES="build-essential cmake ninja-build ccache pkg-config \
   libgtest-dev libgmock-dev \
   nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev \
   libsqlite3-dev libcpp-httplib-dev libssl-dev \
-  clang libclang-rt-14-dev clang-format \
+  clang libclang-rt-14-dev clang-format universal-ctags \
   python3-torch openmpi-bin libopenmpi-dev \
   prometheus curl \
   chromium nodejs"

@@ -32,7 +32,7 @@ Json ToJsonValue(const Check& c) {
 }
 
 Result<Check> CheckFromJson(const Json& j, const std::string& path) {
-  JsonObjectReader f(j, path);
+  auto f = JsonReader(j, path);
   Check c;
   std::string test, verdict;
   f.Required("test", &test);
@@ -83,7 +83,7 @@ Json ToJsonValue(const TelemetrySample& s) {
 }
 
 Result<TelemetrySample> SampleFromJson(const Json& j, const std::string& path) {
-  JsonObjectReader f(j, path);
+  auto f = JsonReader(j, path);
   TelemetrySample s;
   std::vector<double> xids;
   f.Required("time_ms", &s.time_ms);
@@ -120,7 +120,9 @@ Json ToJsonValue(const GpuTelemetry& t) {
 
 Result<std::vector<TelemetrySample>> SamplesFromJson(const Json& j, const std::string& path) {
   std::vector<TelemetrySample> samples;
-  SHOAL_RETURN_IF_ERROR(ReadJsonList(j, "samples", path, false, SampleFromJson, &samples));
+  auto f = JsonReader(j, path);
+  f.List("samples", false, SampleFromJson, &samples);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
   return samples;
 }
 
@@ -152,7 +154,7 @@ std::string ReportToJson(const NodeReport& r, int indent) {
 
 Result<NodeReport> ParseReport(std::string_view text) {
   SHOAL_ASSIGN_OR_RETURN(const Json j, ParseJsonText(text, "the report"));
-  JsonObjectReader f(j, "report");
+  auto f = JsonReader(j, "report");
   std::string schema;
   NodeReport r;
   f.Required("schema", &schema);
@@ -166,7 +168,8 @@ Result<NodeReport> ParseReport(std::string_view text) {
   }
   if (!j.contains("raw")) return InvalidArgument("report.raw is missing");
   SHOAL_ASSIGN_OR_RETURN(r.raw, NodeResultsFromJson(j["raw"], "report.raw"));
-  SHOAL_RETURN_IF_ERROR(ReadJsonList(j, "checks", "report", false, CheckFromJson, &r.checks));
+  f.List("checks", false, CheckFromJson, &r.checks);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
   SHOAL_ASSIGN_OR_RETURN(r.samples, SamplesFromJson(j, "report"));
   // The per-GPU summaries are the samples' over the burn-in window: recomputed, not read.
   if (r.raw.burn_in_end_ms > 0) {

@@ -66,81 +66,6 @@ Result<std::vector<TestKind>> ParseTestList(std::string_view csv) {
 
 // ---- JSON helpers ----------------------------------------------------------
 
-JsonObjectReader::JsonObjectReader(const Json& j, std::string path)
-    : j_(j), path_(std::move(path)) {
-  if (!j.is_object()) Fail(path_ + " must be a JSON object");
-}
-
-void JsonObjectReader::Fail(std::string message) {
-  if (status_.ok()) status_ = InvalidArgument(std::move(message));
-}
-
-void JsonObjectReader::WrongType(const char* key, const char* want) {
-  Fail(fmt::format("{} must be {}", PathOf(key), want));
-}
-
-void JsonObjectReader::Convert(const Json& v, const char* key, std::string* out) {
-  if (!v.is_string()) return WrongType(key, "a string");
-  *out = v.get<std::string>();
-}
-void JsonObjectReader::Convert(const Json& v, const char* key, bool* out) {
-  if (!v.is_boolean()) return WrongType(key, "true or false");
-  *out = v.get<bool>();
-}
-void JsonObjectReader::Convert(const Json& v, const char* key, int* out) {
-  if (!v.is_number_integer()) return WrongType(key, "an integer");
-  const int64_t x = v.get<int64_t>();
-  if (x < INT32_MIN || x > INT32_MAX) return WrongType(key, "a 32-bit integer");
-  *out = static_cast<int>(x);
-}
-void JsonObjectReader::Convert(const Json& v, const char* key, int64_t* out) {
-  if (!v.is_number_integer()) return WrongType(key, "an integer");
-  *out = v.get<int64_t>();
-}
-void JsonObjectReader::Convert(const Json& v, const char* key, uint64_t* out) {
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
-    return WrongType(key, "a non-negative integer");
-  }
-  *out = v.get<uint64_t>();
-}
-void JsonObjectReader::Convert(const Json& v, const char* key, double* out) {
-  if (!v.is_number()) return WrongType(key, "a number");
-  *out = v.get<double>();
-}
-void JsonObjectReader::Convert(const Json& v, const char* key, std::vector<double>* out) {
-  if (!v.is_array()) return WrongType(key, "a list of numbers");
-  out->clear();
-  for (const Json& e : v) {
-    if (!e.is_number()) return WrongType(key, "a list of numbers");
-    out->push_back(e.get<double>());
-  }
-}
-void JsonObjectReader::Convert(const Json& v, const char* key, std::vector<std::string>* out) {
-  if (!v.is_array()) return WrongType(key, "a list of strings");
-  out->clear();
-  for (const Json& e : v) {
-    if (!e.is_string()) return WrongType(key, "a list of strings");
-    out->push_back(e.get<std::string>());
-  }
-}
-void JsonObjectReader::Convert(const Json& v, const char* key, std::map<std::string, double>* out) {
-  if (!v.is_object()) return WrongType(key, "an object of numbers");
-  out->clear();
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    if (!it->is_number()) return WrongType(key, "an object of numbers");
-    (*out)[it.key()] = it->get<double>();
-  }
-}
-void JsonObjectReader::Convert(const Json& v, const char* key,
-                               std::map<std::string, std::string>* out) {
-  if (!v.is_object()) return WrongType(key, "an object of strings");
-  out->clear();
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    if (!it->is_string()) return WrongType(key, "an object of strings");
-    (*out)[it.key()] = it->get<std::string>();
-  }
-}
-
 Result<Json> ParseJsonText(std::string_view text, std::string_view what) {
   auto j = api::Parse(text);
   if (!j.ok())
@@ -160,10 +85,10 @@ Json ToJsonValue(const Stats& s) {
               {"mean", Finite(s.mean)}, {"median", Finite(s.median)}, {"stddev", Finite(s.stddev)}};
 }
 
-Status StatsFromJson(JsonObjectReader& parent, const Json& j, const char* key, Stats* s) {
+Status StatsFromJson(api::ObjectReader& parent, const Json& j, const char* key, Stats* s) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status::Ok();
-  JsonObjectReader f(*it, parent.PathOf(key));
+  auto f = JsonReader(*it, parent.PathOf(key));
   f.Optional("count", &s->count);
   f.Optional("min", &s->min);
   f.Optional("max", &s->max);
@@ -173,7 +98,7 @@ Status StatsFromJson(JsonObjectReader& parent, const Json& j, const char* key, S
   return f.status();
 }
 
-Result<TestKind> TestFromJson(JsonObjectReader& f, const char* key) {
+Result<TestKind> TestFromJson(api::ObjectReader& f, const char* key) {
   std::string name;
   f.Required(key, &name);
   SHOAL_RETURN_IF_ERROR(f.status());
@@ -187,7 +112,7 @@ Json ToJsonValue(const TestError& e) {
 }
 
 Result<TestError> TestErrorFromJson(const Json& j, const std::string& path) {
-  JsonObjectReader f(j, path);
+  auto f = JsonReader(j, path);
   TestError e;
   SHOAL_ASSIGN_OR_RETURN(e.test, TestFromJson(f, "test"));
   f.Optional("gpu", &e.gpu);
@@ -208,7 +133,7 @@ Json ToJsonValue(const GpuInfo& g) {
 }
 
 Result<GpuInfo> GpuInfoFromJson(const Json& j, const std::string& path) {
-  JsonObjectReader f(j, path);
+  auto f = JsonReader(j, path);
   GpuInfo g;
   std::string cc;
   f.Required("index", &g.index);
@@ -258,7 +183,7 @@ Json ToJsonValue(const Measurement& m) {
 }
 
 Result<Measurement> MeasurementFromJson(const Json& j, const std::string& path) {
-  JsonObjectReader f(j, path);
+  auto f = JsonReader(j, path);
   Measurement m;
   SHOAL_ASSIGN_OR_RETURN(m.test, TestFromJson(f, "test"));
   f.Required("metric", &m.metric);
@@ -309,7 +234,7 @@ Json ToJsonValue(const NodeResults& r) {
 }
 
 Result<NodeResults> NodeResultsFromJson(const Json& j, const std::string& path) {
-  JsonObjectReader f(j, path);
+  auto f = JsonReader(j, path);
   std::string schema;
   f.Required("schema", &schema);
   SHOAL_RETURN_IF_ERROR(f.status());
@@ -328,11 +253,10 @@ Result<NodeResults> NodeResultsFromJson(const Json& j, const std::string& path) 
   f.Optional("notes", &r.notes);
   f.Optional("burn_in_start_ms", &r.burn_in_start_ms);
   f.Optional("burn_in_end_ms", &r.burn_in_end_ms);
-  SHOAL_RETURN_IF_ERROR(f.status());
-  SHOAL_RETURN_IF_ERROR(ReadJsonList(j, "gpus", path, true, GpuInfoFromJson, &r.gpus));
-  SHOAL_RETURN_IF_ERROR(
-      ReadJsonList(j, "measurements", path, true, MeasurementFromJson, &r.measurements));
-  SHOAL_RETURN_IF_ERROR(ReadJsonList(j, "errors", path, false, TestErrorFromJson, &r.errors));
+  f.List("gpus", true, GpuInfoFromJson, &r.gpus);
+  f.List("measurements", true, MeasurementFromJson, &r.measurements);
+  f.List("errors", false, TestErrorFromJson, &r.errors);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
   for (const Measurement& m : r.measurements) {
     const bool known_gpu =
         m.gpu < 0 || std::any_of(r.gpus.begin(), r.gpus.end(),

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
-#include <thread>
+#include <condition_variable>
+#include <mutex>
 
 namespace shoal::acceptance {
 namespace {
@@ -66,21 +66,41 @@ TEST(TelemetryTest, CounterResetIsNoChange) {
 }
 
 TEST(TelemetryTest, SamplerCallsTheHookUntilStopped) {
-  std::atomic<int> calls{0};
+  std::mutex mu;
+  std::condition_variable called;
+  int calls = 0;               // guarded by mu
+  bool stop_returned = false;  // guarded by mu
+  int calls_after_stop = 0;    // guarded by mu
   TelemetrySampler sampler(
       [&] {
+        std::lock_guard<std::mutex> lock(mu);
         ++calls;
+        if (stop_returned) ++calls_after_stop;
+        called.notify_all();
         return std::vector<TelemetrySample>{Sample(calls, "g", 1)};
       },
       10);
   sampler.Start();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  {
+    // Three calls at 10 ms; the deadline only bounds a broken sampler.
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(called.wait_for(lock, std::chrono::seconds(30), [&] { return calls >= 3; }))
+        << calls << " calls";
+  }
   sampler.Stop();
-  const int after_stop = calls;
-  EXPECT_GE(after_stop, 3);
+  int after_stop = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop_returned = true;
+    after_stop = calls;
+  }
+  // Stop joined the thread: every call's samples are kept, and a second Stop
+  // (the destructor's) finds nothing left to call the hook.
   EXPECT_EQ(static_cast<int>(sampler.Samples().size()), after_stop);
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  EXPECT_EQ(calls, after_stop);  // no calls after Stop
+  sampler.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(calls, after_stop);
+  EXPECT_EQ(calls_after_stop, 0);
 }
 
 TEST(TelemetryTest, SamplerWithoutHookDoesNothing) {

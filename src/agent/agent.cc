@@ -137,7 +137,7 @@ std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
 }
 
 Status Agent::Impl::Register(net::HttpClient& client) {
-  auto r = client.Post("/v1/nodes/register", api::ToJson(node).dump());
+  auto r = client.Post("/v1/nodes/register", api::RegistrationToJson(node).dump());
   if (!r.ok()) return r.status();
   if (r->status != 200) {
     auto body = api::Parse(r->body);

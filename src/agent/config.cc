@@ -2,12 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "catalog/profiles.h"
+#include "config/server_file.h"
 #include "core/strings.h"
-#include "trace/cluster_file.h"
 
 namespace shoal::agent {
 
@@ -97,11 +94,8 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
 }
 
 Status LoadAgentConfig(const std::string& path, AgentConfig& config) {
-  std::ifstream in(path);
-  if (!in) return NotFound(fmt::format("cannot read {}", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  SHOAL_ASSIGN_OR_RETURN(auto settings, trace::ParseSettingsToml(text.str(), path, "agent"));
+  SHOAL_ASSIGN_OR_RETURN(shoal::config::Settings settings,
+                         shoal::config::LoadSettingsFile(path, "agent"));
   for (const auto& [key, value] : settings) {
     SHOAL_RETURN_IF_ERROR(ApplyAgentSetting(key, value, config).WithContext(path));
   }

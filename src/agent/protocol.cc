@@ -4,6 +4,8 @@
 
 #include <bit>
 
+#include "api/node_protocol.h"
+
 namespace shoal::agent {
 
 std::string HostOf(const std::string& address) {
@@ -12,123 +14,108 @@ std::string HostOf(const std::string& address) {
 }
 
 Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_name) {
-  if (!j.is_object()) return InvalidArgument("launch: the body must be an object");
-  StepRequest s;
-  try {
-    s.job = j.at("job").get<uint64_t>();
-    s.epoch = j.at("epoch").get<uint64_t>();
-    s.node_rank = j.at("node_rank").get<int>();
-    s.master_port = j.value("master_port", 0);
-    if (j.contains("not_after")) s.not_after = TimeFromSeconds(j.at("not_after").get<double>());
-    const auto nodes = j.at("nodes").get<std::vector<std::string>>();
-    const auto addresses = j.at("addresses").get<std::vector<std::string>>();
-    if (nodes.empty() || nodes.size() != addresses.size() || s.node_rank < 0 ||
-        s.node_rank >= static_cast<int>(nodes.size())) {
-      return InvalidArgument("launch: nodes, addresses and node_rank disagree");
-    }
-    if (nodes[static_cast<size_t>(s.node_rank)] != node_name) {
-      return InvalidArgument(fmt::format("launch: for node {}, not this node ({})",
-                                         nodes[static_cast<size_t>(s.node_rank)], node_name));
-    }
-    SHOAL_ASSIGN_OR_RETURN(JobSpec spec, api::JobSpecFromJson(j.at("spec")));
-    SHOAL_ASSIGN_OR_RETURN(Allocation alloc,
-                           api::AllocationFromJson(api::Json::array({j.at("allocation")})));
-    if (alloc.nodes.size() != 1) return InvalidArgument("launch: one node's allocation expected");
-    const NodeAllocation& mine = alloc.nodes[0];
-    s.user = spec.user;
-    s.job_name = spec.name;
-    s.command = spec.command;
-    s.script = spec.script;
-    s.work_dir = spec.work_dir;
-    s.stdout_path = spec.stdout_path;
-    s.stderr_path = spec.stderr_path;
-    for (const auto& [k, v] : spec.env)
-      s.env.push_back(k + "=" + v);
-    if (j.contains("array_task_id")) {
-      s.env.push_back(fmt::format("SHOAL_ARRAY_JOB_ID={}", j.at("array_job_id").get<uint64_t>()));
-      s.env.push_back(fmt::format("SHOAL_ARRAY_TASK_ID={}", j.at("array_task_id").get<int>()));
-      s.env.push_back(fmt::format("SLURM_ARRAY_JOB_ID={}", j.at("array_job_id").get<uint64_t>()));
-      s.env.push_back(fmt::format("SLURM_ARRAY_TASK_ID={}", j.at("array_task_id").get<int>()));
-    }
-    s.node_name = node_name;
-    for (const std::string& a : addresses)
-      s.nodes.push_back(HostOf(a));
-    s.master_addr = s.nodes[0];
-    const int n = static_cast<int>(nodes.size());
-    const int tasks = spec.tasks > 0 ? spec.tasks : n;
-    if (tasks < n) return InvalidArgument("launch: fewer tasks than nodes");
-    for (int k = 0; k < n; ++k)
-      s.tasks_per_node.push_back(tasks / n + (k < tasks % n ? 1 : 0));
-    for (int g = 0; g < 64; ++g) {
-      if (mine.gpu_mask >> g & 1) s.gpus.push_back(g);
-    }
-    s.cpu_milli = mine.cpu_milli;
-    s.memory_mib = mine.mem_mib;
-  } catch (const api::Json::exception& e) {
-    return InvalidArgument(fmt::format("launch: {}", e.what()));
+  SHOAL_ASSIGN_OR_RETURN(const api::LaunchMessage m, api::LaunchFromJson(j));
+  const std::string& for_node = m.nodes[static_cast<size_t>(m.node_rank)];
+  if (for_node != node_name) {
+    return InvalidArgument(
+        fmt::format("launch: for node {}, not this node ({})", for_node, node_name));
   }
+  const JobSpec& spec = m.spec;
+  StepRequest s;
+  s.job = m.job.value();
+  s.epoch = m.epoch;
+  s.node_rank = m.node_rank;
+  s.master_port = m.master_port;
+  s.not_after = m.not_after;
+  s.user = spec.user;
+  s.job_name = spec.name;
+  s.command = spec.command;
+  s.script = spec.script;
+  s.work_dir = spec.work_dir;
+  s.stdout_path = spec.stdout_path;
+  s.stderr_path = spec.stderr_path;
+  for (const auto& [k, v] : spec.env)
+    s.env.push_back(k + "=" + v);
+  if (m.array_task_id >= 0) {
+    s.array_job_id = m.array_job_id;  // for %A and %a in output paths
+    s.array_task_id = m.array_task_id;
+    s.env.push_back(fmt::format("SHOAL_ARRAY_JOB_ID={}", m.array_job_id));
+    s.env.push_back(fmt::format("SHOAL_ARRAY_TASK_ID={}", m.array_task_id));
+    s.env.push_back(fmt::format("SLURM_ARRAY_JOB_ID={}", m.array_job_id));
+    s.env.push_back(fmt::format("SLURM_ARRAY_TASK_ID={}", m.array_task_id));
+  }
+  s.node_name = node_name;
+  for (const std::string& a : m.addresses)
+    s.nodes.push_back(HostOf(a));
+  s.master_addr = s.nodes[0];
+  const int n = static_cast<int>(m.nodes.size());
+  const int tasks = spec.tasks > 0 ? spec.tasks : n;
+  if (tasks < n) return InvalidArgument("launch: fewer tasks than nodes");
+  for (int k = 0; k < n; ++k)
+    s.tasks_per_node.push_back(tasks / n + (k < tasks % n ? 1 : 0));
+  for (int g = 0; g < kMaxGpusPerNode; ++g) {
+    if (m.allocation.gpu_mask >> g & 1) s.gpus.push_back(g);
+  }
+  s.cpu_milli = m.allocation.cpu_milli;
+  s.memory_mib = m.allocation.mem_mib;
   return s;
 }
 
 Result<KillRequest> KillFromJson(const api::Json& j) {
-  KillRequest k;
-  try {
-    k.job = j.at("job").get<uint64_t>();
-    k.epoch = j.at("epoch").get<uint64_t>();
-    const double grace_s = j.value("grace_s", 10.0);
-    if (grace_s < 0 || grace_s > 3600) return InvalidArgument("kill: grace_s must be 0 to 3600");
-    k.grace = DurationFromSeconds(grace_s);
-    k.why = j.value("why", std::string());
-  } catch (const api::Json::exception& e) {
-    return InvalidArgument(fmt::format("kill: {}", e.what()));
+  SHOAL_ASSIGN_OR_RETURN(const api::KillMessage m, api::KillFromJson(j));
+  return KillRequest{.job = m.job.value(), .epoch = m.epoch, .grace = m.grace, .why = m.why};
+}
+
+api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,
+                             const std::vector<GpuDevice>& devices,
+                             const std::vector<GpuSample>& samples,
+                             const std::vector<GpuHealth>& health, bool with_gpus) {
+  api::Heartbeat hb;
+  for (const StepReport& r : steps) {
+    if (r.running) {
+      hb.running.emplace_back(JobId(r.job), r.epoch);
+    } else {
+      hb.events.push_back({.job = JobId(r.job),
+                           .epoch = r.epoch,
+                           .kind = api::JobEvent::kExited,
+                           .exit_code = r.exit_code,
+                           .signal = r.signal,
+                           .message = r.message});
+    }
   }
-  return k;
+  hb.has_gpus = with_gpus;
+  if (!with_gpus) return hb;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    api::GpuReport g;
+    g.index = devices[i].index;
+    g.healthy = i >= health.size() || health[i].healthy;
+    if (!g.healthy) g.health_reason = health[i].reason;
+    for (const GpuSample& s : samples) {
+      if (s.index != devices[i].index) continue;
+      g.telemetry = {.present = true,
+                     .util_pct = s.util_pct,
+                     .mem_copy_util_pct = s.mem_copy_util_pct,
+                     .fb_used_mib = s.fb_used_mib,
+                     .fb_free_mib = s.fb_free_mib,
+                     .power_w = s.power_w,
+                     .temperature_c = s.temperature_c,
+                     .sm_clock_mhz = s.sm_clock_mhz,
+                     .energy_j = s.energy_j,
+                     .ecc_corrected = s.ecc_corrected,
+                     .ecc_uncorrected = s.ecc_uncorrected,
+                     .xid_errors = s.xid_errors,
+                     .last_xid = s.last_xid,
+                     .clock_events = s.clock_event_reasons};
+    }
+    hb.gpus.push_back(std::move(g));
+  }
+  return hb;
 }
 
 api::Json HeartbeatJson(const std::vector<StepReport>& steps, const std::vector<GpuDevice>& devices,
                         const std::vector<GpuSample>& samples, const std::vector<GpuHealth>& health,
                         bool with_gpus) {
-  api::Json running = api::Json::array();
-  api::Json events = api::Json::array();
-  for (const StepReport& r : steps) {
-    if (r.running) {
-      running.push_back({{"job", r.job}, {"epoch", r.epoch}});
-    } else {
-      api::Json e = {{"type", "exited"},
-                     {"job", r.job},
-                     {"epoch", r.epoch},
-                     {"exit_code", r.exit_code},
-                     {"signal", r.signal}};
-      if (!r.message.empty()) e["message"] = r.message;
-      events.push_back(std::move(e));
-    }
-  }
-  if (!with_gpus) return {{"running", running}, {"events", events}};
-  api::Json gpus = api::Json::array();
-  for (size_t i = 0; i < devices.size(); ++i) {
-    api::Json g = {{"index", devices[i].index}};
-    const bool healthy = i >= health.size() || health[i].healthy;
-    g["healthy"] = healthy;
-    if (!healthy) g["reason"] = health[i].reason;
-    for (const GpuSample& s : samples) {
-      if (s.index != devices[i].index) continue;
-      g["util"] = s.util_pct;
-      g["mem_copy_util"] = s.mem_copy_util_pct;
-      g["fb_used_mib"] = s.fb_used_mib;
-      g["fb_free_mib"] = s.fb_free_mib;
-      g["power_w"] = s.power_w;
-      g["temp_c"] = s.temperature_c;
-      g["sm_clock_mhz"] = s.sm_clock_mhz;
-      g["energy_j"] = s.energy_j;
-      g["ecc_corrected"] = s.ecc_corrected;
-      g["ecc_uncorrected"] = s.ecc_uncorrected;
-      g["xid_errors"] = s.xid_errors;
-      g["last_xid"] = s.last_xid;
-      g["clock_events"] = s.clock_event_reasons;
-    }
-    gpus.push_back(std::move(g));
-  }
-  return {{"running", running}, {"events", events}, {"gpus", gpus}};
+  return api::ToJson(HeartbeatFrom(steps, devices, samples, health, with_gpus));
 }
 
 }  // namespace shoal::agent

@@ -1,6 +1,8 @@
-// The agent's side of the node protocol (see docs/api.md): the launch and
-// kill orders the server sends, and the heartbeat the agent sends back.
-// Pure functions, tested beside this file.
+// The agent's side of the node protocol (api/node_protocol.h, docs/api.md):
+// the launch and kill orders the server sends, decoded by the protocol's
+// strict decoders and turned into what the agent runs, and the heartbeat
+// the agent sends back. Pure functions; tests/agent/node_protocol_test.cc
+// checks them against the server's encoders and decoders.
 #pragma once
 
 #include <string>
@@ -10,6 +12,7 @@
 #include "agent/health.h"
 #include "agent/launch/steps.h"
 #include "api/json.h"
+#include "api/node_protocol.h"
 #include "core/status.h"
 
 namespace shoal::agent {
@@ -40,10 +43,14 @@ struct StepReport {
   std::string message;
 };
 
-// The heartbeat body: steps that run, steps that ended (events), and each
-// GPU's health and telemetry. Without `with_gpus` (the extra beats that
-// report a step's end at once) the GPUs are left out: the server keeps the
-// last ones.
+// The heartbeat: steps that run, steps that ended (events), and each GPU's
+// health and telemetry. Without `with_gpus` (the extra beats that report a
+// step's end at once) the GPUs are left out: the server keeps the last ones.
+api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,
+                             const std::vector<GpuDevice>& devices,
+                             const std::vector<GpuSample>& samples,
+                             const std::vector<GpuHealth>& health, bool with_gpus = true);
+// Its JSON body (api::ToJson of the above).
 api::Json HeartbeatJson(const std::vector<StepReport>& steps, const std::vector<GpuDevice>& devices,
                         const std::vector<GpuSample>& samples, const std::vector<GpuHealth>& health,
                         bool with_gpus = true);

@@ -3,108 +3,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <set>
+
+#include "api/json_reader.h"
 
 namespace shoal::api {
 
 namespace {
-
-// Reads the fields of one JSON object strictly: each Get marks its field as
-// known; Finish reports the first unknown one.
-class Fields {
- public:
-  Fields(const Json& j, std::string_view what) : j_(j), what_(what) {
-    if (!j.is_object()) status_ = InvalidArgument(fmt::format("{} must be a JSON object", what));
-  }
-
-  template <typename T>
-  void Get(const char* key, T* out) {
-    known_.insert(key);
-    if (!status_.ok()) return;
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return;
-    if (!Convert(*it, key, out)) return;
-  }
-
-  Status Finish() {
-    if (!status_.ok()) return status_;
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (!known_.count(it.key()))
-        return InvalidArgument(fmt::format("{}: unknown field '{}'", what_, it.key()));
-    }
-    return Status::Ok();
-  }
-
-  void Fail(std::string message) {
-    if (status_.ok()) status_ = InvalidArgument(fmt::format("{}: {}", what_, message));
-  }
-
- private:
-  bool Wrong(const char* key, const char* type) {
-    Fail(fmt::format("field '{}' must be {}", key, type));
-    return false;
-  }
-  bool Convert(const Json& v, const char* key, std::string* out) {
-    if (!v.is_string()) return Wrong(key, "a string");
-    *out = v.get<std::string>();
-    return true;
-  }
-  bool Convert(const Json& v, const char* key, bool* out) {
-    if (!v.is_boolean()) return Wrong(key, "true or false");
-    *out = v.get<bool>();
-    return true;
-  }
-  bool Convert(const Json& v, const char* key, int* out) {
-    if (!v.is_number_integer()) return Wrong(key, "an integer");
-    const int64_t x = v.get<int64_t>();
-    if (x < INT32_MIN || x > INT32_MAX) return Wrong(key, "a smaller integer");
-    *out = static_cast<int>(x);
-    return true;
-  }
-  bool Convert(const Json& v, const char* key, int64_t* out) {
-    if (!v.is_number_integer()) return Wrong(key, "an integer");
-    *out = v.get<int64_t>();
-    return true;
-  }
-  bool Convert(const Json& v, const char* key, uint64_t* out) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0) return Wrong(key, "a non-negative integer");
-    *out = v.get<uint64_t>();
-    return true;
-  }
-  bool Convert(const Json& v, const char* key, double* out) {
-    if (!v.is_number()) return Wrong(key, "a number");
-    *out = v.get<double>();
-    if (!std::isfinite(*out)) return Wrong(key, "a finite number");
-    return true;
-  }
-  bool Convert(const Json& v, const char* key, std::vector<std::string>* out) {
-    if (!v.is_array()) return Wrong(key, "a list of strings");
-    out->clear();
-    for (const Json& e : v) {
-      if (!e.is_string()) return Wrong(key, "a list of strings");
-      out->push_back(e.get<std::string>());
-    }
-    return true;
-  }
-  bool Convert(const Json& v, const char* key, std::map<std::string, std::string>* out) {
-    if (!v.is_object()) return Wrong(key, "an object of strings");
-    out->clear();
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (!it->is_string()) return Wrong(key, "an object of strings");
-      (*out)[it.key()] = it->get<std::string>();
-    }
-    return true;
-  }
-  bool Convert(const Json& v, const char*, Json* out) {
-    *out = v;
-    return true;
-  }
-
-  const Json& j_;
-  std::string what_;
-  std::set<std::string> known_;
-  Status status_;
-};
 
 int64_t MilliFromCpus(double cpus) {
   return static_cast<int64_t>(std::llround(cpus * 1000));
@@ -183,40 +87,40 @@ Json ToJson(const JobSpec& s) {
 
 Result<JobSpec> JobSpecFromJson(const Json& j) {
   JobSpec s;
-  Fields f(j, "job");
+  ObjectReader f(j, "job");
   double cpus_per_gpu = 0, cpus_per_node = 0, time_limit_s = 0, begin = -1;
   std::string array;
   Json deps;
-  f.Get("name", &s.name);
-  f.Get("user", &s.user);
-  f.Get("account", &s.account);
-  f.Get("partition", &s.partition);
-  f.Get("qos", &s.qos);
-  f.Get("command", &s.command);
-  f.Get("script", &s.script);
-  f.Get("env", &s.env);
-  f.Get("work_dir", &s.work_dir);
-  f.Get("stdout", &s.stdout_path);
-  f.Get("stderr", &s.stderr_path);
-  f.Get("nodes", &s.nodes);
-  f.Get("gpus_per_node", &s.gpus_per_node);
-  f.Get("gpus", &s.gpus);
-  f.Get("gpu_share", &s.gpu_milli);
-  f.Get("gpu_models", &s.gpu_models);
-  f.Get("cpus_per_gpu", &cpus_per_gpu);
-  f.Get("mem_per_gpu_mib", &s.mem_mib_per_gpu);
-  f.Get("cpus_per_node", &cpus_per_node);
-  f.Get("mem_per_node_mib", &s.mem_mib_per_node);
-  f.Get("constraints", &s.constraints);
-  f.Get("exclusive", &s.exclusive);
-  f.Get("time_limit_s", &time_limit_s);
-  f.Get("dependencies", &deps);
-  f.Get("requeue", &s.requeue);
-  f.Get("hold", &s.hold);
-  f.Get("begin_time", &begin);
-  f.Get("tasks", &s.tasks);
-  f.Get("array", &array);
-  f.Get("acceptance_node", &s.acceptance_node);
+  f.Optional("name", &s.name);
+  f.Optional("user", &s.user);
+  f.Optional("account", &s.account);
+  f.Optional("partition", &s.partition);
+  f.Optional("qos", &s.qos);
+  f.Optional("command", &s.command);
+  f.Optional("script", &s.script);
+  f.Optional("env", &s.env);
+  f.Optional("work_dir", &s.work_dir);
+  f.Optional("stdout", &s.stdout_path);
+  f.Optional("stderr", &s.stderr_path);
+  f.Optional("nodes", &s.nodes);
+  f.Optional("gpus_per_node", &s.gpus_per_node);
+  f.Optional("gpus", &s.gpus);
+  f.Optional("gpu_share", &s.gpu_milli);
+  f.Optional("gpu_models", &s.gpu_models);
+  f.Optional("cpus_per_gpu", &cpus_per_gpu);
+  f.Optional("mem_per_gpu_mib", &s.mem_mib_per_gpu);
+  f.Optional("cpus_per_node", &cpus_per_node);
+  f.Optional("mem_per_node_mib", &s.mem_mib_per_node);
+  f.Optional("constraints", &s.constraints);
+  f.Optional("exclusive", &s.exclusive);
+  f.Optional("time_limit_s", &time_limit_s);
+  f.Optional("dependencies", &deps);
+  f.Optional("requeue", &s.requeue);
+  f.Optional("hold", &s.hold);
+  f.Optional("begin_time", &begin);
+  f.Optional("tasks", &s.tasks);
+  f.Optional("array", &array);
+  f.Optional("acceptance_node", &s.acceptance_node);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (cpus_per_gpu < 0 || cpus_per_node < 0 || time_limit_s < 0 || cpus_per_gpu > 1e6 ||
       cpus_per_node > 1e6 || time_limit_s > 1e10) {
@@ -233,11 +137,11 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   if (!deps.is_null()) {
     if (!deps.is_array()) return InvalidArgument("job: field 'dependencies' must be a list");
     for (const Json& d : deps) {
-      Fields df(d, "dependency");
+      ObjectReader df(d, "dependency");
       std::string type;
       uint64_t id = 0;
-      df.Get("type", &type);
-      df.Get("job", &id);
+      df.Optional("type", &type);
+      df.Optional("job", &id);
       SHOAL_RETURN_IF_ERROR(df.Finish());
       SHOAL_ASSIGN_OR_RETURN(std::vector<Dependency> parsed,
                              ParseDependencies(fmt::format("{}:{}", type, id)));
@@ -252,60 +156,73 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   return s;
 }
 
+Json ToJson(const NodeAllocation& na, const NodeNames* names) {
+  Json n;
+  n["node_id"] = na.node.value();
+  if (names != nullptr) n["node"] = names->name_of(na.node);
+  Json gpus = Json::array();
+  for (int g = 0; g < kMaxGpusPerNode; ++g) {
+    if (na.gpu_mask >> g & 1) gpus.push_back(g);
+  }
+  n["gpus"] = gpus;
+  n["gpu_share"] = na.gpu_milli;
+  n["cpus"] = CpusFromMilli(na.cpu_milli);
+  n["mem_mib"] = na.mem_mib;
+  if (na.exclusive) n["exclusive"] = true;
+  return n;
+}
+
+Result<NodeAllocation> NodeAllocationFromJson(const Json& j, const std::string& path,
+                                              const NodeNames* names) {
+  ObjectReader f(j, path);
+  NodeAllocation na;
+  uint64_t id = 0;
+  std::string name;
+  Json gpus;
+  double cpus = 0;
+  f.Optional("node_id", &id);
+  f.Optional("node", &name);
+  f.Optional("gpus", &gpus);
+  f.Optional("gpu_share", &na.gpu_milli);
+  f.Optional("cpus", &cpus);
+  f.Optional("mem_mib", &na.mem_mib);
+  f.Optional("exclusive", &na.exclusive);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (id > UINT32_MAX) return InvalidArgument(fmt::format("{}.node_id is out of range", path));
+  na.node = NodeId(static_cast<uint32_t>(id));
+  if (!name.empty() && names != nullptr) {
+    auto found = names->id_of(name);
+    if (!found) return NotFound(fmt::format("{}: unknown node '{}'", path, name));
+    na.node = *found;
+  }
+  if (!gpus.is_null()) {
+    if (!gpus.is_array()) return InvalidArgument(fmt::format("{}.gpus must be a list", path));
+    for (const Json& g : gpus) {
+      if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() >= kMaxGpusPerNode) {
+        return InvalidArgument(fmt::format("{}.gpus: a GPU index is out of range", path));
+      }
+      na.gpu_mask |= uint64_t{1} << g.get<int>();
+    }
+  }
+  if (cpus < 0 || cpus > 1e6 || na.mem_mib < 0 || na.gpu_milli < 0 || na.gpu_milli > kMilliPerGpu)
+    return InvalidArgument(fmt::format("{}: cpus, mem_mib or gpu_share is out of range", path));
+  na.cpu_milli = MilliFromCpus(cpus);
+  return na;
+}
+
 Json ToJson(const Allocation& a, const NodeNames* names) {
   Json out = Json::array();
-  for (const NodeAllocation& na : a.nodes) {
-    Json n;
-    n["node_id"] = na.node.value();
-    if (names != nullptr) n["node"] = names->name_of(na.node);
-    Json gpus = Json::array();
-    for (int g = 0; g < 64; ++g) {
-      if (na.gpu_mask >> g & 1) gpus.push_back(g);
-    }
-    n["gpus"] = gpus;
-    n["gpu_share"] = na.gpu_milli;
-    n["cpus"] = CpusFromMilli(na.cpu_milli);
-    n["mem_mib"] = na.mem_mib;
-    if (na.exclusive) n["exclusive"] = true;
-    out.push_back(n);
-  }
+  for (const NodeAllocation& na : a.nodes)
+    out.push_back(ToJson(na, names));
   return out;
 }
 
 Result<Allocation> AllocationFromJson(const Json& j, const NodeNames* names) {
   if (!j.is_array()) return InvalidArgument("allocation must be a list");
   Allocation a;
-  for (const Json& n : j) {
-    Fields f(n, "allocation");
-    NodeAllocation na;
-    uint64_t id = 0;
-    std::string name;
-    Json gpus;
-    double cpus = 0;
-    f.Get("node_id", &id);
-    f.Get("node", &name);
-    f.Get("gpus", &gpus);
-    f.Get("gpu_share", &na.gpu_milli);
-    f.Get("cpus", &cpus);
-    f.Get("mem_mib", &na.mem_mib);
-    f.Get("exclusive", &na.exclusive);
-    SHOAL_RETURN_IF_ERROR(f.Finish());
-    na.node = NodeId(static_cast<uint32_t>(id));
-    if (!name.empty() && names != nullptr) {
-      auto found = names->id_of(name);
-      if (!found) return NotFound(fmt::format("allocation: unknown node '{}'", name));
-      na.node = *found;
-    }
-    if (!gpus.is_null()) {
-      if (!gpus.is_array()) return InvalidArgument("allocation: gpus must be a list");
-      for (const Json& g : gpus) {
-        if (!g.is_number_integer() || g.get<int>() < 0 || g.get<int>() >= 64) {
-          return InvalidArgument("allocation: a GPU index is out of range");
-        }
-        na.gpu_mask |= uint64_t{1} << g.get<int>();
-      }
-    }
-    na.cpu_milli = MilliFromCpus(cpus);
+  for (size_t i = 0; i < j.size(); ++i) {
+    SHOAL_ASSIGN_OR_RETURN(NodeAllocation na,
+                           NodeAllocationFromJson(j[i], fmt::format("allocation[{}]", i), names));
     a.nodes.push_back(na);
   }
   return a;
@@ -328,6 +245,7 @@ Json ToJson(const Job& job, const NodeNames* names) {
   j["exit_code"] = job.exit_code;
   j["exit_signal"] = job.exit_signal;
   j["priority"] = job.priority;
+  if (job.master_port > 0) j["master_port"] = job.master_port;
   if (job.array_task_id >= 0) {
     j["array_job_id"] = job.array_job_id.value();
     j["array_task_id"] = job.array_task_id;
@@ -352,45 +270,46 @@ Json ToJson(const JobEfficiency& e) {
 
 Result<JobEfficiency> JobEfficiencyFromJson(const Json& j) {
   JobEfficiency e;
-  Fields f(j, "efficiency");
-  f.Get("samples", &e.samples);
-  f.Get("util_mean_pct", &e.util_mean_pct);
-  f.Get("util_peak_pct", &e.util_peak_pct);
-  f.Get("mem_mean_mib", &e.mem_mean_mib);
-  f.Get("mem_peak_mib", &e.mem_peak_mib);
-  f.Get("energy_wh", &e.energy_wh);
+  ObjectReader f(j, "efficiency");
+  f.Optional("samples", &e.samples);
+  f.Optional("util_mean_pct", &e.util_mean_pct);
+  f.Optional("util_peak_pct", &e.util_peak_pct);
+  f.Optional("mem_mean_mib", &e.mem_mean_mib);
+  f.Optional("mem_peak_mib", &e.mem_peak_mib);
+  f.Optional("energy_wh", &e.energy_wh);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   return e;
 }
 
 Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   Job job;
-  Fields f(j, "job record");
+  ObjectReader f(j, "job record");
   uint64_t id = 0, array_job = 0;
   Json spec, alloc, efficiency;
   std::string state, reason;
   double submit = 0, start = 0, end = 0, limit = 0, idle_since = 0;
-  f.Get("id", &id);
-  f.Get("spec", &spec);
-  f.Get("state", &state);
-  f.Get("reason", &reason);
-  f.Get("reason_detail", &job.reason_detail);
-  f.Get("submit_time", &submit);
-  f.Get("start_time", &start);
-  f.Get("end_time", &end);
-  f.Get("time_limit_s", &limit);
-  f.Get("allocation", &alloc);
-  f.Get("epoch", &job.epoch);
-  f.Get("restarts", &job.restarts);
-  f.Get("exit_code", &job.exit_code);
-  f.Get("exit_signal", &job.exit_signal);
-  f.Get("priority", &job.priority);
-  f.Get("array_job_id", &array_job);
-  f.Get("array_task_id", &job.array_task_id);
-  f.Get("gpu_seconds", &job.gpu_seconds);
-  f.Get("efficiency", &efficiency);
-  f.Get("idle", &job.idle);
-  f.Get("idle_since", &idle_since);
+  f.Optional("id", &id);
+  f.Optional("spec", &spec);
+  f.Optional("state", &state);
+  f.Optional("reason", &reason);
+  f.Optional("reason_detail", &job.reason_detail);
+  f.Optional("submit_time", &submit);
+  f.Optional("start_time", &start);
+  f.Optional("end_time", &end);
+  f.Optional("time_limit_s", &limit);
+  f.Optional("allocation", &alloc);
+  f.Optional("epoch", &job.epoch);
+  f.Optional("restarts", &job.restarts);
+  f.Optional("exit_code", &job.exit_code);
+  f.Optional("exit_signal", &job.exit_signal);
+  f.Optional("priority", &job.priority);
+  f.Optional("master_port", &job.master_port);
+  f.Optional("array_job_id", &array_job);
+  f.Optional("array_task_id", &job.array_task_id);
+  f.Optional("gpu_seconds", &job.gpu_seconds);
+  f.Optional("efficiency", &efficiency);
+  f.Optional("idle", &job.idle);
+  f.Optional("idle_since", &idle_since);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (!efficiency.is_null()) {
     SHOAL_ASSIGN_OR_RETURN(job.efficiency, JobEfficiencyFromJson(efficiency));
@@ -454,16 +373,16 @@ Json ToJson(const AcceptanceResult& a) {
 
 Result<AcceptanceResult> AcceptanceFromJson(const Json& j) {
   AcceptanceResult a;
-  Fields f(j, "acceptance");
+  ObjectReader f(j, "acceptance");
   Json passed;
   double time = 0;
   Json failures, report;
-  f.Get("passed", &passed);
-  f.Get("summary", &a.summary);
-  f.Get("time", &time);
-  f.Get("failures", &failures);
-  f.Get("job", &a.job);
-  f.Get("report", &report);
+  f.Optional("passed", &passed);
+  f.Optional("summary", &a.summary);
+  f.Optional("time", &time);
+  f.Optional("failures", &failures);
+  f.Optional("job", &a.job);
+  f.Optional("report", &report);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (!passed.is_boolean())
     return InvalidArgument("acceptance: field 'passed' (true or false) is required");
@@ -487,24 +406,24 @@ Result<AcceptanceResult> AcceptanceFromJson(const Json& j) {
 
 Result<Node> NodeFromJson(const Json& j) {
   Node n;
-  Fields f(j, "node");
+  ObjectReader f(j, "node");
   uint64_t id = 0;
   std::string state = "up", place;
   double cpus = 0;
   Json gpus;
-  f.Get("id", &id);
-  f.Get("name", &n.name);
-  f.Get("address", &n.address);
-  f.Get("state", &state);
-  f.Get("state_reason", &n.state_reason);
-  f.Get("cpus", &cpus);
-  f.Get("memory_mib", &n.memory_mib);
-  f.Get("gpus", &gpus);
-  f.Get("labels", &n.labels);
-  f.Get("partitions", &n.partitions);
-  f.Get("place", &place);
+  f.Optional("id", &id);
+  f.Optional("name", &n.name);
+  f.Optional("address", &n.address);
+  f.Optional("state", &state);
+  f.Optional("state_reason", &n.state_reason);
+  f.Optional("cpus", &cpus);
+  f.Optional("memory_mib", &n.memory_mib);
+  f.Optional("gpus", &gpus);
+  f.Optional("labels", &n.labels);
+  f.Optional("partitions", &n.partitions);
+  f.Optional("place", &place);
   Json acceptance;
-  f.Get("acceptance", &acceptance);
+  f.Optional("acceptance", &acceptance);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (n.name.empty()) return InvalidArgument("node: a name is required");
   if (!acceptance.is_null()) {
@@ -524,16 +443,16 @@ Result<Node> NodeFromJson(const Json& j) {
     if (gpus.size() > kMaxGpusPerNode)
       return InvalidArgument(fmt::format("node: at most {} GPUs", kMaxGpusPerNode));
     for (const Json& g : gpus) {
-      Fields gf(g, "gpu");
+      ObjectReader gf(g, fmt::format("node.gpus[{}]", n.gpus.size()));
       Gpu gpu;
-      gf.Get("index", &gpu.index);
-      gf.Get("uuid", &gpu.uuid);
-      gf.Get("model", &gpu.model);
-      gf.Get("memory_mib", &gpu.memory_mib);
-      gf.Get("nvlink_island", &gpu.nvlink_island);
-      gf.Get("numa_node", &gpu.numa_node);
-      gf.Get("pcie_switch", &gpu.pcie_switch);
-      gf.Get("healthy", &gpu.healthy);
+      gf.Optional("index", &gpu.index);
+      gf.Optional("uuid", &gpu.uuid);
+      gf.Optional("model", &gpu.model);
+      gf.Optional("memory_mib", &gpu.memory_mib);
+      gf.Optional("nvlink_island", &gpu.nvlink_island);
+      gf.Optional("numa_node", &gpu.numa_node);
+      gf.Optional("pcie_switch", &gpu.pcie_switch);
+      gf.Optional("healthy", &gpu.healthy);
       SHOAL_RETURN_IF_ERROR(gf.Finish());
       if (gpu.index != static_cast<int>(n.gpus.size()))
         return InvalidArgument("node: GPU indices must be 0, 1, 2, ...");
@@ -562,21 +481,21 @@ Json ToJson(const Partition& p) {
 
 Result<Partition> PartitionFromJson(const Json& j) {
   Partition p;
-  Fields f(j, "partition");
+  ObjectReader f(j, "partition");
   double max_time = 0, default_time = 0;
-  f.Get("name", &p.name);
-  f.Get("default", &p.is_default);
-  f.Get("up", &p.up);
-  f.Get("max_time_s", &max_time);
-  f.Get("default_time_s", &default_time);
-  f.Get("max_nodes_per_job", &p.max_nodes_per_job);
-  f.Get("max_gpus_per_job", &p.max_gpus_per_job);
-  f.Get("allowed_accounts", &p.allowed_accounts);
-  f.Get("priority_tier", &p.priority_tier);
-  f.Get("idle_util_pct", &p.idle_util_pct);
-  f.Get("idle_minutes", &p.idle_minutes);
-  f.Get("idle_action", &p.idle_action);
-  f.Get("require_acceptance", &p.require_acceptance);
+  f.Optional("name", &p.name);
+  f.Optional("default", &p.is_default);
+  f.Optional("up", &p.up);
+  f.Optional("max_time_s", &max_time);
+  f.Optional("default_time_s", &default_time);
+  f.Optional("max_nodes_per_job", &p.max_nodes_per_job);
+  f.Optional("max_gpus_per_job", &p.max_gpus_per_job);
+  f.Optional("allowed_accounts", &p.allowed_accounts);
+  f.Optional("priority_tier", &p.priority_tier);
+  f.Optional("idle_util_pct", &p.idle_util_pct);
+  f.Optional("idle_minutes", &p.idle_minutes);
+  f.Optional("idle_action", &p.idle_action);
+  f.Optional("require_acceptance", &p.require_acceptance);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (p.name.empty()) return InvalidArgument("partition: a name is required");
   if (p.idle_util_pct < 0 || p.idle_util_pct > 100)
@@ -598,10 +517,10 @@ Json ToJson(const Account& a) {
 
 Result<Account> AccountFromJson(const Json& j) {
   Account a;
-  Fields f(j, "account");
-  f.Get("name", &a.name);
-  f.Get("shares", &a.shares);
-  f.Get("max_gpus", &a.max_gpus);
+  ObjectReader f(j, "account");
+  f.Optional("name", &a.name);
+  f.Optional("shares", &a.shares);
+  f.Optional("max_gpus", &a.max_gpus);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (a.name.empty()) return InvalidArgument("account: a name is required");
   if (!(a.shares > 0) || a.max_gpus < 0)

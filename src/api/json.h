@@ -1,5 +1,6 @@
 // The JSON forms of Shoal's vocabulary: the HTTP API's bodies and the
-// store's records. Parsing is strict: an unknown field or a field of the
+// store's records (the node protocol's messages are in node_protocol.h).
+// Parsing is strict (json_reader.h): an unknown field or a field of the
 // wrong type is an error that names the field, so a typo never passes
 // silently.
 //
@@ -33,6 +34,11 @@ Json ToJson(const JobSpec& spec);
 Result<JobSpec> JobSpecFromJson(const Json& j);
 
 Json ToJson(const Allocation& a, const NodeNames* names = nullptr);
+// One node's part of an allocation (an item of the list above); `path`
+// names it in errors.
+Json ToJson(const NodeAllocation& na, const NodeNames* names = nullptr);
+Result<NodeAllocation> NodeAllocationFromJson(const Json& j, const std::string& path,
+                                              const NodeNames* names = nullptr);
 Result<Allocation> AllocationFromJson(const Json& j, const NodeNames* names = nullptr);
 
 Json ToJson(const JobEfficiency& e);

@@ -225,20 +225,14 @@ void PrintTable(const std::vector<NodeRun>& runs) {
   }
 }
 
-}  // namespace
-
-int RunBenchCluster(const std::vector<std::string>& raw) {
-  std::vector<std::string> args = raw;
-  ClientFlags flags;
-  if (Status s = TakeClientFlags(args, args.size(), flags); !s.ok()) {
-    std::cerr << "shoal bench: " << s.message() << "\n";
-    return kExitUsage;
-  }
-  ClusterArgs a;
+// Parses the command line into `flags` and `a`; an exit code when the
+// command should stop there (help, a usage error), else -1.
+int ParseClusterArgs(const std::vector<std::string>& raw, ClientFlags& flags, ClusterArgs& a) {
   a.shoal = CompanionPath("shoal");
   bool cluster = false;
   CLI::App app{"Acceptance tests of the cluster's nodes, run as Shoal jobs (admins).",
                "shoal bench --cluster"};
+  AddClientFlags(app, flags);
   app.add_flag("--cluster", cluster,
                "test nodes of the cluster (default: those awaiting acceptance)")
       ->required();
@@ -263,32 +257,29 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
                  "also run NCCL across the nodes that pass, as one multi-node job, with this bus "
                  "bandwidth floor in GB/s")
       ->check(CLI::NonNegativeNumber);
-  if (int code = ParseApp(app, args, "shoal bench"); code >= 0) return code;
-  if (!a.nodes.empty() && a.all) {
-    std::cerr << "shoal bench: --nodes and --all exclude each other\n";
-    return kExitUsage;
-  }
+  if (int code = ParseApp(app, raw, "shoal bench"); code >= 0) return code;
+  if (!a.nodes.empty() && a.all)
+    return UsageError("shoal bench", "--nodes and --all exclude each other");
   for (const std::string& f : a.simulated_fail) {
     const size_t colon = f.find(':');
     if (!a.simulated || colon == std::string::npos ||
         !acceptance::ParseSimulatedFaults(f.substr(colon + 1)).ok()) {
-      std::cerr << "shoal bench: --simulated-fail '" << f
-                << "': NODE:gpuN:TEST, with --simulated\n";
-      return kExitUsage;
+      return UsageError("shoal bench",
+                        "--simulated-fail '" + f + "': NODE:gpuN:TEST, with --simulated");
     }
   }
-  auto client = ApiClient::Open(flags);
-  if (!client.ok()) return Fail("bench", client.status());
-  auto listed = client->Get("/v1/nodes");
-  if (!listed.ok()) return Fail("bench", listed.status());
+  return -1;
+}
 
-  // Which nodes.
+// The nodes to test, from GET /v1/nodes: those named, every one not down,
+// or those awaiting acceptance. NotFound when a named node is not there.
+Result<std::vector<NodeRun>> PickNodes(const Json& listed, const ClusterArgs& a) {
   std::vector<NodeRun> runs;
   std::vector<std::string> wanted;
   for (std::string_view n : Split(a.nodes, ',')) {
     if (!n.empty()) wanted.emplace_back(n);
   }
-  for (const Json& n : (*listed)["nodes"]) {
+  for (const Json& n : listed["nodes"]) {
     const std::string name = n.value("name", std::string());
     const std::string state = n.value("state", std::string());
     const std::string reason = n.value("state_reason", std::string());
@@ -310,46 +301,45 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
   }
   for (const std::string& w : wanted) {
     if (std::none_of(runs.begin(), runs.end(), [&](const NodeRun& r) { return r.node == w; })) {
-      std::cerr << "shoal bench: no node " << w << "\n";
-      return kExitRefused;
+      return NotFound("no node " + w);
     }
   }
-  if (runs.empty()) {
-    if (flags.json) {
-      std::printf("{\"nodes\": [], \"passed\": true}\n");
-    } else {
-      std::printf("No node awaits acceptance (name them with --nodes, or --all).\n");
-    }
-    return kExitOk;
-  }
+  return runs;
+}
 
-  // Submit one acceptance job per node; they run side by side.
+// One acceptance job per node; they run side by side. Only a refusal (the
+// caller is no admin) stops it: other errors stay with their node.
+Status SubmitNodeJobs(ApiClient& client, const ClusterArgs& a, bool quiet,
+                      std::vector<NodeRun>& runs) {
   for (NodeRun& run : runs) {
     if (a.simulated && run.model.empty()) {
       run.error = "the node reports no GPU model to simulate";
       continue;
     }
     run.simulated = a.simulated;
-    auto job =
-        SubmitAcceptance(*client, a, run.node, "acceptance-" + run.node, NodeCommand(a, run));
+    auto job = SubmitAcceptance(client, a, run.node, "acceptance-" + run.node, NodeCommand(a, run));
     if (!job.ok()) {
-      if (job.status().code() == StatusCode::kPermissionDenied) return Fail("bench", job.status());
+      if (job.status().code() == StatusCode::kPermissionDenied) return job.status();
       run.error = "not submitted: " + job.status().message();
       continue;
     }
     run.job = *job;
-    if (!flags.json) {
+    if (!quiet) {
       std::fprintf(stderr, "shoal bench: %s: acceptance job %llu\n", run.node.c_str(),
                    static_cast<unsigned long long>(run.job));
     }
   }
+  return Status::Ok();
+}
 
-  // Wait for them, bounded: a job still pending at the deadline never ran
-  // (the node was busy or drained for another reason) and is not a verdict.
+// Waits for the node jobs, bounded: a job still pending at the deadline
+// never ran (the node was busy or drained for another reason) and is not a
+// verdict.
+void AwaitNodeJobs(ApiClient& client, const ClusterArgs& a, std::vector<NodeRun>& runs) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.timeout_s + 120);
   for (NodeRun& run : runs) {
     if (run.job == 0) continue;
-    const Outcome o = Await(*client, run.job, deadline, a);
+    const Outcome o = Await(client, run.job, deadline, a);
     run.job_state = o.job_state;
     run.recorded = o.verdict;
     run.passed = o.passed;
@@ -357,57 +347,58 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
     run.failures = o.failures;
     run.error = o.error;
   }
+}
 
-  // The multi-node NCCL test across the nodes that passed, as one job over
-  // all of them, before any is resumed (so that they are idle and nothing
-  // else lands there). It is judged against the operator's floor only.
-  std::optional<MultiNode> multi;
-  if (a.nccl_min_busbw_gbps > 0) {
-    multi.emplace();
-    std::string models;
-    for (const NodeRun& r : runs) {
-      if (r.recorded && r.passed) {
-        multi->nodes.push_back(r.node);
-        if (models.empty()) models = r.model;
-      }
-    }
-    if (multi->nodes.size() < 2) {
-      multi->outcome.error = "fewer than two nodes passed their node tests";
-    } else {
-      NodeRun first;
-      first.model = models;
-      std::string cmd = NodeCommand(a, first, /*multi_node=*/true);
-      auto job = SubmitAcceptance(*client, a, Join(multi->nodes, ","), "acceptance-nccl", cmd);
-      if (!job.ok()) {
-        multi->outcome.error = "not submitted: " + job.status().message();
-      } else {
-        multi->job = *job;
-        if (!flags.json) {
-          std::fprintf(stderr, "shoal bench: multi-node NCCL over %s: acceptance job %llu\n",
-                       Join(multi->nodes, ",").c_str(),
-                       static_cast<unsigned long long>(multi->job));
-        }
-        const auto multi_deadline =
-            std::chrono::steady_clock::now() + std::chrono::seconds(a.timeout_s + 120);
-        multi->outcome = Await(*client, multi->job, multi_deadline, a);
-      }
-    }
-    // A failed multi-node test fails every node in it: which one is slow is
-    // for a rerun with --nodes to find.
-    if (multi->outcome.verdict && !multi->outcome.passed) {
-      for (NodeRun& r : runs) {
-        if (std::find(multi->nodes.begin(), multi->nodes.end(), r.node) == multi->nodes.end())
-          continue;
-        r.passed = false;
-        r.summary = fmt::format("multi-node NCCL over {} (job {}): {}", Join(multi->nodes, ","),
-                                multi->job, multi->outcome.summary);
-        for (const std::string& f : multi->outcome.failures)
-          r.failures.push_back("multi-node " + f);
-      }
+// The multi-node NCCL test across the nodes that passed, as one job over
+// all of them, before any is resumed (so that they are idle and nothing
+// else lands there). It is judged against the operator's floor only.
+MultiNode RunMultiNodeNccl(ApiClient& client, const ClusterArgs& a, bool quiet,
+                           std::vector<NodeRun>& runs) {
+  MultiNode multi;
+  std::string models;
+  for (const NodeRun& r : runs) {
+    if (r.recorded && r.passed) {
+      multi.nodes.push_back(r.node);
+      if (models.empty()) models = r.model;
     }
   }
+  if (multi.nodes.size() < 2) {
+    multi.outcome.error = "fewer than two nodes passed their node tests";
+  } else {
+    NodeRun first;
+    first.model = models;
+    std::string cmd = NodeCommand(a, first, /*multi_node=*/true);
+    auto job = SubmitAcceptance(client, a, Join(multi.nodes, ","), "acceptance-nccl", cmd);
+    if (!job.ok()) {
+      multi.outcome.error = "not submitted: " + job.status().message();
+    } else {
+      multi.job = *job;
+      if (!quiet) {
+        std::fprintf(stderr, "shoal bench: multi-node NCCL over %s: acceptance job %llu\n",
+                     Join(multi.nodes, ",").c_str(), static_cast<unsigned long long>(multi.job));
+      }
+      const auto multi_deadline =
+          std::chrono::steady_clock::now() + std::chrono::seconds(a.timeout_s + 120);
+      multi.outcome = Await(client, multi.job, multi_deadline, a);
+    }
+  }
+  // A failed multi-node test fails every node in it: which one is slow is
+  // for a rerun with --nodes to find.
+  if (multi.outcome.verdict && !multi.outcome.passed) {
+    for (NodeRun& r : runs) {
+      if (std::find(multi.nodes.begin(), multi.nodes.end(), r.node) == multi.nodes.end()) continue;
+      r.passed = false;
+      r.summary = fmt::format("multi-node NCCL over {} (job {}): {}", Join(multi.nodes, ","),
+                              multi.job, multi.outcome.summary);
+      for (const std::string& f : multi.outcome.failures)
+        r.failures.push_back("multi-node " + f);
+    }
+  }
+  return multi;
+}
 
-  // Record the verdicts: passing nodes are resumed, failing ones drained.
+// Records the verdicts: passing nodes are resumed, failing ones drained.
+void RecordVerdicts(ApiClient& client, std::vector<NodeRun>& runs) {
   for (NodeRun& run : runs) {
     if (!run.recorded) continue;
     Json body = {
@@ -416,7 +407,7 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
                            ? std::vector<std::string>(run.failures.begin(),
                                                       run.failures.begin() + kMaxAcceptanceFailures)
                            : run.failures;
-    auto stored = client->Post(fmt::format("/v1/nodes/{}/acceptance", run.node), body);
+    auto stored = client.Post(fmt::format("/v1/nodes/{}/acceptance", run.node), body);
     if (!stored.ok()) {
       run.recorded = false;
       run.error = "the verdict was not stored: " + stored.status().message();
@@ -424,7 +415,12 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
     }
     run.node_state = stored->value("state", run.node_state);
   }
+}
 
+// Prints the results (a table, or JSON with --json); true when every node
+// passed and the multi-node test, if asked for, gave a verdict.
+bool PrintResults(const std::vector<NodeRun>& runs, const std::optional<MultiNode>& multi,
+                  bool json) {
   bool all_passed = true;
   for (const NodeRun& r : runs)
     all_passed &= r.recorded && r.passed;
@@ -438,7 +434,7 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
                                            : "failed";
     multi_summary = multi->outcome.verdict ? multi->outcome.summary : multi->outcome.error;
   }
-  if (flags.json) {
+  if (json) {
     Json out = {{"passed", all_passed}, {"nodes", Json::array()}};
     for (const NodeRun& r : runs) {
       Json j = {{"node", r.node},
@@ -469,7 +465,38 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
                   multi_result.c_str(), multi_summary.empty() ? "" : ": ", multi_summary.c_str());
     }
   }
-  return all_passed ? kExitOk : kExitRefused;
+  return all_passed;
+}
+
+}  // namespace
+
+int RunBenchCluster(const std::vector<std::string>& raw) {
+  ClientFlags flags;
+  ClusterArgs a;
+  if (int code = ParseClusterArgs(raw, flags, a); code >= 0) return code;
+  auto client = ApiClient::Open(flags);
+  if (!client.ok()) return Fail("bench", client.status());
+  auto listed = client->Get("/v1/nodes");
+  if (!listed.ok()) return Fail("bench", listed.status());
+  auto runs = PickNodes(*listed, a);
+  if (!runs.ok()) {
+    std::cerr << "shoal bench: " << runs.status().message() << "\n";
+    return kExitRefused;
+  }
+  if (runs->empty()) {
+    if (flags.json) {
+      std::printf("{\"nodes\": [], \"passed\": true}\n");
+    } else {
+      std::printf("No node awaits acceptance (name them with --nodes, or --all).\n");
+    }
+    return kExitOk;
+  }
+  if (Status s = SubmitNodeJobs(*client, a, flags.json, *runs); !s.ok()) return Fail("bench", s);
+  AwaitNodeJobs(*client, a, *runs);
+  std::optional<MultiNode> multi;
+  if (a.nccl_min_busbw_gbps > 0) multi = RunMultiNodeNccl(*client, a, flags.json, *runs);
+  RecordVerdicts(*client, *runs);
+  return PrintResults(*runs, multi, flags.json) ? kExitOk : kExitRefused;
 }
 
 }  // namespace shoal::cli

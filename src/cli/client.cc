@@ -52,38 +52,6 @@ std::string FindToken(const ClientFlags& flags, const std::string& server) {
 
 }  // namespace
 
-Status TakeClientFlags(std::vector<std::string>& args, size_t stop, ClientFlags& flags) {
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (i >= stop) {
-      rest.push_back(a);
-      continue;
-    }
-    auto value = [&](const std::string& name, std::string* out) -> Status {
-      if (a == name) {
-        if (i + 1 >= args.size()) return InvalidArgument(fmt::format("{} needs a value", name));
-        *out = args[++i];
-        --stop;
-      } else {
-        *out = a.substr(name.size() + 1);
-      }
-      return Status::Ok();
-    };
-    if (a == "--server" || StartsWith(a, "--server=")) {
-      SHOAL_RETURN_IF_ERROR(value("--server", &flags.server));
-    } else if (a == "--token" || StartsWith(a, "--token=")) {
-      SHOAL_RETURN_IF_ERROR(value("--token", &flags.token));
-    } else if (a == "--json") {
-      flags.json = true;
-    } else {
-      rest.push_back(a);
-    }
-  }
-  args = std::move(rest);
-  return Status::Ok();
-}
-
 Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
   const std::string server = flags.server.empty() ? DefaultServer() : flags.server;
   const std::string token = FindToken(flags, server);

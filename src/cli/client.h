@@ -24,16 +24,14 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitUnreachable = 3;
 inline constexpr int kExitDenied = 4;
 
+// The options of every command that talks to the server; AddClientFlags
+// (cli/app.h) adds them to a command's parser.
 struct ClientFlags {
   std::string server;  // --server, else $SHOAL_SERVER, else 127.0.0.1:6820
   std::string token;   // --token, else $SHOAL_TOKEN, $SHOAL_TOKEN_FILE, ~/.config/shoal/token,
                        // the local server's unix socket, the state dir's admin.token
   bool json = false;
 };
-
-// Removes --server/--token/--json (and their values) from the front part of
-// `args` (before `stop`), filling `flags`.
-Status TakeClientFlags(std::vector<std::string>& args, size_t stop, ClientFlags& flags);
 
 class ApiClient {
  public:

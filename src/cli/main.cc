@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   for (const Command& c : kCommands) {
     if (name == c.name) return c.run(std::vector<std::string>(argv + 2, argv + argc));
   }
-  std::fprintf(stderr, "shoal: unknown command '%s'\n\n", name.c_str());
-  Usage(stderr);
+  // Told as every command tells a usage error (cli/app.h).
+  std::fprintf(stderr, "shoal: unknown command '%s' (shoal --help)\n", name.c_str());
   return 2;
 }

@@ -15,7 +15,7 @@
 #include "sim/engine.h"
 #include "sim/inputs.h"
 #include "sim/report.h"
-#include "trace/cluster_file.h"
+#include "trace/clusters.h"
 
 namespace shoal::cli {
 
@@ -66,13 +66,7 @@ void PrintPolicies() {
   }
 }
 
-}  // namespace
-
-int RunSim(const std::vector<std::string>& raw) {
-  SimArgs a;
-  CLI::App app{
-      "Replay a job trace through Shoal's scheduler on a cluster (discrete-event, virtual time).",
-      "shoal sim"};
+void AddSimOptions(CLI::App& app, SimArgs& a) {
   app.add_option("--cluster,-c", a.cluster,
                  "cluster: a Shoal cluster file (.toml), an openb/PAI/spot node list (.csv) or a "
                  "Gavel cluster spec "
@@ -111,11 +105,15 @@ int RunSim(const std::vector<std::string>& raw) {
                "print a progress line every second (default when stderr is a terminal)");
   app.add_flag("--no-progress", a.no_progress, "no progress line");
   app.add_flag("--list-policies", a.list, "list the policies and exit");
-  if (int code = ParseApp(app, raw, "shoal sim"); code >= 0) return code;
-  if (a.list) {
-    PrintPolicies();
-    return 0;
-  }
+}
+
+// The steps below print what stops them and return the exit code then;
+// -1 when the command goes on.
+constexpr int kGoOn = -1;
+
+// The simulation's options and the policies to compare, from the flags.
+int MakeSimOptions(const SimArgs& a, sim::SimOptions& opts,
+                   std::vector<sched::PolicyParams>& policies) {
   if (a.trace.empty()) {
     std::cerr << "shoal sim: --trace is required (shoal sim --help)\n";
     return 2;
@@ -124,7 +122,6 @@ int RunSim(const std::vector<std::string>& raw) {
     std::cerr << "shoal sim: choose one of --json and --csv\n";
     return 2;
   }
-  sim::SimOptions opts;
   opts.seed = a.seed;
   opts.fill_target = a.fill_target;
   opts.check_invariants = !a.no_invariants;
@@ -146,7 +143,6 @@ int RunSim(const std::vector<std::string>& raw) {
     return 2;
   }
   opts.restart_cost = *restart;
-  std::vector<sched::PolicyParams> policies;
   for (std::string_view p : Split(a.policies, ',')) {
     auto params = sched::Policy::Preset(Trim(p));
     if (!params.ok()) {
@@ -160,52 +156,58 @@ int RunSim(const std::vector<std::string>& raw) {
     }
     policies.push_back(*params);
   }
+  return kGoOn;
+}
 
-  trace::TraceOptions topts;
-  topts.format = a.format;
-  topts.max_jobs = a.max_jobs;
-  auto tr = sim::LoadTraceInput(FindInData(a.trace), topts);
-  if (!tr.ok()) {
-    std::cerr << "shoal sim: " << tr.status().message() << "\n";
-    return 1;
+// --nodes of --profile under leaf switches of --nodes-per-leaf.
+int MakeProfileCluster(SimArgs& a, Cluster& cluster) {
+  const catalog::NodeProfile* profile = catalog::FindProfile(a.profile);
+  if (profile == nullptr) {
+    std::cerr << "shoal sim: unknown profile '" << a.profile << "' ("
+              << Join(catalog::ProfileNames(), ", ") << ")\n";
+    return 2;
   }
-  Cluster cluster;
+  cluster.name = fmt::format("{}x{}", a.nodes, a.profile);
+  const int per_leaf = std::max(1, a.nodes_per_leaf);
+  for (int i = 0; i < a.nodes; ++i) {
+    Node n = catalog::MakeNode(*profile, fmt::format("n{:04}", i + 1));
+    n.id = NodeId(static_cast<uint32_t>(i + 1));
+    n.place.spine = fmt::format("spine{}", i / (per_leaf * 16));
+    n.place.leaf = fmt::format("leaf{}", i / per_leaf);
+    cluster.nodes.push_back(std::move(n));
+  }
+  a.cluster = fmt::format("{} x {}", a.nodes, a.profile);
+  return kGoOn;
+}
+
+// The cluster: --nodes of a profile, a --cluster file, or the trace's own.
+int MakeCluster(SimArgs& a, const trace::Trace& tr, Cluster& cluster) {
   if (!a.cluster.empty() && a.nodes > 0) {
     std::cerr << "shoal sim: give --cluster or --nodes, not both\n";
     return 2;
   }
-  if (a.nodes > 0) {
-    const catalog::NodeProfile* profile = catalog::FindProfile(a.profile);
-    if (profile == nullptr) {
-      std::cerr << "shoal sim: unknown profile '" << a.profile << "' ("
-                << Join(catalog::ProfileNames(), ", ") << ")\n";
-      return 2;
-    }
-    cluster.name = fmt::format("{}x{}", a.nodes, a.profile);
-    const int per_leaf = std::max(1, a.nodes_per_leaf);
-    for (int i = 0; i < a.nodes; ++i) {
-      Node n = catalog::MakeNode(*profile, fmt::format("n{:04}", i + 1));
-      n.id = NodeId(static_cast<uint32_t>(i + 1));
-      n.place.spine = fmt::format("spine{}", i / (per_leaf * 16));
-      n.place.leaf = fmt::format("leaf{}", i / per_leaf);
-      cluster.nodes.push_back(std::move(n));
-    }
-    a.cluster = fmt::format("{} x {}", a.nodes, a.profile);
-  } else if (!a.cluster.empty()) {
+  if (a.nodes > 0) return MakeProfileCluster(a, cluster);
+  if (!a.cluster.empty()) {
     auto c = trace::LoadCluster(FindInData(a.cluster));
     if (!c.ok()) {
       std::cerr << "shoal sim: " << c.status().message() << "\n";
       return 1;
     }
     cluster = std::move(c).value();
-  } else if (tr->cluster) {
-    cluster = *tr->cluster;
+  } else if (tr.cluster) {
+    cluster = *tr.cluster;
   } else {
     std::cerr << "shoal sim: this trace has no nodes of its own; give a --cluster "
                  "(examples/clusters has some)\n";
     return 2;
   }
+  return kGoOn;
+}
 
+// One simulation per policy, with a progress line on stderr when asked for.
+int SimulateAll(const SimArgs& a, const Cluster& cluster, const trace::Trace& tr,
+                const std::vector<sched::PolicyParams>& policies, sim::SimOptions& opts,
+                std::vector<sim::SimResult>& results) {
   SystemClock wall;
   opts.wall_clock = &wall;
   const bool progress = !a.no_progress && (a.progress || isatty(STDERR_FILENO));
@@ -217,9 +219,8 @@ int RunSim(const std::vector<std::string>& raw) {
       std::fflush(stderr);
     };
   }
-  std::vector<sim::SimResult> results;
   for (const sched::PolicyParams& p : policies) {
-    auto r = sim::Simulate(cluster, *tr, p, opts);
+    auto r = sim::Simulate(cluster, tr, p, opts);
     if (progress) std::fprintf(stderr, "\r%80s\r", "");
     if (!r.ok()) {
       std::cerr << "shoal sim: " << r.status().message() << "\n";
@@ -227,8 +228,15 @@ int RunSim(const std::vector<std::string>& raw) {
     }
     results.push_back(std::move(r).value());
   }
+  opts.wall_clock = nullptr;  // `wall` ends here
+  return kGoOn;
+}
+
+// The series file (--series) and the report on stdout.
+int Report(const SimArgs& a, const Cluster& cluster, const trace::Trace& tr,
+           const sim::SimOptions& opts, const std::vector<sim::SimResult>& results) {
   sim::ReportContext ctx;
-  ctx.cluster = a.cluster.empty() ? tr->cluster_source : a.cluster;
+  ctx.cluster = a.cluster.empty() ? tr.cluster_source : a.cluster;
   ctx.trace = a.trace;
   ctx.gpus = cluster.TotalGpus();
   ctx.nodes = static_cast<int>(cluster.nodes.size());
@@ -251,6 +259,37 @@ int RunSim(const std::vector<std::string>& raw) {
     std::cout << sim::RenderTable(ctx, results);
   }
   return 0;
+}
+
+}  // namespace
+
+int RunSim(const std::vector<std::string>& raw) {
+  SimArgs a;
+  CLI::App app{
+      "Replay a job trace through Shoal's scheduler on a cluster (discrete-event, virtual time).",
+      "shoal sim"};
+  AddSimOptions(app, a);
+  if (int code = ParseApp(app, raw, "shoal sim"); code >= 0) return code;
+  if (a.list) {
+    PrintPolicies();
+    return 0;
+  }
+  sim::SimOptions opts;
+  std::vector<sched::PolicyParams> policies;
+  if (int code = MakeSimOptions(a, opts, policies); code != kGoOn) return code;
+  trace::TraceOptions topts;
+  topts.format = a.format;
+  topts.max_jobs = a.max_jobs;
+  auto tr = sim::LoadTraceInput(FindInData(a.trace), topts);
+  if (!tr.ok()) {
+    std::cerr << "shoal sim: " << tr.status().message() << "\n";
+    return 1;
+  }
+  Cluster cluster;
+  if (int code = MakeCluster(a, *tr, cluster); code != kGoOn) return code;
+  std::vector<sim::SimResult> results;
+  if (int code = SimulateAll(a, cluster, *tr, policies, opts, results); code != kGoOn) return code;
+  return Report(a, cluster, *tr, opts, results);
 }
 
 }  // namespace shoal::cli

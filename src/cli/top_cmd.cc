@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/app.h"
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "core/strings.h"
@@ -276,45 +277,25 @@ size_t TerminalRows() {
 }  // namespace
 
 int RunTop(const std::vector<std::string>& raw) {
-  std::vector<std::string> args = raw;
+  constexpr std::string_view kWho = "shoal top";
   ClientFlags flags;
-  Status s = TakeClientFlags(args, args.size(), flags);
   bool once = false;
   double interval_s = 2;
-  SortKey key = SortKey::kNode;
-  const char* usage =
-      "usage: shoal top [--once] [--interval SECONDS] [--sort util|mem|power|temp|node]\n";
-  for (size_t i = 0; s.ok() && i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const std::string& flag) -> Result<std::string> {
-      if (StartsWith(a, flag + "=")) return a.substr(flag.size() + 1);
-      if (i + 1 < args.size()) return args[++i];
-      return InvalidArgument(fmt::format("{} needs a value", flag));
-    };
-    if (a == "-h" || a == "--help") {
-      std::printf("%s", usage);
-      return kExitOk;
-    } else if (a == "--once") {
-      once = true;
-    } else if (a == "--sort" || StartsWith(a, "--sort=")) {
-      auto v = value("--sort");
-      auto k = v.ok() ? ParseSort(*v) : Result<SortKey>(v.status());
-      if (!k.ok()) s = k.status();
-      if (k.ok()) key = *k;
-    } else if (a == "--interval" || StartsWith(a, "--interval=")) {
-      auto v = value("--interval");
-      auto d = v.ok() ? ParseDouble(*v) : Result<double>(v.status());
-      if (!d.ok() || *d < 0.2 || *d > 3600)
-        s = InvalidArgument("--interval is 0.2 to 3600 seconds");
-      if (d.ok()) interval_s = *d;
-    } else {
-      s = InvalidArgument(fmt::format("unknown option {}", a));
-    }
+  std::string sort = "node";
+  CLI::App app{"Every GPU of the cluster, live: utilisation, memory, power, temperature, job.",
+               std::string(kWho)};
+  AddClientFlags(app, flags);
+  app.add_flag("--once", once, "print one frame and stop (the default when stdout is no terminal)");
+  app.add_option("--interval", interval_s, "seconds between frames, 0.2 to 3600 (default 2)")
+      ->type_name("SECONDS");
+  app.add_option("--sort", sort, "util, mem, power, temp or node (default node)")->type_name("KEY");
+  if (int code = ParseApp(app, raw, kWho); code >= 0) return code;
+  if (interval_s < 0.2 || interval_s > 3600) {
+    return UsageError(kWho, "--interval is 0.2 to 3600 seconds");
   }
-  if (!s.ok()) {
-    std::fprintf(stderr, "shoal top: %s\n%s", s.message().c_str(), usage);
-    return kExitUsage;
-  }
+  auto parsed_sort = ParseSort(sort);
+  if (!parsed_sort.ok()) return UsageError(kWho, parsed_sort.status().message());
+  SortKey key = *parsed_sort;
   auto client = ApiClient::Open(flags);
   if (!client.ok()) return Fail("top", client.status());
   if (once || !::isatty(STDOUT_FILENO)) {

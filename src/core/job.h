@@ -193,7 +193,10 @@ struct Job {
   int restarts = 0;
   int exit_code = 0;
   int exit_signal = 0;
-  int64_t priority = 0;    // set by an admin: replaces the computed priority when > 0
+  int64_t priority = 0;  // set by an admin: replaces the computed priority when > 0
+  // The rendezvous ports it holds while it runs: MASTER_PORT, and
+  // TF_CONFIG's one per task after it (0: none yet).
+  int master_port = 0;
   JobId array_job_id;      // the array's first job, for array tasks; 0 otherwise
   int array_task_id = -1;  // the task's index, for array tasks
   double gpu_seconds = 0;  // GPU-seconds used so far (shares count as fractions)

@@ -7,11 +7,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -82,8 +86,13 @@ class DeadlineStream final : public httplib::Stream {
     const size_t n = std::min(size, size_ - offset_);
     std::memcpy(ptr, buffer_ + offset_, n);
     offset_ += n;
+    consumed_ += n;
     return static_cast<ssize_t>(n);
   }
+
+  // Bytes handed to httplib so far: it reads a request's head byte by byte
+  // and its body to the exact length, so this is where it stands.
+  uint64_t consumed() const { return consumed_; }
 
   ssize_t write(const char* ptr, size_t size) override {
     if (!is_writable()) return -1;
@@ -118,7 +127,40 @@ class DeadlineStream final : public httplib::Stream {
   char buffer_[4096];
   size_t offset_ = 0;
   size_t size_ = 0;
+  uint64_t consumed_ = 0;
 };
+
+// Where a request's body ends in its stream, given where its head ended;
+// nullopt when that cannot be known (a chunked body).
+std::optional<uint64_t> BodyEnd(const httplib::Request& req, uint64_t head_end) {
+  if (req.has_header("Transfer-Encoding")) return std::nullopt;
+  const std::string declared = req.get_header_value("Content-Length");
+  uint64_t length = 0;
+  if (declared.empty()) return head_end;
+  auto [end, error] = std::from_chars(declared.data(), declared.data() + declared.size(), length);
+  if (error != std::errc() || end != declared.data() + declared.size()) return std::nullopt;
+  return head_end + length;
+}
+
+// Reads and drops what the client still sends, for at most `deadline` and
+// `idle` between reads, or until the server stops: a client still writing a
+// refused body then reads its answer instead of a connection reset.
+void DrainRefusedBody(int sock, std::chrono::milliseconds deadline, std::chrono::milliseconds idle,
+                      const std::atomic<socket_t>& listening) {
+  ::shutdown(sock, SHUT_WR);  // the answer is complete
+  const auto end = SteadyClock::now() + deadline;
+  auto idle_end = SteadyClock::now() + idle;
+  char sink[65536];
+  while (listening != INVALID_SOCKET) {
+    const auto now = SteadyClock::now();
+    if (now >= end || now >= idle_end) return;
+    if (!WaitUntil(sock, POLLIN, std::min({end, idle_end, now + std::chrono::milliseconds(100)})))
+      continue;
+    const ssize_t n = ::recv(sock, sink, sizeof sink, 0);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
+    idle_end = SteadyClock::now() + idle;
+  }
+}
 
 // Threads that grow with the work: one per queued connection up to the
 // limit, down to `min_threads` after a minute idle. Exited threads are
@@ -283,7 +325,16 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       if (!ready) break;
       stream.set_deadline(SteadyClock::now() + limits_.request_deadline);
       bool closed = false;
-      served = process_request(stream, /*close_connection=*/left == 1, closed, nullptr);
+      std::optional<uint64_t> body_end = stream.consumed();
+      served = process_request(
+          stream, /*close_connection=*/left == 1, closed,
+          [&](httplib::Request& req) { body_end = BodyEnd(req, stream.consumed()); });
+      // A body refused before it was read (http_guard.h) is not the next
+      // request: the connection ends here, after the client has sent it.
+      if (served && (!body_end || stream.consumed() < *body_end)) {
+        DrainRefusedBody(sock, limits_.request_deadline, limits_.idle_timeout, svr_sock_);
+        break;
+      }
       if (!served || closed) break;
     }
     Release(client);

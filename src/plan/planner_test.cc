@@ -83,7 +83,7 @@ TEST(WorkloadTest, MistakesPointAtTheLine) {
   };
   const Case cases[] = {
       {"[[training]]\nmodle = \"llama3-8b\"\n",
-       "w.toml:2: training[1].modle: unknown key (did you mean 'model'?)"},
+       "w.toml:2: training[1]: unknown key 'modle' (did you mean 'model'?)"},
       {"[[training]]\nmodel = \"llama3-8b\"\ntokens = 1e12\n", "give either days"},
       {"[[training]]\nmodel = \"llama3-8b\"\ndays = 3\n", "give tokens"},
       {"[[training]]\nmodel = \"llama9\"\ntokens = 1\ndays = 1\n", "unknown model 'llama9'"},

@@ -18,7 +18,7 @@ std::string PlanText(const Workload& workload, const PlanResult& result,
                      const ReportOptions& options = {});
 std::string PlanJson(const Workload& workload, const PlanResult& result);
 
-// Shoal's cluster file (src/trace/cluster_file.h) for one design: its nodes
+// Shoal's cluster file (src/config/cluster_file.h) for one design: its nodes
 // grouped by workload (labels "train", "serve", "general"), placed under the
 // fabric's scalable units.
 std::string ClusterToml(const Workload& workload, const Design& design);

@@ -280,8 +280,11 @@ TrainingSystem MakeTrainingSystem(const catalog::GpuSpec& gpu, const NodeDesign&
   return sys;
 }
 
-Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
-                                  const TrainingSystem& sys) {
+namespace {
+
+// The checks that a layout fits the model, the batch and the system; the
+// micro-batches per step when it does.
+Result<int64_t> CheckLayout(const TrainingJob& job, const Layout& l, const TrainingSystem& sys) {
   const ModelShape& m = job.model;
   const StackTraits& st = TraitsOf(job.stack);
   const CommSystem& comm = sys.comm;
@@ -317,19 +320,64 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
   if (l.zero >= 3 && (l.tp > 1 || l.pp > 1) && st.flat_zero3) {
     return Unsatisfiable("ZeRO-3 of this stack runs without tensor or pipeline parallelism");
   }
+  return micro_batches;
+}
 
-  StepEstimate est;
-  const Shape sh = MakeShape(job, l);
-  est.micro_batches = micro_batches;
-  est.memory = Memory(l, sh, micro_batches);
-  const double capacity = static_cast<double>(sys.gpu->memory_mib) * 1024 * 1024;
-  if (est.memory.Total() > capacity) {
-    return Unsatisfiable(fmt::format("needs {:.1f} GiB per GPU, {} has {:.0f} GiB",
-                                     est.memory.Total() / kGib, sys.gpu->model, capacity / kGib));
+// What every part of a step's time estimate reads.
+struct StepInputs {
+  const TrainingJob& job;
+  const Layout& l;
+  const StackTraits& st;
+  const CommSystem& comm;
+  Shape sh;
+  Rates r;
+  // Gradients are accumulated and reduced in fp32 for bf16/fp8 runs, fp16 for
+  // fp16 ones (Megatron-LM's main gradients).
+  double grad_bytes = 0;
+  // Accumulating weight gradients over micro-batches: a separate pass per
+  // micro-batch on the stacks that do not fuse it into the GEMM; with
+  // ZeRO-2/3 each rank accumulates only its 1/DP shard. Bytes per parameter.
+  double accumulate_bytes = 0;
+
+  double Accumulate(double params) const {
+    return accumulate_bytes > 0 ? MemorySeconds(accumulate_bytes * params, r) : 0.0;
   }
+};
 
-  const Rates r = RatesOf(job, sys);
+StepInputs MakeStepInputs(const TrainingJob& job, const Layout& l, const TrainingSystem& sys) {
+  StepInputs in{.job = job,
+                .l = l,
+                .st = TraitsOf(job.stack),
+                .comm = sys.comm,
+                .sh = MakeShape(job, l),
+                .r = RatesOf(job, sys)};
+  in.grad_bytes = job.format == NumberFormat::kFp16 ? 2 : 4;
+  in.accumulate_bytes = in.st.fused_grad_accumulation
+                            ? 0
+                            : (kAccumulateReadBytes + 2 * in.grad_bytes) / (l.zero >= 2 ? l.dp : 1);
+  return in;
+}
+
+// One layer's times for one micro-batch on one GPU.
+struct LayerTimes {
+  double fwd = 0;        // forward kernels
+  double bwd = 0;        // backward kernels, with the gradients' accumulation
+  double recompute = 0;  // the forward again, where activations were dropped
+  double tp = 0;         // tensor-parallel collectives
+  double cp = 0;         // what shows of the context-parallel ring
+  double gpu = 0;        // all of the above
+  double total = 0;      // the GPU's time and the host's launches together
+};
+
+LayerTimes EstimateLayer(const StepInputs& in) {
+  const ModelShape& m = in.job.model;
+  const Layout& l = in.l;
+  const StackTraits& st = in.st;
+  const CommSystem& comm = in.comm;
+  const Shape& sh = in.sh;
+  const Rates& r = in.r;
   const double T = sh.tokens, h = sh.h, t = sh.t;
+  LayerTimes lt;
   // Forward GEMMs of one layer on one GPU: QKV, attention output, MLP in and out.
   const double mlp_in = sh.f * (m.gated_mlp ? 2 : 1);
   const double gemm_f = GemmSeconds(T, (h + 2 * sh.kv) / t, h, r.gemm_flops_s, r) +
@@ -358,24 +406,10 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
   const double elementwise_f = 2 * MemorySeconds(8 * hp, r) +
                                2 * MemorySeconds((6 + (m.dropout ? 1 : 0)) * hp, r) +
                                MemorySeconds((m.gated_mlp ? 6 : 4) * T * sh.f / t, r);
-  const double fwd = gemm_f + attn_f + attn_mem_f + elementwise_f;
-  // Gradients are accumulated and reduced in fp32 for bf16/fp8 runs, fp16 for
-  // fp16 ones (Megatron-LM's main gradients).
-  const double grad_bytes = job.format == NumberFormat::kFp16 ? 2 : 4;
-  // Accumulating weight gradients over micro-batches: a separate pass per
-  // micro-batch on the stacks that do not fuse it into the GEMM; with
-  // ZeRO-2/3 each rank accumulates only its 1/DP shard.
-  const double accumulate_bytes =
-      st.fused_grad_accumulation
-          ? 0
-          : (kAccumulateReadBytes + 2 * grad_bytes) / (l.zero >= 2 ? l.dp : 1);
-  auto accumulate = [&](double params) {
-    return accumulate_bytes > 0 ? MemorySeconds(accumulate_bytes * params, r) : 0.0;
-  };
-  const double bwd = 2 * fwd + accumulate(sh.layer_params);
-  double recompute = 0;
-  if (l.recompute == Recompute::kFull) recompute = fwd;
-  if (l.recompute == Recompute::kSelective) recompute = attn_f + attn_mem_f;
+  lt.fwd = gemm_f + attn_f + attn_mem_f + elementwise_f;
+  lt.bwd = 2 * lt.fwd + in.Accumulate(sh.layer_params);
+  if (l.recompute == Recompute::kFull) lt.recompute = lt.fwd;
+  if (l.recompute == Recompute::kSelective) lt.recompute = attn_f + attn_mem_f;
 
   // Tensor-parallel collectives: two all-reduces (or reduce-scatter plus
   // all-gather with sequence parallelism, the same traffic) in the forward,
@@ -384,60 +418,85 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
   const bool tp_in_node = l.tp <= comm.gpus_per_node;
   const double tp_one = CollectiveSeconds(Collective::kAllReduce, T * h * 2, l.tp,
                                           tp_in_node ? l.tp : comm.gpus_per_node, true, comm);
-  const double tp_layer = tp_collectives * tp_one;
+  lt.tp = tp_collectives * tp_one;
   // Context parallelism passes key/value blocks around a ring while attention
   // computes; what attention cannot cover shows, and what it covers slows it.
-  double cp_layer = 0;
   if (l.cp > 1) {
     const bool cp_in_node = l.tp * l.cp <= comm.gpus_per_node;
     const double kv_block = 2 * T * sh.kv / t * 2;
     const double ring = (l.cp - 1) * P2pSeconds(kv_block, !cp_in_node, comm);
-    cp_layer = 3 * Exposed(ring, attn_f);
+    lt.cp = 3 * Exposed(ring, attn_f);
   }
-  const double gpu_layer = fwd + bwd + recompute + tp_layer + cp_layer;
+  lt.gpu = lt.fwd + lt.bwd + lt.recompute + lt.tp + lt.cp;
   const double host_layer =
       st.host_s_per_layer * (l.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0) +
       tp_collectives * st.host_s_per_tp_peer * (l.tp - 1);
-  const double layer =
-      std::pow(std::pow(gpu_layer, kHostGpuExponent) + std::pow(host_layer, kHostGpuExponent),
-               1 / kHostGpuExponent);
+  lt.total = std::pow(std::pow(lt.gpu, kHostGpuExponent) + std::pow(host_layer, kHostGpuExponent),
+                      1 / kHostGpuExponent);
+  return lt;
+}
 
+// The pipeline's times for one step.
+struct PipelineTimes {
+  double logits = 0;     // output layer and loss, per micro-batch (last stage)
+  double embedding = 0;  // input embedding, per micro-batch (first stage)
+  double p2p = 0;        // sends between stages, per micro-batch
+  double t_max = 0;      // the slowest stage, per micro-batch
+  double total = 0;      // every micro-batch through every stage, bubbles included
+};
+
+PipelineTimes EstimatePipeline(const StepInputs& in, const LayerTimes& layer, double mb) {
+  const ModelShape& m = in.job.model;
+  const Layout& l = in.l;
+  const CommSystem& comm = in.comm;
+  const Shape& sh = in.sh;
+  const Rates& r = in.r;
+  const double T = sh.tokens, h = sh.h, t = sh.t;
+  PipelineTimes pt;
   // Ends of the pipeline: the embedding lookup and its gradient on the first
   // stage, the output layer and the cross-entropy on the last.
   // Their weight gradients accumulate like the layers' (a tied matrix on a
   // single stage once).
-  const double end_accumulate = accumulate(sh.vocab * h / t);
-  const double logits = 3 * GemmSeconds(T, sh.vocab / t, h, r.bf16_flops_s, r) +
-                        MemorySeconds(kCrossEntropyBytesPerLogit * T * sh.vocab / t, r) +
-                        (l.pp > 1 || !m.tied_embeddings ? end_accumulate : 0);
-  const double embedding = MemorySeconds(3 * T * h * 2, r) + end_accumulate;
+  const double end_accumulate = in.Accumulate(sh.vocab * h / t);
+  pt.logits = 3 * GemmSeconds(T, sh.vocab / t, h, r.bf16_flops_s, r) +
+              MemorySeconds(kCrossEntropyBytesPerLogit * T * sh.vocab / t, r) +
+              (l.pp > 1 || !m.tied_embeddings ? end_accumulate : 0);
+  pt.embedding = MemorySeconds(3 * T * h * 2, r) + end_accumulate;
   // Pipeline sends of one micro-batch (activations forward, gradients
   // backward; scattered over the TP group), once per chunk.
-  double p2p = 0;
   if (l.pp > 1) {
     const bool over_network = l.tp * l.cp * l.dp >= comm.gpus_per_node;
-    p2p = 2 * l.virtual_stages * P2pSeconds(T * h * 2 / t, over_network, comm);
+    pt.p2p = 2 * l.virtual_stages * P2pSeconds(T * h * 2 / t, over_network, comm);
   }
   // Stage times per micro-batch; layers spread as evenly as they go.
   std::vector<double> stages(static_cast<size_t>(l.pp));
   for (int i = 0; i < l.pp; ++i) {
     const int layers_here = m.layers / l.pp + (i < m.layers % l.pp ? 1 : 0);
-    stages[static_cast<size_t>(i)] = layers_here * layer + p2p;
+    stages[static_cast<size_t>(i)] = layers_here * layer.total + pt.p2p;
   }
-  stages.front() += embedding;
-  stages.back() += logits;
-  const double t_max = *std::max_element(stages.begin(), stages.end());
+  stages.front() += pt.embedding;
+  stages.back() += pt.logits;
+  pt.t_max = *std::max_element(stages.begin(), stages.end());
   double t_sum = 0;
   for (double x : stages)
     t_sum += x;
-  const double mb = static_cast<double>(micro_batches);
   // 1F1B: every micro-batch passes the slowest stage, and the fill and drain
   // pass each other stage once; interleaving divides the fill by v
   // (Narayanan et al. 2021).
-  const double pipeline = mb * t_max + (t_sum - t_max) / l.virtual_stages;
+  pt.total = mb * pt.t_max + (t_sum - pt.t_max) / l.virtual_stages;
+  return pt;
+}
 
-  // Data parallelism: gradients reduced (in `grad_bytes`) and, with a sharded
-  // optimizer, parameters gathered back.
+// Data parallelism: gradients reduced (in `grad_bytes`) and, with a sharded
+// optimizer, parameters gathered back. The seconds of it that compute does
+// not hide.
+double DpExposedSeconds(const StepInputs& in, const LayerTimes& layer, double t_max, double mb) {
+  const Layout& l = in.l;
+  const StackTraits& st = in.st;
+  const CommSystem& comm = in.comm;
+  const Shape& sh = in.sh;
+  const double grad_bytes = in.grad_bytes;
+  const double fwd = layer.fwd, bwd = layer.bwd, recompute = layer.recompute;
   const double p = sh.stage_params;
   const int dp_stride = l.tp * l.cp;
   const int dp_per_node = std::clamp(comm.gpus_per_node / std::max(1, dp_stride), 1, l.dp);
@@ -449,13 +508,13 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
   // window a parameter gather can hide in) and what backward (the window of
   // gradient reduction).
   const double fwd_share = fwd / (fwd + bwd + recompute);
-  double dp_exposed = 0;
   if (l.dp > 1 && l.zero >= 3 && st.flat_zero3) {
     // DeepSpeed's ZeRO-3 of 2021: the stage's parameters gathered for the
     // forward and again for the backward, gradients reduced, every
     // micro-batch, over flat rings, waited for.
-    dp_exposed = mb * 3 * FlatNetworkCollectiveSeconds(Collective::kAllGather, p * 2, l.dp, comm);
-  } else if (l.dp > 1 && l.zero >= 3) {
+    return mb * 3 * FlatNetworkCollectiveSeconds(Collective::kAllGather, p * 2, l.dp, comm);
+  }
+  if (l.dp > 1 && l.zero >= 3) {
     // FSDP / ZeRO-3: every micro-batch gathers each layer's parameters for
     // the forward and again for the backward and reduce-scatters its
     // gradients, one collective per layer (the ends count as layer-sized
@@ -466,18 +525,20 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
     const double units = p / unit;
     const double gather = dp_collective(Collective::kAllGather, unit * 2);
     const double reduce = dp_collective(Collective::kReduceScatter, unit * grad_bytes);
-    const double pass = sh.layers_max * (fwd + bwd + recompute + tp_layer + cp_layer);
+    const double pass = sh.layers_max * (fwd + bwd + recompute + layer.tp + layer.cp);
     const double per_mb = gather + reduce + Exposed((units - 1) * gather, pass * fwd_share) +
                           Exposed((units - 1) * (gather + reduce), pass * (1 - fwd_share));
-    dp_exposed = mb * per_mb;
-  } else if (l.dp > 1 && !st.overlap_dp) {
+    return mb * per_mb;
+  }
+  if (l.dp > 1 && !st.overlap_dp) {
     // Megatron-LM of 2021: one all-reduce of the whole gradient buffer (or a
     // reduce-scatter and a gather of the updated parameters) after the last
     // backward, waited for.
-    dp_exposed = l.zero == 0 ? dp_collective(Collective::kAllReduce, p * grad_bytes)
-                             : dp_collective(Collective::kReduceScatter, p * grad_bytes) +
-                                   dp_collective(Collective::kAllGather, p * 2);
-  } else if (l.dp > 1) {
+    return l.zero == 0 ? dp_collective(Collective::kAllReduce, p * grad_bytes)
+                       : dp_collective(Collective::kReduceScatter, p * grad_bytes) +
+                             dp_collective(Collective::kAllGather, p * 2);
+  }
+  if (l.dp > 1) {
     // Megatron-Core (--overlap-grad-reduce, --overlap-param-gather): gradients
     // go out in buckets of max(40M, 1M x DP) parameters (its
     // DistributedDataParallel default) as the last micro-batch's backward
@@ -490,29 +551,58 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
                               ? dp_collective(Collective::kAllReduce, bucket * grad_bytes)
                               : dp_collective(Collective::kReduceScatter, bucket * grad_bytes);
     const double gather = l.zero == 0 ? 0 : dp_collective(Collective::kAllGather, bucket * 2);
-    dp_exposed = reduce + gather + Exposed((buckets - 1) * reduce, t_max * (1 - fwd_share)) +
-                 Exposed((buckets - 1) * gather, t_max * fwd_share);
+    return reduce + gather + Exposed((buckets - 1) * reduce, t_max * (1 - fwd_share)) +
+           Exposed((buckets - 1) * gather, t_max * fwd_share);
   }
-  const double optimizer = MemorySeconds(kOptimizerBytesPerParam * p / (l.zero >= 1 ? l.dp : 1), r);
+  return 0;
+}
 
-  est.step_s = pipeline + dp_exposed + optimizer;
-  const int busiest_layers = sh.layers_max;
-  est.compute_s = mb * (busiest_layers * (fwd + bwd + recompute) + logits + embedding);
-  est.tp_comm_s = mb * busiest_layers * tp_layer;
-  est.cp_comm_s = mb * busiest_layers * cp_layer;
-  est.host_bound_s = mb * busiest_layers * (layer - gpu_layer);
-  est.p2p_s = mb * p2p;
-  est.bubble_s = pipeline - mb * t_max;
+// The peak the MFU is measured against: fp8 where the job and GPU use it,
+// else bf16 (fp16 on GPUs without bf16).
+double PeakTflopsFor(const TrainingJob& job, const catalog::GpuSpec& gpu) {
+  return (job.format == NumberFormat::kFp8 && gpu.fp8_tflops > 0) ? gpu.fp8_tflops
+         : gpu.PeakTflops(catalog::Precision::kBf16) > 0
+             ? gpu.PeakTflops(catalog::Precision::kBf16)
+             : gpu.PeakTflops(catalog::Precision::kFp16);
+}
+
+}  // namespace
+
+Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& l,
+                                  const TrainingSystem& sys) {
+  SHOAL_ASSIGN_OR_RETURN(const int64_t micro_batches, CheckLayout(job, l, sys));
+  StepEstimate est;
+  const StepInputs in = MakeStepInputs(job, l, sys);
+  est.micro_batches = micro_batches;
+  est.memory = Memory(l, in.sh, micro_batches);
+  const double capacity = static_cast<double>(sys.gpu->memory_mib) * 1024 * 1024;
+  if (est.memory.Total() > capacity) {
+    return Unsatisfiable(fmt::format("needs {:.1f} GiB per GPU, {} has {:.0f} GiB",
+                                     est.memory.Total() / kGib, sys.gpu->model, capacity / kGib));
+  }
+
+  const double mb = static_cast<double>(micro_batches);
+  const LayerTimes layer = EstimateLayer(in);
+  const PipelineTimes pipe = EstimatePipeline(in, layer, mb);
+  const double dp_exposed = DpExposedSeconds(in, layer, pipe.t_max, mb);
+  const double p = in.sh.stage_params;
+  const double optimizer =
+      MemorySeconds(kOptimizerBytesPerParam * p / (l.zero >= 1 ? l.dp : 1), in.r);
+
+  est.step_s = pipe.total + dp_exposed + optimizer;
+  const int busiest_layers = in.sh.layers_max;
+  est.compute_s = mb * (busiest_layers * (layer.fwd + layer.bwd + layer.recompute) + pipe.logits +
+                        pipe.embedding);
+  est.tp_comm_s = mb * busiest_layers * layer.tp;
+  est.cp_comm_s = mb * busiest_layers * layer.cp;
+  est.host_bound_s = mb * busiest_layers * (layer.total - layer.gpu);
+  est.p2p_s = mb * pipe.p2p;
+  est.bubble_s = pipe.total - mb * pipe.t_max;
   est.dp_exposed_s = dp_exposed;
   est.optimizer_s = optimizer;
-  const double tokens = static_cast<double>(job.global_batch) * m.seq;
-  est.model_flops = m.TrainFlopsPerToken() * tokens;
-  const double peak = (job.format == NumberFormat::kFp8 && sys.gpu->fp8_tflops > 0)
-                          ? sys.gpu->fp8_tflops
-                      : sys.gpu->PeakTflops(catalog::Precision::kBf16) > 0
-                          ? sys.gpu->PeakTflops(catalog::Precision::kBf16)
-                          : sys.gpu->PeakTflops(catalog::Precision::kFp16);
-  est.mfu = est.model_flops / (est.step_s * l.Gpus() * peak * 1e12);
+  const double tokens = static_cast<double>(job.global_batch) * job.model.seq;
+  est.model_flops = job.model.TrainFlopsPerToken() * tokens;
+  est.mfu = est.model_flops / (est.step_s * l.Gpus() * PeakTflopsFor(job, *sys.gpu) * 1e12);
   return est;
 }
 

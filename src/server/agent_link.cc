@@ -2,8 +2,9 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
-#include "api/json.h"
+#include "api/node_protocol.h"
 #include "net/http_client.h"
 
 namespace shoal::server {
@@ -25,24 +26,23 @@ AgentLink::~AgentLink() {
 }
 
 std::string AgentLink::LaunchBody(const LaunchOrder& o) {
-  Allocation one;
-  one.nodes.push_back(o.allocation);
-  api::Json j = {{"job", o.job.value()},        {"epoch", o.epoch},
-                 {"spec", api::ToJson(o.spec)}, {"allocation", api::ToJson(one)[0]},
-                 {"node_rank", o.node_rank},    {"nodes", o.nodes},
-                 {"addresses", o.addresses},    {"master_port", o.master_port}};
-  if (o.not_after != Time{}) j["not_after"] = ToSeconds(o.not_after);
-  if (o.array_task_id >= 0) {
-    j["array_job_id"] = o.array_job_id;
-    j["array_task_id"] = o.array_task_id;
-  }
-  return j.dump();
+  const api::LaunchMessage m{.job = o.job,
+                             .epoch = o.epoch,
+                             .spec = o.spec,
+                             .allocation = o.allocation,
+                             .node_rank = o.node_rank,
+                             .nodes = o.nodes,
+                             .addresses = o.addresses,
+                             .master_port = o.master_port,
+                             .array_job_id = o.array_job_id,
+                             .array_task_id = o.array_task_id,
+                             .not_after = o.not_after};
+  return api::ToJson(m).dump();
 }
 
 std::string AgentLink::KillBody(const KillOrder& o) {
-  api::Json j = {
-      {"job", o.job.value()}, {"epoch", o.epoch}, {"grace_s", ToSeconds(o.grace)}, {"why", o.why}};
-  return j.dump();
+  const api::KillMessage m{.job = o.job, .epoch = o.epoch, .grace = o.grace, .why = o.why};
+  return api::ToJson(m).dump();
 }
 
 void AgentLink::Send(Outbox orders) {

@@ -28,7 +28,8 @@ class AgentLink {
   uint64_t Delivered() const;
   uint64_t Failed() const;
 
-  // The JSON bodies of the orders (also what tests and fake agents read).
+  // The JSON bodies of the orders: the node protocol's LaunchMessage and
+  // KillMessage (api/node_protocol.h). Also what tests send to agents.
   static std::string LaunchBody(const LaunchOrder& o);
   static std::string KillBody(const KillOrder& o);
 

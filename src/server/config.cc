@@ -2,12 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "config/server_file.h"
 #include "core/strings.h"
 #include "sched/policy.h"
-#include "trace/cluster_file.h"
 
 namespace shoal::server {
 
@@ -54,7 +51,7 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     if (!n.ok() || *n < 1) return InvalidArgument("max_queue: a positive number");
     o.loop.max_queue = static_cast<size_t>(*n);
   } else if (key == "metrics_public") {
-    // The TOML reader hands booleans over as "1" and "0".
+    // The file's booleans arrive as "true" and "false"; 1 and 0 are accepted too.
     if (value != "true" && value != "false" && value != "1" && value != "0") {
       return InvalidArgument("metrics_public: true or false");
     }
@@ -74,11 +71,7 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
 }
 
 Status LoadServerConfig(const std::string& path, ServerOptions& options) {
-  std::ifstream in(path);
-  if (!in) return NotFound(fmt::format("cannot read {}", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  SHOAL_ASSIGN_OR_RETURN(trace::ServerFile file, trace::ParseServerToml(text.str(), path));
+  SHOAL_ASSIGN_OR_RETURN(config::ServerFile file, config::LoadServerFile(path));
   for (const auto& [key, value] : file.server) {
     SHOAL_RETURN_IF_ERROR(ApplyServerSetting(key, value, options).WithContext(path));
   }

@@ -363,6 +363,10 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
 }
 
 Status Controller::Cancel(const Identity& who, JobId id, Time now) {
+  // As scancel: an array's id names every task of the array, another task's
+  // id that task alone.
+  const std::vector<JobId> tasks = ArrayTasks(id);
+  if (!tasks.empty()) return CancelArray(who, id, tasks, now);
   const Job* job = Find(id);
   if (job == nullptr) {
     if (finished_.count(id.value()))
@@ -370,16 +374,47 @@ Status Controller::Cancel(const Identity& who, JobId id, Time now) {
     return NotFound(fmt::format("no job {}", id.value()));
   }
   SHOAL_RETURN_IF_ERROR(CheckOwner(who, *job));
-  if (job->state == JobState::kPending) {
-    Finish(Mutable(id), JobState::kCancelled, now);
-    return Status::Ok();
-  }
-  if (job->state == JobState::kRunning) {
-    StopJob(Mutable(id), JobState::kCancelled, now, fmt::format("cancelled by {}", who.user));
+  if (!IsTerminal(job->state)) {
+    CancelOne(who, id, now);
     return Status::Ok();
   }
   return FailedPrecondition(
       fmt::format("job {} has already ended ({})", id.value(), JobStateName(job->state)));
+}
+
+void Controller::CancelOne(const Identity& who, JobId id, Time now) {
+  const Job* job = Find(id);
+  if (job->state == JobState::kPending) {
+    Finish(Mutable(id), JobState::kCancelled, now);
+  } else if (job->state == JobState::kRunning) {
+    StopJob(Mutable(id), JobState::kCancelled, now, fmt::format("cancelled by {}", who.user));
+  }
+}
+
+std::vector<JobId> Controller::ArrayTasks(JobId array) const {
+  // An array's tasks have consecutive ids from the array's own (Submit).
+  std::vector<JobId> tasks;
+  for (auto it = jobs_.lower_bound(array.value());
+       it != jobs_.end() && it->second->array_job_id == array; ++it) {
+    tasks.push_back(it->second->id);
+  }
+  return tasks;
+}
+
+Status Controller::CancelArray(const Identity& who, JobId array, const std::vector<JobId>& tasks,
+                               Time now) {
+  for (JobId t : tasks)
+    SHOAL_RETURN_IF_ERROR(CheckOwner(who, *Find(t)));
+  int cancelled = 0;
+  for (JobId t : tasks) {
+    if (IsTerminal(Find(t)->state)) continue;
+    CancelOne(who, t, now);
+    ++cancelled;
+  }
+  if (cancelled == 0)
+    return FailedPrecondition(
+        fmt::format("every task of array {} has already ended", array.value()));
+  return Status::Ok();
 }
 
 Status Controller::Hold(const Identity& who, JobId id, Time) {

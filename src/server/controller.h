@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "api/json.h"
+#include "api/node_protocol.h"
 #include "core/cluster.h"
 #include "core/job.h"
 #include "core/time.h"
@@ -65,7 +66,9 @@ struct ControllerConfig {
   std::shared_ptr<const sched::Registry> registry;
 };
 
-// Orders for node agents, sent after the batch that decided them is committed.
+// Orders for node agents, sent after the batch that decided them is committed:
+// where to send them, and what (AgentLink turns them into the node
+// protocol's LaunchMessage and KillMessage).
 struct LaunchOrder {
   std::string node;
   std::string address;
@@ -99,50 +102,12 @@ struct Outbox {
   bool empty() const { return launches.empty() && kills.empty(); }
 };
 
-// What a node agent reports with each heartbeat.
-struct JobEvent {
-  JobId job;
-  uint64_t epoch = 0;
-  enum Kind { kStarted, kExited } kind = kExited;
-  int exit_code = 0;
-  int signal = 0;
-  std::string message;
-};
-
-// One GPU's telemetry as the agent read it (see agent/gpu/provider.h).
-struct GpuTelemetry {
-  bool present = false;  // the heartbeat carried telemetry
-  double util_pct = 0;
-  double mem_copy_util_pct = 0;
-  int64_t fb_used_mib = 0;
-  int64_t fb_free_mib = 0;
-  double power_w = 0;
-  double temperature_c = 0;
-  double sm_clock_mhz = 0;
-  double energy_j = 0;
-  uint64_t ecc_corrected = 0;
-  uint64_t ecc_uncorrected = 0;
-  uint64_t xid_errors = 0;
-  int last_xid = 0;
-  uint64_t clock_events = 0;
-};
-
-struct GpuReport {
-  int index = 0;
-  bool healthy = true;
-  std::string health_reason;
-  GpuTelemetry telemetry;
-};
-
-struct Heartbeat {
-  std::vector<JobEvent> events;
-  std::vector<std::pair<JobId, uint64_t>> running;  // (job, epoch) the agent runs now
-  // The GPUs' health and telemetry, when the beat carries them: agents send
-  // them on their telemetry tick, not on the extra beats that report a step's
-  // end at once; a beat without them leaves the last ones in place.
-  bool has_gpus = true;
-  std::vector<GpuReport> gpus;
-};
+// What a node agent reports with each heartbeat: the node protocol's types
+// (api/node_protocol.h), shared with the agent.
+using api::GpuReport;
+using api::GpuTelemetry;
+using api::Heartbeat;
+using api::JobEvent;
 
 struct JobFilter {
   std::string user;              // empty: the caller's own jobs (admins: everyone's)
@@ -194,6 +159,7 @@ class Controller {
 
   // --- commands (each returns its reply body or an error; none throws) ---
   Result<api::Json> Submit(const Identity& who, JobSpec spec, Time now);
+  // An array's id cancels every task of the array (as scancel does).
   Status Cancel(const Identity& who, JobId id, Time now);
   Status Hold(const Identity& who, JobId id, Time now);
   Status Release(const Identity& who, JobId id, Time now);
@@ -294,6 +260,11 @@ class Controller {
   Job& Mutable(JobId id);
   const Job* Find(JobId id) const;
   Status CheckOwner(const Identity& who, const Job& job) const;
+  // Cancel's parts: one active job; the tasks of the array `array` names
+  // that are still kept (none when `array` is not an array's id).
+  void CancelOne(const Identity& who, JobId id, Time now);
+  std::vector<JobId> ArrayTasks(JobId array) const;
+  Status CancelArray(const Identity& who, JobId array, const std::vector<JobId>& tasks, Time now);
   Status CompileAndCheck(const JobSpec& spec, sched::Request* out) const;
   void RebuildInventory();
   void Record(const Job& job);

@@ -355,6 +355,37 @@ TEST_F(ControllerTest, DependenciesHoldsAndArrays) {
   EXPECT_EQ(StateOf(h), JobState::kRunning);
 }
 
+TEST_F(ControllerTest, AnArraysIdCancelsEveryTaskAndATasksIdThatTaskAlone) {
+  Register("n1");
+  JobSpec array = Spec(1);
+  array.array = ArraySpec{{0, 1, 2, 3, 4}, 2};
+  auto r = c_.Submit(kAlice, array, At(0));
+  ASSERT_TRUE(r.ok());
+  std::vector<JobId> tasks;
+  for (const auto& id : (*r)["jobs"])
+    tasks.emplace_back(id.get<uint64_t>());
+  c_.SchedulePass(At(1));
+  ASSERT_EQ(StateOf(tasks[0]), JobState::kRunning);
+  ASSERT_EQ(StateOf(tasks[2]), JobState::kPending);
+  // A task's own id: that task only.
+  ASSERT_TRUE(c_.Cancel(kAlice, tasks[3], At(2)).ok());
+  EXPECT_EQ(StateOf(tasks[3]), JobState::kCancelled);
+  EXPECT_EQ(StateOf(tasks[2]), JobState::kPending);
+  // Another user may not cancel the array.
+  EXPECT_EQ(c_.Cancel(kBob, tasks[0], At(3)).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(StateOf(tasks[4]), JobState::kPending);
+  // The array's id (its first task's): every task still active.
+  Exit("n1", tasks[1], 0, 4);
+  ASSERT_TRUE(c_.Cancel(kAlice, tasks[0], At(5)).ok());
+  EXPECT_EQ(StateOf(tasks[2]), JobState::kCancelled);
+  EXPECT_EQ(StateOf(tasks[4]), JobState::kCancelled);
+  // The running task ends when its node reports the kill.
+  Exit("n1", tasks[0], 0, 6, /*signal=*/15);
+  EXPECT_EQ(StateOf(tasks[0]), JobState::kCancelled);
+  EXPECT_EQ(StateOf(tasks[1]), JobState::kCompleted);
+  EXPECT_EQ(c_.Cancel(kAlice, tasks[0], At(7)).code(), StatusCode::kFailedPrecondition);
+}
+
 TEST_F(ControllerTest, DrainAndResume) {
   Register("n1");
   JobId id = Submit(kAlice, Spec(1));

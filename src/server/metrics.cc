@@ -109,34 +109,49 @@ struct GpuLine {
   const GpuTelemetry* telemetry;
 };
 
-}  // namespace
-
-std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now) {
-  const std::vector<Node>& nodes = *v.nodes;
-  // Where each node's GPUs start in one flat array, and which jobs hold each GPU.
-  std::unordered_map<uint64_t, size_t> node_pos;
-  std::vector<size_t> offset(nodes.size() + 1, 0);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    node_pos[nodes[i].id.value()] = i;
-    offset[i + 1] = offset[i] + nodes[i].gpus.size();
-  }
-  std::vector<std::vector<const Job*>> holders(offset.back());
-  for (const auto& job : v.jobs) {
-    if (job->state != JobState::kRunning) continue;
-    for (const NodeAllocation& na : job->allocation.nodes) {
-      auto p = node_pos.find(na.node.value());
-      if (p == node_pos.end()) continue;
-      for (uint64_t mask = na.gpu_mask; mask != 0; mask &= mask - 1) {
-        const size_t index = static_cast<size_t>(std::countr_zero(mask));
-        if (index < nodes[p->second].gpus.size())
-          holders[offset[p->second] + index].push_back(job.get());
+// The running jobs that hold each GPU of the view's nodes.
+class GpuHolders {
+ public:
+  explicit GpuHolders(const MetricsView& v) {
+    const std::vector<Node>& nodes = *v.nodes;
+    // Where each node's GPUs start in one flat array.
+    std::unordered_map<uint64_t, size_t> node_pos;
+    offset_.assign(nodes.size() + 1, 0);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      node_pos[nodes[i].id.value()] = i;
+      offset_[i + 1] = offset_[i] + nodes[i].gpus.size();
+    }
+    holders_.resize(offset_.back());
+    for (const auto& job : v.jobs) {
+      if (job->state != JobState::kRunning) continue;
+      for (const NodeAllocation& na : job->allocation.nodes) {
+        auto p = node_pos.find(na.node.value());
+        if (p == node_pos.end()) continue;
+        for (uint64_t mask = na.gpu_mask; mask != 0; mask &= mask - 1) {
+          const size_t index = static_cast<size_t>(std::countr_zero(mask));
+          if (index < nodes[p->second].gpus.size())
+            holders_[offset_[p->second] + index].push_back(job.get());
+        }
       }
     }
   }
 
-  // Labels of every GPU with telemetry, formatted once for all the fields.
+  size_t gpus() const { return offset_.back(); }
+  // The jobs on GPU `index` (< the node's GPU count) of the view's node `node`.
+  const std::vector<const Job*>& Of(size_t node, size_t index) const {
+    return holders_[offset_[node] + index];
+  }
+
+ private:
+  std::vector<size_t> offset_;
+  std::vector<std::vector<const Job*>> holders_;
+};
+
+// Labels of every GPU with telemetry, formatted once for all the fields.
+std::vector<GpuLine> GpuLines(const MetricsView& v, const GpuHolders& holders) {
+  const std::vector<Node>& nodes = *v.nodes;
   std::vector<GpuLine> lines;
-  lines.reserve(offset.back());
+  lines.reserve(holders.gpus());
   for (size_t i = 0; i < nodes.size(); ++i) {
     const auto& reports = v.now[i].gpus;
     // A node that stopped answering has no current readings (as a
@@ -154,7 +169,7 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now)
       Label(b, "modelName", gpu.model);
       Label(b, "Hostname", node.name);
       Label(b, "hostname", node.name);
-      const auto& jobs = holders[offset[i] + static_cast<size_t>(g.index)];
+      const auto& jobs = holders.Of(i, static_cast<size_t>(g.index));
       if (!jobs.empty()) {
         std::string ids, users, accounts;
         for (const Job* j : jobs) {
@@ -174,17 +189,20 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now)
       lines.push_back({fmt::to_string(b), &g.telemetry});
     }
   }
+  return lines;
+}
 
-  Buffer out;
+void AppendDcgmFields(Buffer& out, const std::vector<GpuLine>& lines) {
   for (const DcgmField& f : kDcgmFields) {
     if (lines.empty()) break;
     Family(out, f.name, f.type, f.help);
     for (const GpuLine& l : lines)
       Sample(out, f.name, l.labels, f.value(*l.telemetry));
   }
+}
 
-  // --- Shoal's own ---
-  // Jobs by state and partition; the queue.
+// Jobs by state and partition; the queue.
+void AppendJobs(Buffer& out, const MetricsView& v, Time now) {
   std::map<std::pair<std::string, std::string>, int> by_state;
   int pending = 0;
   double oldest_s = 0;
@@ -208,8 +226,10 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now)
   Sample(out, "shoal_queue_oldest_pending_age_seconds", "", oldest_s);
   Family(out, "shoal_job_submissions_total", "counter", "Jobs submitted since the server started.");
   Sample(out, "shoal_job_submissions_total", "", static_cast<double>(v.submissions));
+}
 
-  // Scheduling passes.
+// Scheduling passes.
+void AppendPasses(Buffer& out, const MetricsView& v, const LoopStats& loop) {
   Family(out, "shoal_scheduling_pass_duration_seconds", "histogram",
          "How long scheduling passes took.");
   uint64_t cumulative = 0;
@@ -228,8 +248,11 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now)
          "Starts from a scheduling plan that failed the check before commit and were dropped.");
   Sample(out, "shoal_scheduler_plan_starts_dropped_total", "",
          static_cast<double>(v.plan_starts_dropped));
+}
 
-  // Nodes and GPUs.
+// Nodes by state, GPUs by model and state.
+void AppendNodes(Buffer& out, const MetricsView& v, const GpuHolders& holders) {
+  const std::vector<Node>& nodes = *v.nodes;
   std::array<int, 4> node_states{};  // up, draining, drained, down
   std::map<std::string, std::array<int, 4>>
       gpus;  // model -> allocated, idle, unhealthy, unavailable
@@ -243,7 +266,7 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now)
     for (const Gpu& g : nodes[i].gpus) {
       const size_t index = static_cast<size_t>(g.index);
       auto& counts = gpus[g.model];
-      if (index < nodes[i].gpus.size() && !holders[offset[i] + index].empty()) {
+      if (index < nodes[i].gpus.size() && !holders.Of(i, index).empty()) {
         ++counts[0];
       } else if (index < 64 && (v.now[i].unhealthy_gpus >> index & 1)) {
         ++counts[2];
@@ -267,8 +290,10 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now)
       Sample(out, "shoal_gpus", Labels({{"model", model}, {"state", kGpuStates[s]}}), counts[s]);
     }
   }
+}
 
-  // Accounts and idle jobs.
+// Accounts and idle jobs.
+void AppendAccounts(Buffer& out, const MetricsView& v) {
   // In GPU-seconds, Prometheus' base unit (GPU-hours: divide by 3600).
   Family(out, "shoal_account_gpu_seconds_total", "counter",
          "GPU-seconds used by each account since the server started (GPU-hours x 3600).");
@@ -286,6 +311,19 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now)
                    {"account", job->spec.account}}),
            job->idle ? 1 : 0);
   }
+}
+
+}  // namespace
+
+std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now) {
+  const GpuHolders holders(v);
+  Buffer out;
+  AppendDcgmFields(out, GpuLines(v, holders));
+  // --- Shoal's own ---
+  AppendJobs(out, v, now);
+  AppendPasses(out, v, loop);
+  AppendNodes(out, v, holders);
+  AppendAccounts(out, v);
   return fmt::to_string(out);
 }
 

@@ -22,9 +22,13 @@
 
 #include "core/time.h"
 
+namespace shoal::api {
+struct GpuReport;  // api/node_protocol.h
+}  // namespace shoal::api
+
 namespace shoal::server {
 
-struct GpuReport;
+using api::GpuReport;
 
 class TelemetryStore {
  public:

@@ -5,7 +5,7 @@
 
 #include "sim/engine.h"
 #include "sim/report.h"
-#include "trace/cluster_file.h"
+#include "trace/clusters.h"
 #include "trace/trace.h"
 
 namespace shoal::sim {

@@ -8,6 +8,7 @@
 
 #include "core/cluster.h"
 #include "core/strings.h"
+#include "submit/submit.h"
 
 namespace shoal::submit {
 
@@ -338,7 +339,7 @@ struct OptionDef {
   Handler apply;
 };
 
-// The options, in the order OptionHelp lists them.
+// The options, in the order the help lists them.
 constexpr OptionDef kOptions[] = {
     {"job-name", 'J', "NAME", "the job's name",
      [](const Call& c, Request& r, std::vector<std::string>&) {
@@ -688,19 +689,11 @@ bool TakesValue(std::string_view name) {
   return def != nullptr && !def->value_name.empty();
 }
 
-std::string OptionTable() {
-  std::vector<std::pair<std::string, std::string_view>> rows;
-  size_t width = 0;
-  for (const OptionDef& d : kOptions) {
-    std::string left = d.short_name != 0 ? fmt::format("-{}, ", d.short_name) : "    ";
-    left += fmt::format("--{}", d.long_name);
-    if (!d.value_name.empty()) left += fmt::format("={}", d.value_name);
-    width = std::max(width, left.size());
-    rows.emplace_back(std::move(left), d.help);
-  }
-  std::string out;
-  for (const auto& [left, help] : rows)
-    out += fmt::format("  {:<{}}  {}\n", left, width, help);
+std::vector<OptionInfo> OptionList() {
+  std::vector<OptionInfo> out;
+  out.reserve(std::size(kOptions));
+  for (const OptionDef& d : kOptions)
+    out.push_back({d.long_name, d.short_name, d.value_name, d.help});
   return out;
 }
 

@@ -29,11 +29,4 @@ Status ReadOptions(const std::vector<std::string>& words, Source source, Request
 Status ReadOption(std::string_view name, std::optional<std::string_view> value, Source source,
                   Request& request, std::vector<std::string>& notes);
 
-// Whether `name` ("--nodes", "-N") is an option that takes a value; false for
-// flags and for names that are not options.
-bool TakesValue(std::string_view name);
-
-// The table printed by OptionHelp.
-std::string OptionTable();
-
 }  // namespace shoal::submit

@@ -30,10 +30,21 @@ struct OkCase {
   std::function<void(const JobSpec&)> check;
 };
 
-TEST(OptionsTest, EachOptionInEachForm) {
+// Runs each case; stops at the first one that does not parse.
+void ExpectEach(const std::vector<OkCase>& cases) {
+  for (const OkCase& c : cases) {
+    auto sub = Options(c.args);
+    ASSERT_TRUE(sub.ok()) << Describe(c.args) << ": " << sub.status().ToString();
+    SCOPED_TRACE(Describe(c.args));
+    c.check(sub->spec);
+  }
+}
+
+// Each option in each of its forms: name, size, time limit and queue.
+TEST(OptionsTest, JobAndQueueOptionsInEachForm) {
   using std::chrono::hours;
   using std::chrono::minutes;
-  const OkCase cases[] = {
+  ExpectEach({
       {{"-J", "train"}, [](const JobSpec& s) { EXPECT_EQ(s.name, "train"); }},
       {{"-Jtrain"}, [](const JobSpec& s) { EXPECT_EQ(s.name, "train"); }},
       {{"--job-name=my job"}, [](const JobSpec& s) { EXPECT_EQ(s.name, "my job"); }},
@@ -57,6 +68,12 @@ TEST(OptionsTest, EachOptionInEachForm) {
       {{"--account=vision"}, [](const JobSpec& s) { EXPECT_EQ(s.account, "vision"); }},
       {{"-q", "high"}, [](const JobSpec& s) { EXPECT_EQ(s.qos, "high"); }},
       {{"--qos=low"}, [](const JobSpec& s) { EXPECT_EQ(s.qos, "low"); }},
+  });
+}
+
+// Each option in each of its forms: GPUs, and what goes with each.
+TEST(OptionsTest, GpuOptionsInEachForm) {
+  ExpectEach({
       {{"--gres=gpu:a100:8"},
        [](const JobSpec& s) {
          EXPECT_EQ(s.gpus_per_node, 8);
@@ -118,6 +135,12 @@ TEST(OptionsTest, EachOptionInEachForm) {
          EXPECT_EQ(s.mem_mib_per_gpu, 65536);
          EXPECT_EQ(s.mem_mib_per_node, 0);
        }},
+  });
+}
+
+// Each option in each of its forms: memory, arrays and dependencies.
+TEST(OptionsTest, MemoryArrayAndDependencyOptionsInEachForm) {
+  ExpectEach({
       {{"--mem=16G"}, [](const JobSpec& s) { EXPECT_EQ(s.mem_mib_per_node, 16384); }},
       {{"--mem", "512"}, [](const JobSpec& s) { EXPECT_EQ(s.mem_mib_per_node, 512); }},
       {{"--mem=1.5T"}, [](const JobSpec& s) { EXPECT_EQ(s.mem_mib_per_node, 1536 * 1024); }},
@@ -143,6 +166,12 @@ TEST(OptionsTest, EachOptionInEachForm) {
          EXPECT_EQ(s.dependencies[0].type, DependencyType::kAfterAny);
          EXPECT_EQ(s.dependencies[1].type, DependencyType::kAfterNotOk);
        }},
+  });
+}
+
+// Each option in each of its forms: requeue, files, working directory and node constraints.
+TEST(OptionsTest, OutputAndPlacementOptionsInEachForm) {
+  ExpectEach({
       {{"--requeue"}, [](const JobSpec& s) { EXPECT_TRUE(s.requeue); }},
       {{"--requeue", "--no-requeue"}, [](const JobSpec& s) { EXPECT_FALSE(s.requeue); }},
       {{"--exclusive"}, [](const JobSpec& s) { EXPECT_TRUE(s.exclusive); }},
@@ -160,6 +189,12 @@ TEST(OptionsTest, EachOptionInEachForm) {
        [](const JobSpec& s) {
          EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib", "rack=r12"}));
        }},
+  });
+}
+
+// Each option in each of its forms: hold, start time, environment and mail.
+TEST(OptionsTest, HoldBeginAndExportOptionsInEachForm) {
+  ExpectEach({
       {{"-H"}, [](const JobSpec& s) { EXPECT_TRUE(s.hold); }},
       {{"--hold"}, [](const JobSpec& s) { EXPECT_TRUE(s.hold); }},
       {{"--begin=1700000000"},
@@ -185,13 +220,7 @@ TEST(OptionsTest, EachOptionInEachForm) {
          EXPECT_EQ(s.env, (std::map<std::string, std::string>{{"LR", "3e-4"}}));
        }},
       {{"--mail-type=END,FAIL"}, [](const JobSpec&) {}},
-  };
-  for (const OkCase& c : cases) {
-    auto sub = Options(c.args);
-    ASSERT_TRUE(sub.ok()) << Describe(c.args) << ": " << sub.status().ToString();
-    SCOPED_TRACE(Describe(c.args));
-    c.check(sub->spec);
-  }
+  });
 }
 
 TEST(OptionsTest, DefaultsWhenNothingIsGiven) {
@@ -365,8 +394,20 @@ TEST(OptionsTest, NotesForOptionsAcceptedWithACaveat) {
   }
 }
 
+// The options as the help lists them, one "-J, --job-name=NAME" a line.
+std::string ListedOptions() {
+  std::string out;
+  for (const OptionInfo& o : OptionList()) {
+    if (o.short_name != 0) out += std::string("-") + o.short_name + ", ";
+    out += "--" + std::string(o.long_name);
+    if (!o.value_name.empty()) out += "=" + std::string(o.value_name);
+    out += "\n";
+  }
+  return out;
+}
+
 TEST(OptionsTest, HelpListsEveryOption) {
-  const std::string help = OptionHelp();
+  const std::string help = ListedOptions();
   for (const char* want : {"-J, --job-name=NAME",
                            "-N, --nodes=N",
                            "-n, --ntasks=N",
@@ -399,6 +440,24 @@ TEST(OptionsTest, HelpListsEveryOption) {
                            "--mail-type=TYPES"}) {
     EXPECT_NE(help.find(want), std::string::npos) << want;
   }
+}
+
+// What the help lists is what the parser reads: every listed option is
+// known, with a value exactly when the help names one, under both spellings.
+TEST(OptionsTest, HelpAgreesWithTheParser) {
+  const std::vector<OptionInfo> options = OptionList();
+  ASSERT_GE(options.size(), 30u);
+  for (const OptionInfo& o : options) {
+    const std::string long_name = "--" + std::string(o.long_name);
+    EXPECT_EQ(TakesValue(long_name), !o.value_name.empty()) << long_name;
+    if (o.short_name != 0) {
+      EXPECT_EQ(TakesValue(std::string("-") + o.short_name), !o.value_name.empty()) << long_name;
+    }
+    EXPECT_FALSE(o.help.empty()) << long_name;
+  }
+  EXPECT_FALSE(TakesValue("--no-such-option"));
+  EXPECT_FALSE(TakesValue("--hold"));
+  EXPECT_TRUE(TakesValue("-N"));
 }
 
 }  // namespace

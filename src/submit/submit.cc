@@ -156,15 +156,14 @@ Result<size_t> CommandStart(const std::vector<std::string>& args) {
   return args.size();
 }
 
-std::string OptionHelp() {
-  return fmt::format(
-      "Options (Slurm's spelling; --opt=VALUE or --opt VALUE, -X VALUE or -XVALUE):\n{}\n"
-      "The same options work in a batch script on lines that start with #SHOAL or #SBATCH, before\n"
-      "the first command. Options on the command line override #SHOAL lines, which override\n"
-      "#SBATCH lines. Any other option is an error.\n"
-      "CPUs: a task gets -c CPUs (1 without -c); a node gets its tasks' CPUs (-n spread evenly\n"
-      "over -N nodes, or --ntasks-per-node). With --gpus and no -N the CPUs go with the GPUs.\n",
-      OptionTable());
+std::string_view OptionNotes() {
+  return R"(Values: --opt=VALUE or --opt VALUE, -X VALUE or -XVALUE (Slurm's spelling).
+The same options work in a batch script on lines that start with #SHOAL or #SBATCH, before
+the first command. Options on the command line override #SHOAL lines, which override
+#SBATCH lines. Any other option is an error.
+CPUs: a task gets -c CPUs (1 without -c); a node gets its tasks' CPUs (-n spread evenly
+over -N nodes, or --ntasks-per-node). With --gpus and no -N the CPUs go with the GPUs.
+)";
 }
 
 }  // namespace shoal::submit

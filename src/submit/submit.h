@@ -82,7 +82,26 @@ Result<size_t> CommandStart(const std::vector<std::string>& args);
 // read NAME=value as an assignment).
 std::string ShellJoin(const std::vector<std::string>& words);
 
-// The options this parser knows, for `shoal submit --help`.
-std::string OptionHelp();
+// One option as `shoal submit --help` shows it; the same option works on
+// #SHOAL and #SBATCH lines.
+struct OptionInfo {
+  std::string_view long_name;   // without the leading "--"
+  char short_name;              // 0: none
+  std::string_view value_name;  // empty: a flag
+  std::string_view help;
+};
+
+// Every option this parser knows, in the order the help lists them. The one
+// definition of the options: ParseSubmit, the directives and the help all
+// read the same table.
+std::vector<OptionInfo> OptionList();
+
+// Whether `name` ("--nodes", "-N") is an option that takes a value; false for
+// flags and for names that are not options.
+bool TakesValue(std::string_view name);
+
+// What the help says after the options: how values are spelt, the
+// directives, which source wins, how CPUs are counted.
+std::string_view OptionNotes();
 
 }  // namespace shoal::submit

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/strings.h"
-#include "trace/cluster_file.h"
+#include "trace/clusters.h"
 #include "trace/gavel_throughputs.h"
 #include "trace/text_file.h"
 

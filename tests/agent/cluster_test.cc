@@ -700,8 +700,14 @@ TEST_F(ClusterTest, GpuWithNewXidDrainsItsNode) {
   EXPECT_NE(node.dump().find("XID 79"), std::string::npos) << node.dump();
   // Nothing new lands there until an admin resumes it.
   const uint64_t id = Submit(*admin_, {{"command", "true"}, {"gpus", 1}});
-  std::this_thread::sleep_for(milliseconds(500));
-  EXPECT_EQ(Show(id)["state"], "pending");
+  Json job;  // until a scheduling pass has looked at it
+  for (int i = 0; i < 500; ++i) {
+    job = Show(id);
+    if (job["state"] != "pending" || job["reason"] != "none") break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(job["state"], "pending") << job.dump();
+  EXPECT_EQ(job["reason"], "nodes_unavailable") << job.dump();
   auto r = admin_->Post("/v1/nodes/n1/resume", "{}");
   ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : "");
   EXPECT_TRUE(WaitFor(id, "completed"));

@@ -48,8 +48,9 @@ else
   echo "ok   promtool check metrics ($(wc -l < "$TMP/promtool.txt") dcgm-exporter naming notes)"
 fi
 
-# A real Prometheus on a free loopback port.
-PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# A real Prometheus on a free loopback port. The port is free when picked but
+# another process may take it before Prometheus binds it: Prometheus then
+# exits at once, saying so, and gets another port (5 tries).
 cat > "$TMP/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
@@ -62,9 +63,31 @@ scrape_configs:
     static_configs:
       - targets: ["$SHOAL_SERVER"]
 YAML
-prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
-  --web.listen-address="127.0.0.1:$PROM_PORT" > "$TMP/prometheus.log" 2>&1 &
-PROM_PID=$!
+start_prometheus() {
+  for _ in 1 2 3 4 5; do
+    PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
+      --web.listen-address="127.0.0.1:$PROM_PORT" > "$TMP/prometheus.log" 2>&1 &
+    PROM_PID=$!
+    j=0
+    while [ "$j" -lt 300 ]; do  # 30 s at most for it to be ready or gone
+      kill -0 "$PROM_PID" 2>/dev/null || break
+      curl -sf "http://127.0.0.1:$PROM_PORT/-/ready" > /dev/null 2>&1 &&
+        kill -0 "$PROM_PID" 2>/dev/null && return 0
+      sleep 0.1
+      j=$((j + 1))
+    done
+    kill -0 "$PROM_PID" 2>/dev/null && return 0  # up but slow: the query loop waits on
+    wait "$PROM_PID" 2>/dev/null
+    PROM_PID=
+    grep -q 'address already in use' "$TMP/prometheus.log" || return 1
+    echo "note: port $PROM_PORT was taken before Prometheus bound it; another"
+  done
+  return 1
+}
+if ! start_prometheus; then
+  echo "FAIL prometheus did not start"; tail -20 "$TMP/prometheus.log"; exit 1
+fi
 got=""
 i=0
 while [ "$i" -lt 60 ]; do  # 30 s at most

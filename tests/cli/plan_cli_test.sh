@@ -43,7 +43,7 @@ check "unknown gpu" 2 "unknown GPU 'H900'" -- "$SHOAL" plan --model llama3-8b --
 check "unknown model" 2 "unknown model" -- "$SHOAL" plan --model gpt-9 --tokens 1T --days 10
 check "days and gpus" 2 "either days" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days 10 --gpus 8
 printf '[[training]]\nmodel = "llama3-8b"\ntokens = "1T"\ndays = 10\ndayz = 3\n' > "$TMP/bad.toml"
-check "bad key" 1 "bad.toml:5: training\[1\].dayz: unknown key (did you mean 'days'?)" -- "$SHOAL" plan "$TMP/bad.toml"
+check "bad key" 1 "bad.toml:5: training\[1\]: unknown key 'dayz' (did you mean 'days'?)" -- "$SHOAL" plan "$TMP/bad.toml"
 check "missing file" 1 "nope.toml" -- "$SHOAL" plan "$TMP/nope.toml"
 
 # The model against published runs, with the data shipped in data/, found

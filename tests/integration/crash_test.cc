@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "api/json.h"
+#include "integration/fake_agent.h"
 #include "net/http_client.h"
 #include "server/server.h"
 
@@ -65,7 +67,9 @@ TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
       hello.substr(hello.find(' ') + 1, hello.find('\n') - hello.find(' ') - 1);
 
   std::mutex mu;
-  std::vector<uint64_t> acked;
+  std::condition_variable progress;
+  std::vector<uint64_t> acked;  // guarded by mu
+  int flooding = 4;             // threads still submitting; guarded by mu
   std::atomic<bool> stop{false};
   std::vector<std::thread> flood;
   for (int t = 0; t < 4; ++t) {
@@ -73,18 +77,27 @@ TEST(CrashTest, AcknowledgedSubmissionsSurviveSigkill) {
       auto c = net::HttpClient::Connect(
           "127.0.0.1:" + port,
           {.token = token, .connect_timeout_ms = 500, .read_timeout_ms = 2000});
-      if (!c.ok()) return;
       const std::string body = Json{{"command", "echo hi"}, {"gpus", 1}}.dump();
-      while (!stop) {
+      while (c.ok() && !stop) {
         auto r = (*c)->Post("/v1/jobs", body);
-        if (!r.ok()) return;  // the server is gone
+        if (!r.ok()) break;  // the server is gone
         if (r->status != 201) continue;
         std::lock_guard<std::mutex> lock(mu);
         acked.push_back(Json::parse(r->body)["jobs"][0].get<uint64_t>());
+        progress.notify_all();
       }
+      std::lock_guard<std::mutex> lock(mu);
+      --flooding;
+      progress.notify_all();
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  {
+    // Kill it mid-flood: once enough submissions went through (or every
+    // submitter gave up, or a deadline that only bounds a stuck server).
+    std::unique_lock<std::mutex> lock(mu);
+    progress.wait_for(lock, std::chrono::seconds(60),
+                      [&] { return acked.size() >= 200 || flooding == 0; });
+  }
   ASSERT_EQ(kill(child, SIGKILL), 0);
   int status = 0;
   waitpid(child, &status, 0);
@@ -138,6 +151,58 @@ TEST(CrashTest, OneServerPerStateDirectory) {
   EXPECT_NE(second.status().message().find("another shoal server"), std::string::npos);
   first->reset();
   EXPECT_TRUE(server::Server::Start(o, clock).ok()) << "free again once the first has stopped";
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST(CrashTest, JobsThatEndedBeforeARestartAreStillListedByState) {
+  char tmpl[] = "/tmp/shoal-ended-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  SystemClock clock;
+  server::ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.state_dir = tmpl;
+  o.loop.pass_interval = std::chrono::milliseconds(2);
+  uint64_t done = 0;
+  std::string token;
+  {
+    auto s = server::Server::Start(o, clock);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    token = (*s)->admin_token();
+    testing::FakeAgent agent("n1", 1, (*s)->address(), (*s)->node_token());
+    ASSERT_TRUE(agent.Start().ok());
+    auto c = net::HttpClient::Connect((*s)->address(), {.token = token});
+    ASSERT_TRUE(c.ok());
+    auto r = (*c)->Post("/v1/jobs", Json{{"command", "exit:0:1"}, {"gpus", 1}}.dump());
+    ASSERT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : "");
+    done = Json::parse(r->body)["jobs"][0].get<uint64_t>();
+    bool completed = false;
+    for (int i = 0; i < 500 && !completed; ++i) {  // 5 s at most
+      auto show = (*c)->Get("/v1/jobs/" + std::to_string(done));
+      completed = show.ok() && Json::parse(show->body)["state"] == "completed";
+      if (!completed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(completed);
+    c->reset();
+    s->reset();
+  }
+  auto s = server::Server::Start(o, clock);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto c = net::HttpClient::Connect((*s)->address(), {.token = (*s)->admin_token()});
+  ASSERT_TRUE(c.ok());
+  for (const char* query :
+       {"/v1/jobs?all=1&state=completed", "/v1/jobs?all=1&state=running,completed"}) {
+    auto r = (*c)->Get(query);
+    ASSERT_TRUE(r.ok() && r->status == 200);
+    const Json jobs = Json::parse(r->body)["jobs"];
+    ASSERT_EQ(jobs.size(), 1u) << query << ": " << r->body;
+    EXPECT_EQ(jobs[0]["id"], done);
+    EXPECT_EQ(jobs[0]["state"], "completed");
+  }
+  auto active = (*c)->Get("/v1/jobs?all=1");  // no state: active jobs only, as before
+  ASSERT_TRUE(active.ok());
+  EXPECT_TRUE(Json::parse(active->body)["jobs"].empty());
+  c->reset();
+  s->reset();
   std::filesystem::remove_all(tmpl);
 }
 

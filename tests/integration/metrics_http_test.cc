@@ -21,7 +21,7 @@ Json Telemetry(int index, double util) {
           {"mem_copy_util", 10.0}, {"fb_used_mib", 40000}, {"fb_free_mib", 41920},
           {"power_w", 612.5},      {"temp_c", 63.0},       {"sm_clock_mhz", 1980.0},
           {"energy_j", 1234.5},    {"ecc_corrected", 0},   {"ecc_uncorrected", 0},
-          {"xid_errors", 0},       {"last_xid", 0}};
+          {"xid_errors", 0},       {"last_xid", 0},        {"clock_events", 0}};
 }
 
 class MetricsHttpTest : public ::testing::Test {

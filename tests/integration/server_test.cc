@@ -228,7 +228,7 @@ TEST_F(ServerTest, BadInputGetsA4xxAndChangesNothing) {
   // A body over the limit (100 MB) is refused before it is read whole.
   std::string huge(100 << 20, ' ');
   auto r = alice_->Post("/v1/jobs", huge);
-  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 413);
   EXPECT_EQ(Json::parse(r->body)["error"], "resource_exhausted");
   EXPECT_EQ(QueueLength(), 0) << "nothing was accepted";

@@ -1,6 +1,6 @@
 // A planned cluster must be one that the simulator and `shoal up` can load:
 // every design's cluster file goes through the real cluster-file parser.
-#include "trace/cluster_file.h"
+#include "config/cluster_file.h"
 
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@ TEST(PlannedClusterFileTest, EveryDesignLoadsWithItsGpus) {
   for (const Design& d : r->designs) {
     SCOPED_TRACE(d.gpu_model);
     ASSERT_TRUE(d.feasible) << d.problem;
-    auto cluster = trace::ParseClusterToml(ClusterToml(w, d), "planned.toml");
+    auto cluster = config::ParseClusterToml(ClusterToml(w, d), "planned.toml");
     ASSERT_TRUE(cluster.ok()) << cluster.status().message();
     int gpus = 0;
     for (const Node& n : cluster->nodes) {

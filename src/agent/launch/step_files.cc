@@ -79,6 +79,8 @@ std::string EncodeRequest(const SupervisorRequest& request) {
       {"stdout_path", s.stdout_path},
       {"stderr_path", s.stderr_path},
       {"env", s.env},
+      {"array_job_id", s.array_job_id},
+      {"array_task_id", s.array_task_id},
       {"node_name", s.node_name},
       {"node_rank", s.node_rank},
       {"nodes", s.nodes},
@@ -130,6 +132,9 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     s.stdout_path = j.at("stdout_path").get<std::string>();
     s.stderr_path = j.at("stderr_path").get<std::string>();
     s.env = j.at("env").get<std::vector<std::string>>();
+    // Absent in the folders of steps an older agent started.
+    s.array_job_id = j.value("array_job_id", uint64_t{0});
+    s.array_task_id = j.value("array_task_id", -1);
     s.node_name = j.at("node_name").get<std::string>();
     s.node_rank = j.at("node_rank").get<int>();
     s.nodes = j.at("nodes").get<std::vector<std::string>>();

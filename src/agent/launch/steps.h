@@ -41,9 +41,11 @@ struct StepRequest {
   std::string command;  // shell command, or the batch script's text when `script`
   bool script = false;
   std::string work_dir;          // empty: the user's home directory
-  std::string stdout_path;       // absolute or relative to work_dir; %j is the job id, %u the user,
-  std::string stderr_path;       // %N the node name; empty: "shoal-%j.out" (stderr joins stdout)
+  std::string stdout_path;       // absolute or relative to work_dir, with sbatch's %-patterns
+  std::string stderr_path;       // (ResolveOutputPath); empty: "shoal-%j.out" (stderr joins stdout)
   std::vector<std::string> env;  // KEY=VALUE from the job spec, before Shoal's own variables
+  uint64_t array_job_id = 0;     // an array task's array (0: not an array task)
+  int array_task_id = -1;        // its index in the array
 
   // Placement.
   std::string node_name;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -168,37 +169,72 @@ bool StderrJoinsStdout(const StepRequest& step) {
   return step.stderr_path.empty() || step.stderr_path == step.stdout_path;
 }
 
+namespace {
+
+// Slurm's NO_VAL, which sbatch writes for %a of a job that is not an array.
+constexpr uint64_t kSlurmNoValue = 4294967294;
+
+// One %-sequence's value: numeric ones may be zero-padded, text ones not.
+// nullopt: not a pattern letter (the sequence stays as written).
+std::optional<std::string> PatternValue(const StepRequest& step, char letter, int rank,
+                                        size_t width) {
+  auto number = [width](uint64_t v) { return fmt::format("{:0{}}", v, width); };
+  switch (letter) {
+    case 'j':
+      return number(step.job);
+    case 'A':
+      return number(step.array_job_id != 0 ? step.array_job_id : step.job);
+    case 'a':
+      return number(step.array_task_id >= 0 ? static_cast<uint64_t>(step.array_task_id)
+                                            : kSlurmNoValue);
+    case 'n':
+      return number(static_cast<uint64_t>(step.node_rank));
+    case 't':
+      return number(static_cast<uint64_t>(rank));
+    case 'x':
+      return step.job_name;
+    case 'u':
+      return step.user;
+    case 'N':
+      return step.node_name;
+    case 's':
+      return std::string("batch");
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
 std::string ResolveOutputPath(const StepRequest& step, bool stderr_stream, int rank) {
   std::string_view pattern = step.stdout_path;
   if (stderr_stream && !step.stderr_path.empty()) pattern = step.stderr_path;
   if (pattern.empty()) pattern = kDefaultOutput;
   std::string path;
   for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+    if (pattern[i] != '%') {
       path += pattern[i];
       continue;
     }
-    switch (pattern[++i]) {
-      case 'j':
-        path += std::to_string(step.job);
-        break;
-      case 'u':
-        path += step.user;
-        break;
-      case 'N':
-        path += step.node_name;
-        break;
-      case 't':
-        path += std::to_string(rank);
-        break;
-      case '%':
-        path += '%';
-        break;
-      default:
-        path += '%';
-        path += pattern[i];
-        break;  // unknown: kept as written
+    if (i + 1 < pattern.size() && pattern[i + 1] == '%') {
+      path += '%';
+      ++i;
+      continue;
     }
+    size_t end = i + 1;  // past the optional width
+    size_t width = 0;
+    while (end < pattern.size() && end - i <= 2 && pattern[end] >= '0' && pattern[end] <= '9') {
+      width = width * 10 + static_cast<size_t>(pattern[end] - '0');
+      ++end;
+    }
+    std::optional<std::string> value;
+    if (end < pattern.size()) value = PatternValue(step, pattern[end], rank, width);
+    if (!value) {
+      path += '%';  // not a pattern: kept as written
+      continue;
+    }
+    path += *value;
+    i = end;
   }
   if (!path.starts_with('/')) {
     path = step.work_dir.ends_with('/') ? step.work_dir + path : step.work_dir + "/" + path;

@@ -31,9 +31,13 @@ int WorldSize(const StepRequest& step);
 // The global rank of this node's first task.
 int FirstRank(const StepRequest& step);
 
-// Where a task's stdout (or stderr) goes: the pattern with %j (job id), %u
-// (user), %N (node name), %t (the task's global rank) and %% expanded,
-// under work_dir when relative. stderr with no pattern of its own shares
+// Where a task's stdout (or stderr) goes: the pattern expanded as sbatch
+// does (checked against Slurm 22.05): %j job id, %x job name, %A array job
+// id (the job id when not an array), %a array task id (4294967294 when not
+// an array), %N node name, %n node rank, %t task rank, %u user, %s step
+// ("batch"), %% a percent sign; a width between % and a numeric letter
+// zero-pads it (%4a: 0007); any other %-sequence stays as written. Relative
+// paths are under work_dir. stderr with no pattern of its own shares
 // stdout's file. work_dir must be resolved already (absolute).
 std::string ResolveOutputPath(const StepRequest& step, bool stderr_stream, int rank);
 // Whether stderr goes to the same file as stdout for every task.

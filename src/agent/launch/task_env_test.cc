@@ -207,8 +207,13 @@ TEST(ResolveOutputPath, PatternsAndWorkDir) {
       {"", "", true, 0, "/home/alice/run/shoal-42.out"},  // stderr joins stdout
       {"logs/%u-%j.%N.out", "", false, 0, "/home/alice/run/logs/alice-42.gpu-b.out"},
       {"/tmp/o-%j-%t.txt", "/tmp/e-%j-%t.txt", true, 3, "/tmp/e-42-3.txt"},
-      {"100%%-%x", "", false, 0, "/home/alice/run/100%-%x"},
+      {"100%%-%x", "", false, 0, "/home/alice/run/100%-train"},
       {"trailing%", "", false, 0, "/home/alice/run/trailing%"},
+      {"%q-%-%5", "", false, 0, "/home/alice/run/%q-%-%5"},  // not patterns: kept
+      // What sbatch wrote for the same patterns (Slurm 22.05, a job that is
+      // not an array): %A is the job id, %a Slurm's NO_VAL, %s "batch".
+      {"/o-%j-%x-%A-%a-%n-%t-%s-%4j-%5a", "", false, 0,
+       "/o-42-train-42-4294967294-1-0-batch-0042-4294967294"},
   };
   for (const Case& c : cases) {
     StepRequest s = TwoNodeStep();
@@ -216,6 +221,17 @@ TEST(ResolveOutputPath, PatternsAndWorkDir) {
     s.stderr_path = c.stderr_path;
     EXPECT_EQ(ResolveOutputPath(s, c.stderr_stream, c.rank), c.expected) << c.stdout_path;
   }
+}
+
+TEST(ResolveOutputPath, ArrayTasksWriteTheirOwnFiles) {
+  StepRequest s = TwoNodeStep();
+  s.job = 43;
+  s.array_job_id = 40;
+  s.array_task_id = 7;
+  s.stdout_path = "/r/%x-%A_%a.out";
+  EXPECT_EQ(ResolveOutputPath(s, false, 0), "/r/train-40_7.out");
+  s.stdout_path = "/r/%A-%3a.%j";
+  EXPECT_EQ(ResolveOutputPath(s, false, 0), "/r/40-007.43");
 }
 
 TEST(MergeEnvironment, OverridesKeepTheirPlace) {

@@ -1,0 +1,60 @@
+// The agent's configuration file: its [agent] table, read by config/server_file.h.
+#include "agent/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace shoal::agent {
+namespace {
+
+// Loads `text` as a configuration file (written, read, removed).
+Status LoadConfigText(const std::string& text, AgentConfig& c) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("shoal-agent-config-test-" + std::to_string(::getpid()) + ".toml"))
+                               .string();
+  std::ofstream(path) << text;
+  Status s = LoadAgentConfig(path, c);
+  std::filesystem::remove(path);
+  return s;
+}
+
+TEST(AgentConfigTest, TypedValuesReachTheirSettings) {
+  AgentConfig c;
+  Status loaded = LoadConfigText(R"([agent]
+name = "gpu01"
+labels = ["ib", "nvme"]
+heartbeat = "2s"
+cpus = 64
+allow_root_jobs = true
+)",
+                                 c);
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  EXPECT_EQ(c.agent.name, "gpu01");
+  EXPECT_EQ(c.agent.labels, (std::vector<std::string>{"ib", "nvme"}));
+  EXPECT_EQ(c.agent.heartbeat, std::chrono::seconds(2));
+  EXPECT_EQ(c.agent.cpu_milli, 64'000);
+  EXPECT_TRUE(c.allow_root_jobs) << "a TOML boolean arrives as \"true\"";
+}
+
+TEST(AgentConfigTest, MistakesAreErrors) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"[agnet]\nname = \"x\"\n", ":1: unknown key 'agnet' (did you mean 'agent'?)"},
+      {"[agent]\nheartbeat = \"soon\"\n", "heartbeat:"},
+      {"[agent]\nlabels = [1]\n", ":2: agent.labels: must be a list of strings"},
+      {"[agent]\nservre = \"x\"\n", "unknown agent setting 'servre'"},
+  };
+  for (const auto& [text, want] : cases) {
+    AgentConfig c;
+    Status s = LoadConfigText(text, c);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+  }
+  AgentConfig c;
+  EXPECT_EQ(LoadAgentConfig("/nonexistent/agent.toml", c).code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace shoal::agent

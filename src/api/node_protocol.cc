@@ -1,0 +1,279 @@
+#include "api/node_protocol.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "api/json.h"
+#include "api/json_reader.h"
+
+namespace shoal::api {
+
+namespace {
+
+// Seconds since 1970 beyond the year 2286 are a mistake (and would overflow
+// the clock's milliseconds).
+constexpr double kMaxUnixSeconds = 1e10;
+
+// A GPU entry's telemetry fields: all of them or none.
+constexpr std::array<const char*, 13> kTelemetryKeys = {
+    "util",       "mem_copy_util", "fb_used_mib", "fb_free_mib",   "power_w",
+    "temp_c",     "sm_clock_mhz",  "energy_j",    "ecc_corrected", "ecc_uncorrected",
+    "xid_errors", "last_xid",      "clock_events"};
+
+Result<JobEvent> EventFromJson(const Json& j, const std::string& path) {
+  ObjectReader f(j, path);
+  JobEvent e;
+  uint64_t job = 0;
+  std::string type;
+  f.Required("type", &type);
+  f.Required("job", &job);
+  f.Required("epoch", &e.epoch);
+  f.Optional("exit_code", &e.exit_code);
+  f.Optional("signal", &e.signal);
+  f.Optional("message", &e.message);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (type != "started" && type != "exited") {
+    return InvalidArgument(
+        fmt::format("{}.type must be \"started\" or \"exited\", not \"{}\"", path, type));
+  }
+  if (e.signal < 0 || e.signal > 127)
+    return InvalidArgument(fmt::format("{}.signal must be 0 to 127", path));
+  e.kind = type == "started" ? JobEvent::kStarted : JobEvent::kExited;
+  e.job = JobId(job);
+  return e;
+}
+
+Result<std::pair<JobId, uint64_t>> RunningFromJson(const Json& j, const std::string& path) {
+  ObjectReader f(j, path);
+  uint64_t job = 0, epoch = 0;
+  f.Required("job", &job);
+  f.Required("epoch", &epoch);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  return std::make_pair(JobId(job), epoch);
+}
+
+Status CheckTelemetry(const GpuTelemetry& t, const std::string& path) {
+  auto out_of_range = [&](const char* key, const char* range) {
+    return InvalidArgument(fmt::format("{}.{} must be {}", path, key, range));
+  };
+  if (t.util_pct < 0 || t.util_pct > 100) return out_of_range("util", "0 to 100");
+  if (t.mem_copy_util_pct < 0 || t.mem_copy_util_pct > 100)
+    return out_of_range("mem_copy_util", "0 to 100");
+  if (t.fb_used_mib < 0) return out_of_range("fb_used_mib", "at least 0");
+  if (t.fb_free_mib < 0) return out_of_range("fb_free_mib", "at least 0");
+  if (t.power_w < 0) return out_of_range("power_w", "at least 0");
+  if (t.sm_clock_mhz < 0) return out_of_range("sm_clock_mhz", "at least 0");
+  if (t.energy_j < 0) return out_of_range("energy_j", "at least 0");
+  if (t.last_xid < 0) return out_of_range("last_xid", "at least 0");
+  return Status::Ok();
+}
+
+Result<GpuReport> GpuReportFromJson(const Json& j, const std::string& path) {
+  ObjectReader f(j, path);
+  GpuReport g;
+  f.Required("index", &g.index);
+  f.Optional("healthy", &g.healthy);
+  f.Optional("reason", &g.health_reason);
+  // Telemetry is all or nothing: a key present makes every key required, so
+  // that a renamed or missing one is an error, never a silent 0.
+  bool any = false;
+  if (j.is_object()) {
+    for (const char* key : kTelemetryKeys)
+      any = any || j.contains(key);
+  }
+  if (any) {
+    GpuTelemetry& t = g.telemetry;
+    t.present = true;
+    f.Required("util", &t.util_pct);
+    f.Required("mem_copy_util", &t.mem_copy_util_pct);
+    f.Required("fb_used_mib", &t.fb_used_mib);
+    f.Required("fb_free_mib", &t.fb_free_mib);
+    f.Required("power_w", &t.power_w);
+    f.Required("temp_c", &t.temperature_c);
+    f.Required("sm_clock_mhz", &t.sm_clock_mhz);
+    f.Required("energy_j", &t.energy_j);
+    f.Required("ecc_corrected", &t.ecc_corrected);
+    f.Required("ecc_uncorrected", &t.ecc_uncorrected);
+    f.Required("xid_errors", &t.xid_errors);
+    f.Required("last_xid", &t.last_xid);
+    f.Required("clock_events", &t.clock_events);
+  }
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (g.index < 0 || g.index >= kMaxGpusPerNode) {
+    return InvalidArgument(
+        fmt::format("{}.index must be 0 to {}, not {}", path, kMaxGpusPerNode - 1, g.index));
+  }
+  if (any) SHOAL_RETURN_IF_ERROR(CheckTelemetry(g.telemetry, path));
+  return g;
+}
+
+Json ToJson(const JobEvent& e) {
+  Json j = {{"type", e.kind == JobEvent::kStarted ? "started" : "exited"},
+            {"job", e.job.value()},
+            {"epoch", e.epoch},
+            {"exit_code", e.exit_code},
+            {"signal", e.signal}};
+  if (!e.message.empty()) j["message"] = e.message;
+  return j;
+}
+
+Json ToJson(const GpuReport& g) {
+  Json j = {{"index", g.index}, {"healthy", g.healthy}};
+  if (!g.health_reason.empty()) j["reason"] = g.health_reason;
+  const GpuTelemetry& t = g.telemetry;
+  if (!t.present) return j;
+  j["util"] = t.util_pct;
+  j["mem_copy_util"] = t.mem_copy_util_pct;
+  j["fb_used_mib"] = t.fb_used_mib;
+  j["fb_free_mib"] = t.fb_free_mib;
+  j["power_w"] = t.power_w;
+  j["temp_c"] = t.temperature_c;
+  j["sm_clock_mhz"] = t.sm_clock_mhz;
+  j["energy_j"] = t.energy_j;
+  j["ecc_corrected"] = t.ecc_corrected;
+  j["ecc_uncorrected"] = t.ecc_uncorrected;
+  j["xid_errors"] = t.xid_errors;
+  j["last_xid"] = t.last_xid;
+  j["clock_events"] = t.clock_events;
+  return j;
+}
+
+}  // namespace
+
+Json ToJson(const LaunchMessage& m) {
+  Json j = {{"job", m.job.value()},     {"epoch", m.epoch},
+            {"spec", ToJson(m.spec)},   {"allocation", ToJson(m.allocation)},
+            {"node_rank", m.node_rank}, {"nodes", m.nodes},
+            {"addresses", m.addresses}, {"master_port", m.master_port}};
+  if (m.not_after != Time{}) j["not_after"] = ToSeconds(m.not_after);
+  if (m.array_task_id >= 0) {
+    j["array_job_id"] = m.array_job_id;
+    j["array_task_id"] = m.array_task_id;
+  }
+  return j;
+}
+
+Result<LaunchMessage> LaunchFromJson(const Json& j) {
+  ObjectReader f(j, "launch");
+  LaunchMessage m;
+  uint64_t job = 0;
+  Json spec, allocation;
+  double not_after = 0;
+  f.Required("job", &job);
+  f.Required("epoch", &m.epoch);
+  f.Required("spec", &spec);
+  f.Required("allocation", &allocation);
+  f.Required("node_rank", &m.node_rank);
+  f.Required("nodes", &m.nodes);
+  f.Required("addresses", &m.addresses);
+  f.Optional("master_port", &m.master_port);
+  f.Optional("not_after", &not_after);
+  // An array task names both its array and its index.
+  const bool array_task = f.Has("array_task_id") || f.Has("array_job_id");
+  if (array_task) {
+    f.Required("array_job_id", &m.array_job_id);
+    f.Required("array_task_id", &m.array_task_id);
+  }
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (m.nodes.empty() || m.nodes.size() > kMaxLaunchNodes) {
+    return InvalidArgument(fmt::format("launch.nodes must name 1 to {} nodes, not {}",
+                                       kMaxLaunchNodes, m.nodes.size()));
+  }
+  if (m.addresses.size() != m.nodes.size()) {
+    return InvalidArgument(fmt::format("launch.addresses has {} entries for {} nodes",
+                                       m.addresses.size(), m.nodes.size()));
+  }
+  if (m.node_rank < 0 || static_cast<size_t>(m.node_rank) >= m.nodes.size()) {
+    return InvalidArgument(
+        fmt::format("launch.node_rank must be 0 to {}, not {}", m.nodes.size() - 1, m.node_rank));
+  }
+  if (m.master_port < 0 || m.master_port > 65535)
+    return InvalidArgument("launch.master_port must be 0 to 65535");
+  if (array_task && m.array_task_id < 0)
+    return InvalidArgument("launch.array_task_id cannot be negative");
+  if (not_after < 0 || not_after > kMaxUnixSeconds)
+    return InvalidArgument("launch.not_after must be Unix seconds, before the year 2286");
+  if (not_after > 0) m.not_after = TimeFromSeconds(not_after);
+  m.job = JobId(job);
+  auto s = JobSpecFromJson(spec);
+  if (!s.ok()) return s.status().WithContext("launch.spec");
+  m.spec = std::move(s).value();
+  SHOAL_ASSIGN_OR_RETURN(m.allocation, NodeAllocationFromJson(allocation, "launch.allocation"));
+  return m;
+}
+
+Json ToJson(const KillMessage& m) {
+  return {
+      {"job", m.job.value()}, {"epoch", m.epoch}, {"grace_s", ToSeconds(m.grace)}, {"why", m.why}};
+}
+
+Result<KillMessage> KillFromJson(const Json& j) {
+  ObjectReader f(j, "kill");
+  KillMessage m;
+  uint64_t job = 0;
+  double grace_s = ToSeconds(m.grace);
+  f.Required("job", &job);
+  f.Required("epoch", &m.epoch);
+  f.Optional("grace_s", &grace_s);
+  f.Optional("why", &m.why);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (grace_s < 0 || grace_s > kMaxKillGraceS) {
+    return InvalidArgument(
+        fmt::format("kill.grace_s must be 0 to {}, not {}", kMaxKillGraceS, grace_s));
+  }
+  m.job = JobId(job);
+  m.grace = DurationFromSeconds(grace_s);
+  return m;
+}
+
+Json ToJson(const Heartbeat& hb) {
+  Json running = Json::array();
+  for (const auto& [job, epoch] : hb.running)
+    running.push_back({{"job", job.value()}, {"epoch", epoch}});
+  Json events = Json::array();
+  for (const JobEvent& e : hb.events)
+    events.push_back(ToJson(e));
+  Json j = {{"running", std::move(running)}, {"events", std::move(events)}};
+  if (hb.has_gpus) {
+    Json gpus = Json::array();
+    for (const GpuReport& g : hb.gpus)
+      gpus.push_back(ToJson(g));
+    j["gpus"] = std::move(gpus);
+  }
+  return j;
+}
+
+Result<Heartbeat> HeartbeatFromJson(const Json& j) {
+  ObjectReader f(j, "heartbeat");
+  Heartbeat hb;
+  f.List("events", false, EventFromJson, &hb.events, kMaxHeartbeatSteps);
+  f.List("running", false, RunningFromJson, &hb.running, kMaxHeartbeatSteps);
+  hb.has_gpus = f.Has("gpus");
+  f.List("gpus", false, GpuReportFromJson, &hb.gpus, kMaxGpusPerNode);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  uint64_t seen = 0;
+  for (size_t i = 0; i < hb.gpus.size(); ++i) {
+    const uint64_t bit = uint64_t{1} << hb.gpus[i].index;
+    if (seen & bit) {
+      return InvalidArgument(
+          fmt::format("heartbeat.gpus[{}]: GPU {} is reported twice", i, hb.gpus[i].index));
+    }
+    seen |= bit;
+  }
+  return hb;
+}
+
+Json RegistrationToJson(const Node& node) {
+  return ToJson(node);
+}
+
+Result<Node> RegistrationFromJson(const Json& j) {
+  SHOAL_ASSIGN_OR_RETURN(Node n, NodeFromJson(j));
+  if (n.address.empty())
+    return InvalidArgument("node.address (where the agent listens) is missing");
+  return n;
+}
+
+}  // namespace shoal::api

@@ -1,0 +1,125 @@
+// The node protocol: the messages between `shoal server` and `shoal agent`
+// (docs/api.md, "Agent side"), defined once for both.
+//
+//   agent -> server  POST /v1/nodes/register         a Node (ToJson(Node) in json.h)
+//   agent -> server  POST /v1/nodes/{name}/heartbeat a Heartbeat
+//   server -> agent  POST /v1/launch                 a LaunchMessage
+//   server -> agent  POST /v1/kill                   a KillMessage
+//
+// Each message has an encoder (ToJson) and a strict decoder: an unknown
+// field, a field of the wrong type, a missing required field or a value out
+// of range is an error that names the field with its path
+// ("heartbeat.gpus[1].util must be a number"). Nothing is read as a silent
+// default: a GPU entry with telemetry carries every telemetry field.
+//
+// This header declares the JSON type without including nlohmann/json, so the
+// server's and the agent's headers may include it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/ids.h"
+#include "core/job.h"
+#include "core/status.h"
+#include "core/time.h"
+
+namespace shoal::api {
+
+using Json = nlohmann::json;
+
+// Limits of the decoders, beyond which a message is refused.
+inline constexpr size_t kMaxLaunchNodes = 100000;    // as JobSpec::Validate
+inline constexpr size_t kMaxHeartbeatSteps = 65536;  // running steps, and events, per beat
+inline constexpr double kMaxKillGraceS = 3600;
+
+// POST /v1/launch: run this node's part of a job (one epoch of it).
+struct LaunchMessage {
+  JobId job;
+  uint64_t epoch = 0;
+  JobSpec spec;
+  NodeAllocation allocation;  // this node's part
+  int node_rank = 0;
+  std::vector<std::string> nodes;      // every node of the job, in rank order
+  std::vector<std::string> addresses;  // their agents' addresses, same order
+  int master_port = 0;                 // 0..65535
+  uint64_t array_job_id = 0;           // for array tasks
+  int array_task_id = -1;              // -1: not an array task
+  // After this the server takes the launch as lost and runs the job again
+  // under a new epoch: an agent refuses the order then. Time{}: no limit.
+  Time not_after{};
+};
+
+// POST /v1/kill: stop a job's step (SIGTERM, then SIGKILL after `grace`).
+struct KillMessage {
+  JobId job;
+  uint64_t epoch = 0;
+  Duration grace{std::chrono::seconds(10)};  // "grace_s", 0..kMaxKillGraceS; absent: 10 s
+  std::string why;
+};
+
+// A step that started or ended, in a heartbeat.
+struct JobEvent {
+  JobId job;
+  uint64_t epoch = 0;
+  enum Kind { kStarted, kExited } kind = kExited;
+  int exit_code = 0;
+  int signal = 0;
+  std::string message;
+};
+
+// One GPU's telemetry as the agent read it (see agent/gpu/provider.h).
+struct GpuTelemetry {
+  bool present = false;  // the heartbeat carried telemetry for this GPU
+  double util_pct = 0;
+  double mem_copy_util_pct = 0;
+  int64_t fb_used_mib = 0;
+  int64_t fb_free_mib = 0;
+  double power_w = 0;
+  double temperature_c = 0;
+  double sm_clock_mhz = 0;
+  double energy_j = 0;
+  uint64_t ecc_corrected = 0;
+  uint64_t ecc_uncorrected = 0;
+  uint64_t xid_errors = 0;
+  int last_xid = 0;
+  uint64_t clock_events = 0;  // NVML's clock-event (throttle) reason bits
+};
+
+struct GpuReport {
+  int index = 0;  // 0..kMaxGpusPerNode-1, each at most once per beat
+  bool healthy = true;
+  std::string health_reason;  // "reason"
+  GpuTelemetry telemetry;
+};
+
+// POST /v1/nodes/{name}/heartbeat.
+struct Heartbeat {
+  std::vector<JobEvent> events;
+  std::vector<std::pair<JobId, uint64_t>> running;  // (job, epoch) the agent runs now
+  // The GPUs' health and telemetry, when the beat carries them: agents send
+  // them on their telemetry tick, not on the extra beats that report a step's
+  // end at once; a beat without them leaves the last ones in place.
+  bool has_gpus = true;
+  std::vector<GpuReport> gpus;  // at most kMaxGpusPerNode
+};
+
+Json ToJson(const LaunchMessage& m);
+Result<LaunchMessage> LaunchFromJson(const Json& j);
+
+Json ToJson(const KillMessage& m);
+Result<KillMessage> KillFromJson(const Json& j);
+
+Json ToJson(const Heartbeat& hb);
+Result<Heartbeat> HeartbeatFromJson(const Json& j);
+
+// The registration body is the node's JSON (ToJson(Node), json.h); its
+// decoder also requires the agent's address.
+Json RegistrationToJson(const Node& node);
+Result<Node> RegistrationFromJson(const Json& j);
+
+}  // namespace shoal::api

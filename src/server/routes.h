@@ -1,0 +1,98 @@
+// The HTTP API's routes, one file per resource (routes_*.cc), and what they
+// share: the server's parts they reach, authentication and the JSON replies.
+// Internal to the server: included by server.cc and routes_*.cc only (it
+// brings httplib and nlohmann/json along).
+#pragma once
+
+#include <httplib.h>
+
+#include <string>
+
+#include "api/json.h"
+#include "core/job.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "core/time.h"
+#include "server/auth.h"
+#include "server/loop.h"
+#include "server/server.h"
+#include "server/telemetry_store.h"
+#include "state/store.h"
+
+namespace shoal::server::routes {
+
+using api::Json;
+
+// What the handlers use of the server. It lives as long as the server; the
+// handlers run on the HTTP threads and reach the controller only through the
+// loop.
+struct Context {
+  ControlLoop& loop;
+  state::Store& store;  // the history, for jobs the controller no longer holds
+  TelemetryStore& telemetry;
+  const TokenCache& tokens;
+  const Clock& clock;
+  const ServerOptions& options;
+  const std::string& node_token;  // for requests to the agents
+
+  Result<Identity> Auth(const httplib::Request& req) const {
+    return tokens.Authenticate(req.get_header_value("Authorization"));
+  }
+};
+
+inline void Reply(httplib::Response& res, const Status& s) {
+  res.status = api::HttpStatus(s);
+  res.set_content(api::ErrorBody(s).dump(), "application/json");
+}
+
+inline void Reply(httplib::Response& res, const Json& body, int status = 200) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+template <typename T>
+void Reply(httplib::Response& res, const Result<T>& r, int status = 200) {
+  if (!r.ok()) {
+    Reply(res, r.status());
+    return;
+  }
+  Reply(res, *r, status);
+}
+
+// A route's handler, with the server's parts at hand.
+using Handler = void (*)(const Context& ctx, const httplib::Request& req, httplib::Response& res);
+// One for an authenticated caller: the route answers 401 before it runs
+// when the request carries no valid token.
+using AuthedHandler = void (*)(const Context& ctx, const Identity& who, const httplib::Request& req,
+                               httplib::Response& res);
+
+inline httplib::Server::Handler Handle(const Context& ctx, Handler h) {
+  return [c = &ctx, h](const httplib::Request& req, httplib::Response& res) { h(*c, req, res); };
+}
+
+inline httplib::Server::Handler HandleAuthed(const Context& ctx, AuthedHandler h) {
+  return [c = &ctx, h](const httplib::Request& req, httplib::Response& res) {
+    auto who = c->Auth(req);
+    if (!who.ok()) {
+      Reply(res, who.status());
+      return;
+    }
+    h(*c, *who, req, res);
+  };
+}
+
+// The job id of a route whose first group is (\d+).
+inline Result<JobId> JobIdOf(const httplib::Request& req) {
+  auto v = ParseInt(req.matches[1].str());
+  if (!v.ok() || *v <= 0) return InvalidArgument("bad job id");
+  return JobId(static_cast<uint64_t>(*v));
+}
+
+// Each adds its resource's routes to `http`; `ctx` must outlive `http`.
+void AddJobRoutes(httplib::Server& http, const Context& ctx);      // jobs, their logs, history
+void AddNodeRoutes(httplib::Server& http, const Context& ctx);     // nodes and what agents send
+void AddAccountRoutes(httplib::Server& http, const Context& ctx);  // whoami, partitions,
+                                                                   // accounts, tokens
+void AddMetricsRoutes(httplib::Server& http, const Context& ctx);  // /metrics, stats, series
+
+}  // namespace shoal::server::routes

@@ -1,0 +1,256 @@
+// /v1/jobs (submit, list, show, output, cancel/hold/release/requeue,
+// priority) and /v1/history.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "net/http_client.h"
+#include "server/routes.h"
+
+namespace shoal::server::routes {
+
+namespace {
+
+// ?state=pending,running,... (empty: every state); *err says which is unknown.
+std::vector<JobState> ParseStates(const std::string& text, Status* err) {
+  std::vector<JobState> out;
+  if (text.empty()) return out;
+  for (std::string_view s : Split(text, ',')) {
+    auto st = ParseJobState(s);
+    if (!st.ok()) {
+      *err = st.status();
+      return {};
+    }
+    out.push_back(*st);
+  }
+  return out;
+}
+
+void Submit(const Context& ctx, const Identity& who, const httplib::Request& req,
+            httplib::Response& res) {
+  auto body = api::Parse(req.body);
+  if (!body.ok()) return Reply(res, body.status());
+  auto spec = api::JobSpecFromJson(*body);
+  if (!spec.ok()) return Reply(res, spec.status());
+  Reply(res, ctx.loop.Call<Json>([who, s = std::move(*spec)](Controller& c, Time now) mutable {
+    return c.Submit(who, std::move(s), now);
+  }),
+        201);
+}
+
+// The ended jobs in `f`'s states that the store has and the controller did
+// not list (`listed`), newest first, at most 1,000.
+Result<std::vector<Job>> EndedBeforeTheController(const Context& ctx, const Identity& who,
+                                                  const JobFilter& f,
+                                                  const std::set<uint64_t>& listed) {
+  state::HistoryQuery q;
+  for (JobState s : f.states) {
+    if (IsTerminal(s)) q.states.push_back(s);
+  }
+  if (q.states.empty()) return std::vector<Job>{};
+  q.user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
+  q.limit = 1000;
+  SHOAL_ASSIGN_OR_RETURN(std::vector<Job> jobs, ctx.store.History(q));
+  std::erase_if(jobs, [&](const Job& j) { return listed.count(j.id.value()) > 0; });
+  return jobs;
+}
+
+void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& req,
+              httplib::Response& res) {
+  JobFilter f;
+  f.user = req.get_param_value("user");
+  f.all_users = req.get_param_value("all") == "1";
+  Status err;
+  f.states = ParseStates(req.get_param_value("state"), &err);
+  if (!err.ok()) return Reply(res, err);
+  // The loop hands back views of the jobs; the JSON is built here, off
+  // its thread, one job at a time (no document of every job at once).
+  auto views = ctx.loop.Call<std::vector<JobView>>(
+      [who, f](Controller& c, Time) -> Result<std::vector<JobView>> {
+        SHOAL_ASSIGN_OR_RETURN(auto jobs, c.ListJobs(who, f));
+        std::vector<JobView> out;
+        out.reserve(jobs.size());
+        for (auto& j : jobs)
+          out.push_back(c.View(std::move(j)));
+        return out;
+      });
+  if (!views.ok()) return Reply(res, views.status());
+  std::string body = "{\"jobs\":[";
+  std::set<uint64_t> listed;
+  for (size_t i = 0; i < views->size(); ++i) {
+    if (i > 0) body += ',';
+    body += JobViewJson((*views)[i]).dump();
+    listed.insert((*views)[i].job->id.value());
+  }
+  // The controller holds the jobs that ended since it started; those that
+  // ended before (a restart) come from the history.
+  auto older = EndedBeforeTheController(ctx, who, f, listed);
+  if (!older.ok()) return Reply(res, older.status());
+  for (const Job& j : *older) {
+    if (body.back() != '[') body += ',';
+    body += api::ToJson(j).dump();
+  }
+  body += "]}";
+  res.status = 200;
+  res.set_content(std::move(body), "application/json");
+}
+
+void ShowJob(const Context& ctx, const Identity& who, const httplib::Request& req,
+             httplib::Response& res) {
+  auto id = JobIdOf(req);
+  if (!id.ok()) return Reply(res, id.status());
+  auto r = ctx.loop.Call<Json>([who, id = *id](Controller& c, Time) { return c.ShowJob(who, id); });
+  if (r.ok() || r.status().code() != StatusCode::kNotFound) return Reply(res, r);
+  // Not in memory: the history may have it.
+  auto old = ctx.store.FindJob(*id);
+  if (!old.ok()) return Reply(res, old.status());
+  if (!*old) return Reply(res, r.status());
+  if (!who.admin() && (*old)->spec.user != who.user) {
+    return Reply(res, Status(StatusCode::kPermissionDenied, "that job belongs to another user"));
+  }
+  Reply(res, api::ToJson(**old));
+}
+
+// Where a job's output lies: the controller knows for the jobs it holds,
+// the history for older ones.
+Result<Controller::OutputSource> OutputSourceOf(const Context& ctx, const Identity& who, JobId id) {
+  auto where = ctx.loop.Call<Controller::OutputSource>(
+      [who, id](Controller& c, Time) { return c.OutputOf(who, id, nullptr); });
+  if (!where.ok() && where.status().code() == StatusCode::kNotFound) {
+    auto stored = ctx.store.FindJob(id);
+    if (!stored.ok()) return stored.status();
+    if (*stored) {
+      where = ctx.loop.Call<Controller::OutputSource>(
+          [who, id, job = **stored](Controller& c, Time) { return c.OutputOf(who, id, &job); });
+    }
+  }
+  return where;
+}
+
+// A chunk of a job's output (?stream=stdout|stderr&offset=N), read from
+// the agent of its first node. The body is the raw bytes; X-Shoal-Size is
+// the file's size, so that `shoal logs -f` knows where to read on.
+void JobOutput(const Context& ctx, const Identity& who, const httplib::Request& req,
+               httplib::Response& res) {
+  auto id = JobIdOf(req);
+  if (!id.ok()) return Reply(res, id.status());
+  const std::string stream = req.has_param("stream") ? req.get_param_value("stream") : "stdout";
+  if (stream != "stdout" && stream != "stderr")
+    return Reply(res, InvalidArgument("stream is stdout or stderr"));
+  auto offset =
+      req.has_param("offset") ? ParseInt(req.get_param_value("offset")) : Result<int64_t>(0);
+  if (!offset.ok() || *offset < 0)
+    return Reply(res, InvalidArgument("offset must be a number of bytes"));
+  auto where = OutputSourceOf(ctx, who, *id);
+  if (!where.ok()) return Reply(res, where.status());
+  auto agent = net::HttpClient::Connect(where->address, {.token = ctx.node_token,
+                                                         .connect_timeout_ms = 2000,
+                                                         .read_timeout_ms = 10000,
+                                                         .keep_alive = false});
+  if (!agent.ok()) return Reply(res, agent.status());
+  auto r = (*agent)->Get(
+      fmt::format("/v1/jobs/{}/output?stream={}&offset={}", id->value(), stream, *offset));
+  if (!r.ok()) {
+    return Reply(res,
+                 Status(StatusCode::kUnavailable, fmt::format("cannot reach the agent of {}: {}",
+                                                              where->node, r.status().message())));
+  }
+  if (r->status != 200) {
+    res.status = r->status;
+    res.set_content(r->body, "application/json");
+    return;
+  }
+  res.status = 200;
+  for (const char* h : {"X-Shoal-Size", "X-Shoal-Path"}) {
+    if (auto v = r->headers.find(h); v != r->headers.end()) res.set_header(h, v->second);
+  }
+  res.set_header("X-Shoal-Node", where->node);
+  res.set_content(std::move(r->body), "application/octet-stream");
+}
+
+// cancel, hold, release or requeue (the route's second group).
+void JobAction(const Context& ctx, const Identity& who, const httplib::Request& req,
+               httplib::Response& res) {
+  auto id = JobIdOf(req);
+  if (!id.ok()) return Reply(res, id.status());
+  const std::string action = req.matches[2].str();
+  auto r = ctx.loop.Call<Json>([who, id = *id, action](Controller& c, Time now) -> Result<Json> {
+    Status s = action == "cancel"    ? c.Cancel(who, id, now)
+               : action == "hold"    ? c.Hold(who, id, now)
+               : action == "release" ? c.Release(who, id, now)
+                                     : c.Requeue(who, id, now);
+    if (!s.ok()) return s;
+    return Json{{"job", id.value()}, {"done", action}};
+  });
+  Reply(res, r);
+}
+
+void SetPriority(const Context& ctx, const Identity& who, const httplib::Request& req,
+                 httplib::Response& res) {
+  auto id = JobIdOf(req);
+  if (!id.ok()) return Reply(res, id.status());
+  auto body = api::Parse(req.body);
+  if (!body.ok()) return Reply(res, body.status());
+  if (!body->is_object() || body->size() != 1 || !body->contains("priority") ||
+      !(*body)["priority"].is_number_integer()) {
+    return Reply(res, InvalidArgument("only {\"priority\": N} can be changed"));
+  }
+  const int64_t p = (*body)["priority"].get<int64_t>();
+  Reply(res, ctx.loop.Call<Json>([who, id = *id, p](Controller& c, Time now) -> Result<Json> {
+    SHOAL_RETURN_IF_ERROR(c.SetPriority(who, id, p, now));
+    return Json{{"job", id.value()}, {"priority", p}};
+  }));
+}
+
+void History(const Context& ctx, const Identity& who, const httplib::Request& req,
+             httplib::Response& res) {
+  state::HistoryQuery q;
+  q.user = req.get_param_value("user");
+  if (req.get_param_value("all") == "1") {
+    if (!who.admin())
+      return Reply(res,
+                   Status(StatusCode::kPermissionDenied, "only admins see every user's history"));
+  } else if (q.user.empty()) {
+    q.user = who.user;
+  } else if (q.user != who.user && !who.admin()) {
+    return Reply(res, Status(StatusCode::kPermissionDenied, "you may see only your own history"));
+  }
+  q.account = req.get_param_value("account");
+  Status err;
+  q.states = ParseStates(req.get_param_value("state"), &err);
+  if (!err.ok()) return Reply(res, err);
+  if (req.has_param("since")) {
+    auto v = ParseDouble(req.get_param_value("since"));
+    if (!v.ok()) return Reply(res, v.status());
+    q.since = TimeFromSeconds(*v);
+  }
+  if (req.has_param("limit")) {
+    auto v = ParseInt(req.get_param_value("limit"));
+    if (!v.ok() || *v <= 0) return Reply(res, InvalidArgument("limit must be a positive number"));
+    q.limit = static_cast<int>(std::min<int64_t>(*v, 10000));
+  }
+  auto jobs = ctx.store.History(q);
+  if (!jobs.ok()) return Reply(res, jobs.status());
+  Json out = Json::array();
+  for (const Job& j : *jobs)
+    out.push_back(api::ToJson(j));
+  Reply(res, Json{{"jobs", out}});
+}
+
+}  // namespace
+
+void AddJobRoutes(httplib::Server& http, const Context& ctx) {
+  http.Post("/v1/jobs", HandleAuthed(ctx, Submit));
+  http.Get("/v1/jobs", HandleAuthed(ctx, ListJobs));
+  http.Get(R"(/v1/jobs/(\d+))", HandleAuthed(ctx, ShowJob));
+  http.Get(R"(/v1/jobs/(\d+)/log)", HandleAuthed(ctx, JobOutput));
+  http.Post(R"(/v1/jobs/(\d+)/(cancel|hold|release|requeue))", HandleAuthed(ctx, JobAction));
+  http.Patch(R"(/v1/jobs/(\d+))", HandleAuthed(ctx, SetPriority));
+  http.Get("/v1/history", HandleAuthed(ctx, History));
+}
+
+}  // namespace shoal::server::routes

@@ -1,0 +1,177 @@
+// The node protocol across the real encoders of both sides: the server's
+// launch and kill bodies (AgentLink) read by the agent, and the agent's
+// heartbeat (with a simulated node's telemetry) read by the protocol's
+// decoder that the server uses (api/node_protocol.h).
+#include "api/node_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "agent/gpu/provider.h"
+#include "agent/protocol.h"
+#include "api/json.h"
+#include "server/agent_link.h"
+#include "testing/fake_clock.h"
+
+namespace shoal {
+namespace {
+
+server::LaunchOrder SomeLaunch() {
+  server::LaunchOrder o;
+  o.node = "n2";
+  o.address = "10.0.0.2:6821";
+  o.job = JobId(42);
+  o.epoch = 3;
+  o.spec.name = "train";
+  o.spec.user = "alice";
+  o.spec.command = "python3 train.py";
+  o.spec.work_dir = "/home/alice";
+  o.spec.env = {{"A", "1"}};
+  o.spec.nodes = 2;
+  o.spec.gpus_per_node = 2;
+  o.spec.tasks = 3;
+  o.allocation = {.node = NodeId(2),
+                  .gpu_mask = 0b1100,
+                  .gpu_milli = 1000,
+                  .cpu_milli = 8000,
+                  .mem_mib = 65536,
+                  .exclusive = false};
+  o.node_rank = 1;
+  o.nodes = {"n1", "n2"};
+  o.addresses = {"10.0.0.1:6821", "10.0.0.2:6821"};
+  o.master_port = 29500;
+  o.array_job_id = 40;
+  o.array_task_id = 2;
+  o.not_after = TimeFromSeconds(1800000000);
+  return o;
+}
+
+api::Json Parsed(const std::string& body) {
+  auto j = api::Parse(body);
+  EXPECT_TRUE(j.ok()) << body;
+  return j.ok() ? *j : api::Json();
+}
+
+TEST(NodeProtocolCrossTest, TheServersLaunchIsTheAgentsStep) {
+  const server::LaunchOrder o = SomeLaunch();
+  auto step = agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n2");
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  EXPECT_EQ(step->job, 42u);
+  EXPECT_EQ(step->epoch, 3u);
+  EXPECT_EQ(step->user, "alice");
+  EXPECT_EQ(step->job_name, "train");
+  EXPECT_EQ(step->command, "python3 train.py");
+  EXPECT_EQ(step->work_dir, "/home/alice");
+  EXPECT_EQ(step->node_name, "n2");
+  EXPECT_EQ(step->node_rank, 1);
+  EXPECT_EQ(step->nodes, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
+  EXPECT_EQ(step->master_addr, "10.0.0.1");
+  EXPECT_EQ(step->master_port, 29500);
+  EXPECT_EQ(step->tasks_per_node, (std::vector<int>{2, 1}));
+  EXPECT_EQ(step->gpus, (std::vector<int>{2, 3}));
+  EXPECT_EQ(step->cpu_milli, 8000);
+  EXPECT_EQ(step->memory_mib, 65536);
+  EXPECT_EQ(step->not_after, o.not_after);
+  EXPECT_EQ(step->array_job_id, 40u);  // %A and %a of its output paths
+  EXPECT_EQ(step->array_task_id, 2);
+  for (const char* var : {"A=1", "SHOAL_ARRAY_JOB_ID=40", "SHOAL_ARRAY_TASK_ID=2",
+                          "SLURM_ARRAY_JOB_ID=40", "SLURM_ARRAY_TASK_ID=2"}) {
+    EXPECT_NE(std::find(step->env.begin(), step->env.end(), var), step->env.end()) << var;
+  }
+  // The order names its node: another agent refuses it.
+  auto elsewhere = agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n1");
+  ASSERT_FALSE(elsewhere.ok());
+  EXPECT_NE(elsewhere.status().message().find("not this node (n1)"), std::string::npos)
+      << elsewhere.status().message();
+}
+
+TEST(NodeProtocolCrossTest, TheAgentRefusesAStrayField) {
+  api::Json j = Parsed(server::AgentLink::LaunchBody(SomeLaunch()));
+  j["gpu_count"] = 2;
+  auto step = agent::StepFromLaunch(j, "n2");
+  ASSERT_FALSE(step.ok());
+  EXPECT_NE(step.status().message().find("launch: unknown field 'gpu_count'"), std::string::npos)
+      << step.status().message();
+}
+
+TEST(NodeProtocolCrossTest, TheServersKillIsTheAgentsStop) {
+  const server::KillOrder o{
+      "n1", "10.0.0.1:6821", JobId(9), 2, std::chrono::milliseconds(1500), "cancelled"};
+  auto k = agent::KillFromJson(Parsed(server::AgentLink::KillBody(o)));
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->job, 9u);
+  EXPECT_EQ(k->epoch, 2u);
+  EXPECT_EQ(k->grace, std::chrono::milliseconds(1500));
+  EXPECT_EQ(k->why, "cancelled");
+}
+
+// A simulated DGX's real readings, through the agent's encoder and the
+// server's decoder: every figure arrives, none read as a default.
+TEST(NodeProtocolCrossTest, TheAgentsHeartbeatIsWhatTheServerReads) {
+  testing::JumpingClock clock;
+  auto provider = agent::MakeSimulated("dgx-h100", "n1", 7, clock);
+  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+  auto devices = (*provider)->Discover();
+  ASSERT_TRUE(devices.ok());
+  (*provider)->SetLoad(0, 1.0);
+  clock.Jump(std::chrono::seconds(30));
+  auto samples = (*provider)->Sample();
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), devices->size());
+  std::vector<agent::GpuHealth> health(devices->size());
+  health[3] = {.healthy = false, .reason = "GPU 3: XID 79"};
+  const std::vector<agent::StepReport> steps = {
+      {.job = 1, .epoch = 1, .running = true, .message = ""},
+      {.job = 2, .epoch = 4, .running = false, .exit_code = 1, .message = "boom"},
+      {.job = 3, .epoch = 1, .running = false, .signal = 9, .message = ""}};
+
+  auto hb = api::HeartbeatFromJson(
+      Parsed(agent::HeartbeatJson(steps, *devices, *samples, health).dump()));
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  EXPECT_EQ(hb->running, (std::vector<std::pair<JobId, uint64_t>>{{JobId(1), 1}}));
+  ASSERT_EQ(hb->events.size(), 2u);
+  EXPECT_EQ(hb->events[0].job, JobId(2));
+  EXPECT_EQ(hb->events[0].epoch, 4u);
+  EXPECT_EQ(hb->events[0].kind, api::JobEvent::kExited);
+  EXPECT_EQ(hb->events[0].exit_code, 1);
+  EXPECT_EQ(hb->events[0].message, "boom");
+  EXPECT_EQ(hb->events[1].signal, 9);
+  ASSERT_TRUE(hb->has_gpus);
+  ASSERT_EQ(hb->gpus.size(), devices->size());
+  for (size_t i = 0; i < devices->size(); ++i) {
+    const agent::GpuSample& s = (*samples)[i];
+    const api::GpuReport& g = hb->gpus[i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(g.index, (*devices)[i].index);
+    EXPECT_EQ(g.healthy, i != 3);
+    EXPECT_EQ(g.health_reason, i == 3 ? "GPU 3: XID 79" : "");
+    const api::GpuTelemetry& t = g.telemetry;
+    ASSERT_TRUE(t.present);
+    EXPECT_EQ(t.util_pct, s.util_pct);
+    EXPECT_EQ(t.mem_copy_util_pct, s.mem_copy_util_pct);
+    EXPECT_EQ(t.fb_used_mib, s.fb_used_mib);
+    EXPECT_EQ(t.fb_free_mib, s.fb_free_mib);
+    EXPECT_EQ(t.power_w, s.power_w);
+    EXPECT_EQ(t.temperature_c, s.temperature_c);
+    EXPECT_EQ(t.sm_clock_mhz, s.sm_clock_mhz);
+    EXPECT_EQ(t.energy_j, s.energy_j);
+    EXPECT_EQ(t.ecc_corrected, s.ecc_corrected);
+    EXPECT_EQ(t.ecc_uncorrected, s.ecc_uncorrected);
+    EXPECT_EQ(t.xid_errors, s.xid_errors);
+    EXPECT_EQ(t.last_xid, s.last_xid);
+    EXPECT_EQ(t.clock_events, s.clock_event_reasons);
+  }
+  EXPECT_GT(hb->gpus[0].telemetry.util_pct, 0) << "the loaded GPU reads as busy";
+
+  // The extra beats that report an end at once leave the GPUs out.
+  auto quick = api::HeartbeatFromJson(
+      Parsed(agent::HeartbeatJson(steps, *devices, *samples, health, false).dump()));
+  ASSERT_TRUE(quick.ok()) << quick.status().ToString();
+  EXPECT_FALSE(quick->has_gpus);
+  EXPECT_EQ(quick->events.size(), 2u);
+}
+
+}  // namespace
+}  // namespace shoal
