@@ -19,6 +19,7 @@
 #include "net/http_client.h"
 #include "net/http_guard.h"
 #include "net/http_server.h"
+#include "net/tls.h"
 #include "net/token.h"
 
 namespace shoal::agent {
@@ -83,13 +84,24 @@ struct Agent::Impl {
     cv.notify_all();
   }
 
+  // TLS: the node's own credentials, and how to reach the server with them.
+  std::optional<NodeCredentials> credentials;
+  std::optional<net::TlsClientOptions> client_tls;
+
+  // Orders come from the controller only: over TLS, the peer whose
+  // certificate the cluster CA issued to the controller (no node's
+  // certificate passes: a node name has no colon); else the node token.
   bool Authorized(const httplib::Request& req) const {
+    if (credentials) return net::PeerOf(req).common_name == net::kControllerName;
     const std::string h = req.get_header_value("Authorization");
     constexpr std::string_view kBearer = "Bearer ";
     return h.size() > kBearer.size() && std::string_view(h).substr(0, kBearer.size()) == kBearer &&
            net::ConstantTimeEquals(std::string_view(h).substr(kBearer.size()), options.token);
   }
 
+  // Joins the cluster unless this node has its certificate already, then
+  // serves and calls with it; the node's name is the certificate's.
+  Status UseTls(const std::string& listen_host);
   void Routes();
   void HandleLaunch(const httplib::Request& req, httplib::Response& res);
   void Loop();
@@ -126,13 +138,44 @@ Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& d
   return n;
 }
 
+Status Agent::Impl::UseTls(const std::string& listen_host) {
+  JoinOptions join = options.join;
+  join.server = options.server;
+  join.name = options.name;
+  // The names the server may reach this agent by, for its certificate.
+  auto add = [&join](const std::string& name) {
+    if (!name.empty() && name != "0.0.0.0" && name != "::" &&
+        std::find(join.names.begin(), join.names.end(), name) == join.names.end()) {
+      join.names.push_back(name);
+    }
+  };
+  if (!options.advertise.empty()) {
+    if (auto a = net::ParseHostPort(options.advertise, 6821); a.ok()) add(a->first);
+  }
+  add(listen_host);
+  add(HostName());
+  SHOAL_ASSIGN_OR_RETURN(NodeCredentials c, EnsureNodeCredentials(join));
+  options.name = c.name;
+  client_tls = net::TlsClientOptions{.ca_file = c.ca_file,
+                                     .cert_file = c.cert_file,
+                                     .key_file = c.key_file,
+                                     .peer_name = std::string(net::kControllerName)};
+  SHOAL_RETURN_IF_ERROR(http.EnableTls({.cert_file = c.cert_file,
+                                        .key_file = c.key_file,
+                                        .ca_file = c.ca_file,
+                                        .require_client_cert = true}));
+  credentials = std::move(c);
+  return Status::Ok();
+}
+
 std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
   // Kept alive only through a burst of heartbeats (Loop closes it when they
   // pause): an open connection holds one of the server's worker threads.
   auto c = net::HttpClient::Connect(options.server, {.token = options.token,
                                                      .connect_timeout_ms = 2000,
                                                      .read_timeout_ms = 10000,
-                                                     .keep_alive = true});
+                                                     .keep_alive = true,
+                                                     .tls = client_tls});
   return c.ok() ? std::move(*c) : nullptr;
 }
 
@@ -401,11 +444,16 @@ void Agent::Impl::Loop() {
 Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
                                             std::unique_ptr<GpuProvider> gpus,
                                             std::unique_ptr<Steps> steps, const Clock& clock) {
-  if (options.token.empty())
-    return InvalidArgument("the agent needs a node token (--token or --token-file)");
+  if (options.token.empty() && !options.tls) {
+    return InvalidArgument(
+        "the agent needs a node token (--token or --token-file) to talk plain HTTP");
+  }
   SHOAL_RETURN_IF_ERROR(net::ParseHostPort(options.server, 6820).status());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  SHOAL_ASSIGN_OR_RETURN(auto hp,
+                         net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
+  if (options.tls) SHOAL_RETURN_IF_ERROR(impl->UseTls(hp.first));
   impl->clock = &clock;
   SHOAL_ASSIGN_OR_RETURN(impl->devices, gpus->Discover());
   impl->gpus = std::move(gpus);
@@ -424,8 +472,6 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
     }
   }
   // Listen.
-  SHOAL_ASSIGN_OR_RETURN(auto hp,
-                         net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
   net::RaiseOpenFileLimit();
   impl->http.set_tcp_nodelay(true);
   // The server keeps its connection for the next order for a second; slow
@@ -434,11 +480,17 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
                         .min_threads = std::max(2, options.http_threads)});
   // The node token is checked before any body is read; only /healthz is open.
   net::GuardRequests(
-      impl->http,
-      {.max_body_bytes = 4 << 20,
-       .is_public = [](const httplib::Request& req) { return req.path == "/healthz"; },
-       .is_authenticated =
-           [raw = impl.get()](const httplib::Request& req) { return raw->Authorized(req); }});
+      impl->http, {.max_body_bytes = 4 << 20,
+                   .is_public = [](const httplib::Request& req) { return req.path == "/healthz"; },
+                   .authenticate =
+                       [raw = impl.get()](const httplib::Request& req) {
+                         return raw->Authorized(req)
+                                    ? Status::Ok()
+                                    : Status(StatusCode::kUnauthenticated,
+                                             raw->credentials
+                                                 ? "orders come from the controller only"
+                                                 : "node token required");
+                       }});
   impl->Routes();
   impl->port = impl->http.Bind(hp.first, hp.second);
   if (impl->port <= 0)

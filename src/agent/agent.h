@@ -19,6 +19,7 @@
 
 #include "agent/gpu/provider.h"
 #include "agent/health.h"
+#include "agent/join.h"
 #include "agent/launch/steps.h"
 #include "core/cluster.h"
 #include "core/status.h"
@@ -28,7 +29,13 @@ namespace shoal::agent {
 
 struct AgentOptions {
   std::string server = "127.0.0.1:6820";  // the server's API
-  std::string token;                      // a node token
+  std::string token;                      // a node token (plain HTTP only)
+  // Mutual TLS with the server, the node acting by its own certificate
+  // (agent/join.h; `join` says where it lives and how to get one: its
+  // server, name and names are filled in from these options). Off: plain
+  // HTTP with the node token, for a cluster on one trusted host.
+  bool tls = false;
+  JoinOptions join;
   std::string name;                       // the node's name; empty: the host name
   std::string listen = "127.0.0.1:6821";  // where the server reaches this agent (port 0: any)
   std::string advertise;                  // the address to give the server; empty: `listen`'s

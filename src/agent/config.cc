@@ -28,6 +28,14 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     o.token = value;
   } else if (key == "token_file") {
     c.token_file = value;
+  } else if (key == "join_token") {
+    o.join.join_token = value;
+  } else if (key == "join_token_file") {
+    c.join_token_file = value;
+  } else if (key == "ca_file") {
+    o.join.ca_file = value;
+  } else if (key == "ca_fingerprint") {
+    o.join.ca_fingerprint = value;
   } else if (key == "name") {
     o.name = value;
   } else if (key == "listen") {
@@ -83,7 +91,8 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     o.health.default_temperature_limit_c = *v;
   } else {
     return InvalidArgument(
-        fmt::format("unknown agent setting '{}' (server, token, token_file, name, listen, "
+        fmt::format("unknown agent setting '{}' (server, token, token_file, join_token, "
+                    "join_token_file, ca_file, ca_fingerprint, name, listen, "
                     "advertise, state_dir, gpus, "
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
                     "allow_root_jobs, cgroup_root, "

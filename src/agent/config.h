@@ -2,8 +2,9 @@
 // same settings as command-line flags (which win).
 //
 //   [agent]
-//   server = "10.0.0.1:6820"
-//   token_file = "/etc/shoal/node.token"
+//   server = "https://10.0.0.1:6820"  # http:// only for a one-host cluster
+//   ca_file = "/etc/shoal/ca.crt"      # or ca_fingerprint = "AB:CD:..."
+//   join_token_file = "/etc/shoal/join.token"  # until the node has joined
 //   name = "gpu01"
 //   listen = "0.0.0.0:6821"
 //   advertise = "10.0.0.11:6821"
@@ -27,8 +28,9 @@ struct AgentConfig {
   AgentOptions agent;
   std::string gpus = "nvml";  // "nvml", "simulated:<profile>"
   std::string nvml_library = "libnvidia-ml.so.1";
-  std::string state_dir;  // steps live in <state_dir>/steps
-  std::string token_file;
+  std::string state_dir;        // steps live in <state_dir>/steps
+  std::string token_file;       // plain HTTP: the node token
+  std::string join_token_file;  // TLS: a one-time join token, until the node has joined
   bool allow_root_jobs = false;
   std::string cgroup_root;  // empty: detect
   // The GPUs' device files, "%d" for the index: each step may open only its

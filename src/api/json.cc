@@ -359,6 +359,7 @@ Json ToJson(const Node& n) {
   j["partitions"] = n.partitions;
   j["place"] = n.place.spine.empty() && n.place.leaf.empty() ? "" : n.place.ToString();
   if (n.acceptance) j["acceptance"] = ToJson(*n.acceptance);
+  if (!n.credential.empty()) j["credential"] = n.credential;
   return j;
 }
 
@@ -424,6 +425,7 @@ Result<Node> NodeFromJson(const Json& j) {
   f.Optional("place", &place);
   Json acceptance;
   f.Optional("acceptance", &acceptance);
+  f.Optional("credential", &n.credential);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (n.name.empty()) return InvalidArgument("node: a name is required");
   if (!acceptance.is_null()) {

@@ -276,4 +276,34 @@ Result<Node> RegistrationFromJson(const Json& j) {
   return n;
 }
 
+Json ToJson(const JoinRequest& m) {
+  return {{"name", m.name}, {"csr", m.csr}, {"names", m.names}};
+}
+
+Result<JoinRequest> JoinRequestFromJson(const Json& j) {
+  ObjectReader f(j, "join");
+  JoinRequest m;
+  f.Optional("name", &m.name);
+  f.Required("csr", &m.csr);
+  f.Optional("names", &m.names);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (m.csr.size() > 64 * 1024) return InvalidArgument("join.csr is over 64 KiB");
+  if (m.names.size() > 32) return InvalidArgument("join.names has more than 32 names");
+  return m;
+}
+
+Json ToJson(const JoinAnswer& m) {
+  return {{"name", m.name}, {"certificate", m.certificate}, {"ca", m.ca}};
+}
+
+Result<JoinAnswer> JoinAnswerFromJson(const Json& j) {
+  ObjectReader f(j, "join answer");
+  JoinAnswer m;
+  f.Required("name", &m.name);
+  f.Required("certificate", &m.certificate);
+  f.Required("ca", &m.ca);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  return m;
+}
+
 }  // namespace shoal::api

@@ -5,6 +5,8 @@
 //   agent -> server  POST /v1/nodes/{name}/heartbeat a Heartbeat
 //   server -> agent  POST /v1/launch                 a LaunchMessage
 //   server -> agent  POST /v1/kill                   a KillMessage
+//   agent -> server  POST /v1/join                   a JoinRequest (TLS clusters), answered
+//                                                    with a JoinAnswer
 //
 // Each message has an encoder (ToJson) and a strict decoder: an unknown
 // field, a field of the wrong type, a missing required field or a value out
@@ -107,6 +109,26 @@ struct Heartbeat {
   bool has_gpus = true;
   std::vector<GpuReport> gpus;  // at most kMaxGpusPerNode
 };
+
+// POST /v1/join, with a join token: the node's name (ignored when the
+// token names one) and a certificate request for the node's own key.
+struct JoinRequest {
+  std::string name;
+  std::string csr;                 // PEM, at most 64 KiB
+  std::vector<std::string> names;  // host names and addresses the agent is reached by (<= 32)
+};
+
+// The node's certificate, signed by the cluster CA for `name`, and the CA.
+struct JoinAnswer {
+  std::string name;
+  std::string certificate;  // PEM
+  std::string ca;           // PEM
+};
+
+Json ToJson(const JoinRequest& m);
+Result<JoinRequest> JoinRequestFromJson(const Json& j);
+Json ToJson(const JoinAnswer& m);
+Result<JoinAnswer> JoinAnswerFromJson(const Json& j);
 
 Json ToJson(const LaunchMessage& m);
 Result<LaunchMessage> LaunchFromJson(const Json& j);

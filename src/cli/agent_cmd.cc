@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/paths.h"
 #include "core/strings.h"
+#include "net/http_client.h"
 
 namespace shoal::cli {
 
@@ -87,9 +88,16 @@ int RunAgent(const std::vector<std::string>& raw) {
   bool allow_root = false, print_gpus = false, csv = false;
   app.add_option("--config", config_file, "configuration file (TOML, an [agent] table)");
   for (const auto& [flag, help] : std::vector<std::pair<std::string, std::string>>{
-           {"server", "the server's address (default 127.0.0.1:6820)"},
-           {"token", "a node token"},
-           {"token-file", "a file holding a node token (default <state dir>/node.token)"},
+           {"server",
+            "the server's address (default 127.0.0.1:6820); TLS unless it starts with http://"},
+           {"join-token", "TLS: a one-time join token, until this node has its certificate"},
+           {"join-token-file", "TLS: a file holding the join token"},
+           {"ca-file", "TLS: the cluster CA's certificate (the server's <state>/tls/ca.crt)"},
+           {"ca-fingerprint",
+            "TLS: instead of --ca-file, the CA's SHA-256 fingerprint printed by `shoal server`"},
+           {"token", "plain HTTP (http://): a node token"},
+           {"token-file",
+            "plain HTTP: a file holding a node token (default <state dir>/node.token)"},
            {"name", "this node's name (default: the host name)"},
            {"listen", "where the server reaches this agent (default 127.0.0.1:6821)"},
            {"advertise", "the address to give the server, when it differs from --listen"},
@@ -145,13 +153,20 @@ int RunAgent(const std::vector<std::string>& raw) {
     return 1;
   }
   if (print_gpus) return PrintGpus(**gpus, csv);
-  if (config.agent.token.empty()) {
-    config.agent.token = ReadToken(config.token_file.empty() ? DefaultStateDir() + "/node.token"
-                                                             : config.token_file);
-  }
   if (config.state_dir.empty()) {
     config.state_dir =
         DefaultStateDir() + "/agents/" + (config.agent.name.empty() ? "local" : config.agent.name);
+  }
+  // TLS unless the server's address says http://: the node acts by its own
+  // certificate, joining for it first (agent/join.h).
+  config.agent.tls = net::SchemeOf(config.agent.server) != "http";
+  if (config.agent.tls) {
+    config.agent.join.dir = config.state_dir + "/tls";
+    if (config.agent.join.join_token.empty() && !config.join_token_file.empty())
+      config.agent.join.join_token = ReadToken(config.join_token_file);
+  } else if (config.agent.token.empty()) {
+    config.agent.token = ReadToken(config.token_file.empty() ? DefaultStateDir() + "/node.token"
+                                                             : config.token_file);
   }
   auto steps = agent::OpenSteps(config, CompanionPath("shoal-step"));
   if (!steps.ok()) {

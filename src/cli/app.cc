@@ -38,8 +38,14 @@ int UsageError(std::string_view who, std::string_view what) {
 void AddClientFlags(CLI::App& app, ClientFlags& flags) {
   constexpr const char* kGroup = "Server";
   app.add_option("--server", flags.server,
-                 "the server's HOST:PORT (default: $SHOAL_SERVER, else 127.0.0.1:6820)")
-      ->type_name("HOST:PORT")
+                 "the server's [https://|http://]HOST:PORT, TLS unless http:// (default: "
+                 "$SHOAL_SERVER, else 127.0.0.1:6820)")
+      ->type_name("ADDRESS")
+      ->group(kGroup);
+  app.add_option("--ca-file", flags.ca_file,
+                 "the cluster CA's certificate, to check the server (default: $SHOAL_CA_FILE, "
+                 "~/.config/shoal/ca.crt, or the local server's <state dir>/tls/ca.crt)")
+      ->type_name("FILE")
       ->group(kGroup);
   app.add_option("--token", flags.token,
                  "an API token (default: $SHOAL_TOKEN, $SHOAL_TOKEN_FILE, "

@@ -9,6 +9,7 @@
 #include "cli/paths.h"
 #include "core/strings.h"
 #include "net/local_socket.h"
+#include "net/tls.h"
 
 namespace shoal::cli {
 
@@ -50,7 +51,45 @@ std::string FindToken(const ClientFlags& flags, const std::string& server) {
   return ReadFirstLine(DefaultStateDir() + "/admin.token");
 }
 
+bool Exists(const std::string& path) {
+  std::ifstream in(path);
+  return in.good();
+}
+
 }  // namespace
+
+Result<net::ClientOptions> ConnectOptions(const std::string& server, const std::string& ca_file,
+                                          const std::string& token) {
+  net::ClientOptions options{.token = token};
+  if (net::SchemeOf(server) == "http") return options;
+  std::vector<std::string> candidates;
+  if (!ca_file.empty()) {
+    if (!Exists(ca_file))
+      return InvalidArgument(fmt::format("--ca-file {}: no such file", ca_file));
+    candidates = {ca_file};
+  } else if (std::string e = Env("SHOAL_CA_FILE"); !e.empty()) {
+    candidates = {e};
+  } else {
+    // A server on this host is most likely the one whose state is here.
+    const std::string local = DefaultStateDir() + "/tls/ca.crt";
+    if (IsLocalServer(server)) candidates.push_back(local);
+    if (std::string h = Env("HOME"); !h.empty()) candidates.push_back(h + "/.config/shoal/ca.crt");
+    candidates.push_back("/etc/shoal/ca.crt");
+    if (!IsLocalServer(server)) candidates.push_back(local);
+  }
+  for (const std::string& c : candidates) {
+    if (Exists(c)) {
+      options.tls =
+          net::TlsClientOptions{.ca_file = c, .peer_name = std::string(net::kControllerName)};
+      return options;
+    }
+  }
+  return FailedPrecondition(fmt::format(
+      "{} is reached over TLS, and no cluster CA certificate was found to check it (tried {}): "
+      "pass --ca-file (the server's <state dir>/tls/ca.crt), set $SHOAL_CA_FILE, or use "
+      "http:// for a plain-HTTP server on this host",
+      server, Join(candidates, ", ")));
+}
 
 Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
   const std::string server = flags.server.empty() ? DefaultServer() : flags.server;
@@ -61,7 +100,8 @@ Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
         "no token: pass --token, set SHOAL_TOKEN, put one in ~/.config/shoal/token, or run on the "
         "server's host where its unix socket ($SHOAL_SOCKET) gives one");
   }
-  SHOAL_ASSIGN_OR_RETURN(auto http, net::HttpClient::Connect(server, {.token = token}));
+  SHOAL_ASSIGN_OR_RETURN(net::ClientOptions options, ConnectOptions(server, flags.ca_file, token));
+  SHOAL_ASSIGN_OR_RETURN(auto http, net::HttpClient::Connect(server, options));
   return ApiClient(std::move(http));
 }
 

@@ -27,11 +27,19 @@ inline constexpr int kExitDenied = 4;
 // The options of every command that talks to the server; AddClientFlags
 // (cli/app.h) adds them to a command's parser.
 struct ClientFlags {
-  std::string server;  // --server, else $SHOAL_SERVER, else 127.0.0.1:6820
-  std::string token;   // --token, else $SHOAL_TOKEN, $SHOAL_TOKEN_FILE, ~/.config/shoal/token,
-                       // the local server's unix socket, the state dir's admin.token
+  std::string server;   // --server, else $SHOAL_SERVER, else 127.0.0.1:6820; TLS unless http://
+  std::string ca_file;  // --ca-file, else $SHOAL_CA_FILE, ~/.config/shoal/ca.crt,
+                        // <state dir>/tls/ca.crt
+  std::string token;    // --token, else $SHOAL_TOKEN, $SHOAL_TOKEN_FILE, ~/.config/shoal/token,
+                        // the local server's unix socket, the state dir's admin.token
   bool json = false;
 };
+
+// How the CLI reaches `server`: plain for an http:// address, else TLS
+// checked against the first CA file that exists of `ca_file`,
+// $SHOAL_CA_FILE, ~/.config/shoal/ca.crt and <state dir>/tls/ca.crt.
+Result<net::ClientOptions> ConnectOptions(const std::string& server, const std::string& ca_file,
+                                          const std::string& token);
 
 class ApiClient {
  public:

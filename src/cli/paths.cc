@@ -6,8 +6,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
+
+#include "core/strings.h"
 
 namespace shoal::cli {
 
@@ -82,6 +85,9 @@ std::string DefaultStateDir() {
 
 std::string DefaultServer() {
   if (std::string s = Env("SHOAL_SERVER"); !s.empty()) return s;
+  std::ifstream in(DefaultStateDir() + "/endpoint");
+  std::string line;
+  if (in && std::getline(in, line) && !Trim(line).empty()) return std::string(Trim(line));
   return std::string(kDefaultServerAddress);
 }
 

@@ -11,7 +11,8 @@ std::string DefaultStateDir();
 
 // Where `shoal server` listens unless told otherwise.
 inline constexpr std::string_view kDefaultServerAddress = "127.0.0.1:6820";
-// $SHOAL_SERVER, else 127.0.0.1:6820.
+// $SHOAL_SERVER, else the URL the local server wrote to <state dir>/endpoint
+// (its scheme and port), else 127.0.0.1:6820 (TLS).
 std::string DefaultServer();
 // Where this program's companions (shoal-step) are: beside the running binary.
 std::string CompanionPath(const std::string& name);

@@ -1,4 +1,5 @@
 // shoal server: the controller.
+#include <fmt/format.h>
 #include <malloc.h>
 
 #include <csignal>
@@ -10,16 +11,41 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
+#include "net/http_client.h"
 #include "server/config.h"
 #include "server/server.h"
 
 namespace shoal::cli {
+
+namespace {
+
+// Plain HTTP carries tokens in clear: only where nothing else can listen in.
+Status CheckPlainHttp(const server::ServerOptions& options) {
+  if (options.tls.enabled) {
+    if (options.state_dir.empty())
+      return InvalidArgument("--memory keeps no keys: use it with --plain-http on loopback");
+    return Status::Ok();
+  }
+  auto hp = net::ParseHostPort(options.listen, 6820, /*allow_any_port=*/true);
+  if (!hp.ok()) return hp.status();
+  const std::string& host = hp->first;
+  if (host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]")
+    return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "plain HTTP is refused on {}: tokens would travel in clear; listen on 127.0.0.1, or "
+      "drop --plain-http (tls = true) for TLS",
+      host));
+}
+
+}  // namespace
 
 int RunServer(const std::vector<std::string>& raw) {
   CLI::App app{"The Shoal controller: API, scheduler and durable state.", "shoal server"};
   std::string config, listen, state_dir, socket, policy, node_timeout;
   bool memory = false;
   bool metrics_public = false;
+  bool plain_http = false;
+  std::vector<std::string> tls_names;
   app.add_option("--config", config,
                  "configuration file (TOML: [server], [[partition]], [[account]])");
   app.add_option("--listen", listen,
@@ -36,11 +62,18 @@ int RunServer(const std::vector<std::string>& raw) {
                  "missed heartbeats before a node is down (e.g. 30s)");
   app.add_flag("--metrics-public", metrics_public,
                "serve GET /metrics without a token (default: any token)");
+  app.add_flag("--plain-http", plain_http,
+               "serve plain HTTP instead of TLS (only on a loopback address, for a cluster on "
+               "this one host)");
+  app.add_option("--tls-name", tls_names,
+                 "a host name or address clients and agents reach the server by, for its "
+                 "certificate (repeatable; the listen address and host name are always in)");
   app.add_flag("--memory", memory,
                "keep state in memory only (for trying things out; nothing survives)");
   if (int code = ParseApp(app, raw, "shoal server"); code >= 0) return code;
   server::ServerOptions options;
   options.state_dir = DefaultStateDir();
+  options.tls.enabled = true;  // unless the file or --plain-http says otherwise
   if (!config.empty()) {
     Status s = server::LoadServerConfig(config, options);
     if (!s.ok()) {
@@ -63,6 +96,12 @@ int RunServer(const std::vector<std::string>& raw) {
   }
   if (memory) options.state_dir.clear();
   if (metrics_public) options.metrics_public = true;
+  if (plain_http) options.tls.enabled = false;
+  if (!tls_names.empty()) options.tls.names = tls_names;
+  if (Status s = CheckPlainHttp(options); !s.ok()) {
+    std::cerr << "shoal server: " << s.message() << "\n";
+    return 2;
+  }
   if (!options.state_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.state_dir, ec);
@@ -78,8 +117,13 @@ int RunServer(const std::vector<std::string>& raw) {
     std::cerr << "shoal server: " << srv.status().message() << "\n";
     return 1;
   }
-  std::printf("shoal server listening on http://%s (policy %s)\n", (*srv)->address().c_str(),
+  std::printf("shoal server listening on %s://%s (policy %s)\n",
+              options.tls.enabled ? "https" : "http", (*srv)->address().c_str(),
               options.controller.policy.c_str());
+  if (options.tls.enabled) {
+    std::printf("cluster CA %s, fingerprint %s\n", (*srv)->ca_file().c_str(),
+                (*srv)->ca_fingerprint().c_str());
+  }
   if (options.state_dir.empty()) {
     std::printf("state in memory only; admin token: %s\n", (*srv)->admin_token().c_str());
   } else {

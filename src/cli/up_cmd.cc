@@ -16,6 +16,7 @@
 #include "agent/config.h"
 #include "catalog/profiles.h"
 #include "cli/app.h"
+#include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
 #include "core/strings.h"
@@ -34,9 +35,10 @@ constexpr int kNodesPerLeaf = 4;
 
 // The demonstration workload of `make run`: single-GPU jobs, a two-node job,
 // an array, and one job that must wait for GPUs until the others are done.
-Status SubmitDemo(const std::string& address, const std::string& token, const std::string& work_dir,
-                  int nodes, int gpus_per_node) {
-  auto c = net::HttpClient::Connect(address, {.token = token});
+Status SubmitDemo(const std::string& url, const std::string& ca_file, const std::string& token,
+                  const std::string& work_dir, int nodes, int gpus_per_node) {
+  SHOAL_ASSIGN_OR_RETURN(net::ClientOptions options, ConnectOptions(url, ca_file, token));
+  auto c = net::HttpClient::Connect(url, options);
   if (!c.ok()) return c.status();
   std::vector<json> jobs;
   for (int i = 1; i <= 4; ++i) {
@@ -79,6 +81,63 @@ Status SubmitDemo(const std::string& address, const std::string& token, const st
   return Status::Ok();
 }
 
+// A join token for node `name`, made with the admin's token.
+Result<std::string> JoinToken(const std::string& url, const std::string& ca_file,
+                              const std::string& admin_token, const std::string& name) {
+  SHOAL_ASSIGN_OR_RETURN(net::ClientOptions options, ConnectOptions(url, ca_file, admin_token));
+  SHOAL_ASSIGN_OR_RETURN(auto c, net::HttpClient::Connect(url, options));
+  json body = {{"role", "join"}, {"ttl_s", 600}};
+  if (!name.empty()) body["node"] = name;
+  SHOAL_ASSIGN_OR_RETURN(net::HttpResponse r, c->Post("/v1/tokens", body.dump()));
+  if (r.status != 201) return Internal(fmt::format("cannot make a join token: {}", r.body));
+  return json::parse(r.body).at("token").get<std::string>();
+}
+
+// What the agents of `shoal up` are started with.
+struct UpAgents {
+  const std::string& url;
+  server::Server& server;
+  const std::string& state_dir;
+  std::string gpus;  // "nvml" or "simulated:<profile>"
+  int count = 1;
+  bool real = false;
+  bool tls = false;
+  bool root = false;  // jobs run as their submitter; root's must be allowed when that is us
+};
+
+// Starts the agents (node01.., or one for this host's real GPUs), each
+// joining with a join token of its own on a TLS cluster.
+Status StartAgents(const UpAgents& up, const Clock& clock, std::vector<agent::AgentConfig>& configs,
+                   std::vector<std::unique_ptr<agent::Agent>>& agents) {
+  for (int i = 1; i <= up.count; ++i) {
+    agent::AgentConfig c;
+    c.agent.server = up.url;
+    c.agent.name = up.real ? "" : fmt::format("node{:02}", i);
+    c.agent.listen = "127.0.0.1:0";
+    c.agent.place = fmt::format("spine1/leaf{}", (i - 1) / kNodesPerLeaf + 1);
+    c.gpus = up.gpus;
+    c.seed = static_cast<uint64_t>(i);
+    c.allow_root_jobs = up.root;
+    c.state_dir = fmt::format("{}/agents/{}", up.state_dir, up.real ? "local" : c.agent.name);
+    if (up.tls) {
+      SHOAL_ASSIGN_OR_RETURN(std::string join, JoinToken(up.url, up.server.ca_file(),
+                                                         up.server.admin_token(), c.agent.name));
+      c.agent.tls = true;
+      c.agent.join = {
+          .dir = c.state_dir + "/tls", .ca_file = up.server.ca_file(), .join_token = join};
+    } else {
+      c.agent.token = up.server.node_token();
+    }
+    SHOAL_ASSIGN_OR_RETURN(auto gpus, agent::OpenGpus(c, clock));
+    SHOAL_ASSIGN_OR_RETURN(auto steps, agent::OpenSteps(c, CompanionPath("shoal-step")));
+    SHOAL_ASSIGN_OR_RETURN(auto a,
+                           agent::Agent::Start(c.agent, std::move(gpus), std::move(steps), clock));
+    agents.push_back(std::move(a));
+    configs.push_back(c);
+  }
+  return Status::Ok();
+}
+
 // Stops every step still running under the agents' state directories.
 void StopSteps(const std::vector<agent::AgentConfig>& configs) {
   for (const agent::AgentConfig& c : configs) {
@@ -98,7 +157,7 @@ int RunUp(const std::vector<std::string>& raw) {
   CLI::App app{"A Shoal cluster on this machine: a server and agents on loopback.", "shoal up"};
   int nodes = 4;
   std::string profile = "dgx-h100", state_dir, listen, policy, config;
-  bool real = false, demo = false;
+  bool real = false, demo = false, tls = false;
   app.add_option("--nodes", nodes, "simulated nodes (default 4)")->check(CLI::Range(1, 256));
   app.add_option("--profile", profile, "their hardware: " + Join(catalog::ProfileNames(), ", "));
   app.add_flag("--real", real,
@@ -109,6 +168,9 @@ int RunUp(const std::vector<std::string>& raw) {
   app.add_option("--config", config,
                  "a server configuration file (partitions, accounts; see shoal server)");
   app.add_flag("--demo", demo, "submit a small demonstration workload once the nodes are up");
+  app.add_flag("--tls", tls,
+               "TLS as on a multi-host cluster: the nodes join with join tokens and act by their "
+               "own certificates (default: plain HTTP on loopback)");
   if (int code = ParseApp(app, raw, "shoal up"); code >= 0) return code;
   const catalog::NodeProfile* p = catalog::FindProfile(profile);
   if (!real && p == nullptr) {
@@ -131,7 +193,8 @@ int RunUp(const std::vector<std::string>& raw) {
     }
   }
   so.state_dir = state_dir;
-  so.listen = listen.empty() ? DefaultServer() : listen;
+  so.listen = listen.empty() ? std::string(kDefaultServerAddress) : listen;
+  so.tls.enabled = tls;
   if (!policy.empty()) {
     if (Status s = server::ApplyServerSetting("policy", policy, so); !s.ok()) {
       std::cerr << "shoal up: " << s.message() << "\n";
@@ -145,40 +208,26 @@ int RunUp(const std::vector<std::string>& raw) {
     return 1;
   }
   // Commands run from this process (and the user's, with no flags) find it.
-  ::setenv("SHOAL_SERVER", (*srv)->address().c_str(), 1);
+  const std::string url = fmt::format("{}://{}", tls ? "https" : "http", (*srv)->address());
+  ::setenv("SHOAL_SERVER", url.c_str(), 1);
   ::setenv("SHOAL_STATE_DIR", state_dir.c_str(), 1);
 
   const bool root = ::geteuid() == 0;
+  const int count = real ? 1 : nodes;
   std::vector<agent::AgentConfig> configs;
   std::vector<std::unique_ptr<agent::Agent>> agents;
-  const int count = real ? 1 : nodes;
-  for (int i = 1; i <= count; ++i) {
-    agent::AgentConfig c;
-    c.agent.server = (*srv)->address();
-    c.agent.token = (*srv)->node_token();
-    c.agent.name = real ? "" : fmt::format("node{:02}", i);
-    c.agent.listen = "127.0.0.1:0";
-    c.agent.place = fmt::format("spine1/leaf{}", (i - 1) / kNodesPerLeaf + 1);
-    c.gpus = real ? "nvml" : "simulated:" + profile;
-    c.seed = static_cast<uint64_t>(i);
-    // Jobs run as the user who submits them; on a machine where that is
-    // root (this process's own user), root's jobs must be allowed.
-    c.allow_root_jobs = root;
-    c.state_dir = fmt::format("{}/agents/{}", state_dir, real ? "local" : c.agent.name);
-    auto gpus = agent::OpenGpus(c, clock);
-    auto steps = gpus.ok() ? agent::OpenSteps(c, CompanionPath("shoal-step"))
-                           : Result<std::unique_ptr<agent::Steps>>(gpus.status());
-    if (!gpus.ok() || !steps.ok()) {
-      std::cerr << "shoal up: " << (gpus.ok() ? steps.status() : gpus.status()).message() << "\n";
-      return 1;
-    }
-    auto a = agent::Agent::Start(c.agent, std::move(*gpus), std::move(*steps), clock);
-    if (!a.ok()) {
-      std::cerr << "shoal up: " << a.status().message() << "\n";
-      return 1;
-    }
-    agents.push_back(std::move(*a));
-    configs.push_back(c);
+  if (Status st = StartAgents({.url = url,
+                               .server = **srv,
+                               .state_dir = state_dir,
+                               .gpus = real ? "nvml" : "simulated:" + profile,
+                               .count = count,
+                               .real = real,
+                               .tls = tls,
+                               .root = root},
+                              clock, configs, agents);
+      !st.ok()) {
+    std::cerr << "shoal up: " << st.message() << "\n";
+    return 1;
   }
   for (int waited_ms = 0; waited_ms < 10000; waited_ms += 20) {
     if (std::all_of(agents.begin(), agents.end(), [](const auto& a) { return a->registered(); }))
@@ -186,8 +235,7 @@ int RunUp(const std::vector<std::string>& raw) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const int gpus_per_node = real ? 0 : p->gpus;
-  std::printf("Shoal is up: server on http://%s, %d node%s", (*srv)->address().c_str(), count,
-              count == 1 ? "" : "s");
+  std::printf("Shoal is up: server on %s, %d node%s", url.c_str(), count, count == 1 ? "" : "s");
   if (!real)
     std::printf(" x %d simulated %.*s GPUs (%s)", p->gpus, static_cast<int>(p->gpu_model.size()),
                 p->gpu_model.data(), profile.c_str());
@@ -199,8 +247,6 @@ int RunUp(const std::vector<std::string>& raw) {
   std::printf("\nTry, in another terminal:\n");
   // The CLI finds a server on its default address and socket by itself;
   // anything else it is told through the environment.
-  if ((*srv)->address() != kDefaultServerAddress)
-    std::printf("  export SHOAL_SERVER=http://%s\n", (*srv)->address().c_str());
   if (state_dir != default_state_dir)
     std::printf("  export SHOAL_STATE_DIR=%s\n", state_dir.c_str());
   std::printf(
@@ -211,9 +257,8 @@ int RunUp(const std::vector<std::string>& raw) {
       "  shoal logs <job> -f\n"
       "  shoal history\n");
   // The token itself never goes to the terminal (nor to a log that keeps it).
-  std::printf(
-      "  open http://%s/   # the dashboard: sign in with the admin token in %s/admin.token\n",
-      (*srv)->address().c_str(), state_dir.c_str());
+  std::printf("  open %s/   # the dashboard: sign in with the admin token in %s/admin.token\n",
+              url.c_str(), state_dir.c_str());
   std::printf("Ctrl-C stops the cluster and its jobs.\n\n");
   std::fflush(stdout);
   if (demo && !real) {
@@ -222,7 +267,7 @@ int RunUp(const std::vector<std::string>& raw) {
     std::string token = (*srv)->admin_token();
     if (auto local = net::RequestLocalToken((*srv)->socket_path()); local.ok())
       token = local->token;
-    Status s = SubmitDemo((*srv)->address(), token, work_dir, count, gpus_per_node);
+    Status s = SubmitDemo(url, (*srv)->ca_file(), token, work_dir, count, gpus_per_node);
     if (!s.ok()) {
       std::cerr << "shoal up: the demonstration workload failed: " << s.message() << "\n";
     } else {

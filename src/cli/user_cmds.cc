@@ -42,6 +42,12 @@ double NowSeconds() {
   return ToSeconds(SystemClock().Now());
 }
 
+// "in 3h12m" for a time ahead (Unix seconds), "expired" for one past.
+std::string Until(double unix_seconds) {
+  const double left = unix_seconds - NowSeconds();
+  return left > 0 ? "in " + Elapsed(left) : "expired";
+}
+
 std::string Gpus(const Json& spec) {
   const int per_node = static_cast<int>(Num(spec, "gpus_per_node"));
   const int nodes = static_cast<int>(Num(spec, "nodes"));
@@ -592,10 +598,20 @@ int RunResume(const std::vector<std::string>& raw) {
 int RunToken(const std::vector<std::string>& raw) {
   ServerCommand cmd("token", "Create, list and revoke API tokens (admins).");
   CLI::App& app = cmd.app();
-  std::string user, role = "user", id;
+  std::string user, role = "user", id, ttl, node;
   CLI::App* create = app.add_subcommand("create", "make a token; it is shown only once");
-  create->add_option("--user", user, "whose token it is")->required()->type_name("NAME");
-  create->add_option("--role", role, "user, admin or node (default user)")->type_name("ROLE");
+  create->add_option("--user", user, "whose token it is (join tokens: yours)")->type_name("NAME");
+  create
+      ->add_option("--role", role,
+                   "user, admin, node, or join (a one-time token a new node joins a TLS "
+                   "cluster with; default user)")
+      ->type_name("ROLE");
+  create
+      ->add_option("--ttl", ttl,
+                   "how long it works, e.g. 30d or 8h (default: until revoked; join tokens 1h)")
+      ->type_name("DURATION");
+  create->add_option("--node", node, "join and node tokens: the only node it acts for")
+      ->type_name("NAME");
   CLI::App* list = app.add_subcommand("list", "every token: its id, user, role and state");
   CLI::App* revoke = app.add_subcommand("revoke", "stop a token from working");
   revoke->add_option("ID", id, "the token's id (from `shoal token list`)")->required();
@@ -605,14 +621,28 @@ int RunToken(const std::vector<std::string>& raw) {
   app.require_subcommand(1);
   return Run(cmd, raw, [&](ApiClient& c) {
     if (create->parsed()) {
-      auto r = c.Post("/v1/tokens", Json{{"user", user}, {"role", role}});
+      if (user.empty() && role != "join")
+        return UsageError("shoal token create", "--user is required (except for --role join)");
+      Json body{{"role", role}};
+      if (!user.empty()) body["user"] = user;
+      if (!node.empty()) body["node"] = node;
+      if (!ttl.empty()) {
+        auto d = ParseDuration(ttl);
+        if (!d.ok() || *d <= Duration(0))
+          return UsageError("shoal token create", "--ttl is a duration such as 30d or 8h");
+        body["ttl_s"] = ToSeconds(*d);
+      }
+      auto r = c.Post("/v1/tokens", body);
       if (!r.ok()) return Fail("token", r.status());
       if (cmd.flags().json) {
         std::printf("%s\n", r->dump(2).c_str());
       } else {
         std::printf("%s\n", Str(*r, "token").c_str());
-        std::fprintf(stderr, "token %s for %s (%s); it is shown only now\n", Str(*r, "id").c_str(),
-                     Str(*r, "user").c_str(), Str(*r, "role").c_str());
+        std::fprintf(
+            stderr, "token %s for %s (%s%s%s); it is shown only now\n", Str(*r, "id").c_str(),
+            Str(*r, "user").c_str(), Str(*r, "role").c_str(),
+            r->contains("node") ? (", node " + Str(*r, "node")).c_str() : "",
+            r->contains("expires") ? (", expires " + Until(Num(*r, "expires"))).c_str() : "");
       }
       return kExitOk;
     }
@@ -628,10 +658,15 @@ int RunToken(const std::vector<std::string>& raw) {
     }
     std::vector<std::vector<std::string>> rows;
     for (const Json& t : (*r)["tokens"]) {
-      rows.push_back({Str(t, "id"), Str(t, "user"), Str(t, "role"),
-                      Str(t, "revoked") == "true" ? "revoked" : "active"});
+      const bool expired = t.contains("expires") && Num(t, "expires") <= NowSeconds();
+      const std::string state = Str(t, "revoked") == "true"
+                                    ? (Str(t, "role") == "join" ? "used or revoked" : "revoked")
+                                : expired ? "expired"
+                                          : "active";
+      rows.push_back({Str(t, "id"), Str(t, "user"), Str(t, "role"), Str(t, "node", "-"), state,
+                      t.contains("expires") ? Until(Num(t, "expires")) : "never"});
     }
-    std::printf("%s", Table({"ID", "USER", "ROLE", "STATE"}, rows).c_str());
+    std::printf("%s", Table({"ID", "USER", "ROLE", "NODE", "STATE", "EXPIRES"}, rows).c_str());
     return kExitOk;
   });
 }

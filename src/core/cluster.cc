@@ -49,6 +49,12 @@ std::string NetworkPlace::ToString() const {
   return spine + "/" + leaf;
 }
 
+bool IsValidNodeName(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
 bool Partition::AllowsAccount(std::string_view account) const {
   if (allowed_accounts.empty()) return true;
   return std::find(allowed_accounts.begin(), allowed_accounts.end(), account) !=

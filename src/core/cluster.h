@@ -77,9 +77,16 @@ struct Node {
   NetworkPlace place;
   std::optional<AcceptanceResult>
       acceptance;  // the last acceptance test; kept by the server, not the agent
+  // The SHA-256 fingerprint of the certificate the node acts with (a TLS
+  // cluster); kept by the server, not the agent. Empty: not joined yet.
+  std::string credential;
 
   int GpuCount() const { return static_cast<int>(gpus.size()); }
 };
+
+// A node's name: 1 to 64 of letters, digits, '.', '_' and '-' (what the
+// API's routes and a certificate's common name can both carry).
+bool IsValidNodeName(std::string_view name);
 
 struct Partition {
   std::string name;

@@ -72,6 +72,9 @@ inline Status Unsatisfiable(std::string message) {
 inline Status Internal(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));
 }
+inline Status Unavailable(std::string message) {
+  return Status(StatusCode::kUnavailable, std::move(message));
+}
 
 template <typename T>
 class [[nodiscard]] Result {

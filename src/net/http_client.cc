@@ -4,20 +4,62 @@
 #include <httplib.h>
 
 #include "core/strings.h"
+#include "net/tls.h"
 
 namespace shoal::net {
 
+// One httplib client (plain or TLS) for one server; remade by
+// CloseConnection, so that no call ever races httplib's own socket lock.
 struct HttpClient::Impl {
-  Impl(const std::string& host, int port) : client(host, port) {}
-  httplib::Client client;
+  std::string host;
+  int port = 0;
+  ClientOptions options;
+  bool tls = false;
+  std::unique_ptr<httplib::ClientImpl> client;
   httplib::Headers headers;
+
+  Status Make() {
+    std::unique_ptr<httplib::ClientImpl> c;
+    if (tls) {
+      const TlsClientOptions& t = *options.tls;
+      auto ssl = t.cert_file.empty()
+                     ? std::make_unique<httplib::SSLClient>(host, port)
+                     : std::make_unique<httplib::SSLClient>(host, port, t.cert_file, t.key_file);
+      if (!ssl->is_valid()) {
+        return InvalidArgument(fmt::format("cannot use the TLS certificate {} with the key {}",
+                                           t.cert_file, t.key_file));
+      }
+      ssl->enable_server_certificate_verification(t.verify);
+      if (t.verify) {
+        if (t.ca_file.empty()) return InvalidArgument("TLS needs the cluster's CA certificate");
+        ssl->set_ca_cert_path(t.ca_file);
+        if (!t.peer_name.empty()) RequirePeerName(ssl->ssl_context(), &options.tls->peer_name);
+      }
+      c = std::move(ssl);
+    } else {
+      c = std::make_unique<httplib::ClientImpl>(host, port);
+    }
+    c->set_tcp_nodelay(true);
+    c->set_keep_alive(options.keep_alive);
+    c->set_connection_timeout(std::chrono::milliseconds(options.connect_timeout_ms));
+    c->set_read_timeout(std::chrono::milliseconds(options.read_timeout_ms));
+    c->set_write_timeout(std::chrono::milliseconds(options.read_timeout_ms));
+    client = std::move(c);
+    return Status::Ok();
+  }
 };
+
+std::string_view SchemeOf(std::string_view base) {
+  base = Trim(base);
+  if (StartsWith(base, "https://")) return "https";
+  if (StartsWith(base, "http://")) return "http";
+  return "";
+}
 
 Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int default_port,
                                                   bool allow_any_port) {
   std::string_view s = Trim(base);
-  if (StartsWith(s, "https://"))
-    return InvalidArgument("https is not supported yet; use http:// on a trusted network");
+  if (StartsWith(s, "https://")) s.remove_prefix(8);
   if (StartsWith(s, "http://")) s.remove_prefix(7);
   while (!s.empty() && s.back() == '/')
     s.remove_suffix(1);
@@ -34,12 +76,17 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int d
 Result<std::unique_ptr<HttpClient>> HttpClient::Connect(const std::string& base,
                                                         const ClientOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(auto hp, ParseHostPort(base, 6820));
-  auto impl = std::make_unique<Impl>(hp.first, hp.second);
-  impl->client.set_tcp_nodelay(true);
-  impl->client.set_keep_alive(options.keep_alive);
-  impl->client.set_connection_timeout(std::chrono::milliseconds(options.connect_timeout_ms));
-  impl->client.set_read_timeout(std::chrono::milliseconds(options.read_timeout_ms));
-  impl->client.set_write_timeout(std::chrono::milliseconds(options.read_timeout_ms));
+  auto impl = std::make_unique<Impl>();
+  impl->host = hp.first;
+  impl->port = hp.second;
+  impl->options = options;
+  const std::string_view scheme = SchemeOf(base);
+  impl->tls = scheme == "https" || (scheme.empty() && options.tls.has_value());
+  if (impl->tls && !options.tls) {
+    return InvalidArgument(fmt::format(
+        "{}: https needs the cluster's CA certificate (--ca-file or $SHOAL_CA_FILE)", base));
+  }
+  SHOAL_RETURN_IF_ERROR(impl->Make());
   auto client = std::unique_ptr<HttpClient>(
       new HttpClient(std::move(impl), fmt::format("{}:{}", hp.first, hp.second)));
   client->set_token(options.token);
@@ -51,7 +98,8 @@ HttpClient::HttpClient(std::unique_ptr<Impl> impl, std::string base)
 HttpClient::~HttpClient() = default;
 
 void HttpClient::CloseConnection() {
-  impl_->client.stop();
+  // The same settings, so this cannot fail where Connect did not.
+  (void)impl_->Make();
 }
 
 void HttpClient::set_token(const std::string& token) {
@@ -63,6 +111,12 @@ namespace {
 
 Result<HttpResponse> Convert(const httplib::Result& r, const std::string& base) {
   if (!r) {
+    if (r.error() == httplib::Error::SSLServerVerification) {
+      return Status(StatusCode::kUnavailable,
+                    fmt::format("cannot reach the Shoal server at {}: its TLS certificate is not "
+                                "one the cluster's CA issued for that address",
+                                base));
+    }
     return Status(StatusCode::kUnavailable, fmt::format("cannot reach the Shoal server at {} ({})",
                                                         base, httplib::to_string(r.error())));
   }
@@ -75,19 +129,19 @@ Result<HttpResponse> Convert(const httplib::Result& r, const std::string& base) 
 }  // namespace
 
 Result<HttpResponse> HttpClient::Get(const std::string& path) {
-  return Convert(impl_->client.Get(path, impl_->headers), base_);
+  return Convert(impl_->client->Get(path, impl_->headers), base_);
 }
 
 Result<HttpResponse> HttpClient::Post(const std::string& path, const std::string& json_body) {
-  return Convert(impl_->client.Post(path, impl_->headers, json_body, "application/json"), base_);
+  return Convert(impl_->client->Post(path, impl_->headers, json_body, "application/json"), base_);
 }
 
 Result<HttpResponse> HttpClient::Patch(const std::string& path, const std::string& json_body) {
-  return Convert(impl_->client.Patch(path, impl_->headers, json_body, "application/json"), base_);
+  return Convert(impl_->client->Patch(path, impl_->headers, json_body, "application/json"), base_);
 }
 
 Result<HttpResponse> HttpClient::Delete(const std::string& path) {
-  return Convert(impl_->client.Delete(path, impl_->headers), base_);
+  return Convert(impl_->client->Delete(path, impl_->headers), base_);
 }
 
 }  // namespace shoal::net

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -17,8 +18,22 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // as the server spelt them
 };
 
+// How a client checks the server it talks to over TLS, and who it is to it.
+struct TlsClientOptions {
+  std::string ca_file{};  // the CA that must have signed the server's certificate
+  // Our certificate and key, for a server that asks for one (mutual TLS).
+  std::string cert_file{};
+  std::string key_file{};
+  // When set, the server's certificate must also carry this common name (an
+  // agent's node name; the controller's net::kControllerName).
+  std::string peer_name{};
+  // Off only to fetch a CA certificate whose fingerprint the caller then
+  // checks itself (an agent joining with --ca-fingerprint).
+  bool verify = true;
+};
+
 struct ClientOptions {
-  std::string token;  // sent as "Authorization: Bearer <token>" when set
+  std::string token{};  // sent as "Authorization: Bearer <token>" when set
   int connect_timeout_ms = 2000;
   int read_timeout_ms = 30000;
   // Off for clients that call rarely and must not hold one of the server's
@@ -26,11 +41,16 @@ struct ClientOptions {
   // with one thread for as long as it stays open); or on, with
   // CloseConnection when the calls pause (agents' heartbeats).
   bool keep_alive = true;
+  // TLS settings, for an https:// address or one without a scheme; an
+  // address without a scheme is plain HTTP when this is empty.
+  std::optional<TlsClientOptions> tls{};
 };
 
 class HttpClient {
  public:
-  // `base` is "http://host:port" or "host:port".
+  // `base` is "https://host:port", "http://host:port" or "host:port" (TLS
+  // when options.tls is set). https without options.tls is an error: Shoal's
+  // clients check the server against the cluster's own CA.
   static Result<std::unique_ptr<HttpClient>> Connect(const std::string& base,
                                                      const ClientOptions& options);
   ~HttpClient();
@@ -55,9 +75,12 @@ class HttpClient {
   std::string base_;
 };
 
-// "host:port" for a base URL; "http://" prefixes are stripped, https refused.
+// "host:port" for a base URL; "http://" and "https://" prefixes are stripped.
 // Port 0 (any free port) only when `allow_any_port`, for servers.
 Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int default_port,
                                                   bool allow_any_port = false);
+
+// The scheme a base URL names: "https", "http", or "" when it has none.
+std::string_view SchemeOf(std::string_view base);
 
 }  // namespace shoal::net

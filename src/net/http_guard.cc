@@ -10,11 +10,27 @@
 namespace shoal::net {
 namespace {
 
+// `text` as the inside of a JSON string.
+std::string JsonEscaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 httplib::Server::HandlerResponse Refuse(httplib::Response& res, int status, const char* error,
                                         const std::string& detail) {
   res.status = status;
   res.set_header("Connection", "close");
-  res.set_content(fmt::format(R"({{"error":"{}","detail":"{}"}})", error, detail),
+  res.set_content(fmt::format(R"({{"error":"{}","detail":"{}"}})", error, JsonEscaped(detail)),
                   "application/json");
   return httplib::Server::HandlerResponse::Handled;
 }
@@ -41,39 +57,46 @@ void NormaliseBodyHeaders(const httplib::Request& const_req) {
 
 void GuardRequests(httplib::Server& http, RequestGuard guard) {
   http.set_payload_max_length(guard.max_body_bytes);
-  http.set_pre_routing_handler(
-      [guard = std::move(guard)](const httplib::Request& req, httplib::Response& res) {
-        if (req.has_header("Transfer-Encoding")) {
-          return Refuse(res, 411, "invalid_argument",
-                        "a request body must come with Content-Length; chunked bodies are "
-                        "not accepted");
-        }
-        const std::string declared = req.get_header_value("Content-Length");
-        uint64_t length = 0;
-        if (!declared.empty()) {
-          auto [end, error] =
-              std::from_chars(declared.data(), declared.data() + declared.size(), length);
-          if (error != std::errc() || end != declared.data() + declared.size()) {
-            return Refuse(res, 400, "invalid_argument", "Content-Length is not a number");
-          }
-        }
-        const bool is_public = guard.is_public && guard.is_public(req);
-        // A request without a body is left to its handler, which authenticates
-        // it anyway: checking here too would hash each token twice.
-        if (!is_public && length > 0 && !(guard.is_authenticated && guard.is_authenticated(req))) {
-          return Refuse(res, 401, "unauthenticated", "a valid token is required");
-        }
-        if (is_public && length > 0) {
-          return Refuse(res, 413, "resource_exhausted", "this request takes no body");
-        }
-        if (length > guard.max_body_bytes) {
-          return Refuse(res, 413, "resource_exhausted",
-                        fmt::format("the body is {} bytes; at most {} are accepted", length,
-                                    guard.max_body_bytes));
-        }
-        NormaliseBodyHeaders(req);
-        return httplib::Server::HandlerResponse::Unhandled;
-      });
+  http.set_pre_routing_handler([guard = std::move(guard)](const httplib::Request& req,
+                                                          httplib::Response& res) {
+    if (req.has_header("Transfer-Encoding")) {
+      return Refuse(res, 411, "invalid_argument",
+                    "a request body must come with Content-Length; chunked bodies are "
+                    "not accepted");
+    }
+    const std::string declared = req.get_header_value("Content-Length");
+    uint64_t length = 0;
+    if (!declared.empty()) {
+      auto [end, error] =
+          std::from_chars(declared.data(), declared.data() + declared.size(), length);
+      if (error != std::errc() || end != declared.data() + declared.size()) {
+        return Refuse(res, 400, "invalid_argument", "Content-Length is not a number");
+      }
+    }
+    const bool is_public = guard.is_public && guard.is_public(req);
+    // A request without a body is left to its handler, which authenticates
+    // it anyway: checking here too would hash each token twice.
+    if (!is_public && length > 0) {
+      const Status who = guard.authenticate
+                             ? guard.authenticate(req)
+                             : Status(StatusCode::kUnauthenticated, "a valid token is required");
+      if (!who.ok()) {
+        const bool denied = who.code() == StatusCode::kPermissionDenied;
+        return Refuse(res, denied ? 403 : 401, denied ? "permission_denied" : "unauthenticated",
+                      who.message());
+      }
+    }
+    if (is_public && length > 0) {
+      return Refuse(res, 413, "resource_exhausted", "this request takes no body");
+    }
+    if (length > guard.max_body_bytes) {
+      return Refuse(res, 413, "resource_exhausted",
+                    fmt::format("the body is {} bytes; at most {} are accepted", length,
+                                guard.max_body_bytes));
+    }
+    NormaliseBodyHeaders(req);
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
 }
 
 }  // namespace shoal::net

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <functional>
 
+#include "core/status.h"
+
 namespace httplib {
 class Server;
 struct Request;
@@ -24,8 +26,9 @@ struct RequestGuard {
   std::function<bool(const httplib::Request&)> is_public;
   // Whether the request's credentials are good, asked before a body is read
   // (requests without one are authenticated by their handlers, which also
-  // decide what the credentials allow).
-  std::function<bool(const httplib::Request&)> is_authenticated;
+  // decide what the credentials allow): OK, or why not, which the 401 (403
+  // for kPermissionDenied) answer tells.
+  std::function<Status(const httplib::Request&)> authenticate;
 };
 
 // Installs the guard as the server's pre-routing handler.

@@ -1,7 +1,11 @@
 #include "net/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -63,7 +67,11 @@ class DeadlineStream final : public httplib::Stream {
       : sock_(sock), write_timeout_(write_timeout) {}
 
   void set_deadline(SteadyClock::time_point deadline) { deadline_ = deadline; }
-  bool has_buffered() const { return offset_ < size_; }
+  bool has_buffered() const {
+    return offset_ < size_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0);
+  }
+  // Reads and writes go through `ssl` (on a non-blocking socket) from now on.
+  void set_ssl(SSL* ssl) { ssl_ = ssl; }
 
   bool is_readable() const override {
     return has_buffered() || WaitUntil(sock_, POLLIN, deadline_);
@@ -74,11 +82,15 @@ class DeadlineStream final : public httplib::Stream {
 
   ssize_t read(char* ptr, size_t size) override {
     if (!has_buffered()) {
-      if (!WaitUntil(sock_, POLLIN, deadline_)) return -1;
       ssize_t n;
-      do {
-        n = ::recv(sock_, buffer_, sizeof buffer_, 0);
-      } while (n < 0 && errno == EINTR);
+      if (ssl_ != nullptr) {
+        n = SslIo(/*reading=*/true, buffer_, sizeof buffer_, deadline_);
+      } else {
+        if (!WaitUntil(sock_, POLLIN, deadline_)) return -1;
+        do {
+          n = ::recv(sock_, buffer_, sizeof buffer_, 0);
+        } while (n < 0 && errno == EINTR);
+      }
       if (n <= 0) return n;
       offset_ = 0;
       size_ = static_cast<size_t>(n);
@@ -95,6 +107,10 @@ class DeadlineStream final : public httplib::Stream {
   uint64_t consumed() const { return consumed_; }
 
   ssize_t write(const char* ptr, size_t size) override {
+    if (ssl_ != nullptr) {
+      return SslIo(/*reading=*/false, const_cast<char*>(ptr), size,
+                   SteadyClock::now() + write_timeout_);
+    }
     if (!is_writable()) return -1;
     ssize_t n;
     do {
@@ -112,6 +128,23 @@ class DeadlineStream final : public httplib::Stream {
   socket_t socket() const override { return sock_; }
 
  private:
+  // One SSL_read or SSL_write, waiting for the socket as OpenSSL asks, until
+  // `deadline`: a peer trickling a TLS record holds no thread past it.
+  ssize_t SslIo(bool reading, char* data, size_t size, SteadyClock::time_point deadline) const {
+    while (true) {
+      ERR_clear_error();
+      const int n = reading ? SSL_read(ssl_, data, static_cast<int>(size))
+                            : SSL_write(ssl_, data, static_cast<int>(size));
+      if (n > 0) return n;
+      const int error = SSL_get_error(ssl_, n);
+      if (error == SSL_ERROR_ZERO_RETURN) return 0;
+      short wanted = 0;
+      if (error == SSL_ERROR_WANT_READ) wanted = POLLIN;
+      if (error == SSL_ERROR_WANT_WRITE) wanted = POLLOUT;
+      if (wanted == 0 || !WaitUntil(sock_, wanted, deadline)) return -1;
+    }
+  }
+
   template <typename F>
   void Name(F get, std::string& ip, int& port) const {
     sockaddr_storage a{};
@@ -122,6 +155,7 @@ class DeadlineStream final : public httplib::Stream {
   }
 
   const int sock_;
+  SSL* ssl_ = nullptr;
   const std::chrono::milliseconds write_timeout_;
   SteadyClock::time_point deadline_{};
   char buffer_[4096];
@@ -239,6 +273,27 @@ class ElasticPool final : public httplib::TaskQueue {
   bool shut_ = false;
 };
 
+// The TLS handshake on `sock` (made non-blocking), within `deadline`.
+std::unique_ptr<SSL, void (*)(SSL*)> Handshake(SSL_CTX* ctx, int sock,
+                                               SteadyClock::time_point deadline) {
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl(SSL_new(ctx), SSL_free);
+  const int flags = ::fcntl(sock, F_GETFL, 0);
+  if (!ssl || flags < 0 || ::fcntl(sock, F_SETFL, flags | O_NONBLOCK) != 0 ||
+      SSL_set_fd(ssl.get(), sock) != 1) {
+    return {nullptr, SSL_free};
+  }
+  while (true) {
+    ERR_clear_error();
+    const int r = SSL_accept(ssl.get());
+    if (r == 1) return ssl;
+    const int error = SSL_get_error(ssl.get(), r);
+    short wanted = 0;
+    if (error == SSL_ERROR_WANT_READ) wanted = POLLIN;
+    if (error == SSL_ERROR_WANT_WRITE) wanted = POLLOUT;
+    if (wanted == 0 || !WaitUntil(sock, wanted, deadline)) return {nullptr, SSL_free};
+  }
+}
+
 constexpr char kBusyAnswer[] =
     "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: application/json\r\n"
     "Content-Length: 77\r\n\r\n"
@@ -268,6 +323,33 @@ HttpServer::HttpServer() {
         static_cast<size_t>(std::max(limits_.min_threads, limits_.max_connections));
     return new ElasticPool(min_threads, max_threads);
   };
+}
+
+Status HttpServer::EnableTls(const TlsServerOptions& options) {
+  std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+  if (!ctx) return Internal("cannot create a TLS context (OpenSSL)");
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  if (SSL_CTX_use_certificate_chain_file(ctx.get(), options.cert_file.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx.get(), options.key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(ctx.get()) != 1) {
+    return InvalidArgument(fmt::format("cannot use the TLS certificate {} with the key {}",
+                                       options.cert_file, options.key_file));
+  }
+  if (!options.ca_file.empty()) {
+    if (SSL_CTX_load_verify_locations(ctx.get(), options.ca_file.c_str(), nullptr) != 1)
+      return InvalidArgument(fmt::format("cannot read the CA certificate {}", options.ca_file));
+    // Ask for a client certificate; a bad one always fails the handshake, a
+    // missing one only when it is required (requests without one are then
+    // judged by their bearer token).
+    SSL_CTX_set_verify(
+        ctx.get(),
+        SSL_VERIFY_PEER | (options.require_client_cert ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+        nullptr);
+    SSL_CTX_set_verify_depth(ctx.get(), 2);
+  }
+  ssl_ctx_ = std::move(ctx);
+  return Status::Ok();
 }
 
 int HttpServer::Bind(const std::string& host, int port) {
@@ -313,6 +395,16 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     (void)!::send(sock, kBusyAnswer, sizeof kBusyAnswer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   } else {
     DeadlineStream stream(sock, limits_.write_timeout);
+    std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
+    if (ssl_ctx_ != nullptr) {
+      ssl = Handshake(ssl_ctx_.get(), sock, SteadyClock::now() + limits_.request_deadline);
+      if (!ssl) {
+        Release(client);
+        ::close(sock);
+        return false;
+      }
+      stream.set_ssl(ssl.get());
+    }
     for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
       // Between requests: idle for at most idle_timeout, looking up every
       // 100 ms in case the server stops.
@@ -326,9 +418,11 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       stream.set_deadline(SteadyClock::now() + limits_.request_deadline);
       bool closed = false;
       std::optional<uint64_t> body_end = stream.consumed();
-      served = process_request(
-          stream, /*close_connection=*/left == 1, closed,
-          [&](httplib::Request& req) { body_end = BodyEnd(req, stream.consumed()); });
+      served = process_request(stream, /*close_connection=*/left == 1, closed,
+                               [&](httplib::Request& req) {
+                                 req.ssl = ssl.get();
+                                 body_end = BodyEnd(req, stream.consumed());
+                               });
       // A body refused before it was read (http_guard.h) is not the next
       // request: the connection ends here, after the client has sent it.
       if (served && (!body_end || stream.consumed() < *body_end)) {
@@ -337,6 +431,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       }
       if (!served || closed) break;
     }
+    if (ssl) (void)SSL_shutdown(ssl.get());  // close_notify, without waiting for the peer's
     Release(client);
   }
   ::shutdown(sock, SHUT_RDWR);

@@ -24,6 +24,9 @@
 #include <mutex>
 #include <string>
 
+#include "core/status.h"
+#include "net/tls.h"
+
 namespace shoal::net {
 
 struct ConnectionLimits {
@@ -45,6 +48,10 @@ class HttpServer : public httplib::Server {
   HttpServer();
   // Before listening.
   void SetLimits(const ConnectionLimits& limits) { limits_ = limits; }
+  // Before listening: serve TLS only (a plain request fails its handshake).
+  // The deadlines above hold for the handshake too.
+  Status EnableTls(const TlsServerOptions& options);
+  bool tls() const { return ssl_ctx_ != nullptr; }
 
   // Binds `host`:`port` (0: any free port) and returns the port, or -1.
   // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
@@ -63,6 +70,7 @@ class HttpServer : public httplib::Server {
   void Release(const std::string& client);
 
   ConnectionLimits limits_;
+  std::shared_ptr<ssl_ctx_st> ssl_ctx_;
   mutable std::mutex mu_;
   std::map<std::string, int> per_client_;
   int open_ = 0;

@@ -9,7 +9,25 @@
 
 namespace shoal::server {
 
-AgentLink::AgentLink(std::string token, int workers) : token_(std::move(token)) {
+net::ClientOptions AgentCredentials::For(const std::string& node, int connect_timeout_ms,
+                                         int read_timeout_ms, bool keep_alive) const {
+  net::ClientOptions o;
+  o.connect_timeout_ms = connect_timeout_ms;
+  o.read_timeout_ms = read_timeout_ms;
+  o.keep_alive = keep_alive;
+  if (pki != nullptr) {
+    o.tls = net::TlsClientOptions{.ca_file = pki->ca_cert_file,
+                                  .cert_file = pki->cert_file,
+                                  .key_file = pki->key_file,
+                                  .peer_name = node};
+  } else {
+    o.token = node_token;
+  }
+  return o;
+}
+
+AgentLink::AgentLink(AgentCredentials credentials, int workers)
+    : credentials_(std::move(credentials)) {
   for (int i = 0; i < workers; ++i)
     workers_.emplace_back([this] { Work(); });
 }
@@ -50,9 +68,9 @@ void AgentLink::Send(Outbox orders) {
     std::lock_guard<std::mutex> lock(mu_);
     // Kills first: they free resources that launches may need.
     for (const KillOrder& k : orders.kills)
-      queue_.push_back({k.address, "/v1/kill", KillBody(k)});
+      queue_.push_back({k.node, k.address, "/v1/kill", KillBody(k)});
     for (const LaunchOrder& l : orders.launches)
-      queue_.push_back({l.address, "/v1/launch", LaunchBody(l)});
+      queue_.push_back({l.node, l.address, "/v1/launch", LaunchBody(l)});
   }
   cv_.notify_all();
 }
@@ -86,10 +104,11 @@ void AgentLink::Work() {
     }
     bool ok = false;
     for (int attempt = 0; attempt < 3 && !ok; ++attempt) {
-      auto& client = clients[m.address];
+      // One connection per node and address: a node that moved, or a new
+      // agent at an old address, gets a connection checked for it.
+      auto& client = clients[m.node + "@" + m.address];
       if (!client) {
-        auto c = net::HttpClient::Connect(
-            m.address, {.token = token_, .connect_timeout_ms = 1000, .read_timeout_ms = 5000});
+        auto c = net::HttpClient::Connect(m.address, credentials_.For(m.node, 1000, 5000));
         if (!c.ok()) break;
         client = std::move(*c);
       }

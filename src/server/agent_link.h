@@ -14,14 +14,27 @@
 #include <thread>
 #include <vector>
 
+#include "net/http_client.h"
 #include "server/controller.h"
+#include "server/pki.h"
 
 namespace shoal::server {
 
+// How the controller proves itself to an agent and checks it: mutual TLS
+// with the controller's certificate, the agent's checked against the
+// cluster CA and its node name; or, on a plain-HTTP cluster on one host,
+// the shared node token.
+struct AgentCredentials {
+  std::string node_token;
+  const ControllerPki* pki = nullptr;  // TLS when set; outlives this
+
+  net::ClientOptions For(const std::string& node, int connect_timeout_ms, int read_timeout_ms,
+                         bool keep_alive = true) const;
+};
+
 class AgentLink {
  public:
-  // `token` authenticates the server to the agents (the cluster's node token).
-  AgentLink(std::string token, int workers = 4);
+  explicit AgentLink(AgentCredentials credentials, int workers = 4);
   ~AgentLink();
 
   void Send(Outbox orders);
@@ -35,13 +48,14 @@ class AgentLink {
 
  private:
   struct Message {
+    std::string node;
     std::string address;
     std::string path;
     std::string body;
   };
   void Work();
 
-  const std::string token_;
+  const AgentCredentials credentials_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Message> queue_;

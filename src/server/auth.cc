@@ -1,5 +1,7 @@
 #include "server/auth.h"
 
+#include <fmt/format.h>
+
 #include <mutex>
 
 #include "core/strings.h"
@@ -20,7 +22,8 @@ void TokenCache::AddEphemeral(const state::TokenRecord& token) {
   ephemeral_[token.id] = token;
 }
 
-Result<Identity> TokenCache::Authenticate(std::string_view authorization) const {
+Result<Identity> TokenCache::Authenticate(std::string_view authorization, Time now,
+                                          bool allow_join) const {
   std::string_view h = Trim(authorization);
   constexpr std::string_view kBearer = "Bearer ";
   if (h.substr(0, kBearer.size()) != kBearer) {
@@ -36,10 +39,37 @@ Result<Identity> TokenCache::Authenticate(std::string_view authorization) const 
     if (it == ephemeral_.end())
       return Status(StatusCode::kUnauthenticated, "unknown or revoked token");
   }
-  if (it->second.revoked || !net::ConstantTimeEquals(it->second.secret_hash, hash)) {
+  const state::TokenRecord& t = it->second;
+  if (t.revoked || !net::ConstantTimeEquals(t.secret_hash, hash)) {
     return Status(StatusCode::kUnauthenticated, "unknown or revoked token");
   }
-  return Identity{it->second.user, it->second.role};
+  if (now >= t.expires) return Status(StatusCode::kUnauthenticated, "this token has expired");
+  if (t.role == "join" && !allow_join) {
+    return Status(StatusCode::kPermissionDenied,
+                  "a join token is good only for joining a node (shoal agent --join-token)");
+  }
+  return Identity{.user = t.user, .role = t.role, .node_name = t.node, .token_id = t.id};
+}
+
+Result<Identity> TokenCache::IdentityOf(const net::PeerCertificate& peer,
+                                        std::string_view authorization, Time now, bool tls,
+                                        bool allow_join) const {
+  if (!peer.empty()) {
+    if (!IsValidNodeName(peer.common_name)) {
+      return Status(StatusCode::kPermissionDenied,
+                    fmt::format("certificate '{}' is not a node's", peer.common_name));
+    }
+    return Identity{.user = peer.common_name,
+                    .role = "node",
+                    .node_name = peer.common_name,
+                    .credential = peer.fingerprint};
+  }
+  SHOAL_ASSIGN_OR_RETURN(Identity who, Authenticate(authorization, now, allow_join));
+  if (tls && who.node()) {
+    return Status(StatusCode::kUnauthenticated,
+                  "over TLS a node proves itself with its certificate, not a node token");
+  }
+  return who;
 }
 
 }  // namespace shoal::server

@@ -1,5 +1,6 @@
-// Who a request comes from, by its bearer token. Handler threads look tokens
-// up here without touching the control loop; the loop replaces the set after
+// Who a request comes from: a node by the certificate it proved on a TLS
+// connection, anyone else by a bearer token. Handler threads look tokens up
+// here without touching the control loop; the loop replaces the set after
 // each committed change to it.
 #pragma once
 
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/time.h"
+#include "net/tls.h"
 #include "server/controller.h"
 #include "state/store.h"
 
@@ -21,8 +24,18 @@ class TokenCache {
   // A token that lives only in memory until the server stops: those handed
   // out on the local unix socket. Replace() leaves them alone.
   void AddEphemeral(const state::TokenRecord& token);
-  // The identity for an "Authorization" header value ("Bearer <token>").
-  Result<Identity> Authenticate(std::string_view authorization) const;
+  // The identity for an "Authorization" header value ("Bearer <token>") at
+  // `now`: an expired, revoked or unknown token is kUnauthenticated. A join
+  // token is only good for joining (`allow_join`).
+  Result<Identity> Authenticate(std::string_view authorization, Time now,
+                                bool allow_join = false) const;
+
+  // The identity of a request that came with `peer`'s verified certificate
+  // (a node: its common name) or else `authorization`. On a TLS listener
+  // (`tls`) nodes must prove themselves by certificate: node tokens are
+  // refused there, and the controller's own name is no node's.
+  Result<Identity> IdentityOf(const net::PeerCertificate& peer, std::string_view authorization,
+                              Time now, bool tls, bool allow_join = false) const;
 
  private:
   mutable std::shared_mutex mu_;

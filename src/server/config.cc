@@ -59,12 +59,25 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
   } else if (key == "sync") {
     if (value != "full" && value != "normal") return InvalidArgument("sync: full or normal");
     o.sqlite_full_sync = value == "full";
+  } else if (key == "tls") {
+    if (value != "true" && value != "false" && value != "1" && value != "0")
+      return InvalidArgument("tls: true or false (false: plain HTTP, on loopback only)");
+    o.tls.enabled = value == "true" || value == "1";
+  } else if (key == "tls_names") {
+    o.tls.names.clear();
+    for (std::string_view name : Split(value, ',')) {
+      if (!Trim(name).empty()) o.tls.names.emplace_back(Trim(name));
+    }
+  } else if (key == "node_cert_days") {
+    auto n = ParseInt(value);
+    if (!n.ok() || *n < 1 || *n > 3650) return InvalidArgument("node_cert_days: 1 to 3650");
+    o.tls.node_cert_days = static_cast<int>(*n);
   } else {
     return InvalidArgument(
         fmt::format("unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, "
                     "kill_grace, launch_grace, "
                     "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, "
-                    "metrics_public)",
+                    "metrics_public, tls, tls_names, node_cert_days)",
                     key));
   }
   return Status::Ok();

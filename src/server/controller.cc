@@ -146,6 +146,23 @@ const Job* Controller::Find(JobId id) const {
   return it == jobs_.end() ? nullptr : it->second.get();
 }
 
+// A node's credential acts for its own node only, and only while it is the
+// credential that node joined with (a re-join replaces it).
+Status Controller::CheckActsFor(const Identity& who, const std::string& name) const {
+  if (!who.ActsFor(name)) {
+    return Denied(fmt::format("this credential acts for node {}, not {}", who.node_name, name));
+  }
+  if (who.credential.empty()) return Status::Ok();
+  auto it = nodes_.find(name);
+  if (it != nodes_.end() && !it->second.node.credential.empty() &&
+      it->second.node.credential != who.credential) {
+    return Denied(fmt::format(
+        "node {} acts with another certificate (it was re-joined, or this one is not its own)",
+        name));
+  }
+  return Status::Ok();
+}
+
 Status Controller::CheckOwner(const Identity& who, const Job& job) const {
   if (who.admin() || job.spec.user == who.user) return Status::Ok();
   return Denied(fmt::format("job {} belongs to another user", job.id.value()));
@@ -471,6 +488,10 @@ Status Controller::SetPriority(const Identity& who, JobId id, int64_t priority, 
 Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time now) {
   if (!who.node() && !who.admin()) return Denied("only node agents register nodes");
   if (node.name.empty()) return InvalidArgument("node: a name is required");
+  if (!IsValidNodeName(node.name))
+    return InvalidArgument(
+        fmt::format("'{}' is not a node name (letters, digits, . _ -)", node.name));
+  SHOAL_RETURN_IF_ERROR(CheckActsFor(who, node.name));
   if (node.address.empty()) return InvalidArgument("node: the agent's address is required");
   for (const std::string& p : node.partitions) {
     if (std::none_of(partitions_.begin(), partitions_.end(),
@@ -491,8 +512,10 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
       rec.node.state == NodeState::kDown || it == nodes_.end() ? NodeState::kUp : rec.node.state;
   if (rec.admin_drain) node.state = rec.node.state;
   node.state_reason = rec.admin_drain ? rec.node.state_reason : "";
-  // The acceptance result is the server's record, never the agent's word.
+  // The acceptance result and the credential are the server's record, never
+  // the agent's word; a node's first registration with a certificate binds it.
   node.acceptance = rec.node.acceptance;
+  node.credential = rec.node.credential.empty() ? who.credential : rec.node.credential;
   if (it == nodes_.end() && RequiresAcceptance(node)) {
     rec.admin_drain = true;
     node.state = NodeState::kDrained;
@@ -518,6 +541,7 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
 Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::string& name,
                                                const Heartbeat& hb, Time now) {
   if (!who.node() && !who.admin()) return Denied("only node agents send heartbeats");
+  SHOAL_RETURN_IF_ERROR(CheckActsFor(who, name));
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return NotFound(fmt::format("node {} is not registered", name));
   NodeRecord& n = it->second;
@@ -709,21 +733,75 @@ Status Controller::PutAccount(const Identity& who, Account a) {
   return Status::Ok();
 }
 
-Result<api::Json> Controller::CreateToken(const Identity& who, const std::string& user,
-                                          const std::string& role, Time now) {
+Result<api::Json> Controller::CreateToken(const Identity& who, const TokenRequest& request,
+                                          Time now) {
   if (!who.admin()) return Denied("only admins create tokens");
-  if (role != "admin" && role != "user" && role != "node")
-    return InvalidArgument("role is admin, user or node");
+  const std::string& role = request.role;
+  if (role != "admin" && role != "user" && role != "node" && role != "join")
+    return InvalidArgument("role is admin, user, node or join");
+  // A join token is the admin's: it names who let the node in.
+  const std::string user = request.user.empty() && role == "join" ? who.user : request.user;
   if (user.empty()) return InvalidArgument("a token needs a user");
   if (user.find_first_of(" \t\n/") != std::string::npos || user.size() > 64) {
     return InvalidArgument("user names are up to 64 characters without spaces or slashes");
   }
+  if (request.ttl < Duration(0)) return InvalidArgument("a token's ttl cannot be negative");
+  if (!request.node.empty()) {
+    if (role != "join" && role != "node")
+      return InvalidArgument("only join and node tokens name a node");
+    if (!IsValidNodeName(request.node))
+      return InvalidArgument(fmt::format("'{}' is not a node name", request.node));
+  }
+  // An unused join token is a way in: it lasts an hour unless told otherwise.
+  const Duration ttl =
+      request.ttl == Duration(0) && role == "join" ? std::chrono::hours(1) : request.ttl;
   SHOAL_ASSIGN_OR_RETURN(net::NewToken t, net::MakeToken());
-  state::TokenRecord rec{t.id, t.hash, user, role, now, false};
+  state::TokenRecord rec{.id = t.id,
+                         .secret_hash = t.hash,
+                         .user = user,
+                         .role = role,
+                         .created = now,
+                         .revoked = false,
+                         .expires = ttl == Duration(0) ? kTimeNever : now + ttl,
+                         .node = request.node};
   tokens_[t.id] = rec;
   batch_.tokens.push_back(rec);
   tokens_changed_ = true;
-  return api::Json{{"token", t.text}, {"id", t.id}, {"user", user}, {"role", role}};
+  api::Json out{{"token", t.text}, {"id", t.id}, {"user", user}, {"role", role}};
+  if (rec.expires != kTimeNever) out["expires"] = api::TimeToJson(rec.expires);
+  if (!rec.node.empty()) out["node"] = rec.node;
+  return out;
+}
+
+Status Controller::Join(const Identity& who, const std::string& name, const std::string& credential,
+                        Time now) {
+  if (who.role != "join")
+    return Denied("joining takes a join token (shoal token create --role join)");
+  auto t = tokens_.find(who.token_id);
+  if (t == tokens_.end() || t->second.revoked)
+    return Status(StatusCode::kUnauthenticated, "this join token has been used or revoked");
+  if (now >= t->second.expires)
+    return Status(StatusCode::kUnauthenticated, "this join token has expired");
+  if (!t->second.node.empty() && t->second.node != name) {
+    return Denied(fmt::format("this join token is for node {}, not {}", t->second.node, name));
+  }
+  if (!IsValidNodeName(name)) return InvalidArgument(fmt::format("'{}' is not a node name", name));
+  if (credential.empty()) return InvalidArgument("a join needs the new certificate's fingerprint");
+  auto n = nodes_.find(name);
+  if (n != nodes_.end() && !n->second.node.credential.empty() && t->second.node != name) {
+    return Denied(fmt::format(
+        "node {} has joined already; to re-key it, use a join token made for it (--node {})", name,
+        name));
+  }
+  t->second.revoked = true;  // once only
+  batch_.tokens.push_back(t->second);
+  tokens_changed_ = true;
+  if (n != nodes_.end()) {
+    n->second.node.credential = credential;
+    RecordNode(n->second);
+    dirty_ = true;
+  }
+  return Status::Ok();
 }
 
 Status Controller::RevokeToken(const Identity& who, const std::string& id) {

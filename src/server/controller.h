@@ -43,9 +43,27 @@ namespace shoal::server {
 // agent (register and heartbeat).
 struct Identity {
   std::string user;
-  std::string role;  // "admin", "user" or "node"
+  std::string role;  // "admin", "user", "node" or "join"
+  // A node's identity acts for this node only. Empty for the shared node
+  // token of a plain-HTTP cluster on one host, which acts for any node.
+  std::string node_name{};
+  // The fingerprint of the certificate it was proven by (TLS), else empty.
+  std::string credential{};
+  std::string token_id{};  // the token it came with, if any
   bool admin() const { return role == "admin"; }
   bool node() const { return role == "node"; }
+  // May it act for node `name`?
+  bool ActsFor(std::string_view name) const {
+    return admin() || (node() && (node_name.empty() || node_name == name));
+  }
+};
+
+// What POST /v1/tokens asks for.
+struct TokenRequest {
+  std::string user{};  // join tokens: the admin who makes it, unless named
+  std::string role{};  // "admin", "user", "node" or "join"
+  Duration ttl{0};     // 0: the token never expires (join tokens: 1 hour)
+  std::string node{};  // join and node tokens: the only node they act for
 };
 
 struct ControllerConfig {
@@ -179,9 +197,16 @@ class Controller {
   Status PutPartition(const Identity& who, Partition p);
   Status PutAccount(const Identity& who, Account a);
   // Returns the token's text, shown once.
-  Result<api::Json> CreateToken(const Identity& who, const std::string& user,
-                                const std::string& role, Time now);
+  Result<api::Json> CreateToken(const Identity& who, const TokenRequest& request, Time now);
   Status RevokeToken(const Identity& who, const std::string& id);
+  // Uses up the join token `who` came with, for node `name`, whose new
+  // certificate has fingerprint `credential`. Refused when the token is
+  // used, revoked or expired, names another node, or when `name` already
+  // belongs to a joined node and the token was not made for that node (so
+  // that only an admin's token bound to it can re-key a node). A node
+  // already known acts with the new certificate from now on.
+  Status Join(const Identity& who, const std::string& name, const std::string& credential,
+              Time now);
 
   // --- queries (read-only; the returned pointers stay valid as long as held) ---
   Result<std::vector<std::shared_ptr<const Job>>> ListJobs(const Identity& who,
@@ -260,6 +285,7 @@ class Controller {
   Job& Mutable(JobId id);
   const Job* Find(JobId id) const;
   Status CheckOwner(const Identity& who, const Job& job) const;
+  Status CheckActsFor(const Identity& who, const std::string& name) const;
   // Cancel's parts: one active job; the tasks of the array `array` names
   // that are still kept (none when `array` is not an array's id).
   void CancelOne(const Identity& who, JobId id, Time now);

@@ -183,11 +183,14 @@ Result<api::Json> Controller::TokensJson(const Identity& who) const {
   if (!who.admin()) return Denied("only admins list tokens");
   api::Json out = api::Json::array();
   for (const auto& [id, t] : tokens_) {
-    out.push_back({{"id", id},
-                   {"user", t.user},
-                   {"role", t.role},
-                   {"created", api::TimeToJson(t.created)},
-                   {"revoked", t.revoked}});
+    api::Json j{{"id", id},
+                {"user", t.user},
+                {"role", t.role},
+                {"created", api::TimeToJson(t.created)},
+                {"revoked", t.revoked}};
+    if (t.expires != kTimeNever) j["expires"] = api::TimeToJson(t.expires);
+    if (!t.node.empty()) j["node"] = t.node;
+    out.push_back(std::move(j));
   }
   return out;
 }

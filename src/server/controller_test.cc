@@ -137,8 +137,59 @@ TEST_F(ControllerTest, NodesCannotSubmitAndUsersCannotRegister) {
   EXPECT_EQ(c_.RegisterNode(kAlice, MakeNode("n1"), At(0)).status().code(),
             StatusCode::kPermissionDenied);
   EXPECT_EQ(c_.Drain(kAlice, "n1", "x", At(0)).code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(c_.CreateToken(kAlice, "eve", "admin", At(0)).status().code(),
+  EXPECT_EQ(c_.CreateToken(kAlice, {.user = "eve", .role = "admin"}, At(0)).status().code(),
             StatusCode::kPermissionDenied);
+}
+
+// A node's certificate acts for its node only, and only while it is the
+// one the node joined with; join tokens work once, for their node.
+TEST_F(ControllerTest, NodeCredentialsActForTheirOwnNodeOnly) {
+  const Identity n1{.user = "n1", .role = "node", .node_name = "n1", .credential = "AA"};
+  const Identity n2{.user = "n2", .role = "node", .node_name = "n2", .credential = "BB"};
+  ASSERT_TRUE(c_.RegisterNode(n1, MakeNode("n1"), At(0)).ok());
+  ASSERT_TRUE(c_.RegisterNode(n2, MakeNode("n2"), At(0)).ok());
+  EXPECT_EQ((*c_.NodeJson("n1"))["credential"], "AA");  // bound at its first registration
+  auto as_n1 = c_.RegisterNode(n2, MakeNode("n1"), At(1));
+  EXPECT_EQ(as_n1.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(as_n1.status().message().find("acts for node n2, not n1"), std::string::npos);
+  EXPECT_EQ(c_.ReceiveHeartbeat(n2, "n1", Heartbeat{}, At(1)).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_TRUE(c_.ReceiveHeartbeat(n1, "n1", Heartbeat{}, At(1)).ok());
+  // Another certificate for the same name (not the one n1 joined with).
+  Identity impostor = n1;
+  impostor.credential = "CC";
+  EXPECT_EQ(c_.ReceiveHeartbeat(impostor, "n1", Heartbeat{}, At(2)).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.RegisterNode(impostor, MakeNode("n1"), At(2)).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_FALSE(c_.RegisterNode(kNodeAgent, MakeNode("bad/name"), At(2)).ok());
+
+  auto join_token = [&](const std::string& node, Duration ttl = Duration(0)) {
+    auto t = c_.CreateToken(kAdmin, {.role = "join", .ttl = ttl, .node = node}, At(3));
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return Identity{.user = "root", .role = "join", .token_id = (*t)["id"].get<std::string>()};
+  };
+  // An unbound token cannot take a joined node's name; a bound one re-keys it once.
+  EXPECT_EQ(c_.Join(join_token(""), "n1", "DD", At(4)).code(), StatusCode::kPermissionDenied);
+  const Identity for_n1 = join_token("n1");
+  EXPECT_EQ(c_.Join(for_n1, "n2", "DD", At(4)).code(), StatusCode::kPermissionDenied);
+  ASSERT_TRUE(c_.Join(for_n1, "n1", "DD", At(4)).ok());
+  EXPECT_EQ(c_.Join(for_n1, "n1", "EE", At(4)).code(), StatusCode::kUnauthenticated);  // used
+  EXPECT_EQ(c_.ReceiveHeartbeat(n1, "n1", Heartbeat{}, At(5)).status().code(),
+            StatusCode::kPermissionDenied);  // the old certificate
+  Identity rekeyed = n1;
+  rekeyed.credential = "DD";
+  EXPECT_TRUE(c_.ReceiveHeartbeat(rekeyed, "n1", Heartbeat{}, At(5)).ok());
+  // Expiry: a join token lasts an hour unless told otherwise.
+  EXPECT_EQ(c_.Join(join_token("n5"), "n5", "FF", At(3) + std::chrono::hours(2)).code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_TRUE(c_.Join(join_token("n6", seconds(10)), "n6", "FF", At(9)).ok());
+  EXPECT_EQ(c_.Join(kAdmin, "n7", "FF", At(9)).code(), StatusCode::kPermissionDenied);
+  // Node names and ttl are checked when the token is made.
+  EXPECT_FALSE(c_.CreateToken(kAdmin, {.user = "x", .role = "user", .node = "n1"}, At(9)).ok());
+  EXPECT_FALSE(c_.CreateToken(kAdmin, {.role = "join", .node = "a b"}, At(9)).ok());
+  EXPECT_FALSE(
+      c_.CreateToken(kAdmin, {.user = "x", .role = "user", .ttl = seconds(-1)}, At(9)).ok());
 }
 
 TEST_F(ControllerTest, BadSubmissionsAreRefusedWithReasons) {
@@ -408,7 +459,7 @@ TEST_F(ControllerTest, RestoreContinuesWhereItStopped) {
   JobId running = Submit(kAlice, Spec(8));
   JobId pending = Submit(kAlice, Spec(8));
   c_.SchedulePass(At(1));
-  auto token = c_.CreateToken(kAdmin, "carol", "user", At(1));
+  auto token = c_.CreateToken(kAdmin, {.user = "carol", .role = "user"}, At(1));
   ASSERT_TRUE(token.ok());
   auto store = state::NewMemoryStore();
   ASSERT_TRUE(store->Commit(c_.TakeBatch()).ok());

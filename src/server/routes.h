@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/time.h"
+#include "server/agent_link.h"
 #include "server/auth.h"
 #include "server/loop.h"
 #include "server/server.h"
@@ -33,10 +34,14 @@ struct Context {
   const TokenCache& tokens;
   const Clock& clock;
   const ServerOptions& options;
-  const std::string& node_token;  // for requests to the agents
+  // How requests to the agents (log reads) prove the controller; its pki
+  // is the controller's TLS identity and CA, null on a plain-HTTP server.
+  const AgentCredentials& agents;
 
-  Result<Identity> Auth(const httplib::Request& req) const {
-    return tokens.Authenticate(req.get_header_value("Authorization"));
+  bool tls() const { return agents.pki != nullptr; }
+  Result<Identity> Auth(const httplib::Request& req, bool allow_join = false) const {
+    return tokens.IdentityOf(net::PeerOf(req), req.get_header_value("Authorization"), clock.Now(),
+                             tls(), allow_join);
   }
 };
 

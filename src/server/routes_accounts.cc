@@ -1,6 +1,7 @@
 // Who may do what: /v1/whoami, /v1/partitions, /v1/accounts, /v1/tokens.
 #include <string>
 
+#include "api/json_reader.h"
 #include "server/routes.h"
 
 namespace shoal::server::routes {
@@ -61,14 +62,20 @@ void CreateToken(const Context& ctx, const Identity& who, const httplib::Request
                  httplib::Response& res) {
   auto body = api::Parse(req.body);
   if (!body.ok()) return Reply(res, body.status());
-  if (!body->is_object() || !(*body)["user"].is_string() || !(*body)["role"].is_string()) {
-    return Reply(res,
-                 InvalidArgument("body is {\"user\": \"...\", \"role\": \"admin|user|node\"}"));
-  }
-  const std::string user = (*body)["user"].get<std::string>();
-  const std::string role = (*body)["role"].get<std::string>();
-  Reply(res, ctx.loop.Call<Json>([who, user, role](Controller& c, Time now) {
-    return c.CreateToken(who, user, role, now);
+  // {"user": "...", "role": "admin|user|node|join", "ttl_s": 86400, "node": "gpu01"}
+  TokenRequest request;
+  double ttl_s = 0;
+  api::ObjectReader f(*body, "token");
+  f.Optional("user", &request.user);
+  f.Required("role", &request.role);
+  f.Optional("ttl_s", &ttl_s);
+  f.Optional("node", &request.node);
+  if (Status s = f.Finish(); !s.ok()) return Reply(res, s);
+  if (ttl_s < 0 || ttl_s > 100.0 * 365 * 86400)
+    return Reply(res, InvalidArgument("token.ttl_s must be 0 (never expires) to 100 years"));
+  request.ttl = DurationFromSeconds(ttl_s);
+  Reply(res, ctx.loop.Call<Json>([who, request](Controller& c, Time now) {
+    return c.CreateToken(who, request, now);
   }),
         201);
 }

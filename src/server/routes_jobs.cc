@@ -147,10 +147,8 @@ void JobOutput(const Context& ctx, const Identity& who, const httplib::Request& 
     return Reply(res, InvalidArgument("offset must be a number of bytes"));
   auto where = OutputSourceOf(ctx, who, *id);
   if (!where.ok()) return Reply(res, where.status());
-  auto agent = net::HttpClient::Connect(where->address, {.token = ctx.node_token,
-                                                         .connect_timeout_ms = 2000,
-                                                         .read_timeout_ms = 10000,
-                                                         .keep_alive = false});
+  auto agent = net::HttpClient::Connect(
+      where->address, ctx.agents.For(where->node, 2000, 10000, /*keep_alive=*/false));
   if (!agent.ok()) return Reply(res, agent.status());
   auto r = (*agent)->Get(
       fmt::format("/v1/jobs/{}/output?stream={}&offset={}", id->value(), stream, *offset));

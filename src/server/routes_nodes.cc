@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/node_protocol.h"
+#include "net/tls.h"
 #include "server/routes.h"
 
 namespace shoal::server::routes {
@@ -83,9 +84,50 @@ void RecordAcceptance(const Context& ctx, const Identity& who, const httplib::Re
         }));
 }
 
+// The cluster CA's certificate, for a client that checks it against a
+// fingerprint it was given (an agent joining with --ca-fingerprint).
+void ShowCa(const Context& ctx, const httplib::Request&, httplib::Response& res) {
+  if (!ctx.tls()) return Reply(res, NotFound("this server serves plain HTTP: it has no CA"));
+  Reply(res,
+        Json{{"ca", ctx.agents.pki->ca.cert_pem}, {"fingerprint", ctx.agents.pki->ca_fingerprint}});
+}
+
+// A node joins: a join token, its name (or the one the token names) and a
+// certificate request for its own key; the answer is its certificate.
+void JoinNode(const Context& ctx, const httplib::Request& req, httplib::Response& res) {
+  auto who = ctx.Auth(req, /*allow_join=*/true);
+  if (!who.ok()) return Reply(res, who.status());
+  if (!ctx.tls()) {
+    return Reply(res, FailedPrecondition("this server serves plain HTTP: agents use the node "
+                                         "token instead of joining"));
+  }
+  auto body = api::Parse(req.body);
+  if (!body.ok()) return Reply(res, body.status());
+  auto join = api::JoinRequestFromJson(*body);
+  if (!join.ok()) return Reply(res, join.status());
+  // The name asked for; a token bound to a node refuses any other (Join).
+  const std::string name = join->name.empty() ? who->node_name : join->name;
+  if (!IsValidNodeName(name))
+    return Reply(res, InvalidArgument(fmt::format("'{}' is not a node name", name)));
+  auto cert = net::SignRequest(ctx.agents.pki->ca, join->csr, name, join->names,
+                               ctx.options.tls.node_cert_days);
+  if (!cert.ok()) return Reply(res, cert.status());
+  auto fingerprint = net::Fingerprint(*cert);
+  if (!fingerprint.ok()) return Reply(res, fingerprint.status());
+  const api::JoinAnswer answer{
+      .name = name, .certificate = *cert, .ca = ctx.agents.pki->ca.cert_pem};
+  Reply(res, ctx.loop.Call<Json>([w = *who, name, fp = *fingerprint, answer](
+                                     Controller& c, Time now) -> Result<Json> {
+    SHOAL_RETURN_IF_ERROR(c.Join(w, name, fp, now));
+    return api::ToJson(answer);
+  }));
+}
+
 }  // namespace
 
 void AddNodeRoutes(httplib::Server& http, const Context& ctx) {
+  http.Get("/v1/ca", Handle(ctx, ShowCa));
+  http.Post("/v1/join", Handle(ctx, JoinNode));
   http.Get("/v1/nodes", HandleAuthed(ctx, ListNodes));
   http.Get(R"(/v1/nodes/([A-Za-z0-9._-]+))", HandleAuthed(ctx, ShowNode));
   http.Post("/v1/nodes/register", HandleAuthed(ctx, RegisterNode));

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "api/json.h"
+#include "core/files.h"
 #include "net/http_client.h"
 #include "net/http_guard.h"
 #include "net/http_server.h"
@@ -32,13 +34,7 @@ namespace {
 using api::Json;
 
 Status WriteSecretFile(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return Internal(fmt::format("cannot write {}", path));
-  const std::string line = text + "\n";
-  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                  ::fsync(fd) == 0;
-  ::close(fd);
-  return ok ? Status::Ok() : Internal(fmt::format("cannot write {}", path));
+  return WriteFileDurably(path, text + "\n", 0600);
 }
 
 // httplib's own errors (no route, body too large) in the API's JSON form.
@@ -68,6 +64,8 @@ struct Server::Impl {
   ServerOptions options;
   const Clock* clock = nullptr;
   std::unique_ptr<TelemetryStore> telemetry;  // outlives the controller, which records into it
+  std::optional<ControllerPki> pki;           // TLS only
+  AgentCredentials agent_credentials;
   std::unique_ptr<state::Store> store;
   std::unique_ptr<Controller> controller;
   TokenCache tokens;
@@ -87,8 +85,10 @@ struct Server::Impl {
   std::condition_variable stop_cv;
   bool stopped = false;
 
-  Result<Identity> Auth(const httplib::Request& req) const {
-    return tokens.Authenticate(req.get_header_value("Authorization"));
+  // What the request guard asks before a body is read; a join token is
+  // good for its one route only.
+  Status Authenticated(const httplib::Request& req) const {
+    return route_context->Auth(req, /*allow_join=*/req.path == "/v1/join").status();
   }
 
   void Routes();
@@ -118,7 +118,7 @@ void Server::Impl::Routes() {
                                                                     .tokens = tokens,
                                                                     .clock = *clock,
                                                                     .options = options,
-                                                                    .node_token = node_token});
+                                                                    .agents = agent_credentials});
   // The web dashboard (web/, embedded): static files that hold no data, so no token.
   RegisterDashboard(http);
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
@@ -165,9 +165,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     auto me = net::UserName(::geteuid());
     const std::string admin_user = me.ok() ? *me : "admin";
     SHOAL_ASSIGN_OR_RETURN(
-        Json admin, impl->controller->CreateToken(bootstrap, admin_user, "admin", clock.Now()));
-    SHOAL_ASSIGN_OR_RETURN(Json node,
-                           impl->controller->CreateToken(bootstrap, "nodes", "node", clock.Now()));
+        Json admin, impl->controller->CreateToken(bootstrap, {.user = admin_user, .role = "admin"},
+                                                  clock.Now()));
+    SHOAL_ASSIGN_OR_RETURN(
+        Json node,
+        impl->controller->CreateToken(bootstrap, {.user = "nodes", .role = "node"}, clock.Now()));
     impl->admin_token = admin["token"].get<std::string>();
     impl->node_token = node["token"].get<std::string>();
     if (!options.state_dir.empty()) {
@@ -182,13 +184,27 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   }
   SHOAL_RETURN_IF_ERROR(impl->store->Commit(impl->controller->TakeBatch()));
   impl->tokens.Replace(impl->controller->Tokens());
-  impl->agents = std::make_unique<AgentLink>(impl->node_token);
-  impl->loop = std::make_unique<ControlLoop>(*impl->controller, *impl->store, impl->agents.get(),
-                                             &impl->tokens, clock, options.loop);
-  // HTTP.
   SHOAL_ASSIGN_OR_RETURN(auto hp,
                          net::ParseHostPort(options.listen, 6820, /*allow_any_port=*/true));
   impl->host = hp.first;
+  impl->agent_credentials.node_token = impl->node_token;
+  if (options.tls.enabled) {
+    if (options.state_dir.empty())
+      return InvalidArgument("TLS needs a state directory for its keys");
+    SHOAL_ASSIGN_OR_RETURN(impl->pki,
+                           LoadOrCreatePki(options.state_dir + "/tls",
+                                           ControllerNames(impl->host, options.tls.names)));
+    impl->agent_credentials.pki = &*impl->pki;
+    // Client certificates are asked for, not required: users come with
+    // tokens, nodes with their certificates.
+    SHOAL_RETURN_IF_ERROR(impl->http.EnableTls({.cert_file = impl->pki->cert_file,
+                                                .key_file = impl->pki->key_file,
+                                                .ca_file = impl->pki->ca_cert_file}));
+  }
+  impl->agents = std::make_unique<AgentLink>(impl->agent_credentials);
+  impl->loop = std::make_unique<ControlLoop>(*impl->controller, *impl->store, impl->agents.get(),
+                                             &impl->tokens, clock, options.loop);
+  // HTTP.
   net::RaiseOpenFileLimit();
   impl->http.set_tcp_nodelay(true);
   impl->http.set_keep_alive_max_count(100000);
@@ -204,15 +220,22 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
            [metrics_public](const httplib::Request& req) {
              if (req.method != "GET" && req.method != "HEAD") return false;
              if (req.path == "/metrics") return metrics_public;
-             // The health check, and the dashboard's static files (no data).
-             return req.path == "/healthz" || !req.path.starts_with("/v1/");
+             // The health check, the cluster CA's certificate (public by
+             // nature) and the dashboard's static files (no data).
+             return req.path == "/healthz" || req.path == "/v1/ca" || !req.path.starts_with("/v1/");
            },
-       .is_authenticated =
-           [raw = impl.get()](const httplib::Request& req) { return raw->Auth(req).ok(); }});
+       .authenticate =
+           [raw = impl.get()](const httplib::Request& req) { return raw->Authenticated(req); }});
   impl->Routes();
   impl->port = impl->http.Bind(hp.first, hp.second);
   if (impl->port <= 0)
     return Status(StatusCode::kUnavailable, fmt::format("cannot listen on {}", options.listen));
+  // Where this controller is, for the CLI on this host (cli::DefaultServer).
+  if (!options.state_dir.empty()) {
+    SHOAL_RETURN_IF_ERROR(WriteSecretFile(
+        options.state_dir + "/endpoint",
+        fmt::format("{}://{}:{}", options.tls.enabled ? "https" : "http", impl->host, impl->port)));
+  }
   std::string socket_path = options.socket;
   if (socket_path.empty() && !options.state_dir.empty())
     socket_path = options.state_dir + "/shoal.sock";
@@ -274,6 +297,12 @@ const std::string& Server::admin_token() const {
 }
 const std::string& Server::node_token() const {
   return impl_->node_token;
+}
+std::string Server::ca_file() const {
+  return impl_->pki ? impl_->pki->ca_cert_file : "";
+}
+std::string Server::ca_fingerprint() const {
+  return impl_->pki ? impl_->pki->ca_fingerprint : "";
 }
 ControlLoop& Server::loop() {
   return *impl_->loop;

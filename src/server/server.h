@@ -2,12 +2,14 @@
 // the agents and the HTTP API, started and stopped together.
 //
 // On first start the state directory gets two tokens: admin.token (for the
-// operator and the CLI on this host) and node.token (for agents), both mode
-// 0600. The API listens only where it is told (127.0.0.1 by default).
+// operator and the CLI on this host) and node.token (for agents of a
+// plain-HTTP cluster), both mode 0600; with TLS also tls/ (server/pki.h).
+// The API listens only where it is told (127.0.0.1 by default).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -15,6 +17,15 @@
 #include "server/loop.h"
 
 namespace shoal::server {
+
+// TLS on the API (see server/pki.h): the controller's certificate for the
+// names it is reached by, clients' certificates checked against the
+// cluster CA, nodes acting by their own certificates only.
+struct ServerTlsOptions {
+  bool enabled = false;
+  std::vector<std::string> names;  // extra names and addresses for the certificate
+  int node_cert_days = 365;        // how long a joined node's certificate lasts
+};
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:6820";  // port 0: any free port (tests)
@@ -35,6 +46,9 @@ struct ServerOptions {
   bool metrics_public = false;
   // The least time between two samples of a GPU's time series (tests shorten it).
   Duration series_interval = std::chrono::seconds(10);
+  // Off in the library (tests, `shoal up`); `shoal server` turns it on
+  // unless asked for plain HTTP on loopback.
+  ServerTlsOptions tls;
   ControllerConfig controller;
   LoopOptions loop;
 };
@@ -54,6 +68,9 @@ class Server {
   // The bootstrap tokens' text (empty when they were created by an earlier run).
   const std::string& admin_token() const;
   const std::string& node_token() const;
+  // TLS: the cluster CA's file and SHA-256 fingerprint; empty on plain HTTP.
+  std::string ca_file() const;
+  std::string ca_fingerprint() const;
   ControlLoop& loop();
 
  private:

@@ -81,12 +81,23 @@ constexpr std::string_view kSchema3 = R"sql(
 INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 3);
 )sql";
 
+// Version 4: tokens may expire (0: never) and a join token may name the only
+// node it may join as; node records may carry `credential`, the fingerprint
+// of the certificate the node joined with.
+constexpr std::string_view kSchema4 = R"sql(
+ALTER TABLE tokens ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tokens ADD COLUMN node TEXT NOT NULL DEFAULT '';
+INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 4);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, nodes, partitions, accounts, tokens, usage and meta", kSchema1},
     {2, "job efficiency and idle flags, partition idle options (in the JSON records)", kSchema2},
     {3,
      "node acceptance results, partition require_acceptance, acceptance jobs (in the JSON records)",
      kSchema3},
+    {4, "token expiry and join tokens' node names; node credentials (in the JSON records)",
+     kSchema4},
 };
 
 // Applies the migration after the database's current version, if there is one.

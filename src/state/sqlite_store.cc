@@ -174,8 +174,8 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
     SHOAL_ASSIGN_OR_RETURN(
         Statement stmt,
         writer_->Prepare(
-            "INSERT OR REPLACE INTO tokens (id, secret_hash, user_name, role, created_ms, revoked) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+            "INSERT OR REPLACE INTO tokens (id, secret_hash, user_name, role, created_ms, revoked, "
+            "expires_ms, node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
     for (const TokenRecord& t : batch.tokens) {
       stmt.BindText(1, t.id);
       stmt.BindText(2, t.secret_hash);
@@ -183,6 +183,8 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
       stmt.BindText(4, t.role);
       stmt.BindInt(5, ToMillis(t.created));
       stmt.BindInt(6, t.revoked ? 1 : 0);
+      stmt.BindInt(7, t.expires == kTimeNever ? 0 : ToMillis(t.expires));
+      stmt.BindText(8, t.node);
       SHOAL_RETURN_IF_ERROR(stmt.Run());
     }
   }
@@ -268,16 +270,19 @@ Result<Loaded> SqliteStore::LoadInTransaction(Time finished_horizon) {
   {
     SHOAL_ASSIGN_OR_RETURN(Statement stmt,
                            writer_->Prepare("SELECT id, secret_hash, user_name, role, created_ms, "
-                                            "revoked FROM tokens ORDER BY id"));
+                                            "revoked, expires_ms, node FROM tokens ORDER BY id"));
     for (;;) {
       SHOAL_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
-      loaded.tokens.push_back(TokenRecord{.id = std::string(stmt.Text(0)),
-                                          .secret_hash = std::string(stmt.Text(1)),
-                                          .user = std::string(stmt.Text(2)),
-                                          .role = std::string(stmt.Text(3)),
-                                          .created = FromMillis(stmt.Int(4)),
-                                          .revoked = stmt.Int(5) != 0});
+      loaded.tokens.push_back(
+          TokenRecord{.id = std::string(stmt.Text(0)),
+                      .secret_hash = std::string(stmt.Text(1)),
+                      .user = std::string(stmt.Text(2)),
+                      .role = std::string(stmt.Text(3)),
+                      .created = FromMillis(stmt.Int(4)),
+                      .revoked = stmt.Int(5) != 0,
+                      .expires = stmt.Int(6) == 0 ? kTimeNever : FromMillis(stmt.Int(6)),
+                      .node = std::string(stmt.Text(7))});
     }
   }
   {

@@ -29,9 +29,13 @@ struct TokenRecord {
   std::string id;
   std::string secret_hash;  // hex SHA-256 of the secret
   std::string user;
-  std::string role;  // "admin", "user" or "node"
+  std::string role;  // "admin", "user", "node" or "join"
   Time created{};
-  bool revoked = false;
+  bool revoked = false;  // also set once a join token has been used
+  Time expires = kTimeNever;
+  // A join token: the only node name it may join as (empty: any name that
+  // no joined node holds).
+  std::string node{};
 };
 
 // Decayed GPU-seconds per account, for fair share.

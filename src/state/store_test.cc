@@ -99,12 +99,15 @@ TEST_P(StoreTest, RoundTripsEveryKindOfRecord) {
   down.state_reason = "no heartbeat";
   down.gpus[5].healthy = false;
   batch.nodes = {TestNode("gpu-a", 1), down};
+  batch.nodes[0].credential = "AB:CD";
   batch.tokens = {TokenRecord{.id = "tok1",
                               .secret_hash = std::string(64, 'a'),
                               .user = "alice",
                               .role = "user",
                               .created = At(5),
-                              .revoked = false},
+                              .revoked = false,
+                              .expires = At(50),
+                              .node = "gpu-a"},
                   TokenRecord{.id = "tok0",
                               .secret_hash = std::string(64, 'b'),
                               .user = "root",
@@ -145,8 +148,12 @@ TEST_P(StoreTest, RoundTripsEveryKindOfRecord) {
   EXPECT_EQ(loaded.tokens[0].role, "admin");
   EXPECT_EQ(loaded.tokens[0].created, At(6));
   EXPECT_TRUE(loaded.tokens[0].revoked);
+  EXPECT_EQ(loaded.tokens[0].expires, kTimeNever);
+  EXPECT_EQ(loaded.tokens[0].node, "");
   EXPECT_EQ(loaded.tokens[1].id, "tok1");
   EXPECT_FALSE(loaded.tokens[1].revoked);
+  EXPECT_EQ(loaded.tokens[1].expires, At(50));
+  EXPECT_EQ(loaded.tokens[1].node, "gpu-a");
   ASSERT_EQ(loaded.partitions.size(), 2u);
   EXPECT_EQ(JsonText(loaded.partitions[0]), JsonText(batch.partitions[1]));  // "debug" < "gpu"
   EXPECT_EQ(JsonText(loaded.partitions[1]), JsonText(batch.partitions[0]));

@@ -1,25 +1,26 @@
-# Shared by the metrics and top tests: a `shoal server --memory` on a free
-# loopback port, and nodes that register and heartbeat with telemetry the way
+# Shared by the metrics and top tests: a `shoal server --memory --plain-http`
+# on a free loopback port (SHOAL_ADDR is its host:port), and nodes that register and heartbeat with telemetry the way
 # an agent does (src/agent/protocol.cc), by curl. The caller sets SHOAL and
 # TMP and kills $SERVER_PID on exit.
 
 start_memory_server() {  # start_memory_server [server flags...]
-  "$SHOAL" server --memory --socket none --listen 127.0.0.1:0 "$@" > "$TMP/server.log" 2>&1 &
+  "$SHOAL" server --memory --plain-http --socket none --listen 127.0.0.1:0 "$@" > "$TMP/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 200); do
     grep -qs "admin token" "$TMP/server.log" && break
     sleep 0.05
   done
-  SHOAL_SERVER=$(grep -o '127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
+  SHOAL_ADDR=$(grep -o '127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
+  SHOAL_SERVER=http://$SHOAL_ADDR
   SHOAL_TOKEN=$(sed -n 's/.*admin token: *//p' "$TMP/server.log" | head -1)
   export SHOAL_SERVER SHOAL_TOKEN
-  if [ -z "$SHOAL_SERVER" ] || [ -z "$SHOAL_TOKEN" ]; then
+  if [ -z "$SHOAL_ADDR" ] || [ -z "$SHOAL_TOKEN" ]; then
     echo "FAIL the server did not start"; cat "$TMP/server.log"; exit 1
   fi
 }
 
 api() {  # api METHOD PATH [BODY]
-  curl -sS -f -X "$1" -H "Authorization: Bearer $SHOAL_TOKEN" ${3:+-d "$3"} "http://$SHOAL_SERVER$2"
+  curl -sS -f -X "$1" -H "Authorization: Bearer $SHOAL_TOKEN" ${3:+-d "$3"} "$SHOAL_SERVER$2"
 }
 
 register_node() {  # register_node NAME GPUS

@@ -28,7 +28,7 @@ register_node gpu01 2
 heartbeat gpu01 42.5 0
 api POST /v1/jobs '{"command":"sleep 100","gpus":1,"account":"","time_limit_s":600}' > /dev/null
 
-check "metrics need a token" 22 "" -- curl -sS -f "http://$SHOAL_SERVER/metrics"
+check "metrics need a token" 22 "" -- curl -sS -f "$SHOAL_SERVER/metrics"
 api GET /metrics > "$TMP/metrics.txt"
 check "metrics carry the telemetry" 0 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-gpu01-0",device="nvidia0",modelName="H100-SXM-80GB",Hostname="gpu01",hostname="gpu01".*} 42.5' -- cat "$TMP/metrics.txt"
 check "metrics carry shoal's own" 0 'shoal_gpus{model="H100-SXM-80GB",state=' -- cat "$TMP/metrics.txt"
@@ -61,7 +61,7 @@ scrape_configs:
       type: Bearer
       credentials: $SHOAL_TOKEN
     static_configs:
-      - targets: ["$SHOAL_SERVER"]
+      - targets: ["$SHOAL_ADDR"]
 YAML
 start_prometheus() {
   for _ in 1 2 3 4 5; do

@@ -9,7 +9,7 @@ SHOAL=$1
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 . "$(dirname "$0")/lib.sh"
-export SHOAL_SERVER=127.0.0.1:1 SHOAL_TOKEN=shoal_0123456789ab_0000000000000000000000000000000000000000
+export SHOAL_SERVER=http://127.0.0.1:1 SHOAL_TOKEN=shoal_0123456789ab_0000000000000000000000000000000000000000
 export HOME="$TMP/home"
 
 check "top-level help" 0 "shoal <command> --help" -- "$SHOAL" --help
@@ -31,7 +31,7 @@ check "error on stderr" 0 "" -- sh -c "'$SHOAL' queue --bad 2>&1 >/dev/null | gr
 # The commands that talk to the server take the same client flags.
 for cmd in submit queue show cancel hold release requeue priority logs history nodes top drain \
   resume token; do
-  check "$cmd has the client flags" 0 "--server HOST:PORT" -- "$SHOAL" "$cmd" --help
+  check "$cmd has the client flags" 0 "--server ADDRESS" -- "$SHOAL" "$cmd" --help
 done
 
 # Positionals and values are checked before anything is sent.
@@ -58,7 +58,7 @@ check "attached values" 3 "cannot reach" -- "$SHOAL" history --user=bob --days=2
 check "logs flags" 3 "cannot reach" -- "$SHOAL" logs 1 -f -e
 check "a negative priority" 3 "cannot reach" -- "$SHOAL" priority 1 -5
 check "client flags after the verb" 3 "cannot reach" -- "$SHOAL" token list --json
-check "--server is read" 3 "127.0.0.1:2" -- "$SHOAL" nodes --server 127.0.0.1:2
+check "--server is read" 3 "127.0.0.1:2" -- "$SHOAL" nodes --server http://127.0.0.1:2
 check "top --sort=" 3 "cannot reach" -- "$SHOAL" top --once --sort=temp --interval=1
 
 # submit: sbatch's options (one table, also read from #SBATCH lines), the
@@ -74,7 +74,7 @@ check "submit option without value" 2 "shoal submit: -J needs a value (shoal sub
 check "submit --server without value" 2 "--server needs a value" -- "$SHOAL" submit --server
 check "submit nothing to run" 2 "nothing to run" -- "$SHOAL" submit -G 1
 check "submit --server between options" 3 "127.0.0.1:2" -- \
-  "$SHOAL" submit -G1 --server 127.0.0.1:2 -J x --wrap true
+  "$SHOAL" submit -G1 --server http://127.0.0.1:2 -J x --wrap true
 check "submit --help as a value" 3 "cannot reach" -- "$SHOAL" submit -J --help --wrap true
 check "submit command keeps its flags" 3 "cannot reach" -- "$SHOAL" submit -G 1 python3 t.py --help
 check "submit after --" 3 "cannot reach" -- "$SHOAL" submit -- echo --server x --help

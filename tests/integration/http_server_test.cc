@@ -24,9 +24,11 @@ class HttpServerTest : public ::testing::Test {
     GuardRequests(http_,
                   {.max_body_bytes = 1 << 20,
                    .is_public = [](const httplib::Request& r) { return r.path == "/healthz"; },
-                   .is_authenticated =
+                   .authenticate =
                        [](const httplib::Request& r) {
-                         return r.get_header_value("Authorization") == "Bearer good";
+                         return r.get_header_value("Authorization") == "Bearer good"
+                                    ? Status::Ok()
+                                    : Status(StatusCode::kUnauthenticated, "a bad token");
                        }});
     http_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("healthy", "text/plain");

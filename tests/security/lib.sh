@@ -1,5 +1,6 @@
-# Shared by the attack tests: a real `shoal server` and one `shoal agent`
-# (node n1, simulated GPUs) on loopback, with state under $TMP. The caller
+# Shared by the attack tests: a real `shoal server --plain-http` and one
+# `shoal agent` (node n1, simulated GPUs) on loopback, with state under $TMP
+# (tls_attack_test.sh has its own TLS cluster). The caller
 # sets SHOAL and TMP, sources ../cli/lib.sh too, and calls stop_cluster on
 # exit.
 #   start_cluster [agent flags...]
@@ -11,7 +12,7 @@ start_cluster() {
   export SHOAL_STATE_DIR="$TMP/state" HOME="$TMP/home"
   unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET
   mkdir -p "$HOME"
-  "$SHOAL" server --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
+  "$SHOAL" server --plain-http --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 100); do grep -qs "listening on" "$TMP/server.log" && break; sleep 0.05; done
   SHOAL_SERVER=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)

@@ -137,7 +137,7 @@ nvmlReturn_t CallOptional(Fn fn, Args... args) {
   return fn(args...);
 }
 
-Status Unavailable(std::string message) {
+Status NvmlUnavailable(std::string message) {
   return Status(StatusCode::kUnavailable, "NVML is not available: " + std::move(message));
 }
 
@@ -473,14 +473,14 @@ Result<std::unique_ptr<GpuProvider>> OpenNvml(const NvmlOptions& options) {
   void* library = dlopen(options.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const char* error = dlerror();
-    return Unavailable(fmt::format("{} (is the NVIDIA driver installed?)",
-                                   error != nullptr ? error : options.library));
+    return NvmlUnavailable(fmt::format("{} (is the NVIDIA driver installed?)",
+                                       error != nullptr ? error : options.library));
   }
   NvmlApi api;
   const std::string missing = ResolveAll(library, api);
   if (!missing.empty()) {
     dlclose(library);
-    return Unavailable(
+    return NvmlUnavailable(
         fmt::format("{} has no {} (is it NVIDIA's libnvidia-ml from a current driver?)",
                     options.library, missing));
   }
@@ -491,7 +491,7 @@ Result<std::unique_ptr<GpuProvider>> OpenNvml(const NvmlOptions& options) {
         fmt::format("nvmlInit_v2 failed: {} (NVML error {}; {})",
                     text != nullptr ? text : "unknown error", static_cast<int>(rc), InitHint(rc));
     dlclose(library);
-    return Unavailable(std::move(message));
+    return NvmlUnavailable(std::move(message));
   }
   // From here the provider owns the library and the initialisation.
   auto provider = std::make_unique<NvmlProvider>(library, api, options);

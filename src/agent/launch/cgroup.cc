@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "agent/launch/files.h"
+#include "core/files.h"
 #include "core/strings.h"
 
 namespace shoal::agent {

@@ -9,7 +9,7 @@
 #include <csignal>
 #include <nlohmann/json.hpp>
 
-#include "agent/launch/files.h"
+#include "core/files.h"
 #include "core/strings.h"
 
 namespace shoal::agent {

@@ -20,12 +20,12 @@
 #include <mutex>
 
 #include "agent/launch/cgroup.h"
-#include "agent/launch/files.h"
 #include "agent/launch/launcher.h"
 #include "agent/launch/step_files.h"
 #include "agent/launch/supervisor.h"
 #include "agent/launch/task_env.h"
 #include "agent/launch/users.h"
+#include "core/files.h"
 #include "core/strings.h"
 
 namespace shoal::agent {

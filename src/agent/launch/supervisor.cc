@@ -20,10 +20,10 @@
 #include <unordered_map>
 
 #include "agent/launch/cgroup.h"
-#include "agent/launch/files.h"
 #include "agent/launch/launcher.h"
 #include "agent/launch/step_files.h"
 #include "agent/launch/task_env.h"
+#include "core/files.h"
 #include "core/strings.h"
 
 namespace shoal::agent {

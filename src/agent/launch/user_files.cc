@@ -13,7 +13,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "agent/launch/files.h"
+#include "core/files.h"
 
 namespace shoal::agent {
 namespace {

@@ -1,4 +1,4 @@
-#include "agent/launch/files.h"
+#include "core/files.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace shoal::agent {
+namespace shoal {
 namespace {
 
 Status WriteAll(int fd, std::string_view data, const std::string& path) {
@@ -59,15 +59,41 @@ Status WriteFile(const std::string& path, std::string_view data, mode_t mode) {
   return status;
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode) {
+namespace {
+
+Status Replace(const std::string& path, std::string_view data, mode_t mode, bool sync) {
   const std::string tmp = path + ".tmp";
-  SHOAL_RETURN_IF_ERROR(WriteFile(tmp, data, mode));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status error = Internal(ErrnoMessage("rename " + tmp));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC | O_CREAT | O_TRUNC, mode);
+  if (fd < 0) return Internal(ErrnoMessage("open " + tmp));
+  Status status = WriteAll(fd, data, tmp);
+  if (status.ok() && sync && ::fsync(fd) != 0) status = Internal(ErrnoMessage("fsync " + tmp));
+  ::close(fd);
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    status = Internal(ErrnoMessage("rename " + tmp));
+  if (!status.ok()) {
     ::unlink(tmp.c_str());
-    return error;
+    return status;
+  }
+  if (sync) {
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return Internal(ErrnoMessage("open " + dir));
+    const bool synced = ::fsync(dfd) == 0;
+    ::close(dfd);
+    if (!synced) return Internal(ErrnoMessage("fsync " + dir));
   }
   return Status::Ok();
 }
 
-}  // namespace shoal::agent
+}  // namespace
+
+Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode) {
+  return Replace(path, data, mode, /*sync=*/false);
+}
+
+Status WriteFileDurably(const std::string& path, std::string_view data, mode_t mode) {
+  return Replace(path, data, mode, /*sync=*/true);
+}
+
+}  // namespace shoal

@@ -1,6 +1,6 @@
-// Small file helpers of the launch code (steps folders, cgroup control
-// files, /proc). Every descriptor they open is O_CLOEXEC, so that none
-// leaks into a job. Thread-safe.
+// Small file helpers: the agent's steps folders, cgroup control files and
+// /proc, the controller's keys and tokens. Every descriptor they open is
+// O_CLOEXEC, so that none leaks into a job. Thread-safe.
 #pragma once
 
 #include <sys/types.h>
@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 
-namespace shoal::agent {
+namespace shoal {
 
 // "what: strerror(errno)" for the current errno.
 std::string ErrnoMessage(std::string_view what);
@@ -27,4 +27,8 @@ Status WriteFile(const std::string& path, std::string_view data, mode_t mode = 0
 // reboot ends every step, which Scan then reports as lost).
 Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode);
 
-}  // namespace shoal::agent
+// The same, durably: the file and its folder are synced before it returns,
+// so that what it wrote survives a crash of the machine (keys, tokens).
+Status WriteFileDurably(const std::string& path, std::string_view data, mode_t mode);
+
+}  // namespace shoal

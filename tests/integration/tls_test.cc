@@ -1,0 +1,157 @@
+// The cluster's PKI (net/tls.h) and TLS through net::HttpServer and
+// net::HttpClient: certificates the CA signs for the name it chooses,
+// clients that accept only the peer they expect, listeners that require a
+// client certificate and tell handlers whose it is.
+#include "net/tls.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "net/http_client.h"
+#include "net/http_server.h"
+
+namespace shoal::net {
+namespace {
+
+std::string Write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(TlsTest, TheCaSignsRequestsForTheNameItChooses) {
+  auto ca = CreateCa("test CA");
+  ASSERT_TRUE(ca.ok()) << ca.status().ToString();
+  auto request = CreateKeyAndRequest("asked-for");
+  ASSERT_TRUE(request.ok());
+  auto cert = SignRequest(*ca, request->csr_pem, "n1", {"10.0.0.1", "n1.example"}, 30);
+  ASSERT_TRUE(cert.ok()) << cert.status().ToString();
+  auto cn = VerifiedCommonName(ca->cert_pem, *cert);
+  ASSERT_TRUE(cn.ok()) << cn.status().ToString();
+  EXPECT_EQ(*cn, "n1");  // not what the request asked for
+  auto fp = Fingerprint(*cert);
+  ASSERT_TRUE(fp.ok());
+  EXPECT_EQ(fp->size(), 32u * 3 - 1);  // "AB:CD:..." over SHA-256
+
+  // Another CA's certificate does not verify; a tampered request does not sign.
+  auto other = CreateCa("other CA");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(VerifiedCommonName(other->cert_pem, *cert).status().code(),
+            StatusCode::kPermissionDenied);
+  std::string tampered = request->csr_pem;
+  tampered[tampered.size() / 2] = tampered[tampered.size() / 2] == 'A' ? 'B' : 'A';
+  EXPECT_FALSE(SignRequest(*ca, tampered, "n1", {}, 30).ok());
+  EXPECT_FALSE(SignRequest(*ca, "not a request", "n1", {}, 30).ok());
+  // A name with a separator would add names nobody asked for.
+  EXPECT_FALSE(SignRequest(*ca, request->csr_pem, "n1", {"a,DNS:evil"}, 30).ok());
+  EXPECT_FALSE(SignRequest(*ca, request->csr_pem, "n1", {""}, 30).ok());
+  EXPECT_TRUE(SignRequest(*ca, request->csr_pem, "n1", {"::1"}, 30).ok());
+}
+
+// A TLS listener with the controller's certificate that requires clients'.
+class TlsServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("shoal-tls-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    auto ca = CreateCa("test CA");
+    ASSERT_TRUE(ca.ok());
+    ca_ = *ca;
+    auto server = IssueCertificate(ca_, kControllerName, {"127.0.0.1"}, 1);
+    auto node = IssueCertificate(ca_, "n1", {"127.0.0.1"}, 1);
+    ASSERT_TRUE(server.ok() && node.ok());
+    ca_file_ = Write(dir_ / "ca.crt", ca_.cert_pem);
+    server_cert_ = Write(dir_ / "server.crt", server->cert_pem);
+    server_key_ = Write(dir_ / "server.key", server->key_pem);
+    node_cert_ = Write(dir_ / "node.crt", node->cert_pem);
+    node_key_ = Write(dir_ / "node.key", node->key_pem);
+    ASSERT_TRUE(http_
+                    .EnableTls({.cert_file = server_cert_,
+                                .key_file = server_key_,
+                                .ca_file = ca_file_,
+                                .require_client_cert = true})
+                    .ok());
+    http_.Get("/whoami", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(PeerOf(req).common_name, "text/plain");
+    });
+    port_ = http_.Bind("127.0.0.1", 0);
+    ASSERT_GT(port_, 0);
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    while (!http_.is_running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  void TearDown() override {
+    http_.stop();
+    if (thread_.joinable()) thread_.join();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Result<HttpResponse> Get(const TlsClientOptions& tls) {
+    SHOAL_ASSIGN_OR_RETURN(auto c, HttpClient::Connect("https://127.0.0.1:" + std::to_string(port_),
+                                                       {.connect_timeout_ms = 5000,
+                                                        .read_timeout_ms = 5000,
+                                                        .keep_alive = false,
+                                                        .tls = tls}));
+    return c->Get("/whoami");
+  }
+
+  std::filesystem::path dir_;
+  KeyAndCert ca_;
+  std::string ca_file_, server_cert_, server_key_, node_cert_, node_key_;
+  HttpServer http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST_F(TlsServerTest, HandlersSeeTheVerifiedClientCertificate) {
+  auto r = Get({.ca_file = ca_file_,
+                .cert_file = node_cert_,
+                .key_file = node_key_,
+                .peer_name = std::string(kControllerName)});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "n1");
+}
+
+TEST_F(TlsServerTest, AClientAcceptsOnlyThePeerItExpects) {
+  // The controller's certificate is good, but this client wanted node n2.
+  auto r =
+      Get({.ca_file = ca_file_, .cert_file = node_cert_, .key_file = node_key_, .peer_name = "n2"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("TLS certificate"), std::string::npos)
+      << r.status().message();
+  // A client that trusts another CA refuses it too.
+  auto other = CreateCa("other");
+  ASSERT_TRUE(other.ok());
+  const std::string other_file = Write(dir_ / "other.crt", other->cert_pem);
+  EXPECT_FALSE(Get({.ca_file = other_file, .cert_file = node_cert_, .key_file = node_key_}).ok());
+}
+
+TEST_F(TlsServerTest, AListenerThatRequiresACertificateRefusesClientsWithout) {
+  EXPECT_FALSE(Get({.ca_file = ca_file_}).ok());
+  // Nor a plain-HTTP client.
+  auto plain = HttpClient::Connect("http://127.0.0.1:" + std::to_string(port_),
+                                   {.connect_timeout_ms = 2000, .read_timeout_ms = 2000});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)->Get("/whoami").ok());
+}
+
+TEST(TlsClientTest, HttpsWithoutTheClustersCaIsRefused) {
+  auto c = HttpClient::Connect("https://127.0.0.1:1", {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("CA certificate"), std::string::npos);
+  EXPECT_EQ(SchemeOf(" https://x"), "https");
+  EXPECT_EQ(SchemeOf("http://x"), "http");
+  EXPECT_EQ(SchemeOf("x:1"), "");
+}
+
+}  // namespace
+}  // namespace shoal::net

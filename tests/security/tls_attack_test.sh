@@ -1,0 +1,173 @@
+#!/bin/sh
+# TLS and node identities, attacked through real `shoal server` and `shoal
+# agent` processes on loopback: plain HTTP to a TLS listener, a client that
+# trusts another CA, join tokens used twice, expired tokens, one node's
+# certificate acting for another, the node token over TLS, a node submitting
+# jobs, strangers and nodes giving an agent orders, a re-keyed node's old
+# certificate, and a connection that never finishes its handshake. A job
+# runs and its log is read through the controller's mutual TLS to the agent.
+set -u
+SHOAL=$1
+command -v curl > /dev/null || { echo "SKIP [program] curl is missing"; exit 77; }
+command -v openssl > /dev/null || { echo "SKIP [program] openssl is missing"; exit 77; }
+TMP=$(mktemp -d)
+PIDS=""
+cleanup() {
+  for p in $PIDS; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+. "$(dirname "$0")/../cli/lib.sh"
+export SHOAL_STATE_DIR="$TMP/state" HOME="$TMP/home"
+unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET SHOAL_SERVER SHOAL_CA_FILE
+mkdir -p "$HOME"
+
+code() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 20 "$@" 2>/dev/null; }
+expect_code() {  # expect_code <name> <allowed codes, |-separated> <curl args...>
+  name=$1; want=$2; shift 2
+  got=$(code "$@")
+  if echo "$got" | grep -Eqx "$want"; then echo "ok   $name ($got)"; else
+    echo "FAIL $name: HTTP $got, want $want"; cat "$TMP/body"; echo; fail=1; fi
+}
+body_has() {  # body_has <name> <pattern>: the last answer's body holds it
+  if grep -q -- "$2" "$TMP/body"; then echo "ok   $1"; else
+    echo "FAIL $1: the answer lacks '$2'"; cat "$TMP/body"; echo; fail=1; fi
+}
+# start_agent NAME [flags...]: an agent for node NAME with its state in $TMP/NAME
+start_agent() {
+  n=$1; shift
+  "$SHOAL" agent --server "$URL" --name "$n" --listen 127.0.0.1:0 --state-dir "$TMP/$n" \
+    --gpus simulated:dgx-h100 --allow-root-jobs --heartbeat 200ms "$@" > "$TMP/$n.log" 2>&1 &
+  PIDS="$PIDS $!"
+  LAST_PID=$!
+}
+wait_up() {  # wait_up NAME: until the node is up
+  for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q "^$1 *up" && return 0; sleep 0.1; done
+  return 1
+}
+join_token() {  # join_token [--node NAME]
+  "$SHOAL" token create --role join "$@" 2>/dev/null
+}
+
+check "plain HTTP is refused off loopback" 2 "plain HTTP is refused on 0.0.0.0" -- \
+  "$SHOAL" server --plain-http --listen 0.0.0.0:0 --state-dir "$TMP/other"
+
+"$SHOAL" server --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
+PIDS="$PIDS $!"
+for _ in $(seq 100); do grep -qs "fingerprint" "$TMP/server.log" && break; sleep 0.05; done
+URL=$(grep -o 'https://127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
+FINGERPRINT=$(sed -n 's/.*fingerprint \([0-9A-F:]*\).*/\1/p' "$TMP/server.log")
+CA="$SHOAL_STATE_DIR/tls/ca.crt"
+[ -n "$URL" ] && [ -n "$FINGERPRINT" ] || { echo "FAIL server did not start"; cat "$TMP/server.log"; exit 1; }
+ADDR=${URL#https://}
+
+# The listener speaks TLS only; the CLI checks the server's certificate.
+expect_code "plain HTTP to the TLS listener gets no answer" 000 "http://$ADDR/healthz"
+expect_code "TLS with the cluster CA" 200 --cacert "$CA" "$URL/healthz"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=other \
+  -keyout "$TMP/other.key" -out "$TMP/other.crt" -days 1 2> /dev/null
+check "a CLI trusting another CA refuses the server" 3 "TLS certificate" -- \
+  "$SHOAL" nodes --ca-file "$TMP/other.crt"
+check "the CLI finds the local server and its CA" 0 "NODE" -- "$SHOAL" nodes
+
+# Joining: a one-time token, bound to its node; the CA checked by fingerprint.
+T1=$(join_token --node n1)
+start_agent n1 --join-token "$T1" --ca-file "$CA"
+wait_up n1 || { echo "FAIL n1 did not join"; cat "$TMP/n1.log"; exit 1; }
+echo "ok   n1 joined with a join token"
+check "a join token works once" 1 "unknown or revoked token" -- \
+  "$SHOAL" agent --server "$URL" --name n1 --join-token "$T1" --ca-file "$CA" \
+  --state-dir "$TMP/n1-again" --listen 127.0.0.1:0 --gpus simulated:dgx-h100
+check "a wrong CA fingerprint is refused before anything is sent" 1 "fingerprint" -- \
+  "$SHOAL" agent --server "$URL" --name n3 --join-token "$(join_token --node n3)" \
+  --ca-fingerprint "00:11:22" --state-dir "$TMP/n3" --listen 127.0.0.1:0 --gpus simulated:dgx-h100
+check "a token bound to n3 cannot join as n4" 1 "for node n3, not n4" -- \
+  "$SHOAL" agent --server "$URL" --name n4 --join-token "$(join_token --node n3)" \
+  --ca-fingerprint "$FINGERPRINT" --state-dir "$TMP/n4" --listen 127.0.0.1:0 --gpus simulated:dgx-h100
+check "an unbound token cannot take a joined node's name" 1 "has joined already" -- \
+  "$SHOAL" agent --server "$URL" --name n1 --join-token "$(join_token)" \
+  --ca-fingerprint "$FINGERPRINT" --state-dir "$TMP/n1-thief" --listen 127.0.0.1:0 --gpus simulated:dgx-h100
+start_agent n2 --join-token "$(join_token --node n2)" --ca-fingerprint "$FINGERPRINT"
+wait_up n2 || { echo "FAIL n2 did not join"; cat "$TMP/n2.log"; exit 1; }
+echo "ok   n2 joined, checking the CA by its fingerprint"
+check "the node key never left the node" 0 "" -- test "$(stat -c %a "$TMP/n2/tls/node.key")" = 600
+
+# A node's certificate acts for that node only.
+N2="--cacert $CA --cert $TMP/n2/tls/node.crt --key $TMP/n2/tls/node.key"
+expect_code "n2's certificate cannot heartbeat as n1" 403 $N2 -X POST -d '{}' "$URL/v1/nodes/n1/heartbeat"
+body_has "  ... and says whose it is" "acts for node n2, not n1"
+expect_code "n2's certificate cannot register as n1" 403 $N2 -X POST \
+  -d '{"name":"n1","address":"127.0.0.1:9","cpus":1,"memory_mib":1,"gpus":[]}' "$URL/v1/nodes/register"
+expect_code "n2's certificate heartbeats as n2" 200 $N2 -X POST -d '{}' "$URL/v1/nodes/n2/heartbeat"
+expect_code "a node cannot submit jobs" 403 $N2 -X POST -d '{"command":"id","gpus":1}' "$URL/v1/jobs"
+NODE_TOKEN=$(cat "$SHOAL_STATE_DIR/node.token")
+expect_code "the node token is refused over TLS" 401 --cacert "$CA" -H "Authorization: Bearer $NODE_TOKEN" \
+  -X POST -d '{}' "$URL/v1/nodes/n1/heartbeat"
+body_has "  ... nodes prove themselves by certificate" "certificate"
+
+# Tokens expire and are revocable.
+TTL_TOKEN=$("$SHOAL" token create --user eve --ttl 1s 2>/dev/null)
+expect_code "a fresh token works" 200 --cacert "$CA" -H "Authorization: Bearer $TTL_TOKEN" "$URL/v1/whoami"
+sleep 1.2
+expect_code "an expired token is refused" 401 --cacert "$CA" -H "Authorization: Bearer $TTL_TOKEN" "$URL/v1/whoami"
+body_has "  ... as expired" "expired"
+check "token list shows expiry" 0 "expired" -- "$SHOAL" token list
+JOIN_ONLY=$(join_token --node n9)
+expect_code "a join token is good for joining only" 403 --cacert "$CA" -H "Authorization: Bearer $JOIN_ONLY" "$URL/v1/jobs"
+
+# The agents take orders from the controller only.
+AGENT=$(grep -o 'listening on [^ ,]*' "$TMP/n1.log" | head -1 | sed 's/listening on //')
+expect_code "a stranger cannot open the agent's TLS" 000 --cacert "$CA" -X POST -d '{}' "https://$AGENT/v1/launch"
+expect_code "another node cannot give the agent orders" 401 $N2 -X POST -d '{}' "https://$AGENT/v1/launch"
+expect_code "plain HTTP to the agent gets no answer" 000 -X POST -d '{}' "http://$AGENT/v1/launch"
+expect_code "the controller's own certificate may" 400 --cacert "$CA" --cert "$SHOAL_STATE_DIR/tls/server.crt" \
+  --key "$SHOAL_STATE_DIR/tls/server.key" -X POST -d '{}' "https://$AGENT/v1/launch"
+
+# Bodies over TLS: refused before they are read, as on plain HTTP.
+expect_code "chunked body over TLS" 411 --cacert "$CA" -X POST -H 'Transfer-Encoding: chunked' \
+  -H "Authorization: Bearer $TTL_TOKEN" --data-binary '{}' "$URL/v1/jobs"
+head -c 20000000 /dev/zero > "$TMP/20m"
+expect_code "20 MB body without a token over TLS" "401|000" --cacert "$CA" -X POST --data-binary @"$TMP/20m" "$URL/v1/jobs"
+
+# A job runs on a TLS cluster and its log comes back through the agent.
+check "submit over TLS" 0 "Submitted job" -- "$SHOAL" submit --gpus 1 --wrap 'echo tls-job-ran'
+for _ in $(seq 100); do "$SHOAL" logs 1 2>/dev/null | grep -q tls-job-ran && break; sleep 0.1; done
+check "the job's log comes through mutual TLS" 0 "tls-job-ran" -- "$SHOAL" logs 1
+
+# Re-keying: a token made for n1 gives it a new certificate; the old one stops working.
+cp "$TMP/n1/tls/node.crt" "$TMP/n1-old.crt"; cp "$TMP/n1/tls/node.key" "$TMP/n1-old.key"
+kill "$LAST_PID" 2>/dev/null  # n2 stays; stop nothing else
+check "n1 re-keyed with a token made for it" 0 "" -- sh -c "
+  '$SHOAL' agent --server '$URL' --name n1 --join-token '$(join_token --node n1)' --ca-file '$CA' \
+    --state-dir '$TMP/n1-new' --listen 127.0.0.1:0 --gpus simulated:dgx-h100 > '$TMP/n1-new.log' 2>&1 &
+  echo \$! > '$TMP/n1-new.pid'
+  for i in \$(seq 100); do grep -q 'listening on' '$TMP/n1-new.log' && exit 0; sleep 0.1; done; exit 1"
+PIDS="$PIDS $(cat "$TMP/n1-new.pid")"
+expect_code "the old certificate of n1 is refused" 403 --cacert "$CA" --cert "$TMP/n1-old.crt" \
+  --key "$TMP/n1-old.key" -X POST -d '{}' "$URL/v1/nodes/n1/heartbeat"
+body_has "  ... as another certificate" "another certificate"
+
+# A connection that never finishes its handshake is cut off at the
+# request deadline (10 s), and the server answers meanwhile.
+python3 - "$ADDR" > "$TMP/handshake.out" 2>&1 <<'EOF' &
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+s.sendall(b"\x16\x03")  # the start of a TLS record, then nothing
+start = time.time()
+s.settimeout(30)
+try:
+    data = s.recv(1)
+except OSError:
+    data = b""
+print("closed after %.1f s" % (time.time() - start))
+EOF
+SLOW=$!
+sleep 1
+expect_code "the server answers while a handshake hangs" 200 --cacert "$CA" "$URL/healthz"
+wait "$SLOW"
+secs=$(sed -n 's/closed after \([0-9]*\)\..*/\1/p' "$TMP/handshake.out")
+if [ -n "$secs" ] && [ "$secs" -ge 8 ] && [ "$secs" -le 13 ]; then echo "ok   a stalled handshake is cut off ($secs s)"; else
+  echo "FAIL a stalled handshake: $(cat "$TMP/handshake.out")"; fail=1; fi
+
+exit $fail
