@@ -184,9 +184,12 @@ int main(int argc, char** argv) {
   fs::create_directories(work);
 
   Child server;
-  const std::string address = AddressIn(
-      server.Start({shoal, "server", "--state-dir", dir + "/state", "--listen", "127.0.0.1:0"},
-                   dir + "/server.log", "listening on"));
+  // Plain HTTP on loopback: this measures launches, not TLS (server_bench
+  // compares the two).
+  const std::string address =
+      "http://" + AddressIn(server.Start({shoal, "server", "--plain-http", "--state-dir",
+                                          dir + "/state", "--listen", "127.0.0.1:0"},
+                                         dir + "/server.log", "listening on"));
   {
     std::lock_guard<std::mutex> lock(ours_mu);
     ours.push_back(server.pid());

@@ -37,9 +37,9 @@ struct ServerProcess {
   std::string token;
 
   void Start(const std::string& shoal, const std::string& log) {
-    const std::string line =
-        child.Start({shoal, "server", "--memory", "--socket", "none", "--listen", "127.0.0.1:0"},
-                    log, "admin token: ");
+    const std::string line = child.Start({shoal, "server", "--memory", "--plain-http", "--socket",
+                                          "none", "--listen", "127.0.0.1:0"},
+                                         log, "admin token: ");
     address = AddressIn(child.Log());
     token = line.substr(line.find("admin token: ") + 13);
   }

@@ -6,7 +6,8 @@
 //
 // Prints:
 //  - durable submissions per second with 1, 4 and 16 connections (each
-//    acknowledged submission is committed to disk first);
+//    acknowledged submission is committed to disk first), over TLS (the
+//    default) and over plain HTTP on loopback, side by side;
 //  - with --jobs jobs in the system: p50/p99 latency of a submission, of one
 //    user's queue and of the whole queue (admin), one request at a time;
 //  - the server's resident memory, empty and with --jobs jobs;
@@ -14,6 +15,7 @@
 // No node is registered: jobs stay pending, and each scheduling pass screens
 // all of them. Everything runs on 127.0.0.1 and stops by itself.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,36 +38,63 @@ namespace {
 using namespace shoal::acceptance;
 using Json = nlohmann::json;
 
-// A `shoal server` child process on a free loopback port, state in `state_dir`.
+// A `shoal server` child process on a free loopback port, state in
+// `state_dir`: TLS (the default) or plain HTTP.
 class ServerProcess {
  public:
-  ServerProcess(std::string shoal, std::string state_dir)
-      : shoal_(std::move(shoal)), state_dir_(std::move(state_dir)) {}
+  ServerProcess(std::string shoal, std::string state_dir, bool tls)
+      : shoal_(std::move(shoal)), state_dir_(std::move(state_dir)), tls_(tls) {}
 
   // Returns how long it took to serve (it has loaded its state by then).
   double Start() {
     const auto t0 = Clock::now();
-    address_ = AddressIn(
-        child_.Start({shoal_, "server", "--state-dir", state_dir_, "--listen", "127.0.0.1:0"},
-                     state_dir_ + ".log", "listening on"));
+    std::vector<std::string> argv = {shoal_,     "server",   "--state-dir",
+                                     state_dir_, "--listen", "127.0.0.1:0"};
+    if (!tls_) argv.push_back("--plain-http");
+    address_ = std::string(tls_ ? "https://" : "http://") +
+               AddressIn(child_.Start(argv, state_dir_ + ".log", "listening on"));
     return Ms(Clock::now() - t0);
+  }
+  // How a client reaches it.
+  shoal::net::ClientOptions Options(const std::string& token) const {
+    shoal::net::ClientOptions o{.token = token, .read_timeout_ms = 120000};
+    if (tls_) o.tls = shoal::net::TlsClientOptions{.ca_file = state_dir_ + "/tls/ca.crt"};
+    return o;
   }
   void Stop() { child_.Stop(); }
   double RssMib() const { return child_.RssMib(); }
+  double CpuSeconds() const { return child_.CpuSeconds(); }
   const std::string& address() const { return address_; }
 
  private:
   std::string shoal_;
   std::string state_dir_;
+  bool tls_;
   std::string address_;
   Child child_;
 };
 
-std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address,
+std::unique_ptr<shoal::net::HttpClient> Connect(const ServerProcess& server,
                                                 const std::string& token) {
-  auto c = shoal::net::HttpClient::Connect(address, {.token = token, .read_timeout_ms = 120000});
+  auto c = shoal::net::HttpClient::Connect(server.address(), server.Options(token));
   if (!c.ok()) Die(c.status().ToString());
   return std::move(*c);
+}
+
+// One token per user, made with the admin's.
+std::vector<std::string> UserTokens(const ServerProcess& server, const std::string& dir,
+                                    int users) {
+  std::string admin;
+  std::ifstream(dir + "/admin.token") >> admin;
+  auto admin_client = Connect(server, admin);
+  std::vector<std::string> tokens;
+  for (int u = 0; u < users; ++u) {
+    auto r = admin_client->Post(
+        "/v1/tokens", Json{{"user", "user" + std::to_string(u)}, {"role", "user"}}.dump());
+    if (!r.ok() || r->status != 201) Die("cannot create a token");
+    tokens.push_back(Json::parse(r->body)["token"].get<std::string>());
+  }
+  return tokens;
 }
 
 const std::string kJob =
@@ -73,7 +102,7 @@ const std::string kJob =
 
 // Submits `count` jobs over `connections` connections, spreading them over
 // the users' tokens; returns the submissions per second.
-double Flood(const std::string& address, const std::vector<std::string>& tokens, int count,
+double Flood(const ServerProcess& server, const std::vector<std::string>& tokens, int count,
              int connections) {
   std::atomic<int> next{0};
   std::atomic<int> failed{0};
@@ -81,7 +110,7 @@ double Flood(const std::string& address, const std::vector<std::string>& tokens,
   const auto t0 = Clock::now();
   for (int t = 0; t < connections; ++t) {
     threads.emplace_back([&] {
-      auto client = Connect(address, tokens[0]);
+      auto client = Connect(server, tokens[0]);
       for (int i; (i = next.fetch_add(1)) < count;) {
         client->set_token(tokens[static_cast<size_t>(i) % tokens.size()]);
         auto r = client->Post("/v1/jobs", kJob);
@@ -100,6 +129,13 @@ double Flood(const std::string& address, const std::vector<std::string>& tokens,
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (failed > 0) Die(std::to_string(failed.load()) + " submissions failed");
   return count / seconds;
+}
+
+double SelfCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 struct Measured {
@@ -145,36 +181,74 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/shoal-server-bench-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) Die("mkdtemp");
   const std::string dir = tmpl;
-  ServerProcess server(shoal, dir);
+  const std::string plain_dir = dir + "-plain";
+  ServerProcess server(shoal, dir, /*tls=*/true);
+  ServerProcess plain(shoal, plain_dir, /*tls=*/false);
   server.Start();
+  plain.Start();
   const double empty_rss = server.RssMib();
   std::string admin;
   std::ifstream(dir + "/admin.token") >> admin;
-  auto admin_client = Connect(server.address(), admin);
-  std::vector<std::string> tokens;
-  for (int u = 0; u < users; ++u) {
-    auto r = admin_client->Post(
-        "/v1/tokens", Json{{"user", "user" + std::to_string(u)}, {"role", "user"}}.dump());
-    if (!r.ok() || r->status != 201) Die("cannot create a token");
-    tokens.push_back(Json::parse(r->body)["token"].get<std::string>());
-  }
+  auto admin_client = Connect(server, admin);
+  const std::vector<std::string> tokens = UserTokens(server, dir, users);
+  const std::vector<std::string> plain_tokens = UserTokens(plain, plain_dir, users);
 
   std::printf(
-      "durable submissions over HTTP keep-alive (SQLite WAL, synchronous=FULL, group commit):\n");
-  int submitted = 0;
-  for (int connections : {1, 4, 16}) {
-    const int n = connections == 1 ? 2000 : 10000;
-    const double rate = Flood(server.address(), tokens, n, connections);
-    submitted += n;
-    std::printf("  %2d connection%s  %8.0f submissions/s  (%d jobs)\n", connections,
-                connections == 1 ? " " : "s", rate, n);
+      "durable submissions over HTTP keep-alive (SQLite WAL, synchronous=FULL, group commit),\n"
+      "TLS (the default) and plain HTTP on loopback, one after the other in this run:\n");
+  // What TLS itself costs a request, without the work of a submission:
+  // 20,000 GET /healthz on one kept-alive connection to each server.
+  for (const ServerProcess* s : {&plain, &server}) {
+    auto c = Connect(*s, "");
+    constexpr int kProbes = 20000;
+    const double server0 = s->CpuSeconds(), client0 = SelfCpuSeconds();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kProbes; ++i) {
+      if (auto r = c->Get("/healthz"); !r.ok() || r->status != 200) Die("healthz failed");
+    }
+    std::printf("  GET /healthz, %s: %6.0f/s, server %.1f us and client %.1f us of CPU each\n",
+                s == &plain ? "plain" : "TLS  ", kProbes / (Ms(Clock::now() - t0) / 1000),
+                (s->CpuSeconds() - server0) * 1e6 / kProbes,
+                (SelfCpuSeconds() - client0) * 1e6 / kProbes);
   }
-  const double fill_rate = Flood(server.address(), tokens, jobs - submitted, 16);
+  // Three rounds, the two servers alternating, and the median of each: the
+  // machine's other load shifts from second to second.
+  int submitted = 0;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  for (int connections : {1, 4, 16}) {
+    const int n = connections == 1 ? 1000 : 4000;
+    std::vector<double> tls_rates, plain_rates, tls_cpu, plain_cpu;
+    // CPU of the server and of this process (the clients) per submission.
+    auto flood = [&](const ServerProcess& s, const std::vector<std::string>& t,
+                     std::vector<double>& rates, std::vector<double>& cpu) {
+      const double server0 = s.CpuSeconds(), client0 = SelfCpuSeconds();
+      rates.push_back(Flood(s, t, n, connections));
+      cpu.push_back((s.CpuSeconds() - server0 + SelfCpuSeconds() - client0) * 1e6 / n);
+    };
+    for (int round = 0; round < 3; ++round) {
+      flood(plain, plain_tokens, plain_rates, plain_cpu);
+      flood(server, tokens, tls_rates, tls_cpu);
+      submitted += n;
+    }
+    const double rate = median(tls_rates), plain_rate = median(plain_rates);
+    std::printf(
+        "  %2d connection%s  TLS %6.0f/s %5.0f us CPU each   plain %6.0f/s %5.0f us   TLS/plain "
+        "%.2f rate, %.2f CPU  (median of 3 x %d)\n",
+        connections, connections == 1 ? " " : "s", rate, median(tls_cpu), plain_rate,
+        median(plain_cpu), rate / plain_rate, median(tls_cpu) / median(plain_cpu), n);
+  }
+  plain.Stop();
+  std::filesystem::remove_all(plain_dir);
+  std::filesystem::remove(plain_dir + ".log");
+  const double fill_rate = Flood(server, tokens, jobs - submitted, 16);
   std::printf("  filling to %d jobs: %.0f submissions/s with 16 connections\n", jobs, fill_rate);
   std::this_thread::sleep_for(std::chrono::seconds(1));  // a scheduling pass over all of them
 
   std::printf("\nwith %d pending jobs of %d users, one request at a time:\n", jobs, users);
-  auto user_client = Connect(server.address(), tokens[1]);
+  auto user_client = Connect(server, tokens[1]);
   const Measured submit = Measure(1000, [&] {
     auto r = user_client->Post("/v1/jobs", kJob);
     if (!r.ok() || r->status != 201) Die("submit failed");

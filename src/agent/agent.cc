@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "agent/launch/user_files.h"
@@ -75,6 +76,19 @@ struct Agent::Impl {
   std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> step_gpus;  // (job, epoch) -> its GPUs
   std::atomic<bool> is_registered{false};
   std::atomic<uint64_t> accepted_heartbeats{0};
+
+  // Fencing (docs/security.md): the server's node timeout and kill grace,
+  // from its answer to the registration (0: not known yet), and when it
+  // last accepted a heartbeat of ours (the time it was sent).
+  std::atomic<int64_t> fence_after_ms{0};
+  std::atomic<int64_t> fence_grace_ms{0};
+  std::atomic<int64_t> last_heard_ms{0};           // Unix ms; 0: never
+  std::set<std::pair<uint64_t, uint64_t>> fenced;  // steps stopped so; events thread only
+
+  // Stops the steps of requeueable jobs once the server has not heard this
+  // node for its node timeout: the server will run them again elsewhere
+  // after node timeout + kill grace + a margin, and they must be gone by then.
+  void FenceIfCutOff();
 
   void Wake() {
     {
@@ -180,6 +194,7 @@ std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
 }
 
 Status Agent::Impl::Register(net::HttpClient& client) {
+  const Time sent = clock->Now();
   auto r = client.Post("/v1/nodes/register", api::RegistrationToJson(node).dump());
   if (!r.ok()) return r.status();
   if (r->status != 200) {
@@ -190,8 +205,36 @@ Status Agent::Impl::Register(net::HttpClient& client) {
                                                        : StatusCode::kInvalidArgument,
                   fmt::format("the server refused the registration: {}", detail));
   }
+  if (auto body = api::Parse(r->body); body.ok() && body->is_object()) {
+    if ((*body)["node_timeout_s"].is_number())
+      fence_after_ms = static_cast<int64_t>((*body)["node_timeout_s"].get<double>() * 1000);
+    if ((*body)["kill_grace_s"].is_number())
+      fence_grace_ms = static_cast<int64_t>((*body)["kill_grace_s"].get<double>() * 1000);
+  }
+  last_heard_ms = sent.time_since_epoch().count();
   is_registered = true;
   return Status::Ok();
+}
+
+void Agent::Impl::FenceIfCutOff() {
+  const int64_t after = fence_after_ms, heard = last_heard_ms;
+  if (after <= 0 || heard == 0 || clock->Now().time_since_epoch().count() - heard < after) {
+    fenced.clear();
+    return;
+  }
+  for (const StepState& st : steps->Scan()) {
+    if (st.phase != StepPhase::kRunning && st.phase != StepPhase::kStarting) continue;
+    if (fenced.count({st.job, st.epoch})) continue;
+    auto request = steps->Request(st.job, st.epoch);
+    if (!request.ok() || !request->requeueable) continue;
+    fenced.insert({st.job, st.epoch});
+    std::fprintf(stderr,
+                 "shoal agent: the server has not heard this node for %.1f s: stopping job %llu "
+                 "(requeueable; the server will run it again elsewhere)\n",
+                 static_cast<double>(clock->Now().time_since_epoch().count() - heard) / 1000,
+                 static_cast<unsigned long long>(st.job));
+    (void)steps->Stop(st.job, st.epoch, Duration(fence_grace_ms.load()));
+  }
 }
 
 void Agent::Impl::Routes() {
@@ -395,10 +438,12 @@ void Agent::Impl::Loop() {
     // Telemetry on the tick (and always until the server has accepted a beat).
     const Json body =
         HeartbeatJson(reports, devices, samples, verdicts, tick || accepted_heartbeats == 0);
+    const Time sent = clock->Now();
     auto r = client->Post(fmt::format("/v1/nodes/{}/heartbeat", node.name), body.dump());
     last_beat = clock->Now();
     if (r.ok() && r->status == 200) {
       ++accepted_heartbeats;
+      last_heard_ms = sent.time_since_epoch().count();
       // The server has the ends now: forget them.
       for (const StepReport& rep : reports) {
         if (!rep.running) steps->Forget(rep.job, rep.epoch);
@@ -516,6 +561,9 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
         if (raw->stopping) return;
       }
       if (!raw->steps->WaitForChanges(std::chrono::milliseconds(200)).empty()) raw->Wake();
+      // Here, not in the heartbeat loop, which a hanging server can hold
+      // for its read timeout.
+      raw->FenceIfCutOff();
     }
   });
   return std::unique_ptr<Agent>(new Agent(std::move(impl)));

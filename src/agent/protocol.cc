@@ -58,6 +58,7 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
   }
   s.cpu_milli = m.allocation.cpu_milli;
   s.memory_mib = m.allocation.mem_mib;
+  s.requeueable = spec.requeue;
   return s;
 }
 

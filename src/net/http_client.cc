@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <csignal>
+
 #include "core/strings.h"
 #include "net/tls.h"
 
@@ -21,6 +23,7 @@ struct HttpClient::Impl {
   Status Make() {
     std::unique_ptr<httplib::ClientImpl> c;
     if (tls) {
+      std::signal(SIGPIPE, SIG_IGN);  // as HttpServer::EnableTls: OpenSSL uses write(2)
       const TlsClientOptions& t = *options.tls;
       auto ssl = t.cert_file.empty()
                      ? std::make_unique<httplib::SSLClient>(host, port)

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <charconv>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -131,6 +132,9 @@ class DeadlineStream final : public httplib::Stream {
   // One SSL_read or SSL_write, waiting for the socket as OpenSSL asks, until
   // `deadline`: a peer trickling a TLS record holds no thread past it.
   ssize_t SslIo(bool reading, char* data, size_t size, SteadyClock::time_point deadline) const {
+    // Nothing decrypted waiting: wait for the socket first, rather than
+    // spend a read(2) on learning that it has nothing yet.
+    if (reading && SSL_pending(ssl_) == 0 && !WaitUntil(sock_, POLLIN, deadline)) return -1;
     while (true) {
       ERR_clear_error();
       const int n = reading ? SSL_read(ssl_, data, static_cast<int>(size))
@@ -326,6 +330,9 @@ HttpServer::HttpServer() {
 }
 
 Status HttpServer::EnableTls(const TlsServerOptions& options) {
+  // OpenSSL writes with write(2): a client gone mid-answer would raise
+  // SIGPIPE, whose default action ends the process.
+  std::signal(SIGPIPE, SIG_IGN);
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
   if (!ctx) return Internal("cannot create a TLS context (OpenSSL)");
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
@@ -431,7 +438,9 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       }
       if (!served || closed) break;
     }
-    if (ssl) (void)SSL_shutdown(ssl.get());  // close_notify, without waiting for the peer's
+    // No close_notify: a kept-alive client (cpp-httplib's) takes a socket
+    // with unread bytes for a live one, and would write its next request
+    // into it; on a bare FIN it reconnects. Every answer has its length.
     Release(client);
   }
   ::shutdown(sock, SHUT_RDWR);

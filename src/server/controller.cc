@@ -535,7 +535,12 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
     if (r.nodes_left.count(name))
       running.push_back({{"job", id}, {"epoch", Find(JobId(id))->epoch}});
   }
-  return api::Json{{"node", name}, {"id", nodes_[name].node.id.value()}, {"running", running}};
+  // The timing the agent fences by (ControllerConfig::fence_margin).
+  return api::Json{{"node", name},
+                   {"id", nodes_[name].node.id.value()},
+                   {"running", running},
+                   {"node_timeout_s", ToSeconds(config_.node_timeout)},
+                   {"kill_grace_s", ToSeconds(config_.kill_grace)}};
 }
 
 Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::string& name,
@@ -567,6 +572,9 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
       run.first_failure_code = code;
       run.first_failure_signal = signal;
     }
+    // A job with a lost node goes back to the queue when its fence is
+    // over (Tick), not when the other nodes' tasks end.
+    if (run.fence_until) return;
     if (!run.nodes_left.empty()) {
       // One task of a gang failed: stop the others.
       if (failed && !run.ending_as)
@@ -895,7 +903,15 @@ void Controller::NodeLost(NodeRecord& n, Time now) {
       }
     }
     if (j.spec.requeue || run.requeue_after) {
-      RequeueNow(j, now, fmt::format("node {} was lost", n.node.name));
+      // Not at once: the lost node may still run its part until its agent
+      // notices it cannot reach us and stops it (fencing).
+      const Time fenced =
+          n.last_seen + config_.node_timeout + config_.kill_grace + config_.fence_margin;
+      if (!run.fence_until || fenced > *run.fence_until) run.fence_until = fenced;
+      j.reason_detail = fmt::format(
+          "node {} was lost; requeued at {:.0f} once its agent has surely stopped the job",
+          n.node.name, ToSeconds(*run.fence_until));
+      Record(j);
     } else {
       j.reason_detail = fmt::format("node {} stopped responding", n.node.name);
       Finish(j, JobState::kNodeFail, now);

@@ -70,6 +70,13 @@ struct ControllerConfig {
   std::string policy = "backfill";
   Duration node_timeout = std::chrono::seconds(30);  // missed heartbeats before a node is down
   Duration kill_grace = std::chrono::seconds(30);    // SIGTERM to SIGKILL, told to the agent
+  // Fencing (docs/security.md): an agent that has not been heard for
+  // node_timeout stops its requeueable jobs' steps itself (SIGTERM, SIGKILL
+  // after kill_grace); the server requeues such a job of a lost node only
+  // once last_seen + node_timeout + kill_grace + fence_margin has passed, so
+  // that it never runs twice at once. The margin covers the agent's check
+  // interval (one heartbeat) and the kill's own latency.
+  Duration fence_margin = std::chrono::seconds(5);
   Duration launch_grace =
       std::chrono::seconds(15);  // a launched job may be missing from heartbeats this long
   Duration usage_half_life = std::chrono::hours(24 * 7);
@@ -234,9 +241,14 @@ class Controller {
   bool MaySee(const Identity& who, const Job& job) const;
 
   // --- time ---
-  // Node timeouts, time limits, draining nodes, usage and eviction of old
-  // finished jobs. Call often (every few hundred milliseconds).
-  void Tick(Time now);
+  // The control loop could not hear nodes for `d` (it ran late): every
+  // node's silence is shortened by it.
+  void CreditUnheard(Duration d);
+  // Node timeouts (a node silent for node_timeout by `heard_through`, when
+  // everything that arrived before it has been handled; default `now`),
+  // fences, time limits, draining nodes, usage and eviction of old finished
+  // jobs. Call often (every few hundred milliseconds).
+  void Tick(Time now, std::optional<Time> heard_through = std::nullopt);
   // Runs one scheduling pass and applies its plan.
   sched::PassStats SchedulePass(Time now);
   // Whether something happened since the last pass that a pass could act on.
@@ -272,6 +284,9 @@ class Controller {
     std::optional<JobState> ending_as;           // set when we asked it to stop
     Time kill_sent{};
     bool requeue_after = false;  // preempted: back to pending when it exits
+    // A node of the job was lost: it goes back to the queue at this time,
+    // once that node has surely fenced it (ControllerConfig::fence_margin).
+    std::optional<Time> fence_until;
     int first_failure_code = 0;
     int first_failure_signal = 0;
     // GPU efficiency, accumulated from heartbeats and copied into the job.

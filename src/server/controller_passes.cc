@@ -66,20 +66,43 @@ void Controller::AccrueUsage(Time now) {
   }
 }
 
-void Controller::Tick(Time now) {
+void Controller::CreditUnheard(Duration d) {
   for (auto& [name, n] : nodes_) {
-    if (n.node.state != NodeState::kDown && now - n.last_seen > config_.node_timeout)
+    if (n.node.state != NodeState::kDown) n.last_seen += d;
+  }
+}
+
+void Controller::Tick(Time now, std::optional<Time> heard_through) {
+  const Time heard = heard_through.value_or(now);
+  for (auto& [name, n] : nodes_) {
+    if (n.node.state != NodeState::kDown && heard - n.last_seen > config_.node_timeout)
       NodeLost(n, now);
   }
   std::vector<uint64_t> over;
   std::vector<uint64_t> stuck;
+  std::vector<uint64_t> fenced;
   for (const auto& [id, r] : running_) {
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;
+    if (r.fence_until) {
+      if (now >= *r.fence_until) fenced.push_back(id);
+      continue;
+    }
     if (!r.ending_as && job->time_limit.count() > 0 && now > job->start_time + job->time_limit)
       over.push_back(id);
     if (r.ending_as && now - r.kill_sent > config_.kill_grace + config_.node_timeout)
       stuck.push_back(id);
+  }
+  for (uint64_t id : fenced) {
+    // Fenced: back to the queue, unless it was being stopped for good
+    // (cancelled, timed out) meanwhile.
+    Job& j = Mutable(JobId(id));
+    const Running& r = running_[id];
+    if (r.ending_as && !r.requeue_after) {
+      Finish(j, *r.ending_as, now);
+    } else {
+      RequeueNow(j, now, j.reason_detail.empty() ? "a node was lost" : j.reason_detail);
+    }
   }
   for (uint64_t id : over)
     StopJob(Mutable(JobId(id)), JobState::kTimeout, now, "time limit reached");

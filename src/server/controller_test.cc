@@ -282,7 +282,9 @@ TEST_F(ControllerTest, CancelTimeLimitAndNodeLoss) {
   ASSERT_EQ(out.kills.size(), 1u);
   Exit(out.kills[0].node, timed, 0, 103, 15);
   EXPECT_EQ(StateOf(timed), JobState::kTimeout);
-  // Node loss: the requeueable job goes back to pending.
+  // Node loss: the requeueable job goes back to pending, but only once its
+  // node has surely fenced it: last seen at 103 s, down after 30 s, then the
+  // agent's own 30 s (node timeout) + 30 s (kill grace) + 5 s margin.
   std::string node_of_requeued;
   const api::Json shown = *c_.ShowJob(kAdmin, requeued);
   for (const auto& j : shown["allocation"])
@@ -290,10 +292,34 @@ TEST_F(ControllerTest, CancelTimeLimitAndNodeLoss) {
   const std::string other = node_of_requeued == "n1" ? "n2" : "n1";
   Beat(other, 125);  // the other node keeps reporting; this one last reported at 103 s
   c_.Tick(At(140));
+  EXPECT_EQ(StateOf(requeued), JobState::kRunning);
+  EXPECT_NE((*c_.ShowJob(kAdmin, requeued))["reason_detail"].get<std::string>().find("at 1000168"),
+            std::string::npos);
+  Beat(other, 160);
+  c_.Tick(At(167));
+  EXPECT_EQ(StateOf(requeued), JobState::kRunning);
+  c_.SchedulePass(At(167));
+  EXPECT_TRUE(c_.TakeOutbox().launches.empty());  // never twice at once
+  Beat(other, 168);
+  c_.Tick(At(168));
   EXPECT_EQ(StateOf(requeued), JobState::kPending);
   EXPECT_EQ((*c_.ShowJob(kAdmin, requeued))["restarts"].get<int>(), 1);
   EXPECT_EQ((*c_.NodeJson(node_of_requeued))["state"], "down");
   EXPECT_EQ((*c_.NodeJson(other))["state"], "up");
+}
+
+// A node is never lost for the controller's own deafness: time the loop ran
+// late is credited to every node, and nodes are judged by what had arrived
+// before the oldest request still waiting.
+TEST_F(ControllerTest, NodesAreNotLostWhileTheControllerCouldNotHearThem) {
+  Register("n1");                             // last heard at 0 s; the node timeout is 30 s
+  c_.Tick(At(40), /*heard_through=*/At(20));  // requests from 20 s on still wait
+  EXPECT_EQ((*c_.NodeJson("n1"))["state"], "up");
+  c_.CreditUnheard(seconds(25));  // the loop was 25 s late
+  c_.Tick(At(50));
+  EXPECT_EQ((*c_.NodeJson("n1"))["state"], "up");
+  c_.Tick(At(56));
+  EXPECT_EQ((*c_.NodeJson("n1"))["state"], "down");
 }
 
 TEST_F(ControllerTest, NodeFailWithoutRequeue) {

@@ -48,6 +48,7 @@ bool ControlLoop::Enqueue(Task task) {
       ++stats_.rejected;
       return false;
     }
+    task.queued = clock_.Now();
     queue_.push_back(std::move(task));
   }
   cv_.notify_one();
@@ -61,6 +62,7 @@ LoopStats ControlLoop::Stats() {
 
 void ControlLoop::Run() {
   Time last_tick = clock_.Now();
+  auto last_steady_tick = std::chrono::steady_clock::now();
   Time last_pass = clock_.Now() - options_.idle_pass;
   Duration pass_gap = options_.pass_interval;  // grows with the cost of a pass
   std::vector<Task> batch;
@@ -84,7 +86,24 @@ void ControlLoop::Run() {
     for (Task& t : batch)
       t.run(controller_, now);
     if (now - last_tick >= options_.tick_interval) {
-      controller_.Tick(now);
+      // A node is never lost because this loop could not hear it: time the
+      // loop spent away beyond its tick (a slow commit, a stalled host)
+      // does not count against the nodes, and nodes are judged by what had
+      // arrived before the oldest request still waiting (a heartbeat may be
+      // among them).
+      // Measured on the steady clock: a stall is real time, whatever the
+      // injected clock (or a wall-clock step) says.
+      const auto steady_now = std::chrono::steady_clock::now();
+      const auto late = std::chrono::duration_cast<Duration>(steady_now - last_steady_tick) -
+                        options_.tick_interval;
+      if (late > options_.tick_interval) controller_.CreditUnheard(late);
+      last_steady_tick = steady_now;
+      Time heard_through = now;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!queue_.empty()) heard_through = std::min(now, queue_.front().queued);
+      }
+      controller_.Tick(now, heard_through);
       last_tick = now;
     }
     bool passed = false;

@@ -89,6 +89,7 @@ class ControlLoop {
   struct Task {
     std::function<void(Controller&, Time)> run;
     std::function<void()> done;
+    Time queued{};  // when it was enqueued
   };
   bool Enqueue(Task task);
   void Run();

@@ -2,6 +2,8 @@
 // shoal-step supervisors) on loopback: what runs where, with which
 // environment, and how it stops.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +16,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -53,6 +57,90 @@ bool Alive(pid_t pid) {
   return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH);
 }
 
+// A TCP relay from a port of its own to `target`, that can be cut (every
+// connection closed, new ones refused): a network partition between an
+// agent and the server, with both processes alive.
+class Relay {
+ public:
+  explicit Relay(int target_port) : target_(target_port) {
+    listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t n = sizeof a;
+    EXPECT_EQ(::bind(listen_, reinterpret_cast<sockaddr*>(&a), n), 0);
+    EXPECT_EQ(::listen(listen_, 64), 0);
+    EXPECT_EQ(::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &n), 0);
+    port_ = ntohs(a.sin_port);
+    accept_ = std::thread([this] { Accept(); });
+  }
+  ~Relay() {
+    Cut();
+    ::shutdown(listen_, SHUT_RDWR);
+    ::close(listen_);
+    accept_.join();
+    for (std::thread& t : pipes_)
+      t.join();
+  }
+  int port() const { return port_; }
+  // The partition: open connections are closed and new ones dropped.
+  void Cut() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cut_ = true;
+    for (int fd : open_)
+      ::shutdown(fd, SHUT_RDWR);
+  }
+
+ private:
+  void Accept() {
+    while (true) {
+      const int client = ::accept(listen_, nullptr, nullptr);
+      if (client < 0) return;
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(target_));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cut_ || ::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(client);
+        ::close(server);
+        continue;
+      }
+      open_.insert(client);
+      open_.insert(server);
+      pipes_.emplace_back([this, client, server] { Pipe(client, server); });
+    }
+  }
+  void Pipe(int a, int b) {
+    char buf[16384];
+    pollfd fds[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    while (::poll(fds, 2, -1) > 0) {
+      bool done = false;
+      for (int i = 0; i < 2 && !done; ++i) {
+        if (fds[i].revents == 0) continue;
+        const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+        done = n <= 0 || ::send(fds[1 - i].fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n;
+      }
+      if (done) break;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    open_.erase(a);
+    open_.erase(b);
+    ::close(a);
+    ::close(b);
+  }
+
+  int target_;
+  int listen_ = -1;
+  int port_ = 0;
+  std::mutex mu_;
+  bool cut_ = false;
+  std::set<int> open_;
+  std::thread accept_;
+  std::vector<std::thread> pipes_;
+};
+
 class ClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -69,6 +157,7 @@ class ClusterTest : public ::testing::Test {
     o.controller.node_timeout = milliseconds(3000);
     o.controller.launch_grace = milliseconds(3000);
     o.controller.kill_grace = milliseconds(500);
+    o.controller.fence_margin = milliseconds(500);
     o.loop.pass_interval = milliseconds(2);
     o.loop.tick_interval = milliseconds(50);
     auto s = server::Server::Start(o, clock_);
@@ -128,12 +217,15 @@ class ClusterTest : public ::testing::Test {
     c.allow_root_jobs = true;  // the tests' own jobs run as root (the test's user)
     c.state_dir = (dir_ / "agents" / name).string();
     c.gpu_device_path = gpu_device_path_;
+    c.cgroup_root = cgroup_root_;
     return c;
   }
 
-  // Starts agent `name` (again, with the same state, after StopAgent).
-  void StartAgent(const std::string& name) {
+  // Starts agent `name` (again, with the same state, after StopAgent),
+  // reaching the server at `server` (default: its own address).
+  void StartAgent(const std::string& name, const std::string& server = "") {
     agent::AgentConfig c = Config(name);
+    if (!server.empty()) c.agent.server = server;
     auto gpus = agent::SimulatedProvider::Create("dgx-h100", name, 1, clock_);
     ASSERT_TRUE(gpus.ok()) << gpus.status().ToString();
     auto steps = agent::OpenSteps(c, SHOAL_STEP_BINARY);
@@ -219,6 +311,7 @@ class ClusterTest : public ::testing::Test {
   std::map<std::string, agent::SimulatedProvider*> simulated_;
   std::string isolation_;
   std::string gpu_device_path_ = "/dev/nvidia%d";
+  std::string cgroup_root_;  // empty: the agent detects
 };
 
 TEST_F(ClusterTest, JobRunsOnItsGpusAndItsLogIsReadable) {
@@ -505,41 +598,73 @@ TEST_F(ClusterTest, StepsOutliveTheirLauncherAndAKilledLauncherIsReplaced) {
 // CUDA_VISIBLE_DEVICES. Character devices with the NVIDIA major (195) stand
 // in for /dev/nvidiaN: nothing is behind them, so opening one the job was
 // given fails with ENXIO, and one it was not given with EPERM.
-TEST_F(ClusterTest, JobsOpenOnlyTheirOwnGpuDevices) {
-  if (::geteuid() != 0) GTEST_SKIP() << "[privilege] making device files needs root";
-  const fs::path dev = dir_ / "dev";
-  fs::create_directories(dev);
-  for (int i = 0; i < 8; ++i) {
-    const fs::path node = dev / ("nvidia" + std::to_string(i));
-    ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(195, i)), 0) << std::strerror(errno);
+// A job that unsets CUDA_VISIBLE_DEVICES still opens only its own GPUs'
+// device files (fake ones with the NVIDIA major: the given ones fail with
+// ENXIO, as nothing is behind them; the others with EPERM, the fence).
+class GpuFenceTest : public ClusterTest {
+ protected:
+  // Fake /dev/nvidia0..7 under the test's folder; false when not root.
+  bool MakeDevices() {
+    if (::geteuid() != 0) return false;
+    const fs::path dev = dir_ / "dev";
+    fs::create_directories(dev);
+    for (int i = 0; i < 8; ++i) {
+      const fs::path node = dev / ("nvidia" + std::to_string(i));
+      EXPECT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(195, i)), 0) << std::strerror(errno);
+    }
+    gpu_device_path_ = (dev / "nvidia%d").string();
+    return true;
   }
-  gpu_device_path_ = (dev / "nvidia%d").string();
-  StartAgent("n1");
-  if (isolation_.find("GPU devices fenced") == std::string::npos) {
-    GTEST_SKIP() << "[privilege] no v1 devices hierarchy here: " << isolation_;
-  }
-  const std::string probe =
-      "echo gpus=$CUDA_VISIBLE_DEVICES > devices.out; unset CUDA_VISIBLE_DEVICES; "
-      "for i in 0 1 2 3 4 5 6 7; do cat " +
-      dev.string() + "/nvidia$i 2>&1 | sed \"s/^/$i /\" >> devices.out; done";
-  const uint64_t id = Submit(*admin_, {{"command", probe}, {"gpus", 2}});
-  ASSERT_TRUE(WaitFor(id, "completed"));
-  const auto lines = WaitForLines(dir_ / "work" / "devices.out", 9);
-  ASSERT_EQ(lines.size(), 9u) << ReadFile(dir_ / "work" / "devices.out");
-  ASSERT_TRUE(lines[0].starts_with("gpus="));
-  std::set<std::string> given;
-  for (const auto& g : Fields(lines[0].substr(5), ','))
-    given.insert(g);
-  ASSERT_EQ(given.size(), 2u) << lines[0];
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const std::string index = lines[i].substr(0, lines[i].find(' '));
-    if (given.count(index)) {
-      EXPECT_NE(lines[i].find("No such device or address"), std::string::npos)
-          << "GPU " << lines[i];
-    } else {
-      EXPECT_NE(lines[i].find("Operation not permitted"), std::string::npos) << "GPU " << lines[i];
+
+  void ExpectOnlyOwnGpus(const std::string& fence) {
+    StartAgent("n1");
+    if (isolation_.find("GPU devices fenced (" + fence) == std::string::npos) {
+      GTEST_SKIP() << "[privilege] no " << fence << " fence here: " << isolation_;
+    }
+    const fs::path dev = dir_ / "dev";
+    const std::string probe =
+        "echo gpus=$CUDA_VISIBLE_DEVICES > devices.out; unset CUDA_VISIBLE_DEVICES; "
+        "for i in 0 1 2 3 4 5 6 7; do cat " +
+        dev.string() + "/nvidia$i 2>&1 | sed \"s/^/$i /\" >> devices.out; done";
+    const uint64_t id = Submit(*admin_, {{"command", probe}, {"gpus", 2}});
+    ASSERT_TRUE(WaitFor(id, "completed"));
+    const auto lines = WaitForLines(dir_ / "work" / "devices.out", 9);
+    ASSERT_EQ(lines.size(), 9u) << ReadFile(dir_ / "work" / "devices.out");
+    ASSERT_TRUE(lines[0].starts_with("gpus="));
+    std::set<std::string> given;
+    for (const auto& g : Fields(lines[0].substr(5), ','))
+      given.insert(g);
+    ASSERT_EQ(given.size(), 2u) << lines[0];
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const std::string index = lines[i].substr(0, lines[i].find(' '));
+      if (given.count(index)) {
+        EXPECT_NE(lines[i].find("No such device or address"), std::string::npos)
+            << "GPU " << lines[i];
+      } else {
+        EXPECT_NE(lines[i].find("Operation not permitted"), std::string::npos)
+            << "GPU " << lines[i];
+      }
     }
   }
+};
+
+TEST_F(GpuFenceTest, JobsOpenOnlyTheirOwnGpuDevices) {
+  if (!MakeDevices()) GTEST_SKIP() << "[privilege] making device files needs root";
+  ExpectOnlyOwnGpus("v1 devices");
+}
+
+// The same on cgroup v2, where a BPF device program is the fence (this
+// host's v2 hierarchy, /sys/fs/cgroup/unified on a hybrid layout).
+TEST_F(GpuFenceTest, OnCgroupV2ABpfProgramFencesTheGpus) {
+  if (!MakeDevices()) GTEST_SKIP() << "[privilege] making device files needs root";
+  for (const char* root : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+    if (fs::exists(fs::path(root) / "cgroup.controllers")) {
+      cgroup_root_ = root;
+      break;
+    }
+  }
+  if (cgroup_root_.empty()) GTEST_SKIP() << "[privilege] no cgroup2 hierarchy on this host";
+  ExpectOnlyOwnGpus("cgroup v2 BPF");
 }
 
 // A finished job's log stays readable after its step's folder is gone and
@@ -645,6 +770,43 @@ TEST_F(ClusterTest, LostAgentDownsTheNodeAndItsJobsFollowTheirPolicy) {
   }
   EXPECT_FALSE(fs::exists(dir_ / "agents" / "n1" / "steps" / (std::to_string(keep) + ".1")))
       << "the failed job's step is still on the node";
+}
+
+// Fencing: an agent cut off from the server stops its requeueable jobs'
+// steps itself within node timeout + kill grace, and the server runs them
+// again only after that (plus a margin): never twice at once. A job that
+// may not be requeued keeps running on the cut-off node (the server counts
+// it as node_fail; the reconcile kills it when the node is back).
+TEST_F(ClusterTest, ACutOffAgentStopsItsRequeueableJobsBeforeTheServerRunsThemAgain) {
+  const int server_port = std::stoi(server_->address().substr(server_->address().rfind(':') + 1));
+  Relay relay(server_port);
+  StartAgent("n1", "127.0.0.1:" + std::to_string(relay.port()));
+  const uint64_t again = Submit(
+      *admin_, {{"command", "echo $$ > again.pid; exec sleep 60"}, {"gpus", 1}, {"requeue", true}});
+  const uint64_t stays =
+      Submit(*admin_, {{"command", "echo $$ > stays.pid; exec sleep 60"}, {"gpus", 1}});
+  const auto again_pid = WaitForLines(dir_ / "work" / "again.pid", 1);
+  const auto stays_pid = WaitForLines(dir_ / "work" / "stays.pid", 1);
+  ASSERT_EQ(again_pid.size(), 1u);
+  ASSERT_EQ(stays_pid.size(), 1u);
+  ASSERT_TRUE(WaitFor(again, "running"));
+  const auto cut = std::chrono::steady_clock::now();
+  relay.Cut();
+  // Until the server takes the job back, see when its task dies.
+  std::optional<double> died_s, requeued_s;
+  for (int i = 0; i < 600 && !requeued_s; ++i) {
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - cut).count();
+    if (!died_s && !Alive(std::stoi(again_pid[0]))) died_s = t;
+    if (Show(again)["state"] == "pending") requeued_s = t;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(requeued_s) << Show(again).dump();
+  ASSERT_TRUE(died_s) << "the requeueable job still ran on the cut-off node when it was requeued";
+  EXPECT_LE(*died_s, *requeued_s);
+  // Node timeout 3 s, kill grace 0.5 s, margin 0.5 s.
+  EXPECT_GE(*requeued_s, 3.5);
+  EXPECT_EQ(Show(stays)["state"], "node_fail");
+  EXPECT_TRUE(Alive(std::stoi(stays_pid[0])));
 }
 
 TEST_F(ClusterTest, JobsRunAsTheirUser) {

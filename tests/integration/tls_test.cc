@@ -73,6 +73,7 @@ class TlsServerTest : public ::testing::Test {
     server_key_ = Write(dir_ / "server.key", server->key_pem);
     node_cert_ = Write(dir_ / "node.crt", node->cert_pem);
     node_key_ = Write(dir_ / "node.key", node->key_pem);
+    http_.SetLimits({.idle_timeout = std::chrono::milliseconds(200)});
     ASSERT_TRUE(http_
                     .EnableTls({.cert_file = server_cert_,
                                 .key_file = server_key_,
@@ -119,6 +120,26 @@ TEST_F(TlsServerTest, HandlersSeeTheVerifiedClientCertificate) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, "n1");
+}
+
+// The server closes an idle kept-alive connection without close_notify, so
+// that the client sees it gone and reconnects (with unread TLS bytes in the
+// socket it would write into a dead connection: SIGPIPE or an error).
+TEST_F(TlsServerTest, AKeptAliveClientOutlivesTheServersIdleClose) {
+  auto c = HttpClient::Connect(
+      "https://127.0.0.1:" + std::to_string(port_),
+      {.connect_timeout_ms = 5000,
+       .read_timeout_ms = 5000,
+       .keep_alive = true,
+       .tls =
+           TlsClientOptions{.ca_file = ca_file_, .cert_file = node_cert_, .key_file = node_key_}});
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 3; ++i) {
+    auto r = (*c)->Get("/whoami");
+    ASSERT_TRUE(r.ok()) << "request " << i << ": " << r.status().ToString();
+    EXPECT_EQ(r->body, "n1");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past the idle timeout
+  }
 }
 
 TEST_F(TlsServerTest, AClientAcceptsOnlyThePeerItExpects) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "agent/launch/device_fence.h"
 #include "core/files.h"
 #include "core/strings.h"
 
@@ -228,11 +229,14 @@ CgroupLayout DetectCgroups(const std::string& configured_root, const std::string
   CgroupLayout layout = DetectProcessCgroups(configured_root, tag, mounts);
   if (configured_root == "none") return layout;
   // GPUs are fenced with the v1 devices controller wherever it is mounted,
-  // as Slurm's ConstrainDevices does; a pure v2 host would need a BPF device
-  // program, which Shoal does not load yet.
+  // as Slurm's ConstrainDevices does, else with a BPF device program on
+  // each step's v2 cgroup.
   if (!mounts.v1_devices.empty() && MakeDirs(mounts.v1_devices, "shoal/" + tag).ok()) {
     layout.v1_devices_dir = mounts.v1_devices + "/shoal/" + tag;
     layout.description += "; GPU devices fenced (v1 devices)";
+  } else if (layout.version == CgroupVersion::kV2 && CanLoadDevicePrograms()) {
+    layout.v2_device_fence = true;
+    layout.description += "; GPU devices fenced (cgroup v2 BPF device program)";
   } else {
     layout.description +=
         "; GPU devices not fenced (no v1 devices hierarchy; only CUDA_VISIBLE_DEVICES)";
@@ -253,13 +257,20 @@ std::vector<GpuDeviceNode> FindGpuDeviceNodes(const std::string& pattern) {
   return out;
 }
 
+std::vector<GpuDeviceNode> DeniedGpus(const std::vector<GpuDeviceNode>& node_gpus,
+                                      const std::vector<int>& given) {
+  std::vector<GpuDeviceNode> denied;
+  for (const GpuDeviceNode& d : node_gpus) {
+    if (std::find(given.begin(), given.end(), d.index) == given.end()) denied.push_back(d);
+  }
+  return denied;
+}
+
 std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus,
                                       const std::vector<int>& given) {
   std::vector<std::string> rules;
-  for (const GpuDeviceNode& d : node_gpus) {
-    if (std::find(given.begin(), given.end(), d.index) != given.end()) continue;
+  for (const GpuDeviceNode& d : DeniedGpus(node_gpus, given))
     rules.push_back(fmt::format("c {}:{} rwm", d.major, d.minor));
-  }
   return rules;
 }
 
@@ -316,10 +327,11 @@ StepCgroup::StepCgroup(const CgroupLayout& layout, const std::string& name)
   for (const std::string& dir : dirs_)
     join_files_.push_back(dir + "/cgroup.procs");
   if (!layout.v1_devices_dir.empty()) devices_dir_ = layout.v1_devices_dir + "/" + name;
+  v2_device_fence_ = version_ == CgroupVersion::kV2 && layout.v2_device_fence;
 }
 
 Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib,
-                          const std::vector<std::string>& deny_devices) {
+                          const std::vector<GpuDeviceNode>& deny) {
   if (version_ == CgroupVersion::kV1) {
     // A v1 hierarchy is joined only to track the step (the first) or to
     // enforce its limit: each cgroup costs a mkdir and an rmdir per step.
@@ -332,7 +344,7 @@ Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib,
       join_files_.push_back(dir + "/cgroup.procs");
   }
   if (!devices_dir_.empty()) {
-    if (deny_devices.empty()) {
+    if (deny.empty()) {
       devices_dir_.clear();  // nothing to deny: no cgroup to make and remove
     } else {
       dirs_.push_back(devices_dir_);
@@ -346,11 +358,13 @@ Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib,
     // A plain folder would take the pids written into it and kill nothing.
     if (!IsCgroupFs(dir)) return Internal(dir + " is not in a cgroup file system");
   }
-  for (const std::string& rule : deny_devices) {
+  for (const GpuDeviceNode& d : deny) {
     if (devices_dir_.empty()) break;
+    const std::string rule = fmt::format("c {}:{} rwm", d.major, d.minor);
     Status written = WriteFile(devices_dir_ + "/devices.deny", rule);
     if (!written.ok()) return written.WithContext("cannot deny " + rule);
   }
+  if (v2_device_fence_ && !deny.empty()) SHOAL_RETURN_IF_ERROR(AttachDeviceDeny(dirs_[0], deny));
   for (const CgroupWrite& w : LimitWrites(version_, cpu_milli, memory_mib)) {
     const bool cpu = w.hierarchy == "cpu" || w.file.starts_with("cpu.");
     const std::string& dir = cpu ? cpu_dir_ : memory_dir_;

@@ -47,6 +47,9 @@ struct CgroupLayout {
   // (also beside a v2 layout on hybrid hosts): GPUs a step was not given
   // are denied there. Empty: no device fence.
   std::string v1_devices_dir;
+  // Without a v1 devices hierarchy, on v2: GPUs a step was not given are
+  // denied by a BPF device program on the step's cgroup (device_fence.h).
+  bool v2_device_fence = false;
   // For Steps::Isolation: what is enforced, where, or why nothing is.
   std::string description;
 };
@@ -63,8 +66,10 @@ struct GpuDeviceNode {
 // the index, e.g. "/dev/nvidia%d"), those that exist as character devices.
 std::vector<GpuDeviceNode> FindGpuDeviceNodes(const std::string& pattern);
 
-// The devices-controller rules ("c MAJOR:MINOR rwm") that deny a step the
-// node's GPUs it was not given. Pure.
+// The node's GPUs a step was not given. Pure.
+std::vector<GpuDeviceNode> DeniedGpus(const std::vector<GpuDeviceNode>& node_gpus,
+                                      const std::vector<int>& given);
+// The v1 devices-controller rules ("c MAJOR:MINOR rwm") that deny them. Pure.
 std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus,
                                       const std::vector<int>& given);
 
@@ -108,10 +113,10 @@ class StepCgroup {
   bool enabled() const { return !dirs_.empty() || !devices_dir_.empty(); }
   // Makes the cgroup and sets the limits that the layout allows. Under v1,
   // only in the hierarchies that track the step or hold a limit it has.
-  // `deny_devices` (GpuDenyRules) go into the devices hierarchy, which the
-  // step joins only when there is something to deny.
-  Status Create(int64_t cpu_milli, int64_t memory_mib,
-                const std::vector<std::string>& deny_devices = {});
+  // The devices in `deny` (DeniedGpus) are denied: in the v1 devices
+  // hierarchy, which the step joins only when there is something to deny,
+  // or by a BPF device program on its v2 cgroup.
+  Status Create(int64_t cpu_milli, int64_t memory_mib, const std::vector<GpuDeviceNode>& deny = {});
   // The cgroup.procs files a task writes its pid into, before exec (final
   // once Create has run).
   const std::vector<std::string>& JoinFiles() const { return join_files_; }
@@ -131,6 +136,7 @@ class StepCgroup {
   std::string cpu_dir_;
   std::string memory_dir_;
   std::string devices_dir_;
+  bool v2_device_fence_ = false;
 };
 
 }  // namespace shoal::agent

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "agent/launch/device_fence.h"
+
 namespace shoal::agent {
 namespace {
 
@@ -64,6 +66,29 @@ TEST(GpuDenyRules, DenyEveryGpuButTheGivenOnes) {
   EXPECT_EQ(GpuDenyRules(node, {}).size(), 4u);
   EXPECT_TRUE(FindGpuDeviceNodes("/nonexistent/nvidia%d").empty());
   EXPECT_TRUE(FindGpuDeviceNodes("/dev/null").empty()) << "a pattern without %d names no GPU";
+}
+
+// The v2 fence's program: four instructions a denied device, reading the
+// device's type, major and minor from bpf_cgroup_dev_ctx; every jump lands
+// on an instruction of the program (the kernel's verifier checks the rest).
+TEST(DeviceDenyProgram, DeniesEachGivenCharacterDeviceAndAllowsTheRest) {
+  const std::vector<GpuDeviceNode> deny = {{0, 195, 0}, {3, 195, 3}};
+  const std::vector<bpf_insn> p = DeviceDenyProgram(deny);
+  ASSERT_EQ(p.size(), 5u + 4 * deny.size() + 2);
+  EXPECT_EQ(p[4].code, BPF_JMP | BPF_JNE | BPF_K);
+  EXPECT_EQ(p[4].imm, BPF_DEVCG_DEV_CHAR);
+  EXPECT_EQ(4 + 1 + p[4].off, static_cast<int>(p.size()) - 2);  // to "allow"
+  for (size_t d = 0; d < deny.size(); ++d) {
+    const size_t at = 5 + 4 * d;
+    EXPECT_EQ(p[at].imm, 195);
+    EXPECT_EQ(p[at + 1].imm, static_cast<int32_t>(deny[d].minor));
+    EXPECT_EQ(static_cast<size_t>(at + 1 + p[at].off), at + 4);  // to the next device
+    EXPECT_EQ(p[at + 2].imm, 0);                                 // deny
+    EXPECT_EQ(p[at + 3].code, BPF_JMP | BPF_EXIT);
+  }
+  EXPECT_EQ(p[p.size() - 2].imm, 1);  // allow
+  EXPECT_EQ(p.back().code, BPF_JMP | BPF_EXIT);
+  EXPECT_EQ(DeniedGpus(deny, {3}), (std::vector<GpuDeviceNode>{{0, 195, 0}}));
 }
 
 TEST(DetectCgroups, NoneWhenConfiguredOrNotACgroup) {

@@ -81,6 +81,7 @@ std::string EncodeRequest(const SupervisorRequest& request) {
       {"env", s.env},
       {"array_job_id", s.array_job_id},
       {"array_task_id", s.array_task_id},
+      {"requeueable", s.requeueable},
       {"node_name", s.node_name},
       {"node_rank", s.node_rank},
       {"nodes", s.nodes},
@@ -108,6 +109,7 @@ std::string EncodeRequest(const SupervisorRequest& request) {
         {"v1_memory_dir", c.v1_memory_dir},
         {"v1_pids_dir", c.v1_pids_dir},
         {"v1_devices_dir", c.v1_devices_dir},
+        {"v2_device_fence", c.v2_device_fence},
         {"description", c.description}}},
   };
   Json devices = Json::array();
@@ -135,6 +137,7 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     // Absent in the folders of steps an older agent started.
     s.array_job_id = j.value("array_job_id", uint64_t{0});
     s.array_task_id = j.value("array_task_id", -1);
+    s.requeueable = j.value("requeueable", false);
     s.node_name = j.at("node_name").get<std::string>();
     s.node_rank = j.at("node_rank").get<int>();
     s.nodes = j.at("nodes").get<std::vector<std::string>>();
@@ -168,6 +171,7 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     r.cgroup.description = c.at("description").get<std::string>();
     // Absent from the requests of agents before the device fence.
     r.cgroup.v1_devices_dir = c.value("v1_devices_dir", std::string());
+    r.cgroup.v2_device_fence = c.value("v2_device_fence", false);
     if (auto d = j.find("gpu_devices"); d != j.end()) {
       for (const Json& e : *d) {
         r.gpu_devices.push_back(

@@ -187,9 +187,18 @@ class DirSteps final : public Steps {
   std::string Isolation() const override { return layout_.description; }
 
   Result<StepOutput> Output(uint64_t job, uint64_t epoch) const override {
-    SHOAL_ASSIGN_OR_RETURN(std::string text, ReadFile(StepDir({job, epoch}) + "/" + kRequestFile));
-    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, DecodeRequest(text));
+    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, ReadRequest(job, epoch));
     return OutputOf(request);
+  }
+
+  Result<StepRequest> Request(uint64_t job, uint64_t epoch) const override {
+    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, ReadRequest(job, epoch));
+    return request.step;
+  }
+
+  Result<SupervisorRequest> ReadRequest(uint64_t job, uint64_t epoch) const {
+    SHOAL_ASSIGN_OR_RETURN(std::string text, ReadFile(StepDir({job, epoch}) + "/" + kRequestFile));
+    return DecodeRequest(text);
   }
 
   int ChangeFd() const override { return events_fd_; }

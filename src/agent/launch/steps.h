@@ -46,6 +46,9 @@ struct StepRequest {
   std::vector<std::string> env;  // KEY=VALUE from the job spec, before Shoal's own variables
   uint64_t array_job_id = 0;     // an array task's array (0: not an array task)
   int array_task_id = -1;        // its index in the array
+  // The server may run the job again elsewhere when it loses this node: the
+  // agent stops such a step itself when it cannot reach the server (fencing).
+  bool requeueable = false;
 
   // Placement.
   std::string node_name;
@@ -147,6 +150,8 @@ class Steps {
   virtual std::string Isolation() const = 0;
   // Where a step's output went and whose it is, for logs.
   virtual Result<StepOutput> Output(uint64_t job, uint64_t epoch) const = 0;
+  // The request a step was launched with (NotFound once it is forgotten).
+  virtual Result<StepRequest> Request(uint64_t job, uint64_t epoch) const = 0;
   // The output of steps already forgotten, newest epoch per job (at most
   // the newest 10,000 jobs' are kept), for logs after an agent restart.
   virtual std::map<uint64_t, std::pair<uint64_t, StepOutput>> FinishedOutputs() = 0;

@@ -225,7 +225,7 @@ class Supervisor {
     cgroup_.emplace(request_.cgroup, name_);
     if (cgroup_->enabled()) {
       Status created = cgroup_->Create(step.cpu_milli, step.memory_mib,
-                                       GpuDenyRules(request_.gpu_devices, step.gpus));
+                                       DeniedGpus(request_.gpu_devices, step.gpus));
       if (!created.ok()) return created.WithContext("cgroup");
     }
     return Status::Ok();
