@@ -16,6 +16,7 @@
 #include "agent/launch/user_files.h"
 #include "agent/protocol.h"
 #include "api/json.h"
+#include "core/files.h"
 #include "core/strings.h"
 #include "net/http_client.h"
 #include "net/http_guard.h"
@@ -73,7 +74,8 @@ struct Agent::Impl {
   std::map<uint64_t, uint64_t> last_epoch;  // job -> the newest epoch this agent was given
   std::vector<StepReport> refused;          // launches that could not start, to report
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> step_gpus;  // (job, epoch) -> its GPUs
+  std::map<StepKey, std::vector<int>> step_gpus;                // each running step's GPUs here
+  StepContext step_context;                                     // what each step is told of Shoal
   std::atomic<bool> is_registered{false};
   std::atomic<uint64_t> accepted_heartbeats{0};
 
@@ -82,8 +84,8 @@ struct Agent::Impl {
   // last accepted a heartbeat of ours (the time it was sent).
   std::atomic<int64_t> fence_after_ms{0};
   std::atomic<int64_t> fence_grace_ms{0};
-  std::atomic<int64_t> last_heard_ms{0};           // Unix ms; 0: never
-  std::set<std::pair<uint64_t, uint64_t>> fenced;  // steps stopped so; events thread only
+  std::atomic<int64_t> last_heard_ms{0};  // Unix ms; 0: never
+  std::set<StepKey> fenced;               // steps stopped so; events thread only
 
   // Stops the steps of requeueable jobs once the server has not heard this
   // node for its node timeout: the server will run them again elsewhere
@@ -224,16 +226,16 @@ void Agent::Impl::FenceIfCutOff() {
   }
   for (const StepState& st : steps->Scan()) {
     if (st.phase != StepPhase::kRunning && st.phase != StepPhase::kStarting) continue;
-    if (fenced.count({st.job, st.epoch})) continue;
-    auto request = steps->Request(st.job, st.epoch);
+    if (fenced.count(st.key())) continue;
+    auto request = steps->Request(st.key());
     if (!request.ok() || !request->requeueable) continue;
-    fenced.insert({st.job, st.epoch});
+    fenced.insert(st.key());
     std::fprintf(stderr,
                  "shoal agent: the server has not heard this node for %.1f s: stopping job %llu "
                  "(requeueable; the server will run it again elsewhere)\n",
                  static_cast<double>(clock->Now().time_since_epoch().count() - heard) / 1000,
                  static_cast<unsigned long long>(st.job));
-    (void)steps->Stop(st.job, st.epoch, Duration(fence_grace_ms.load()));
+    (void)steps->Stop(st.key(), Duration(fence_grace_ms.load()));
   }
 }
 
@@ -253,8 +255,19 @@ void Agent::Impl::Routes() {
     if (!body.ok()) return ReplyError(res, body.status());
     auto k = KillFromJson(*body);
     if (!k.ok()) return ReplyError(res, k.status());
-    Status s = steps->Stop(k->job, k->epoch, k->grace);
-    if (!s.ok()) return ReplyError(res, s);
+    // One step, or every step of the epoch here.
+    std::vector<StepKey> keys;
+    if (k->step) {
+      keys.push_back({k->job, k->epoch, *k->step});
+    } else {
+      for (const StepState& st : steps->Scan()) {
+        if (st.job == k->job && st.epoch == k->epoch) keys.push_back(st.key());
+      }
+    }
+    for (const StepKey& key : keys) {
+      Status s = steps->Stop(key, k->grace);
+      if (!s.ok()) return ReplyError(res, s);
+    }
     Wake();
     Reply(res, 200, Json{{"job", k->job}, {"epoch", k->epoch}, {"stopping", true}});
   });
@@ -290,6 +303,36 @@ void Agent::Impl::Routes() {
     res.set_content(std::move(chunk->bytes), "application/octet-stream");
   });
 
+  // A chunk of what one task of a `shoal run` step wrote:
+  // /v1/jobs/{job}/steps/{step}/output?epoch=E&task=R&stream=stdout|stderr&offset=N.
+  http.Get(R"(/v1/jobs/(\d+)/steps/(\d+)/output)", [this](const httplib::Request& req,
+                                                          httplib::Response& res) {
+    if (!Authorized(req))
+      return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+    auto job = ParseInt(req.matches[1].str());
+    auto step = ParseInt(req.matches[2].str());
+    auto epoch = ParseInt(req.get_param_value("epoch"));
+    auto task = ParseInt(req.get_param_value("task"));
+    auto offset =
+        req.has_param("offset") ? ParseInt(req.get_param_value("offset")) : Result<int64_t>(0);
+    if (!job.ok() || !step.ok() || !epoch.ok() || !task.ok() || !offset.ok() || *offset < 0 ||
+        *step <= 0 || *step > UINT32_MAX) {
+      return ReplyError(res, InvalidArgument("epoch, task and offset are numbers"));
+    }
+    auto output = steps->TaskOutput(
+        {static_cast<uint64_t>(*job), static_cast<uint64_t>(*epoch), static_cast<uint32_t>(*step)},
+        static_cast<int>(*task));
+    if (!output.ok()) return ReplyError(res, output.status());
+    const std::string& path =
+        req.get_param_value("stream") == "stderr" ? output->stderr_path : output->stdout_path;
+    // Read with the job user's rights, never the agent's own.
+    Result<OutputChunk> chunk = ReadOutputAs(output->owner, path, *offset, kMaxLogChunkBytes);
+    if (!chunk.ok()) return ReplyError(res, chunk.status());
+    res.status = 200;
+    res.set_header("X-Shoal-Size", std::to_string(chunk->size));
+    res.set_content(std::move(chunk->bytes), "application/octet-stream");
+  });
+
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     res.set_content(
@@ -306,7 +349,7 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
     return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
   auto body = api::Parse(req.body);
   if (!body.ok()) return ReplyError(res, body.status());
-  auto step = StepFromLaunch(*body, node.name);
+  auto step = StepFromLaunch(*body, node.name, step_context);
   if (!step.ok()) return ReplyError(res, step.status());
   // An order that comes after the server gave its epoch up would run a job
   // that the server has already put back in the queue: refused, and not
@@ -322,14 +365,19 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
                         step->job, step->epoch, ToSeconds(clock->Now() - step->not_after)))));
   }
   {
-    // An epoch is started at most once: a repeated or late launch is ignored.
+    // An epoch's step starts at most once, and none of an epoch older than
+    // one seen here: a repeated or late launch is ignored (a step's folder,
+    // made once, is the second gate).
     std::lock_guard<std::mutex> lock(mu);
     auto it = last_epoch.find(step->job);
-    if (it != last_epoch.end() && it->second >= step->epoch) {
-      return Reply(res, 409,
-                   api::ErrorBody(Status(StatusCode::kFailedPrecondition,
-                                         fmt::format("job {} epoch {} was already launched here",
-                                                     step->job, step->epoch))));
+    const bool seen = it != last_epoch.end() &&
+                      (it->second > step->epoch || (it->second == step->epoch && step->step == 0));
+    if (seen) {
+      return Reply(
+          res, 409,
+          api::ErrorBody(Status(StatusCode::kFailedPrecondition,
+                                fmt::format("job {} epoch {} step {} was already launched here",
+                                            step->job, step->epoch, step->step))));
     }
     last_epoch[step->job] = step->epoch;
   }
@@ -338,11 +386,11 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!s.ok()) {
-      refused.push_back({step->job, step->epoch, false, 1, 0,
+      refused.push_back({step->job, step->epoch, step->step, false, 1, 0,
                          fmt::format("cannot start on {}: {}", node.name, s.message())});
     } else {
-      outputs[step->job] = {step->epoch, *started};
-      step_gpus[{step->job, step->epoch}] = step->gpus;
+      if (step->step == 0) outputs[step->job] = {step->epoch, *started};
+      step_gpus[{step->job, step->epoch, step->step}] = step->gpus;
       // Bounded: the oldest jobs' output paths are forgotten first.
       while (outputs.size() > 10000)
         outputs.erase(outputs.begin());
@@ -352,7 +400,9 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
   // job as running from the launch, and the next beat confirms it well
   // within the launch grace), and the step's end wakes the loop anyway.
   if (!s.ok()) Wake();
-  Reply(res, 200, Json{{"job", step->job}, {"epoch", step->epoch}, {"started", s.ok()}});
+  Reply(
+      res, 200,
+      Json{{"job", step->job}, {"epoch", step->epoch}, {"step", step->step}, {"started", s.ok()}});
 }
 
 void Agent::Impl::Loop() {
@@ -396,7 +446,7 @@ void Agent::Impl::Loop() {
     // What runs and what ended.
     std::vector<StepReport> reports;
     for (const StepState& st : steps->Scan()) {
-      StepReport r{st.job, st.epoch, false, st.exit_code, st.signal, st.message};
+      StepReport r{st.job, st.epoch, st.step, false, st.exit_code, st.signal, st.message};
       switch (st.phase) {
         case StepPhase::kStarting:
         case StepPhase::kRunning:
@@ -422,7 +472,7 @@ void Agent::Impl::Loop() {
       std::vector<double> load(devices.size(), 0.0);
       std::lock_guard<std::mutex> lock(mu);
       for (const StepReport& rep : reports) {
-        auto it = step_gpus.find({rep.job, rep.epoch});
+        auto it = step_gpus.find({rep.job, rep.epoch, rep.step});
         if (it == step_gpus.end()) continue;
         if (!rep.running) {
           step_gpus.erase(it);
@@ -446,7 +496,7 @@ void Agent::Impl::Loop() {
       last_heard_ms = sent.time_since_epoch().count();
       // The server has the ends now: forget them.
       for (const StepReport& rep : reports) {
-        if (!rep.running) steps->Forget(rep.job, rep.epoch);
+        if (!rep.running) steps->Forget({rep.job, rep.epoch, rep.step});
       }
       std::lock_guard<std::mutex> lock(mu);
       refused.erase(refused.begin(),
@@ -501,6 +551,19 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
   if (options.tls) SHOAL_RETURN_IF_ERROR(impl->UseTls(hp.first));
   impl->clock = &clock;
   SHOAL_ASSIGN_OR_RETURN(impl->devices, gpus->Discover());
+  // How the steps' tasks reach Shoal: the server as this agent reaches it,
+  // a copy of the cluster CA they can read, and the job's srun.
+  impl->step_context.server =
+      net::SchemeOf(options.server).empty()
+          ? fmt::format("{}://{}", options.tls ? "https" : "http", options.server)
+          : options.server;
+  impl->step_context.slurm_commands = options.slurm_commands;
+  if (impl->credentials) {
+    const std::string ca = steps->dir() + "/ca.crt";
+    SHOAL_ASSIGN_OR_RETURN(std::string pem, ReadFile(impl->credentials->ca_file));
+    SHOAL_RETURN_IF_ERROR(WriteFileAtomic(ca, pem, 0644));
+    impl->step_context.ca_file = ca;
+  }
   impl->gpus = std::move(gpus);
   impl->steps = std::move(steps);
   impl->health = std::make_unique<HealthMonitor>(impl->devices, options.health);
@@ -512,7 +575,8 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
   for (const StepState& st : impl->steps->Scan()) {
     uint64_t& e = impl->last_epoch[st.job];
     e = std::max(e, st.epoch);
-    if (auto output = impl->steps->Output(st.job, st.epoch); output.ok()) {
+    if (st.step != 0) continue;
+    if (auto output = impl->steps->Output(st.key()); output.ok()) {
       impl->outputs[st.job] = {st.epoch, std::move(output).value()};
     }
   }

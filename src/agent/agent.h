@@ -47,6 +47,10 @@ struct AgentOptions {
   Duration heartbeat = std::chrono::seconds(1);           // telemetry and heartbeat interval
   Duration min_event_gap = std::chrono::milliseconds(5);  // at most one extra heartbeat this often
   int http_threads = 8;  // threads kept ready; more start with the connections
+  // The shoal binary that `srun` and `scontrol` run inside jobs (first on
+  // their tasks' PATH; it acts as them by the name it is called by).
+  // Empty: jobs get no such commands.
+  std::string slurm_commands;
   HealthOptions health;
 };
 

@@ -76,6 +76,10 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     if (value != "true" && value != "false")
       return InvalidArgument("allow_root_jobs: true or false");
     c.allow_root_jobs = value == "true";
+  } else if (key == "slurm_commands") {
+    if (value != "true" && value != "false")
+      return InvalidArgument("slurm_commands: true or false");
+    c.slurm_commands = value == "true";
   } else if (key == "cgroup_root") {
     c.cgroup_root = value;
   } else if (key == "gpu_device_path") {
@@ -95,7 +99,7 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
                     "join_token_file, ca_file, ca_fingerprint, name, listen, "
                     "advertise, state_dir, gpus, "
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
-                    "allow_root_jobs, cgroup_root, "
+                    "allow_root_jobs, slurm_commands, cgroup_root, "
                     "gpu_device_path, temperature_limit)",
                     key));
   }

@@ -37,6 +37,9 @@ struct AgentConfig {
   // own (the devices cgroup), whatever it does to CUDA_VISIBLE_DEVICES.
   std::string gpu_device_path = "/dev/nvidia%d";
   uint64_t seed = 0;  // simulated telemetry's noise
+  // Whether jobs get Shoal's `srun` and `scontrol` first on their PATH
+  // (agent.slurm_commands is then the shoal binary).
+  bool slurm_commands = true;
 };
 
 // One setting; unknown settings are errors that list the known ones.

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 
+#include "agent/launch/task_env.h"
 #include "api/node_protocol.h"
+#include "core/hostlist.h"
+#include "core/strings.h"
 
 namespace shoal::agent {
 
@@ -13,7 +17,92 @@ std::string HostOf(const std::string& address) {
   return colon == std::string::npos ? address : address.substr(0, colon);
 }
 
-Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_name) {
+namespace {
+
+// Tasks of the job on each of its nodes, in blocks (the first `tasks % n`
+// nodes get one more), one per node when the job names no task count.
+std::vector<int> JobTasksPerNode(const JobSpec& spec, int n) {
+  std::vector<int> out;
+  const int tasks = spec.tasks > 0 ? spec.tasks : n;
+  for (int k = 0; k < n; ++k)
+    out.push_back(tasks / n + (k < tasks % n ? 1 : 0));
+  return out;
+}
+
+// The job's own SLURM_* variables, as sbatch sets them in the batch script
+// (checked against Slurm 22.05); a step's tasks get the step's on top
+// (task_env.cc).
+std::vector<std::string> SlurmJobEnvironment(const api::LaunchMessage& m,
+                                             const std::vector<std::string>& hosts,
+                                             const std::vector<int>& job_tasks) {
+  const JobSpec& spec = m.spec;
+  const std::string nodelist = CompressHostList(hosts);
+  int tasks = 0;
+  for (int t : job_tasks)
+    tasks += t;
+  std::vector<std::string> gpus;
+  for (int g = 0; g < kMaxGpusPerNode; ++g) {
+    if (m.allocation.gpu_mask >> g & 1) gpus.push_back(std::to_string(g));
+  }
+  std::vector<std::string> env = {
+      fmt::format("SLURM_JOB_ID={}", m.job.value()),
+      fmt::format("SLURM_JOBID={}", m.job.value()),
+      fmt::format("SLURM_JOB_NAME={}", spec.name),
+      fmt::format("SLURM_JOB_NODELIST={}", nodelist),
+      fmt::format("SLURM_NODELIST={}", nodelist),
+      fmt::format("SLURM_JOB_NUM_NODES={}", hosts.size()),
+      fmt::format("SLURM_NNODES={}", hosts.size()),
+      fmt::format("SLURM_TASKS_PER_NODE={}", SlurmTaskCounts(job_tasks)),
+      fmt::format("SLURM_GPUS_ON_NODE={}", gpus.size()),
+      fmt::format("SLURM_JOB_GPUS={}", Join(gpus, ",")),
+      fmt::format("SLURM_CPUS_ON_NODE={}", std::max<int64_t>(1, m.allocation.cpu_milli / 1000)),
+      fmt::format("SLURM_JOB_USER={}", spec.user),
+      fmt::format("SLURM_JOB_PARTITION={}", spec.partition),
+      fmt::format("SLURM_RESTART_COUNT={}", m.restarts),
+      fmt::format("SLURM_CLUSTER_NAME={}", "shoal"),
+      // A Shoal job's srun is Shoal's: a Slurm installed on the node must
+      // never hear from it, so its own commands find no configuration.
+      "SLURM_CONF=/nonexistent/shoal-job-has-no-slurm.conf",
+  };
+  if (spec.tasks > 0) {
+    env.push_back(fmt::format("SLURM_NTASKS={}", tasks));
+    env.push_back(fmt::format("SLURM_NPROCS={}", tasks));
+  }
+  if (spec.tasks_per_node > 0)
+    env.push_back(fmt::format("SLURM_NTASKS_PER_NODE={}", spec.tasks_per_node));
+  if (spec.cpus_per_task > 0)
+    env.push_back(fmt::format("SLURM_CPUS_PER_TASK={}", spec.cpus_per_task));
+  if (spec.gpus_per_node > 0)
+    env.push_back(fmt::format("SLURM_GPUS_PER_NODE={}", spec.gpus_per_node));
+  if (!spec.account.empty()) env.push_back(fmt::format("SLURM_JOB_ACCOUNT={}", spec.account));
+  if (!spec.qos.empty()) env.push_back(fmt::format("SLURM_JOB_QOS={}", spec.qos));
+  if (!spec.submit_dir.empty()) env.push_back(fmt::format("SLURM_SUBMIT_DIR={}", spec.submit_dir));
+  if (!spec.submit_host.empty())
+    env.push_back(fmt::format("SLURM_SUBMIT_HOST={}", spec.submit_host));
+  if (m.array_task_id >= 0) {
+    env.push_back(fmt::format("SHOAL_ARRAY_JOB_ID={}", m.array_job_id));
+    env.push_back(fmt::format("SHOAL_ARRAY_TASK_ID={}", m.array_task_id));
+    env.push_back(fmt::format("SLURM_ARRAY_JOB_ID={}", m.array_job_id));
+    env.push_back(fmt::format("SLURM_ARRAY_TASK_ID={}", m.array_task_id));
+    if (spec.array && !spec.array->indices.empty()) {
+      const auto& ix = spec.array->indices;
+      env.push_back(fmt::format("SLURM_ARRAY_TASK_COUNT={}", ix.size()));
+      env.push_back(
+          fmt::format("SLURM_ARRAY_TASK_MIN={}", *std::min_element(ix.begin(), ix.end())));
+      env.push_back(
+          fmt::format("SLURM_ARRAY_TASK_MAX={}", *std::max_element(ix.begin(), ix.end())));
+      if (ix.size() > 1) {
+        env.push_back(fmt::format("SLURM_ARRAY_TASK_STEP={}", std::max(1, ix[1] - ix[0])));
+      }
+    }
+  }
+  return env;
+}
+
+}  // namespace
+
+Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_name,
+                                   const StepContext& context) {
   SHOAL_ASSIGN_OR_RETURN(const api::LaunchMessage m, api::LaunchFromJson(j));
   const std::string& for_node = m.nodes[static_cast<size_t>(m.node_rank)];
   if (for_node != node_name) {
@@ -21,50 +110,85 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
         fmt::format("launch: for node {}, not this node ({})", for_node, node_name));
   }
   const JobSpec& spec = m.spec;
+  const int n = static_cast<int>(m.nodes.size());
+  if (m.step == 0 && spec.tasks > 0 && spec.tasks < n)
+    return InvalidArgument("launch: fewer tasks than nodes");
+  std::vector<std::string> hosts;
+  for (const std::string& a : m.addresses)
+    hosts.push_back(HostOf(a));
+  const std::vector<int> job_tasks = JobTasksPerNode(spec, n);
+
   StepRequest s;
   s.job = m.job.value();
   s.epoch = m.epoch;
-  s.node_rank = m.node_rank;
+  s.step = m.step;
+  s.batch = m.batch;
+  s.has_batch_step = spec.script;
   s.master_port = m.master_port;
   s.not_after = m.not_after;
   s.user = spec.user;
   s.job_name = spec.name;
   s.command = spec.command;
-  s.script = spec.script;
+  s.script = spec.script && m.step == 0;
   s.work_dir = spec.work_dir;
-  s.stdout_path = spec.stdout_path;
-  s.stderr_path = spec.stderr_path;
+  s.array_job_id = m.array_task_id >= 0 ? m.array_job_id : 0;  // for %A and %a in output paths
+  s.array_task_id = m.array_task_id;
+  s.node_name = node_name;
+  s.master_addr = hosts[0];
+  s.slurm_commands = context.slurm_commands;
+  s.requeueable = spec.requeue;
+  // The job's environment, Slurm's view of the job, then the step's own
+  // variables (a `shoal run` step may add to it), then how to reach Shoal
+  // from inside (`shoal run`, `srun`).
   for (const auto& [k, v] : spec.env)
     s.env.push_back(k + "=" + v);
-  if (m.array_task_id >= 0) {
-    s.array_job_id = m.array_job_id;  // for %A and %a in output paths
-    s.array_task_id = m.array_task_id;
-    s.env.push_back(fmt::format("SHOAL_ARRAY_JOB_ID={}", m.array_job_id));
-    s.env.push_back(fmt::format("SHOAL_ARRAY_TASK_ID={}", m.array_task_id));
-    s.env.push_back(fmt::format("SLURM_ARRAY_JOB_ID={}", m.array_job_id));
-    s.env.push_back(fmt::format("SLURM_ARRAY_TASK_ID={}", m.array_task_id));
+  for (std::string& e : SlurmJobEnvironment(m, hosts, job_tasks))
+    s.env.push_back(std::move(e));
+  if (!context.server.empty()) s.env.push_back("SHOAL_SERVER=" + context.server);
+  if (!context.ca_file.empty()) s.env.push_back("SHOAL_CA_FILE=" + context.ca_file);
+  if (!m.job_token.empty()) s.env.push_back("SHOAL_JOB_TOKEN=" + m.job_token);
+
+  if (m.step == 0) {
+    s.stdout_path = spec.stdout_path;
+    s.stderr_path = spec.stderr_path;
+    s.node_rank = m.node_rank;
+    s.nodes = hosts;
+    s.tasks_per_node = job_tasks;
+    if (m.batch) {
+      // The batch script: one task, on the job's first node.
+      s.nodes = {hosts[0]};
+      s.tasks_per_node = {1};
+      s.node_rank = 0;
+      if (m.node_rank != 0) return InvalidArgument("launch: a batch step runs on the first node");
+    }
+  } else {
+    const StepSpec& run = *m.run;
+    s.argv = run.argv;
+    s.gpus_per_task = run.gpus_per_task;
+    if (!run.work_dir.empty()) s.work_dir = run.work_dir;
+    for (size_t i = 0; i < m.step_nodes.size(); ++i) {
+      s.nodes.push_back(hosts[static_cast<size_t>(m.step_nodes[i])]);
+      s.tasks_per_node.push_back(m.step_tasks[i]);
+      if (m.step_nodes[i] == m.node_rank) s.node_rank = static_cast<int>(i);
+    }
+    s.master_addr = s.nodes[0];
+    for (const auto& [k, v] : run.env)
+      s.env.push_back(k + "=" + v);
+    if (run.cpus_per_task > 0)
+      s.env.push_back(fmt::format("SLURM_CPUS_PER_TASK={}", run.cpus_per_task));
   }
-  s.node_name = node_name;
-  for (const std::string& a : m.addresses)
-    s.nodes.push_back(HostOf(a));
-  s.master_addr = s.nodes[0];
-  const int n = static_cast<int>(m.nodes.size());
-  const int tasks = spec.tasks > 0 ? spec.tasks : n;
-  if (tasks < n) return InvalidArgument("launch: fewer tasks than nodes");
-  for (int k = 0; k < n; ++k)
-    s.tasks_per_node.push_back(tasks / n + (k < tasks % n ? 1 : 0));
   for (int g = 0; g < kMaxGpusPerNode; ++g) {
     if (m.allocation.gpu_mask >> g & 1) s.gpus.push_back(g);
   }
   s.cpu_milli = m.allocation.cpu_milli;
   s.memory_mib = m.allocation.mem_mib;
-  s.requeueable = spec.requeue;
   return s;
 }
 
 Result<KillRequest> KillFromJson(const api::Json& j) {
   SHOAL_ASSIGN_OR_RETURN(const api::KillMessage m, api::KillFromJson(j));
-  return KillRequest{.job = m.job.value(), .epoch = m.epoch, .grace = m.grace, .why = m.why};
+  return KillRequest{
+      .job = m.job.value(), .epoch = m.epoch, .step = m.step, .grace = m.grace, .why = m.why};
 }
 
 api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,
@@ -74,10 +198,11 @@ api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,
   api::Heartbeat hb;
   for (const StepReport& r : steps) {
     if (r.running) {
-      hb.running.emplace_back(JobId(r.job), r.epoch);
+      hb.running.push_back({JobId(r.job), r.epoch, r.step});
     } else {
       hb.events.push_back({.job = JobId(r.job),
                            .epoch = r.epoch,
+                           .step = r.step,
                            .kind = api::JobEvent::kExited,
                            .exit_code = r.exit_code,
                            .signal = r.signal,

@@ -5,6 +5,7 @@
 // checks them against the server's encoders and decoders.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,14 +18,26 @@
 
 namespace shoal::agent {
 
-// A launch order as the step to run on this node. Tasks are spread over the
-// job's nodes in blocks (the first `tasks % nodes` nodes get one more), one
-// per node when the job names no task count.
-Result<StepRequest> StepFromLaunch(const api::Json& launch, const std::string& node_name);
+// What the agent adds to each step it runs: how the tasks reach Shoal.
+struct StepContext {
+  std::string server{};          // the server's URL, as SHOAL_SERVER
+  std::string ca_file{};         // a copy of the cluster CA the tasks can read, as SHOAL_CA_FILE
+  std::string slurm_commands{};  // the shoal binary behind the job's srun and scontrol ("": none)
+};
+
+// A launch order as the step to run on this node: step 0 of a batch job is
+// one task (the script) on the first node; step 0 of another job spreads its
+// tasks over the job's nodes in blocks (the first `tasks % nodes` nodes get
+// one more), one per node when the job names no task count; a later step
+// (`shoal run`) runs on the nodes and with the task counts its order names.
+// Every step's environment holds the job's SLURM_* variables.
+Result<StepRequest> StepFromLaunch(const api::Json& launch, const std::string& node_name,
+                                   const StepContext& context = {});
 
 struct KillRequest {
   uint64_t job = 0;
   uint64_t epoch = 0;
+  std::optional<uint32_t> step;  // absent: every step of the epoch
   Duration grace{0};
   std::string why;
 };
@@ -37,6 +50,7 @@ std::string HostOf(const std::string& address);
 struct StepReport {
   uint64_t job = 0;
   uint64_t epoch = 0;
+  uint32_t step = 0;
   bool running = false;  // else it has ended
   int exit_code = 0;
   int signal = 0;

@@ -80,6 +80,10 @@ Json ToJson(const JobSpec& s) {
   j["hold"] = s.hold;
   if (s.begin_time) j["begin_time"] = TimeToJson(*s.begin_time);
   j["tasks"] = s.tasks;
+  if (s.tasks_per_node > 0) j["tasks_per_node"] = s.tasks_per_node;
+  if (s.cpus_per_task > 0) j["cpus_per_task"] = s.cpus_per_task;
+  if (!s.submit_dir.empty()) j["submit_dir"] = s.submit_dir;
+  if (!s.submit_host.empty()) j["submit_host"] = s.submit_host;
   if (s.array) j["array"] = FormatArraySpec(*s.array);
   if (!s.acceptance_node.empty()) j["acceptance_node"] = s.acceptance_node;
   return j;
@@ -119,6 +123,10 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("hold", &s.hold);
   f.Optional("begin_time", &begin);
   f.Optional("tasks", &s.tasks);
+  f.Optional("tasks_per_node", &s.tasks_per_node);
+  f.Optional("cpus_per_task", &s.cpus_per_task);
+  f.Optional("submit_dir", &s.submit_dir);
+  f.Optional("submit_host", &s.submit_host);
   f.Optional("array", &array);
   f.Optional("acceptance_node", &s.acceptance_node);
   SHOAL_RETURN_IF_ERROR(f.Finish());
@@ -228,6 +236,112 @@ Result<Allocation> AllocationFromJson(const Json& j, const NodeNames* names) {
   return a;
 }
 
+Json ToJson(const StepSpec& s) {
+  Json j{{"argv", s.argv}};
+  if (!s.name.empty()) j["name"] = s.name;
+  if (s.tasks > 0) j["tasks"] = s.tasks;
+  if (s.nodes > 0) j["nodes"] = s.nodes;
+  if (s.tasks_per_node > 0) j["tasks_per_node"] = s.tasks_per_node;
+  if (!s.node_list.empty()) j["nodelist"] = s.node_list;
+  if (!s.exclude.empty()) j["exclude"] = s.exclude;
+  if (s.gpus_per_task > 0) j["gpus_per_task"] = s.gpus_per_task;
+  if (s.cpus_per_task > 0) j["cpus_per_task"] = s.cpus_per_task;
+  if (s.kill_on_bad_exit) j["kill_on_bad_exit"] = true;
+  if (!s.env.empty()) j["env"] = s.env;
+  if (!s.work_dir.empty()) j["work_dir"] = s.work_dir;
+  return j;
+}
+
+Result<StepSpec> StepSpecFromJson(const Json& j) {
+  StepSpec s;
+  ObjectReader f(j, "step");
+  f.Optional("name", &s.name);
+  f.Required("argv", &s.argv);
+  f.Optional("tasks", &s.tasks);
+  f.Optional("nodes", &s.nodes);
+  f.Optional("tasks_per_node", &s.tasks_per_node);
+  f.Optional("nodelist", &s.node_list);
+  f.Optional("exclude", &s.exclude);
+  f.Optional("gpus_per_task", &s.gpus_per_task);
+  f.Optional("cpus_per_task", &s.cpus_per_task);
+  f.Optional("kill_on_bad_exit", &s.kill_on_bad_exit);
+  f.Optional("env", &s.env);
+  f.Optional("work_dir", &s.work_dir);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (s.argv.empty() || s.argv[0].empty()) return InvalidArgument("step.argv: nothing to run");
+  if (s.argv.size() > static_cast<size_t>(kMaxArgvEntries))
+    return InvalidArgument(fmt::format("step.argv: more than {} words", kMaxArgvEntries));
+  size_t bytes = 0;
+  for (const std::string& a : s.argv) {
+    bytes += a.size();
+    if (a.find('\0') != std::string::npos) return InvalidArgument("step.argv: a NUL byte");
+  }
+  if (bytes > kMaxScriptBytes) return InvalidArgument("step.argv: over 4 MiB");
+  if (s.tasks < 0 || s.nodes < 0 || s.tasks_per_node < 0 || s.gpus_per_task < 0 ||
+      s.cpus_per_task < 0 || s.tasks > 100000 || s.tasks_per_node > kMaxTasksPerNode) {
+    return InvalidArgument(
+        "step: tasks, nodes, tasks_per_node, gpus_per_task and "
+        "cpus_per_task are counts (tasks at most 100000, per node 512)");
+  }
+  for (const auto& [k, v] : s.env) {
+    if (k.empty() || k.find_first_of("=\0") != std::string::npos ||
+        v.find('\0') != std::string::npos)
+      return InvalidArgument(fmt::format("step.env: '{}' is not an environment variable", k));
+  }
+  return s;
+}
+
+Json ToJson(const JobStep& st) {
+  Json j{{"id", st.id},
+         {"spec", ToJson(st.spec)},
+         {"nodes", st.nodes},
+         {"tasks", st.tasks},
+         {"state", std::string(StepStateName(st.state))},
+         {"exit_code", st.exit_code},
+         {"exit_signal", st.exit_signal},
+         {"start_time", TimeToJson(st.start_time)}};
+  if (!st.reason.empty()) j["reason"] = st.reason;
+  if (st.master_port > 0) j["master_port"] = st.master_port;
+  if (st.end_time != Time{}) j["end_time"] = TimeToJson(st.end_time);
+  return j;
+}
+
+Result<JobStep> JobStepFromJson(const Json& j) {
+  JobStep st;
+  ObjectReader f(j, "job step");
+  Json spec, tasks;
+  std::string state;
+  double start = 0, end = 0;
+  uint64_t id = 0;
+  f.Required("id", &id);
+  f.Required("spec", &spec);
+  f.Optional("nodes", &st.nodes);
+  f.Optional("tasks", &tasks);
+  f.Required("state", &state);
+  f.Optional("exit_code", &st.exit_code);
+  f.Optional("exit_signal", &st.exit_signal);
+  f.Optional("reason", &st.reason);
+  f.Optional("master_port", &st.master_port);
+  f.Optional("start_time", &start);
+  f.Optional("end_time", &end);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (id == 0 || id > UINT32_MAX) return InvalidArgument("job step: id is 1 to 2^32-1");
+  st.id = static_cast<uint32_t>(id);
+  if (!tasks.is_null()) {
+    if (!tasks.is_array()) return InvalidArgument("job step: tasks is a list of counts");
+    for (const Json& t : tasks) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > kMaxTasksPerNode)
+        return InvalidArgument("job step: tasks is a list of counts");
+      st.tasks.push_back(t.get<int>());
+    }
+  }
+  SHOAL_ASSIGN_OR_RETURN(st.spec, StepSpecFromJson(spec));
+  SHOAL_ASSIGN_OR_RETURN(st.state, ParseStepState(state));
+  st.start_time = TimeFromJson(start);
+  if (end != 0) st.end_time = TimeFromJson(end);
+  return st;
+}
+
 Json ToJson(const Job& job, const NodeNames* names) {
   Json j;
   j["id"] = job.id.value();
@@ -256,6 +370,13 @@ Json ToJson(const Job& job, const NodeNames* names) {
     j["idle"] = true;
     j["idle_since"] = TimeToJson(job.idle_since);
   }
+  if (!job.steps.empty()) {
+    Json steps = Json::array();
+    for (const JobStep& st : job.steps)
+      steps.push_back(ToJson(st));
+    j["steps"] = std::move(steps);
+  }
+  if (job.next_step > 1) j["next_step"] = job.next_step;
   return j;
 }
 
@@ -310,7 +431,14 @@ Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   f.Optional("efficiency", &efficiency);
   f.Optional("idle", &job.idle);
   f.Optional("idle_since", &idle_since);
+  f.List(
+      "steps", false, [](const Json& item, const std::string&) { return JobStepFromJson(item); },
+      &job.steps, kMaxKeptSteps);
+  uint64_t next_step = 1;
+  f.Optional("next_step", &next_step);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (next_step == 0 || next_step > UINT32_MAX) return InvalidArgument("job record: bad next_step");
+  job.next_step = static_cast<uint32_t>(next_step);
   if (!efficiency.is_null()) {
     SHOAL_ASSIGN_OR_RETURN(job.efficiency, JobEfficiencyFromJson(efficiency));
   }

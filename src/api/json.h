@@ -44,6 +44,13 @@ Result<Allocation> AllocationFromJson(const Json& j, const NodeNames* names = nu
 Json ToJson(const JobEfficiency& e);
 Result<JobEfficiency> JobEfficiencyFromJson(const Json& j);
 
+// What `shoal run` asks for (POST /v1/jobs/{id}/steps), and a step as the
+// job record keeps it.
+Json ToJson(const StepSpec& spec);
+Result<StepSpec> StepSpecFromJson(const Json& j);
+Json ToJson(const JobStep& step);
+Result<JobStep> JobStepFromJson(const Json& j);
+
 // A job with its spec, state and allocation.
 Json ToJson(const Job& job, const NodeNames* names = nullptr);
 Result<Job> JobFromJson(const Json& j, const NodeNames* names = nullptr);

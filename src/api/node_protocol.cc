@@ -25,11 +25,12 @@ constexpr std::array<const char*, 13> kTelemetryKeys = {
 Result<JobEvent> EventFromJson(const Json& j, const std::string& path) {
   ObjectReader f(j, path);
   JobEvent e;
-  uint64_t job = 0;
+  uint64_t job = 0, step = 0;
   std::string type;
   f.Required("type", &type);
   f.Required("job", &job);
   f.Required("epoch", &e.epoch);
+  f.Optional("step", &step);
   f.Optional("exit_code", &e.exit_code);
   f.Optional("signal", &e.signal);
   f.Optional("message", &e.message);
@@ -40,18 +41,22 @@ Result<JobEvent> EventFromJson(const Json& j, const std::string& path) {
   }
   if (e.signal < 0 || e.signal > 127)
     return InvalidArgument(fmt::format("{}.signal must be 0 to 127", path));
+  if (step > UINT32_MAX) return InvalidArgument(fmt::format("{}.step is out of range", path));
   e.kind = type == "started" ? JobEvent::kStarted : JobEvent::kExited;
   e.job = JobId(job);
+  e.step = static_cast<uint32_t>(step);
   return e;
 }
 
-Result<std::pair<JobId, uint64_t>> RunningFromJson(const Json& j, const std::string& path) {
+Result<RunningStep> RunningFromJson(const Json& j, const std::string& path) {
   ObjectReader f(j, path);
-  uint64_t job = 0, epoch = 0;
+  uint64_t job = 0, epoch = 0, step = 0;
   f.Required("job", &job);
   f.Required("epoch", &epoch);
+  f.Optional("step", &step);
   SHOAL_RETURN_IF_ERROR(f.Finish());
-  return std::make_pair(JobId(job), epoch);
+  if (step > UINT32_MAX) return InvalidArgument(fmt::format("{}.step is out of range", path));
+  return RunningStep{JobId(job), epoch, static_cast<uint32_t>(step)};
 }
 
 Status CheckTelemetry(const GpuTelemetry& t, const std::string& path) {
@@ -115,6 +120,7 @@ Json ToJson(const JobEvent& e) {
             {"epoch", e.epoch},
             {"exit_code", e.exit_code},
             {"signal", e.signal}};
+  if (e.step != 0) j["step"] = e.step;
   if (!e.message.empty()) j["message"] = e.message;
   return j;
 }
@@ -140,6 +146,50 @@ Json ToJson(const GpuReport& g) {
   return j;
 }
 
+// A launch's step part: step 0 has none of `run`, `step_nodes` and
+// `step_tasks`; a later step has all three, consistent with the job's nodes.
+Status StepPartFromJson(uint64_t step, const Json& run, const Json& step_nodes,
+                        const Json& step_tasks, LaunchMessage& m) {
+  if (step > UINT32_MAX) return InvalidArgument("launch.step is out of range");
+  m.step = static_cast<uint32_t>(step);
+  if (m.step == 0) {
+    if (!run.is_null() || !step_nodes.is_null() || !step_tasks.is_null())
+      return InvalidArgument("launch: step 0 is the job's own: no run, step_nodes or step_tasks");
+    return Status::Ok();
+  }
+  if (m.batch) return InvalidArgument("launch: only step 0 is a batch step");
+  if (run.is_null()) return InvalidArgument("launch.run (what the step runs) is missing");
+  auto spec = StepSpecFromJson(run);
+  if (!spec.ok()) return spec.status().WithContext("launch.run");
+  m.run = std::move(spec).value();
+  auto ints = [](const Json& list, const char* name, std::vector<int>* out) -> Status {
+    if (!list.is_array() || list.empty() || list.size() > kMaxLaunchNodes)
+      return InvalidArgument(
+          fmt::format("launch.{} must list 1 to {} numbers", name, kMaxLaunchNodes));
+    for (const Json& v : list) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+        return InvalidArgument(fmt::format("launch.{} must list numbers", name));
+      out->push_back(v.get<int>());
+    }
+    return Status::Ok();
+  };
+  SHOAL_RETURN_IF_ERROR(ints(step_nodes, "step_nodes", &m.step_nodes));
+  SHOAL_RETURN_IF_ERROR(ints(step_tasks, "step_tasks", &m.step_tasks));
+  if (m.step_tasks.size() != m.step_nodes.size())
+    return InvalidArgument("launch.step_tasks must have one count for each of step_nodes");
+  bool here = false;
+  for (size_t i = 0; i < m.step_nodes.size(); ++i) {
+    if (static_cast<size_t>(m.step_nodes[i]) >= m.nodes.size())
+      return InvalidArgument("launch.step_nodes names a node the job does not have");
+    if (m.step_tasks[i] < 1 || m.step_tasks[i] > kMaxTasksPerNode)
+      return InvalidArgument(
+          fmt::format("launch.step_tasks: 1 to {} on each node", kMaxTasksPerNode));
+    here = here || m.step_nodes[i] == m.node_rank;
+  }
+  if (!here) return InvalidArgument("launch.step_nodes does not include this node (node_rank)");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Json ToJson(const LaunchMessage& m) {
@@ -151,6 +201,15 @@ Json ToJson(const LaunchMessage& m) {
   if (m.array_task_id >= 0) {
     j["array_job_id"] = m.array_job_id;
     j["array_task_id"] = m.array_task_id;
+  }
+  if (m.step != 0) j["step"] = m.step;
+  if (m.batch) j["batch"] = true;
+  if (m.restarts != 0) j["restarts"] = m.restarts;
+  if (!m.job_token.empty()) j["job_token"] = m.job_token;
+  if (m.run) {
+    j["run"] = ToJson(*m.run);
+    j["step_nodes"] = m.step_nodes;
+    j["step_tasks"] = m.step_tasks;
   }
   return j;
 }
@@ -176,7 +235,17 @@ Result<LaunchMessage> LaunchFromJson(const Json& j) {
     f.Required("array_job_id", &m.array_job_id);
     f.Required("array_task_id", &m.array_task_id);
   }
+  uint64_t step = 0;
+  Json run, step_nodes, step_tasks;
+  f.Optional("step", &step);
+  f.Optional("batch", &m.batch);
+  f.Optional("restarts", &m.restarts);
+  f.Optional("job_token", &m.job_token);
+  f.Optional("run", &run);
+  f.Optional("step_nodes", &step_nodes);
+  f.Optional("step_tasks", &step_tasks);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  SHOAL_RETURN_IF_ERROR(StepPartFromJson(step, run, step_nodes, step_tasks, m));
   if (m.nodes.empty() || m.nodes.size() > kMaxLaunchNodes) {
     return InvalidArgument(fmt::format("launch.nodes must name 1 to {} nodes, not {}",
                                        kMaxLaunchNodes, m.nodes.size()));
@@ -205,8 +274,10 @@ Result<LaunchMessage> LaunchFromJson(const Json& j) {
 }
 
 Json ToJson(const KillMessage& m) {
-  return {
+  Json j = {
       {"job", m.job.value()}, {"epoch", m.epoch}, {"grace_s", ToSeconds(m.grace)}, {"why", m.why}};
+  if (m.step) j["step"] = *m.step;
+  return j;
 }
 
 Result<KillMessage> KillFromJson(const Json& j) {
@@ -218,6 +289,12 @@ Result<KillMessage> KillFromJson(const Json& j) {
   f.Required("epoch", &m.epoch);
   f.Optional("grace_s", &grace_s);
   f.Optional("why", &m.why);
+  if (f.Has("step")) {
+    uint64_t step = 0;
+    f.Required("step", &step);
+    if (step > UINT32_MAX) return InvalidArgument("kill.step is out of range");
+    m.step = static_cast<uint32_t>(step);
+  }
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (grace_s < 0 || grace_s > kMaxKillGraceS) {
     return InvalidArgument(
@@ -230,8 +307,11 @@ Result<KillMessage> KillFromJson(const Json& j) {
 
 Json ToJson(const Heartbeat& hb) {
   Json running = Json::array();
-  for (const auto& [job, epoch] : hb.running)
-    running.push_back({{"job", job.value()}, {"epoch", epoch}});
+  for (const RunningStep& r : hb.running) {
+    Json one = {{"job", r.job.value()}, {"epoch", r.epoch}};
+    if (r.step != 0) one["step"] = r.step;
+    running.push_back(std::move(one));
+  }
   Json events = Json::array();
   for (const JobEvent& e : hb.events)
     events.push_back(ToJson(e));

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,7 +40,7 @@ inline constexpr size_t kMaxLaunchNodes = 100000;    // as JobSpec::Validate
 inline constexpr size_t kMaxHeartbeatSteps = 65536;  // running steps, and events, per beat
 inline constexpr double kMaxKillGraceS = 3600;
 
-// POST /v1/launch: run this node's part of a job (one epoch of it).
+// POST /v1/launch: run this node's part of one step of a job (one epoch of it).
 struct LaunchMessage {
   JobId job;
   uint64_t epoch = 0;
@@ -54,12 +55,26 @@ struct LaunchMessage {
   // After this the server takes the launch as lost and runs the job again
   // under a new epoch: an agent refuses the order then. Time{}: no limit.
   Time not_after{};
+  // The step (0: the job's own). A batch job's step 0 is its script: one
+  // task, and only the job's first node is sent an order ("batch").
+  uint32_t step = 0;
+  bool batch = false;
+  int restarts = 0;         // times the job was requeued (SLURM_RESTART_COUNT)
+  std::string job_token{};  // lets the job's tasks start steps and read them (SHOAL_JOB_TOKEN)
+  // Steps from 1 (`shoal run`): what runs, and on which of the job's nodes
+  // (indices into `nodes`, in the step's rank order, this node among them)
+  // with how many tasks each. Absent for step 0, whose tasks the job spec says.
+  std::optional<StepSpec> run{};
+  std::vector<int> step_nodes{};
+  std::vector<int> step_tasks{};
 };
 
-// POST /v1/kill: stop a job's step (SIGTERM, then SIGKILL after `grace`).
+// POST /v1/kill: stop a job's steps (SIGTERM, then SIGKILL after `grace`):
+// every step of the epoch on the node, or only `step`.
 struct KillMessage {
   JobId job;
   uint64_t epoch = 0;
+  std::optional<uint32_t> step{};
   Duration grace{std::chrono::seconds(10)};  // "grace_s", 0..kMaxKillGraceS; absent: 10 s
   std::string why;
 };
@@ -68,6 +83,7 @@ struct KillMessage {
 struct JobEvent {
   JobId job;
   uint64_t epoch = 0;
+  uint32_t step = 0;
   enum Kind { kStarted, kExited } kind = kExited;
   int exit_code = 0;
   int signal = 0;
@@ -99,10 +115,18 @@ struct GpuReport {
   GpuTelemetry telemetry;
 };
 
+// A step the agent runs now.
+struct RunningStep {
+  JobId job;
+  uint64_t epoch = 0;
+  uint32_t step = 0;
+  friend bool operator==(const RunningStep&, const RunningStep&) = default;
+};
+
 // POST /v1/nodes/{name}/heartbeat.
 struct Heartbeat {
   std::vector<JobEvent> events;
-  std::vector<std::pair<JobId, uint64_t>> running;  // (job, epoch) the agent runs now
+  std::vector<RunningStep> running;
   // The GPUs' health and telemetry, when the beat carries them: agents send
   // them on their telemetry tick, not on the extra beats that report a step's
   // end at once; a beat without them leaves the last ones in place.

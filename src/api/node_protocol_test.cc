@@ -113,10 +113,10 @@ GpuTelemetry SomeTelemetry(int k) {
 
 Heartbeat FullHeartbeat() {
   Heartbeat hb;
-  hb.running = {{JobId(1), 1}, {JobId(5), 2}};
-  hb.events.push_back({JobId(3), 1, JobEvent::kExited, 137, 9, "out of memory"});
-  hb.events.push_back({JobId(4), 2, JobEvent::kStarted, 0, 0, ""});
-  hb.events.push_back({JobId(6), 1, JobEvent::kExited, -1, 0, ""});
+  hb.running = {{JobId(1), 1, 0}, {JobId(5), 2, 0}, {JobId(5), 2, 3}};
+  hb.events.push_back({JobId(3), 1, 0, JobEvent::kExited, 137, 9, "out of memory"});
+  hb.events.push_back({JobId(4), 2, 0, JobEvent::kStarted, 0, 0, ""});
+  hb.events.push_back({JobId(6), 1, 7, JobEvent::kExited, -1, 0, ""});
   hb.gpus.push_back({0, true, "", SomeTelemetry(0)});
   hb.gpus.push_back({1, false, "XID 79: fell off the bus", SomeTelemetry(1)});
   hb.gpus.push_back({2, true, "", {}});  // no telemetry this time
@@ -132,6 +132,7 @@ TEST(NodeProtocolTest, HeartbeatRoundTrips) {
   for (size_t i = 0; i < hb.events.size(); ++i) {
     EXPECT_EQ(back->events[i].job, hb.events[i].job);
     EXPECT_EQ(back->events[i].epoch, hb.events[i].epoch);
+    EXPECT_EQ(back->events[i].step, hb.events[i].step);
     EXPECT_EQ(back->events[i].kind, hb.events[i].kind);
     EXPECT_EQ(back->events[i].exit_code, hb.events[i].exit_code);
     EXPECT_EQ(back->events[i].signal, hb.events[i].signal);

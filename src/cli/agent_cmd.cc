@@ -173,6 +173,7 @@ int RunAgent(const std::vector<std::string>& raw) {
     std::cerr << "shoal agent: " << steps.status().message() << "\n";
     return 1;
   }
+  if (config.slurm_commands) config.agent.slurm_commands = CompanionPath("shoal");
   const std::string isolation = (*steps)->Isolation();
   auto a = agent::Agent::Start(config.agent, std::move(*gpus), std::move(*steps), clock);
   if (!a.ok()) {

@@ -28,6 +28,11 @@ int RunLogs(const std::vector<std::string>& args);
 int RunAgent(const std::vector<std::string>& args);
 int RunUp(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
+// shoal run (srun), shoal alloc (salloc), and the srun and scontrol of Shoal jobs (run_cmd.cc).
+int RunRun(const std::vector<std::string>& args);
+int RunAlloc(const std::vector<std::string>& args);
+int RunSrun(const std::vector<std::string>& args);
+int RunScontrol(const std::vector<std::string>& args);
 // `shoal bench --cluster`: acceptance tests of nodes as Shoal jobs (bench_cluster_cmd.cc).
 int RunBenchCluster(const std::vector<std::string>& args);
 

@@ -2,6 +2,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"submit", shoal::cli::RunSubmit, "submit a job: a batch script, --wrap=COMMAND, or a command"},
+    {"run", shoal::cli::RunRun,
+     "run tasks (srun): a step inside a job, or in a new allocation that ends with it"},
+    {"alloc", shoal::cli::RunAlloc,
+     "hold an allocation (salloc) while a shell or command runs; `shoal run` inside it"},
     {"queue", shoal::cli::RunQueue, "pending and running jobs, why they wait, where they run"},
     {"show", shoal::cli::RunShow, "everything about one job"},
     {"cancel", shoal::cli::RunCancel, "cancel jobs"},
@@ -56,6 +61,11 @@ void Usage(FILE* out) {
 int main(int argc, char** argv) {
   // A peer that goes away mid-write is an error to report, not a reason to die.
   std::signal(SIGPIPE, SIG_IGN);
+  // Inside Shoal jobs this binary is also `srun` and `scontrol` (agent/launch).
+  const std::string self = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "";
+  if (self == "srun") return shoal::cli::RunSrun(std::vector<std::string>(argv + 1, argv + argc));
+  if (self == "scontrol")
+    return shoal::cli::RunScontrol(std::vector<std::string>(argv + 1, argv + argc));
   if (argc < 2) {
     Usage(stderr);
     return 2;

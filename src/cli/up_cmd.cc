@@ -113,11 +113,14 @@ Status StartAgents(const UpAgents& up, const Clock& clock, std::vector<agent::Ag
     agent::AgentConfig c;
     c.agent.server = up.url;
     c.agent.name = up.real ? "" : fmt::format("node{:02}", i);
-    c.agent.listen = "127.0.0.1:0";
+    // Each node on an address of its own (all of 127/8 is this machine's
+    // loopback), so that host lists name every node apart, as on a cluster.
+    c.agent.listen = up.real ? "127.0.0.1:0" : fmt::format("127.0.1.{}:0", i);
     c.agent.place = fmt::format("spine1/leaf{}", (i - 1) / kNodesPerLeaf + 1);
     c.gpus = up.gpus;
     c.seed = static_cast<uint64_t>(i);
     c.allow_root_jobs = up.root;
+    c.agent.slurm_commands = CompanionPath("shoal");
     c.state_dir = fmt::format("{}/agents/{}", up.state_dir, up.real ? "local" : c.agent.name);
     if (up.tls) {
       SHOAL_ASSIGN_OR_RETURN(std::string join, JoinToken(up.url, up.server.ca_file(),
@@ -145,7 +148,7 @@ void StopSteps(const std::vector<agent::AgentConfig>& configs) {
     if (!steps.ok()) continue;
     for (const agent::StepState& st : (*steps)->Scan()) {
       if (st.phase == agent::StepPhase::kRunning || st.phase == agent::StepPhase::kStarting) {
-        (void)(*steps)->Stop(st.job, st.epoch, std::chrono::seconds(2));
+        (void)(*steps)->Stop(st.key(), std::chrono::seconds(2));
       }
     }
   }

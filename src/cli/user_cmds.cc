@@ -370,6 +370,26 @@ int RunShow(const std::vector<std::string>& raw) {
     line("restarts", Str(j, "restarts"));
     line("command", Str(spec, "script") == "true" ? "(batch script)" : Str(spec, "command"));
     line("work dir", Str(spec, "work_dir"));
+    if (j.contains("steps") && !j["steps"].empty()) {
+      std::printf("steps\n");
+      std::vector<std::vector<std::string>> rows;
+      for (const Json& st : j["steps"]) {
+        std::vector<std::string> argv;
+        for (const Json& a : st["spec"].value("argv", Json::array()))
+          argv.push_back(a.get<std::string>());
+        int tasks = 0;
+        for (const Json& t : st.value("tasks", Json::array()))
+          tasks += t.get<int>();
+        const double end = Num(st, "end_time", NowSeconds());
+        rows.push_back({"  " + Str(st, "id"), Str(st, "state"), Str(st, "exit_code"),
+                        std::to_string(tasks),
+                        Join(st.value("nodes", std::vector<std::string>()), ","),
+                        Elapsed(end - Num(st, "start_time")), submit::ShellJoin(argv)});
+      }
+      std::printf(
+          "%s",
+          Table({"  STEP", "STATE", "EXIT", "TASKS", "NODES", "TIME", "COMMAND"}, rows).c_str());
+    }
     return kExitOk;
   });
 }

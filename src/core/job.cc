@@ -9,6 +9,35 @@
 
 namespace shoal {
 
+std::string_view StepStateName(StepState state) {
+  switch (state) {
+    case StepState::kRunning:
+      return "running";
+    case StepState::kCompleted:
+      return "completed";
+    case StepState::kFailed:
+      return "failed";
+    case StepState::kCancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+Result<StepState> ParseStepState(std::string_view text) {
+  for (StepState s :
+       {StepState::kRunning, StepState::kCompleted, StepState::kFailed, StepState::kCancelled}) {
+    if (StepStateName(s) == text) return s;
+  }
+  return InvalidArgument(fmt::format("unknown step state '{}'", text));
+}
+
+int JobStep::TaskCount() const {
+  int n = 0;
+  for (int t : tasks)
+    n += t;
+  return n;
+}
+
 std::string_view JobStateName(JobState state) {
   switch (state) {
     case JobState::kPending:
@@ -290,6 +319,13 @@ Status JobSpec::Validate() const {
                                        kMaxTasksPerNode, most_tasks));
   }
   if (gpus > 1000000) return InvalidArgument("too many GPUs");
+  if (tasks_per_node < 0 || tasks_per_node > kMaxTasksPerNode)
+    return InvalidArgument(fmt::format("tasks per node: 0 to {}", kMaxTasksPerNode));
+  if (cpus_per_task < 0 || cpus_per_task > 100000)
+    return InvalidArgument("CPUs per task: 0 to 100000");
+  for (const std::string* text : {&submit_dir, &submit_host}) {
+    if (text->size() > kMaxPathBytes) return InvalidArgument("submit folder or host too long");
+  }
   return Status::Ok();
 }
 

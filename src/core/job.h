@@ -125,6 +125,13 @@ struct JobSpec {
   bool hold = false;
   std::optional<Time> begin_time;
   int tasks = 0;  // processes to start over all nodes; 0: one per node
+  // As submitted, for the job's environment (SLURM_NTASKS_PER_NODE,
+  // SLURM_CPUS_PER_TASK) and its steps' defaults; 0: not given.
+  int tasks_per_node = 0;
+  int cpus_per_task = 0;
+  // Where and on which host it was submitted (SLURM_SUBMIT_DIR, _HOST).
+  std::string submit_dir;
+  std::string submit_host;
   std::optional<ArraySpec> array;
   // An acceptance test (admins only): the controller itself places the job on
   // this node (or these, comma-separated, in rank order: the multi-node NCCL
@@ -136,6 +143,50 @@ struct JobSpec {
   int TotalGpus() const;
   // Checks the numbers make sense on their own (no cluster needed).
   Status Validate() const;
+};
+
+// A job step: tasks started inside a running job's allocation (`shoal
+// run`, Slurm's srun). Step 0 is the job's own: its batch script (one task,
+// on the first node, as Slurm runs it) or its command (every task of the
+// job). Other steps are numbered from 1 in the order they are asked for.
+struct StepSpec {
+  std::string name{};
+  std::vector<std::string> argv{};       // run as it is, without a shell
+  int tasks = 0;                         // 0: tasks_per_node on each node, else one per node
+  int nodes = 0;                         // 0: as many of the job's nodes as the tasks need (all)
+  int tasks_per_node = 0;                // 0: spread the tasks evenly
+  std::vector<std::string> node_list{};  // only these of the job's nodes (--nodelist)
+  std::vector<std::string> exclude{};    // not these (--exclude)
+  int gpus_per_task = 0;                 // 0: every task sees all the job's GPUs on its node
+  int cpus_per_task = 0;
+  bool kill_on_bad_exit = false;             // a task that fails stops the step's others
+  std::map<std::string, std::string> env{};  // on top of the job's environment
+  std::string work_dir{};                    // empty: the job's
+  friend bool operator==(const StepSpec&, const StepSpec&) = default;
+};
+
+enum class StepState : uint8_t { kRunning, kCompleted, kFailed, kCancelled };
+std::string_view StepStateName(StepState state);
+Result<StepState> ParseStepState(std::string_view text);
+
+// At most this many steps of one job are kept (the oldest finished go first).
+inline constexpr size_t kMaxKeptSteps = 256;
+inline constexpr int kMaxArgvEntries = 4096;
+
+struct JobStep {
+  uint32_t id = 0;
+  StepSpec spec;
+  std::vector<std::string> nodes;  // where it runs, in rank order
+  std::vector<int> tasks;          // tasks on each of those nodes
+  StepState state = StepState::kRunning;
+  int exit_code = 0;  // the largest of its tasks' (srun's rule)
+  int exit_signal = 0;
+  std::string reason;   // why it ended as it did, for people
+  int master_port = 0;  // its MASTER_PORT (0: none)
+  Time start_time{};
+  Time end_time{};
+  int TaskCount() const;
+  friend bool operator==(const JobStep&, const JobStep&) = default;
 };
 
 // One node's part of an allocation.
@@ -205,6 +256,10 @@ struct Job {
   // `idle_since` for at least the partition's idle_minutes.
   bool idle = false;
   Time idle_since{};
+  // Steps started with `shoal run` in this run of the job (cleared when it
+  // is requeued), and the id the next one gets.
+  std::vector<JobStep> steps;
+  uint32_t next_step = 1;
 };
 
 }  // namespace shoal

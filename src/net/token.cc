@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/random.h>
 
 namespace shoal::net {
@@ -42,6 +43,14 @@ std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  return Hex(digest, len);
+}
+
+std::string HmacSha256Hex(std::string_view key, std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, &len);
   return Hex(digest, len);
 }
 

@@ -26,6 +26,9 @@ Result<std::pair<std::string, std::string>> SplitToken(std::string_view text);
 // Hex SHA-256.
 std::string Sha256Hex(std::string_view data);
 
+// Hex HMAC-SHA-256 of `data` under `key` (job tokens).
+std::string HmacSha256Hex(std::string_view key, std::string_view data);
+
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 // `n` random bytes as hex, from getrandom(2).

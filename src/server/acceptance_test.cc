@@ -174,7 +174,7 @@ TEST_F(AcceptanceTest, AcceptanceJobsRunOnTheirNodeOnly) {
   ASSERT_TRUE(c_.Drain(kAdmin, "n2", "disk swap", At(5)).ok());
   c_.TakeOutbox();
   Heartbeat hb;
-  hb.events.push_back({work, 1, JobEvent::kExited, 0, 0, ""});
+  hb.events.push_back({work, 1, 0, JobEvent::kExited, 0, 0, ""});
   ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n2", hb, At(6)).ok());
   c_.Tick(At(7));
   c_.SchedulePass(At(7));

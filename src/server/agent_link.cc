@@ -44,23 +44,11 @@ AgentLink::~AgentLink() {
 }
 
 std::string AgentLink::LaunchBody(const LaunchOrder& o) {
-  const api::LaunchMessage m{.job = o.job,
-                             .epoch = o.epoch,
-                             .spec = o.spec,
-                             .allocation = o.allocation,
-                             .node_rank = o.node_rank,
-                             .nodes = o.nodes,
-                             .addresses = o.addresses,
-                             .master_port = o.master_port,
-                             .array_job_id = o.array_job_id,
-                             .array_task_id = o.array_task_id,
-                             .not_after = o.not_after};
-  return api::ToJson(m).dump();
+  return api::ToJson(static_cast<const api::LaunchMessage&>(o)).dump();
 }
 
 std::string AgentLink::KillBody(const KillOrder& o) {
-  const api::KillMessage m{.job = o.job, .epoch = o.epoch, .grace = o.grace, .why = o.why};
-  return api::ToJson(m).dump();
+  return api::ToJson(static_cast<const api::KillMessage&>(o)).dump();
 }
 
 void AgentLink::Send(Outbox orders) {

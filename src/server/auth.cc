@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "core/strings.h"
 #include "net/token.h"
@@ -30,7 +32,9 @@ Result<Identity> TokenCache::Authenticate(std::string_view authorization, Time n
     return Status(StatusCode::kUnauthenticated,
                   "no bearer token (Authorization: Bearer shoal_...)");
   }
-  SHOAL_ASSIGN_OR_RETURN(auto parts, net::SplitToken(Trim(h.substr(kBearer.size()))));
+  const std::string_view text = Trim(h.substr(kBearer.size()));
+  if (text.starts_with("shoaljob_")) return AuthenticateJobToken(text);
+  SHOAL_ASSIGN_OR_RETURN(auto parts, net::SplitToken(text));
   const std::string hash = net::Sha256Hex(parts.second);
   std::shared_lock lock(mu_);
   auto it = by_id_.find(parts.first);
@@ -49,6 +53,51 @@ Result<Identity> TokenCache::Authenticate(std::string_view authorization, Time n
                   "a join token is good only for joining a node (shoal agent --join-token)");
   }
   return Identity{.user = t.user, .role = t.role, .node_name = t.node, .token_id = t.id};
+}
+
+namespace {
+
+std::optional<unsigned char> ParseHexByte(std::string_view two) {
+  unsigned value = 0;
+  for (char c : two) {
+    value <<= 4;
+    if (c >= '0' && c <= '9') {
+      value |= static_cast<unsigned>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      value |= static_cast<unsigned>(c - 'a' + 10);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return static_cast<unsigned char>(value);
+}
+
+}  // namespace
+
+Result<Identity> TokenCache::AuthenticateJobToken(std::string_view text) const {
+  const Status bad(StatusCode::kUnauthenticated, "not a valid job token");
+  std::vector<std::string_view> parts;
+  for (std::string_view p : Split(text.substr(std::string_view("shoaljob_").size()), '_'))
+    parts.push_back(p);
+  if (parts.size() != 4 || job_token_key_.empty() || parts[2].size() % 2 != 0 ||
+      parts[2].size() > 128)
+    return bad;
+  auto job = ParseInt(parts[0]);
+  auto epoch = ParseInt(parts[1]);
+  if (!job.ok() || !epoch.ok() || *job <= 0 || *epoch <= 0) return bad;
+  std::string user;
+  for (size_t i = 0; i < parts[2].size(); i += 2) {
+    auto byte = ParseHexByte(parts[2].substr(i, 2));
+    if (!byte) return bad;
+    user += static_cast<char>(*byte);
+  }
+  const std::string mac =
+      net::HmacSha256Hex(job_token_key_, fmt::format("{}.{}.{}", *job, *epoch, user));
+  if (!net::ConstantTimeEquals(mac, parts[3])) return bad;
+  Identity who{.user = user, .role = "user"};
+  who.job = static_cast<uint64_t>(*job);
+  who.job_epoch = static_cast<uint64_t>(*epoch);
+  return who;
 }
 
 Result<Identity> TokenCache::IdentityOf(const net::PeerCertificate& peer,

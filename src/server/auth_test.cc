@@ -89,5 +89,36 @@ TEST(TokenCacheTest, NodesProveThemselvesByCertificateOverTls) {
             StatusCode::kPermissionDenied);
 }
 
+// A job token: the job's user, bound to that job's epoch; a forged one (its
+// claim changed, or signed with another key) is nobody.
+TEST(TokenCacheTest, JobTokensActForTheirJobsUser) {
+  Controller c(ControllerConfig{});
+  c.SetJobTokenKey("the server's key");
+  TokenCache cache;
+  cache.SetJobTokenKey("the server's key");
+  // Job 7, epoch 2, user alice_b, as Controller::JobToken forms it.
+  const std::string claim = "7.2.alice_b";
+  const std::string token =
+      "shoaljob_7_2_616c6963655f62_" + net::HmacSha256Hex("the server's key", claim);
+  auto who = cache.Authenticate("Bearer " + token, kNow);
+  ASSERT_TRUE(who.ok()) << who.status().ToString();
+  EXPECT_EQ(who->user, "alice_b");
+  EXPECT_EQ(who->job, 7u);
+  EXPECT_EQ(who->job_epoch, 2u);
+  EXPECT_EQ(who->role, "user");
+  // The same job as another user, or another epoch: the MAC no longer holds.
+  for (const std::string& forged :
+       {"shoaljob_7_2_626f62_" + net::HmacSha256Hex("the server's key", claim),
+        "shoaljob_7_3_616c6963655f62_" + net::HmacSha256Hex("the server's key", claim),
+        "shoaljob_7_2_616c6963655f62_" + net::HmacSha256Hex("another key", claim),
+        std::string("shoaljob_7_2_zz_00")}) {
+    EXPECT_EQ(cache.Authenticate("Bearer " + forged, kNow).status().code(),
+              StatusCode::kUnauthenticated)
+        << forged;
+  }
+  // The controller takes it only while that epoch of the job runs.
+  EXPECT_EQ(c.CheckJobToken(*who).code(), StatusCode::kUnauthenticated);
+}
+
 }  // namespace
 }  // namespace shoal::server

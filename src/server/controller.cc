@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "core/check.h"
 #include "core/strings.h"
@@ -18,11 +19,8 @@ namespace {
 using internal::Denied;
 using internal::IsActive;
 using internal::kAwaitingAcceptance;
-
-// A port for the job's rendezvous (MASTER_PORT), the same on every node.
-int MasterPort(JobId id) {
-  return 20000 + static_cast<int>(id.value() % 20000);
-}
+using internal::PortKey;
+using internal::PortsFor;
 
 }  // namespace
 
@@ -111,11 +109,31 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
     } else {
       Running r;
       for (const NodeAllocation& na : j.allocation.nodes)
-        r.nodes_left.insert(NodeName(na.node));
+        r.nodes.push_back(NodeName(na.node));
+      if (!r.nodes.empty()) {
+        if (j.spec.script) {
+          r.nodes_left.insert(r.nodes[0]);  // the batch script's node
+        } else {
+          r.nodes_left.insert(r.nodes.begin(), r.nodes.end());
+        }
+      }
       // Started before the restart: whether each launch arrived is not known,
       // so a job that is missing is failed as lost, never run again.
       r.confirmed = r.nodes_left;
       r.efficiency = j.efficiency;
+      if (j.master_port > 0)
+        ports_.Hold(PortKey(j.id, 0), r.nodes, j.master_port, PortsFor(j.spec, r.nodes.size()));
+      for (const JobStep& st : j.steps) {
+        if (st.state != StepState::kRunning) continue;
+        LiveStep live;
+        live.nodes_left.insert(st.nodes.begin(), st.nodes.end());
+        live.confirmed = live.nodes_left;
+        live.started = st.start_time;
+        live.master_port = st.master_port;
+        if (st.master_port > 0)
+          ports_.Hold(PortKey(j.id, st.id), st.nodes, st.master_port, st.TaskCount() + 1);
+        r.steps[st.id] = std::move(live);
+      }
       running_[j.id.value()] = std::move(r);
     }
   }
@@ -558,68 +576,111 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     dirty_ = true;
   }
   if (hb.has_gpus) GpuReports(n, hb, now);
-  // Exits: a gang ends when every node's task has; the first failure decides how.
-  auto exited = [&](JobId id, uint64_t epoch, int code, int signal, const std::string& message) {
-    const Job* job = Find(id);
-    auto r = running_.find(id.value());
-    if (job == nullptr || job->state != JobState::kRunning || job->epoch != epoch ||
-        r == running_.end())
-      return;
-    if (!r->second.nodes_left.erase(name)) return;
-    Running& run = r->second;
-    const bool failed = code != 0 || signal != 0;
-    if (failed && run.first_failure_code == 0 && run.first_failure_signal == 0) {
-      run.first_failure_code = code;
-      run.first_failure_signal = signal;
-    }
-    // A job with a lost node goes back to the queue when its fence is
-    // over (Tick), not when the other nodes' tasks end.
-    if (run.fence_until) return;
-    if (!run.nodes_left.empty()) {
-      // One task of a gang failed: stop the others.
-      if (failed && !run.ending_as)
-        StopJob(Mutable(id), JobState::kFailed, now, fmt::format("a task failed on {}", name));
-      return;
-    }
-    Job& j = Mutable(id);
-    j.exit_code = run.first_failure_code != 0 ? run.first_failure_code : code;
-    j.exit_signal = run.first_failure_signal != 0 ? run.first_failure_signal : signal;
-    if (!message.empty()) j.reason_detail = message;
-    if (run.requeue_after) {
-      RequeueNow(j, now, "requeued");
-    } else if (run.ending_as) {
-      Finish(j, *run.ending_as, now);
-    } else {
-      Finish(j, j.exit_code == 0 && j.exit_signal == 0 ? JobState::kCompleted : JobState::kFailed,
-             now);
-    }
-  };
   for (const JobEvent& e : hb.events) {
-    if (e.kind == JobEvent::kExited) exited(e.job, e.epoch, e.exit_code, e.signal, e.message);
+    if (e.kind != JobEvent::kExited) continue;
+    if (e.step == 0) {
+      MainStepExited(e.job, e.epoch, name, e.exit_code, e.signal, e.message, now);
+    } else if (const Job* job = Find(e.job); job != nullptr && job->epoch == e.epoch) {
+      StepExited(e.job, e.step, name, e.exit_code, e.signal, e.message, now);
+    }
   }
   // Reconcile: kill what the server does not know to run here; fail what the
   // agent has lost.
-  std::unordered_set<uint64_t> reported;
-  for (const auto& [id, epoch] : hb.running) {
-    reported.insert(id.value());
-    const Job* job = Find(id);
-    auto r = running_.find(id.value());
-    const bool known = job != nullptr && job->state == JobState::kRunning && job->epoch == epoch &&
-                       r != running_.end() && r->second.nodes_left.count(name);
-    if (!known) {
-      outbox_.kills.push_back(
-          {name, n.node.address, id, epoch, config_.kill_grace, "not known to the server"});
-    } else {
-      r->second.confirmed.insert(name);
+  std::set<std::pair<uint64_t, uint32_t>> reported;
+  for (const api::RunningStep& rs : hb.running) {
+    reported.insert({rs.job.value(), rs.step});
+    const Job* job = Find(rs.job);
+    auto r = running_.find(rs.job.value());
+    const bool job_here = job != nullptr && job->state == JobState::kRunning &&
+                          job->epoch == rs.epoch && r != running_.end();
+    std::unordered_set<std::string>* confirmed = nullptr;
+    if (job_here && rs.step == 0 && r->second.nodes_left.count(name)) {
+      confirmed = &r->second.confirmed;
+    } else if (job_here && rs.step != 0) {
+      auto st = r->second.steps.find(rs.step);
+      if (st != r->second.steps.end() && st->second.nodes_left.count(name))
+        confirmed = &st->second.confirmed;
     }
+    if (confirmed != nullptr) {
+      confirmed->insert(name);
+      continue;
+    }
+    KillOrder k;
+    k.node = name;
+    k.address = n.node.address;
+    k.job = rs.job;
+    k.epoch = rs.epoch;
+    k.step = rs.step;
+    k.grace = config_.kill_grace;
+    k.why = "not known to the server";
+    outbox_.kills.push_back(std::move(k));
   }
+  ReconcileLost(name, reported, now);
+  return api::Json{{"ok", true}};
+}
+
+// Exits: a gang ends when every node's task has; the first failure decides how.
+void Controller::MainStepExited(JobId id, uint64_t epoch, const std::string& name, int code,
+                                int signal, const std::string& message, Time now) {
+  const Job* job = Find(id);
+  auto r = running_.find(id.value());
+  if (job == nullptr || job->state != JobState::kRunning || job->epoch != epoch ||
+      r == running_.end())
+    return;
+  if (!r->second.nodes_left.erase(name)) return;
+  Running& run = r->second;
+  const bool failed = code != 0 || signal != 0;
+  if (failed && run.first_failure_code == 0 && run.first_failure_signal == 0) {
+    run.first_failure_code = code;
+    run.first_failure_signal = signal;
+  }
+  // A job with a lost node goes back to the queue when its fence is
+  // over (Tick), not when the other nodes' tasks end.
+  if (run.fence_until) return;
+  if (!run.nodes_left.empty()) {
+    // One task of a gang failed: stop the others.
+    if (failed && !run.ending_as)
+      StopJob(Mutable(id), JobState::kFailed, now, fmt::format("a task failed on {}", name));
+    return;
+  }
+  Job& j = Mutable(id);
+  j.exit_code = run.first_failure_code != 0 ? run.first_failure_code : code;
+  j.exit_signal = run.first_failure_signal != 0 ? run.first_failure_signal : signal;
+  if (!message.empty()) j.reason_detail = message;
+  const JobState state = run.requeue_after                        ? JobState::kPending
+                         : run.ending_as                          ? *run.ending_as
+                         : j.exit_code == 0 && j.exit_signal == 0 ? JobState::kCompleted
+                                                                  : JobState::kFailed;
+  MainStepEnded(j, state, now);
+}
+
+// What the server believes runs on `name` but the node did not report
+// (`reported`: (job, step)) after the launch grace: a launch that never
+// arrived (the job goes back to the queue), or processes that vanished.
+void Controller::ReconcileLost(const std::string& name,
+                               const std::set<std::pair<uint64_t, uint32_t>>& reported, Time now) {
   std::vector<uint64_t> lost;
+  std::vector<std::pair<uint64_t, uint32_t>> lost_steps;
   for (const auto& [id, r] : running_) {
-    if (!r.nodes_left.count(name) || reported.count(id)) continue;
+    for (const auto& [step, live] : r.steps) {
+      if (live.nodes_left.count(name) && !reported.count({id, step}) &&
+          now - live.started > config_.launch_grace) {
+        lost_steps.push_back({id, step});
+      }
+    }
+    if (!r.nodes_left.count(name) || reported.count({id, 0})) continue;
     const Job* job = Find(JobId(id));
     if (job != nullptr && now - job->start_time > config_.launch_grace) lost.push_back(id);
   }
+  for (const auto& [id, step] : lost_steps) {
+    const bool arrived = running_.at(id).steps.at(step).confirmed.count(name) > 0;
+    StepExited(JobId(id), step, name, -1, 0,
+               arrived ? fmt::format("the step's processes vanished from {}", name)
+                       : fmt::format("the step's launch never reached {}", name),
+               now);
+  }
   for (uint64_t id : lost) {
+    if (!running_.count(id)) continue;  // ended with a step above
     const uint64_t epoch = Find(JobId(id))->epoch;
     if (!running_.at(id).confirmed.count(name)) {
       // No trace of it ever came from this node (no step, no refusal): the
@@ -629,7 +690,7 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
       // heartbeat that reports it gets it killed.
       const std::string why = fmt::format("the launch never reached {}; requeued", name);
       StopJob(Mutable(JobId(id)), JobState::kPending, now, why, /*requeue_after=*/true);
-      exited(JobId(id), epoch, -1, 0, why);
+      MainStepExited(JobId(id), epoch, name, -1, 0, why, now);
       // Mutable hands out a fresh copy: take the job again after the requeue.
       if (Job& j = Mutable(JobId(id)); j.state == JobState::kPending) {
         j.reason_detail = why;
@@ -637,9 +698,9 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
       }
       continue;
     }
-    exited(JobId(id), epoch, -1, 0, fmt::format("the job's processes vanished from {}", name));
+    MainStepExited(JobId(id), epoch, name, -1, 0,
+                   fmt::format("the job's processes vanished from {}", name), now);
   }
-  return api::Json{{"ok", true}};
 }
 
 Status Controller::Drain(const Identity& who, const std::string& name, const std::string& reason,
@@ -680,19 +741,48 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
   j.reason = PendingReason::kNone;
   j.reason_detail.clear();
   decisions_.erase(j.id.value());
+  j.steps.clear();
+  j.next_step = 1;
   Running run;
-  std::vector<std::string> names, addresses;
+  std::vector<std::string> addresses;
   for (const NodeAllocation& na : j.allocation.nodes) {
-    names.push_back(NodeName(na.node));
-    addresses.push_back(nodes_[names.back()].node.address);
-    run.nodes_left.insert(names.back());
+    run.nodes.push_back(NodeName(na.node));
+    addresses.push_back(nodes_[run.nodes.back()].node.address);
   }
+  // A batch script runs once, on the first node; a command runs as the
+  // job's tasks over all of them.
+  const bool batch = j.spec.script;
+  if (batch) {
+    run.nodes_left.insert(run.nodes[0]);
+  } else {
+    run.nodes_left.insert(run.nodes.begin(), run.nodes.end());
+  }
+  // MASTER_PORT and TF_CONFIG's ports after it, free on every node of the job.
+  j.master_port =
+      ports_.Reserve(PortKey(j.id, 0), run.nodes, PortsFor(j.spec, run.nodes.size())).value_or(0);
+  const std::vector<std::string> names = run.nodes;
   running_[j.id.value()] = std::move(run);
+  const std::string token = JobToken(j);
   for (size_t k = 0; k < j.allocation.nodes.size(); ++k) {
-    outbox_.launches.push_back({names[k], addresses[k], j.id, j.epoch, j.spec,
-                                j.allocation.nodes[k], static_cast<int>(k), names, addresses,
-                                MasterPort(j.id), j.array_job_id.value(), j.array_task_id,
-                                now + config_.launch_grace});
+    if (batch && k > 0) break;
+    LaunchOrder o;
+    o.node = names[k];
+    o.address = addresses[k];
+    o.job = j.id;
+    o.epoch = j.epoch;
+    o.spec = j.spec;
+    o.allocation = j.allocation.nodes[k];
+    o.node_rank = static_cast<int>(k);
+    o.nodes = names;
+    o.addresses = addresses;
+    o.master_port = j.master_port;
+    o.array_job_id = j.array_job_id.value();
+    o.array_task_id = j.array_task_id;
+    o.not_after = now + config_.launch_grace;
+    o.batch = batch;
+    o.restarts = j.restarts;
+    o.job_token = token;
+    outbox_.launches.push_back(std::move(o));
   }
   Record(j);
 }
@@ -833,6 +923,7 @@ void Controller::Finish(Job& job, JobState state, Time now) {
                        std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
     if (auto r = running_.find(job.id.value()); r != running_.end())
       job.efficiency = r->second.efficiency;
+    EndLiveSteps(job, now, fmt::format("the job ended ({})", JobStateName(state)));
     running_.erase(job.id.value());
   }
   requests_.erase(job.id.value());
@@ -854,12 +945,8 @@ void Controller::StopJob(Job& job, JobState ending_as, Time now, const std::stri
   run.ending_as = ending_as;
   run.requeue_after = requeue_after;
   run.kill_sent = now;
-  for (const std::string& node : run.nodes_left) {
-    auto n = nodes_.find(node);
-    if (n == nodes_.end()) continue;
-    outbox_.kills.push_back(
-        {node, n->second.node.address, job.id, job.epoch, config_.kill_grace, why});
-  }
+  // Every step of the job, wherever it runs.
+  KillEverywhere(job, why);
   job.reason_detail = why;
   Record(job);
 }
@@ -869,6 +956,7 @@ void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
                      std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
   if (auto r = running_.find(job.id.value()); r != running_.end())
     job.efficiency = r->second.efficiency;
+  EndLiveSteps(job, now, "the job was requeued");
   running_.erase(job.id.value());
   job.idle = false;
   job.state = JobState::kPending;
@@ -888,20 +976,16 @@ void Controller::NodeLost(NodeRecord& n, Time now) {
   RecordNode(n);
   std::vector<uint64_t> hit;
   for (const auto& [id, r] : running_) {
-    if (r.nodes_left.count(n.node.name)) hit.push_back(id);
+    if (std::find(r.nodes.begin(), r.nodes.end(), n.node.name) != r.nodes.end()) hit.push_back(id);
   }
   for (uint64_t id : hit) {
     Job& j = Mutable(JobId(id));
     Running& run = running_[id];
     run.nodes_left.erase(n.node.name);
-    // The rest of the gang cannot go on without this node.
-    for (const std::string& other : run.nodes_left) {
-      auto o = nodes_.find(other);
-      if (o != nodes_.end()) {
-        outbox_.kills.push_back({other, o->second.node.address, j.id, j.epoch, config_.kill_grace,
-                                 fmt::format("node {} was lost", n.node.name)});
-      }
-    }
+    for (auto& [step, live] : run.steps)
+      live.nodes_left.erase(n.node.name);
+    // The rest of the job cannot go on without this node.
+    KillEverywhere(j, fmt::format("node {} was lost", n.node.name));
     if (j.spec.requeue || run.requeue_after) {
       // Not at once: the lost node may still run its part until its agent
       // notices it cannot reach us and stops it (fencing).

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,6 +36,7 @@
 #include "sched/inventory.h"
 #include "sched/plan.h"
 #include "sched/policy.h"
+#include "server/port_book.h"
 #include "state/store.h"
 
 namespace shoal::server {
@@ -50,6 +52,10 @@ struct Identity {
   // The fingerprint of the certificate it was proven by (TLS), else empty.
   std::string credential{};
   std::string token_id{};  // the token it came with, if any
+  // A job token (SHOAL_JOB_TOKEN inside a job): acts as the job's user while
+  // that job runs in this epoch.
+  uint64_t job = 0;
+  uint64_t job_epoch = 0;
   bool admin() const { return role == "admin"; }
   bool node() const { return role == "node"; }
   // May it act for node `name`?
@@ -91,34 +97,16 @@ struct ControllerConfig {
   std::shared_ptr<const sched::Registry> registry;
 };
 
-// Orders for node agents, sent after the batch that decided them is committed:
-// where to send them, and what (AgentLink turns them into the node
-// protocol's LaunchMessage and KillMessage).
-struct LaunchOrder {
-  std::string node;
-  std::string address;
-  JobId job;
-  uint64_t epoch = 0;
-  JobSpec spec;
-  NodeAllocation allocation;  // this node's part
-  int node_rank = 0;
-  std::vector<std::string> nodes;      // every node of the job, in rank order
-  std::vector<std::string> addresses;  // their addresses, same order
-  int master_port = 0;
-  uint64_t array_job_id = 0;  // for array tasks
-  int array_task_id = -1;
-  // After this the server takes the launch as lost (the launch grace) and
-  // runs the job again under a new epoch: an agent refuses the order then.
-  Time not_after{};
+// Orders for node agents, sent after the batch that decided them is
+// committed: the node protocol's message, and where it goes.
+struct LaunchOrder : api::LaunchMessage {
+  std::string node{};
+  std::string address{};
 };
 
-struct KillOrder {
-  std::string node;
-  std::string address;
-  JobId job;
-  uint64_t epoch = 0;
-  Duration grace{0};
-  std::string why;
+struct KillOrder : api::KillMessage {
+  std::string node{};
+  std::string address{};
 };
 
 struct Outbox {
@@ -206,6 +194,23 @@ class Controller {
   // Returns the token's text, shown once.
   Result<api::Json> CreateToken(const Identity& who, const TokenRequest& request, Time now);
   Status RevokeToken(const Identity& who, const std::string& id);
+  // Job steps (`shoal run` inside a running job; the job's owner, an admin,
+  // or the job's own token): placed in the job's allocation
+  // (server/step_placement.h), launched on its nodes; the answer is the
+  // step's JSON. Cancel stops one step; the job goes on.
+  Result<api::Json> CreateStep(const Identity& who, JobId id, StepSpec spec, Time now);
+  Status CancelStep(const Identity& who, JobId id, uint32_t step, Time now);
+  // Where task `rank` of a step ran: its node and that node's agent.
+  struct TaskSource {
+    std::string node;
+    std::string address;
+    uint64_t epoch = 0;
+  };
+  Result<TaskSource> StepTaskOf(const Identity& who, JobId id, uint32_t step, int rank) const;
+  // Whether a job token (Identity::job) still names a running job's epoch.
+  Status CheckJobToken(const Identity& who) const;
+  // The secret job tokens are signed with (kept by the server).
+  void SetJobTokenKey(std::string key) { job_token_key_ = std::move(key); }
   // Uses up the join token `who` came with, for node `name`, whose new
   // certificate has fingerprint `credential`. Refused when the token is
   // used, revoked or expired, names another node, or when `name` already
@@ -278,8 +283,22 @@ class Controller {
     std::shared_ptr<const std::vector<GpuReport>> gpus_now;  // the last heartbeat's GPU reports
     Time last_telemetry{};                                   // when gpus_now last carried telemetry
   };
+  // A `shoal run` step that has not ended yet.
+  struct LiveStep {
+    std::unordered_set<std::string> nodes_left;  // nodes whose part has not exited yet
+    std::unordered_set<std::string> confirmed;   // nodes that have reported it running
+    Time started{};
+    int worst_code = 0;  // the largest exit code of its tasks (srun's rule)
+    int worst_signal = 0;
+    std::string first_failure;           // where a task failed first, for people
+    int first_code = 0;                  // and how (the step's exit code when that
+    int first_signal = 0;                //  failure stopped the rest: --kill-on-bad-exit)
+    std::optional<StepState> ending_as;  // set when it was asked to stop
+    int master_port = 0;                 // its block of rendezvous ports
+  };
   struct Running {
-    std::unordered_set<std::string> nodes_left;  // nodes whose task has not exited yet
+    std::vector<std::string> nodes;              // the allocation's nodes, in rank order
+    std::unordered_set<std::string> nodes_left;  // nodes whose part of step 0 has not exited yet
     std::unordered_set<std::string> confirmed;   // nodes that have reported the job running
     std::optional<JobState> ending_as;           // set when we asked it to stop
     Time kill_sent{};
@@ -295,6 +314,9 @@ class Controller {
         last_energy_j;    // (node, GPU) -> its energy counter
     Time first_sample{};  // the first telemetry seen (0: none yet)
     Time last_busy{};     // the last time a GPU of the job was at or above the idle threshold
+    std::map<uint32_t, LiveStep> steps;  // `shoal run` steps that run
+    // Step 0 has ended: the job ends once its other steps have too.
+    std::optional<JobState> main_ended_as;
   };
 
   Job& Mutable(JobId id);
@@ -317,6 +339,24 @@ class Controller {
   void NodeLost(NodeRecord& n, Time now);
   Result<api::Json> SubmitAcceptance(JobSpec spec, Time now);
   void StartJob(Job& j, Allocation allocation, Time now);
+  // The orders that start step `step` of running job `j` on its nodes.
+  void LaunchStep(const Job& j, const JobStep& step, int master_port, Time now);
+  // A node's part of step 0 ended (the job's own).
+  void MainStepExited(JobId id, uint64_t epoch, const std::string& node, int code, int signal,
+                      const std::string& message, Time now);
+  void ReconcileLost(const std::string& node,
+                     const std::set<std::pair<uint64_t, uint32_t>>& reported, Time now);
+  // A node's part of a step ended.
+  void StepExited(JobId id, uint32_t step, const std::string& node, int code, int signal,
+                  const std::string& message, Time now);
+  // Step 0 ended as `state`: the job ends with it once its other steps have.
+  void MainStepEnded(Job& j, JobState state, Time now);
+  // Every step of the job still live is recorded as ended (the job ended).
+  void EndLiveSteps(Job& j, Time now, const std::string& why);
+  // Kill orders for every node of the job that runs something of it.
+  void KillEverywhere(const Job& j, const std::string& why);
+  // A job token for `j`'s current epoch.
+  std::string JobToken(const Job& j) const;
   void PlaceAcceptanceJobs(const std::vector<uint64_t>& pending,
                            Time now);  // pending acceptance tests
   static std::vector<std::string> AcceptanceNodes(const JobSpec& spec);
@@ -370,6 +410,8 @@ class Controller {
   size_t active_ = 0;
   bool dirty_ = true;
   bool tokens_changed_ = true;
+  std::string job_token_key_;
+  PortBook ports_{20000, 39999};  // rendezvous ports, per node (server/port_book.h)
   Time last_usage_{};
   Time last_usage_commit_{};
   state::Batch batch_;

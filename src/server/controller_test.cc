@@ -72,7 +72,7 @@ class ControllerTest : public ::testing::Test {
     const api::Json info = *c_.NodeJson(node);
     for (const auto& j : info["jobs"]) {
       const JobId id(j["job"].get<uint64_t>());
-      hb.running.emplace_back(id, EpochOf(id));
+      hb.running.push_back({id, EpochOf(id)});
     }
     ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, node, hb, At(at)).ok());
   }
@@ -81,11 +81,11 @@ class ControllerTest : public ::testing::Test {
   // an agent's heartbeat always does).
   void Exit(const std::string& node, JobId id, int code, int at, int signal = 0) {
     Heartbeat hb;
-    hb.events.push_back({id, EpochOf(id), JobEvent::kExited, code, signal, ""});
+    hb.events.push_back({id, EpochOf(id), 0, JobEvent::kExited, code, signal, ""});
     const api::Json info = *c_.NodeJson(node);
     for (const auto& j : info["jobs"]) {
       const JobId other(j["job"].get<uint64_t>());
-      if (other != id) hb.running.emplace_back(other, EpochOf(other));
+      if (other != id) hb.running.push_back({other, EpochOf(other)});
     }
     ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, node, hb, At(at)).ok());
   }
@@ -190,6 +190,83 @@ TEST_F(ControllerTest, NodeCredentialsActForTheirOwnNodeOnly) {
   EXPECT_FALSE(c_.CreateToken(kAdmin, {.role = "join", .node = "a b"}, At(9)).ok());
   EXPECT_FALSE(
       c_.CreateToken(kAdmin, {.user = "x", .role = "user", .ttl = seconds(-1)}, At(9)).ok());
+}
+
+// A batch script runs once, on the first node; `shoal run` steps go where
+// the job's nodes are, each with its own end; the job ends when its script
+// has and every step it left running is stopped.
+TEST_F(ControllerTest, BatchScriptsRunOnceAndStepsRunInTheAllocation) {
+  c_.SetJobTokenKey("a key for this test");
+  Register("n1");
+  Register("n2");
+  JobSpec spec = Spec(0, "#!/bin/sh\nsrun hostname\n");
+  spec.script = true;
+  spec.nodes = 2;
+  spec.gpus_per_node = 2;
+  spec.tasks = 4;
+  const JobId id = Submit(kAlice, spec);
+  c_.SchedulePass(At(1));
+  Outbox out = c_.TakeOutbox();
+  ASSERT_EQ(out.launches.size(), 1u);  // the script, on the first node alone
+  EXPECT_TRUE(out.launches[0].batch);
+  EXPECT_EQ(out.launches[0].node_rank, 0);
+  EXPECT_EQ(out.launches[0].nodes.size(), 2u);
+  EXPECT_GE(out.launches[0].master_port, 20000);
+  const std::string first = out.launches[0].node;
+  const std::string second = out.launches[0].nodes[1];
+
+  // Only its owner (or its own token) starts steps.
+  EXPECT_EQ(c_.CreateStep(kBob, id, {.argv = {"hostname"}}, At(2)).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.CreateStep(kAlice, id, {.argv = {"x"}, .tasks = 9}, At(2)).status().code(),
+            StatusCode::kInvalidArgument);
+  auto step = c_.CreateStep(kAlice, id, {.argv = {"hostname"}, .tasks = 3}, At(2));
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  EXPECT_EQ((*step)["id"], 1);
+  EXPECT_EQ((*step)["tasks"], api::Json({2, 1}));
+  out = c_.TakeOutbox();
+  ASSERT_EQ(out.launches.size(), 2u);
+  for (const LaunchOrder& o : out.launches) {
+    EXPECT_EQ(o.step, 1u);
+    EXPECT_FALSE(o.batch);
+    ASSERT_TRUE(o.run.has_value());
+    EXPECT_EQ(o.run->argv, std::vector<std::string>{"hostname"});
+    EXPECT_EQ(o.step_tasks, (std::vector<int>{2, 1}));
+    EXPECT_FALSE(o.job_token.empty()) << "the job's tasks get a token to start steps with";
+  }
+  EXPECT_NE(out.launches[0].master_port, 0);
+
+  // The step's parts end: it ends with the largest exit code.
+  auto step_exit = [&](const std::string& node, int code, int at) {
+    Heartbeat hb;
+    hb.events.push_back({id, EpochOf(id), 1, JobEvent::kExited, code, 0, ""});
+    if (node == first) hb.running.push_back({id, EpochOf(id), 0});
+    ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, node, hb, At(at)).ok());
+  };
+  step_exit(first, 0, 3);
+  EXPECT_EQ((*c_.ShowJob(kAdmin, id))["steps"][0]["state"], "running");
+  step_exit(second, 2, 4);
+  const api::Json ended = (*c_.ShowJob(kAdmin, id))["steps"][0];
+  EXPECT_EQ(ended["state"], "failed");
+  EXPECT_EQ(ended["exit_code"], 2);
+  EXPECT_EQ(StateOf(id), JobState::kRunning);  // a step's failure is not the job's
+
+  // A step left running when the script ends is stopped; the job waits for it.
+  ASSERT_TRUE(c_.CreateStep(kAlice, id, {.argv = {"sleep", "9"}, .nodes = 1}, At(5)).ok());
+  c_.TakeOutbox();
+  Exit(first, id, 0, 6);
+  EXPECT_EQ(StateOf(id), JobState::kRunning);
+  out = c_.TakeOutbox();
+  ASSERT_FALSE(out.kills.empty());
+  EXPECT_EQ(out.kills[0].node, first);
+  Heartbeat hb;
+  hb.events.push_back({id, EpochOf(id), 2, JobEvent::kExited, 143, 15, ""});
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, first, hb, At(7)).ok());
+  EXPECT_EQ(StateOf(id), JobState::kCompleted);
+  EXPECT_EQ((*c_.ShowJob(kAdmin, id))["steps"][1]["state"], "failed");
+  // No steps in a job that has ended.
+  EXPECT_EQ(c_.CreateStep(kAlice, id, {.argv = {"x"}}, At(8)).status().code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ControllerTest, BadSubmissionsAreRefusedWithReasons) {
@@ -336,8 +413,8 @@ TEST_F(ControllerTest, ReconcileKillsUnknownAndFailsLost) {
   c_.SchedulePass(At(1));
   c_.TakeOutbox();
   Heartbeat hb;
-  hb.running.emplace_back(JobId(4242), 1);  // not ours
-  hb.running.emplace_back(id, EpochOf(id));
+  hb.running.push_back({JobId(4242), 1});  // not ours
+  hb.running.push_back({id, EpochOf(id)});
   ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", hb, At(5)).ok());
   Outbox out = c_.TakeOutbox();
   ASSERT_EQ(out.kills.size(), 1u);
@@ -392,7 +469,7 @@ TEST_F(ControllerTest, StaleEpochsChangeNothing) {
   ASSERT_EQ(EpochOf(id), 2u);
   // An exit of the first run arrives late: it must not end the second.
   Heartbeat hb;
-  hb.events.push_back({id, 1, JobEvent::kExited, 0, 0, ""});
+  hb.events.push_back({id, 1, 0, JobEvent::kExited, 0, 0, ""});
   ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", hb, At(5)).ok());
   EXPECT_EQ(StateOf(id), JobState::kRunning);
 }
@@ -553,7 +630,7 @@ TEST(ControllerPlanCheckTest, AStartThatNoLongerFitsIsDroppedWithAReasonAndCount
   // Once the first job has left its GPU, a later pass places the second one
   // there, and the reason goes with the wait.
   Heartbeat hb;
-  hb.events.push_back({first, one["epoch"].get<uint64_t>(), JobEvent::kExited, 0, 0, ""});
+  hb.events.push_back({first, one["epoch"].get<uint64_t>(), 0, JobEvent::kExited, 0, 0, ""});
   ASSERT_TRUE(c.ReceiveHeartbeat(kNodeAgent, "n1", hb, t0 + seconds(2)).ok());
   c.SchedulePass(t0 + seconds(3));
   const api::Json started = *c.ShowJob(kAlice, second);

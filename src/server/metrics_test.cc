@@ -73,7 +73,7 @@ class MetricsTest : public ::testing::Test {
   // A heartbeat from gpu01 that reports `job` running, with telemetry for both GPUs.
   void Beat(int at, JobId job, std::vector<GpuReport> gpus) {
     Heartbeat hb;
-    if (job.value() != 0) hb.running.emplace_back(job, 1);
+    if (job.value() != 0) hb.running.push_back({job, 1});
     hb.gpus = std::move(gpus);
     auto r = c_.ReceiveHeartbeat(kNodeAgent, "gpu01", hb, At(at));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -186,7 +186,7 @@ TEST_F(MetricsTest, EfficiencyAccumulatesAndIdleJobsAreCancelled) {
 
   // The agent confirms: the job ends cancelled, its efficiency in its record.
   Heartbeat hb;
-  hb.events.push_back({job, 1, JobEvent::kExited, 0, 15, ""});
+  hb.events.push_back({job, 1, 0, JobEvent::kExited, 0, 15, ""});
   ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "gpu01", hb, At(152)).ok());
   EXPECT_EQ(Show(job)["state"], "cancelled");
   state::Batch batch = c_.TakeBatch();
@@ -216,7 +216,7 @@ TEST_F(MetricsTest, BusyGpusClearTheIdleFlagAndZeroMinutesTurnsItOff) {
   const JobId job(1);
   auto beat = [&](int at, double util) {
     Heartbeat hb;
-    hb.running.emplace_back(job, 1);
+    hb.running.push_back({job, 1});
     hb.gpus = {Report(0, util, 100, 80, 0)};
     ASSERT_TRUE(c.ReceiveHeartbeat(kNodeAgent, "gpu01", hb, At(at)).ok());
     c.Tick(At(at));
@@ -259,7 +259,7 @@ TEST_F(MetricsTest, RunningJobsKeepTheirEfficiencyAcrossARestart) {
   Controller c(Config());
   ASSERT_TRUE(c.Restore(loaded, At(0)).ok());
   Heartbeat hb;
-  hb.running.emplace_back(JobId(5), 1);
+  hb.running.push_back({JobId(5), 1});
   hb.gpus = {Report(0, 100, 12000, 500, 0)};
   ASSERT_TRUE(c.ReceiveHeartbeat(kNodeAgent, "gpu01", hb, At(1)).ok());
   c.Tick(At(2));

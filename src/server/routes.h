@@ -82,6 +82,14 @@ inline httplib::Server::Handler HandleAuthed(const Context& ctx, AuthedHandler h
       Reply(res, who.status());
       return;
     }
+    // A job token works only while its job runs.
+    if (who->job != 0) {
+      auto live = c->loop.Call<Json>([w = *who](Controller& ctl, Time) -> Result<Json> {
+        SHOAL_RETURN_IF_ERROR(ctl.CheckJobToken(w));
+        return Json();
+      });
+      if (!live.ok()) return Reply(res, live.status());
+    }
     h(*c, *who, req, res);
   };
 }
@@ -99,5 +107,11 @@ void AddNodeRoutes(httplib::Server& http, const Context& ctx);     // nodes and 
 void AddAccountRoutes(httplib::Server& http, const Context& ctx);  // whoami, partitions,
                                                                    // accounts, tokens
 void AddMetricsRoutes(httplib::Server& http, const Context& ctx);  // /metrics, stats, series
+void AddStepRoutes(httplib::Server& http, const Context& ctx);     // a job's steps (shoal run)
+
+// Answers with the bytes of `path` on the agent of `node` (a job's or a
+// task's output), its size and path in X-Shoal-Size and X-Shoal-Path.
+void ProxyAgentOutput(const Context& ctx, const std::string& node, const std::string& address,
+                      const std::string& path, httplib::Response& res);
 
 }  // namespace shoal::server::routes

@@ -147,27 +147,9 @@ void JobOutput(const Context& ctx, const Identity& who, const httplib::Request& 
     return Reply(res, InvalidArgument("offset must be a number of bytes"));
   auto where = OutputSourceOf(ctx, who, *id);
   if (!where.ok()) return Reply(res, where.status());
-  auto agent = net::HttpClient::Connect(
-      where->address, ctx.agents.For(where->node, 2000, 10000, /*keep_alive=*/false));
-  if (!agent.ok()) return Reply(res, agent.status());
-  auto r = (*agent)->Get(
-      fmt::format("/v1/jobs/{}/output?stream={}&offset={}", id->value(), stream, *offset));
-  if (!r.ok()) {
-    return Reply(res,
-                 Status(StatusCode::kUnavailable, fmt::format("cannot reach the agent of {}: {}",
-                                                              where->node, r.status().message())));
-  }
-  if (r->status != 200) {
-    res.status = r->status;
-    res.set_content(r->body, "application/json");
-    return;
-  }
-  res.status = 200;
-  for (const char* h : {"X-Shoal-Size", "X-Shoal-Path"}) {
-    if (auto v = r->headers.find(h); v != r->headers.end()) res.set_header(h, v->second);
-  }
-  res.set_header("X-Shoal-Node", where->node);
-  res.set_content(std::move(r->body), "application/octet-stream");
+  ProxyAgentOutput(
+      ctx, where->node, where->address,
+      fmt::format("/v1/jobs/{}/output?stream={}&offset={}", id->value(), stream, *offset), res);
 }
 
 // cancel, hold, release or requeue (the route's second group).
@@ -240,6 +222,30 @@ void History(const Context& ctx, const Identity& who, const httplib::Request& re
 }
 
 }  // namespace
+
+void ProxyAgentOutput(const Context& ctx, const std::string& node, const std::string& address,
+                      const std::string& path, httplib::Response& res) {
+  auto agent =
+      net::HttpClient::Connect(address, ctx.agents.For(node, 2000, 10000, /*keep_alive=*/false));
+  if (!agent.ok()) return Reply(res, agent.status());
+  auto r = (*agent)->Get(path);
+  if (!r.ok()) {
+    return Reply(
+        res, Status(StatusCode::kUnavailable,
+                    fmt::format("cannot reach the agent of {}: {}", node, r.status().message())));
+  }
+  if (r->status != 200) {
+    res.status = r->status;
+    res.set_content(r->body, "application/json");
+    return;
+  }
+  res.status = 200;
+  for (const char* h : {"X-Shoal-Size", "X-Shoal-Path"}) {
+    if (auto v = r->headers.find(h); v != r->headers.end()) res.set_header(h, v->second);
+  }
+  res.set_header("X-Shoal-Node", node);
+  res.set_content(std::move(r->body), "application/octet-stream");
+}
 
 void AddJobRoutes(httplib::Server& http, const Context& ctx) {
   http.Post("/v1/jobs", HandleAuthed(ctx, Submit));

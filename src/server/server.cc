@@ -128,6 +128,7 @@ void Server::Impl::Routes() {
   routes::AddJobRoutes(http, *route_context);
   routes::AddMetricsRoutes(http, *route_context);
   routes::AddNodeRoutes(http, *route_context);
+  routes::AddStepRoutes(http, *route_context);
   AnswerErrorsAsJson(http);
 }
 
@@ -182,6 +183,19 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     std::ifstream admin_in(options.state_dir + "/admin.token");
     std::getline(admin_in, impl->admin_token);
   }
+  // The key job tokens are signed with: kept, so that running jobs' tokens
+  // outlive a restart.
+  std::string job_key;
+  if (!options.state_dir.empty()) {
+    std::ifstream(options.state_dir + "/job.key") >> job_key;
+  }
+  if (job_key.size() < 64) {
+    SHOAL_ASSIGN_OR_RETURN(job_key, net::RandomHex(32));
+    if (!options.state_dir.empty())
+      SHOAL_RETURN_IF_ERROR(WriteSecretFile(options.state_dir + "/job.key", job_key));
+  }
+  impl->controller->SetJobTokenKey(job_key);
+  impl->tokens.SetJobTokenKey(job_key);
   SHOAL_RETURN_IF_ERROR(impl->store->Commit(impl->controller->TakeBatch()));
   impl->tokens.Replace(impl->controller->Tokens());
   SHOAL_ASSIGN_OR_RETURN(auto hp,

@@ -313,7 +313,12 @@ TEST(SqliteStoreCrashTest, AcknowledgedBatchesSurviveSigkill) {
     }
     close(fds[1]);
     std::string bytes;
+    // At least 150 ms of commits and two acknowledgements before the kill
+    // (a slow build, under a sanitizer, may need longer for them).
     ReadAcks(fds[0], std::chrono::steady_clock::now() + std::chrono::milliseconds(150), &bytes);
+    const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (bytes.size() < 2 * sizeof(uint64_t) && std::chrono::steady_clock::now() < cap)
+      ReadAcks(fds[0], std::chrono::steady_clock::now() + std::chrono::milliseconds(50), &bytes);
     kill(pid, SIGKILL);
     int wait_status = 0;
     ASSERT_EQ(waitpid(pid, &wait_status, 0), pid);

@@ -87,6 +87,56 @@ TEST(NodeProtocolCrossTest, TheServersLaunchIsTheAgentsStep) {
       << elsewhere.status().message();
 }
 
+// A batch job: step 0 is the script, once, on the first node, with the
+// job's SLURM_* layout; a later step runs on the nodes its order names.
+TEST(NodeProtocolCrossTest, BatchScriptsRunOnceAndStepsWhereTheyAreSent) {
+  server::LaunchOrder o = SomeLaunch();
+  o.spec.script = true;
+  o.spec.command = "#!/bin/sh\nsrun hostname\n";
+  o.spec.tasks_per_node = 2;
+  o.node_rank = 0;
+  o.batch = true;
+  o.job_token = "shoaljob_42_3_x_y";
+  auto batch = agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n1",
+                                     {.server = "https://10.0.0.9:6820", .ca_file = "/x/ca.crt"});
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_TRUE(batch->batch);
+  EXPECT_TRUE(batch->script);
+  EXPECT_EQ(batch->tasks_per_node, (std::vector<int>{1}));
+  EXPECT_EQ(batch->nodes, (std::vector<std::string>{"10.0.0.1"}));
+  for (const char* var :
+       {"SLURM_JOB_ID=42", "SLURM_JOB_NODELIST=10.0.0.[1-2]", "SLURM_NNODES=2", "SLURM_NTASKS=3",
+        "SLURM_TASKS_PER_NODE=2,1", "SLURM_NTASKS_PER_NODE=2", "SLURM_GPUS_ON_NODE=2",
+        "SLURM_JOB_GPUS=2,3", "SHOAL_SERVER=https://10.0.0.9:6820", "SHOAL_CA_FILE=/x/ca.crt",
+        "SHOAL_JOB_TOKEN=shoaljob_42_3_x_y"}) {
+    EXPECT_NE(std::find(batch->env.begin(), batch->env.end(), var), batch->env.end()) << var;
+  }
+  // Not on another node: a batch launch is the first node's alone.
+  o.node_rank = 1;
+  EXPECT_FALSE(agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n2").ok());
+
+  o.batch = false;
+  o.step = 5;
+  o.run = StepSpec{.argv = {"python3", "x.py"}, .gpus_per_task = 1, .env = {{"LR", "3"}}};
+  o.step_nodes = {1};
+  o.step_tasks = {2};
+  auto step = agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n2");
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  EXPECT_EQ(step->step, 5u);
+  EXPECT_FALSE(step->script);
+  EXPECT_TRUE(step->has_batch_step);
+  EXPECT_EQ(step->argv, (std::vector<std::string>{"python3", "x.py"}));
+  EXPECT_EQ(step->nodes, (std::vector<std::string>{"10.0.0.2"}));
+  EXPECT_EQ(step->node_rank, 0);
+  EXPECT_EQ(step->tasks_per_node, (std::vector<int>{2}));
+  EXPECT_EQ(step->gpus_per_task, 1);
+  EXPECT_NE(std::find(step->env.begin(), step->env.end(), "LR=3"), step->env.end());
+  // A step order that leaves out the node it is sent to is refused.
+  o.step_nodes = {0};
+  o.step_tasks = {1};
+  EXPECT_FALSE(agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n2").ok());
+}
+
 TEST(NodeProtocolCrossTest, TheAgentRefusesAStrayField) {
   api::Json j = Parsed(server::AgentLink::LaunchBody(SomeLaunch()));
   j["gpu_count"] = 2;
@@ -97,14 +147,24 @@ TEST(NodeProtocolCrossTest, TheAgentRefusesAStrayField) {
 }
 
 TEST(NodeProtocolCrossTest, TheServersKillIsTheAgentsStop) {
-  const server::KillOrder o{
-      "n1", "10.0.0.1:6821", JobId(9), 2, std::chrono::milliseconds(1500), "cancelled"};
+  server::KillOrder o;
+  o.node = "n1";
+  o.address = "10.0.0.1:6821";
+  o.job = JobId(9);
+  o.epoch = 2;
+  o.grace = std::chrono::milliseconds(1500);
+  o.why = "cancelled";
   auto k = agent::KillFromJson(Parsed(server::AgentLink::KillBody(o)));
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->job, 9u);
   EXPECT_EQ(k->epoch, 2u);
+  EXPECT_FALSE(k->step.has_value());  // every step of the epoch
   EXPECT_EQ(k->grace, std::chrono::milliseconds(1500));
   EXPECT_EQ(k->why, "cancelled");
+  o.step = 4;
+  auto one = agent::KillFromJson(Parsed(server::AgentLink::KillBody(o)));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->step, 4u);
 }
 
 // A simulated DGX's real readings, through the agent's encoder and the
@@ -124,13 +184,14 @@ TEST(NodeProtocolCrossTest, TheAgentsHeartbeatIsWhatTheServerReads) {
   health[3] = {.healthy = false, .reason = "GPU 3: XID 79"};
   const std::vector<agent::StepReport> steps = {
       {.job = 1, .epoch = 1, .running = true, .message = ""},
+      {.job = 1, .epoch = 1, .step = 2, .running = true, .message = ""},
       {.job = 2, .epoch = 4, .running = false, .exit_code = 1, .message = "boom"},
       {.job = 3, .epoch = 1, .running = false, .signal = 9, .message = ""}};
 
   auto hb = api::HeartbeatFromJson(
       Parsed(agent::HeartbeatJson(steps, *devices, *samples, health).dump()));
   ASSERT_TRUE(hb.ok()) << hb.status().ToString();
-  EXPECT_EQ(hb->running, (std::vector<std::pair<JobId, uint64_t>>{{JobId(1), 1}}));
+  EXPECT_EQ(hb->running, (std::vector<api::RunningStep>{{JobId(1), 1, 0}, {JobId(1), 1, 2}}));
   ASSERT_EQ(hb->events.size(), 2u);
   EXPECT_EQ(hb->events[0].job, JobId(2));
   EXPECT_EQ(hb->events[0].epoch, 4u);

@@ -53,16 +53,24 @@ Result<T> ParseJson(std::string_view text, std::string_view what, F&& from_json)
 }  // namespace
 
 std::string StepDirName(StepKey key) {
-  return fmt::format("{}.{}", key.job, key.epoch);
+  if (key.step == 0) return fmt::format("{}.{}", key.job, key.epoch);
+  return fmt::format("{}.{}.{}", key.job, key.epoch, key.step);
 }
 
 std::optional<StepKey> ParseStepDirName(std::string_view name) {
   size_t dot = name.find('.');
   if (dot == std::string_view::npos) return std::nullopt;
   std::optional<uint64_t> job = ParseU64(name.substr(0, dot));
-  std::optional<uint64_t> epoch = ParseU64(name.substr(dot + 1));
-  if (!job || !epoch) return std::nullopt;
-  return StepKey{*job, *epoch};
+  std::string_view rest = name.substr(dot + 1);
+  std::optional<uint64_t> step = 0;
+  if (size_t second = rest.find('.'); second != std::string_view::npos) {
+    step = ParseU64(rest.substr(second + 1));
+    rest = rest.substr(0, second);
+    if (step && *step == 0) return std::nullopt;  // step 0 has the two-part name
+  }
+  std::optional<uint64_t> epoch = ParseU64(rest);
+  if (!job || !epoch || !step || *step > UINT32_MAX) return std::nullopt;
+  return StepKey{*job, *epoch, static_cast<uint32_t>(*step)};
 }
 
 std::string EncodeRequest(const SupervisorRequest& request) {
@@ -82,6 +90,12 @@ std::string EncodeRequest(const SupervisorRequest& request) {
       {"array_job_id", s.array_job_id},
       {"array_task_id", s.array_task_id},
       {"requeueable", s.requeueable},
+      {"step", s.step},
+      {"batch", s.batch},
+      {"has_batch_step", s.has_batch_step},
+      {"argv", s.argv},
+      {"gpus_per_task", s.gpus_per_task},
+      {"slurm_commands", s.slurm_commands},
       {"node_name", s.node_name},
       {"node_rank", s.node_rank},
       {"nodes", s.nodes},
@@ -138,6 +152,12 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     s.array_job_id = j.value("array_job_id", uint64_t{0});
     s.array_task_id = j.value("array_task_id", -1);
     s.requeueable = j.value("requeueable", false);
+    s.step = j.value("step", uint32_t{0});
+    s.batch = j.value("batch", false);
+    s.has_batch_step = j.value("has_batch_step", false);
+    s.argv = j.value("argv", std::vector<std::string>());
+    s.gpus_per_task = j.value("gpus_per_task", 0);
+    s.slurm_commands = j.value("slurm_commands", std::string());
     s.node_name = j.at("node_name").get<std::string>();
     s.node_rank = j.at("node_rank").get<int>();
     s.nodes = j.at("nodes").get<std::vector<std::string>>();

@@ -51,6 +51,9 @@ inline constexpr char kLauncherLock[] = "launcher.lock";
 // it is (StepOutput), so that its log stays readable after the step's folder
 // is gone and the agent has restarted.
 inline constexpr char kOutputsDir[] = "outputs";
+// The tasks' output of `shoal run` steps: <job>.<epoch>.<step>/task-<rank>.out
+// and .err, each folder the job user's; removed with the job's own step.
+inline constexpr char kStepOutputsDir[] = "stepout";
 
 // "<job>.<epoch>", and back (nullopt for any other name).
 std::string StepDirName(StepKey key);

@@ -11,7 +11,10 @@ TEST(StepFiles, DirNames) {
   auto key = ParseStepDirName("12.3");
   ASSERT_TRUE(key.has_value());
   EXPECT_EQ(*key, (StepKey{12, 3}));
-  for (const char* bad : {"events", "12", "12.", ".3", "12.3.tmp", "a.b", "-1.2", ""}) {
+  EXPECT_EQ(StepDirName({12, 3, 4}), "12.3.4");
+  EXPECT_EQ(ParseStepDirName("12.3.4"), (StepKey{12, 3, 4}));
+  for (const char* bad : {"events", "12", "12.", ".3", "12.3.tmp", "a.b", "-1.2", "", "12.3.0",
+                          "12.3.", "12.3.4.5", "12.3.99999999999"}) {
     EXPECT_FALSE(ParseStepDirName(bad).has_value()) << bad;
   }
 }

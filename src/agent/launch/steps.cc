@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -80,16 +81,23 @@ class DirSteps final : public Steps {
     } else if (!work_dir.starts_with('/')) {
       work_dir = supervised.account.home + "/" + work_dir;
     }
-    const std::string name = StepDirName({request.job, request.epoch});
+    if (request.step > 0) {
+      // The tasks' output of a `shoal run` step, read back by it; kept
+      // until the job's own step is forgotten (StepOutputFiles).
+      const std::string out = StepOutputFolder(request.job, request.epoch, request.step);
+      supervised.step.stdout_path = out + "/task-%t.out";
+      supervised.step.stderr_path = out + "/task-%t.err";
+    }
+    const std::string name = StepDirName({request.job, request.epoch, request.step});
     const std::string dir = dir_ + "/" + name;
     // mkdir is the once-only gate: of two launches of one (job, epoch), at
     // the same time or years apart, exactly one makes the folder.
     if (::mkdir(dir.c_str(), 0711) != 0) {
       if (errno == EEXIST) {
         return Status(StatusCode::kAlreadyExists,
-                      fmt::format("job {} epoch {} was launched on this node before; a step never "
-                                  "starts twice",
-                                  request.job, request.epoch));
+                      fmt::format("job {} epoch {} step {} was launched on this node before; a "
+                                  "step never starts twice",
+                                  request.job, request.epoch, request.step));
       }
       return Internal(ErrnoMessage("cannot create " + dir));
     }
@@ -110,8 +118,7 @@ class DirSteps final : public Steps {
     return OutputOf(supervised);
   }
 
-  Status Stop(uint64_t job, uint64_t epoch, Duration grace) override {
-    const StepKey key{job, epoch};
+  Status Stop(StepKey key, Duration grace) override {
     Result<StepState> state = ReadState(key);
     if (!state.ok() || state->phase == StepPhase::kExited) return Status::Ok();
     const std::string dir = StepDir(key);
@@ -138,16 +145,15 @@ class DirSteps final : public Steps {
       if (state.ok()) out.push_back(std::move(state).value());
     }
     ::closedir(d);
-    std::sort(out.begin(), out.end(), [](const StepState& a, const StepState& b) {
-      return std::pair(a.job, a.epoch) < std::pair(b.job, b.epoch);
-    });
+    std::sort(out.begin(), out.end(),
+              [](const StepState& a, const StepState& b) { return a.key() < b.key(); });
     return out;
   }
 
-  Result<StepState> Get(uint64_t job, uint64_t epoch) override { return ReadState({job, epoch}); }
+  Result<StepState> Get(StepKey key) override { return ReadState(key); }
 
-  void Forget(uint64_t job, uint64_t epoch) override {
-    Result<StepState> state = ReadState({job, epoch});
+  void Forget(StepKey key) override {
+    Result<StepState> state = ReadState(key);
     if (!state.ok() || state->phase == StepPhase::kRunning ||
         state->phase == StepPhase::kStarting) {
       return;
@@ -155,12 +161,16 @@ class DirSteps final : public Steps {
     // Its output stays readable: a small record of where it went and whose
     // it is outlives the folder (the request, with the job's environment,
     // does not).
-    if (Result<StepOutput> output = Output(job, epoch); output.ok()) {
-      (void)WriteFileAtomic(dir_ + "/" + kOutputsDir + "/" + std::to_string(job),
-                            EncodeOutput(epoch, *output), 0600);
+    // does not). The job's output is its own step's (0).
+    if (key.step == 0) {
+      if (Result<StepOutput> output = Output(key); output.ok()) {
+        (void)WriteFileAtomic(dir_ + "/" + kOutputsDir + "/" + std::to_string(key.job),
+                              EncodeOutput(key.epoch, *output), 0600);
+      }
     }
     std::error_code ignored;
-    std::filesystem::remove_all(StepDir({job, epoch}), ignored);
+    std::filesystem::remove_all(StepDir(key), ignored);
+    if (key.step == 0) RemoveStepOutputs(key.job, key.epoch);
   }
 
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> FinishedOutputs() override {
@@ -186,22 +196,41 @@ class DirSteps final : public Steps {
 
   std::string Isolation() const override { return layout_.description; }
 
-  Result<StepOutput> Output(uint64_t job, uint64_t epoch) const override {
-    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, ReadRequest(job, epoch));
+  Result<StepOutput> Output(StepKey key) const override {
+    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, ReadRequest(key));
     return OutputOf(request);
   }
 
-  Result<StepRequest> Request(uint64_t job, uint64_t epoch) const override {
-    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, ReadRequest(job, epoch));
+  Result<StepRequest> Request(StepKey key) const override {
+    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, ReadRequest(key));
     return request.step;
   }
 
-  Result<SupervisorRequest> ReadRequest(uint64_t job, uint64_t epoch) const {
-    SHOAL_ASSIGN_OR_RETURN(std::string text, ReadFile(StepDir({job, epoch}) + "/" + kRequestFile));
+  Result<StepOutput> TaskOutput(StepKey key, int rank) const override {
+    if (key.step == 0 || rank < 0)
+      return InvalidArgument("task outputs are those of shoal run steps");
+    const std::string folder = StepOutputFolder(key.job, key.epoch, key.step);
+    struct stat st {};
+    if (::stat(folder.c_str(), &st) != 0)
+      return NotFound(
+          fmt::format("no output of step {} of job {} on this node", key.step, key.job));
+    passwd pw{};
+    passwd* found = nullptr;
+    char buffer[4096];
+    if (::getpwuid_r(st.st_uid, &pw, buffer, sizeof buffer, &found) != 0 || found == nullptr)
+      return NotFound(fmt::format("the owner of {} is no user", folder));
+    SHOAL_ASSIGN_OR_RETURN(UserAccount owner, LookUpJobUser(pw.pw_name, /*allow_root_jobs=*/true));
+    return StepOutput{fmt::format("{}/task-{}.out", folder, rank),
+                      fmt::format("{}/task-{}.err", folder, rank), std::move(owner)};
+  }
+
+  Result<SupervisorRequest> ReadRequest(StepKey key) const {
+    SHOAL_ASSIGN_OR_RETURN(std::string text, ReadFile(StepDir(key) + "/" + kRequestFile));
     return DecodeRequest(text);
   }
 
   int ChangeFd() const override { return events_fd_; }
+  const std::string& dir() const override { return dir_; }
 
   std::vector<StepKey> WaitForChanges(Duration timeout) override {
     // A launcher that left when it was idle is collected on the next wait,
@@ -234,11 +263,27 @@ class DirSteps final : public Steps {
  private:
   std::string StepDir(StepKey key) const { return dir_ + "/" + StepDirName(key); }
 
+  std::string StepOutputFolder(uint64_t job, uint64_t epoch, uint32_t step) const {
+    return fmt::format("{}/{}/{}.{}.{}", dir_, kStepOutputsDir, job, epoch, step);
+  }
+
+  // The job's steps' outputs go with its own step: nothing reads them after.
+  void RemoveStepOutputs(uint64_t job, uint64_t epoch) const {
+    const std::string prefix = fmt::format("{}.{}.", job, epoch);
+    std::error_code ec;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(dir_ + "/" + kStepOutputsDir, ec)) {
+      if (entry.path().filename().string().starts_with(prefix))
+        std::filesystem::remove_all(entry.path(), ec);
+    }
+  }
+
   Result<StepState> ReadState(StepKey key) const {
     const std::string dir = StepDir(key);
     StepState state;
     state.job = key.job;
     state.epoch = key.epoch;
+    state.step = key.step;
     auto from_record = [&](const std::string& text) {
       Result<StepRecord> record = DecodeRecord(text);
       if (!record.ok()) {
@@ -511,6 +556,11 @@ Result<std::unique_ptr<Steps>> Steps::Open(const StepsOptions& options) {
   const std::string outputs = dir + "/" + kOutputsDir;
   if (::mkdir(outputs.c_str(), 0700) != 0 && errno != EEXIST) {
     return Internal(ErrnoMessage("cannot create " + outputs));
+  }
+  // `shoal run` steps' output folders: users pass through to their own.
+  const std::string step_outputs = dir + "/" + kStepOutputsDir;
+  if (::mkdir(step_outputs.c_str(), 0711) != 0 && errno != EEXIST) {
+    return Internal(ErrnoMessage("cannot create " + step_outputs));
   }
   const std::string fifo = dir + "/" + kEventsFifo;
   if (::mkfifo(fifo.c_str(), 0600) != 0 && errno != EEXIST) {

@@ -35,8 +35,20 @@ namespace shoal::agent {
 // What one node runs for one job.
 struct StepRequest {
   uint64_t job = 0;
-  uint64_t epoch = 0;  // the allocation's epoch: a (job, epoch) starts at most once
-  std::string user;    // the job's owner; resolved to uid/gid with getpwnam
+  uint64_t epoch = 0;  // the allocation's epoch: a (job, epoch, step) starts at most once
+  uint32_t step = 0;   // 0: the job's own step
+  // Step 0 of a batch job: the script, one task, on the job's first node.
+  bool batch = false;
+  // The job has a batch step (its steps are then numbered from 1: Slurm's
+  // SLURM_STEP_ID is one less).
+  bool has_batch_step = false;
+  // What runs, without a shell (the steps of `shoal run`); empty: `command`.
+  std::vector<std::string> argv;
+  int gpus_per_task = 0;  // each task sees this many of `gpus` (0: all of them)
+  // The shoal binary that `srun` and `scontrol` run inside the job (they
+  // come first on the tasks' PATH); empty: no such commands.
+  std::string slurm_commands;
+  std::string user;  // the job's owner; resolved to uid/gid with getpwnam
   std::string job_name;
   std::string command;  // shell command, or the batch script's text when `script`
   bool script = false;
@@ -88,22 +100,25 @@ enum class StepPhase {
   kLost,      // the supervisor is gone without a record (killed, or the host rebooted)
 };
 
+// A step's name on this node.
+struct StepKey {
+  uint64_t job = 0;
+  uint64_t epoch = 0;
+  uint32_t step = 0;  // 0: the job's own step
+  friend auto operator<=>(const StepKey&, const StepKey&) = default;
+};
+
 struct StepState {
   uint64_t job = 0;
   uint64_t epoch = 0;
+  uint32_t step = 0;
   StepPhase phase = StepPhase::kStarting;
   int exit_code = 0;    // of the first task that failed, else 0
   int signal = 0;       // the signal that ended it, if one did
   std::string message;  // why it failed to start or how it ended, for people
   Time started{};
   Time ended{};
-};
-
-// A step's name on this node.
-struct StepKey {
-  uint64_t job = 0;
-  uint64_t epoch = 0;
-  friend bool operator==(const StepKey&, const StepKey&) = default;
+  StepKey key() const { return {job, epoch, step}; }
 };
 
 // Where a step's rank-0 stdout and stderr go (after %j/%u/%N and work_dir)
@@ -137,27 +152,32 @@ class Steps {
   virtual Result<StepOutput> Launch(const StepRequest& request) = 0;
   // Asks the step's supervisor to stop it (SIGTERM, then SIGKILL after
   // `grace`). Unknown steps are not an error.
-  virtual Status Stop(uint64_t job, uint64_t epoch, Duration grace) = 0;
+  virtual Status Stop(StepKey key, Duration grace) = 0;
   // Every step on disk and its phase.
   virtual std::vector<StepState> Scan() = 0;
   // Removes a step's directory once the server knows how it ended.
   // A step whose supervisor is still alive is kept (and still refused a
   // second launch); after Forget, only the server's epochs keep a stale
   // launch of the same (job, epoch) from running again.
-  virtual void Forget(uint64_t job, uint64_t epoch) = 0;
+  virtual void Forget(StepKey key) = 0;
+  // The steps folder.
+  virtual const std::string& dir() const = 0;
   // What process tracking and limits this host allows, for the agent's log
   // ("cgroup v2 (cpu, memory)", "cgroup v1 (cpu, memory, pids)", "none: ...").
   virtual std::string Isolation() const = 0;
   // Where a step's output went and whose it is, for logs.
-  virtual Result<StepOutput> Output(uint64_t job, uint64_t epoch) const = 0;
+  virtual Result<StepOutput> Output(StepKey key) const = 0;
   // The request a step was launched with (NotFound once it is forgotten).
-  virtual Result<StepRequest> Request(uint64_t job, uint64_t epoch) const = 0;
+  virtual Result<StepRequest> Request(StepKey key) const = 0;
+  // Where task `rank` of a `shoal run` step (key.step > 0) wrote, and whose
+  // it is: readable until the job's own step is forgotten.
+  virtual Result<StepOutput> TaskOutput(StepKey key, int rank) const = 0;
   // The output of steps already forgotten, newest epoch per job (at most
   // the newest 10,000 jobs' are kept), for logs after an agent restart.
   virtual std::map<uint64_t, std::pair<uint64_t, StepOutput>> FinishedOutputs() = 0;
 
   // One step's state, as Scan reports it; NotFound when there is no such step.
-  virtual Result<StepState> Get(uint64_t job, uint64_t epoch) = 0;
+  virtual Result<StepState> Get(StepKey key) = 0;
 
   // Change notifications, so that the agent learns at once that a step
   // ended. Each supervisor writes one line "<job>.<epoch>\n" to the FIFO

@@ -82,6 +82,50 @@ std::vector<char*> PointersTo(std::vector<std::string>& strings) {
   return out;
 }
 
+// The value of PATH in a KEY=VALUE list ("" when there is none).
+std::string PathOf(const std::vector<std::string>& env) {
+  for (const std::string& e : env) {
+    if (e.starts_with("PATH=")) return e.substr(5);
+  }
+  return "";
+}
+
+void PrependToPath(std::vector<std::string>& env, const std::string& dir) {
+  for (std::string& e : env) {
+    if (e.starts_with("PATH=")) {
+      e = "PATH=" + dir + (e.size() > 5 ? ":" + e.substr(5) : "");
+      return;
+    }
+  }
+  env.push_back("PATH=" + dir);
+}
+
+// `name` as execvp would run it: itself when it has a slash (under
+// `work_dir` when relative), else the first executable file of that name on
+// `path`; `name` unchanged when there is none (exec then fails with ENOENT,
+// reported as the task's failure).
+std::string FindExecutable(const std::string& name, const std::string& path,
+                           const std::string& work_dir) {
+  if (name.find('/') != std::string::npos)
+    return name.starts_with('/') ? name : work_dir + "/" + name;
+  for (std::string_view dir : Split(path, ':')) {
+    const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0)
+      return candidate;
+  }
+  return name;
+}
+
+// A folder owned by the job's user, only theirs.
+Status MakeUserDir(const std::string& dir, const UserAccount& user) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Internal(ErrnoMessage("mkdir " + dir));
+  if (::geteuid() == 0 && ::chown(dir.c_str(), user.uid, user.gid) != 0)
+    return Internal(ErrnoMessage("chown " + dir));
+  return Status::Ok();
+}
+
 std::string SignalName(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
   return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
@@ -204,10 +248,28 @@ class Supervisor {
       }
       argv_ = step.command.starts_with("#!") ? std::vector<std::string>{script}
                                              : std::vector<std::string>{"/bin/sh", script};
-    } else {
+    } else if (step.argv.empty()) {
       argv_ = {"/bin/sh", "-c", step.command};
     }
-    argv_pointers_ = PointersTo(argv_);
+    // Steps of `shoal run`: their tasks' output goes to files of their own
+    // (read back by `shoal run`), in a folder only the job's user can read.
+    if (step.step > 0 && step.stdout_path.find('/') != std::string::npos) {
+      SHOAL_RETURN_IF_ERROR(
+          MakeUserDir(step.stdout_path.substr(0, step.stdout_path.rfind('/')), user));
+    }
+    // `srun` and `scontrol` inside the job are Shoal's (the shoal binary,
+    // which acts as them by the name it was called by), first on PATH.
+    std::string bin_dir;
+    if (!step.slurm_commands.empty()) {
+      bin_dir = dir_ + "/bin";
+      if (::mkdir(bin_dir.c_str(), 0755) != 0 && errno != EEXIST)
+        return Internal(ErrnoMessage("mkdir " + bin_dir));
+      for (const char* name : {"srun", "scontrol"}) {
+        const std::string link = bin_dir + "/" + name;
+        if (::symlink(step.slurm_commands.c_str(), link.c_str()) != 0 && errno != EEXIST)
+          return Internal(ErrnoMessage("symlink " + link));
+      }
+    }
 
     const std::vector<std::string> login = LoginEnvironment(user.name, user.home, user.shell);
     const int tasks = TasksOnNode(step, step.node_rank);
@@ -217,10 +279,20 @@ class Supervisor {
       plan.local_rank = local;
       plan.rank = FirstRank(step) + local;
       plan.env = MergeEnvironment(login, TaskEnvironment(step, local, hostfile));
+      if (!bin_dir.empty()) PrependToPath(plan.env, bin_dir);
       plan.envp = PointersTo(plan.env);
       plan.stdout_path = ResolveOutputPath(step, false, plan.rank);
       plan.stderr_path = StderrJoinsStdout(step) ? "" : ResolveOutputPath(step, true, plan.rank);
     }
+
+    if (!step.argv.empty()) {
+      // Without a shell, as execvp would find it: on the task's PATH, or
+      // relative to its working folder when the name has a slash.
+      argv_ = step.argv;
+      argv_[0] =
+          FindExecutable(step.argv[0], plans_.empty() ? "" : PathOf(plans_[0].env), work_dir_);
+    }
+    argv_pointers_ = PointersTo(argv_);
 
     cgroup_.emplace(request_.cgroup, name_);
     if (cgroup_->enabled()) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/hostlist.h"
 #include "core/strings.h"
 
 namespace shoal::agent {
@@ -57,7 +58,18 @@ int FirstRank(const StepRequest& step) {
 
 Status ValidateStepRequest(const StepRequest& step) {
   if (step.user.empty()) return InvalidArgument("the step names no user");
-  if (step.command.empty()) return InvalidArgument("the step has no command or script");
+  if (step.command.empty() && step.argv.empty())
+    return InvalidArgument("the step has no command or script");
+  if (step.batch && (step.step != 0 || WorldSize(step) != 1))
+    return InvalidArgument("a batch step is step 0, with one task");
+  if (step.gpus_per_task < 0 ||
+      (step.gpus_per_task > 0 && static_cast<size_t>(step.gpus_per_task) *
+                                         static_cast<size_t>(TasksOnNode(step, step.node_rank)) >
+                                     step.gpus.size())) {
+    return InvalidArgument(
+        fmt::format("{} task(s) with {} GPU(s) each need more than the {} GPU(s) here",
+                    TasksOnNode(step, step.node_rank), step.gpus_per_task, step.gpus.size()));
+  }
   const int nodes = NodeCount(step);
   if (step.node_rank < 0 || step.node_rank >= nodes) {
     return InvalidArgument(
@@ -91,6 +103,25 @@ Status ValidateStepRequest(const StepRequest& step) {
   return Status::Ok();
 }
 
+std::string SlurmTaskCounts(const std::vector<int>& counts) {
+  std::string out;
+  for (size_t i = 0; i < counts.size();) {
+    size_t run = 1;
+    while (i + run < counts.size() && counts[i + run] == counts[i])
+      ++run;
+    if (!out.empty()) out += ',';
+    out += run == 1 ? std::to_string(counts[i]) : fmt::format("{}(x{})", counts[i], run);
+    i += run;
+  }
+  return out;
+}
+
+int SlurmStepId(const StepRequest& step) {
+  // Slurm numbers srun steps from 0 beside its "batch" step; Shoal's step 0
+  // is the batch script, so the first `shoal run` of a batch job is Slurm's 0.
+  return step.has_batch_step ? static_cast<int>(step.step) - 1 : static_cast<int>(step.step);
+}
+
 std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank,
                                          const std::string& hostfile) {
   const int nodes = NodeCount(step);
@@ -101,18 +132,41 @@ std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank
   for (int n = 0; n < nodes; ++n)
     hosts.push_back(NodeHost(step, n));
   const std::string& master = step.master_addr.empty() ? hosts[0] : step.master_addr;
+  // The task's GPUs: its share with --gpus-per-task, else all of the step's here.
   std::vector<std::string> gpus;
+  for (size_t i = 0; i < step.gpus.size(); ++i) {
+    const size_t per = static_cast<size_t>(step.gpus_per_task);
+    if (per == 0 || (i >= static_cast<size_t>(local_rank) * per &&
+                     i < static_cast<size_t>(local_rank + 1) * per)) {
+      gpus.push_back(std::to_string(step.gpus[i]));
+    }
+  }
+  std::vector<std::string> step_gpus;
   for (int gpu : step.gpus)
-    gpus.push_back(std::to_string(gpu));
+    step_gpus.push_back(std::to_string(gpu));
 
   std::vector<std::string> shoal = {
       Var("SHOAL_JOB_ID", step.job),           Var("SHOAL_JOB_NAME", step.job_name),
       Var("SHOAL_NODE_RANK", step.node_rank),  Var("SHOAL_NNODES", nodes),
-      Var("SHOAL_NODELIST", Join(hosts, ",")),
+      Var("SHOAL_NODELIST", Join(hosts, ",")), Var("SHOAL_STEP_ID", step.step),
   };
   if (!hostfile.empty()) shoal.push_back(Var("SHOAL_HOSTFILE", hostfile));
   shoal.push_back(Var("MASTER_ADDR", master));
   if (step.master_port > 0) shoal.push_back(Var("MASTER_PORT", step.master_port));
+  // An empty list hides every GPU from a job that asked for none; PCI bus
+  // order makes CUDA's indices the same as NVML's (and nvidia-smi's).
+  shoal.push_back(Var("CUDA_VISIBLE_DEVICES", Join(gpus, ",")));
+  shoal.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+  if (step.batch) {
+    // The batch script: one process, as Slurm runs it; the job's layout
+    // (SLURM_NTASKS, SLURM_NNODES, ...) is in its environment already, and
+    // the per-task variables of distributed training belong to its steps.
+    for (auto var : {Var("SLURM_PROCID", 0), Var("SLURM_LOCALID", 0), Var("SLURM_NODEID", 0),
+                     Var("SLURM_GTIDS", 0)}) {
+      shoal.push_back(std::move(var));
+    }
+    return MergeEnvironment(step.env, shoal);
+  }
   for (auto var : {Var("WORLD_SIZE", world), Var("RANK", rank), Var("LOCAL_RANK", local_rank),
                    Var("LOCAL_WORLD_SIZE", local_world), Var("NODE_RANK", step.node_rank),
                    Var("GROUP_RANK", step.node_rank)}) {
@@ -133,13 +187,20 @@ std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank
                          {"task", {{"type", "worker"}, {"index", rank}}}};
     shoal.push_back(Var("TF_CONFIG", tf.dump()));
   }
-  // An empty list hides every GPU from a job that asked for none; PCI bus
-  // order makes CUDA's indices the same as NVML's (and nvidia-smi's).
-  shoal.push_back(Var("CUDA_VISIBLE_DEVICES", Join(gpus, ",")));
-  shoal.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
-  for (auto var : {Var("SLURM_JOB_ID", step.job), Var("SLURM_PROCID", rank),
-                   Var("SLURM_LOCALID", local_rank), Var("SLURM_NTASKS", world),
-                   Var("SLURM_NODEID", step.node_rank), Var("SLURM_NNODES", nodes)}) {
+  // A step's own layout, as srun sets it (checked against Slurm 22.05).
+  std::vector<int> counts;
+  for (int n = 0; n < nodes; ++n)
+    counts.push_back(TasksOnNode(step, n));
+  const std::string step_nodes = CompressHostList(hosts);
+  const std::string step_counts = SlurmTaskCounts(counts);
+  for (auto var :
+       {Var("SLURM_PROCID", rank), Var("SLURM_LOCALID", local_rank),
+        Var("SLURM_NODEID", step.node_rank), Var("SLURM_NTASKS", world), Var("SLURM_NPROCS", world),
+        Var("SLURM_NNODES", nodes), Var("SLURM_TASKS_PER_NODE", step_counts),
+        Var("SLURM_STEP_ID", SlurmStepId(step)), Var("SLURM_STEPID", SlurmStepId(step)),
+        Var("SLURM_STEP_NODELIST", step_nodes), Var("SLURM_STEP_NUM_NODES", nodes),
+        Var("SLURM_STEP_NUM_TASKS", world), Var("SLURM_STEP_TASKS_PER_NODE", step_counts),
+        Var("SLURM_STEP_GPUS", Join(step_gpus, ","))}) {
     shoal.push_back(std::move(var));
   }
   return MergeEnvironment(step.env, shoal);

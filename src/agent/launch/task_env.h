@@ -6,9 +6,11 @@
 // Placement defaults: an empty `nodes` means a one-node step on node_name;
 // an empty `tasks_per_node` means one task on each node. MASTER_PORT and
 // TF_CONFIG are set only when master_port is not 0 (TF_CONFIG's ports are
-// master_port+1+rank). SLURM_JOBID and SLURM_NODELIST are deliberately not
-// set: OpenMPI's mpirun takes them as "inside a Slurm allocation" and then
-// tries to start its daemons with srun instead of reading the hostfile.
+// master_port+1+rank). The step's own SLURM_* variables (ranks, its nodes
+// and task counts) are set here; the job's (SLURM_JOB_NODELIST, ...) come in
+// `env` (agent/protocol.cc). With them OpenMPI's mpirun takes the job for a
+// Slurm allocation and starts its daemons with srun: the `srun` of a Shoal
+// job, which runs them as a step.
 #pragma once
 
 #include <string>
@@ -30,6 +32,9 @@ int TasksOnNode(const StepRequest& step, int node_rank);
 int WorldSize(const StepRequest& step);
 // The global rank of this node's first task.
 int FirstRank(const StepRequest& step);
+
+// Slurm's compressed task counts per node: {2, 2, 1} -> "2(x2),1".
+std::string SlurmTaskCounts(const std::vector<int>& counts);
 
 // Where a task's stdout (or stderr) goes: the pattern expanded as sbatch
 // does (checked against Slurm 22.05): %j job id, %x job name, %A array job

@@ -98,7 +98,6 @@ TEST(TaskEnvironment, JobAndPlacementVariables) {
   StepRequest s = TwoNodeStep();
   auto env = AsMap(TaskEnvironment(s, 0, "/steps/42.3/hostfile"));
   EXPECT_EQ(env["SHOAL_JOB_ID"], "42");
-  EXPECT_EQ(env["SLURM_JOB_ID"], "42");
   EXPECT_EQ(env["SHOAL_JOB_NAME"], "train");
   EXPECT_EQ(env["SHOAL_NODELIST"], "gpu-a,gpu-b");
   EXPECT_EQ(env["SHOAL_HOSTFILE"], "/steps/42.3/hostfile");
@@ -106,9 +105,48 @@ TEST(TaskEnvironment, JobAndPlacementVariables) {
   EXPECT_EQ(env["MASTER_PORT"], "29500");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "4,5,7");
   EXPECT_EQ(env["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");
-  // mpirun would take these for a Slurm allocation and look for srun.
-  EXPECT_EQ(env.count("SLURM_JOBID"), 0u);
-  EXPECT_EQ(env.count("SLURM_NODELIST"), 0u);
+  // The step's own layout as srun sets it (the job's comes in the request's env).
+  EXPECT_EQ(env["SLURM_STEP_ID"], "0");
+  EXPECT_EQ(env["SLURM_STEP_NODELIST"], "gpu-a,gpu-b");
+  EXPECT_EQ(env["SLURM_STEP_NUM_NODES"], "2");
+  EXPECT_EQ(env["SLURM_STEP_NUM_TASKS"], env["SLURM_NTASKS"]);
+  EXPECT_EQ(env["SLURM_STEP_GPUS"], "4,5,7");
+}
+
+// The batch script: one process with the job's layout, no per-task
+// variables of distributed training; steps of a batch job number as
+// Slurm's do (the first `shoal run` is SLURM_STEP_ID 0).
+TEST(TaskEnvironment, BatchStepAndStepNumbers) {
+  StepRequest s = TwoNodeStep();
+  s.batch = true;
+  s.nodes = {"gpu-a"};
+  s.tasks_per_node = {1};
+  s.node_rank = 0;
+  s.env = {"SLURM_NTASKS=5", "SLURM_NNODES=2"};
+  ASSERT_TRUE(ValidateStepRequest(s).ok()) << ValidateStepRequest(s).message();
+  auto env = AsMap(TaskEnvironment(s, 0, ""));
+  EXPECT_EQ(env["SLURM_NTASKS"], "5");
+  EXPECT_EQ(env["SLURM_NNODES"], "2");
+  EXPECT_EQ(env["SLURM_PROCID"], "0");
+  EXPECT_EQ(env.count("WORLD_SIZE"), 0u);
+  EXPECT_EQ(env.count("RANK"), 0u);
+  EXPECT_EQ(env.count("SLURM_STEP_ID"), 0u);
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "4,5,7");
+
+  StepRequest step = TwoNodeStep();
+  step.step = 3;
+  step.has_batch_step = true;
+  step.gpus_per_task = 1;
+  step.node_rank = 1;
+  step.tasks_per_node = {2, 3};
+  ASSERT_TRUE(ValidateStepRequest(step).ok()) << ValidateStepRequest(step).message();
+  auto second = AsMap(TaskEnvironment(step, 1, ""));
+  EXPECT_EQ(second["SLURM_STEP_ID"], "2");
+  EXPECT_EQ(second["SLURM_TASKS_PER_NODE"], "2,3");
+  EXPECT_EQ(second["CUDA_VISIBLE_DEVICES"], "5");  // its own GPU of 4,5,7
+  EXPECT_EQ(SlurmTaskCounts({2, 2, 2, 1}), "2(x3),1");
+  step.gpus_per_task = 2;  // 3 tasks x 2 GPUs > 3 GPUs here
+  EXPECT_FALSE(ValidateStepRequest(step).ok());
 }
 
 TEST(TaskEnvironment, TfConfigListsEveryTaskOnPortsAfterTheMaster) {
