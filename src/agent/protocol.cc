@@ -140,13 +140,16 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
   // The job's environment, Slurm's view of the job, then the step's own
   // variables (a `shoal run` step may add to it), then how to reach Shoal
   // from inside (`shoal run`, `srun`).
+  // Each layer overrides the one before (MergeEnvironment): a name is set once.
   for (const auto& [k, v] : spec.env)
     s.env.push_back(k + "=" + v);
-  for (std::string& e : SlurmJobEnvironment(m, hosts, job_tasks))
-    s.env.push_back(std::move(e));
-  if (!context.server.empty()) s.env.push_back("SHOAL_SERVER=" + context.server);
-  if (!context.ca_file.empty()) s.env.push_back("SHOAL_CA_FILE=" + context.ca_file);
-  if (!m.job_token.empty()) s.env.push_back("SHOAL_JOB_TOKEN=" + m.job_token);
+  s.env = MergeEnvironment(std::move(s.env), SlurmJobEnvironment(m, hosts, job_tasks));
+  std::vector<std::string> shoal;
+  if (!context.server.empty()) shoal.push_back("SHOAL_SERVER=" + context.server);
+  if (!context.ca_file.empty()) shoal.push_back("SHOAL_CA_FILE=" + context.ca_file);
+  if (!m.job_token.empty()) shoal.push_back("SHOAL_JOB_TOKEN=" + m.job_token);
+  if (spec.gpus_per_task > 0)
+    shoal.push_back(fmt::format("SLURM_GPUS_PER_TASK={}", spec.gpus_per_task));
 
   if (m.step == 0) {
     s.stdout_path = spec.stdout_path;
@@ -172,11 +175,14 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
       if (m.step_nodes[i] == m.node_rank) s.node_rank = static_cast<int>(i);
     }
     s.master_addr = s.nodes[0];
+    std::vector<std::string> step_env;
     for (const auto& [k, v] : run.env)
-      s.env.push_back(k + "=" + v);
+      step_env.push_back(k + "=" + v);
     if (run.cpus_per_task > 0)
-      s.env.push_back(fmt::format("SLURM_CPUS_PER_TASK={}", run.cpus_per_task));
+      step_env.push_back(fmt::format("SLURM_CPUS_PER_TASK={}", run.cpus_per_task));
+    s.env = MergeEnvironment(std::move(s.env), step_env);
   }
+  s.env = MergeEnvironment(std::move(s.env), shoal);
   for (int g = 0; g < kMaxGpusPerNode; ++g) {
     if (m.allocation.gpu_mask >> g & 1) s.gpus.push_back(g);
   }

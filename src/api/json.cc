@@ -84,6 +84,9 @@ Json ToJson(const JobSpec& s) {
   if (s.cpus_per_task > 0) j["cpus_per_task"] = s.cpus_per_task;
   if (!s.submit_dir.empty()) j["submit_dir"] = s.submit_dir;
   if (!s.submit_host.empty()) j["submit_host"] = s.submit_host;
+  if (s.gpus_per_task > 0) j["gpus_per_task"] = s.gpus_per_task;
+  if (!s.comment.empty()) j["comment"] = s.comment;
+  if (s.append_output) j["append_output"] = true;
   if (s.array) j["array"] = FormatArraySpec(*s.array);
   if (!s.acceptance_node.empty()) j["acceptance_node"] = s.acceptance_node;
   return j;
@@ -127,6 +130,9 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("cpus_per_task", &s.cpus_per_task);
   f.Optional("submit_dir", &s.submit_dir);
   f.Optional("submit_host", &s.submit_host);
+  f.Optional("gpus_per_task", &s.gpus_per_task);
+  f.Optional("comment", &s.comment);
+  f.Optional("append_output", &s.append_output);
   f.Optional("array", &array);
   f.Optional("acceptance_node", &s.acceptance_node);
   SHOAL_RETURN_IF_ERROR(f.Finish());

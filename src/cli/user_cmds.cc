@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "cli/app.h"
 #include "cli/client.h"
@@ -180,6 +181,101 @@ void DescribeSubmitOptions(CLI::App& app) {
   app.footer(std::string(submit::OptionNotes()));
 }
 
+bool OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  for (std::string_view dir : Split(path, ':')) {
+    const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// What the job takes from the submitting shell (--export, --export-file):
+// all its variables, or the names given, without those that belong to this
+// shell or process alone or that Shoal sets in the job itself.
+Status ExportEnvironment(const submit::Submission& sub, JobSpec& spec) {
+  auto own = [](std::string_view k) {
+    return k == "_" || k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "SHOAL_TOKEN" ||
+           k == "SHOAL_TOKEN_FILE" || k == "SHOAL_JOB_TOKEN" || k.starts_with("SLURM_") ||
+           k.starts_with("SHOAL_JOB_") || k.starts_with("SHOAL_STEP_") ||
+           k == "CUDA_VISIBLE_DEVICES";
+  };
+  std::map<std::string, std::string> env;
+  for (char** e = ::environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    const std::string key(kv.substr(0, eq));
+    if (own(key)) continue;
+    if (sub.export_all || std::find(sub.export_names.begin(), sub.export_names.end(), key) !=
+                              sub.export_names.end()) {
+      env[key] = std::string(kv.substr(eq + 1));
+    }
+  }
+  if (!sub.export_file.empty()) {
+    std::ifstream in(sub.export_file);
+    if (!in)
+      return InvalidArgument(fmt::format("--export-file {}: cannot read it", sub.export_file));
+    std::stringstream all;
+    all << in.rdbuf();
+    const std::string text = all.str();
+    const char sep = text.find('\0') != std::string::npos ? '\0' : '\n';
+    for (std::string_view line : Split(text, sep)) {
+      const size_t eq = line.find('=');
+      if (Trim(line).empty()) continue;
+      if (eq == std::string_view::npos || eq == 0)
+        return InvalidArgument(fmt::format("--export-file {}: '{}' is not NAME=value",
+                                           sub.export_file, line.substr(0, 80)));
+      env[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
+    }
+  }
+  for (const auto& [k, v] : spec.env)
+    env[k] = v;  // NAME=value of --export win
+  spec.env = std::move(env);
+  Status valid = spec.Validate();
+  if (!valid.ok() && valid.message().find("environment") != std::string::npos) {
+    return InvalidArgument(valid.message() +
+                           " (your shell's variables go with the job: --export=NONE, or "
+                           "--export=NAME,... for some of them)");
+  }
+  return Status::Ok();
+}
+
+// The first line of a batch script that is neither blank nor a comment
+// (#SBATCH lines included): what `shoal show` shows of a script.
+std::string FirstCommandLine(std::string_view script) {
+  while (!script.empty()) {
+    const size_t end = script.find('\n');
+    const std::string_view line = Trim(script.substr(0, end));
+    if (!line.empty() && line[0] != '#') return std::string(line);
+    if (end == std::string_view::npos) break;
+    script.remove_prefix(end + 1);
+  }
+  return "";
+}
+
+// Waits for `id` to end (sbatch --wait) and returns its exit code for this
+// process: the job's own, 1 when it ended without completing and without one.
+int WaitForJob(ApiClient& c, uint64_t id) {
+  for (int polls = 0;; ++polls) {
+    auto r = c.Get(fmt::format("/v1/jobs/{}", id));
+    if (!r.ok()) return Fail("submit", r.status());
+    const std::string state = Str(*r, "state");
+    if (state != "pending" && state != "running") {
+      const int code = static_cast<int>(Num(*r, "exit_code"));
+      const int signal = static_cast<int>(Num(*r, "exit_signal"));
+      if (state != "completed")
+        std::fprintf(stderr, "shoal submit: job %llu %s\n", static_cast<unsigned long long>(id),
+                     state.c_str());
+      if (code != 0) return code;
+      if (signal != 0) return 128 + signal;
+      return state == "completed" ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(polls < 50 ? 100 : 1000));
+  }
+}
+
 // The batch script that `args` (sbatch options first) name, if any: its text
 // and path, both empty when the first word after the options is a command.
 Status ReadScript(const std::vector<std::string>& args, std::string& text, std::string& path) {
@@ -190,13 +286,31 @@ Status ReadScript(const std::vector<std::string>& args, std::string& text, std::
   if (wrapped || start >= args.size()) return Status::Ok();
   std::error_code ec;
   const std::filesystem::path p = args[start];
-  // A batch script starts with "#!" (as sbatch requires); any other word is
-  // the command itself (e.g. `shoal submit -G1 train.py --lr 3`).
+  // After "--" the words are a command (Shoal's own: `shoal submit -G1 --
+  // python3 train.py` runs it as the job's tasks).
+  if (start > 0 && args[start - 1] == "--") return Status::Ok();
+  // Otherwise, as sbatch: a batch script, whose first line starts with "#!";
+  // or a program on PATH, run as the job's command.
+  if (!std::filesystem::is_regular_file(p, ec)) {
+    const std::string& word = args[start];
+    const bool looks_like_a_path = word.find('/') != std::string::npos || word.ends_with(".sh") ||
+                                   word.ends_with(".sbatch") || word.ends_with(".slurm") ||
+                                   word.ends_with(".bash");
+    if (looks_like_a_path || !OnPath(word)) {
+      return InvalidArgument(fmt::format(
+          "{}: no such batch script{}", word,
+          looks_like_a_path ? ""
+                            : " (nor a program on PATH; to run a command: shoal submit -- CMD)"));
+    }
+    return Status::Ok();
+  }
   std::ifstream probe(p);
   char head[2] = {0, 0};
-  if (!std::filesystem::is_regular_file(p, ec) || !probe.read(head, 2) || head[0] != '#' ||
-      head[1] != '!') {
-    return Status::Ok();
+  if (!probe.read(head, 2) || head[0] != '#' || head[1] != '!') {
+    return InvalidArgument(fmt::format(
+        "{} does not look like a batch script: its first line must start with #! and the path "
+        "of an interpreter (as sbatch requires); to run it as a command: shoal submit -- {}",
+        p.string(), p.string()));
   }
   if (std::filesystem::file_size(p, ec) > (4 << 20)) {
     return InvalidArgument(fmt::format("{} is larger than 4 MiB", p.string()));
@@ -234,15 +348,21 @@ int RunSubmit(const std::vector<std::string>& raw) {
   for (const std::string& note : parsed->notes)
     std::fprintf(stderr, "shoal submit: note: %s\n", note.c_str());
   JobSpec& spec = parsed->spec;
-  if (spec.work_dir.empty()) {
-    std::error_code ec;
-    spec.work_dir = std::filesystem::current_path(ec).string();
-  }
+  std::error_code ec;
+  spec.submit_dir = std::filesystem::current_path(ec).string();
+  if (spec.work_dir.empty()) spec.work_dir = spec.submit_dir;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) spec.submit_host = host;
+  if (Status s = ExportEnvironment(*parsed, spec); !s.ok()) return UsageError(kSubmit, s.message());
   auto client = ApiClient::Open(flags);
   if (!client.ok()) return Fail("submit", client.status());
   auto r = client->Post("/v1/jobs", api::ToJson(spec));
   if (!r.ok()) return Fail("submit", r.status());
-  if (flags.json) {
+  const uint64_t first = (*r)["jobs"][0].get<uint64_t>();
+  if (parsed->parsable) {
+    std::printf("%s\n", r->contains("array_job_id") ? Str(*r, "array_job_id").c_str()
+                                                    : std::to_string(first).c_str());
+  } else if (flags.json) {
     std::printf("%s\n", r->dump(2).c_str());
   } else if (r->contains("array_job_id")) {
     const Json& ids = (*r)["jobs"];
@@ -251,6 +371,8 @@ int RunSubmit(const std::vector<std::string>& raw) {
   } else {
     std::printf("Submitted job %s\n", (*r)["jobs"][0].dump().c_str());
   }
+  std::fflush(stdout);
+  if (parsed->wait) return WaitForJob(*client, first);
   return kExitOk;
 }
 
@@ -368,7 +490,9 @@ int RunShow(const std::vector<std::string>& raw) {
                                Elapsed(NowSeconds() - Num(j, "idle_since"))));
     }
     line("restarts", Str(j, "restarts"));
-    line("command", Str(spec, "script") == "true" ? "(batch script)" : Str(spec, "command"));
+    line("command", Str(spec, "script") == "true"
+                        ? "(batch script) " + FirstCommandLine(Str(spec, "command"))
+                        : Str(spec, "command"));
     line("work dir", Str(spec, "work_dir"));
     if (j.contains("steps") && !j["steps"].empty()) {
       std::printf("steps\n");

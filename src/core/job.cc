@@ -254,7 +254,10 @@ Status CheckTextFields(const JobSpec& s) {
   for (const auto& [what, text] :
        {std::pair<std::string_view, const std::string&>{"the working directory", s.work_dir},
         {"the output path", s.stdout_path},
-        {"the error path", s.stderr_path}}) {
+        {"the error path", s.stderr_path},
+        {"the submit folder", s.submit_dir},
+        {"the submit host", s.submit_host},
+        {"the comment", s.comment}}) {
     SHOAL_RETURN_IF_ERROR(CheckText(what, text, kMaxPathBytes));
   }
   for (const auto& [what, list] :
@@ -323,9 +326,8 @@ Status JobSpec::Validate() const {
     return InvalidArgument(fmt::format("tasks per node: 0 to {}", kMaxTasksPerNode));
   if (cpus_per_task < 0 || cpus_per_task > 100000)
     return InvalidArgument("CPUs per task: 0 to 100000");
-  for (const std::string* text : {&submit_dir, &submit_host}) {
-    if (text->size() > kMaxPathBytes) return InvalidArgument("submit folder or host too long");
-  }
+  if (gpus_per_task < 0 || gpus_per_task > kMaxGpusPerNode)
+    return InvalidArgument(fmt::format("GPUs per task: 0 to {}", kMaxGpusPerNode));
   return Status::Ok();
 }
 

@@ -132,6 +132,9 @@ struct JobSpec {
   // Where and on which host it was submitted (SLURM_SUBMIT_DIR, _HOST).
   std::string submit_dir;
   std::string submit_host;
+  int gpus_per_task = 0;       // --gpus-per-task: its steps' tasks each see that many
+  std::string comment;         // the user's, shown back
+  bool append_output = false;  // --open-mode=append (else its output files start empty)
   std::optional<ArraySpec> array;
   // An acceptance test (admins only): the controller itself places the job on
   // this node (or these, comma-separated, in rank order: the multi-node NCCL

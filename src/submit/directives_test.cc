@@ -186,8 +186,8 @@ TEST(DirectivesTest, ErrorsNamePathAndLine) {
     std::string script;
     std::string message;  // the whole message
   } cases[] = {
-      {"#!/bin/bash\n#SBATCH --mail-user=me@example.org\nrun\n",
-       "job.sh:2: option --mail-user has no meaning in Shoal"},
+      {"#!/bin/bash\n#SBATCH --frobnicate=yes\nrun\n",
+       "job.sh:2: option --frobnicate has no meaning in Shoal"},
       {"#!/bin/bash\n#SBATCH -N 2\n#SHOAL --nodelist=n[1-4]\nrun\n",
        "job.sh:3: option --nodelist has no meaning in Shoal: Shoal picks the nodes; ask for node "
        "labels with "

@@ -191,14 +191,7 @@ Result<GpuRequest> ParseGres(const Call& c) {
 Result<int64_t> ParseMemory(const Call& c) {
   auto mib = ParseMemoryMib(c.value);
   if (!mib.ok()) return Invalid(c, "give a size such as 512 (MiB), 16384M, 80G or 1T");
-  if (*mib <= 0) {
-    if (c.canonical == "--mem") {
-      return Invalid(c,
-                     "Slurm's --mem=0 (all of a node's memory) is not supported: give a size, "
-                     "or --exclusive for whole nodes");
-    }
-    return Invalid(c, "must be at least 1 MiB");
-  }
+  if (*mib <= 0 && c.canonical != "--mem") return Invalid(c, "must be at least 1 MiB");
   if (*mib > kMaxMemMib) {
     return Invalid(c, fmt::format("more than {}", FormatMemoryMib(kMaxMemMib)));
   }
@@ -260,9 +253,12 @@ bool IsEnvName(std::string_view s) {
   });
 }
 
-Result<std::map<std::string, std::string>> ParseExport(const Call& c,
-                                                       std::vector<std::string>& notes) {
-  std::map<std::string, std::string> env;
+// --export: ALL (the default: the submitting shell's variables), NONE, or
+// names of its variables; NAME=value sets one whatever the rest says. As
+// Slurm, a list without ALL or NONE copies only what it names.
+Result<ExportRequest> ParseExport(const Call& c) {
+  ExportRequest e;
+  e.all = false;
   bool all = false;
   bool none = false;
   for (std::string_view item : Split(c.value, ',')) {
@@ -276,31 +272,26 @@ Result<std::map<std::string, std::string>> ParseExport(const Call& c,
       continue;
     }
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      if (IsEnvName(Trim(item))) {
-        return Invalid(
-            c, fmt::format("copying {0} from your environment is not supported; give {0}=value",
-                           Printable(Trim(item))));
-      }
-      return Invalid(c, fmt::format("'{}' is not ALL, NONE or NAME=value", Printable(item)));
-    }
-    const std::string_view name = Trim(item.substr(0, eq));
+    const std::string_view name = Trim(eq == std::string_view::npos ? item : item.substr(0, eq));
     if (!IsEnvName(name)) {
+      if (eq == std::string_view::npos)
+        return Invalid(c,
+                       fmt::format("'{}' is not ALL, NONE, NAME or NAME=value", Printable(item)));
       return Invalid(
           c, fmt::format("'{}' is not a variable name (letters, digits and _)", Printable(name)));
     }
-    env[std::string(name)] = std::string(item.substr(eq + 1));
-    if (env.size() > kMaxEnvVariables) {
+    if (eq == std::string_view::npos) {
+      e.names.emplace_back(name);
+    } else {
+      e.values[std::string(name)] = std::string(item.substr(eq + 1));
+    }
+    if (e.values.size() + e.names.size() > kMaxEnvVariables) {
       return Invalid(c, fmt::format("more than {} variables", kMaxEnvVariables));
     }
   }
   if (all && none) return Invalid(c, "ALL and NONE together make no sense");
-  if (all) {
-    notes.push_back(fmt::format(
-        "{}: Shoal does not copy your environment into the job; only NAME=value pairs are set",
-        c.Shown()));
-  }
-  return env;
+  e.all = all;
+  return e;
 }
 
 Result<std::vector<std::string>> ParseConstraint(const Call& c) {
@@ -447,15 +438,21 @@ constexpr OptionDef kOptions[] = {
        SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, c.value, 1, kMaxCpus, "CPUs per GPU"));
        return SetGroup(c, r.cpu, CpuRequest{true, static_cast<int>(n), ""}, "CPUs");
      }},
-    {"mem", 0, "SIZE", "memory on each node: 512 (MiB), 16384M, 80G, 1T",
-     [](const Call& c, Request& r, std::vector<std::string>&) {
+    {"mem", 0, "SIZE",
+     "memory on each node: 512 (MiB), 16384M, 80G, 1T; 0: all of it (whole nodes)",
+     [](const Call& c, Request& r, std::vector<std::string>& notes) {
        SHOAL_ASSIGN_OR_RETURN(int64_t mib, ParseMemory(c));
-       return SetGroup(c, r.mem, MemRequest{false, mib, ""}, "memory");
+       if (mib == 0) {
+         notes.push_back(fmt::format(
+             "{}: all of each node's memory; Shoal gives the job whole nodes (--exclusive)",
+             c.Shown()));
+       }
+       return SetGroup(c, r.mem, MemRequest{false, false, mib == 0, mib, ""}, "memory");
      }},
     {"mem-per-gpu", 0, "SIZE", "memory for each GPU (instead of --mem)",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        SHOAL_ASSIGN_OR_RETURN(int64_t mib, ParseMemory(c));
-       return SetGroup(c, r.mem, MemRequest{true, mib, ""}, "memory");
+       return SetGroup(c, r.mem, MemRequest{true, false, false, mib, ""}, "memory");
      }},
     {"constraint", 'C', "L1&L2", "node labels the job needs, joined with & or ,",
      [](const Call& c, Request& r, std::vector<std::string>&) {
@@ -528,9 +525,76 @@ constexpr OptionDef kOptions[] = {
        return Status::Ok();
      }},
     {"export", 0, "LIST",
-     "NAME=value,... set in the job; NONE; ALL (your environment is not copied)",
+     "which of your shell's variables the job gets: ALL (the default), NONE, or "
+     "NAME[,NAME...]; NAME=value sets one",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(r.exported, ParseExport(c));
+       return Status::Ok();
+     }},
+    {"export-file", 0, "FILE", "more variables for the job: NAME=value lines (or NUL-separated)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/true));
+       r.export_file = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"get-user-env", 0, "",
+     "accepted: jobs run with their user's login variables (PATH, HOME, "
+     "SHELL, ...) under what --export carries",
      [](const Call& c, Request& r, std::vector<std::string>& notes) {
-       SHOAL_ASSIGN_OR_RETURN(r.env, ParseExport(c, notes));
+       r.get_user_env = true;
+       notes.push_back(
+           fmt::format("{}: the job gets its user's login variables, not the output "
+                       "of a login shell",
+                       c.Shown()));
+       return Status::Ok();
+     }},
+    {"gpus-per-task", 0, "N", "GPUs for each task (-n tasks x N in all); each task sees its own",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, c.value, 1, kMaxGpusPerNode, "GPUs per task"));
+       r.gpus_per_task = static_cast<int>(n);
+       return Status::Ok();
+     }},
+    {"ntasks-per-gpu", 0, "N", "tasks for each GPU (instead of -n)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t n, Count(c, c.value, 1, kMaxTasksPerNode, "tasks per GPU"));
+       r.tasks_per_gpu = static_cast<int>(n);
+       return Status::Ok();
+     }},
+    {"mem-per-cpu", 0, "SIZE", "memory for each CPU (instead of --mem)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(int64_t mib, ParseMemory(c));
+       return SetGroup(c, r.mem, MemRequest{false, true, false, mib, ""}, "memory");
+     }},
+    {"comment", 0, "TEXT", "a comment kept with the job",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/true));
+       r.comment = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"open-mode", 0, "MODE", "truncate (the default) or append the output files",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       const std::string mode = ToLower(Trim(c.value));
+       if (mode != "append" && mode != "truncate") return Invalid(c, "append or truncate");
+       r.append_output = mode == "append";
+       return Status::Ok();
+     }},
+    {"strict", 0, "", "Shoal's own: refuse Slurm options that have no meaning in Shoal",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       if (c.source == Source::kDirective)
+         return Invalid(c, "--strict belongs on the command line");
+       r.strict = true;
+       return Status::Ok();
+     }},
+    {"parsable", 0, "", "print only the job's id (as sbatch --parsable)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       if (c.source == Source::kDirective) return Status::Ok();
+       r.parsable = true;
+       return Status::Ok();
+     }},
+    {"wait", 'W', "", "wait for the job to end; exit with its exit code",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       if (c.source == Source::kDirective) return Status::Ok();
+       r.wait = true;
        return Status::Ok();
      }},
     {"wrap", 0, "CMD", "run the shell command CMD instead of a script or a command",
@@ -540,6 +604,13 @@ constexpr OptionDef kOptions[] = {
        }
        if (Trim(c.value).empty()) return Invalid(c, "an empty command");
        r.wrap = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"mail-user", 0, "ADDRESS", "accepted with a note: Shoal sends no mail",
+     [](const Call& c, Request&, std::vector<std::string>& notes) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxNameBytes, /*allow_spaces=*/false));
+       notes.push_back(
+           fmt::format("{}: Shoal sends no mail; follow the job with `shoal show`", c.Shown()));
        return Status::Ok();
      }},
     {"mail-type", 0, "TYPES", "accepted with a note: Shoal sends no mail",
@@ -578,13 +649,86 @@ struct Hint {
 constexpr std::string_view kPlacementHint =
     "Shoal picks the nodes; ask for node labels with -C/--constraint";
 constexpr Hint kHints[] = {
-    {"--mem-per-cpu", "use --mem (per node) or --mem-per-gpu"},
-    {"--gpus-per-task", "use --gpus (in total) or --gpus-per-node"},
     {"--nodelist", kPlacementHint},
     {"-w", kPlacementHint},
     {"--exclude", kPlacementHint},
     {"-x", kPlacementHint},
 };
+
+// sbatch's options that have no meaning in Shoal (Slurm 22.05's `sbatch
+// --help`, and --hint, --ntasks-per-core, ...): accepted with a note, so
+// that existing scripts run; `--strict` refuses them.
+struct SlurmOnly {
+  std::string_view long_name;
+  char short_name;
+  bool takes_value;
+};
+constexpr SlurmOnly kSlurmOnly[] = {
+    {"acctg-freq", 0, true},
+    {"batch", 0, true},
+    {"bb", 0, true},
+    {"bbf", 0, true},
+    {"cluster-constraint", 0, true},
+    {"clusters", 'M', true},
+    {"container", 0, true},
+    {"contiguous", 0, false},
+    {"core-spec", 'S', true},
+    {"cores-per-socket", 0, true},
+    {"cpu-bind", 0, true},
+    {"cpu-freq", 0, true},
+    {"deadline", 0, true},
+    {"delay-boot", 0, true},
+    {"distribution", 'm', true},
+    {"extra-node-info", 'B', true},
+    {"gid", 0, true},
+    {"gpu-bind", 0, true},
+    {"gpu-freq", 0, true},
+    {"gpus-per-socket", 0, true},
+    {"gres-flags", 0, true},
+    {"hint", 0, true},
+    {"ignore-pbs", 0, false},
+    {"input", 'i', true},
+    {"kill-on-invalid-dep", 0, true},
+    {"licenses", 'L', true},
+    {"mcs-label", 0, true},
+    {"mem-bind", 0, true},
+    {"mincpus", 0, true},
+    {"network", 0, true},
+    {"nice", 0, true},
+    {"no-kill", 'k', false},
+    {"nodefile", 'F', true},
+    {"ntasks-per-core", 0, true},
+    {"ntasks-per-socket", 0, true},
+    {"overcommit", 'O', false},
+    {"oversubscribe", 's', false},
+    {"power", 0, true},
+    {"priority", 0, true},
+    {"profile", 0, true},
+    {"propagate", 0, true},
+    {"quiet", 'Q', false},
+    {"reboot", 0, false},
+    {"sockets-per-node", 0, true},
+    {"spread-job", 0, false},
+    {"switches", 0, true},
+    {"thread-spec", 0, true},
+    {"threads-per-core", 0, true},
+    {"time-min", 0, true},
+    {"tmp", 0, true},
+    {"uid", 0, true},
+    {"use-min-nodes", 0, false},
+    {"verbose", 'v', false},
+    {"wait-all-nodes", 0, true},
+    {"wckey", 0, true},
+};
+
+const SlurmOnly* FindSlurmOnly(std::string_view name) {
+  for (const SlurmOnly& o : kSlurmOnly) {
+    if (StartsWith(name, "--") ? name.substr(2) == o.long_name
+                               : (name.size() == 2 && o.short_name != 0 && name[1] == o.short_name))
+      return &o;
+  }
+  return nullptr;
+}
 
 Status UnknownOption(std::string_view name) {
   const std::string shown = Printable(name);
@@ -628,6 +772,15 @@ Status ReadOption(std::string_view name, std::optional<std::string_view> value, 
   if (def == nullptr) {
     if (!StartsWith(name, "-") || name == "-" || name == "--") {
       return InvalidArgument(fmt::format("'{}' is not an option", Printable(name)));
+    }
+    if (const SlurmOnly* slurm = FindSlurmOnly(name); slurm != nullptr) {
+      if (!slurm->takes_value && value)
+        return InvalidArgument(fmt::format("{} takes no value", name));
+      if (slurm->takes_value && (!value || value->empty()))
+        return InvalidArgument(fmt::format("{} needs a value", name));
+      request.ignored.push_back(value ? fmt::format("--{}={}", slurm->long_name, Printable(*value))
+                                      : fmt::format("--{}", slurm->long_name));
+      return Status::Ok();
     }
     return UnknownOption(name);
   }
@@ -685,8 +838,14 @@ Status ReadOptions(const std::vector<std::string>& words, Source source, Request
 }
 
 bool TakesValue(std::string_view name) {
-  const OptionDef* def = FindOption(name);
-  return def != nullptr && !def->value_name.empty();
+  if (const OptionDef* def = FindOption(name); def != nullptr) return !def->value_name.empty();
+  const SlurmOnly* slurm = FindSlurmOnly(name);
+  return slurm != nullptr && slurm->takes_value;
+}
+
+Status CheckOptionName(std::string_view name) {
+  if (FindOption(name) != nullptr || FindSlurmOnly(name) != nullptr) return Status::Ok();
+  return UnknownOption(name);
 }
 
 std::vector<OptionInfo> OptionList() {

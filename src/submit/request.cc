@@ -60,6 +60,31 @@ Status ResolveGpus(const Request& r, JobSpec& spec) {
   return Status::Ok();
 }
 
+// --gpus-per-task (GPUs in total: tasks x N) and --ntasks-per-gpu (tasks:
+// GPUs x N), before the CPUs are worked out from the tasks.
+Status ResolveTaskGpus(const Request& r, JobSpec& spec) {
+  if (r.gpus_per_task) {
+    if (r.gpu) {
+      return InvalidArgument(
+          fmt::format("--gpus-per-task conflicts with {}: ask for GPUs one way", r.gpu->option));
+    }
+    if (spec.tasks == 0) return InvalidArgument("--gpus-per-task needs a task count (-n)");
+    spec.gpus = spec.tasks * *r.gpus_per_task;
+    spec.gpus_per_node = 0;
+    spec.gpus_per_task = *r.gpus_per_task;
+    if (spec.nodes > 0 && spec.gpus % spec.nodes != 0) {
+      return InvalidArgument(fmt::format("{} tasks x {} GPUs do not divide evenly over {} nodes",
+                                         spec.tasks, *r.gpus_per_task, spec.nodes));
+    }
+  }
+  if (r.tasks_per_gpu) {
+    if (spec.TotalGpus() == 0) return InvalidArgument("--ntasks-per-gpu needs GPUs");
+    if (r.tasks) return InvalidArgument("give -n or --ntasks-per-gpu, not both");
+    spec.tasks = spec.TotalGpus() * *r.tasks_per_gpu;
+  }
+  return Status::Ok();
+}
+
 // See "CPUs" in submit.h for the rules this implements.
 Status ResolveCpus(const Request& r, JobSpec& spec) {
   if (!r.cpu && !r.tasks && !r.tasks_per_node) return Status::Ok();
@@ -129,6 +154,28 @@ Status ResolveCpus(const Request& r, JobSpec& spec) {
 
 Status ResolveMemory(const Request& r, JobSpec& spec) {
   if (!r.mem) return Status::Ok();
+  if (r.mem->whole_node) {
+    // Slurm's --mem=0: all of each node's memory, so no other job's fits
+    // beside it; Shoal gives such jobs whole nodes.
+    spec.exclusive = true;
+    spec.mem_mib_per_node = 0;
+    spec.mem_mib_per_gpu = 0;
+    return Status::Ok();
+  }
+  if (r.mem->per_cpu) {
+    // Per CPU: the node's CPUs (or the GPUs' CPUs) times the size.
+    if (spec.cpu_milli_per_node > 0) {
+      spec.mem_mib_per_node = CeilDiv(spec.cpu_milli_per_node * r.mem->mib, int64_t{1000});
+      spec.mem_mib_per_gpu = 0;
+    } else if (spec.cpu_milli_per_gpu > 0) {
+      spec.mem_mib_per_gpu = CeilDiv(spec.cpu_milli_per_gpu * r.mem->mib, int64_t{1000});
+      spec.mem_mib_per_node = 0;
+    } else {
+      spec.mem_mib_per_node = r.mem->mib;  // one CPU, as Slurm counts a task without -c
+      spec.mem_mib_per_gpu = 0;
+    }
+    return Status::Ok();
+  }
   if (r.mem->per_gpu) {
     if (spec.TotalGpus() == 0) {
       return InvalidArgument(
@@ -169,7 +216,17 @@ void Overlay(const Request& high, Request& low) {
   Take(high.hold, low.hold);
   Take(high.begin_time, low.begin_time);
   Take(high.constraints, low.constraints);
-  Take(high.env, low.env);
+  Take(high.exported, low.exported);
+  Take(high.export_file, low.export_file);
+  Take(high.get_user_env, low.get_user_env);
+  Take(high.gpus_per_task, low.gpus_per_task);
+  Take(high.tasks_per_gpu, low.tasks_per_gpu);
+  Take(high.comment, low.comment);
+  Take(high.append_output, low.append_output);
+  Take(high.strict, low.strict);
+  Take(high.parsable, low.parsable);
+  Take(high.wait, low.wait);
+  low.ignored.insert(low.ignored.end(), high.ignored.begin(), high.ignored.end());
 }
 
 Status Resolve(const Request& r, JobSpec& spec) {
@@ -186,7 +243,10 @@ Status Resolve(const Request& r, JobSpec& spec) {
   }
   if (r.nodes) spec.nodes = *r.nodes;
   if (r.tasks) spec.tasks = *r.tasks;
+  if (r.tasks_per_node) spec.tasks_per_node = *r.tasks_per_node;
+  if (r.cpu && !r.cpu->per_gpu) spec.cpus_per_task = r.cpu->cpus;
   SHOAL_RETURN_IF_ERROR(ResolveGpus(r, spec));
+  SHOAL_RETURN_IF_ERROR(ResolveTaskGpus(r, spec));
   SHOAL_RETURN_IF_ERROR(ResolveCpus(r, spec));
   SHOAL_RETURN_IF_ERROR(ResolveMemory(r, spec));
   if (r.time_limit) spec.time_limit = *r.time_limit;
@@ -197,7 +257,9 @@ Status Resolve(const Request& r, JobSpec& spec) {
   if (r.hold) spec.hold = *r.hold;
   if (r.begin_time) spec.begin_time = *r.begin_time;
   if (r.constraints) spec.constraints = *r.constraints;
-  if (r.env) spec.env = *r.env;
+  if (r.exported) spec.env = r.exported->values;
+  if (r.comment) spec.comment = *r.comment;
+  if (r.append_output) spec.append_output = *r.append_output;
   return Status::Ok();
 }
 

@@ -50,11 +50,23 @@ struct CpuRequest {
   std::string option;
 };
 
-// Memory: per node (--mem) or per GPU (--mem-per-gpu), which Slurm keeps exclusive.
+// Memory: per node (--mem), per GPU (--mem-per-gpu) or per CPU
+// (--mem-per-cpu), which Slurm keeps exclusive; --mem=0 is all of a node's.
 struct MemRequest {
   bool per_gpu = false;
+  bool per_cpu = false;
+  bool whole_node = false;
   int64_t mib = 0;
   std::string option;
+};
+
+// Which of the submitting shell's variables go with the job (--export):
+// all of them (Slurm's default), none, or the names listed; NAME=value
+// entries are set whatever the rest says.
+struct ExportRequest {
+  bool all = true;
+  std::vector<std::string> names;
+  std::map<std::string, std::string> values;
 };
 
 // The options one source gave; an empty optional is an option it did not
@@ -87,7 +99,20 @@ struct Request {
   // for --begin=now, which removes a begin time an earlier source set.
   std::optional<std::optional<Time>> begin_time;
   std::optional<std::vector<std::string>> constraints;
-  std::optional<std::map<std::string, std::string>> env;
+  std::optional<ExportRequest> exported;
+  std::optional<std::string> export_file;
+  std::optional<bool> get_user_env;
+  std::optional<int> gpus_per_task;
+  std::optional<int> tasks_per_gpu;
+  std::optional<std::string> comment;
+  std::optional<bool> append_output;  // --open-mode=append
+  // Slurm's options that mean nothing to Shoal, as given ("--hint=compute_bound"):
+  // accepted with a note, or refused under --strict. Every source's add up.
+  std::vector<std::string> ignored;
+  // The command line's own: how `shoal submit` behaves, not the job.
+  std::optional<bool> strict;
+  std::optional<bool> parsable;
+  std::optional<bool> wait;
 };
 
 // Replaces the options of `low` with those `high` gives.

@@ -69,6 +69,21 @@ Result<Submission> ParseSubmit(const std::vector<std::string>& args, std::string
   }
   Overlay(command_line, request);
   SHOAL_RETURN_IF_ERROR(Resolve(request, sub.spec));
+  if (!request.ignored.empty()) {
+    if (request.strict.value_or(false)) {
+      return InvalidArgument(fmt::format("--strict: these options have no meaning in Shoal: {}",
+                                         Join(request.ignored, " ")));
+    }
+    for (const std::string& o : request.ignored)
+      sub.notes.push_back(fmt::format("{}: accepted; it has no meaning in Shoal", o));
+  }
+  if (request.exported) {
+    sub.export_all = request.exported->all;
+    sub.export_names = request.exported->names;
+  }
+  sub.export_file = request.export_file.value_or("");
+  sub.parsable = request.parsable.value_or(false);
+  sub.wait = request.wait.value_or(false);
 
   if (has_script) {
     const std::string where = script_path.empty() ? "the batch script" : std::string(script_path);
@@ -94,6 +109,9 @@ Result<Submission> ParseSubmit(const std::vector<std::string>& args, std::string
     if (!rest.empty()) {
       return InvalidArgument("give either --wrap or a command after the options, not both");
     }
+    // As sbatch: the command becomes a batch script, run once.
+    sub.spec.command = "#!/bin/sh\n" + *command_line.wrap + "\n";
+    sub.spec.script = true;
   } else if (!rest.empty()) {
     if (rest[0].empty()) return InvalidArgument("the command is an empty word");
     sub.spec.command = ShellJoin(rest);
@@ -145,10 +163,14 @@ Result<size_t> CommandStart(const std::vector<std::string>& args) {
     const std::string& word = args[i];
     if (word == "--") return i + 1;
     if (word.size() < 2 || word[0] != '-') return i;
-    // Only the spelling matters here: values and unknown options are
+    // Only the spelling matters here, and that the option exists (so that
+    // the word after an unknown one is not taken for the script): values are
     // ParseSubmit's to judge.
     const bool attached =
         StartsWith(word, "--") ? word.find('=') != std::string::npos : word.size() > 2;
+    const std::string_view name =
+        std::string_view(word).substr(0, StartsWith(word, "--") ? word.find('=') : 2);
+    SHOAL_RETURN_IF_ERROR(CheckOptionName(name));
     if (attached || !TakesValue(word)) continue;
     if (i + 1 >= args.size()) return InvalidArgument(fmt::format("{} needs a value", word));
     ++i;
@@ -160,7 +182,8 @@ std::string_view OptionNotes() {
   return R"(Values: --opt=VALUE or --opt VALUE, -X VALUE or -XVALUE (Slurm's spelling).
 The same options work in a batch script on lines that start with #SHOAL or #SBATCH, before
 the first command. Options on the command line override #SHOAL lines, which override
-#SBATCH lines. Any other option is an error.
+#SBATCH lines. sbatch options without a meaning in Shoal (--hint, --mail-type, ...) are
+accepted with a note; --strict refuses them. Any other option is an error.
 CPUs: a task gets -c CPUs (1 without -c); a node gets its tasks' CPUs (-n spread evenly
 over -N nodes, or --ntasks-per-node). With --gpus and no -N the CPUs go with the GPUs.
 )";

@@ -39,6 +39,16 @@ namespace shoal::submit {
 struct Submission {
   JobSpec spec;                    // user is left empty: the server sets it
   std::vector<std::string> notes;  // options accepted with a caveat, for the user to see
+  // The variables of the submitting shell that go with the job (--export;
+  // the caller reads its environment): all of them, or those named. The
+  // NAME=value ones are in spec.env already.
+  bool export_all = true;
+  std::vector<std::string> export_names;
+  std::string export_file;  // NAME=value lines (or NUL-separated) to add
+  // How `shoal submit` behaves: print the id alone; wait for the job to end
+  // and exit with its exit code.
+  bool parsable = false;
+  bool wait = false;
 };
 
 // Parses `shoal submit` arguments: options, then either --wrap=CMD, a script
@@ -70,10 +80,10 @@ Status ApplyOption(std::string_view name, std::string_view value, JobSpec& spec,
 // Where the script or command starts in `args`: the index of the first word
 // that is neither an option nor an option's value (after "--" when that
 // comes first), or args.size() when there is none. The caller looks there to
-// decide whether a batch script is named, and reads it for ParseSubmit. Only
-// the spelling counts: an option this parser does not know is taken for a
-// flag (so a caller's own flags, such as --json, may still be in `args`), and
-// values are not checked; the one error is an option without its value.
+// decide whether a batch script is named, and reads it for ParseSubmit. Values
+// are not checked; the errors are an option without its value and an option
+// that is neither Shoal's nor Slurm's (the caller takes its own flags, such as
+// --json, out of `args` first).
 Result<size_t> CommandStart(const std::vector<std::string>& args);
 
 // The words joined into one shell command line that gives them back
@@ -99,6 +109,10 @@ std::vector<OptionInfo> OptionList();
 // Whether `name` ("--nodes", "-N") is an option that takes a value; false for
 // flags and for names that are not options.
 bool TakesValue(std::string_view name);
+
+// OK when `name` ("--nodes", "-N") is an option (Shoal's, or Slurm's without a
+// meaning in Shoal); else the error ParseSubmit would give for it.
+Status CheckOptionName(std::string_view name);
 
 // What the help says after the options: how values are spelt, the
 // directives, which source wins, how CPUs are counted.

@@ -37,8 +37,9 @@ TEST(SubmitTest, Wrap) {
                            std::vector<std::string>{"--wrap", "echo hi; sleep 1"}}) {
     auto sub = ParseSubmit(args, "", "");
     ASSERT_TRUE(sub.ok()) << sub.status().ToString();
-    EXPECT_EQ(sub->spec.command, "echo hi; sleep 1");
-    EXPECT_FALSE(sub->spec.script);
+    // As sbatch does, the command becomes a batch script: it runs once.
+    EXPECT_EQ(sub->spec.command, "#!/bin/sh\necho hi; sleep 1\n");
+    EXPECT_TRUE(sub->spec.script);
   }
 }
 
@@ -175,8 +176,8 @@ TEST(SubmitTest, ApplyOption) {
   EXPECT_EQ(ApplyOption("--gres=gpu:1", "2", spec, notes).message(),
             "--gres=gpu:1: give the value once");
   EXPECT_EQ(ApplyOption("-N", "", spec, notes).message(), "-N needs a value");
-  EXPECT_EQ(ApplyOption("--mail-user", "me", spec, notes).message(),
-            "option --mail-user has no meaning in Shoal");
+  EXPECT_EQ(ApplyOption("--frobnicate", "me", spec, notes).message(),
+            "option --frobnicate has no meaning in Shoal");
   EXPECT_EQ(ApplyOption("nodes", "2", spec, notes).message(), "'nodes' is not an option");
   EXPECT_EQ(ApplyOption("", "", spec, notes).message(), "'' is not an option");
 }
@@ -199,8 +200,13 @@ TEST(SubmitTest, CommandStart) {
     ASSERT_TRUE(start.ok()) << start.status().ToString();
     EXPECT_EQ(*start, c.start);
   }
-  // Options it does not know are flags to it, and values go unchecked.
-  EXPECT_EQ(*CommandStart({"--json", "--mail-user=x", "-N", "abc", "job.sh"}), 4u);
+  // Values go unchecked; Slurm's options take their values; an option
+  // nobody knows is an error, so that the word after it is not taken for
+  // the script.
+  EXPECT_EQ(*CommandStart({"--mail-user=x", "-N", "abc", "job.sh"}), 3u);
+  EXPECT_EQ(*CommandStart({"--hint", "compute_bound", "-v", "job.sh"}), 3u);
+  EXPECT_EQ(CommandStart({"--partiton", "gpu", "--wrap=x"}).status().message(),
+            "option --partiton has no meaning in Shoal (did you mean --partition?)");
   EXPECT_EQ(CommandStart({"-J", "x", "-N"}).status().message(), "-N needs a value");
 }
 
@@ -261,6 +267,80 @@ TEST(SubmitTest, LargestRequestsPass) {
     auto sub = ParseSubmit(with_command, "", "");
     EXPECT_TRUE(sub.ok()) << args[0] << ": " << sub.status().ToString();
   }
+}
+
+}  // namespace
+}  // namespace shoal::submit
+
+namespace shoal::submit {
+namespace {
+
+Submission MustParse(const std::vector<std::string>& args, std::string_view script = "") {
+  auto sub = ParseSubmit(args, script, script.empty() ? "" : "job.sh");
+  EXPECT_TRUE(sub.ok()) << sub.status().ToString();
+  return sub.ok() ? *sub : Submission{};
+}
+
+TEST(SlurmOptionsTest, SlurmOnlyOptionsRunWithANoteAndStrictRefusesThem) {
+  const std::string script = "#!/bin/bash\n#SBATCH --hint=nomultithread\n#SBATCH -v\nrun\n";
+  Submission sub = MustParse({}, script);
+  ASSERT_EQ(sub.notes.size(), 2u);
+  EXPECT_EQ(sub.notes[0], "--hint=nomultithread: accepted; it has no meaning in Shoal");
+  EXPECT_EQ(sub.notes[1], "--verbose: accepted; it has no meaning in Shoal");
+  auto strict = ParseSubmit({"--strict", "job.sh"}, script, "job.sh");
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().message(),
+            "--strict: these options have no meaning in Shoal: --hint=nomultithread --verbose");
+  // --strict only belongs on the command line; a flag Slurm knows takes no value.
+  EXPECT_FALSE(ParseSubmit({}, "#!/bin/sh\n#SBATCH --strict\nrun\n", "job.sh").ok());
+  EXPECT_EQ(ParseSubmit({"--contiguous=yes", "--wrap=x"}, "", "").status().message(),
+            "--contiguous takes no value");
+}
+
+TEST(SlurmOptionsTest, ExportSaysWhichVariablesTravel) {
+  Submission all = MustParse({"--wrap=x"});
+  EXPECT_TRUE(all.export_all);
+  Submission none = MustParse({"--export=NONE", "--wrap=x"});
+  EXPECT_FALSE(none.export_all);
+  EXPECT_TRUE(none.export_names.empty());
+  Submission named = MustParse({"--export=PATH,HOME,LR=0.1", "--wrap=x"});
+  EXPECT_FALSE(named.export_all);
+  EXPECT_EQ(named.export_names, (std::vector<std::string>{"PATH", "HOME"}));
+  EXPECT_EQ(named.spec.env.at("LR"), "0.1");
+  Submission all_plus = MustParse({"--export=ALL,LR=0.2", "--wrap=x"});
+  EXPECT_TRUE(all_plus.export_all);
+  EXPECT_EQ(all_plus.spec.env.at("LR"), "0.2");
+  EXPECT_FALSE(ParseSubmit({"--export=ALL,NONE", "--wrap=x"}, "", "").ok());
+  EXPECT_FALSE(ParseSubmit({"--export=1BAD", "--wrap=x"}, "", "").ok());
+}
+
+TEST(SlurmOptionsTest, TaskGpusAndPerCpuMemory) {
+  Submission sub = MustParse({"-n", "8", "-N", "2", "--gpus-per-task=1", "--wrap=x"});
+  EXPECT_EQ(sub.spec.gpus, 8);
+  EXPECT_EQ(sub.spec.gpus_per_task, 1);
+  EXPECT_EQ(ParseSubmit({"-n", "3", "-N", "2", "--gpus-per-task=1", "--wrap=x"}, "", "")
+                .status()
+                .message(),
+            "3 tasks x 1 GPUs do not divide evenly over 2 nodes");
+  EXPECT_FALSE(ParseSubmit({"--gpus-per-task=1", "--gpus=2", "--wrap=x"}, "", "").ok());
+  Submission per_gpu = MustParse({"--gpus=4", "--ntasks-per-gpu=2", "--wrap=x"});
+  EXPECT_EQ(per_gpu.spec.tasks, 8);
+  // 2 tasks x 4 CPUs on the node, 2G each CPU.
+  Submission mem = MustParse({"--ntasks-per-node=2", "-c", "4", "--mem-per-cpu=2G", "--wrap=x"});
+  EXPECT_EQ(mem.spec.mem_mib_per_node, 8 * 2048);
+  Submission whole = MustParse({"--mem=0", "--wrap=x"});
+  EXPECT_TRUE(whole.spec.exclusive);
+  EXPECT_EQ(whole.spec.mem_mib_per_node, 0);
+}
+
+TEST(SlurmOptionsTest, OutputModeCommentWaitParsable) {
+  Submission sub =
+      MustParse({"--open-mode=append", "--comment=ablation 3", "--parsable", "-W", "--wrap=x"});
+  EXPECT_TRUE(sub.spec.append_output);
+  EXPECT_EQ(sub.spec.comment, "ablation 3");
+  EXPECT_TRUE(sub.parsable);
+  EXPECT_TRUE(sub.wait);
+  EXPECT_FALSE(ParseSubmit({"--open-mode=sometimes", "--wrap=x"}, "", "").ok());
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 # job, through `shoal up` (two simulated nodes): steps over the allocation's
 # nodes with their tasks' output (labelled), exit codes as srun gives them,
 # --kill-on-bad-exit, the environment that travels (--export), a step
-# cancelled by Ctrl-C, and a batch script that fans out with srun.
+# cancelled by Ctrl-C, a batch script that fans out with srun, and the
+# environment a batch script gets (--export, SLURM_*, --wait).
 set -u
 SHOAL=$(realpath "$1")
 TMP=$(mktemp -d)
@@ -68,4 +69,18 @@ for r in 0 1 2 3; do
 done
 check "  srun's exit code reaches the script" 0 "" -- grep -qx "srun said 1" "fan-$job.out"
 check "shoal show lists the steps" 0 "steps" -- "$SHOAL" show "$job"
+
+# sbatch's environment: the submitting shell's variables travel (--export),
+# the job's SLURM_* are its own, --wait gives the job's exit code.
+cat > env.sh <<'SH'
+#!/bin/sh
+echo "LR=${LR:-unset} KEEP=${KEEP:-unset} SET=${SET:-unset} tasks=$SLURM_NTASKS dir=$SLURM_SUBMIT_DIR"
+exit 4
+SH
+LR=0.1 KEEP=yes check "submit --wait: the job's exit code" 4 "" -- "$SHOAL" submit --wait -o env-all.out -n 3 env.sh
+check "  the shell's variables went with it" 0 "LR=0.1 KEEP=yes SET=unset tasks=3 dir=$TMP/work" -- cat env-all.out
+LR=0.1 KEEP=yes check "submit --export=KEEP,SET=1" 4 "" -- "$SHOAL" submit -W -o env-some.out --export=KEEP,SET=1 env.sh
+check "  only those" 0 "LR=unset KEEP=yes SET=1" -- cat env-some.out
+LR=0.1 check "submit --export=NONE" 4 "" -- "$SHOAL" submit -W -o env-none.out --export=NONE env.sh
+check "  none of them" 0 "LR=unset KEEP=unset SET=unset" -- cat env-none.out
 exit $fail

@@ -47,8 +47,14 @@ cat > "$TMP/job.sh" <<'SCRIPT'
 srun python3 train.py
 SCRIPT
 check "submit script" 0 "Submitted job" -- "$SHOAL" submit "$TMP/job.sh"
-printf '#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH --mail-user=a@b.c\necho hi\n' > "$TMP/bad.sh"
-check "unknown #SBATCH option" 2 "bad.sh:3: option --mail-user has no meaning in Shoal" -- "$SHOAL" submit "$TMP/bad.sh"
+printf '#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH --frobnicate=a\necho hi\n' > "$TMP/bad.sh"
+check "unknown #SBATCH option" 2 "bad.sh:3: option --frobnicate has no meaning in Shoal" -- "$SHOAL" submit "$TMP/bad.sh"
+printf '#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH --hint=nomultithread\necho hi\n' > "$TMP/slurmonly.sh"
+check "Slurm-only #SBATCH option runs with a note" 0 "--hint=nomultithread: accepted; it has no meaning in Shoal" -- "$SHOAL" submit "$TMP/slurmonly.sh"
+check "--strict refuses it" 2 "--strict: these options have no meaning in Shoal: --hint=nomultithread" -- "$SHOAL" submit --strict "$TMP/slurmonly.sh"
+printf 'echo no interpreter line\n' > "$TMP/noshebang.sh"
+check "a script needs #!" 2 "#!" -- "$SHOAL" submit "$TMP/noshebang.sh"
+check "--parsable prints the id alone" 0 "^[0-9][0-9]*$" -- "$SHOAL" submit --parsable --wrap true
 printf '#!/bin/bash\n#SBATCH --gpus=1\n#SBATCH -J bad\377name\necho hi\n' > "$TMP/utf8.sh"
 check "invalid UTF-8 in a directive" 2 "not valid UTF-8" -- "$SHOAL" submit "$TMP/utf8.sh"
 check "misspelt option" 2 "did you mean --partition" -- "$SHOAL" submit --partiton gpu --wrap true

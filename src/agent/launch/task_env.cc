@@ -151,8 +151,17 @@ std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank
       Var("SHOAL_NODELIST", Join(hosts, ",")), Var("SHOAL_STEP_ID", step.step),
   };
   if (!hostfile.empty()) shoal.push_back(Var("SHOAL_HOSTFILE", hostfile));
-  shoal.push_back(Var("MASTER_ADDR", master));
-  if (step.master_port > 0) shoal.push_back(Var("MASTER_PORT", step.master_port));
+  // A rendezvous the user set (exported into the step, as srun carries the
+  // batch script's variables) is theirs; else Shoal's.
+  auto given = [&step](std::string_view name) {
+    return std::any_of(step.env.begin(), step.env.end(), [name](const std::string& e) {
+      return e.size() > name.size() && e.compare(0, name.size(), name) == 0 &&
+             e[name.size()] == '=';
+    });
+  };
+  if (!given("MASTER_ADDR")) shoal.push_back(Var("MASTER_ADDR", master));
+  if (step.master_port > 0 && !given("MASTER_PORT"))
+    shoal.push_back(Var("MASTER_PORT", step.master_port));
   // An empty list hides every GPU from a job that asked for none; PCI bus
   // order makes CUDA's indices the same as NVML's (and nvidia-smi's).
   shoal.push_back(Var("CUDA_VISIBLE_DEVICES", Join(gpus, ",")));
