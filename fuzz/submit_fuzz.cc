@@ -2,7 +2,8 @@
 // script (ParseSubmit and ApplyScriptDirectives) and, one word a line, as a
 // command line. Besides the sanitizers' checks it asserts what the parser
 // promises: an accepted submission passes JobSpec::Validate and runs the
-// script it was given.
+// script it was given (or, from a command line, the command or --wrap's
+// shell script).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -55,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto from_args = shoal::submit::ParseSubmit(args, "", "");
   if (from_args.ok()) {
     CheckSpec(from_args->spec);
-    Require(!from_args->spec.script);
+    // Without a script file, only --wrap makes a script, and it is a shell one.
+    Require(!from_args->spec.script || from_args->spec.command.starts_with("#!/bin/sh\n"));
   }
   auto command_start = shoal::submit::CommandStart(args);
   if (command_start.ok()) Require(*command_start <= args.size());

@@ -265,8 +265,13 @@ void Agent::Impl::Routes() {
       }
     }
     for (const StepKey& key : keys) {
-      Status s = steps->Stop(key, k->grace);
+      Status s = k->signal != 0 ? steps->Signal(key, k->signal, k->leader_only)
+                                : steps->Stop(key, k->grace);
       if (!s.ok()) return ReplyError(res, s);
+    }
+    if (k->signal != 0) {
+      return Reply(res, 200,
+                   Json{{"job", k->job}, {"epoch", k->epoch}, {"signalled", keys.size()}});
     }
     Wake();
     Reply(res, 200, Json{{"job", k->job}, {"epoch", k->epoch}, {"stopping", true}});

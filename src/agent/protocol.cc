@@ -152,6 +152,9 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
     shoal.push_back(fmt::format("SLURM_GPUS_PER_TASK={}", spec.gpus_per_task));
 
   if (m.step == 0) {
+    s.argv = s.script ? spec.script_args : spec.argv;
+    // A requeued job adds to what its earlier runs wrote.
+    s.append_output = spec.append_output || m.restarts > 0;
     s.stdout_path = spec.stdout_path;
     s.stderr_path = spec.stderr_path;
     s.node_rank = m.node_rank;
@@ -167,6 +170,7 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
   } else {
     const StepSpec& run = *m.run;
     s.argv = run.argv;
+    s.append_output = true;  // each step's files are its own (a folder of the step's)
     s.gpus_per_task = run.gpus_per_task;
     if (!run.work_dir.empty()) s.work_dir = run.work_dir;
     for (size_t i = 0; i < m.step_nodes.size(); ++i) {
@@ -193,8 +197,13 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
 
 Result<KillRequest> KillFromJson(const api::Json& j) {
   SHOAL_ASSIGN_OR_RETURN(const api::KillMessage m, api::KillFromJson(j));
-  return KillRequest{
-      .job = m.job.value(), .epoch = m.epoch, .step = m.step, .grace = m.grace, .why = m.why};
+  return KillRequest{.job = m.job.value(),
+                     .epoch = m.epoch,
+                     .step = m.step,
+                     .grace = m.grace,
+                     .why = m.why,
+                     .signal = m.signal,
+                     .leader_only = m.leader_only};
 }
 
 api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,

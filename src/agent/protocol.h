@@ -40,6 +40,8 @@ struct KillRequest {
   std::optional<uint32_t> step;  // absent: every step of the epoch
   Duration grace{0};
   std::string why;
+  int signal = 0;  // set: send this signal instead of stopping
+  bool leader_only = false;
 };
 Result<KillRequest> KillFromJson(const api::Json& kill);
 

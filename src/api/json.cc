@@ -52,6 +52,8 @@ Json ToJson(const JobSpec& s) {
   if (!s.qos.empty()) j["qos"] = s.qos;
   j["command"] = s.command;
   j["script"] = s.script;
+  if (!s.script_args.empty()) j["script_args"] = s.script_args;
+  if (!s.argv.empty()) j["argv"] = s.argv;
   if (!s.env.empty()) j["env"] = s.env;
   j["work_dir"] = s.work_dir;
   if (!s.stdout_path.empty()) j["stdout"] = s.stdout_path;
@@ -66,6 +68,8 @@ Json ToJson(const JobSpec& s) {
   j["cpus_per_node"] = CpusFromMilli(s.cpu_milli_per_node);
   j["mem_per_node_mib"] = s.mem_mib_per_node;
   j["constraints"] = s.constraints;
+  if (!s.node_list.empty()) j["node_list"] = s.node_list;
+  if (!s.exclude.empty()) j["exclude"] = s.exclude;
   j["exclusive"] = s.exclusive;
   j["time_limit_s"] = ToSeconds(s.time_limit);
   Json deps = Json::array();
@@ -87,6 +91,11 @@ Json ToJson(const JobSpec& s) {
   if (s.gpus_per_task > 0) j["gpus_per_task"] = s.gpus_per_task;
   if (!s.comment.empty()) j["comment"] = s.comment;
   if (s.append_output) j["append_output"] = true;
+  if (s.signal != 0) {
+    j["signal"] = s.signal;
+    j["signal_before_s"] = s.signal_before_s;
+    if (s.signal_batch_only) j["signal_batch_only"] = true;
+  }
   if (s.array) j["array"] = FormatArraySpec(*s.array);
   if (!s.acceptance_node.empty()) j["acceptance_node"] = s.acceptance_node;
   return j;
@@ -105,6 +114,8 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("qos", &s.qos);
   f.Optional("command", &s.command);
   f.Optional("script", &s.script);
+  f.Optional("script_args", &s.script_args);
+  f.Optional("argv", &s.argv);
   f.Optional("env", &s.env);
   f.Optional("work_dir", &s.work_dir);
   f.Optional("stdout", &s.stdout_path);
@@ -119,6 +130,8 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("cpus_per_node", &cpus_per_node);
   f.Optional("mem_per_node_mib", &s.mem_mib_per_node);
   f.Optional("constraints", &s.constraints);
+  f.Optional("node_list", &s.node_list);
+  f.Optional("exclude", &s.exclude);
   f.Optional("exclusive", &s.exclusive);
   f.Optional("time_limit_s", &time_limit_s);
   f.Optional("dependencies", &deps);
@@ -133,6 +146,9 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("gpus_per_task", &s.gpus_per_task);
   f.Optional("comment", &s.comment);
   f.Optional("append_output", &s.append_output);
+  f.Optional("signal", &s.signal);
+  f.Optional("signal_before_s", &s.signal_before_s);
+  f.Optional("signal_batch_only", &s.signal_batch_only);
   f.Optional("array", &array);
   f.Optional("acceptance_node", &s.acceptance_node);
   SHOAL_RETURN_IF_ERROR(f.Finish());

@@ -277,6 +277,8 @@ Json ToJson(const KillMessage& m) {
   Json j = {
       {"job", m.job.value()}, {"epoch", m.epoch}, {"grace_s", ToSeconds(m.grace)}, {"why", m.why}};
   if (m.step) j["step"] = *m.step;
+  if (m.signal != 0) j["signal"] = m.signal;
+  if (m.leader_only) j["leader_only"] = true;
   return j;
 }
 
@@ -289,6 +291,8 @@ Result<KillMessage> KillFromJson(const Json& j) {
   f.Required("epoch", &m.epoch);
   f.Optional("grace_s", &grace_s);
   f.Optional("why", &m.why);
+  f.Optional("signal", &m.signal);
+  f.Optional("leader_only", &m.leader_only);
   if (f.Has("step")) {
     uint64_t step = 0;
     f.Required("step", &step);
@@ -296,6 +300,8 @@ Result<KillMessage> KillFromJson(const Json& j) {
     m.step = static_cast<uint32_t>(step);
   }
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (m.signal < 0 || m.signal > 64)
+    return InvalidArgument(fmt::format("kill.signal must be 1 to 64, not {}", m.signal));
   if (grace_s < 0 || grace_s > kMaxKillGraceS) {
     return InvalidArgument(
         fmt::format("kill.grace_s must be 0 to {}, not {}", kMaxKillGraceS, grace_s));

@@ -70,13 +70,18 @@ struct LaunchMessage {
 };
 
 // POST /v1/kill: stop a job's steps (SIGTERM, then SIGKILL after `grace`):
-// every step of the epoch on the node, or only `step`.
+// every step of the epoch on the node, or only `step`. With `signal` set
+// (1..64) nothing is stopped: the steps' tasks get that signal (sbatch
+// --signal, shoal cancel --signal), only each task's own process (not its
+// children) when `leader_only` (Slurm's B: for a batch shell).
 struct KillMessage {
   JobId job;
   uint64_t epoch = 0;
   std::optional<uint32_t> step{};
   Duration grace{std::chrono::seconds(10)};  // "grace_s", 0..kMaxKillGraceS; absent: 10 s
   std::string why;
+  int signal = 0;
+  bool leader_only = false;
 };
 
 // A step that started or ended, in a heartbeat.

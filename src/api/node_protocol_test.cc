@@ -92,6 +92,14 @@ TEST(NodeProtocolTest, KillRoundTrips) {
   auto bare = KillFromJson(Wire({{"job", 9}, {"epoch", 2}}));
   ASSERT_TRUE(bare.ok()) << bare.status().ToString();
   EXPECT_EQ(bare->grace, std::chrono::seconds(10));
+  EXPECT_EQ(bare->signal, 0) << "a kill, not a signal";
+  const KillMessage sig{
+      .job = JobId(9), .epoch = 2, .step = 0, .why = "--signal", .signal = 10, .leader_only = true};
+  auto sig_back = KillFromJson(Wire(ToJson(sig)));
+  ASSERT_TRUE(sig_back.ok()) << sig_back.status().ToString();
+  EXPECT_EQ(sig_back->signal, 10);
+  EXPECT_TRUE(sig_back->leader_only);
+  EXPECT_EQ(sig_back->step, 0u);
 }
 
 GpuTelemetry SomeTelemetry(int k) {
@@ -305,6 +313,8 @@ TEST(NodeProtocolTest, KillDecoderIsStrict) {
            "kill.grace_s must be 0 to 3600"},
           {"a negative grace", [](Json& j) { j["grace_s"] = -1; },
            "kill.grace_s must be 0 to 3600"},
+          {"signal 65", [](Json& j) { j["signal"] = 65; }, "kill.signal must be 1 to 64, not 65"},
+          {"a signal name", [](Json& j) { j["signal"] = "USR1"; }, "kill.signal must be"},
       });
 }
 

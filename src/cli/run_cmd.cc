@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -63,6 +65,7 @@ struct RunOptions {
   bool kill_on_bad_exit = false;
   std::string nodelist, exclude, name, exported = "ALL", chdir;
   std::string time, partition, account, mem, constraint;
+  uint64_t jobid = 0;  // --jobid: a step in this running job of yours
   bool pty = false;
   std::vector<std::string> ignored;  // options accepted without a meaning in Shoal
   std::vector<std::string> command;
@@ -97,11 +100,14 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_option("-A,--account", o.account, "outside a job: the account")->type_name("NAME");
   app.add_option("--mem", o.mem, "outside a job: memory on each node")->type_name("SIZE");
   app.add_option("-C,--constraint", o.constraint, "outside a job: node labels")->type_name("LIST");
+  app.add_option("--jobid", o.jobid, "a step in this running job of yours (from anywhere)")
+      ->type_name("JOB");
   app.add_flag("--pty", o.pty, "an interactive terminal (not supported yet)");
   // What mpirun, torchrun and scripts pass to srun that has no meaning in a
   // Shoal step: accepted, so that they run unchanged.
   for (const char* flag : {"--mpi", "--cpu-bind", "--cpu_bind", "--distribution,-m", "--mem-bind",
-                           "--gres", "--mem-per-cpu", "--mem-per-gpu", "--hint", "--threads"}) {
+                           "--gres", "--mem-per-cpu", "--mem-per-gpu", "--hint", "--threads",
+                           "--gpu-bind", "-W,--wait", "--comment", "--accel-bind"}) {
     app.add_option_function<std::string>(
            flag,
            [&o, flag](const std::string& v) { o.ignored.push_back(fmt::format("{}={}", flag, v)); },
@@ -187,10 +193,12 @@ Result<StepSpec> StepFromOptions(const RunOptions& o) {
   return s;
 }
 
-// Prints what one task wrote since `offsets`, line by line with a label.
+// Prints what one task wrote since `offsets`, line by line with a label
+// of `label_width` (0: none) as srun -l writes it: the rank right-aligned
+// to the widest rank's digits.
 class TaskOutput {
  public:
-  TaskOutput(int rank, bool label) : rank_(rank), label_(label) {}
+  TaskOutput(int rank, int label_width) : rank_(rank), label_width_(label_width) {}
   // Fetches new bytes of both streams; true when any came.
   bool Poll(ApiClient& c, uint64_t job, uint32_t step) {
     bool any = false;
@@ -212,7 +220,7 @@ class TaskOutput {
 
  private:
   void Write(FILE* out, std::string& pending, const std::string& bytes) {
-    if (!label_) {
+    if (label_width_ == 0) {
       std::fwrite(bytes.data(), 1, bytes.size(), out);
       std::fflush(out);
       return;
@@ -220,13 +228,14 @@ class TaskOutput {
     pending += bytes;
     size_t start = 0;
     for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
-      std::fprintf(out, "%d: %.*s\n", rank_, static_cast<int>(nl - start), pending.data() + start);
+      std::fprintf(out, "%*d: %.*s\n", label_width_, rank_, static_cast<int>(nl - start),
+                   pending.data() + start);
     pending.erase(0, start);
     std::fflush(out);
   }
 
   int rank_;
-  bool label_;
+  int label_width_;
   uint64_t offset_[2] = {0, 0};
   std::string pending_[2];
 };
@@ -250,8 +259,9 @@ int RunStep(ApiClient& c, uint64_t job, const StepSpec& spec, bool label) {
   for (const Json& t : (*created)["tasks"])
     tasks += t.get<int>();
   std::vector<TaskOutput> outputs;
+  const int width = label ? static_cast<int>(std::to_string(std::max(0, tasks - 1)).size()) : 0;
   for (int r = 0; r < tasks; ++r)
-    outputs.emplace_back(r, label);
+    outputs.emplace_back(r, width);
   std::signal(SIGINT, OnInterrupt);
   std::signal(SIGTERM, OnInterrupt);
   bool cancelled = false;
@@ -324,6 +334,8 @@ uint64_t Allocate(ApiClient& c, const RunOptions& o, const std::string& who) {
   add("-A", o.account);
   add("--mem", o.mem);
   add("-C", o.constraint);
+  add("-w", o.nodelist);
+  add("-x", o.exclude);
   add("-J", o.name.empty() ? (o.command.empty() ? "interactive" : o.command[0]) : o.name);
   args.push_back("--wrap=true");
   auto parsed = submit::ParseSubmit(args, "", "");
@@ -406,12 +418,16 @@ int RunAs(const std::vector<std::string>& raw, const std::string& who) {
   auto spec = StepFromOptions(o);
   if (!spec.ok()) return UsageError(who, spec.status().message());
   const std::string inside = Env("SHOAL_JOB_ID");
-  if (!inside.empty()) {
+  if (!inside.empty() || o.jobid != 0) {
     auto job = ParseInt(inside);
-    if (!job.ok() || *job <= 0) return UsageError(who, "SHOAL_JOB_ID is not a job id");
-    auto c = ApiClient::Open(InsideJob(flags));
+    if (o.jobid == 0 && (!job.ok() || *job <= 0))
+      return UsageError(who, "SHOAL_JOB_ID is not a job id");
+    // Inside its own job a step goes with the job's token; --jobid of
+    // another job goes with your own credentials.
+    const bool own_job = o.jobid == 0 || (job.ok() && static_cast<uint64_t>(*job) == o.jobid);
+    auto c = ApiClient::Open(own_job && !inside.empty() ? InsideJob(flags) : flags);
     if (!c.ok()) return Fail("run", c.status());
-    return RunStep(*c, static_cast<uint64_t>(*job), *spec, o.label);
+    return RunStep(*c, o.jobid != 0 ? o.jobid : static_cast<uint64_t>(*job), *spec, o.label);
   }
   auto c = ApiClient::Open(flags);
   if (!c.ok()) return Fail("run", c.status());
@@ -492,26 +508,44 @@ int RunAlloc(const std::vector<std::string>& raw) {
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 }
 
+namespace {
+
+// Whether `word` is `full` as scontrol reads its words: any case, and
+// abbreviated to no fewer than `least` letters.
+bool ScontrolWord(std::string_view word, std::string_view full, size_t least) {
+  if (word.size() < least || word.size() > full.size()) return false;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(word[i])) != full[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // scontrol's host-list commands, as scripts use them inside jobs:
-// `scontrol show hostnames [LIST]` (LIST: $SLURM_JOB_NODELIST) prints one
-// name a line; `scontrol show hostlist NAMES` compresses.
+// `scontrol show hostnames [LIST]` (LIST: $SLURM_JOB_NODELIST, else
+// $SLURM_NODELIST) prints one name a line; `scontrol show hostlist NAMES`
+// compresses. Words abbreviate as scontrol's do (`show hostname`, `sh hostn`).
 int RunScontrol(const std::vector<std::string>& raw) {
   CLI::App app{"Slurm's scontrol, as far as Shoal jobs use it: show hostnames|hostlist.",
                "scontrol"};
   std::vector<std::string> words;
   app.add_option("words", words, "show hostnames [LIST] | show hostlist NAMES");
   if (int code = ParseApp(app, raw, "scontrol"); code >= 0) return code;
-  if (words.size() < 2 || words[0] != "show" ||
-      (words[1] != "hostnames" && words[1] != "hostlist")) {
+  const bool show = !words.empty() && ScontrolWord(words[0], "show", 3);
+  const bool names = show && words.size() > 1 && ScontrolWord(words[1], "hostnames", 5);
+  const bool compress = show && words.size() > 1 && ScontrolWord(words[1], "hostlist", 5);
+  if (!names && !compress) {
     return UsageError("scontrol",
                       "Shoal's scontrol knows `show hostnames [LIST]` and "
                       "`show hostlist NAMES`; use shoal for the rest");
   }
-  const std::string list = words.size() > 2 ? words[2] : Env("SLURM_JOB_NODELIST");
+  std::string list = words.size() > 2 ? words[2] : Env("SLURM_JOB_NODELIST");
+  if (list.empty() && names) list = Env("SLURM_NODELIST");
   if (list.empty()) return UsageError("scontrol", "no host list given and no $SLURM_JOB_NODELIST");
   auto hosts = ExpandHostList(list);
   if (!hosts.ok()) return UsageError("scontrol", hosts.status().message());
-  if (words[1] == "hostlist") {
+  if (compress) {
     std::printf("%s\n", CompressHostList(*hosts).c_str());
   } else {
     for (const std::string& h : *hosts)

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -350,7 +351,13 @@ int RunSubmit(const std::vector<std::string>& raw) {
   JobSpec& spec = parsed->spec;
   std::error_code ec;
   spec.submit_dir = std::filesystem::current_path(ec).string();
-  if (spec.work_dir.empty()) spec.work_dir = spec.submit_dir;
+  // As sbatch: a relative -D is from the submitting directory.
+  if (spec.work_dir.empty()) {
+    spec.work_dir = spec.submit_dir;
+  } else if (spec.work_dir.front() != '/') {
+    spec.work_dir =
+        (std::filesystem::path(spec.submit_dir) / spec.work_dir).lexically_normal().string();
+  }
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) spec.submit_host = host;
   if (Status s = ExportEnvironment(*parsed, spec); !s.ok()) return UsageError(kSubmit, s.message());
@@ -541,9 +548,38 @@ int JobAction(const std::string& command, std::string description,
 
 }  // namespace
 
-int RunCancel(const std::vector<std::string>& args) {
-  return JobAction("cancel", "Cancel jobs: pending ones never start, running ones are stopped.",
-                   args);
+int RunCancel(const std::vector<std::string>& raw) {
+  ServerCommand cmd("cancel", "Cancel jobs: pending ones never start, running ones are stopped.");
+  std::vector<std::string> jobs;
+  std::string signal;
+  bool batch = false;
+  cmd.app().add_option("JOB", jobs, "the jobs' ids")->required()->check(JobId());
+  cmd.app().add_option("-s,--signal", signal,
+                       "send SIG (a name, SIGNAME or number) to the jobs' steps instead of "
+                       "stopping them (scancel --signal)");
+  cmd.app().add_flag("-b,--batch", batch, "with --signal: to the batch shell alone");
+  return Run(cmd, raw, [&](ApiClient& c) {
+    std::optional<int> sig;
+    if (!signal.empty()) {
+      auto parsed = ParseSignal(signal);
+      if (!parsed.ok()) return Fail("cancel", parsed.status());
+      sig = *parsed;
+    } else if (batch) {
+      return Fail("cancel", InvalidArgument("--batch goes with --signal"));
+    }
+    int code = kExitOk;
+    for (uint64_t id : JobIds(jobs)) {
+      auto r = sig ? c.Post(fmt::format("/v1/jobs/{}/signal", id),
+                            Json{{"signal", *sig}, {"batch", batch}})
+                   : c.Post(fmt::format("/v1/jobs/{}/cancel", id), Json::object());
+      if (!r.ok()) {
+        code = std::max(code, Fail("cancel", r.status()));
+      } else if (cmd.flags().json) {
+        std::printf("%s\n", r->dump().c_str());
+      }
+    }
+    return code;
+  });
 }
 int RunHold(const std::vector<std::string>& args) {
   return JobAction("hold", "Keep pending jobs from starting until they are released.", args);

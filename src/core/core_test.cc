@@ -1,6 +1,8 @@
 // Table-driven tests of the core vocabulary: statuses, time limits, sizes, dependencies.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include "core/cluster.h"
 #include "core/job.h"
 #include "core/rng.h"
@@ -93,6 +95,18 @@ TEST(StringsTest, MemorySizes) {
   EXPECT_FALSE(ParseMemoryMib("12Q").ok());
   EXPECT_FALSE(ParseMemoryMib("G").ok());
   EXPECT_EQ(FormatMemoryMib(1536), "1.5G");
+}
+
+TEST(StringsTest, Signals) {
+  EXPECT_EQ(*ParseSignal("USR1"), SIGUSR1);
+  EXPECT_EQ(*ParseSignal("sigusr2"), SIGUSR2);
+  EXPECT_EQ(*ParseSignal("SIGTERM"), SIGTERM);
+  EXPECT_EQ(*ParseSignal(" 9 "), 9);
+  EXPECT_EQ(ParseSignal("65").status().message(), "signal 65 is not 1 to 64");
+  EXPECT_EQ(ParseSignal("0").status().message(), "signal 0 is not 1 to 64");
+  EXPECT_FALSE(ParseSignal("USR3").ok());
+  EXPECT_FALSE(ParseSignal("").ok());
+  EXPECT_EQ(SignalName(SIGUSR1), "USR1");
 }
 
 TEST(StringsTest, EditDistance) {

@@ -251,6 +251,30 @@ Status CheckTextFields(const JobSpec& s) {
   }
   SHOAL_RETURN_IF_ERROR(
       CheckText(s.script ? "the batch script" : "the command", s.command, kMaxScriptBytes));
+  if (!s.script_args.empty() && !s.script)
+    return InvalidArgument("arguments are for a batch script; this job has none");
+  if (!s.argv.empty() && s.script)
+    return InvalidArgument("a batch script job runs its script, not argv");
+  if (s.argv.size() > kMaxScriptArgs)
+    return InvalidArgument(
+        fmt::format("argv: {} words; at most {}", s.argv.size(), kMaxScriptArgs));
+  if (!s.argv.empty() && s.argv.front().empty())
+    return InvalidArgument("argv: the program is an empty word");
+  if (s.script_args.size() > kMaxScriptArgs) {
+    return InvalidArgument(fmt::format("{} arguments to the batch script; at most {}",
+                                       s.script_args.size(), kMaxScriptArgs));
+  }
+  size_t arg_bytes = 0;
+  for (const auto* args : {&s.script_args, &s.argv}) {
+    for (const std::string& a : *args) {
+      SHOAL_RETURN_IF_ERROR(CheckText("an argument", a, kMaxEnvBytes));
+      arg_bytes += a.size() + 1;
+    }
+  }
+  if (arg_bytes > kMaxEnvBytes) {
+    return InvalidArgument(
+        fmt::format("the job's arguments are {} bytes; at most {}", arg_bytes, kMaxEnvBytes));
+  }
   for (const auto& [what, text] :
        {std::pair<std::string_view, const std::string&>{"the working directory", s.work_dir},
         {"the output path", s.stdout_path},
@@ -270,6 +294,18 @@ Status CheckTextFields(const JobSpec& s) {
     for (const std::string& e : list)
       SHOAL_RETURN_IF_ERROR(CheckText(what, e, kMaxNameBytes));
   }
+  for (const auto& [what, list] :
+       {std::pair<std::string_view, const std::vector<std::string>&>{"--nodelist", s.node_list},
+        {"--exclude", s.exclude}}) {
+    if (list.size() > kMaxNodeListEntries) {
+      return InvalidArgument(
+          fmt::format("{}: {} nodes; at most {}", what, list.size(), kMaxNodeListEntries));
+    }
+    for (const std::string& e : list) {
+      SHOAL_RETURN_IF_ERROR(CheckText(what, e, kMaxNameBytes));
+      if (e.empty()) return InvalidArgument(fmt::format("{}: an empty node name", what));
+    }
+  }
   if (s.env.size() > kMaxEnvVariables) {
     return InvalidArgument(
         fmt::format("{} environment variables; at most {}", s.env.size(), kMaxEnvVariables));
@@ -288,6 +324,32 @@ Status CheckTextFields(const JobSpec& s) {
   if (env_bytes > kMaxEnvBytes) {
     return InvalidArgument(fmt::format("the environment is {} bytes; at most {} are accepted",
                                        env_bytes, kMaxEnvBytes));
+  }
+  return Status::Ok();
+}
+
+// --nodelist and --exclude agree with each other and with the node count.
+Status CheckNodeLists(const JobSpec& s) {
+  if (s.node_list.empty()) return Status::Ok();
+  std::vector<std::string> listed = s.node_list;
+  std::sort(listed.begin(), listed.end());
+  if (auto dup = std::adjacent_find(listed.begin(), listed.end()); dup != listed.end())
+    return InvalidArgument(fmt::format("--nodelist names {} twice", *dup));
+  for (const std::string& e : s.exclude) {
+    if (std::binary_search(listed.begin(), listed.end(), e))
+      return InvalidArgument(fmt::format("node {} is both in --nodelist and in --exclude", e));
+  }
+  const int listed_count = static_cast<int>(listed.size());
+  if (s.nodes > listed_count) {
+    return InvalidArgument(
+        fmt::format("asks for {} nodes and lists {}: Shoal takes all of a job's nodes from "
+                    "--nodelist (list {} nodes, or leave out -N)",
+                    s.nodes, listed_count, s.nodes));
+  }
+  if (s.nodes > 0 && s.nodes < listed_count) {
+    return InvalidArgument(
+        fmt::format("asks for {} nodes and lists {}: the job runs on every listed node", s.nodes,
+                    listed_count));
   }
   return Status::Ok();
 }
@@ -328,7 +390,10 @@ Status JobSpec::Validate() const {
     return InvalidArgument("CPUs per task: 0 to 100000");
   if (gpus_per_task < 0 || gpus_per_task > kMaxGpusPerNode)
     return InvalidArgument(fmt::format("GPUs per task: 0 to {}", kMaxGpusPerNode));
-  return Status::Ok();
+  if (signal < 0 || signal > 64) return InvalidArgument("the signal must be 1 to 64");
+  if (signal_before_s < 0 || signal_before_s > 65535)
+    return InvalidArgument("the signal's time before the limit: 0 to 65535 seconds");
+  return CheckNodeLists(*this);
 }
 
 int Allocation::TotalGpus() const {

@@ -86,8 +86,10 @@ inline constexpr size_t kMaxNameBytes =
 inline constexpr size_t kMaxPathBytes = 4096;    // work_dir, stdout, stderr (PATH_MAX)
 inline constexpr size_t kMaxEnvBytes = 1 << 20;  // all variables, keys and values together
 inline constexpr size_t kMaxEnvVariables = 4096;
-inline constexpr size_t kMaxListEntries = 64;  // GPU models, constraints
-inline constexpr int kMaxTasksPerNode = 512;   // Slurm's MAX_TASKS_PER_NODE
+inline constexpr size_t kMaxListEntries = 64;         // GPU models, constraints
+inline constexpr int kMaxTasksPerNode = 512;          // Slurm's MAX_TASKS_PER_NODE
+inline constexpr size_t kMaxNodeListEntries = 10000;  // --nodelist, --exclude
+inline constexpr size_t kMaxScriptArgs = 4096;        // a batch script's arguments
 
 // What a user asks for. Resources come in one of three shapes:
 //  - nodes x gpus_per_node: a gang of `nodes` nodes with the same GPUs on each;
@@ -102,6 +104,11 @@ struct JobSpec {
 
   std::string command;  // what runs; a batch script's text when `script` is set
   bool script = false;
+  std::vector<std::string> script_args{};  // the batch script's arguments ($1, ...)
+  // A command given as words (`shoal submit -- python x.py`): run as they
+  // are, without a shell, as srun runs its program (signals then reach the
+  // program itself); `command` is then their shell-quoted join, for people.
+  std::vector<std::string> argv{};
   std::map<std::string, std::string> env;
   std::string work_dir;
   std::string stdout_path;
@@ -118,6 +125,10 @@ struct JobSpec {
   int64_t mem_mib_per_node = 0;
   std::vector<std::string> constraints;  // node labels the job needs
   bool exclusive = false;                // whole nodes, shared with nobody
+  // --nodelist: the job runs on all of these nodes (and no others: `nodes`
+  // is their count); --exclude: never on these.
+  std::vector<std::string> node_list{};
+  std::vector<std::string> exclude{};
 
   Duration time_limit{0};  // 0: the partition's default
   std::vector<Dependency> dependencies;
@@ -135,6 +146,12 @@ struct JobSpec {
   int gpus_per_task = 0;       // --gpus-per-task: its steps' tasks each see that many
   std::string comment;         // the user's, shown back
   bool append_output = false;  // --open-mode=append (else its output files start empty)
+  // --signal=[B:]SIG@T: `signal` (1-64; 0: none) goes to the job's steps,
+  // or only to its batch shell when `signal_batch_only`, `signal_before_s`
+  // seconds before its time limit.
+  int signal = 0;
+  int signal_before_s = 0;
+  bool signal_batch_only = false;
   std::optional<ArraySpec> array;
   // An acceptance test (admins only): the controller itself places the job on
   // this node (or these, comma-separated, in rank order: the multi-node NCCL

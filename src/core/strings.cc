@@ -1,6 +1,7 @@
 #include "core/strings.h"
 
 #include <fmt/format.h>
+#include <string.h>  // sigabbrev_np
 
 #include <algorithm>
 #include <cctype>
@@ -182,6 +183,28 @@ bool IsValidUtf8(std::string_view s) {
     i += length;
   }
   return true;
+}
+
+Result<int> ParseSignal(std::string_view s) {
+  std::string name(Trim(s));
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+    Result<int64_t> n = ParseInt(name);
+    if (n.ok() && *n >= 1 && *n <= 64) return static_cast<int>(*n);
+    return InvalidArgument(fmt::format("signal {} is not 1 to 64", name));
+  }
+  if (StartsWith(name, "SIG")) name.erase(0, 3);
+  for (int sig = 1; sig <= 64; ++sig) {
+    const char* abbrev = ::sigabbrev_np(sig);
+    if (abbrev != nullptr && name == abbrev) return sig;
+  }
+  return InvalidArgument(fmt::format("'{}' is not a signal (USR1, TERM, 10, ...)", s));
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string(abbrev) : std::to_string(sig);
 }
 
 }  // namespace shoal

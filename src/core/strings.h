@@ -35,4 +35,10 @@ Result<std::vector<int>> ParseIntRanges(std::string_view s);
 // 1536 MiB -> "1.5G"; used in tables.
 std::string FormatMemoryMib(int64_t mib);
 
+// A signal by number (1-64) or name, with or without SIG, in any case
+// ("USR1", "SIGusr1", "10"), as scancel and sbatch --signal take them.
+Result<int> ParseSignal(std::string_view s);
+// Its name without SIG ("USR1"), or the number for one without a name.
+std::string SignalName(int sig);
+
 }  // namespace shoal

@@ -67,6 +67,7 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
   for (const Node& node : cluster.nodes) {
     InvNode n;
     n.id = node.id;
+    n.index = static_cast<uint32_t>(inv->nodes_.size());
     n.name = node.name;
     n.cpu_milli = node.cpu_milli;
     n.mem_mib = node.memory_mib;

@@ -39,6 +39,7 @@ struct LabelMask {
 
 struct InvNode {
   NodeId id;
+  uint32_t index = 0;  // its place in Inventory::nodes()
   std::string name;
   uint64_t partitions = 0;  // bit p: serves partition p
   LabelMask labels;

@@ -321,11 +321,12 @@ EligibilityCache::Entry& EligibilityCache::Find(const Request& req) {
   const bool cpu_only = req.shape == Shape::kCpuOnly;
   for (Entry& e : entries_) {
     if (e.partition == req.partition && e.models == req.model_mask && e.labels == req.labels &&
-        e.cpu_only == cpu_only) {
+        e.cpu_only == cpu_only && e.allowed == req.allowed_nodes) {
       return e;
     }
   }
-  Entry e{req.partition, req.model_mask, req.labels, cpu_only, NodeBitset(inv_->size()), 0};
+  Entry e{req.partition,     req.model_mask,           req.labels, cpu_only,
+          req.allowed_nodes, NodeBitset(inv_->size()), 0};
   for (NodeIndex n = 0; n < inv_->size(); ++n) {
     const InvNode& node = inv_->node(n);
     if (!Admits(node, req)) continue;
@@ -338,6 +339,8 @@ EligibilityCache::Entry& EligibilityCache::Find(const Request& req) {
 
 bool EligibilityCache::Admits(const InvNode& n, const Request& req) const {
   if (filters_ == nullptr) return NodeEligible(n, req);
+  // The user's own node lists hold whatever the filters are.
+  if (req.allowed_nodes != nullptr && !req.allowed_nodes->Test(n.index)) return false;
   for (const auto& f : *filters_) {
     if (!f->Admits(n, req)) return false;
   }

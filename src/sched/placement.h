@@ -10,6 +10,7 @@
 //    fewest nodes, filled whole nodes first, under the fewest leaves.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -44,6 +45,7 @@ class EligibilityCache {
     uint64_t models;
     LabelMask labels;
     bool cpu_only;
+    std::shared_ptr<const NodeBitset> allowed;  // the request's node lists; null: any
     NodeBitset nodes;
     int max_gpus;
   };

@@ -21,12 +21,47 @@ NodeDemand Request::Demand(int gpus_on_node) const {
   return d;
 }
 
+namespace {
+
+bool SameNodes(const std::shared_ptr<const NodeBitset>& a,
+               const std::shared_ptr<const NodeBitset>& b) {
+  if (a == b) return true;
+  return a != nullptr && b != nullptr && a->words() == b->words();
+}
+
+// The nodes a job may use by its --nodelist and --exclude; null when it
+// names none. Every name must be a node of the cluster.
+Result<std::shared_ptr<const NodeBitset>> AllowedNodes(const Inventory& inv, const JobSpec& spec) {
+  if (spec.node_list.empty() && spec.exclude.empty()) return std::shared_ptr<const NodeBitset>();
+  auto allowed = std::make_shared<NodeBitset>(inv.size());
+  auto index_of = [&inv](std::string_view what, const std::string& name) -> Result<NodeIndex> {
+    auto i = inv.IndexOfName(name);
+    if (!i) return InvalidArgument(fmt::format("{}: no node is named '{}'", what, name));
+    return *i;
+  };
+  if (spec.node_list.empty()) {
+    for (NodeIndex n = 0; n < inv.size(); ++n)
+      allowed->Set(n);
+  }
+  for (const std::string& name : spec.node_list) {
+    SHOAL_ASSIGN_OR_RETURN(NodeIndex n, index_of("--nodelist", name));
+    allowed->Set(n);
+  }
+  for (const std::string& name : spec.exclude) {
+    SHOAL_ASSIGN_OR_RETURN(NodeIndex n, index_of("--exclude", name));
+    allowed->Clear(n);
+  }
+  return std::shared_ptr<const NodeBitset>(std::move(allowed));
+}
+
+}  // namespace
+
 bool Request::SameShape(const Request& o) const {
   return shape == o.shape && partition == o.partition && model_mask == o.model_mask &&
          labels == o.labels && nodes == o.nodes && gpus_per_node == o.gpus_per_node &&
          total_gpus == o.total_gpus && gpu_milli == o.gpu_milli && cpu_base == o.cpu_base &&
          cpu_per_gpu == o.cpu_per_gpu && mem_base == o.mem_base && mem_per_gpu == o.mem_per_gpu &&
-         exclusive == o.exclusive;
+         exclusive == o.exclusive && SameNodes(allowed_nodes, o.allowed_nodes);
 }
 
 uint64_t Request::ShapeHash() const {
@@ -49,6 +84,10 @@ uint64_t Request::ShapeHash() const {
   mix(static_cast<uint64_t>(mem_base));
   mix(static_cast<uint64_t>(mem_per_gpu));
   mix(exclusive ? 1 : 0);
+  if (allowed_nodes != nullptr) {
+    for (uint64_t w : allowed_nodes->words())
+      mix(w);
+  }
   return h;
 }
 
@@ -72,26 +111,29 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
   r.mem_base = spec.mem_mib_per_node;
   r.mem_per_gpu = spec.mem_mib_per_gpu;
   r.exclusive = spec.exclusive;
+  SHOAL_ASSIGN_OR_RETURN(r.allowed_nodes, AllowedNodes(inv, spec));
+  // A job with --nodelist runs on every listed node.
+  const int nodes = spec.node_list.empty() ? spec.nodes : static_cast<int>(spec.node_list.size());
   if (spec.gpus_per_node > 0) {
     r.shape = Shape::kGang;
-    r.nodes = std::max(1, spec.nodes);
+    r.nodes = std::max(1, nodes);
     r.gpus_per_node = spec.gpus_per_node;
   } else if (spec.gpus > 0) {
-    if (spec.nodes <= 0) {
+    if (nodes <= 0) {
       r.shape = Shape::kSpread;
       r.nodes = 0;
-    } else if (spec.gpus % spec.nodes == 0) {
+    } else if (spec.gpus % nodes == 0) {
       r.shape = Shape::kGang;
-      r.nodes = spec.nodes;
-      r.gpus_per_node = spec.gpus / spec.nodes;
+      r.nodes = nodes;
+      r.gpus_per_node = spec.gpus / nodes;
     } else {
       return InvalidArgument(
           fmt::format("{} GPUs do not divide evenly over {} nodes; ask for GPUs per node instead",
-                      spec.gpus, spec.nodes));
+                      spec.gpus, nodes));
     }
   } else {
     r.shape = Shape::kCpuOnly;
-    r.nodes = std::max(1, spec.nodes);
+    r.nodes = std::max(1, nodes);
     if (spec.gpu_milli != kMilliPerGpu) return InvalidArgument("a GPU share needs a GPU count");
   }
   r.total_gpus = spec.TotalGpus();
@@ -102,6 +144,7 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
 
 bool NodeEligible(const InvNode& n, const Request& req) {
   if (!(n.partitions >> req.partition & 1)) return false;
+  if (req.allowed_nodes != nullptr && !req.allowed_nodes->Test(n.index)) return false;
   if (!n.labels.Contains(req.labels)) return false;
   if (req.shape != Shape::kCpuOnly && (n.models & req.model_mask) == 0) return false;
   return true;

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "core/job.h"
 #include "core/status.h"
 #include "core/time.h"
+#include "sched/bitset.h"
 #include "sched/inventory.h"
 
 namespace shoal::sched {
@@ -43,6 +45,9 @@ struct Request {
   int64_t mem_base = 0;
   int64_t mem_per_gpu = 0;
   bool exclusive = false;
+  // The nodes the job may use (--nodelist, --exclude); null: any. Shared by
+  // the request's copies.
+  std::shared_ptr<const NodeBitset> allowed_nodes;
   Duration time_limit{0};
 
   NodeDemand Demand(int gpus_on_node) const;
@@ -72,7 +77,8 @@ Status CheckCapacity(const Inventory& inv, const Request& req,
 // the node is not eligible at all); -1 when the request has no GPUs and the node fits.
 int NodeCapacityFor(const InvNode& n, const Request& req, uint64_t unhealthy_gpus = 0);
 
-// Whether node `n` is eligible for the request by partition, labels and model.
+// Whether node `n` is eligible for the request by partition, labels, model
+// and the job's node lists.
 bool NodeEligible(const InvNode& n, const Request& req);
 
 }  // namespace shoal::sched

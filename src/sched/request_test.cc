@@ -74,6 +74,26 @@ TEST(RequestTest, ShapesAndErrorsByTable) {
        }),
        false, Shape::kGang, false, "cpu"},
       {"12 GPUs spread", spec([](JobSpec& s) { s.gpus = 12; }), true, Shape::kSpread, true, ""},
+      {"a listed node that is not there", spec([](JobSpec& s) {
+         s.gpus = 1;
+         s.node_list = {"h1", "zz"};
+       }),
+       false, Shape::kGang, false, "--nodelist: no node is named 'zz'"},
+      {"an excluded node that is not there", spec([](JobSpec& s) {
+         s.gpus = 1;
+         s.exclude = {"zz"};
+       }),
+       false, Shape::kGang, false, "--exclude: no node is named 'zz'"},
+      {"listed nodes: a gang over them", spec([](JobSpec& s) {
+         s.gpus = 8;
+         s.node_list = {"h1", "a1"};
+       }),
+       true, Shape::kGang, true, ""},
+      {"8 GPUs with the H100 node excluded", spec([](JobSpec& s) {
+         s.gpus = 8;
+         s.exclude = {"h1"};
+       }),
+       true, Shape::kSpread, false, "has 4"},
       {"13 GPUs spread", spec([](JobSpec& s) { s.gpus = 13; }), true, Shape::kSpread, false,
        "has 12"},
   };

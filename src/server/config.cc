@@ -38,6 +38,18 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     return duration(&o.controller.usage_half_life);
   } else if (key == "finished_retention") {
     return duration(&o.controller.finished_retention);
+  } else if (key == "rendezvous_ports") {
+    // FIRST-LAST: the ports jobs get as MASTER_PORT and TF_CONFIG's.
+    const size_t dash = value.find('-');
+    auto first = ParseInt(value.substr(0, dash));
+    auto last = dash == std::string::npos ? first : ParseInt(value.substr(dash + 1));
+    if (!first.ok() || !last.ok() || *first < 1024 || *last > 65535 || *last - *first < 15) {
+      return InvalidArgument(
+          "rendezvous_ports: FIRST-LAST, at least 16 ports within 1024-65535 (default "
+          "20000-32767)");
+    }
+    o.controller.rendezvous_first = static_cast<int>(*first);
+    o.controller.rendezvous_last = static_cast<int>(*last);
   } else if (key == "max_body") {
     auto mib = ParseMemoryMib(value);
     if (!mib.ok() || *mib <= 0) return InvalidArgument("max_body: a size such as 1M");
@@ -75,7 +87,7 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
   } else {
     return InvalidArgument(
         fmt::format("unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, "
-                    "kill_grace, launch_grace, "
+                    "kill_grace, launch_grace, rendezvous_ports, "
                     "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, "
                     "metrics_public, tls, tls_names, node_cert_days)",
                     key));

@@ -65,5 +65,19 @@ TEST(ServerConfigTest, BadIdleOptionsAreErrors) {
   EXPECT_FALSE(o.metrics_public);
 }
 
+TEST(ServerConfigTest, RendezvousPorts) {
+  ServerOptions o;
+  EXPECT_EQ(o.controller.rendezvous_first, 20000);  // below the ephemeral ports
+  EXPECT_EQ(o.controller.rendezvous_last, 32767);
+  ASSERT_TRUE(ApplyServerSetting("rendezvous_ports", "13000-13999", o).ok());
+  EXPECT_EQ(o.controller.rendezvous_first, 13000);
+  EXPECT_EQ(o.controller.rendezvous_last, 13999);
+  for (const char* bad : {"80-2000", "30000-70000", "20000-20010", "x-y", "20000"}) {
+    Status s = ApplyServerSetting("rendezvous_ports", bad, o);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("at least 16 ports"), std::string::npos) << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace shoal::server

@@ -25,6 +25,7 @@ using internal::PortsFor;
 }  // namespace
 
 Controller::Controller(ControllerConfig config) : config_(std::move(config)) {
+  ports_ = PortBook(config_.rendezvous_first, config_.rendezvous_last);
   auto params = sched::Policy::Preset(config_.policy);
   SHOAL_CHECK(params.ok(), params.status().message().c_str());
   auto policy = sched::Policy::Create(
@@ -265,6 +266,13 @@ const Partition* Controller::PartitionOf(const Job& job) const {
     if (job.spec.partition.empty() ? p.is_default : p.name == job.spec.partition) return &p;
   }
   return nullptr;
+}
+
+JobSpec Controller::LaunchSpec(const Job& job) const {
+  JobSpec spec = job.spec;
+  const Partition* p = PartitionOf(job);
+  if (spec.partition.empty() && p != nullptr) spec.partition = p->name;
+  return spec;
 }
 
 NodeState Controller::EffectiveState(const NodeRecord& n) const {
@@ -605,15 +613,7 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
       confirmed->insert(name);
       continue;
     }
-    KillOrder k;
-    k.node = name;
-    k.address = n.node.address;
-    k.job = rs.job;
-    k.epoch = rs.epoch;
-    k.step = rs.step;
-    k.grace = config_.kill_grace;
-    k.why = "not known to the server";
-    outbox_.kills.push_back(std::move(k));
+    OrderKill(name, rs.job, rs.epoch, rs.step, "not known to the server");
   }
   ReconcileLost(name, reported, now);
   return api::Json{{"ok", true}};
@@ -770,7 +770,7 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
     o.address = addresses[k];
     o.job = j.id;
     o.epoch = j.epoch;
-    o.spec = j.spec;
+    o.spec = LaunchSpec(j);
     o.allocation = j.allocation.nodes[k];
     o.node_rank = static_cast<int>(k);
     o.nodes = names;

@@ -90,6 +90,11 @@ struct ControllerConfig {
   Duration dependency_horizon = std::chrono::hours(24 * 30);
   int max_jobs_per_submit = 100000;
   int max_active_jobs = 1000000;
+  // The ports handed to jobs as MASTER_PORT and TF_CONFIG's (server/port_book.h):
+  // below Linux's ephemeral range (32768-60999), where outgoing connections
+  // take their local ports, and above the usual services.
+  int rendezvous_first = 20000;
+  int rendezvous_last = 32767;
   std::vector<Partition> partitions;  // from the configuration file
   std::vector<Account> accounts;
   // Where the policy's plugins are looked up; null: sched::BuiltinRegistry().
@@ -200,6 +205,10 @@ class Controller {
   // step's JSON. Cancel stops one step; the job goes on.
   Result<api::Json> CreateStep(const Identity& who, JobId id, StepSpec spec, Time now);
   Status CancelStep(const Identity& who, JobId id, uint32_t step, Time now);
+  // Sends `signal` (1..64) to a running job's steps, as scancel --signal
+  // does: every step but the batch shell, or the batch shell alone when
+  // `batch_only` (scancel -b). An array's id signals its running tasks.
+  Status Signal(const Identity& who, JobId id, int signal, bool batch_only, Time now);
   // Where task `rank` of a step ran: its node and that node's agent.
   struct TaskSource {
     std::string node;
@@ -317,10 +326,20 @@ class Controller {
     std::map<uint32_t, LiveStep> steps;  // `shoal run` steps that run
     // Step 0 has ended: the job ends once its other steps have too.
     std::optional<JobState> main_ended_as;
+    bool warned = false;  // sbatch --signal's warning went out (SignalDue)
   };
 
   Job& Mutable(JobId id);
   const Job* Find(JobId id) const;
+  // Queues an order to stop job `job`'s step `step` on `node` (every step of
+  // the epoch there when none), or with `signal` to signal it; nothing when
+  // the node is gone.
+  void OrderKill(const std::string& node, JobId job, uint64_t epoch, std::optional<uint32_t> step,
+                 std::string why, int signal = 0, bool leader_only = false);
+  // The signal orders for a running job's steps (Signal, SignalDue).
+  void SignalSteps(const Job& j, int signal, bool batch_only, const std::string& why);
+  // sbatch --signal: whether a running job's warning is due by `now`.
+  static bool SignalDue(const Job& j, const Running& r, Time now);
   Status CheckOwner(const Identity& who, const Job& job) const;
   Status CheckActsFor(const Identity& who, const std::string& name) const;
   // Cancel's parts: one active job; the tasks of the array `array` names
@@ -368,6 +387,8 @@ class Controller {
   api::NodeNames Names() const;
   void RebuildNodeNames();
   NodeState EffectiveState(const NodeRecord& n) const;
+  // The spec an agent gets: the job's, with the partition it runs in named.
+  JobSpec LaunchSpec(const Job& job) const;
   const Partition* PartitionOf(const Job& job) const;
   using JobsByNode =
       std::unordered_map<uint64_t, std::vector<std::pair<const Job*, const NodeAllocation*>>>;
@@ -411,7 +432,7 @@ class Controller {
   bool dirty_ = true;
   bool tokens_changed_ = true;
   std::string job_token_key_;
-  PortBook ports_{20000, 39999};  // rendezvous ports, per node (server/port_book.h)
+  PortBook ports_{20000, 32767};  // rendezvous ports, per node (config: rendezvous_ports)
   Time last_usage_{};
   Time last_usage_commit_{};
   state::Batch batch_;

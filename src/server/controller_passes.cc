@@ -81,6 +81,7 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
   std::vector<uint64_t> over;
   std::vector<uint64_t> stuck;
   std::vector<uint64_t> fenced;
+  std::vector<uint64_t> warn;
   for (const auto& [id, r] : running_) {
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;
@@ -90,6 +91,7 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
     }
     if (!r.ending_as && job->time_limit.count() > 0 && now > job->start_time + job->time_limit)
       over.push_back(id);
+    if (SignalDue(*job, r, now)) warn.push_back(id);
     if (r.ending_as && now - r.kill_sent > config_.kill_grace + config_.node_timeout)
       stuck.push_back(id);
   }
@@ -103,6 +105,13 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
     } else {
       RequeueNow(j, now, j.reason_detail.empty() ? "a node was lost" : j.reason_detail);
     }
+  }
+  for (uint64_t id : warn) {
+    // sbatch --signal: the job's warning, once, signal_before_s before its limit.
+    const Job& j = *Find(JobId(id));
+    running_[id].warned = true;
+    SignalSteps(j, j.spec.signal, j.spec.signal_batch_only,
+                fmt::format("{} s before the time limit (--signal)", j.spec.signal_before_s));
   }
   for (uint64_t id : over)
     StopJob(Mutable(JobId(id)), JobState::kTimeout, now, "time limit reached");

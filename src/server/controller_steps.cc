@@ -120,7 +120,7 @@ void Controller::LaunchStep(const Job& j, const JobStep& st, int master_port, Ti
     o.address = addresses[static_cast<size_t>(k)];
     o.job = j.id;
     o.epoch = j.epoch;
-    o.spec = j.spec;
+    o.spec = LaunchSpec(j);
     o.allocation = j.allocation.nodes[static_cast<size_t>(k)];
     o.node_rank = k;
     o.nodes = run.nodes;
@@ -162,15 +162,8 @@ void Controller::StepExited(JobId id, uint32_t step, const std::string& node, in
     if (failed && st != j.steps.end() && st->spec.kill_on_bad_exit && !live.ending_as) {
       live.ending_as = StepState::kFailed;
       for (const std::string& other : live.nodes_left) {
-        KillOrder k;
-        k.node = other;
-        k.address = nodes_[other].node.address;
-        k.job = id;
-        k.epoch = j.epoch;
-        k.step = step;
-        k.grace = config_.kill_grace;
-        k.why = fmt::format("step {}: a task failed on {} (--kill-on-bad-exit)", step, node);
-        outbox_.kills.push_back(std::move(k));
+        OrderKill(other, id, j.epoch, step,
+                  fmt::format("step {}: a task failed on {} (--kill-on-bad-exit)", step, node));
       }
     }
     return;
@@ -240,18 +233,26 @@ void Controller::KillEverywhere(const Job& j, const std::string& why) {
   std::set<std::string> where(r->second.nodes_left.begin(), r->second.nodes_left.end());
   for (const auto& [step, live] : r->second.steps)
     where.insert(live.nodes_left.begin(), live.nodes_left.end());
-  for (const std::string& node : where) {
-    auto n = nodes_.find(node);
-    if (n == nodes_.end()) continue;
-    KillOrder k;
-    k.node = node;
-    k.address = n->second.node.address;
-    k.job = j.id;
-    k.epoch = j.epoch;
-    k.grace = config_.kill_grace;
-    k.why = why;
-    outbox_.kills.push_back(std::move(k));
-  }
+  for (const std::string& node : where)
+    OrderKill(node, j.id, j.epoch, std::nullopt, why);
+}
+
+void Controller::OrderKill(const std::string& node, JobId job, uint64_t epoch,
+                           std::optional<uint32_t> step, std::string why, int signal,
+                           bool leader_only) {
+  auto n = nodes_.find(node);
+  if (n == nodes_.end()) return;
+  KillOrder k;
+  k.node = node;
+  k.address = n->second.node.address;
+  k.job = job;
+  k.epoch = epoch;
+  k.step = step;
+  k.grace = config_.kill_grace;
+  k.why = std::move(why);
+  k.signal = signal;
+  k.leader_only = leader_only;
+  outbox_.kills.push_back(std::move(k));
 }
 
 Status Controller::CancelStep(const Identity& who, JobId id, uint32_t step, Time) {
@@ -265,17 +266,57 @@ Status Controller::CancelStep(const Identity& who, JobId id, uint32_t step, Time
   auto live = r->second.steps.find(step);
   live->second.ending_as = StepState::kCancelled;
   for (const std::string& node : live->second.nodes_left) {
-    KillOrder k;
-    k.node = node;
-    k.address = nodes_[node].node.address;
-    k.job = id;
-    k.epoch = j->epoch;
-    k.step = step;
-    k.grace = config_.kill_grace;
-    k.why = fmt::format("step {} cancelled", step);
-    outbox_.kills.push_back(std::move(k));
+    OrderKill(node, id, j->epoch, step, fmt::format("step {} cancelled", step));
   }
   return Status::Ok();
+}
+
+Status Controller::Signal(const Identity& who, JobId id, int signal, bool batch_only, Time) {
+  if (signal < 1 || signal > 64) return InvalidArgument(fmt::format("no signal {}", signal));
+  std::vector<JobId> targets = ArrayTasks(id);
+  if (targets.empty()) targets.push_back(id);
+  bool any = false;
+  for (JobId t : targets) {
+    const Job* j = Find(t);
+    if (j == nullptr) {
+      if (t == id) return NotFound(fmt::format("no job {} (or it has ended)", id.value()));
+      continue;
+    }
+    SHOAL_RETURN_IF_ERROR(CheckOwner(who, *j));
+    if (j->state != JobState::kRunning || !running_.count(t.value())) continue;
+    SignalSteps(*j, signal, batch_only,
+                fmt::format("signal {} from {}", SignalName(signal), who.user));
+    any = true;
+  }
+  if (!any) return FailedPrecondition(fmt::format("job {} is not running", id.value()));
+  return Status::Ok();
+}
+
+bool Controller::SignalDue(const Job& j, const Running& r, Time now) {
+  if (j.spec.signal == 0 || r.warned || r.ending_as || j.time_limit.count() <= 0) return false;
+  return now >= j.start_time + j.time_limit - std::chrono::seconds(j.spec.signal_before_s);
+}
+
+void Controller::SignalSteps(const Job& j, int signal, bool batch_only, const std::string& why) {
+  const Running& r = running_.at(j.id.value());
+  auto order = [&](const std::string& node, uint32_t step, bool leader_only) {
+    OrderKill(node, j.id, j.epoch, step, why, signal, leader_only);
+  };
+  // The batch shell is step 0 on the first node; a job without a script
+  // has no shell, and its step 0 is its tasks, which are signalled as a
+  // step's are (Slurm's B: then reaches each task's own process).
+  if (batch_only) {
+    for (const std::string& node : r.nodes_left)
+      if (!j.spec.script || (!r.nodes.empty() && node == r.nodes.front())) order(node, 0, true);
+    return;
+  }
+  if (!j.spec.script) {
+    for (const std::string& node : r.nodes_left)
+      order(node, 0, false);
+  }
+  for (const auto& [step, live] : r.steps)
+    for (const std::string& node : live.nodes_left)
+      order(node, step, false);
 }
 
 Result<Controller::TaskSource> Controller::StepTaskOf(const Identity& who, JobId id, uint32_t step,

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include "sched/plugin.h"
 #include "sched/working_state.h"
 #include "server/controller_testing.h"
@@ -326,6 +328,46 @@ TEST_F(ControllerTest, GangFailureStopsTheOtherNodes) {
   Exit("n2", id, 0, 11, 15);
   EXPECT_EQ(StateOf(id), JobState::kFailed);
   EXPECT_EQ((*c_.ShowJob(kAdmin, id))["exit_code"].get<int>(), 3);
+}
+
+TEST_F(ControllerTest, SignalBeforeTheTimeLimitAndOnRequest) {
+  Register("n1");
+  // --signal=B:USR1@30 on a batch script with a 100 s limit: once, at 70 s,
+  // to the batch shell's own process on the first node.
+  JobSpec warned = Spec(2, "#!/bin/sh\nsrun train\n");
+  warned.script = true;
+  warned.time_limit = seconds(100);
+  warned.signal = SIGUSR1;
+  warned.signal_before_s = 30;
+  warned.signal_batch_only = true;
+  JobId id = Submit(kAlice, warned);
+  c_.SchedulePass(At(0));
+  c_.TakeOutbox();
+  ASSERT_EQ(StateOf(id), JobState::kRunning);
+  Beat("n1", 60);
+  c_.Tick(At(60));
+  EXPECT_TRUE(c_.TakeOutbox().kills.empty());
+  Beat("n1", 71);
+  c_.Tick(At(71));
+  Outbox out = c_.TakeOutbox();
+  ASSERT_EQ(out.kills.size(), 1u);
+  EXPECT_EQ(out.kills[0].signal, SIGUSR1);
+  EXPECT_TRUE(out.kills[0].leader_only);
+  EXPECT_EQ(out.kills[0].step, std::optional<uint32_t>(0));
+  c_.Tick(At(72));
+  EXPECT_TRUE(c_.TakeOutbox().kills.empty()) << "the warning goes once";
+  EXPECT_EQ(StateOf(id), JobState::kRunning) << "a signal stops nothing";
+  // shoal cancel --signal: the owner's, not another user's; a bad signal
+  // and a job that is not running are refused.
+  EXPECT_EQ(c_.Signal(kBob, id, SIGUSR2, false, At(73)).code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.Signal(kAlice, id, 65, false, At(73)).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(c_.Signal(kAlice, id, SIGUSR2, true, At(73)).ok());
+  out = c_.TakeOutbox();
+  ASSERT_EQ(out.kills.size(), 1u);
+  EXPECT_EQ(out.kills[0].signal, SIGUSR2);
+  JobId pending = Submit(kAlice, Spec(8), 74);
+  EXPECT_EQ(c_.Signal(kAlice, pending, SIGUSR2, false, At(74)).code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ControllerTest, CancelTimeLimitAndNodeLoss) {

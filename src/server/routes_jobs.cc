@@ -169,6 +169,29 @@ void JobAction(const Context& ctx, const Identity& who, const httplib::Request& 
   Reply(res, r);
 }
 
+// scancel --signal: {"signal": 1..64, "batch": bool}.
+void SignalJob(const Context& ctx, const Identity& who, const httplib::Request& req,
+               httplib::Response& res) {
+  auto id = JobIdOf(req);
+  if (!id.ok()) return Reply(res, id.status());
+  auto body = api::Parse(req.body);
+  if (!body.ok()) return Reply(res, body.status());
+  const bool shaped = body->is_object() && body->contains("signal") &&
+                      (*body)["signal"].is_number_integer() &&
+                      (!body->contains("batch") || (*body)["batch"].is_boolean()) &&
+                      body->size() == 1 + body->count("batch");
+  if (!shaped)
+    return Reply(res, InvalidArgument("expected {\"signal\": 1..64, \"batch\": true|false}"));
+  const int64_t sig = (*body)["signal"].get<int64_t>();
+  if (sig < 1 || sig > 64) return Reply(res, InvalidArgument("a signal is 1..64"));
+  const bool batch = body->value("batch", false);
+  Reply(res,
+        ctx.loop.Call<Json>([who, id = *id, sig, batch](Controller& c, Time now) -> Result<Json> {
+          SHOAL_RETURN_IF_ERROR(c.Signal(who, id, static_cast<int>(sig), batch, now));
+          return Json{{"job", id.value()}, {"done", "signal"}, {"signal", sig}};
+        }));
+}
+
 void SetPriority(const Context& ctx, const Identity& who, const httplib::Request& req,
                  httplib::Response& res) {
   auto id = JobIdOf(req);
@@ -253,6 +276,7 @@ void AddJobRoutes(httplib::Server& http, const Context& ctx) {
   http.Get(R"(/v1/jobs/(\d+))", HandleAuthed(ctx, ShowJob));
   http.Get(R"(/v1/jobs/(\d+)/log)", HandleAuthed(ctx, JobOutput));
   http.Post(R"(/v1/jobs/(\d+)/(cancel|hold|release|requeue))", HandleAuthed(ctx, JobAction));
+  http.Post(R"(/v1/jobs/(\d+)/signal)", HandleAuthed(ctx, SignalJob));
   http.Patch(R"(/v1/jobs/(\d+))", HandleAuthed(ctx, SetPriority));
   http.Get("/v1/history", HandleAuthed(ctx, History));
 }

@@ -189,12 +189,10 @@ TEST(DirectivesTest, ErrorsNamePathAndLine) {
       {"#!/bin/bash\n#SBATCH --frobnicate=yes\nrun\n",
        "job.sh:2: option --frobnicate has no meaning in Shoal"},
       {"#!/bin/bash\n#SBATCH -N 2\n#SHOAL --nodelist=n[1-4]\nrun\n",
-       "job.sh:3: option --nodelist has no meaning in Shoal: Shoal picks the nodes; ask for node "
-       "labels with "
-       "-C/--constraint"},
-      {"#SBATCH -w n1\nrun\n",
-       "job.sh:1: option -w has no meaning in Shoal: Shoal picks the nodes; ask for node "
-       "labels with -C/--constraint"},
+       "asks for 2 nodes and lists 4: the job runs on every listed node"},
+      {"#SBATCH -w n[1\nrun\n", "job.sh:1: -w n[1: unbalanced brackets in 'n[1'"},
+      {"#SBATCH -F nodes.txt\nrun\n",
+       "job.sh:1: option -F has no meaning in Shoal: give the node names with --nodelist"},
       {"#!/bin/bash\n#SBATCH --gres=gpu:4\n\n#SBATCH --gpus-per-node=4\nrun\n",
        "job.sh:4: --gpus-per-node=4 conflicts with --gres given before it: ask for GPUs one way"},
       {"#!/bin/bash\n#SBATCH --job-name=my job\nrun\n",

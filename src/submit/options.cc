@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "core/cluster.h"
+#include "core/hostlist.h"
 #include "core/strings.h"
 #include "submit/submit.h"
 
@@ -294,6 +295,38 @@ Result<ExportRequest> ParseExport(const Call& c) {
   return e;
 }
 
+// --signal=[{R|B}:]SIG[@TIME], as sbatch reads it (R:, a reservation's
+// overlap, means nothing in Shoal and is accepted).
+Result<Request::SignalRequest> ParseSignalOption(const Call& c) {
+  std::string_view v = Trim(c.value);
+  Request::SignalRequest out;
+  while (v.size() >= 2 && v[1] == ':' && (v[0] == 'B' || v[0] == 'R')) {
+    if (v[0] == 'B') out.batch_only = true;
+    v.remove_prefix(2);
+  }
+  const size_t at = v.find('@');
+  auto sig = ParseSignal(v.substr(0, at));
+  if (!sig.ok()) return Invalid(c, sig.status().message());
+  out.signal = *sig;
+  if (at != std::string_view::npos) {
+    auto t = ParseInt(v.substr(at + 1));
+    if (!t.ok() || *t < 0 || *t > 65535)
+      return Invalid(c, "the time after @ is 0 to 65535 seconds");
+    out.before_s = static_cast<int>(*t);
+  }
+  return out;
+}
+
+// A Slurm host list (n[01-04],m1) for --nodelist and --exclude, expanded.
+Result<std::vector<std::string>> ParseNodeNames(const Call& c) {
+  if (c.value.find('/') != std::string_view::npos)
+    return Invalid(c, "a file of node names is not supported; give the names");
+  SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/false));
+  auto names = ExpandHostList(c.value, kMaxNodeListEntries);
+  if (!names.ok()) return Invalid(c, names.status().message());
+  return *std::move(names);
+}
+
 Result<std::vector<std::string>> ParseConstraint(const Call& c) {
   if (c.value.find('|') != std::string_view::npos) {
     return Invalid(
@@ -459,12 +492,29 @@ constexpr OptionDef kOptions[] = {
        SHOAL_ASSIGN_OR_RETURN(r.constraints, ParseConstraint(c));
        return Status::Ok();
      }},
+    {"nodelist", 'w', "HOSTS", "run on these nodes, all of them: n[01-04],m1",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(r.node_list, ParseNodeNames(c));
+       return Status::Ok();
+     }},
+    {"exclude", 'x', "HOSTS", "never on these nodes: n[05-06]",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(r.exclude, ParseNodeNames(c));
+       return Status::Ok();
+     }},
+    {"signal", 0, "[B:]SIG[@T]",
+     "send SIG T seconds (default 60) before the time limit: to the job's steps, or with B: "
+     "to the batch shell only",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_ASSIGN_OR_RETURN(r.signal, ParseSignalOption(c));
+       return Status::Ok();
+     }},
     {"exclusive", 0, "", "whole nodes, shared with nobody",
      [](const Call&, Request& r, std::vector<std::string>&) {
        r.exclusive = true;
        return Status::Ok();
      }},
-    {"array", 0, "SPEC", "a job array: 0-99%10, 1,3,5 or 0-15:4",
+    {"array", 'a', "SPEC", "a job array: 0-99%10, 1,3,5 or 0-15:4",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        if (HasLongNumber(c.value, kMaxNumberDigits)) return Invalid(c, "index too large");
        auto a = ParseArraySpec(c.value);
@@ -625,34 +675,16 @@ constexpr OptionDef kOptions[] = {
      }},
 };
 
-const OptionDef* FindOption(std::string_view name) {
-  if (StartsWith(name, "--")) {
-    name.remove_prefix(2);
-    for (const OptionDef& d : kOptions) {
-      if (d.long_name == name) return &d;
-    }
-    return nullptr;
-  }
-  if (name.size() == 2 && name[0] == '-') {
-    for (const OptionDef& d : kOptions) {
-      if (d.short_name != 0 && d.short_name == name[1]) return &d;
-    }
-  }
-  return nullptr;
-}
-
 // Slurm options with a Shoal way to say the same thing.
 struct Hint {
   std::string_view name;
   std::string_view hint;
 };
-constexpr std::string_view kPlacementHint =
-    "Shoal picks the nodes; ask for node labels with -C/--constraint";
 constexpr Hint kHints[] = {
-    {"--nodelist", kPlacementHint},
-    {"-w", kPlacementHint},
-    {"--exclude", kPlacementHint},
-    {"-x", kPlacementHint},
+    {"--nodefile", "give the node names with --nodelist"},
+    {"-F", "give the node names with --nodelist"},
+    {"--input", "a Shoal batch script reads no standard input; redirect inside it (< FILE)"},
+    {"-i", "a Shoal batch script reads no standard input; redirect inside it (< FILE)"},
 };
 
 // sbatch's options that have no meaning in Shoal (Slurm 22.05's `sbatch
@@ -687,7 +719,6 @@ constexpr SlurmOnly kSlurmOnly[] = {
     {"gres-flags", 0, true},
     {"hint", 0, true},
     {"ignore-pbs", 0, false},
-    {"input", 'i', true},
     {"kill-on-invalid-dep", 0, true},
     {"licenses", 'L', true},
     {"mcs-label", 0, true},
@@ -696,7 +727,6 @@ constexpr SlurmOnly kSlurmOnly[] = {
     {"network", 0, true},
     {"nice", 0, true},
     {"no-kill", 'k', false},
-    {"nodefile", 'F', true},
     {"ntasks-per-core", 0, true},
     {"ntasks-per-socket", 0, true},
     {"overcommit", 'O', false},
@@ -707,6 +737,7 @@ constexpr SlurmOnly kSlurmOnly[] = {
     {"propagate", 0, true},
     {"quiet", 'Q', false},
     {"reboot", 0, false},
+    {"reservation", 0, true},
     {"sockets-per-node", 0, true},
     {"spread-job", 0, false},
     {"switches", 0, true},
@@ -721,10 +752,70 @@ constexpr SlurmOnly kSlurmOnly[] = {
     {"wckey", 0, true},
 };
 
+// Other names sbatch takes for options (slurm_opt.c).
+struct Alias {
+  std::string_view name;
+  std::string_view long_name;
+};
+constexpr Alias kAliases[] = {
+    {"tasks-per-node", "ntasks-per-node"},
+};
+
+// Every long name `given` (without "--") could stand for, as getopt_long
+// reads sbatch's options: the one it names exactly (or through an alias),
+// else every option it is a prefix of. One answer is the option; more are
+// an ambiguous abbreviation.
+std::vector<std::string_view> LongNames(std::string_view given) {
+  std::vector<std::string_view> all;
+  for (const OptionDef& d : kOptions)
+    all.push_back(d.long_name);
+  for (const SlurmOnly& o : kSlurmOnly)
+    all.push_back(o.long_name);
+  for (const Alias& a : kAliases) {
+    if (a.name == given) return {a.long_name};
+  }
+  if (std::find(all.begin(), all.end(), given) != all.end()) return {given};
+  std::vector<std::string_view> matches;
+  if (given.empty()) return matches;
+  for (std::string_view name : all) {
+    if (StartsWith(name, given)) matches.push_back(name);
+  }
+  for (const Alias& a : kAliases) {
+    if (StartsWith(a.name, given) &&
+        std::find(matches.begin(), matches.end(), a.long_name) == matches.end())
+      matches.push_back(a.long_name);
+  }
+  return matches;
+}
+
+// The long name a word's "--name" stands for; empty when none or ambiguous.
+std::string_view LongNameOf(std::string_view word) {
+  const std::vector<std::string_view> names = LongNames(word.substr(2));
+  return names.size() == 1 ? names.front() : std::string_view();
+}
+
+const OptionDef* FindOption(std::string_view name) {
+  if (StartsWith(name, "--")) {
+    const std::string_view long_name = LongNameOf(name);
+    for (const OptionDef& d : kOptions) {
+      if (!long_name.empty() && d.long_name == long_name) return &d;
+    }
+    return nullptr;
+  }
+  if (name.size() == 2 && name[0] == '-') {
+    for (const OptionDef& d : kOptions) {
+      if (d.short_name != 0 && d.short_name == name[1]) return &d;
+    }
+  }
+  return nullptr;
+}
+
 const SlurmOnly* FindSlurmOnly(std::string_view name) {
+  const bool long_form = StartsWith(name, "--");
+  const std::string_view long_name = long_form ? LongNameOf(name) : std::string_view();
   for (const SlurmOnly& o : kSlurmOnly) {
-    if (StartsWith(name, "--") ? name.substr(2) == o.long_name
-                               : (name.size() == 2 && o.short_name != 0 && name[1] == o.short_name))
+    if (long_form ? (!long_name.empty() && long_name == o.long_name)
+                  : (name.size() == 2 && o.short_name != 0 && name[1] == o.short_name))
       return &o;
   }
   return nullptr;
@@ -737,15 +828,18 @@ Status UnknownOption(std::string_view name) {
       return InvalidArgument(fmt::format("option {} has no meaning in Shoal: {}", shown, h.hint));
     }
   }
+  if (StartsWith(name, "--") && name.size() > 2 && name.size() <= 40) {
+    const std::vector<std::string_view> could_be = LongNames(name.substr(2));
+    if (could_be.size() > 1) {
+      std::vector<std::string> shown_names;
+      for (std::string_view n : could_be)
+        shown_names.push_back(fmt::format("--{}", n));
+      return InvalidArgument(
+          fmt::format("option {} is ambiguous: it could be {}", shown, Join(shown_names, ", ")));
+    }
+  }
   if (StartsWith(name, "--") && name.size() >= 5 && name.size() <= 40) {
     const std::string_view given = name.substr(2);
-    for (const OptionDef& d : kOptions) {
-      if (StartsWith(d.long_name, given)) {
-        return InvalidArgument(fmt::format(
-            "option {} has no meaning in Shoal (did you mean --{}? Shoal takes no abbreviations)",
-            shown, d.long_name));
-      }
-    }
     const OptionDef* closest = nullptr;
     size_t closest_distance = 0;
     for (const OptionDef& d : kOptions) {

@@ -155,6 +155,10 @@ TEST(OptionsTest, MemoryArrayAndDependencyOptionsInEachForm) {
        [](const JobSpec& s) {
          EXPECT_EQ(s.array->indices, (std::vector<int>{1, 5}));
        }},
+      {{"-a", "2-3"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.array->indices, (std::vector<int>{2, 3}));
+       }},
       {{"-d", "afterok:12:13"},
        [](const JobSpec& s) {
          ASSERT_EQ(s.dependencies.size(), 2u);
@@ -223,6 +227,23 @@ TEST(OptionsTest, HoldBeginAndExportOptionsInEachForm) {
   });
 }
 
+TEST(OptionsTest, AbbreviationsAndAliasesAsGetoptLongReadsThem) {
+  // An unambiguous prefix names its option, as sbatch's getopt_long takes it;
+  // an exact name wins over the longer names it begins (--gpus, --gpus-per-node).
+  ExpectEach({
+      {{"--part=gpu"}, [](const JobSpec& s) { EXPECT_EQ(s.partition, "gpu"); }},
+      {{"--err=e.txt"}, [](const JobSpec& s) { EXPECT_EQ(s.stderr_path, "e.txt"); }},
+      {{"--gpus=2"}, [](const JobSpec& s) { EXPECT_EQ(s.gpus, 2); }},
+      {{"--tasks-per-node=2", "-N", "2"}, [](const JobSpec& s) { EXPECT_EQ(s.tasks_per_node, 2); }},
+      {{"--tasks-per-n", "3", "-N", "1"}, [](const JobSpec& s) { EXPECT_EQ(s.tasks_per_node, 3); }},
+  });
+  auto slurm_only = Options({"--reserv=workshop", "--hin=nomultithread"});
+  ASSERT_TRUE(slurm_only.ok()) << slurm_only.status().ToString();
+  ASSERT_EQ(slurm_only->notes.size(), 2u);
+  EXPECT_NE(slurm_only->notes[0].find("--reservation=workshop"), std::string::npos);
+  EXPECT_NE(slurm_only->notes[1].find("--hint=nomultithread"), std::string::npos);
+}
+
 TEST(OptionsTest, DefaultsWhenNothingIsGiven) {
   auto sub = Options({});
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
@@ -247,13 +268,19 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
   const ErrorCase cases[] = {
       // Options without a Shoal meaning.
       {{"--frobnicate=yes"}, "option --frobnicate has no meaning in Shoal"},
-      {{"--nodelist=n1"}, "option --nodelist has no meaning in Shoal: Shoal picks the nodes"},
-      {{"-w", "n1"}, "option -w has no meaning in Shoal"},
-      {{"-wn1"}, "option -w has no meaning in Shoal"},
-      {{"-x", "n1"}, "option -x has no meaning in Shoal"},
+      {{"--nodefile=hosts"}, "give the node names with --nodelist"},
+      {{"--nodelist=./hosts"}, "a file of node names is not supported"},
+      {{"-w", "n[1-2", "-N", "2"}, "-w n[1-2: "},
+      {{"-w", "n[1-3]", "-N", "4"}, "Shoal takes all of a job's nodes from --nodelist"},
+      {{"-w", "n1,n1"}, "--nodelist names n1 twice"},
+      {{"-w", "n[1-2]", "-x", "n2"}, "node n2 is both in --nodelist and in --exclude"},
+      {{"-x", "n[1-100000]"}, "-x n[1-100000]: "},
       {{"--partiton=gpu"}, "(did you mean --partition?)"},
-      {{"--part=gpu"}, "did you mean --partition? Shoal takes no abbreviations"},
-      {{"--signal=USR1@60"}, "option --signal has no meaning in Shoal"},
+      {{"--gpus-per=1"}, "option --gpus-per is ambiguous: it could be --gpus-per-"},
+      {{"--input=data.txt"}, "reads no standard input; redirect inside it"},
+      {{"--signal=USR3@60"}, "--signal=USR3@60: 'USR3' is not a signal"},
+      {{"--signal=USR1@-5"}, "the time after @ is 0 to 65535 seconds"},
+      {{"--signal=B:99"}, "signal 99 is not 1 to 64"},
       // Missing, extra and empty values.
       {{"-N"}, "-N needs a value"},
       {{"--job-name"}, "--job-name needs a value"},

@@ -216,6 +216,9 @@ void Overlay(const Request& high, Request& low) {
   Take(high.hold, low.hold);
   Take(high.begin_time, low.begin_time);
   Take(high.constraints, low.constraints);
+  Take(high.node_list, low.node_list);
+  Take(high.exclude, low.exclude);
+  Take(high.signal, low.signal);
   Take(high.exported, low.exported);
   Take(high.export_file, low.export_file);
   Take(high.get_user_env, low.get_user_env);
@@ -257,6 +260,13 @@ Status Resolve(const Request& r, JobSpec& spec) {
   if (r.hold) spec.hold = *r.hold;
   if (r.begin_time) spec.begin_time = *r.begin_time;
   if (r.constraints) spec.constraints = *r.constraints;
+  if (r.node_list) spec.node_list = *r.node_list;
+  if (r.exclude) spec.exclude = *r.exclude;
+  if (r.signal) {
+    spec.signal = r.signal->signal;
+    spec.signal_before_s = r.signal->before_s;
+    spec.signal_batch_only = r.signal->batch_only;
+  }
   if (r.exported) spec.env = r.exported->values;
   if (r.comment) spec.comment = *r.comment;
   if (r.append_output) spec.append_output = *r.append_output;

@@ -99,6 +99,14 @@ struct Request {
   // for --begin=now, which removes a begin time an earlier source set.
   std::optional<std::optional<Time>> begin_time;
   std::optional<std::vector<std::string>> constraints;
+  std::optional<std::vector<std::string>> node_list;  // --nodelist, expanded
+  std::optional<std::vector<std::string>> exclude;    // --exclude, expanded
+  struct SignalRequest {
+    int signal = 0;
+    int before_s = 60;
+    bool batch_only = false;
+  };
+  std::optional<SignalRequest> signal;
   std::optional<ExportRequest> exported;
   std::optional<std::string> export_file;
   std::optional<bool> get_user_env;

@@ -88,16 +88,15 @@ Result<Submission> ParseSubmit(const std::vector<std::string>& args, std::string
   if (has_script) {
     const std::string where = script_path.empty() ? "the batch script" : std::string(script_path);
     if (command_line.wrap) return InvalidArgument("give either --wrap or a batch script, not both");
+    // As sbatch: the words after the script are its arguments, options or not.
     if (rest.size() > 1) {
+      sub.spec.script_args.assign(rest.begin() + 1, rest.end());
       if (StartsWith(rest[1], "-")) {
-        return InvalidArgument(
-            fmt::format("'{}' comes after {}: options go before the script", rest[1], where));
+        sub.notes.push_back(
+            fmt::format("'{}' comes after {}: it is the script's argument, as sbatch takes it "
+                        "(options go before the script)",
+                        rest[1], where));
       }
-      return InvalidArgument(
-          fmt::format("arguments after {} are not supported: Shoal runs a batch script without "
-                      "arguments (pass values "
-                      "with --export=NAME=value)",
-                      where));
     }
     if (!script_has_command) {
       return InvalidArgument(
@@ -115,6 +114,7 @@ Result<Submission> ParseSubmit(const std::vector<std::string>& args, std::string
   } else if (!rest.empty()) {
     if (rest[0].empty()) return InvalidArgument("the command is an empty word");
     sub.spec.command = ShellJoin(rest);
+    sub.spec.argv = rest;
     sub.spec.script = false;
   } else {
     return InvalidArgument(

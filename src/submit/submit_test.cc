@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
 
 namespace shoal::submit {
@@ -53,7 +54,28 @@ TEST(SubmitTest, BatchScript) {
     EXPECT_TRUE(sub->spec.script);
     EXPECT_EQ(sub->spec.command, script);
     EXPECT_EQ(sub->spec.nodes, 2);
+    EXPECT_TRUE(sub->spec.script_args.empty());
   }
+}
+
+TEST(SubmitTest, WordsAfterTheScriptAreItsArguments) {
+  // As sbatch takes them: options or not, with a note for the ones that look
+  // like options (they are usually meant for sbatch).
+  auto sub =
+      ParseSubmit({"-N", "2", "job.sh", "--lr", "0.1", "data dir"}, "#!/bin/sh\nrun\n", "job.sh");
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  EXPECT_EQ(sub->spec.nodes, 2);
+  EXPECT_EQ(sub->spec.script_args, (std::vector<std::string>{"--lr", "0.1", "data dir"}));
+  ASSERT_EQ(sub->notes.size(), 1u);
+  EXPECT_NE(sub->notes[0].find("'--lr' comes after job.sh"), std::string::npos) << sub->notes[0];
+  auto plain = ParseSubmit({"job.sh", "one"}, "#!/bin/sh\nrun\n", "job.sh");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->spec.script_args, std::vector<std::string>{"one"});
+  EXPECT_TRUE(plain->notes.empty());
+  // Only a script takes arguments.
+  JobSpec spec = plain->spec;
+  spec.script = false;
+  EXPECT_NE(spec.Validate().message().find("arguments are for a batch script"), std::string::npos);
 }
 
 TEST(SubmitTest, UnnamedJobsAreNamedAsSlurmNamesThem) {
@@ -86,10 +108,6 @@ TEST(SubmitTest, WhatRunsMustBeOneThing) {
       {{"--wrap=hostname", "python"},
        "",
        "give either --wrap or a command after the options, not both"},
-      {{"job.sh", "arg1"},
-       "run\n",
-       "arguments after job.sh are not supported: Shoal runs a batch script without arguments"},
-      {{"job.sh", "-N", "2"}, "run\n", "'-N' comes after job.sh: options go before the script"},
       {{"--", ""}, "", "the command is an empty word"},
       {{"--wrap"}, "", "--wrap needs a value"},
   };
@@ -331,6 +349,18 @@ TEST(SlurmOptionsTest, TaskGpusAndPerCpuMemory) {
   Submission whole = MustParse({"--mem=0", "--wrap=x"});
   EXPECT_TRUE(whole.spec.exclusive);
   EXPECT_EQ(whole.spec.mem_mib_per_node, 0);
+}
+
+TEST(SlurmOptionsTest, SignalBeforeTheTimeLimit) {
+  Submission batch = MustParse({"--signal=B:USR1@90", "--wrap=x"});
+  EXPECT_EQ(batch.spec.signal, SIGUSR1);
+  EXPECT_EQ(batch.spec.signal_before_s, 90);
+  EXPECT_TRUE(batch.spec.signal_batch_only);
+  Submission steps = MustParse({"--signal=R:SIGTERM", "--wrap=x"});
+  EXPECT_EQ(steps.spec.signal, SIGTERM);
+  EXPECT_EQ(steps.spec.signal_before_s, 60) << "sbatch's default";
+  EXPECT_FALSE(steps.spec.signal_batch_only);
+  EXPECT_EQ(MustParse({"--signal=10@0", "--wrap=x"}).spec.signal, 10);
 }
 
 TEST(SlurmOptionsTest, OutputModeCommentWaitParsable) {

@@ -328,7 +328,7 @@ TEST_F(ClusterTest, JobRunsOnItsGpusAndItsLogIsReadable) {
   const std::string log = Log(*admin_, id);
   EXPECT_NE(log.find("gpus=" + Join(expect, ",")), std::string::npos) << log;
   EXPECT_NE(log.find("oops"), std::string::npos) << log;  // stderr joins stdout by default
-  EXPECT_TRUE(fs::exists(dir_ / "work" / ("shoal-" + std::to_string(id) + ".out")));
+  EXPECT_TRUE(fs::exists(dir_ / "work" / ("slurm-" + std::to_string(id) + ".out")));
 }
 
 TEST_F(ClusterTest, TwoJobsNeverShareAGpu) {

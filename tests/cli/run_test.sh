@@ -23,6 +23,9 @@ check "run gives the task's exit code" 7 "" -- "$SHOAL" run -n 1 sh -c 'exit 7'
 check "run: no program" 2 "nothing to run" -- "$SHOAL" run -n 2
 check "run: an unknown option" 2 "unknown option --bogus" -- "$SHOAL" run --bogus true
 check "run without a shell: the words as they are" 0 "a  b|c" -- "$SHOAL" run printf '%s|%s\n' 'a  b' c
+check "run -w: on the listed node" 0 "^node02$" -- "$SHOAL" run -w node02 printenv SLURMD_NODENAME
+check "run -x: never on the excluded node" 0 "^node02$" -- "$SHOAL" run -x node01 printenv SLURMD_NODENAME
+check "submit -w: a node that is not there" 1 "no node is named 'nosuch'" -- "$SHOAL" submit -w nosuch --wrap true
 check "the allocations are given back" 0 "" -- sh -c "! '$SHOAL' queue | grep -q running"
 FOO=from-here check "the environment travels" 0 "^from-here$" -- "$SHOAL" run printenv FOO
 FOO=from-here check "--export=NONE" 1 "" -- "$SHOAL" run --export=NONE printenv FOO
@@ -30,6 +33,26 @@ check "--gpus-per-task: a GPU each" 0 "" -- "$SHOAL" run -N 1 --gpus-per-node 2 
 cp "$TMP/out" "$TMP/gpus.out"
 check "  task 0 sees GPU 0" 0 "" -- grep -qx "0: 0" "$TMP/gpus.out"
 check "  task 1 sees GPU 1" 0 "" -- grep -qx "1: 1" "$TMP/gpus.out"
+
+# srun -l pads the rank to the widest one's digits; the job's partition is named.
+check "run -l with 12 tasks" 0 "^ 0: x$" -- "$SHOAL" run -N 2 --ntasks-per-node 6 -l echo x
+cp "$TMP/out" "$TMP/labels.out"
+check "  the last task's label" 0 "^11: x$" -- cat "$TMP/labels.out"
+check "SLURM_JOB_PARTITION without -p" 0 "^default$" -- "$SHOAL" run printenv SLURM_JOB_PARTITION
+
+# scontrol's words abbreviate; the host list defaults to the job's.
+ln -s "$SHOAL" "$TMP/scontrol"
+SLURM_JOB_NODELIST='gpu[01-02]' check "scontrol show hostname" 0 "^gpu02$" -- "$TMP/scontrol" show hostname
+check "scontrol sho hostl" 0 "^gpu\[01-03\]$" -- "$TMP/scontrol" sho hostl gpu01,gpu02,gpu03
+check "scontrol: what it does not know" 2 "knows" -- "$TMP/scontrol" show host gpu01
+
+# srun --jobid: a step in a running job of one's own, from outside it.
+check "submit a job to step into" 0 "Submitted job" -- "$SHOAL" submit -o sleeper.out --wrap 'sleep 60'
+sleeper=$(grep -o '[0-9]*' "$TMP/out" | head -1)
+for _ in $(seq 200); do "$SHOAL" show "$sleeper" 2>/dev/null | grep -q 'state.*running' && break; sleep 0.1; done
+check "run --jobid: in that job" 0 "^$sleeper$" -- "$SHOAL" run --jobid "$sleeper" -n 1 printenv SLURM_JOB_ID
+check "  and the job goes on" 0 "running" -- "$SHOAL" show "$sleeper"
+"$SHOAL" cancel "$sleeper" > /dev/null
 
 # shoal alloc: steps from a command that runs here.
 check "alloc then run inside it" 0 "inside job" -- "$SHOAL" alloc -N 2 -- sh -c \
@@ -83,4 +106,39 @@ LR=0.1 KEEP=yes check "submit --export=KEEP,SET=1" 4 "" -- "$SHOAL" submit -W -o
 check "  only those" 0 "LR=unset KEEP=yes SET=1" -- cat env-some.out
 LR=0.1 check "submit --export=NONE" 4 "" -- "$SHOAL" submit -W -o env-none.out --export=NONE env.sh
 check "  none of them" 0 "LR=unset KEEP=unset SET=unset" -- cat env-none.out
+printf '#!/bin/sh\necho "args: $#|$1|$2"\n' > args.sh
+check "submit script.sh ARGS: the script's arguments" 0 "" -- "$SHOAL" submit -W -o args.out args.sh --lr '0.1 x'
+check "  as the script saw them" 0 "^args: 2|--lr|0.1 x$" -- cat args.out
+# --open-mode: a job's output file starts empty (truncate), unless append.
+check "the first job writes mode.out" 0 "" -- "$SHOAL" submit -W -o mode.out --wrap 'echo first'
+check "a second job empties it" 0 "" -- "$SHOAL" submit -W -o mode.out --wrap 'echo second'
+check "  only the second's line" 0 "" -- test "$(cat mode.out)" = second
+check "--open-mode=append adds to it" 0 "" -- "$SHOAL" submit -W -o mode.out --open-mode=append --wrap 'echo third'
+check "  both lines" 0 "" -- test "$(cat mode.out | tr '\n' ' ')" = "second third "
+mkdir -p sub/dir
+check "submit -D relative: from the submitting directory" 0 "" -- "$SHOAL" submit -W -D sub/dir -o pwd.out --wrap pwd
+check "  the job ran there" 0 "^$TMP/work/sub/dir$" -- cat sub/dir/pwd.out
+check "  and sbatch's default output name" 0 "" -- sh -c "'$SHOAL' submit -W -D sub --wrap 'echo hi' >/dev/null && ls sub | grep -q '^slurm-[0-9]*.out$'"
+# --signal: the warning before the time limit reaches the batch shell (B:),
+# and shoal cancel --signal reaches a running job's tasks.
+cat > warn.sh <<'SH'
+#!/bin/sh
+trap 'echo "warned"; exit 0' USR1
+sleep 50 &
+wait
+echo "not warned"
+SH
+start=$(date +%s)
+check "submit --signal=B:USR1@56 -t 1" 0 "" -- "$SHOAL" submit -W -t 1 --signal=B:USR1@56 -o warn.out warn.sh
+check "  the script trapped the warning" 0 "^warned$" -- cat warn.out
+check "  about 4 s in, not at the limit" 0 "" -- test $(( $(date +%s) - start )) -lt 30
+check "submit a job that waits for USR2" 0 "Submitted job" -- "$SHOAL" submit -o usr2.out -- \
+  sh -c 'trap "echo got USR2; exit 0" USR2; echo ready; while :; do sleep 0.1; done'
+job=$(grep -o '[0-9]*' "$TMP/out" | head -1)
+for _ in $(seq 200); do grep -q ready usr2.out 2>/dev/null && break; sleep 0.1; done
+check "cancel --signal=USR2" 0 "" -- "$SHOAL" cancel --signal=SIGUSR2 "$job"
+for _ in $(seq 200); do "$SHOAL" show "$job" 2>/dev/null | grep -q 'state.*completed' && break; sleep 0.1; done
+check "  the job's task got it and ended by itself" 0 "completed" -- "$SHOAL" show "$job"
+check "cancel --signal: a signal that does not exist" 1 "'BOGUS' is not a signal" -- "$SHOAL" cancel --signal=BOGUS "$job"
+check "cancel --signal: an ended job" 1 "not running\|ended" -- "$SHOAL" cancel -s USR1 "$job"
 exit $fail

@@ -68,7 +68,7 @@ check "submit help lists --gres" 0 "--gres gpu\[:TYPE\]\[:N\]" -- "$SHOAL" submi
 check "submit help tells of directives" 0 "#SBATCH" -- "$SHOAL" submit --help
 check "submit unknown option" 2 "did you mean --partition?) (shoal submit --help)" -- \
   "$SHOAL" submit --partiton gpu --wrap true
-check "submit Slurm-only option" 2 "has no meaning in Shoal" -- "$SHOAL" submit -w n1 --wrap true
+check "submit option with another way" 2 "has no meaning in Shoal: give the node names" -- "$SHOAL" submit -F hosts --wrap true
 check "submit option without value" 2 "shoal submit: -J needs a value (shoal submit --help)" -- \
   "$SHOAL" submit -J
 check "submit --server without value" 2 "--server needs a value" -- "$SHOAL" submit --server
@@ -78,12 +78,13 @@ check "submit --server between options" 3 "127.0.0.1:2" -- \
 check "submit --help as a value" 3 "cannot reach" -- "$SHOAL" submit -J --help --wrap true
 check "submit command keeps its flags" 3 "cannot reach" -- "$SHOAL" submit -G 1 python3 t.py --help
 check "submit after --" 3 "cannot reach" -- "$SHOAL" submit -- echo --server x --help
-printf '#!/bin/sh\n#SBATCH --gpus=1\n#SBATCH --nodelist=n1\necho hi\n' > "$TMP/job.sh"
-check "submit script error" 2 "job.sh:3: option --nodelist has no meaning in Shoal" -- \
+printf '#!/bin/sh\n#SBATCH --gpus=1\n#SBATCH --frobnicate=n1\necho hi\n' > "$TMP/job.sh"
+check "submit script error" 2 "job.sh:3: option --frobnicate has no meaning in Shoal" -- \
   "$SHOAL" submit "$TMP/job.sh"
 printf '#!/bin/sh\n#SBATCH --gpus=1\necho hi\n' > "$TMP/ok.sh"
-check "submit script arguments" 2 "arguments after .*ok.sh are not supported" -- \
+check "submit script arguments: the script's" 3 "cannot reach" -- \
   "$SHOAL" submit "$TMP/ok.sh" one
-check "submit options after the script" 2 "'-N' comes after" -- "$SHOAL" submit "$TMP/ok.sh" -N 2
+check "submit options after the script: the script's, with a note" 3 \
+  "note: '-N' comes after .*ok.sh: it is the script's argument" -- "$SHOAL" submit "$TMP/ok.sh" -N 2
 check "submit script" 3 "cannot reach" -- "$SHOAL" submit --json "$TMP/ok.sh"
 exit $fail

@@ -108,6 +108,14 @@ class JobBuilder {
     spec_.constraints = std::move(l);
     return *this;
   }
+  JobBuilder& NodeList(std::vector<std::string> nodes) {
+    spec_.node_list = std::move(nodes);
+    return *this;
+  }
+  JobBuilder& Exclude(std::vector<std::string> nodes) {
+    spec_.exclude = std::move(nodes);
+    return *this;
+  }
   JobBuilder& Requeue() {
     spec_.requeue = true;
     return *this;

@@ -183,6 +183,8 @@ class Runner {
     }
     if (Has(l, "exclusive")) j.Exclusive();
     if (Has(l, "labels")) j.Labels(List(l, "labels"));
+    if (Has(l, "nodelist")) j.NodeList(List(l, "nodelist"));
+    if (Has(l, "exclude")) j.Exclude(List(l, "exclude"));
     if (Has(l, "requeue")) j.Requeue();
     return j;
   }

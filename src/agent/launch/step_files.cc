@@ -93,6 +93,7 @@ std::string EncodeRequest(const SupervisorRequest& request) {
       {"step", s.step},
       {"batch", s.batch},
       {"has_batch_step", s.has_batch_step},
+      {"append_output", s.append_output},
       {"argv", s.argv},
       {"gpus_per_task", s.gpus_per_task},
       {"slurm_commands", s.slurm_commands},
@@ -155,6 +156,7 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     s.step = j.value("step", uint32_t{0});
     s.batch = j.value("batch", false);
     s.has_batch_step = j.value("has_batch_step", false);
+    s.append_output = j.value("append_output", false);
     s.argv = j.value("argv", std::vector<std::string>());
     s.gpus_per_task = j.value("gpus_per_task", 0);
     s.slurm_commands = j.value("slurm_commands", std::string());

@@ -43,6 +43,9 @@ inline constexpr char kHostfileFile[] = "hostfile";
 inline constexpr char kScriptFile[] = "script";
 inline constexpr char kTasksFile[] = "tasks";
 inline constexpr char kStopFile[] = "stop";
+// "<signal> <leader_only 0|1>": a signal for the step's tasks, forwarded by
+// the supervisor when SIGUSR1 tells it the file is there.
+inline constexpr char kSignalFile[] = "signal";
 inline constexpr char kResultFile[] = "result.json";
 inline constexpr char kEventsFifo[] = "events";
 inline constexpr char kLauncherSocket[] = "launcher.sock";

@@ -134,6 +134,19 @@ class DirSteps final : public Steps {
     return Status::Ok();
   }
 
+  Status Signal(StepKey key, int sig, bool leader_only) override {
+    Result<StepState> state = ReadState(key);
+    if (!state.ok() || state->phase != StepPhase::kRunning) return Status::Ok();
+    const std::string dir = StepDir(key);
+    SHOAL_RETURN_IF_ERROR(WriteFileAtomic(dir + "/" + kSignalFile,
+                                          fmt::format("{} {}\n", sig, leader_only ? 1 : 0), 0644));
+    Result<std::string> pid_text = ReadFile(dir + "/" + kPidFile);
+    if (!pid_text.ok()) return Status::Ok();
+    Result<std::pair<ProcessIdentity, Time>> pid = DecodePidFile(*pid_text);
+    if (pid.ok()) SignalIfAlive(pid->first, SIGUSR1);
+    return Status::Ok();
+  }
+
   std::vector<StepState> Scan() override {
     std::vector<StepState> out;
     DIR* d = ::opendir(dir_.c_str());

@@ -43,6 +43,7 @@ struct StepRequest {
   // SLURM_STEP_ID is one less).
   bool has_batch_step = false;
   // What runs, without a shell (the steps of `shoal run`); empty: `command`.
+  // With `script`: the script's arguments.
   std::vector<std::string> argv;
   int gpus_per_task = 0;  // each task sees this many of `gpus` (0: all of them)
   // The shoal binary that `srun` and `scontrol` run inside the job (they
@@ -54,7 +55,8 @@ struct StepRequest {
   bool script = false;
   std::string work_dir;          // empty: the user's home directory
   std::string stdout_path;       // absolute or relative to work_dir, with sbatch's %-patterns
-  std::string stderr_path;       // (ResolveOutputPath); empty: "shoal-%j.out" (stderr joins stdout)
+  std::string stderr_path;       // (ResolveOutputPath); empty: "slurm-%j.out" (stderr joins stdout)
+  bool append_output = false;    // add to the output files (else the first task empties them)
   std::vector<std::string> env;  // KEY=VALUE from the job spec, before Shoal's own variables
   uint64_t array_job_id = 0;     // an array task's array (0: not an array task)
   int array_task_id = -1;        // its index in the array
@@ -153,6 +155,10 @@ class Steps {
   // Asks the step's supervisor to stop it (SIGTERM, then SIGKILL after
   // `grace`). Unknown steps are not an error.
   virtual Status Stop(StepKey key, Duration grace) = 0;
+  // Sends `sig` to the step's tasks through its supervisor: to each task's
+  // own process when `leader_only`, else to every process of the step.
+  // A step that is not running is not an error.
+  virtual Status Signal(StepKey key, int sig, bool leader_only) = 0;
   // Every step on disk and its phase.
   virtual std::vector<StepState> Scan() = 0;
   // Removes a step's directory once the server knows how it ended.

@@ -15,9 +15,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "agent/launch/cgroup.h"
 #include "agent/launch/launcher.h"
@@ -65,6 +67,10 @@ struct TaskPlan {
   std::vector<char*> envp;
   std::string stdout_path;
   std::string stderr_path;
+  // --open-mode=truncate: the first task here to open a file empties it
+  // (tasks open theirs one after another: StartTasks waits for each exec).
+  bool truncate_stdout = false;
+  bool truncate_stderr = false;
 };
 
 struct Task {
@@ -194,7 +200,7 @@ class Supervisor {
       : steps_dir_(std::move(steps_dir)), name_(std::move(name)), dir_(steps_dir_ + "/" + name_) {
     record_.started = started;
     sigemptyset(&handled_);
-    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP})
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1})
       sigaddset(&handled_, sig);
   }
 
@@ -248,6 +254,7 @@ class Supervisor {
       }
       argv_ = step.command.starts_with("#!") ? std::vector<std::string>{script}
                                              : std::vector<std::string>{"/bin/sh", script};
+      argv_.insert(argv_.end(), step.argv.begin(), step.argv.end());
     } else if (step.argv.empty()) {
       argv_ = {"/bin/sh", "-c", step.command};
     }
@@ -284,8 +291,9 @@ class Supervisor {
       plan.stdout_path = ResolveOutputPath(step, false, plan.rank);
       plan.stderr_path = StderrJoinsStdout(step) ? "" : ResolveOutputPath(step, true, plan.rank);
     }
+    MarkTruncation(step);
 
-    if (!step.argv.empty()) {
+    if (!step.script && !step.argv.empty()) {
       // Without a shell, as execvp would find it: on the task's PATH, or
       // relative to its working folder when the name has a slash.
       argv_ = step.argv;
@@ -301,6 +309,27 @@ class Supervisor {
       if (!created.ok()) return created.WithContext("cgroup");
     }
     return Status::Ok();
+  }
+
+  // Which tasks empty their output files first (sbatch's default
+  // --open-mode=truncate): on the job's first node, and on the others only
+  // for files named per node or task (one file that all nodes share is
+  // emptied once, not after a node has written to it).
+  void MarkTruncation(const StepRequest& step) {
+    if (step.append_output) return;
+    auto per_node = [](const std::string& pattern) {
+      return pattern.find("%N") != std::string::npos || pattern.find("%n") != std::string::npos ||
+             pattern.find("%t") != std::string::npos;
+    };
+    const bool first_node = step.node_rank == 0;
+    std::unordered_set<std::string> seen;
+    for (TaskPlan& plan : plans_) {
+      plan.truncate_stdout =
+          (first_node || per_node(step.stdout_path)) && seen.insert(plan.stdout_path).second;
+      plan.truncate_stderr = !plan.stderr_path.empty() &&
+                             (first_node || per_node(step.stderr_path)) &&
+                             seen.insert(plan.stderr_path).second;
+    }
   }
 
   // In the vforked child: system calls only, then exec; on failure it
@@ -338,12 +367,13 @@ class Supervisor {
     // reached with the user's rights, and the files are the user's.
     if (::chdir(work_dir_.c_str()) != 0) fail(ChildStage::kWorkDir);
     const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
-    int out = ::open(plan.stdout_path.c_str(), flags, 0644);
+    int out = ::open(plan.stdout_path.c_str(), flags | (plan.truncate_stdout ? O_TRUNC : 0), 0644);
     if (out < 0 || ::dup2(out, STDOUT_FILENO) < 0) fail(ChildStage::kStdout);
     if (plan.stderr_path.empty()) {
       if (::dup2(out, STDERR_FILENO) < 0) fail(ChildStage::kStderr);
     } else {
-      int err = ::open(plan.stderr_path.c_str(), flags, 0644);
+      int err =
+          ::open(plan.stderr_path.c_str(), flags | (plan.truncate_stderr ? O_TRUNC : 0), 0644);
       if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(ChildStage::kStderr);
     }
     ::execve(argv_pointers_[0], argv_pointers_.data(), plan.envp.data());
@@ -469,6 +499,32 @@ class Supervisor {
     }
   }
 
+  // A signal the agent asked for (sbatch --signal, shoal cancel --signal):
+  // to every task's process (leader_only) or to everything of the step.
+  void ForwardSignal() {
+    Result<std::string> text = ReadFile(dir_ + "/" + kSignalFile);
+    if (!text.ok()) return;
+    int sig = 0;
+    int leader_only = 0;
+    if (std::sscanf(text->c_str(), "%d %d", &sig, &leader_only) != 2 || sig <= 0 || sig > 64)
+      return;
+    if (leader_only != 0) {
+      for (const Task& t : tasks_) {
+        if (t.running) ::kill(t.pid, sig);
+      }
+      return;
+    }
+    // The cgroup holds every process of the step once; without one, each
+    // task's process group.
+    if (cgroup_ && cgroup_->enabled()) {
+      cgroup_->Signal(sig);
+      return;
+    }
+    for (const Task& t : tasks_) {
+      if (t.running) ::kill(-t.pid, sig);
+    }
+  }
+
   Duration StopGrace() const {
     Result<std::string> text = ReadFile(dir_ + "/" + kStopFile);
     if (text.ok()) {
@@ -509,6 +565,8 @@ class Supervisor {
         grace = StopGrace();
         SignalStep(SIGTERM);
         kill_at = SteadyClock::now() + grace;
+      } else if (sig == SIGUSR1) {
+        ForwardSignal();
       }
       // SIGHUP, a second SIGTERM, a timeout or EINTR: go round again.
     }
@@ -651,7 +709,7 @@ bool SettleProcess() {
   // the start, so a stop sent as soon as the pid file exists waits for us.
   sigset_t handled;
   sigemptyset(&handled);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP})
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR1})
     sigaddset(&handled, sig);
   ::sigprocmask(SIG_BLOCK, &handled, nullptr);
   ::signal(SIGPIPE, SIG_IGN);

@@ -15,7 +15,9 @@ namespace shoal::agent {
 namespace {
 
 constexpr int kMaxPort = 65535;
-constexpr std::string_view kDefaultOutput = "shoal-%j.out";
+// sbatch's default output names, in the job's working directory.
+constexpr std::string_view kDefaultOutput = "slurm-%j.out";
+constexpr std::string_view kDefaultArrayOutput = "slurm-%A_%a.out";
 
 std::string_view NameOf(std::string_view entry) {
   return entry.substr(0, entry.find('='));
@@ -151,6 +153,11 @@ std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank
       Var("SHOAL_NODELIST", Join(hosts, ",")), Var("SHOAL_STEP_ID", step.step),
   };
   if (!hostfile.empty()) shoal.push_back(Var("SHOAL_HOSTFILE", hostfile));
+  if (!step.node_name.empty()) {
+    // The node's name, as Slurm's slurmd sets it for everything it starts.
+    shoal.push_back(Var("SLURMD_NODENAME", step.node_name));
+    shoal.push_back(Var("SHOAL_NODE_NAME", step.node_name));
+  }
   // A rendezvous the user set (exported into the step, as srun carries the
   // batch script's variables) is theirs; else Shoal's.
   auto given = [&step](std::string_view name) {
@@ -279,7 +286,7 @@ std::optional<std::string> PatternValue(const StepRequest& step, char letter, in
 std::string ResolveOutputPath(const StepRequest& step, bool stderr_stream, int rank) {
   std::string_view pattern = step.stdout_path;
   if (stderr_stream && !step.stderr_path.empty()) pattern = step.stderr_path;
-  if (pattern.empty()) pattern = kDefaultOutput;
+  if (pattern.empty()) pattern = step.array_task_id >= 0 ? kDefaultArrayOutput : kDefaultOutput;
   std::string path;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] != '%') {

@@ -101,6 +101,7 @@ TEST(TaskEnvironment, JobAndPlacementVariables) {
   EXPECT_EQ(env["SHOAL_JOB_NAME"], "train");
   EXPECT_EQ(env["SHOAL_NODELIST"], "gpu-a,gpu-b");
   EXPECT_EQ(env["SHOAL_HOSTFILE"], "/steps/42.3/hostfile");
+  EXPECT_EQ(env["SLURMD_NODENAME"], "gpu-b");
   EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.1");
   EXPECT_EQ(env["MASTER_PORT"], "29500");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "4,5,7");
@@ -241,8 +242,8 @@ TEST(ResolveOutputPath, PatternsAndWorkDir) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {"", "", false, 0, "/home/alice/run/shoal-42.out"},
-      {"", "", true, 0, "/home/alice/run/shoal-42.out"},  // stderr joins stdout
+      {"", "", false, 0, "/home/alice/run/slurm-42.out"},  // sbatch's default
+      {"", "", true, 0, "/home/alice/run/slurm-42.out"},   // stderr joins stdout
       {"logs/%u-%j.%N.out", "", false, 0, "/home/alice/run/logs/alice-42.gpu-b.out"},
       {"/tmp/o-%j-%t.txt", "/tmp/e-%j-%t.txt", true, 3, "/tmp/e-42-3.txt"},
       {"100%%-%x", "", false, 0, "/home/alice/run/100%-train"},
@@ -270,6 +271,8 @@ TEST(ResolveOutputPath, ArrayTasksWriteTheirOwnFiles) {
   EXPECT_EQ(ResolveOutputPath(s, false, 0), "/r/train-40_7.out");
   s.stdout_path = "/r/%A-%3a.%j";
   EXPECT_EQ(ResolveOutputPath(s, false, 0), "/r/40-007.43");
+  s.stdout_path.clear();  // sbatch's default for an array's task
+  EXPECT_EQ(ResolveOutputPath(s, false, 0), "/home/alice/run/slurm-40_7.out");
 }
 
 TEST(MergeEnvironment, OverridesKeepTheirPlace) {
