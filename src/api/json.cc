@@ -74,10 +74,9 @@ Json ToJson(const JobSpec& s) {
   j["time_limit_s"] = ToSeconds(s.time_limit);
   Json deps = Json::array();
   for (const Dependency& d : s.dependencies) {
-    deps.push_back({{"type", d.type == DependencyType::kAfterOk    ? "afterok"
-                             : d.type == DependencyType::kAfterAny ? "afterany"
-                                                                   : "afternotok"},
-                    {"job", d.job.value()}});
+    Json dep = {{"type", std::string(DependencyTypeName(d.type))}};
+    if (d.type != DependencyType::kSingleton) dep["job"] = d.job.value();
+    deps.push_back(std::move(dep));
   }
   j["dependencies"] = deps;
   j["requeue"] = s.requeue;
@@ -173,8 +172,9 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
       df.Optional("type", &type);
       df.Optional("job", &id);
       SHOAL_RETURN_IF_ERROR(df.Finish());
-      SHOAL_ASSIGN_OR_RETURN(std::vector<Dependency> parsed,
-                             ParseDependencies(fmt::format("{}:{}", type, id)));
+      SHOAL_ASSIGN_OR_RETURN(
+          std::vector<Dependency> parsed,
+          ParseDependencies(type == "singleton" ? type : fmt::format("{}:{}", type, id)));
       s.dependencies.insert(s.dependencies.end(), parsed.begin(), parsed.end());
     }
   }

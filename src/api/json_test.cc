@@ -30,7 +30,7 @@ TEST(JsonTest, JobSpecFieldsAreStrict) {
            {R"({"command":"true","gpus":-1})", "negative"},
            {R"({"command":"true","time_limit_s":-5})", "time limits"},
            {R"({"command":"true","dependencies":{"type":"afterok"}})", "dependencies"},
-           {R"({"command":"true","dependencies":[{"type":"after","job":1}]})", "after"},
+           {R"({"command":"true","dependencies":[{"type":"aftercorr","job":1}]})", "aftercorr"},
            {R"({"command":"true","array":"5-1"})", "array"},
            {R"([1,2])", "job"},
        }) {

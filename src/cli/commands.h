@@ -24,6 +24,9 @@ int RunTop(const std::vector<std::string>& args);
 int RunDrain(const std::vector<std::string>& args);
 int RunResume(const std::vector<std::string>& args);
 int RunToken(const std::vector<std::string>& args);
+// shoal partition and shoal account: list, show, set (admin_cmds.cc).
+int RunPartition(const std::vector<std::string>& args);
+int RunAccount(const std::vector<std::string>& args);
 int RunLogs(const std::vector<std::string>& args);
 int RunAgent(const std::vector<std::string>& args);
 int RunUp(const std::vector<std::string>& args);

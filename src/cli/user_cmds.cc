@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,8 @@
 #include "cli/app.h"
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/server_command.h"
+#include "core/job.h"
 #include "core/strings.h"
 #include "submit/submit.h"
 
@@ -70,57 +73,47 @@ std::string NodeList(const Json& job) {
   return Join(names, ",");
 }
 
-// A command that talks to the server: its CLI11 app, with the client flags.
-// The command adds its own options and positionals to app(), then calls
-// Parse and, when that says go on, Open.
-class ServerCommand {
- public:
-  ServerCommand(std::string name, std::string description)
-      : name_(std::move(name)), who_("shoal " + name_), app_(std::move(description), who_) {
-    AddClientFlags(app_, flags_);
-  }
-
-  CLI::App& app() { return app_; }
-  const ClientFlags& flags() const { return flags_; }
-  const std::string& name() const { return name_; }
-
-  // An exit code to stop with (after --help or a usage error), or -1.
-  int Parse(const std::vector<std::string>& raw) { return ParseApp(app_, raw, who_); }
-  int UsageError(std::string_view what) const { return cli::UsageError(who_, what); }
-  Result<ApiClient> Open() const { return ApiClient::Open(flags_); }
-
- private:
-  std::string name_;
-  std::string who_;
-  CLI::App app_;
-  ClientFlags flags_;
-};
-
-// Parses `raw` with `cmd`, opens a client and runs fn on it; returns the exit
-// code. Usage errors are found before anything is sent.
-template <typename F>
-int Run(ServerCommand& cmd, const std::vector<std::string>& raw, F&& fn) {
-  if (int code = cmd.Parse(raw); code >= 0) return code;
-  auto client = cmd.Open();
-  if (!client.ok()) return Fail(cmd.name(), client.status());
-  return fn(*client);
-}
-
-// A positive whole number: a job id.
+// A job id: a positive whole number, or ARRAY_INDEX for a task of a job
+// array (7_3), as squeue shows them and scancel takes them.
 CLI::Validator JobId() {
   return CLI::Validator(
       [](std::string& s) {
-        auto id = ParseInt(s);
-        return id.ok() && *id > 0 ? std::string() : fmt::format("'{}' is not a job id", s);
+        const size_t underscore = s.find('_');
+        auto id = ParseInt(s.substr(0, underscore));
+        auto index = underscore == std::string::npos ? Result<int64_t>(0)
+                                                     : ParseInt(s.substr(underscore + 1));
+        return id.ok() && *id > 0 && index.ok() && *index >= 0
+                   ? std::string()
+                   : fmt::format("'{}' is not a job id (N, or ARRAY_INDEX for an array's task)", s);
       },
       "", "JobId");
 }
 
-// Job ids that passed JobId().
-std::vector<uint64_t> JobIds(const std::vector<std::string>& words) {
+// The job a word that passed JobId() names. An array's task is found from
+// the array's record: its tasks have consecutive ids from the array's own,
+// in the order of the array's indices.
+Result<uint64_t> ResolveJob(ApiClient& c, const std::string& word) {
+  const size_t underscore = word.find('_');
+  const auto id = static_cast<uint64_t>(*ParseInt(word.substr(0, underscore)));
+  if (underscore == std::string::npos) return id;
+  const int64_t index = *ParseInt(word.substr(underscore + 1));
+  SHOAL_ASSIGN_OR_RETURN(const Json first, c.Get(fmt::format("/v1/jobs/{}", id)));
+  if (first.value("array_job_id", uint64_t{0}) != id || !first["spec"].contains("array"))
+    return NotFound(fmt::format("job {} is not a job array", id));
+  SHOAL_ASSIGN_OR_RETURN(const ArraySpec array, ParseArraySpec(Str(first["spec"], "array")));
+  auto at = std::find(array.indices.begin(), array.indices.end(), index);
+  if (at == array.indices.end())
+    return NotFound(fmt::format("job array {} has no task {}", id, index));
+  return id + static_cast<uint64_t>(at - array.indices.begin());
+}
+
+// The jobs words name (ResolveJob), or the first word's error.
+Result<std::vector<uint64_t>> JobIds(ApiClient& c, const std::vector<std::string>& words) {
   std::vector<uint64_t> ids;
-  for (const std::string& w : words)
-    ids.push_back(static_cast<uint64_t>(*ParseInt(w)));
+  for (const std::string& w : words) {
+    SHOAL_ASSIGN_OR_RETURN(uint64_t id, ResolveJob(c, w));
+    ids.push_back(id);
+  }
   return ids;
 }
 
@@ -383,6 +376,30 @@ int RunSubmit(const std::vector<std::string>& raw) {
   return kExitOk;
 }
 
+namespace {
+
+// Tasks of array `array` as squeue names them: 7_3, or 7_[4-9,12%10] for
+// several (ranges of consecutive indices; %N the array's limit on running
+// tasks, from its spec "0-99%10").
+std::string ArrayTasksName(uint64_t array, std::vector<int> tasks, const std::string& spec) {
+  std::sort(tasks.begin(), tasks.end());
+  if (tasks.size() == 1) return fmt::format("{}_{}", array, tasks.front());
+  std::vector<std::string> runs;
+  for (size_t i = 0; i < tasks.size();) {
+    size_t end = i;
+    while (end + 1 < tasks.size() && tasks[end + 1] == tasks[end] + 1)
+      ++end;
+    runs.push_back(end == i ? std::to_string(tasks[i])
+                            : fmt::format("{}-{}", tasks[i], tasks[end]));
+    i = end + 1;
+  }
+  const size_t percent = spec.find('%');
+  return fmt::format("{}_[{}{}]", array, Join(runs, ","),
+                     percent == std::string::npos ? "" : spec.substr(percent));
+}
+
+}  // namespace
+
 int RunQueue(const std::vector<std::string>& raw) {
   ServerCommand cmd("queue", "Pending and running jobs: why they wait, where they run.");
   std::string user, state;
@@ -392,7 +409,7 @@ int RunQueue(const std::vector<std::string>& raw) {
   cmd.app()
       .add_option("-t,--state", state, "only jobs in these states, e.g. pending,running")
       ->type_name("STATES");
-  return Run(cmd, raw, [&](ApiClient& c) {
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
     auto r = c.Get("/v1/jobs" + Query({{"user", user}, {"all", all ? "1" : ""}, {"state", state}}));
     if (!r.ok()) return Fail("queue", r.status());
     if (cmd.flags().json) {
@@ -401,13 +418,28 @@ int RunQueue(const std::vector<std::string>& raw) {
     }
     std::vector<std::vector<std::string>> rows;
     const double now = NowSeconds();
+    // An array's pending tasks are one line, as squeue shows them.
+    std::map<uint64_t, std::vector<int>> pending_tasks;
+    auto pending_task = [](const Json& j) {
+      return j.contains("array_task_id") && Str(j, "state") == "pending";
+    };
+    for (const Json& j : (*r)["jobs"]) {
+      if (pending_task(j))
+        pending_tasks[j.value("array_job_id", uint64_t{0})].push_back(j.value("array_task_id", 0));
+    }
     for (const Json& j : (*r)["jobs"]) {
       const Json& spec = j["spec"];
       const std::string state_name = Str(j, "state");
       const bool running = state_name == "running";
       std::string id = Str(j, "id");
-      if (j.contains("array_task_id"))
+      if (pending_task(j)) {
+        auto tasks = pending_tasks.find(j.value("array_job_id", uint64_t{0}));
+        if (tasks == pending_tasks.end()) continue;  // shown with the array's first
+        id = ArrayTasksName(tasks->first, tasks->second, Str(spec, "array", ""));
+        pending_tasks.erase(tasks);
+      } else if (j.contains("array_task_id")) {
         id += fmt::format(" ({}_{})", Str(j, "array_job_id"), Str(j, "array_task_id"));
+      }
       // A job whose GPUs sit idle is marked, so that its owner notices.
       if (j.value("idle", false)) id += " !idle";
       rows.push_back({id, Str(spec, "name"), Str(spec, "user"), Str(spec, "partition", ""),
@@ -427,8 +459,10 @@ int RunShow(const std::vector<std::string>& raw) {
   ServerCommand cmd("show", "Everything about one job: why it waits, where it runs, how it ended.");
   std::string job;
   cmd.app().add_option("JOB", job, "the job's id")->required()->check(JobId());
-  return Run(cmd, raw, [&](ApiClient& c) {
-    auto r = c.Get(fmt::format("/v1/jobs/{}", JobIds({job}).front()));
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
+    auto id = ResolveJob(c, job);
+    if (!id.ok()) return Fail("show", id.status());
+    auto r = c.Get(fmt::format("/v1/jobs/{}", *id));
     if (!r.ok()) return Fail("show", r.status());
     if (cmd.flags().json) {
       std::printf("%s\n", r->dump(2).c_str());
@@ -441,6 +475,10 @@ int RunShow(const std::vector<std::string>& raw) {
     };
     line("job",
          Str(j, "id") + (spec.value("name", "").empty() ? "" : " (" + Str(spec, "name") + ")"));
+    if (j.contains("array_task_id")) {
+      line("array task", fmt::format("{}_{} (array {})", Str(j, "array_job_id"),
+                                     Str(j, "array_task_id"), Str(spec, "array")));
+    }
     line("user", Str(spec, "user") +
                      (Str(spec, "account").empty() ? "" : " / account " + Str(spec, "account")));
     line("partition", Str(spec, "partition", "(default)"));
@@ -532,9 +570,11 @@ int JobAction(const std::string& command, std::string description,
   ServerCommand cmd(command, std::move(description));
   std::vector<std::string> jobs;
   cmd.app().add_option("JOB", jobs, "the jobs' ids")->required()->check(JobId());
-  return Run(cmd, raw, [&](ApiClient& c) {
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
+    auto ids = JobIds(c, jobs);
+    if (!ids.ok()) return Fail(command, ids.status());
     int code = kExitOk;
-    for (uint64_t id : JobIds(jobs)) {
+    for (uint64_t id : *ids) {
       auto r = c.Post(fmt::format("/v1/jobs/{}/{}", id, command), Json::object());
       if (!r.ok()) {
         code = std::max(code, Fail(command, r.status()));
@@ -558,7 +598,7 @@ int RunCancel(const std::vector<std::string>& raw) {
                        "send SIG (a name, SIGNAME or number) to the jobs' steps instead of "
                        "stopping them (scancel --signal)");
   cmd.app().add_flag("-b,--batch", batch, "with --signal: to the batch shell alone");
-  return Run(cmd, raw, [&](ApiClient& c) {
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
     std::optional<int> sig;
     if (!signal.empty()) {
       auto parsed = ParseSignal(signal);
@@ -567,8 +607,10 @@ int RunCancel(const std::vector<std::string>& raw) {
     } else if (batch) {
       return Fail("cancel", InvalidArgument("--batch goes with --signal"));
     }
+    auto ids = JobIds(c, jobs);
+    if (!ids.ok()) return Fail("cancel", ids.status());
     int code = kExitOk;
-    for (uint64_t id : JobIds(jobs)) {
+    for (uint64_t id : *ids) {
       auto r = sig ? c.Post(fmt::format("/v1/jobs/{}/signal", id),
                             Json{{"signal", *sig}, {"batch", batch}})
                    : c.Post(fmt::format("/v1/jobs/{}/cancel", id), Json::object());
@@ -598,8 +640,10 @@ int RunLogs(const std::vector<std::string>& raw) {
   cmd.app().add_option("JOB", job, "the job's id")->required()->check(JobId());
   cmd.app().add_flag("-f,--follow", follow, "keep printing while the job runs");
   cmd.app().add_flag("-e,--stderr", errors, "its standard error instead of its output");
-  return Run(cmd, raw, [&](ApiClient& c) {
-    const uint64_t id = JobIds({job}).front();
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
+    auto resolved = ResolveJob(c, job);
+    if (!resolved.ok()) return Fail("logs", resolved.status());
+    const uint64_t id = *resolved;
     const std::string stream = errors ? "stderr" : "stdout";
     int64_t offset = 0;
     while (true) {
@@ -642,9 +686,10 @@ int RunPriority(const std::vector<std::string>& raw) {
             return ParseInt(s).ok() ? std::string() : fmt::format("'{}' is not a whole number", s);
           },
           "", "WholeNumber"));
-  return Run(cmd, raw, [&](ApiClient& c) {
-    auto r = c.Patch(fmt::format("/v1/jobs/{}", JobIds({job}).front()),
-                     Json{{"priority", *ParseInt(priority)}});
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
+    auto id = ResolveJob(c, job);
+    if (!id.ok()) return Fail("priority", id.status());
+    auto r = c.Patch(fmt::format("/v1/jobs/{}", *id), Json{{"priority", *ParseInt(priority)}});
     return r.ok() ? kExitOk : Fail("priority", r.status());
   });
 }
@@ -670,7 +715,7 @@ int RunHistory(const std::vector<std::string>& raw) {
       ->type_name("STATES");
   app.add_option("--account", account, "only this account's jobs")->type_name("ACCOUNT");
   app.add_option("--limit", limit, "at most N jobs, the latest")->type_name("N");
-  return Run(cmd, raw, [&](ApiClient& c) {
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
     const std::string since = days > 0 ? fmt::format("{:.0f}", NowSeconds() - days * 86400) : "";
     auto r = c.Get("/v1/history" + Query({{"user", user},
                                           {"all", all ? "1" : ""},
@@ -709,7 +754,7 @@ int RunHistory(const std::vector<std::string>& raw) {
 
 int RunNodes(const std::vector<std::string>& raw) {
   ServerCommand cmd("nodes", "The nodes: their state, GPUs in use, CPUs, memory and partitions.");
-  return Run(cmd, raw, [&](ApiClient& c) {
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
     auto r = c.Get("/v1/nodes");
     if (!r.ok()) return Fail("nodes", r.status());
     if (cmd.flags().json) {
@@ -751,7 +796,7 @@ int RunDrain(const std::vector<std::string>& raw) {
   std::string reason;
   cmd.app().add_option("NODE", nodes, "the nodes' names")->required();
   cmd.app().add_option("--reason", reason, "why, for `shoal nodes`")->required()->type_name("TEXT");
-  return Run(cmd, raw, [&](ApiClient& c) {
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
     int code = kExitOk;
     for (const std::string& n : nodes) {
       auto r = c.Post(fmt::format("/v1/nodes/{}/drain", n), Json{{"reason", reason}});
@@ -765,7 +810,7 @@ int RunResume(const std::vector<std::string>& raw) {
   ServerCommand cmd("resume", "Put drained nodes back in service (admins).");
   std::vector<std::string> nodes;
   cmd.app().add_option("NODE", nodes, "the nodes' names")->required();
-  return Run(cmd, raw, [&](ApiClient& c) {
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
     int code = kExitOk;
     for (const std::string& n : nodes) {
       auto r = c.Post(fmt::format("/v1/nodes/{}/resume", n), Json::object());
@@ -799,7 +844,7 @@ int RunToken(const std::vector<std::string>& raw) {
   for (CLI::App* verb : {create, list, revoke})
     verb->fallthrough();
   app.require_subcommand(1);
-  return Run(cmd, raw, [&](ApiClient& c) {
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
     if (create->parsed()) {
       if (user.empty() && role != "join")
         return UsageError("shoal token create", "--user is required (except for --role join)");

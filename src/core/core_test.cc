@@ -132,7 +132,8 @@ TEST(JobTest, Dependencies) {
   ASSERT_EQ(deps->size(), 3u);
   EXPECT_EQ((*deps)[2].type, DependencyType::kAfterNotOk);
   EXPECT_EQ(FormatDependencies(*deps), "afterok:12,afterok:13,afternotok:14");
-  EXPECT_FALSE(ParseDependencies("after:1").ok());
+  EXPECT_FALSE(ParseDependencies("aftercorr:1").ok());
+  EXPECT_FALSE(ParseDependencies("singleton:1").ok());
   EXPECT_FALSE(ParseDependencies("afterok").ok());
   EXPECT_FALSE(ParseDependencies("afterok:x").ok());
 }

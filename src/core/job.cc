@@ -110,26 +110,52 @@ std::string_view PendingReasonName(PendingReason reason) {
   return "unknown";
 }
 
+std::string_view DependencyTypeName(DependencyType t) {
+  switch (t) {
+    case DependencyType::kAfterOk:
+      return "afterok";
+    case DependencyType::kAfterAny:
+      return "afterany";
+    case DependencyType::kAfterNotOk:
+      return "afternotok";
+    case DependencyType::kAfter:
+      return "after";
+    case DependencyType::kSingleton:
+      return "singleton";
+  }
+  return "afterok";
+}
+
 Result<std::vector<Dependency>> ParseDependencies(std::string_view text) {
   std::vector<Dependency> out;
   if (Trim(text).empty()) return out;
   for (std::string_view clause : Split(text, ',')) {
     std::vector<std::string_view> parts = Split(Trim(clause), ':');
+    std::string kind = ToLower(parts[0]);
+    if (kind == "singleton") {
+      if (parts.size() > 1)
+        return InvalidArgument(fmt::format("dependency '{}': singleton takes no job ids", clause));
+      out.push_back(Dependency{DependencyType::kSingleton, JobId(0)});
+      continue;
+    }
     if (parts.size() < 2) {
       return InvalidArgument(
           fmt::format("dependency '{}' needs a type and job ids (afterok:12)", clause));
     }
     DependencyType type;
-    std::string kind = ToLower(parts[0]);
     if (kind == "afterok") {
       type = DependencyType::kAfterOk;
     } else if (kind == "afterany") {
       type = DependencyType::kAfterAny;
     } else if (kind == "afternotok") {
       type = DependencyType::kAfterNotOk;
+    } else if (kind == "after") {
+      type = DependencyType::kAfter;
     } else {
       return InvalidArgument(fmt::format(
-          "dependency type '{}' is not supported (afterok, afterany, afternotok)", parts[0]));
+          "dependency type '{}' is not supported (after, afterok, afterany, afternotok, "
+          "singleton)",
+          parts[0]));
     }
     for (size_t i = 1; i < parts.size(); ++i) {
       auto id = ParseInt(parts[i]);
@@ -145,10 +171,8 @@ std::string FormatDependencies(const std::vector<Dependency>& deps) {
   std::string out;
   for (const Dependency& d : deps) {
     if (!out.empty()) out += ",";
-    out += d.type == DependencyType::kAfterOk    ? "afterok:"
-           : d.type == DependencyType::kAfterAny ? "afterany:"
-                                                 : "afternotok:";
-    out += ToString(d.job);
+    out += DependencyTypeName(d.type);
+    if (d.type != DependencyType::kSingleton) out += ":" + ToString(d.job);
   }
   return out;
 }

@@ -54,7 +54,11 @@ enum class PendingReason : uint8_t {
 
 std::string_view PendingReasonName(PendingReason reason);
 
-enum class DependencyType : uint8_t { kAfterOk, kAfterAny, kAfterNotOk };
+// Slurm's: after (the job has started, or was cancelled), afterok, afterany,
+// afternotok (it ended so), singleton (no other job of the user with this
+// job's name runs; `job` is then 0).
+enum class DependencyType : uint8_t { kAfterOk, kAfterAny, kAfterNotOk, kAfter, kSingleton };
+std::string_view DependencyTypeName(DependencyType t);
 
 struct Dependency {
   DependencyType type = DependencyType::kAfterOk;

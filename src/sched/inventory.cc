@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/strings.h"
 #include "core/topology.h"
 
 namespace shoal::sched {
@@ -166,11 +167,29 @@ Result<uint64_t> Inventory::ModelMask(const std::vector<std::string>& requested)
 Result<LabelMask> Inventory::Labels(const std::vector<std::string>& constraints) const {
   LabelMask mask;
   for (const std::string& c : constraints) {
+    if (c.find('|') != std::string::npos) continue;  // a choice: LabelChoices
     auto it = std::find(labels_.begin(), labels_.end(), c);
     if (it == labels_.end()) return Unsatisfiable(fmt::format("no node has label '{}'", c));
     mask.Set(static_cast<int>(it - labels_.begin()));
   }
   return mask;
+}
+
+Result<std::vector<LabelMask>> Inventory::LabelChoices(
+    const std::vector<std::string>& constraints) const {
+  std::vector<LabelMask> out;
+  for (const std::string& c : constraints) {
+    if (c.find('|') == std::string::npos) continue;
+    // Labels no node has are choices no node takes; all of them: none.
+    LabelMask mask;
+    for (std::string_view label : Split(c, '|')) {
+      auto it = std::find(labels_.begin(), labels_.end(), label);
+      if (it != labels_.end()) mask.Set(static_cast<int>(it - labels_.begin()));
+    }
+    if (mask.empty()) return Unsatisfiable(fmt::format("no node has any of the labels '{}'", c));
+    out.push_back(mask);
+  }
+  return out;
 }
 
 std::string Inventory::ModelNames(uint64_t mask) const {

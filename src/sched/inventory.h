@@ -33,6 +33,9 @@ struct LabelMask {
   bool Contains(const LabelMask& need) const {
     return (bits[0] & need.bits[0]) == need.bits[0] && (bits[1] & need.bits[1]) == need.bits[1];
   }
+  bool Intersects(const LabelMask& o) const {
+    return (bits[0] & o.bits[0]) != 0 || (bits[1] & o.bits[1]) != 0;
+  }
   bool empty() const { return bits[0] == 0 && bits[1] == 0; }
   friend bool operator==(const LabelMask&, const LabelMask&) = default;
 };
@@ -87,7 +90,10 @@ class Inventory {
   // an error naming the first model no node has.
   Result<uint64_t> ModelMask(const std::vector<std::string>& requested) const;
   // The labels a job needs; an error naming the first label no node has.
+  // A job's constraints: the labels every node needs (entries without '|'),
+  // and for each entry "a|b|c" the labels of which a node needs one.
   Result<LabelMask> Labels(const std::vector<std::string>& constraints) const;
+  Result<std::vector<LabelMask>> LabelChoices(const std::vector<std::string>& constraints) const;
   std::string ModelNames(uint64_t mask) const;
 
  private:

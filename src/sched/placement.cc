@@ -321,11 +321,12 @@ EligibilityCache::Entry& EligibilityCache::Find(const Request& req) {
   const bool cpu_only = req.shape == Shape::kCpuOnly;
   for (Entry& e : entries_) {
     if (e.partition == req.partition && e.models == req.model_mask && e.labels == req.labels &&
-        e.cpu_only == cpu_only && e.allowed == req.allowed_nodes) {
+        e.label_choices == req.label_choices && e.cpu_only == cpu_only &&
+        e.allowed == req.allowed_nodes) {
       return e;
     }
   }
-  Entry e{req.partition,     req.model_mask,           req.labels, cpu_only,
+  Entry e{req.partition,     req.model_mask,           req.labels, req.label_choices, cpu_only,
           req.allowed_nodes, NodeBitset(inv_->size()), 0};
   for (NodeIndex n = 0; n < inv_->size(); ++n) {
     const InvNode& node = inv_->node(n);

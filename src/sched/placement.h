@@ -44,6 +44,7 @@ class EligibilityCache {
     int partition;
     uint64_t models;
     LabelMask labels;
+    std::vector<LabelMask> label_choices;
     bool cpu_only;
     std::shared_ptr<const NodeBitset> allowed;  // the request's node lists; null: any
     NodeBitset nodes;

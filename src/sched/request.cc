@@ -58,10 +58,11 @@ Result<std::shared_ptr<const NodeBitset>> AllowedNodes(const Inventory& inv, con
 
 bool Request::SameShape(const Request& o) const {
   return shape == o.shape && partition == o.partition && model_mask == o.model_mask &&
-         labels == o.labels && nodes == o.nodes && gpus_per_node == o.gpus_per_node &&
-         total_gpus == o.total_gpus && gpu_milli == o.gpu_milli && cpu_base == o.cpu_base &&
-         cpu_per_gpu == o.cpu_per_gpu && mem_base == o.mem_base && mem_per_gpu == o.mem_per_gpu &&
-         exclusive == o.exclusive && SameNodes(allowed_nodes, o.allowed_nodes);
+         labels == o.labels && label_choices == o.label_choices && nodes == o.nodes &&
+         gpus_per_node == o.gpus_per_node && total_gpus == o.total_gpus &&
+         gpu_milli == o.gpu_milli && cpu_base == o.cpu_base && cpu_per_gpu == o.cpu_per_gpu &&
+         mem_base == o.mem_base && mem_per_gpu == o.mem_per_gpu && exclusive == o.exclusive &&
+         SameNodes(allowed_nodes, o.allowed_nodes);
 }
 
 uint64_t Request::ShapeHash() const {
@@ -75,6 +76,10 @@ uint64_t Request::ShapeHash() const {
   mix(model_mask);
   mix(labels.bits[0]);
   mix(labels.bits[1]);
+  for (const LabelMask& c : label_choices) {
+    mix(c.bits[0]);
+    mix(c.bits[1]);
+  }
   mix(static_cast<uint64_t>(nodes));
   mix(static_cast<uint64_t>(gpus_per_node));
   mix(static_cast<uint64_t>(total_gpus));
@@ -105,6 +110,7 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
   }
   SHOAL_ASSIGN_OR_RETURN(r.model_mask, inv.ModelMask(spec.gpu_models));
   SHOAL_ASSIGN_OR_RETURN(r.labels, inv.Labels(spec.constraints));
+  SHOAL_ASSIGN_OR_RETURN(r.label_choices, inv.LabelChoices(spec.constraints));
   r.gpu_milli = spec.gpu_milli;
   r.cpu_base = spec.cpu_milli_per_node;
   r.cpu_per_gpu = spec.cpu_milli_per_gpu;
@@ -145,7 +151,7 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
 bool NodeEligible(const InvNode& n, const Request& req) {
   if (!(n.partitions >> req.partition & 1)) return false;
   if (req.allowed_nodes != nullptr && !req.allowed_nodes->Test(n.index)) return false;
-  if (!n.labels.Contains(req.labels)) return false;
+  if (!req.LabelsAdmit(n.labels)) return false;
   if (req.shape != Shape::kCpuOnly && (n.models & req.model_mask) == 0) return false;
   return true;
 }

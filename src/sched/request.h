@@ -35,7 +35,8 @@ struct Request {
   Shape shape = Shape::kGang;
   int partition = 0;
   uint64_t model_mask = ~uint64_t{0};
-  LabelMask labels;
+  LabelMask labels;                      // every node has all of these
+  std::vector<LabelMask> label_choices;  // and one of each of these (--constraint a|b)
   int nodes = 1;
   int gpus_per_node = 0;
   int total_gpus = 0;
@@ -51,6 +52,14 @@ struct Request {
   Duration time_limit{0};
 
   NodeDemand Demand(int gpus_on_node) const;
+  // Whether a node with these labels meets the job's constraints.
+  bool LabelsAdmit(const LabelMask& node) const {
+    if (!node.Contains(labels)) return false;
+    for (const LabelMask& choice : label_choices) {
+      if (!node.Intersects(choice)) return false;
+    }
+    return true;
+  }
   // GPUs weighted by share.
   double GpuEquivalents() const {
     return total_gpus * static_cast<double>(gpu_milli) / kMilliPerGpu;

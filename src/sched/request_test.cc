@@ -7,6 +7,36 @@
 namespace shoal::sched {
 namespace {
 
+TEST(RequestTest, ConstraintChoicesLetEachNodeHaveEither) {
+  testing::ClusterBuilder cb;
+  cb.AddPartition("gpu", true);
+  cb.Node("h1").Gpus(8, "H100-SXM-80GB").Partitions({"gpu"}).Labels({"ib", "h100"});
+  cb.Node("a1").Gpus(8, "A100-SXM4-80GB").Partitions({"gpu"}).Labels({"ib", "a100"});
+  cb.Node("a2").Gpus(8, "A100-SXM4-80GB").Partitions({"gpu"}).Labels({"a100"});
+  auto inv = cb.Inventory();
+  JobSpec s;
+  s.gpus = 8;
+  s.command = "x";
+  s.constraints = {"h100|a100|v100", "ib"};  // (h100 or a100 or v100) and ib
+  auto r = CompileRequest(*inv, s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> eligible;
+  for (NodeIndex n = 0; n < inv->size(); ++n) {
+    if (NodeEligible(inv->node(n), *r)) eligible.push_back(inv->node(n).name);
+  }
+  EXPECT_EQ(eligible, (std::vector<std::string>{"h1", "a1"}));
+  s.constraints = {"b200|v100"};
+  auto none = CompileRequest(*inv, s);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no node has any of the labels 'b200|v100'"),
+            std::string::npos);
+  // Two requests that differ only in their choices are not the same shape.
+  s.constraints = {"h100|a100"};
+  auto other = CompileRequest(*inv, s);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->SameShape(*r));
+}
+
 TEST(RequestTest, ShapesAndErrorsByTable) {
   testing::ClusterBuilder cb;
   cb.AddPartition("gpu", true).default_time = std::chrono::hours(2);

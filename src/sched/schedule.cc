@@ -163,12 +163,20 @@ class Cycle {
     if (j.dependencies == nullptr) return {PendingReason::kNone, {}};
     bool waiting = false;
     for (const Dependency& d : *j.dependencies) {
+      if (d.type == DependencyType::kSingleton) {
+        waiting |= j.singleton_blocked;
+        continue;
+      }
       auto it = snap_.dependency_states.find(d.job);
       if (it == snap_.dependency_states.end()) {
         return {PendingReason::kDependencyNeverSatisfied,
                 fmt::format("job {} is unknown", ToString(d.job))};
       }
       const JobState st = it->second;
+      if (d.type == DependencyType::kAfter) {
+        waiting |= st == JobState::kPending;  // started (or ended, or was cancelled)
+        continue;
+      }
       if (!IsTerminal(st)) {
         waiting = true;
         continue;

@@ -51,6 +51,9 @@ struct JobInfo {
   bool held = false;
   std::optional<Time> begin_time;
   const std::vector<Dependency>* dependencies = nullptr;
+  // --dependency=singleton: another job of the user with this name runs (or
+  // waits with an earlier id); the driver decides it.
+  bool singleton_blocked = false;
   Time queued_since{};  // when it last became pending
 
   // Running jobs.

@@ -362,6 +362,7 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
     return SubmitAcceptance(std::move(spec), now);
   }
   for (const Dependency& d : spec.dependencies) {
+    if (d.type == DependencyType::kSingleton) continue;
     if (Find(d.job) == nullptr && !finished_.count(d.job.value())) {
       return NotFound(fmt::format("dependency on job {}, which does not exist", d.job.value()));
     }

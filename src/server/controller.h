@@ -336,6 +336,10 @@ class Controller {
   // the node is gone.
   void OrderKill(const std::string& node, JobId job, uint64_t epoch, std::optional<uint32_t> step,
                  std::string why, int signal = 0, bool leader_only = false);
+  // --dependency=singleton: the pending jobs (of `pending`, in submission
+  // order) that must wait because another job of their user with their name
+  // runs, or waits with an earlier id.
+  std::unordered_set<uint64_t> SingletonBlocked(const std::vector<uint64_t>& pending) const;
   // The signal orders for a running job's steps (Signal, SignalDue).
   void SignalSteps(const Job& j, int signal, bool batch_only, const std::string& why);
   // sbatch --signal: whether a running job's warning is due by `now`.

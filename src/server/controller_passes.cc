@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sched/schedule.h"
 #include "sched/working_state.h"
@@ -154,6 +156,31 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
   if (!over.empty() || !stuck.empty()) dirty_ = true;
 }
 
+std::unordered_set<uint64_t> Controller::SingletonBlocked(
+    const std::vector<uint64_t>& pending) const {
+  std::unordered_set<uint64_t> blocked;
+  auto singleton = [](const Job& j) {
+    return std::any_of(j.spec.dependencies.begin(), j.spec.dependencies.end(),
+                       [](const Dependency& d) { return d.type == DependencyType::kSingleton; });
+  };
+  std::set<std::pair<std::string, std::string>> taken;  // (user, name) that run or go first
+  bool any = false;
+  for (uint64_t id : pending)
+    any |= singleton(*Find(JobId(id)));
+  if (!any) return blocked;
+  for (const auto& [id, r] : running_) {
+    if (const Job* j = Find(JobId(id)); j != nullptr) taken.insert({j->spec.user, j->spec.name});
+  }
+  std::vector<uint64_t> by_id = pending;
+  std::sort(by_id.begin(), by_id.end());
+  for (uint64_t id : by_id) {
+    const Job& j = *Find(JobId(id));
+    if (!singleton(j)) continue;
+    if (!taken.insert({j.spec.user, j.spec.name}).second) blocked.insert(id);
+  }
+  return blocked;
+}
+
 sched::PassStats Controller::SchedulePass(Time now) {
   dirty_ = false;
   // Pending jobs in submission order (compacting the list of those that
@@ -217,9 +244,11 @@ sched::PassStats Controller::SchedulePass(Time now) {
     info.preemptible = job->spec.requeue && !r.ending_as;
     snap.running.push_back(info);
   }
+  const std::unordered_set<uint64_t> singleton_blocked = SingletonBlocked(pending);
   for (uint64_t id : pending) {
     const Job* job = Find(JobId(id));
     sched::JobInfo info = info_of(*job);
+    info.singleton_blocked = singleton_blocked.count(id) > 0;
     info.held = job->spec.hold;
     info.begin_time = job->spec.begin_time;
     info.queued_since = job->submit_time;

@@ -551,6 +551,33 @@ TEST_F(ControllerTest, DependenciesHoldsAndArrays) {
   EXPECT_EQ(StateOf(h), JobState::kRunning);
 }
 
+TEST_F(ControllerTest, AfterAndSingletonDependencies) {
+  Register("n1");
+  // Three jobs named "ckpt" with singleton: one at a time, in id order; a
+  // job of another name or another user is not held back.
+  JobSpec single = Spec(1);
+  single.name = "ckpt";
+  single.dependencies = {{DependencyType::kSingleton, JobId(0)}};
+  JobId a = Submit(kAlice, single);
+  JobId b = Submit(kAlice, single);
+  JobId bobs = Submit(kBob, single);
+  JobSpec other = Spec(1);
+  other.name = "eval";
+  other.dependencies = {{DependencyType::kAfter, a}};  // after: once a has started
+  JobId started_after = Submit(kAlice, other);
+  c_.SchedulePass(At(1));
+  EXPECT_EQ(StateOf(a), JobState::kRunning);
+  EXPECT_EQ(StateOf(b), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAlice, b))["reason"], "dependency");
+  EXPECT_EQ(StateOf(bobs), JobState::kRunning) << "another user's job of that name";
+  c_.SchedulePass(At(2));
+  EXPECT_EQ(StateOf(started_after), JobState::kRunning) << "after: a has started";
+  EXPECT_EQ(StateOf(b), JobState::kPending);
+  Exit("n1", a, 1, 3);  // however it ended
+  c_.SchedulePass(At(4));
+  EXPECT_EQ(StateOf(b), JobState::kRunning);
+}
+
 TEST_F(ControllerTest, AnArraysIdCancelsEveryTaskAndATasksIdThatTaskAlone) {
   Register("n1");
   JobSpec array = Spec(1);

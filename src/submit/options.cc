@@ -327,30 +327,39 @@ Result<std::vector<std::string>> ParseNodeNames(const Call& c) {
   return *std::move(names);
 }
 
+// --constraint: labels joined with & or , (every node has each), where a
+// term may be a choice a|b (every node has one of them): "a|b&c" is
+// (a or b) and c. Each term is one entry of JobSpec::constraints.
 Result<std::vector<std::string>> ParseConstraint(const Call& c) {
-  if (c.value.find('|') != std::string_view::npos) {
-    return Invalid(
-        c,
-        "a choice of labels (|) is not supported: the job needs every label, joined with & or ,");
+  if (c.value.find_first_of("[]()") != std::string_view::npos) {
+    return Invalid(c,
+                   "a matching choice ([a|b]: every node the same one) is not supported; a|b "
+                   "lets each node have either");
   }
-  if (c.value.find_first_of("[]()*!") != std::string_view::npos) {
-    return Invalid(c, "only node labels joined with & or , are supported");
+  if (c.value.find_first_of("*!") != std::string_view::npos) {
+    return Invalid(c, "label counts (a*2) and NOT (!) are not supported");
   }
-  std::vector<std::string> labels;
+  std::vector<std::string> terms;
   std::string_view rest = c.value;
   while (true) {
     const size_t cut = rest.find_first_of("&,");
-    const std::string_view label = Trim(rest.substr(0, cut));
-    if (label.empty()) return Invalid(c, "an empty label");
-    if (std::any_of(label.begin(), label.end(),
-                    [](char ch) { return IsSpace(ch) || IsControl(ch); })) {
-      return Invalid(c, fmt::format("'{}' is not a label (no spaces)", Printable(label)));
+    std::vector<std::string> choices;
+    for (std::string_view part : Split(rest.substr(0, cut), '|')) {
+      const std::string_view label = Trim(part);
+      if (label.empty()) return Invalid(c, "an empty label");
+      if (std::any_of(label.begin(), label.end(),
+                      [](char ch) { return IsSpace(ch) || IsControl(ch); })) {
+        return Invalid(c, fmt::format("'{}' is not a label (no spaces)", Printable(label)));
+      }
+      if (std::find(choices.begin(), choices.end(), label) == choices.end())
+        choices.emplace_back(label);
     }
-    if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.emplace_back(label);
+    const std::string term = Join(choices, "|");
+    if (std::find(terms.begin(), terms.end(), term) == terms.end()) terms.push_back(term);
     if (cut == std::string_view::npos) break;
     rest = rest.substr(cut + 1);
   }
-  return labels;
+  return terms;
 }
 
 using Handler = Status (*)(const Call& c, Request& r, std::vector<std::string>& notes);
@@ -487,7 +496,7 @@ constexpr OptionDef kOptions[] = {
        SHOAL_ASSIGN_OR_RETURN(int64_t mib, ParseMemory(c));
        return SetGroup(c, r.mem, MemRequest{true, false, false, mib, ""}, "memory");
      }},
-    {"constraint", 'C', "L1&L2", "node labels the job needs, joined with & or ,",
+    {"constraint", 'C', "L1&L2|L3", "node labels the job needs, joined with & or ,; a|b: either",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        SHOAL_ASSIGN_OR_RETURN(r.constraints, ParseConstraint(c));
        return Status::Ok();
@@ -522,7 +531,8 @@ constexpr OptionDef kOptions[] = {
        r.array = *std::move(a);
        return Status::Ok();
      }},
-    {"dependency", 'd', "LIST", "afterok:ID[:ID...], afterany:..., afternotok:..., joined with ,",
+    {"dependency", 'd', "LIST",
+     "after:ID[:ID...], afterok:..., afterany:..., afternotok:..., singleton; joined with ,",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        if (c.value.find('?') != std::string_view::npos) {
          return Invalid(

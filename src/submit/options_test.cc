@@ -170,6 +170,13 @@ TEST(OptionsTest, MemoryArrayAndDependencyOptionsInEachForm) {
          EXPECT_EQ(s.dependencies[0].type, DependencyType::kAfterAny);
          EXPECT_EQ(s.dependencies[1].type, DependencyType::kAfterNotOk);
        }},
+      {{"-d", "after:7,singleton"},
+       [](const JobSpec& s) {
+         ASSERT_EQ(s.dependencies.size(), 2u);
+         EXPECT_EQ(s.dependencies[0], (Dependency{DependencyType::kAfter, JobId(7)}));
+         EXPECT_EQ(s.dependencies[1].type, DependencyType::kSingleton);
+         EXPECT_EQ(FormatDependencies(s.dependencies), "after:7,singleton");
+       }},
   });
 }
 
@@ -188,6 +195,10 @@ TEST(OptionsTest, OutputAndPlacementOptionsInEachForm) {
       {{"-C", "ib&nvme"},
        [](const JobSpec& s) {
          EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib", "nvme"}));
+       }},
+      {{"-C", "a100|h100&ib"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"a100|h100", "ib"}));
        }},
       {{"--constraint=ib,rack=r12,ib"},
        [](const JobSpec& s) {
@@ -364,8 +375,9 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--job-name=a\nb"}, "--job-name=a\\x0ab: control characters are not allowed"},
       {{"-J", std::string(300, 'x')}, "longer than 256 characters"},
       {{"-o", std::string(100000, 'x')}, "the value is longer than 65536 bytes"},
-      {{"-C", "a|b"}, "a choice of labels (|) is not supported"},
-      {{"-C", "[a*2]"}, "only node labels joined with & or , are supported"},
+      {{"-C", "[a|b]"}, "a matching choice ([a|b]: every node the same one) is not supported"},
+      {{"-C", "a*2"}, "label counts (a*2) and NOT (!) are not supported"},
+      {{"-C", "a||b"}, "an empty label"},
       {{"-C", "a&&b"}, "an empty label"},
       {{"-C", "a b"}, "'a b' is not a label"},
       // Arrays, dependencies and the environment.
@@ -374,8 +386,8 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--array=0-1000000"}, "at most 100,000 tasks"},
       {{"--array=1%0"}, "the limit after % must be a positive number"},
       {{"-d", "afterok:1?afterok:2"}, "dependencies joined with ? (any of) are not supported"},
-      {{"-d", "singleton"}, "needs a type and job ids"},
-      {{"-d", "after:5"}, "dependency type 'after' is not supported"},
+      {{"-d", "singleton:5"}, "singleton takes no job ids"},
+      {{"-d", "aftercorr:5"}, "dependency type 'aftercorr' is not supported"},
       {{"-d", "afterok:abc"}, "'abc' is not a job id"},
       {{"--export=1A=2"}, "'1A' is not a variable name"},
       {{"--export=ALL,NONE"}, "ALL and NONE together make no sense"},
@@ -457,7 +469,7 @@ TEST(OptionsTest, HelpListsEveryOption) {
                            "-o, --output=PATH",
                            "-e, --error=PATH",
                            "-D, --chdir=DIR",
-                           "-C, --constraint=L1&L2",
+                           "-C, --constraint=L1&L2|L3",
                            "-H, --hold",
                            "--begin=TIME",
                            "--export=LIST",

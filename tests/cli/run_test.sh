@@ -54,6 +54,21 @@ check "run --jobid: in that job" 0 "^$sleeper$" -- "$SHOAL" run --jobid "$sleepe
 check "  and the job goes on" 0 "running" -- "$SHOAL" show "$sleeper"
 "$SHOAL" cancel "$sleeper" > /dev/null
 
+# Job arrays: pending tasks are one line of the queue (squeue's 7_[2-5%2]),
+# and ARRAY_INDEX names one task for cancel and show.
+check "submit an array of 6, 2 at a time" 0 "" -- "$SHOAL" submit --parsable --array=0-5%2 -o /dev/null --wrap 'sleep 60'
+array=$(cat "$TMP/out")
+for _ in $(seq 100); do [ "$("$SHOAL" queue | grep -c running)" = 2 ] && break; sleep 0.1; done
+check "queue: the pending tasks as one line" 0 "^${array}_\[2-5%2\] " -- "$SHOAL" queue
+check "show ARRAY_INDEX" 0 "^array task  *${array}_1 (array 0-5%2)" -- "$SHOAL" show "${array}_1"
+check "cancel ARRAY_INDEX: that task alone" 0 "" -- "$SHOAL" cancel "${array}_3"
+check "  it is cancelled" 0 "cancelled" -- "$SHOAL" show $((array + 3))
+check "  the others wait on" 0 "^${array}_\[2,4-5%2\] " -- "$SHOAL" queue
+check "cancel ARRAY_INDEX: no such task" 1 "job array $array has no task 9" -- "$SHOAL" cancel "${array}_9"
+check "cancel the array: every task" 0 "" -- "$SHOAL" cancel "$array"
+for _ in $(seq 100); do "$SHOAL" queue | grep -q "${array}" || break; sleep 0.1; done
+check "  none left" 0 "" -- sh -c "! '$SHOAL' queue | grep -q '^$array\|($array'"
+
 # shoal alloc: steps from a command that runs here.
 check "alloc then run inside it" 0 "inside job" -- "$SHOAL" alloc -N 2 -- sh -c \
   "echo inside job \$SHOAL_JOB_ID; '$SHOAL' run -n 2 -l hostname && scontrol_out=\$('$SHOAL' run -n 1 printenv SLURM_STEP_ID) && echo step \$scontrol_out"

@@ -30,7 +30,7 @@ check "error on stderr" 0 "" -- sh -c "'$SHOAL' queue --bad 2>&1 >/dev/null | gr
 
 # The commands that talk to the server take the same client flags.
 for cmd in submit queue show cancel hold release requeue priority logs history nodes top drain \
-  resume token; do
+  resume token partition account; do
   check "$cmd has the client flags" 0 "--server ADDRESS" -- "$SHOAL" "$cmd" --help
 done
 
@@ -50,6 +50,18 @@ check "a value is needed" 2 "(shoal queue --help)" -- "$SHOAL" queue --user
 check "token needs a verb" 2 "(shoal token --help)" -- "$SHOAL" token
 check "token verb help" 0 "Usage: shoal token create" -- "$SHOAL" token create --help
 check "token create needs --user" 2 "--user is required" -- "$SHOAL" token create
+check "partition needs a verb" 2 "(shoal partition --help)" -- "$SHOAL" partition
+check "partition verb help" 0 "Usage: shoal partition set" -- "$SHOAL" partition set --help
+check "partition set help lists its options" 0 "--max-time TIME" -- "$SHOAL" partition set --help
+check "partition show needs a name" 2 "NAME is required" -- "$SHOAL" partition show
+check "partition set --max-time" 2 "^shoal partition: --max-time: '1x' is not a time" -- \
+  "$SHOAL" partition set gpu --max-time 1x
+check "partition set --up --down" 2 "--up excludes --down (shoal partition --help)" -- \
+  "$SHOAL" partition set gpu --up --down
+check "account needs a verb" 2 "(shoal account --help)" -- "$SHOAL" account
+check "account verb help" 0 "Usage: shoal account set" -- "$SHOAL" account set --help
+check "account set --shares" 2 "--shares: '-1' is not a number more than 0" -- \
+  "$SHOAL" account set a --shares=-1
 
 # Past the parser: the options in every place and spelling they had.
 check "options after the job" 3 "cannot reach" -- "$SHOAL" show 1 --json
@@ -58,6 +70,10 @@ check "attached values" 3 "cannot reach" -- "$SHOAL" history --user=bob --days=2
 check "logs flags" 3 "cannot reach" -- "$SHOAL" logs 1 -f -e
 check "a negative priority" 3 "cannot reach" -- "$SHOAL" priority 1 -5
 check "client flags after the verb" 3 "cannot reach" -- "$SHOAL" token list --json
+check "partition set: every option" 3 "cannot reach" -- "$SHOAL" partition set gpu --default \
+  --down --max-time=unlimited --default-time 1-00:00 --max-nodes 4 --max-gpus 32 --accounts a,b \
+  --priority-tier 1 --idle-util-pct 2.5 --idle-minutes 0 --idle-action cancel --no-require-acceptance
+check "account set: every option" 3 "cannot reach" -- "$SHOAL" account set a --shares 0.5 --max-gpus 0 --json
 check "--server is read" 3 "127.0.0.1:2" -- "$SHOAL" nodes --server http://127.0.0.1:2
 check "top --sort=" 3 "cannot reach" -- "$SHOAL" top --once --sort=temp --interval=1
 

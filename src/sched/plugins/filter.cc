@@ -17,7 +17,7 @@ class LabelsFilter final : public FilterPlugin {
  public:
   std::string_view Name() const override { return "labels"; }
   bool Admits(const InvNode& n, const Request& req) const override {
-    return n.labels.Contains(req.labels);
+    return req.LabelsAdmit(n.labels);
   }
 };
 
