@@ -317,9 +317,21 @@ class Supervisor {
   // emptied once, not after a node has written to it).
   void MarkTruncation(const StepRequest& step) {
     if (step.append_output) return;
+    // %N, %n or %t, zero-padded or not (%4t): a name of this node's own.
     auto per_node = [](const std::string& pattern) {
-      return pattern.find("%N") != std::string::npos || pattern.find("%n") != std::string::npos ||
-             pattern.find("%t") != std::string::npos;
+      for (size_t i = pattern.find('%'); i != std::string::npos; i = pattern.find('%', i + 1)) {
+        size_t letter = i + 1;
+        if (letter < pattern.size() && pattern[letter] == '%') {
+          i = letter;  // "%%" is a plain %
+          continue;
+        }
+        while (letter < pattern.size() && pattern[letter] >= '0' && pattern[letter] <= '9')
+          ++letter;
+        if (letter < pattern.size() &&
+            std::string_view("Nnt").find(pattern[letter]) != std::string_view::npos)
+          return true;
+      }
+      return false;
     };
     const bool first_node = step.node_rank == 0;
     std::unordered_set<std::string> seen;
