@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -418,16 +417,18 @@ int RunAs(const std::vector<std::string>& raw, const std::string& who) {
   auto spec = StepFromOptions(o);
   if (!spec.ok()) return UsageError(who, spec.status().message());
   const std::string inside = Env("SHOAL_JOB_ID");
-  if (!inside.empty() || o.jobid != 0) {
+  uint64_t inside_job = 0;
+  if (!inside.empty()) {
     auto job = ParseInt(inside);
-    if (o.jobid == 0 && (!job.ok() || *job <= 0))
-      return UsageError(who, "SHOAL_JOB_ID is not a job id");
-    // Inside its own job a step goes with the job's token; --jobid of
+    if (!job.ok() || *job <= 0) return UsageError(who, "SHOAL_JOB_ID is not a job id");
+    inside_job = static_cast<uint64_t>(*job);
+  }
+  if (const uint64_t job = o.jobid != 0 ? o.jobid : inside_job; job != 0) {
+    // A step of the job it runs in goes with the job's token; --jobid of
     // another job goes with your own credentials.
-    const bool own_job = o.jobid == 0 || (job.ok() && static_cast<uint64_t>(*job) == o.jobid);
-    auto c = ApiClient::Open(own_job && !inside.empty() ? InsideJob(flags) : flags);
+    auto c = ApiClient::Open(job == inside_job ? InsideJob(flags) : flags);
     if (!c.ok()) return Fail("run", c.status());
-    return RunStep(*c, o.jobid != 0 ? o.jobid : static_cast<uint64_t>(*job), *spec, o.label);
+    return RunStep(*c, job, *spec, o.label);
   }
   auto c = ApiClient::Open(flags);
   if (!c.ok()) return Fail("run", c.status());
@@ -513,11 +514,7 @@ namespace {
 // Whether `word` is `full` as scontrol reads its words: any case, and
 // abbreviated to no fewer than `least` letters.
 bool ScontrolWord(std::string_view word, std::string_view full, size_t least) {
-  if (word.size() < least || word.size() > full.size()) return false;
-  for (size_t i = 0; i < word.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(word[i])) != full[i]) return false;
-  }
-  return true;
+  return word.size() >= least && StartsWith(full, ToLower(word));
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ std::vector<std::string> Names(std::string_view csv) {
 }
 
 // Each row is what Slurm 22.05's `scontrol show hostlist` printed for the
-// same names (../shared/slurm-reference, 2026-12-01).
+// same names (a real Slurm 22.05 on loopback, 2026-12-01).
 TEST(HostList, CompressesAsSlurmDoes) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"node1,node2,node3,node5", "node[1-3,5]"},

@@ -299,24 +299,22 @@ bool Controller::SignalDue(const Job& j, const Running& r, Time now) {
 
 void Controller::SignalSteps(const Job& j, int signal, bool batch_only, const std::string& why) {
   const Running& r = running_.at(j.id.value());
-  auto order = [&](const std::string& node, uint32_t step, bool leader_only) {
-    OrderKill(node, j.id, j.epoch, step, why, signal, leader_only);
-  };
   // The batch shell is step 0 on the first node; a job without a script
   // has no shell, and its step 0 is its tasks, which are signalled as a
   // step's are (Slurm's B: then reaches each task's own process).
   if (batch_only) {
     for (const std::string& node : r.nodes_left)
-      if (!j.spec.script || (!r.nodes.empty() && node == r.nodes.front())) order(node, 0, true);
+      if (!j.spec.script || (!r.nodes.empty() && node == r.nodes.front()))
+        OrderKill(node, j.id, j.epoch, 0, why, signal, true);
     return;
   }
   if (!j.spec.script) {
     for (const std::string& node : r.nodes_left)
-      order(node, 0, false);
+      OrderKill(node, j.id, j.epoch, 0, why, signal);
   }
   for (const auto& [step, live] : r.steps)
     for (const std::string& node : live.nodes_left)
-      order(node, step, false);
+      OrderKill(node, j.id, j.epoch, step, why, signal);
 }
 
 Result<Controller::TaskSource> Controller::StepTaskOf(const Identity& who, JobId id, uint32_t step,

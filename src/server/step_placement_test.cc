@@ -1,5 +1,5 @@
 // Where `shoal run` steps go in a job: the rows srun gave in a 2-node job
-// with 2 tasks a node (Slurm 22.05, ../shared/slurm-reference, 2026-12-01),
+// with 2 tasks a node (a real Slurm 22.05 on loopback, 2026-12-01),
 // and what Shoal does where srun's answer came from its own quirks.
 #include "server/step_placement.h"
 
