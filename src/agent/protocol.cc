@@ -76,6 +76,8 @@ std::vector<std::string> SlurmJobEnvironment(const api::LaunchMessage& m,
     env.push_back(fmt::format("SLURM_GPUS_PER_NODE={}", spec.gpus_per_node));
   if (!spec.account.empty()) env.push_back(fmt::format("SLURM_JOB_ACCOUNT={}", spec.account));
   if (!spec.qos.empty()) env.push_back(fmt::format("SLURM_JOB_QOS={}", spec.qos));
+  if (!spec.reservation.empty())
+    env.push_back(fmt::format("SLURM_JOB_RESERVATION={}", spec.reservation));
   if (!spec.submit_dir.empty()) env.push_back(fmt::format("SLURM_SUBMIT_DIR={}", spec.submit_dir));
   if (!spec.submit_host.empty())
     env.push_back(fmt::format("SLURM_SUBMIT_HOST={}", spec.submit_host));

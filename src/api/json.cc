@@ -50,6 +50,9 @@ Json ToJson(const JobSpec& s) {
   j["account"] = s.account;
   j["partition"] = s.partition;
   if (!s.qos.empty()) j["qos"] = s.qos;
+  if (!s.reservation.empty()) j["reservation"] = s.reservation;
+  if (s.mail_types != 0) j["mail_type"] = FormatMailTypes(s.mail_types);
+  if (!s.mail_user.empty()) j["mail_user"] = s.mail_user;
   j["command"] = s.command;
   j["script"] = s.script;
   if (!s.script_args.empty()) j["script_args"] = s.script_args;
@@ -111,6 +114,10 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("account", &s.account);
   f.Optional("partition", &s.partition);
   f.Optional("qos", &s.qos);
+  f.Optional("reservation", &s.reservation);
+  std::string mail_type;
+  f.Optional("mail_type", &mail_type);
+  f.Optional("mail_user", &s.mail_user);
   f.Optional("command", &s.command);
   f.Optional("script", &s.script);
   f.Optional("script_args", &s.script_args);
@@ -151,6 +158,11 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("array", &array);
   f.Optional("acceptance_node", &s.acceptance_node);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (!mail_type.empty()) {
+    auto types = ParseMailTypes(mail_type);
+    if (!types.ok()) return InvalidArgument("job.mail_type: " + types.status().message());
+    s.mail_types = *types;
+  }
   if (cpus_per_gpu < 0 || cpus_per_node < 0 || time_limit_s < 0 || cpus_per_gpu > 1e6 ||
       cpus_per_node > 1e6 || time_limit_s > 1e10) {
     return InvalidArgument("job: CPUs and time limits must be non-negative and not absurd");
@@ -665,6 +677,69 @@ Result<Partition> PartitionFromJson(const Json& j) {
 
 Json ToJson(const Account& a) {
   return {{"name", a.name}, {"shares", a.shares}, {"max_gpus", a.max_gpus}};
+}
+
+Json ToJson(const Qos& q) {
+  return {{"name", q.name},
+          {"default", q.is_default},
+          {"priority", q.priority},
+          {"max_gpus_per_job", q.max_gpus_per_job},
+          {"max_gpus_per_user", q.max_gpus_per_user},
+          {"max_jobs_per_user", q.max_jobs_per_user},
+          {"max_time_s", ToSeconds(q.max_time)},
+          {"preempt", q.preempt}};
+}
+
+Result<Qos> QosFromJson(const Json& j) {
+  Qos q;
+  ObjectReader f(j, "qos");
+  double max_time = 0;
+  f.Optional("name", &q.name);
+  f.Optional("default", &q.is_default);
+  f.Optional("priority", &q.priority);
+  f.Optional("max_gpus_per_job", &q.max_gpus_per_job);
+  f.Optional("max_gpus_per_user", &q.max_gpus_per_user);
+  f.Optional("max_jobs_per_user", &q.max_jobs_per_user);
+  f.Optional("max_time_s", &max_time);
+  f.Optional("preempt", &q.preempt);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (q.name.empty()) return InvalidArgument("qos: a name is required");
+  if (q.priority < 0 || q.max_gpus_per_job < 0 || q.max_gpus_per_user < 0 ||
+      q.max_jobs_per_user < 0 || max_time < 0) {
+    return InvalidArgument("qos: priority, limits and max_time_s cannot be negative");
+  }
+  if (max_time > 100.0 * 365 * 86400) return InvalidArgument("qos: max_time_s is over 100 years");
+  q.max_time = DurationFromSeconds(max_time);
+  return q;
+}
+
+Json ToJson(const Reservation& r) {
+  return {{"name", r.name},
+          {"start", TimeToJson(r.start)},
+          {"end", TimeToJson(r.end)},
+          {"nodes", r.nodes},
+          {"users", r.users},
+          {"accounts", r.accounts},
+          {"maintenance", r.maintenance}};
+}
+
+Result<Reservation> ReservationFromJson(const Json& j) {
+  Reservation r;
+  ObjectReader f(j, "reservation");
+  double start = 0, end = 0;
+  f.Required("name", &r.name);
+  f.Required("start", &start);
+  f.Required("end", &end);
+  f.Optional("nodes", &r.nodes);
+  f.Optional("users", &r.users);
+  f.Optional("accounts", &r.accounts);
+  f.Optional("maintenance", &r.maintenance);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (!(start >= 0 && start < end && end <= 1e10))
+    return InvalidArgument("reservation: start must be before end (Unix seconds, up to 1e10)");
+  r.start = TimeFromJson(start);
+  r.end = TimeFromJson(end);
+  return r;
 }
 
 Result<Account> AccountFromJson(const Json& j) {

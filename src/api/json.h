@@ -71,6 +71,13 @@ Result<Partition> PartitionFromJson(const Json& j);
 Json ToJson(const Account& a);
 Result<Account> AccountFromJson(const Json& j);
 
+Json ToJson(const Qos& q);
+Result<Qos> QosFromJson(const Json& j);
+
+// A reservation's record: times in Unix seconds, its nodes by name.
+Json ToJson(const Reservation& r);
+Result<Reservation> ReservationFromJson(const Json& j);
+
 // Times on the wire are Unix seconds (fractions allowed); durations seconds.
 double TimeToJson(Time t);
 Time TimeFromJson(double seconds);

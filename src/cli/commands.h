@@ -27,6 +27,8 @@ int RunToken(const std::vector<std::string>& args);
 // shoal partition and shoal account: list, show, set (admin_cmds.cc).
 int RunPartition(const std::vector<std::string>& args);
 int RunAccount(const std::vector<std::string>& args);
+int RunQos(const std::vector<std::string>& args);
+int RunReservation(const std::vector<std::string>& args);
 int RunLogs(const std::vector<std::string>& args);
 int RunAgent(const std::vector<std::string>& args);
 int RunUp(const std::vector<std::string>& args);

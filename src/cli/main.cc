@@ -42,6 +42,10 @@ constexpr Command kCommands[] = {
      "list and show partitions; create and change them (admins)"},
     {"account", shoal::cli::RunAccount,
      "list and show accounts: shares, GPU limits, use; create and change them (admins)"},
+    {"qos", shoal::cli::RunQos,
+     "list and show QoS: priority, per-job and per-user limits, preemption; change them (admins)"},
+    {"reservation", shoal::cli::RunReservation,
+     "reserve nodes for users, accounts or maintenance (admins); list and show reservations"},
     {"up", shoal::cli::RunUp,
      "a whole cluster on this machine: server and agents (simulated or real GPUs)"},
     {"agent", shoal::cli::RunAgent, "run the node agent: GPUs, telemetry, job launch"},
@@ -56,7 +60,7 @@ constexpr Command kCommands[] = {
 void Usage(FILE* out) {
   std::fprintf(out, "usage: shoal <command> [options]\n\ncommands:\n");
   for (const Command& c : kCommands)
-    std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+    std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
   std::fprintf(out, "\n`shoal <command> --help` describes a command's options.\n");
 }
 

@@ -245,6 +245,12 @@ int RunSubmit(const std::vector<std::string>& raw) {
   auto r = client->Post("/v1/jobs", api::ToJson(spec));
   if (!r.ok()) return Fail("submit", r.status());
   const uint64_t first = (*r)["jobs"][0].get<uint64_t>();
+  if (auto notes = r->find("notes"); notes != r->end() && notes->is_array()) {
+    for (const Json& note : *notes) {
+      if (note.is_string())
+        std::fprintf(stderr, "shoal submit: note: %s\n", note.get<std::string>().c_str());
+    }
+  }
   if (parsed->parsable) {
     std::printf("%s\n", r->contains("array_job_id") ? Str(*r, "array_job_id").c_str()
                                                     : std::to_string(first).c_str());

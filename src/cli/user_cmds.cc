@@ -234,6 +234,8 @@ int RunShow(const std::vector<std::string>& raw) {
     line("user", Str(spec, "user") +
                      (Str(spec, "account").empty() ? "" : " / account " + Str(spec, "account")));
     line("partition", Str(spec, "partition", "(default)"));
+    if (!Str(spec, "qos", "").empty()) line("qos", Str(spec, "qos"));
+    if (!Str(spec, "reservation", "").empty()) line("reservation", Str(spec, "reservation"));
     line("state", Str(j, "state") +
                       (j.contains("ending_as") ? " (stopping: " + Str(j, "ending_as") + ")" : ""));
     if (Str(j, "state") == "pending") {

@@ -61,6 +61,12 @@ bool Partition::AllowsAccount(std::string_view account) const {
          allowed_accounts.end();
 }
 
+bool Reservation::Allows(std::string_view user, std::string_view account) const {
+  return std::find(users.begin(), users.end(), user) != users.end() ||
+         (!account.empty() &&
+          std::find(accounts.begin(), accounts.end(), account) != accounts.end());
+}
+
 Duration Partition::DefaultTimeLimit() const {
   if (default_time.count() > 0) return default_time;
   if (max_time.count() > 0) return max_time;

@@ -118,6 +118,44 @@ struct Account {
   int max_gpus = 0;     // GPUs the account may hold at once; 0: no limit
 };
 
+// A quality of service, as Slurm's QOS: a priority that enters the
+// multifactor sort, limits on one job and on what one user's jobs of the QoS
+// hold at once, and the QoS whose jobs its jobs may preempt (with a policy
+// whose preempt plugin is `qos`). Jobs name one with --qos; a cluster with
+// QoS gives a job that names none the default one.
+struct Qos {
+  std::string name;
+  bool is_default = false;
+  int priority = 0;           // the multifactor QoS factor is priority / the highest QoS priority
+  int max_gpus_per_job = 0;   // 0: no limit (Slurm's MaxTRESPerJob=gres/gpu)
+  int max_gpus_per_user = 0;  // held at once by one user's running jobs of this QoS
+  int max_jobs_per_user = 0;  // running at once, per user (MaxJobsPerUser)
+  Duration max_time{0};       // the longest time limit (MaxWall); 0: none
+  std::vector<std::string> preempt;  // QoS whose running jobs this one's may preempt
+};
+
+// At most this many QoS and reservations: the scheduler keeps sets of them in 64-bit masks.
+inline constexpr size_t kMaxQos = 64;
+inline constexpr size_t kMaxReservations = 64;
+
+// An admin's reservation of nodes for a time, as Slurm's: from `start` to
+// `end`, `nodes` run only jobs that ask for the reservation (--reservation)
+// and whose user or account it names; no other job starts there if it could
+// still run when the reservation begins (by its time limit), which is how a
+// maintenance window keeps backfill from crossing it.
+struct Reservation {
+  std::string name;
+  Time start{};
+  Time end{};
+  std::vector<std::string> nodes;     // chosen when it is made
+  std::vector<std::string> users;     // who may use it
+  std::vector<std::string> accounts;  // and whose accounts may
+  bool maintenance = false;           // nodes reserved for maintenance (shown as such)
+
+  bool Allows(std::string_view user, std::string_view account) const;
+  bool Overlaps(Time from, Time to) const { return start < to && from < end; }
+};
+
 struct Cluster {
   std::string name;
   std::vector<Node> nodes;

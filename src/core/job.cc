@@ -74,6 +74,60 @@ bool IsTerminal(JobState state) {
   return state != JobState::kPending && state != JobState::kRunning;
 }
 
+namespace {
+
+constexpr std::pair<std::string_view, MailEvent> kMailNames[] = {
+    {"BEGIN", MailEvent::kBegin},
+    {"END", MailEvent::kEnd},
+    {"FAIL", MailEvent::kFail},
+    {"REQUEUE", MailEvent::kRequeue},
+    {"INVALID_DEPEND", MailEvent::kInvalidDepend},
+    {"TIME_LIMIT", MailEvent::kTimeLimit},
+    {"TIME_LIMIT_90", MailEvent::kTimeLimit90},
+    {"TIME_LIMIT_80", MailEvent::kTimeLimit80},
+    {"TIME_LIMIT_50", MailEvent::kTimeLimit50},
+    {"ARRAY_TASKS", MailEvent::kArrayTasks},
+};
+
+}  // namespace
+
+Result<uint16_t> ParseMailTypes(std::string_view text) {
+  uint16_t out = 0;
+  for (std::string_view item : Split(text, ',')) {
+    std::string word(Trim(item));
+    for (char& ch : word)
+      ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (word == "NONE" || word == "STAGE_OUT") continue;
+    if (word == "ALL") {
+      out |= MailBit(MailEvent::kBegin) | MailBit(MailEvent::kEnd) | MailBit(MailEvent::kFail) |
+             MailBit(MailEvent::kRequeue) | MailBit(MailEvent::kInvalidDepend);
+      continue;
+    }
+    bool known = false;
+    for (const auto& [name, event] : kMailNames) {
+      if (word == name) {
+        out |= MailBit(event);
+        known = true;
+      }
+    }
+    if (!known) {
+      return InvalidArgument(fmt::format(
+          "mail type '{}': BEGIN, END, FAIL, REQUEUE, ALL, NONE, INVALID_DEPEND, TIME_LIMIT, "
+          "TIME_LIMIT_90, TIME_LIMIT_80, TIME_LIMIT_50, ARRAY_TASKS or STAGE_OUT",
+          Trim(item)));
+    }
+  }
+  return out;
+}
+
+std::string FormatMailTypes(uint16_t types) {
+  std::vector<std::string> names;
+  for (const auto& [name, event] : kMailNames) {
+    if ((types & MailBit(event)) != 0) names.emplace_back(name);
+  }
+  return Join(names, ",");
+}
+
 std::string_view PendingReasonName(PendingReason reason) {
   switch (reason) {
     case PendingReason::kNone:
@@ -104,6 +158,10 @@ std::string_view PendingReasonName(PendingReason reason) {
       return "unsatisfiable";
     case PendingReason::kArrayLimit:
       return "array_limit";
+    case PendingReason::kQosLimit:
+      return "qos_limit";
+    case PendingReason::kReservation:
+      return "reservation";
     case PendingReason::kPlanConflict:
       return "plan_conflict";
   }
@@ -270,7 +328,8 @@ Status CheckTextFields(const JobSpec& s) {
         {"the user", s.user},
         {"the account", s.account},
         {"the partition", s.partition},
-        {"the QoS", s.qos}}) {
+        {"the QoS", s.qos},
+        {"the reservation", s.reservation}}) {
     SHOAL_RETURN_IF_ERROR(CheckText(what, text, kMaxNameBytes));
   }
   SHOAL_RETURN_IF_ERROR(

@@ -48,6 +48,9 @@ enum class PendingReason : uint8_t {
   kNodesUnavailable,          // the nodes that could run it are down or drained
   kUnsatisfiable,             // no node of the cluster could ever run it
   kArrayLimit,                // its array has as many tasks running as it may
+  kQosLimit,                  // exceeds a limit of its QoS (per job, or what its user holds)
+  kReservation,               // its reservation has not begun (or is gone), or the nodes
+                              // it could use are reserved for others
   kPlanConflict,              // placed by a pass, but the placement failed the commit's check
                               // (kept last: parsers loop up to it)
 };
@@ -69,6 +72,28 @@ struct Dependency {
 // Parses Slurm's "afterok:12:13,afterany:14" (also "afternotok").
 Result<std::vector<Dependency>> ParseDependencies(std::string_view text);
 std::string FormatDependencies(const std::vector<Dependency>& deps);
+
+// sbatch --mail-type: the events a job's user is mailed about (Slurm's
+// MailType), as bits of JobSpec::mail_types.
+enum class MailEvent : uint16_t {
+  kBegin = 1 << 0,
+  kEnd = 1 << 1,
+  kFail = 1 << 2,
+  kRequeue = 1 << 3,
+  kInvalidDepend = 1 << 4,
+  kTimeLimit = 1 << 5,  // it reached its time limit
+  kTimeLimit90 = 1 << 6,
+  kTimeLimit80 = 1 << 7,
+  kTimeLimit50 = 1 << 8,
+  kArrayTasks = 1 << 9,  // an array's tasks are mailed about one by one, not as a whole
+};
+constexpr uint16_t MailBit(MailEvent e) {
+  return static_cast<uint16_t>(e);
+}
+// Parses "BEGIN,END,FAIL" and the rest of sbatch's words (ALL is BEGIN, END,
+// FAIL, REQUEUE and INVALID_DEPEND; NONE is none; STAGE_OUT means nothing here).
+Result<uint16_t> ParseMailTypes(std::string_view text);
+std::string FormatMailTypes(uint16_t types);
 
 // A job array: one job per index, at most `max_running` of them at once (0: no limit).
 struct ArraySpec {
@@ -105,6 +130,7 @@ struct JobSpec {
   std::string account;
   std::string partition;  // empty: the cluster's default partition
   std::string qos;
+  std::string reservation;  // --reservation: runs only there, only while it lasts
 
   std::string command;  // what runs; a batch script's text when `script` is set
   bool script = false;
@@ -149,6 +175,8 @@ struct JobSpec {
   std::string submit_host;
   int gpus_per_task = 0;       // --gpus-per-task: its steps' tasks each see that many
   std::string comment;         // the user's, shown back
+  uint16_t mail_types = 0;     // MailBit()s: what the user is mailed about
+  std::string mail_user;       // where; empty: the job's user (local mail)
   bool append_output = false;  // --open-mode=append (else its output files start empty)
   // --signal=[B:]SIG@T: `signal` (1-64; 0: none) goes to the job's steps,
   // or only to its batch shell when `signal_batch_only`, `signal_before_s`

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "core/strings.h"
 
 namespace shoal {
@@ -76,6 +79,65 @@ std::string FormatDuration(Duration d) {
   if (days > 0) out += fmt::format("{}-", days);
   out += fmt::format("{:02}:{:02}:{:02}", h, m, s);
   return out;
+}
+
+Result<Time> ParseUtcTime(std::string_view text) {
+  constexpr std::string_view kForms = "give Unix seconds or YYYY-MM-DD[THH:MM[:SS]] (UTC)";
+  constexpr int64_t kMaxUnixSeconds = 253'402'300'799;  // 9999-12-31T23:59:59
+  std::string_view s = text;
+  auto all_digits = [](std::string_view d) {
+    return !d.empty() &&
+           std::all_of(d.begin(), d.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  };
+  if (all_digits(s)) {
+    if (s.size() > 12) return InvalidArgument(fmt::format("'{}' is too far in the future", text));
+    int64_t seconds = 0;
+    for (char ch : s)
+      seconds = seconds * 10 + (ch - '0');
+    if (seconds > kMaxUnixSeconds)
+      return InvalidArgument(fmt::format("'{}' is too far in the future", text));
+    return Time(Duration(seconds * 1000));
+  }
+  // Fixed positions: YYYY-MM-DD, then THH:MM and :SS, then an optional Z.
+  if (!s.empty() && (s.back() == 'Z' || s.back() == 'z')) s.remove_suffix(1);
+  auto digits_at = [&](size_t pos, size_t n) -> std::optional<int> {
+    if (pos + n > s.size() || !all_digits(s.substr(pos, n))) return std::nullopt;
+    int v = 0;
+    for (char ch : s.substr(pos, n))
+      v = v * 10 + (ch - '0');
+    return v;
+  };
+  const bool shape_ok = (s.size() == 10 || s.size() == 16 || s.size() == 19) && s[4] == '-' &&
+                        s[7] == '-' && (s.size() == 10 || (s[10] == 'T' && s[13] == ':')) &&
+                        (s.size() != 19 || s[16] == ':');
+  if (!shape_ok) return InvalidArgument(fmt::format("'{}': unsupported form: {}", text, kForms));
+  const auto year = digits_at(0, 4);
+  const auto month = digits_at(5, 2);
+  const auto day = digits_at(8, 2);
+  const auto hour = s.size() > 10 ? digits_at(11, 2) : std::optional<int>(0);
+  const auto minute = s.size() > 10 ? digits_at(14, 2) : std::optional<int>(0);
+  const auto second = s.size() > 16 ? digits_at(17, 2) : std::optional<int>(0);
+  if (!year || !month || !day || !hour || !minute || !second)
+    return InvalidArgument(fmt::format("'{}': unsupported form: {}", text, kForms));
+  const std::chrono::year_month_day date{std::chrono::year(*year),
+                                         std::chrono::month(static_cast<unsigned>(*month)),
+                                         std::chrono::day(static_cast<unsigned>(*day))};
+  if (!date.ok() || *year < 1970 || *hour > 23 || *minute > 59 || *second > 59)
+    return InvalidArgument(fmt::format("'{}' is not a valid date and time", text));
+  const auto when = std::chrono::sys_days(date) + std::chrono::hours(*hour) +
+                    std::chrono::minutes(*minute) + std::chrono::seconds(*second);
+  return std::chrono::time_point_cast<Duration>(when);
+}
+
+std::string FormatTime(Time t) {
+  if (t == kTimeNever) return "never";
+  const auto secs = std::chrono::floor<std::chrono::seconds>(t);
+  const auto days = std::chrono::floor<std::chrono::days>(secs);
+  const std::chrono::year_month_day date(days);
+  const std::chrono::hh_mm_ss<std::chrono::seconds> hms(secs - days);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", static_cast<int>(date.year()),
+                     static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+                     hms.hours().count(), hms.minutes().count(), hms.seconds().count());
 }
 
 }  // namespace shoal

@@ -44,6 +44,13 @@ Result<Duration> ParseDuration(std::string_view text);
 // "1-02:03:04" for durations of a day or more, else "02:03:04".
 std::string FormatDuration(Duration d);
 
+// A moment in UTC: "YYYY-MM-DD", "YYYY-MM-DDTHH:MM" or "YYYY-MM-DDTHH:MM:SS",
+// with an optional trailing Z, or Unix seconds (all digits, up to the year 9999).
+Result<Time> ParseUtcTime(std::string_view text);
+
+// "2026-12-02T10:00:00" (UTC, to the second).
+std::string FormatTime(Time t);
+
 // Where the current time comes from, for the parts of Shoal that run live.
 class Clock {
  public:

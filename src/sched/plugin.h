@@ -125,11 +125,15 @@ class PreemptPlugin {
   virtual std::string_view Name() const = 0;
   // Whether running `victim` may be preempted so that pending `preemptor` can
   // start. The cycle has already checked that the victim may be requeued and
-  // has run its minimum time. Must be monotone: if it allows a victim, it
-  // allows every victim ranked below it (lower tier, or same tier and a
-  // higher value), so the cycle can stop at the first refusal.
-  virtual bool MayPreempt(const JobInfo& preemptor, JobRank preemptor_rank, const JobInfo& victim,
-                          JobRank victim_rank) const = 0;
+  // has run its minimum time. Unless Monotone() says otherwise, if it
+  // allows a victim, it allows every victim ranked below it (lower tier, or
+  // same tier and a higher value), so the cycle can stop at the first refusal.
+  virtual bool MayPreempt(const Snapshot& snap, const JobInfo& preemptor, JobRank preemptor_rank,
+                          const JobInfo& victim, JobRank victim_rank) const = 0;
+  // False for plugins that decide by something other than rank (the QoS
+  // plugin): the cycle then asks about every victim instead of stopping at
+  // the first refusal.
+  virtual bool Monotone() const { return true; }
 };
 
 }  // namespace shoal::sched

@@ -252,6 +252,7 @@ Registry BuiltinRegistry() {
   r.AddPreempt("class", plugins::MakeClassPreempt);
   r.AddPreempt("srtf", plugins::MakeSrtfPreempt);
   r.AddPreempt("tier", plugins::MakeTierPreempt);
+  r.AddPreempt("qos", plugins::MakeQosPreempt);
   return r;
 }
 

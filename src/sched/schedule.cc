@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -17,10 +18,12 @@ namespace {
 
 struct Entry {
   size_t index;        // into Snapshot::pending
-  const Request* req;  // the job's request, or its recompiled copy
+  const Request* req;  // the job's request (or its recompiled copy), kept off reserved nodes
   JobRank rank;
   Time submit;
   JobId id;
+  const Request* base = nullptr;  // the request before reserved nodes were taken out
+  uint64_t reserved_off = 0;      // bit r: reservation r keeps it off its nodes
 };
 
 bool RankedBefore(const Entry& a, const Entry& b) {
@@ -140,13 +143,20 @@ class Cycle {
       if (r.allocation == nullptr) continue;
       // A running job on a node the inventory no longer has keeps nothing here;
       // the caller reconciles it.
-      if (now_state_.Allocate(*r.allocation)) ChargeAccount(r, r.allocation->TotalGpus());
+      if (now_state_.Allocate(*r.allocation)) ChargeAccount(r, r.allocation->TotalGpus(), 1);
     }
   }
 
-  void ChargeAccount(const JobInfo& j, int gpus) {
+  // What a job holds, charged to its account and to its user's use of its
+  // QoS (`jobs` is +1 when it starts, -1 when it leaves).
+  void ChargeAccount(const JobInfo& j, int gpus, int jobs) {
     if (j.account >= 0 && static_cast<size_t>(j.account) < account_gpus_.size()) {
       account_gpus_[static_cast<size_t>(j.account)] += gpus;
+    }
+    if (j.qos >= 0 && j.spec != nullptr) {
+      QosUse& use = qos_use_[{j.qos, j.spec->user}];
+      use.gpus += gpus;
+      use.jobs += jobs;
     }
   }
 
@@ -242,10 +252,131 @@ class Cycle {
         Wait(j, PendingReason::kPartitionLimit, std::move(limit));
         continue;
       }
-      order.push_back(Entry{i, req, JobRank{part.priority_tier, policy_.sort().Value(sort_ctx_, j)},
-                            j.submit, j.id});
+      if (std::string limit = QosJobLimit(j, *req); !limit.empty()) {
+        Wait(j, PendingReason::kQosLimit, std::move(limit));
+        continue;
+      }
+      if (std::string why = ReservationWait(j); !why.empty()) {
+        PendingDecision d;
+        d.job = j.id;
+        d.reason = PendingReason::kReservation;
+        d.detail = std::move(why);
+        if (j.reservation >= 0 &&
+            now_ < snap_.reservations[static_cast<size_t>(j.reservation)].start)
+          d.estimated_start = snap_.reservations[static_cast<size_t>(j.reservation)].start;
+        plan_.pending.push_back(std::move(d));
+        continue;
+      }
+      Entry e{i, req, JobRank{part.priority_tier, policy_.sort().Value(sort_ctx_, j)}, j.submit,
+              j.id};
+      e.base = req;
+      e.req = KeepOffReserved(j, req, &e.reserved_off);
+      order.push_back(e);
     }
     return order;
+  }
+
+  std::string QosJobLimit(const JobInfo& j, const Request& req) const {
+    if (j.qos < 0 || static_cast<size_t>(j.qos) >= snap_.qos.size()) return {};
+    const QosInfo& q = snap_.qos[static_cast<size_t>(j.qos)];
+    if (q.max_time.count() > 0 && req.time_limit > q.max_time) {
+      return fmt::format("time limit {} exceeds QoS '{}' maximum {}",
+                         FormatDuration(req.time_limit), q.name, FormatDuration(q.max_time));
+    }
+    if (q.max_gpus_per_job > 0 && req.total_gpus > q.max_gpus_per_job) {
+      return fmt::format("{} GPUs exceed QoS '{}' maximum {} per job", req.total_gpus, q.name,
+                         q.max_gpus_per_job);
+    }
+    return {};
+  }
+
+  bool OverQosLimit(const JobInfo& j, const Request& req, std::string* detail) const {
+    if (j.qos < 0 || static_cast<size_t>(j.qos) >= snap_.qos.size() || j.spec == nullptr)
+      return false;
+    const QosInfo& q = snap_.qos[static_cast<size_t>(j.qos)];
+    if (q.max_gpus_per_user <= 0 && q.max_jobs_per_user <= 0) return false;
+    QosUse use;
+    if (auto it = qos_use_.find({j.qos, j.spec->user}); it != qos_use_.end()) use = it->second;
+    if (q.max_jobs_per_user > 0 && use.jobs + 1 > q.max_jobs_per_user) {
+      *detail = fmt::format("user '{}' runs {} jobs of QoS '{}', the most it allows", j.spec->user,
+                            use.jobs, q.name);
+      return true;
+    }
+    if (q.max_gpus_per_user > 0 && use.gpus + req.total_gpus > q.max_gpus_per_user) {
+      *detail = fmt::format("user '{}' holds {} of the {} GPUs QoS '{}' allows a user",
+                            j.spec->user, use.gpus, q.max_gpus_per_user, q.name);
+      return true;
+    }
+    return false;
+  }
+
+  // Why a job that asked for a reservation cannot use it now; empty when it can.
+  std::string ReservationWait(const JobInfo& j) const {
+    if (j.reservation_gone) {
+      return fmt::format("reservation '{}' does not exist",
+                         j.spec != nullptr ? j.spec->reservation : std::string("?"));
+    }
+    if (j.reservation < 0 || static_cast<size_t>(j.reservation) >= snap_.reservations.size())
+      return {};
+    const ReservationInfo& r = snap_.reservations[static_cast<size_t>(j.reservation)];
+    if (now_ < r.start) {
+      return fmt::format("reservation '{}' begins at {}", r.name, FormatTime(r.start));
+    }
+    if (now_ >= r.end) return fmt::format("reservation '{}' has ended", r.name);
+    return {};
+  }
+
+  // The request as it may run now: within its own reservation's nodes, and
+  // off the nodes of every other reservation that is on, or begins before
+  // the job would have ended by its time limit. `off` gets the latter.
+  const Request* KeepOffReserved(const JobInfo& j, const Request* req, uint64_t* off) {
+    *off = 0;
+    if (snap_.reservations.empty()) return req;
+    const Time until = now_ + req->time_limit;
+    for (size_t r = 0; r < snap_.reservations.size() && r < 64; ++r) {
+      if (static_cast<int>(r) == j.reservation) continue;
+      const ReservationInfo& resv = snap_.reservations[r];
+      if (resv.start < until && now_ < resv.end) *off |= uint64_t{1} << r;
+    }
+    if (*off == 0 && j.reservation < 0) return req;
+    const ReservedKey key{req->allowed_nodes.get(), j.reservation, *off};
+    std::shared_ptr<const NodeBitset>& mask = reserved_masks_[key];
+    if (mask == nullptr) {
+      NodeBitset allowed(inv_.size());
+      if (j.reservation >= 0) {
+        allowed = snap_.reservations[static_cast<size_t>(j.reservation)].nodes;
+      } else {
+        for (auto& w : allowed.words())
+          w = ~uint64_t{0};
+      }
+      if (req->allowed_nodes != nullptr) {
+        for (size_t w = 0; w < allowed.words().size(); ++w)
+          allowed.words()[w] &= req->allowed_nodes->words()[w];
+      }
+      for (size_t r = 0; r < 64; ++r) {
+        if ((*off >> r & 1) == 0) continue;
+        const NodeBitset& taken = snap_.reservations[r].nodes;
+        for (size_t w = 0; w < allowed.words().size() && w < taken.words().size(); ++w)
+          allowed.words()[w] &= ~taken.words()[w];
+      }
+      mask = std::make_shared<const NodeBitset>(std::move(allowed));
+    }
+    recompiled_.push_back(*req);
+    recompiled_.back().allowed_nodes = mask;
+    return &recompiled_.back();
+  }
+
+  // Names the reservations of `off` for people: "'maint' (from ... to ...)".
+  std::string ReservationNames(uint64_t off) const {
+    std::string out;
+    for (size_t r = 0; r < snap_.reservations.size() && r < 64; ++r) {
+      if ((off >> r & 1) == 0) continue;
+      const ReservationInfo& resv = snap_.reservations[r];
+      if (!out.empty()) out += ", ";
+      out +=
+          fmt::format("'{}' ({} to {})", resv.name, FormatTime(resv.start), FormatTime(resv.end));
+    }
+    return out;
   }
 
   static std::string PartitionLimit(const Partition& part, const JobInfo& j, const Request& req) {
@@ -323,6 +454,10 @@ class Cycle {
       Wait(j, PendingReason::kAccountLimit, std::move(detail));
       return;
     }
+    if (OverQosLimit(j, req, &detail)) {
+      Wait(j, PendingReason::kQosLimit, std::move(detail));
+      return;
+    }
     if (j.array_id != 0 && j.array_max_running > 0 &&
         array_running_[j.array_id] >= j.array_max_running) {
       Wait(j, PendingReason::kArrayLimit,
@@ -348,7 +483,14 @@ class Cycle {
       return;
     }
     if (policy_.preempt() != nullptr && TryPreempt(e)) return;
-    auto [reason, why] = Classify(req);
+    auto [reason, why] = Classify(*e.base);
+    if (reason == PendingReason::kResources && e.reserved_off != 0 &&
+        TryPlace(now_state_, *e.base, base_memo_)) {
+      // It would fit now, but only on nodes reserved for others.
+      reason = PendingReason::kReservation;
+      why = fmt::format("the nodes it could use now are reserved: {}",
+                        ReservationNames(e.reserved_off));
+    }
     PendingDecision d;
     d.job = j.id;
     d.reason = reason;
@@ -369,7 +511,7 @@ class Cycle {
         long_ok_->SetToMin(n, now_state_, *shadow_);
       }
     }
-    ChargeAccount(j, alloc.TotalGpus());
+    ChargeAccount(j, alloc.TotalGpus(), 1);
     if (j.array_id != 0) ++array_running_[j.array_id];
     ends_.push_back({now_ + j.request.time_limit, plan_.starts.size()});
     StartDecision s;
@@ -467,7 +609,10 @@ class Cycle {
     for (size_t k : victims_) {
       if (preempted_[k]) continue;
       const JobInfo& v = snap_.running[k];
-      if (!policy_.preempt()->MayPreempt(j, e.rank, v, running_ranks_[k])) break;
+      if (!policy_.preempt()->MayPreempt(snap_, j, e.rank, v, running_ranks_[k])) {
+        if (policy_.preempt()->Monotone()) break;
+        continue;
+      }
       counter.Release(*v.allocation);
       released.push_back(k);
       if (!counter.MayFit()) continue;
@@ -491,7 +636,7 @@ class Cycle {
       preempted_[*it] = true;
       ++preemptions_;
       ++plan_.stats.preempted;
-      ChargeAccount(v, -v.allocation->TotalGpus());
+      ChargeAccount(v, -v.allocation->TotalGpus(), -1);
       plan_.preemptions.push_back({v.id, j.id});
     }
     now_memo_.Clear();
@@ -516,6 +661,19 @@ class Cycle {
   ShapeMemo<bool> now_memo_;
   ShapeMemo<bool> long_memo_;
   std::vector<int> account_gpus_;
+  struct QosUse {
+    int gpus = 0;
+    int jobs = 0;
+  };
+  std::map<std::pair<int, std::string_view>, QosUse> qos_use_;  // by (QoS, user)
+  struct ReservedKey {
+    const NodeBitset* allowed;
+    int reservation;
+    uint64_t off;
+    auto operator<=>(const ReservedKey&) const = default;
+  };
+  std::map<ReservedKey, std::shared_ptr<const NodeBitset>> reserved_masks_;
+  ShapeMemo<bool> base_memo_;
   std::unordered_map<uint64_t, int> array_running_;
   std::vector<bool> preempted_;
   std::vector<JobRank> running_ranks_;

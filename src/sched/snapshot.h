@@ -14,6 +14,7 @@
 
 #include "core/job.h"
 #include "core/time.h"
+#include "sched/bitset.h"
 #include "sched/gittins.h"
 #include "sched/inventory.h"
 #include "sched/request.h"
@@ -33,6 +34,25 @@ struct AccountInfo {
   int max_gpus = 0;        // 0: no limit
 };
 
+// A QoS's limits and whom its jobs may preempt; Snapshot::qos is indexed by JobInfo::qos.
+struct QosInfo {
+  std::string name;
+  int max_gpus_per_job = 0;  // 0: no limit
+  int max_gpus_per_user = 0;
+  int max_jobs_per_user = 0;
+  Duration max_time{0};
+  uint64_t preempts = 0;  // bit q: its jobs may preempt running jobs of QoS q
+};
+
+// An admin's reservation (core/cluster.h): from `start` to `end`, `nodes`
+// serve only the jobs that ask for it. Nodes are inventory indices.
+struct ReservationInfo {
+  std::string name;
+  Time start{};
+  Time end{};
+  NodeBitset nodes;
+};
+
 struct JobInfo {
   JobId id;
   const JobSpec* spec =
@@ -46,6 +66,11 @@ struct JobInfo {
   double oracle_remaining_s = -1;  // simulation only: true remaining run time; < 0 when unknown
   uint64_t array_id = 0;           // tasks of one job array share it; 0: not an array task
   int array_max_running = 0;       // tasks of the array that may run at once; 0: no limit
+  int qos = -1;                    // index into Snapshot::qos; -1: none
+  // Index into Snapshot::reservations of the reservation it asked for; -1:
+  // none. `reservation_gone`: it asked for one that no longer exists.
+  int reservation = -1;
+  bool reservation_gone = false;
 
   // Pending jobs.
   bool held = false;
@@ -69,6 +94,8 @@ struct Snapshot {
   std::vector<JobInfo> running;
   std::vector<JobInfo> pending;
   std::vector<AccountInfo> accounts;
+  std::vector<QosInfo> qos;                   // at most kMaxQos
+  std::vector<ReservationInfo> reservations;  // at most kMaxReservations
   // The states of the jobs that pending jobs depend on. A dependency on a job
   // missing here can never be satisfied.
   std::unordered_map<JobId, JobState> dependency_states;

@@ -80,6 +80,10 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     for (std::string_view name : Split(value, ',')) {
       if (!Trim(name).empty()) o.tls.names.emplace_back(Trim(name));
     }
+  } else if (key == "mail_program") {
+    if (value != "none" && (value.empty() || value.front() != '/'))
+      return InvalidArgument("mail_program: an absolute path, or none");
+    o.mail_program = value;
   } else if (key == "node_cert_days") {
     auto n = ParseInt(value);
     if (!n.ok() || *n < 1 || *n > 3650) return InvalidArgument("node_cert_days: 1 to 3650");
@@ -89,7 +93,7 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
         fmt::format("unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, "
                     "kill_grace, launch_grace, rendezvous_ports, "
                     "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, "
-                    "metrics_public, tls, tls_names, node_cert_days)",
+                    "metrics_public, tls, tls_names, node_cert_days, mail_program)",
                     key));
   }
   return Status::Ok();

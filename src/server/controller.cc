@@ -83,6 +83,9 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
     batch_.accounts.push_back(a);
   for (const state::AccountUsage& u : loaded.usage)
     usage_[u.account] = u;
+  qos_ = loaded.qos;
+  reservations_ = loaded.reservations;
+  last_reservation_tick_ = now;
   for (const state::TokenRecord& t : loaded.tokens)
     tokens_[t.id] = t;
   tokens_changed_ = true;
@@ -357,6 +360,7 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
   if (!who.admin() || spec.user.empty()) spec.user = who.user;
   if (spec.user.empty()) return InvalidArgument("the job has no user");
   if (spec.command.empty()) return InvalidArgument("the job has no command");
+  SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
   if (!spec.acceptance_node.empty()) {
     if (!who.admin()) return Denied("only admins submit acceptance tests");
     return SubmitAcceptance(std::move(spec), now);
@@ -403,6 +407,10 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
   dirty_ = true;
   api::Json reply = {{"jobs", ids}};
   if (spec.array) reply["array_job_id"] = first.value();
+  if (spec.mail_types != 0 && !config_.mail_enabled) {
+    reply["notes"] = api::Json::array(
+        {"the server has no mail program (mail_program): no mail is sent for --mail-type"});
+  }
   return reply;
 }
 
@@ -522,6 +530,7 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
   decisions_.erase(j.id.value());
   j.steps.clear();
   j.next_step = 1;
+  MailAbout(j, MailEvent::kBegin, now);
   Running run;
   std::vector<std::string> addresses;
   for (const NodeAllocation& na : j.allocation.nodes) {
@@ -711,6 +720,8 @@ void Controller::Finish(Job& job, JobState state, Time now) {
   evict_order_.push_back({now, job.id.value()});
   forget_order_.push_back({now, job.id.value()});
   --active_;
+  invalid_dep_mailed_.erase(job.id.value());
+  MailEnded(job, now);
   Record(job);
   dirty_ = true;
 }
@@ -742,6 +753,7 @@ void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
   job.allocation = Allocation{};
   job.restarts += 1;
   job.reason_detail = why;
+  MailAbout(job, MailEvent::kRequeue, now, why);
   pending_order_.push_back(job.id.value());
   auto r = sched::CompileRequest(*inventory_, job.spec);
   if (r.ok()) requests_[job.id.value()] = *r;

@@ -72,6 +72,17 @@ struct TokenRequest {
   std::string node{};  // join and node tokens: the only node they act for
 };
 
+// What POST /v1/reservations asks for: a reservation whose nodes are named,
+// or counted (nodes or GPUs, chosen by the server among the nodes of
+// `partition` that no other reservation holds then, idle ones first).
+struct ReservationRequest {
+  Reservation reservation{};  // start before now means now
+  Duration duration{0};       // > 0: it ends this long after its (actual) start
+  int node_count = 0;
+  int gpu_count = 0;
+  std::string partition{};  // where counted nodes come from; empty: any
+};
+
 struct ControllerConfig {
   std::string policy = "backfill";
   Duration node_timeout = std::chrono::seconds(30);  // missed heartbeats before a node is down
@@ -95,6 +106,7 @@ struct ControllerConfig {
   // take their local ports, and above the usual services.
   int rendezvous_first = 20000;
   int rendezvous_last = 32767;
+  bool mail_enabled = false;          // the server has a mail program (sbatch --mail-type)
   std::vector<Partition> partitions;  // from the configuration file
   std::vector<Account> accounts;
   // Where the policy's plugins are looked up; null: sched::BuiltinRegistry().
@@ -114,10 +126,19 @@ struct KillOrder : api::KillMessage {
   std::string address{};
 };
 
+// A mail about a job for its user (sbatch --mail-type), sent by the server's
+// Mailer (server/mailer.h).
+struct MailOrder {
+  std::string to;
+  std::string subject;
+  std::string body;
+};
+
 struct Outbox {
   std::vector<LaunchOrder> launches;
   std::vector<KillOrder> kills;
-  bool empty() const { return launches.empty() && kills.empty(); }
+  std::vector<MailOrder> mails;
+  bool empty() const { return launches.empty() && kills.empty() && mails.empty(); }
 };
 
 // What a node agent reports with each heartbeat: the node protocol's types
@@ -196,6 +217,12 @@ class Controller {
                                      AcceptanceResult result, Time now);
   Status PutPartition(const Identity& who, Partition p);
   Status PutAccount(const Identity& who, Account a);
+  // QoS and reservations (admins; controller_qos.cc). A QoS that active jobs
+  // use cannot be deleted; a reservation's nodes are fixed when it is made.
+  Status PutQos(const Identity& who, Qos q);
+  Status DeleteQos(const Identity& who, const std::string& name);
+  Result<api::Json> CreateReservation(const Identity& who, ReservationRequest request, Time now);
+  Status DeleteReservation(const Identity& who, const std::string& name);
   // Returns the token's text, shown once.
   Result<api::Json> CreateToken(const Identity& who, const TokenRequest& request, Time now);
   Status RevokeToken(const Identity& who, const std::string& id);
@@ -242,6 +269,8 @@ class Controller {
   Result<api::Json> NodeJson(const std::string& name) const;
   api::Json PartitionsJson() const;
   api::Json AccountsJson() const;
+  api::Json QosJson() const;
+  api::Json ReservationsJson(Time now) const;
   Result<api::Json> TokensJson(const Identity& who) const;
   MetricsView Metrics() const;
   // Where a job's output is: the agent of its first node. `history` is the
@@ -326,7 +355,8 @@ class Controller {
     std::map<uint32_t, LiveStep> steps;  // `shoal run` steps that run
     // Step 0 has ended: the job ends once its other steps have too.
     std::optional<JobState> main_ended_as;
-    bool warned = false;  // sbatch --signal's warning went out (SignalDue)
+    bool warned = false;       // sbatch --signal's warning went out (SignalDue)
+    int limit_mailed_pct = 0;  // the highest --mail-type TIME_LIMIT_x mark mailed
   };
 
   Job& Mutable(JobId id);
@@ -352,6 +382,22 @@ class Controller {
   std::vector<JobId> ArrayTasks(JobId array) const;
   Status CancelArray(const Identity& who, JobId array, const std::vector<JobId>& tasks, Time now);
   Status CompileAndCheck(const JobSpec& spec, sched::Request* out) const;
+  // At submit: the job's QoS (the default one when it names none, on a
+  // cluster with QoS) and its right to the reservation it names.
+  Status CheckQosAndReservation(const Identity& who, JobSpec& spec, Time now) const;
+  // The snapshot's QoS and reservations, and each job's place in them.
+  void AddQosAndReservations(sched::Snapshot& snap) const;
+  void SetQosAndReservation(const Job& job, const sched::Snapshot& snap,
+                            sched::JobInfo& info) const;
+  // Reservations that have ended are deleted; one that began or ended since
+  // the last tick asks for a pass.
+  void TickReservations(Time now);
+  // Mail (controller_mail.cc): `event` for job `j`, when it asked for it.
+  void MailAbout(const Job& j, MailEvent event, Time now, std::string_view detail = {});
+  bool ArrayMailDue(const Job& j, MailEvent event);
+  void MailEnded(const Job& j, Time now);
+  void MailTimeLimits(const Job& j, Running& r, Time now);
+  Result<std::vector<std::string>> ChooseReservationNodes(const ReservationRequest& request) const;
   void RebuildInventory();
   void Record(const Job& job);
   void RecordNode(const NodeRecord& n);
@@ -426,6 +472,11 @@ class Controller {
   std::map<std::string, double> account_gpu_s_;  // not decayed: the metrics' counter
   std::vector<Partition> partitions_;
   std::vector<Account> accounts_;
+  std::vector<Qos> qos_;
+  std::vector<Reservation> reservations_;
+  Time last_reservation_tick_{};
+  std::unordered_set<uint64_t> arrays_mailed_;       // arrays whose BEGIN went out (mail)
+  std::unordered_set<uint64_t> invalid_dep_mailed_;  // jobs mailed INVALID_DEPEND
   std::map<std::string, state::AccountUsage> usage_;
   std::map<std::string, state::TokenRecord> tokens_;
   std::unordered_map<uint64_t, std::shared_ptr<const sched::PendingDecision>>

@@ -20,6 +20,10 @@ namespace {
 
 using internal::IsActive;
 
+constexpr uint16_t kTimeLimitMarks = MailBit(MailEvent::kTimeLimit90) |
+                                     MailBit(MailEvent::kTimeLimit80) |
+                                     MailBit(MailEvent::kTimeLimit50);
+
 }  // namespace
 
 void Controller::AccrueUsage(Time now) {
@@ -94,6 +98,8 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
     if (!r.ending_as && job->time_limit.count() > 0 && now > job->start_time + job->time_limit)
       over.push_back(id);
     if (SignalDue(*job, r, now)) warn.push_back(id);
+    if ((job->spec.mail_types & kTimeLimitMarks) != 0 && !r.ending_as)
+      MailTimeLimits(*job, running_[id], now);
     if (r.ending_as && now - r.kill_sent > config_.kill_grace + config_.node_timeout)
       stuck.push_back(id);
   }
@@ -138,6 +144,7 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
       RecordNode(n);
     }
   }
+  TickReservations(now);
   AccrueUsage(now);
   CheckIdle(now);
   SampleCluster(now);
@@ -218,6 +225,7 @@ sched::PassStats Controller::SchedulePass(Time now) {
     snap.accounts.push_back(
         {a.name, a.shares, u == usage_.end() ? 0.0 : u->second.usage_gpu_s, a.max_gpus});
   }
+  AddQosAndReservations(snap);
   auto info_of = [&](const Job& job) {
     sched::JobInfo info;
     info.id = job.id;
@@ -232,6 +240,7 @@ sched::PassStats Controller::SchedulePass(Time now) {
       info.array_id = job.array_job_id.value();
       info.array_max_running = job.spec.array->max_running;
     }
+    SetQosAndReservation(job, snap, info);
     return info;
   };
   for (const auto& [id, r] : running_) {
@@ -310,6 +319,10 @@ sched::PassStats Controller::SchedulePass(Time now) {
     StartJob(Mutable(s.job), std::move(s.allocation), now);
   }
   for (sched::PendingDecision& d : plan.pending) {
+    if (d.reason == PendingReason::kDependencyNeverSatisfied &&
+        invalid_dep_mailed_.insert(d.job.value()).second) {
+      if (const Job* job = Find(d.job)) MailAbout(*job, MailEvent::kInvalidDepend, now, d.detail);
+    }
     decisions_[d.job.value()] = std::make_shared<const sched::PendingDecision>(std::move(d));
   }
   return plan.stats;

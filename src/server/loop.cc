@@ -5,6 +5,7 @@
 
 #include "server/agent_link.h"
 #include "server/auth.h"
+#include "server/mailer.h"
 
 namespace shoal::server {
 
@@ -135,6 +136,8 @@ void ControlLoop::Run() {
     for (Task& t : batch)
       t.done();
     Outbox out = controller_.TakeOutbox();
+    if (mailer_ != nullptr) mailer_->Send(std::move(out.mails));
+    out.mails.clear();
     if (agents_ != nullptr && !out.empty()) agents_->Send(std::move(out));
     std::lock_guard<std::mutex> lock(mu_);
     stats_.calls += batch.size();

@@ -26,6 +26,7 @@
 namespace shoal::server {
 
 class AgentLink;
+class Mailer;
 class TokenCache;
 
 struct LoopOptions {
@@ -62,6 +63,8 @@ class ControlLoop {
               const Clock& clock, LoopOptions options = {});
   ~ControlLoop();
 
+  // Where the controller's mail goes (null: none is sent); before Start().
+  void SetMailer(Mailer* mailer) { mailer_ = mailer; }
   void Start();
   void Stop();
 
@@ -97,6 +100,7 @@ class ControlLoop {
   Controller& controller_;
   state::Store& store_;
   AgentLink* agents_;
+  Mailer* mailer_ = nullptr;
   TokenCache* tokens_;
   const Clock& clock_;
   const LoopOptions options_;

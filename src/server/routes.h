@@ -108,6 +108,7 @@ void AddAccountRoutes(httplib::Server& http, const Context& ctx);  // whoami, pa
                                                                    // accounts, tokens
 void AddMetricsRoutes(httplib::Server& http, const Context& ctx);  // /metrics, stats, series
 void AddStepRoutes(httplib::Server& http, const Context& ctx);     // a job's steps (shoal run)
+void AddQosRoutes(httplib::Server& http, const Context& ctx);      // QoS and reservations
 
 // Answers with the bytes of `path` on the agent of `node` (a job's or a
 // task's output), its size and path in X-Shoal-Size and X-Shoal-Path.

@@ -24,6 +24,7 @@
 #include "server/agent_link.h"
 #include "server/auth.h"
 #include "server/dashboard.h"
+#include "server/mailer.h"
 #include "server/routes.h"
 #include "server/telemetry_store.h"
 
@@ -70,6 +71,7 @@ struct Server::Impl {
   std::unique_ptr<Controller> controller;
   TokenCache tokens;
   std::unique_ptr<AgentLink> agents;
+  std::unique_ptr<Mailer> mailer;  // null: no mail program
   std::unique_ptr<ControlLoop> loop;
   std::unique_ptr<net::PeerCredListener> local;
   std::map<uid_t, net::LocalToken>
@@ -128,6 +130,7 @@ void Server::Impl::Routes() {
   routes::AddJobRoutes(http, *route_context);
   routes::AddMetricsRoutes(http, *route_context);
   routes::AddNodeRoutes(http, *route_context);
+  routes::AddQosRoutes(http, *route_context);
   routes::AddStepRoutes(http, *route_context);
   AnswerErrorsAsJson(http);
 }
@@ -151,7 +154,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     SHOAL_ASSIGN_OR_RETURN(impl->store,
                            state::OpenSqliteStore(options.state_dir, {options.sqlite_full_sync}));
   }
-  impl->controller = std::make_unique<Controller>(options.controller);
+  // Mail for sbatch --mail-type: the configured program, else the host's sendmail.
+  const std::string mail_program =
+      options.mail_program.empty() ? DefaultMailProgram() : options.mail_program;
+  const bool mail = !mail_program.empty() && mail_program != "none";
+  ControllerConfig controller_config = options.controller;
+  controller_config.mail_enabled = mail;
+  impl->controller = std::make_unique<Controller>(controller_config);
   impl->telemetry = std::make_unique<TelemetryStore>(options.series_interval);
   impl->controller->SetTelemetryStore(impl->telemetry.get());
   SHOAL_ASSIGN_OR_RETURN(state::Loaded loaded,
@@ -218,6 +227,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   impl->agents = std::make_unique<AgentLink>(impl->agent_credentials);
   impl->loop = std::make_unique<ControlLoop>(*impl->controller, *impl->store, impl->agents.get(),
                                              &impl->tokens, clock, options.loop);
+  if (mail) {
+    impl->mailer = std::make_unique<Mailer>(mail_program);
+    impl->loop->SetMailer(impl->mailer.get());
+  }
   // HTTP.
   net::RaiseOpenFileLimit();
   impl->http.set_tcp_nodelay(true);

@@ -49,6 +49,9 @@ struct ServerOptions {
   // Off in the library (tests, `shoal up`); `shoal server` turns it on
   // unless asked for plain HTTP on loopback.
   ServerTlsOptions tls;
+  // The mail program for sbatch --mail-type (sendmail's interface). Empty:
+  // the host's sendmail when it has one; "none": no mail.
+  std::string mail_program;
   ControllerConfig controller;
   LoopOptions loop;
 };

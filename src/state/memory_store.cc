@@ -27,6 +27,10 @@ class MemoryStore final : public Store {
       partitions_.erase(name);
     for (const std::string& name : batch.deleted_accounts)
       accounts_.erase(name);
+    for (const std::string& name : batch.deleted_qos)
+      qos_.erase(name);
+    for (const std::string& name : batch.deleted_reservations)
+      reservations_.erase(name);
     for (const Job& job : batch.jobs)
       jobs_[job.id.value()] = job;
     for (const Node& node : batch.nodes)
@@ -37,6 +41,10 @@ class MemoryStore final : public Store {
       partitions_[p.name] = p;
     for (const Account& a : batch.accounts)
       accounts_[a.name] = a;
+    for (const Qos& q : batch.qos)
+      qos_[q.name] = q;
+    for (const Reservation& r : batch.reservations)
+      reservations_[r.name] = r;
     for (const AccountUsage& u : batch.usage)
       usage_[u.account] = u;
     if (batch.next_job_id) next_job_id_ = *batch.next_job_id;
@@ -61,6 +69,10 @@ class MemoryStore final : public Store {
       loaded.partitions.push_back(p);
     for (const auto& [name, a] : accounts_)
       loaded.accounts.push_back(a);
+    for (const auto& [name, q] : qos_)
+      loaded.qos.push_back(q);
+    for (const auto& [name, r] : reservations_)
+      loaded.reservations.push_back(r);
     for (const auto& [account, u] : usage_)
       loaded.usage.push_back(u);
     loaded.next_job_id = next_job_id_;
@@ -103,6 +115,8 @@ class MemoryStore final : public Store {
   std::map<std::string, TokenRecord> tokens_;
   std::map<std::string, Partition> partitions_;
   std::map<std::string, Account> accounts_;
+  std::map<std::string, Qos> qos_;
+  std::map<std::string, Reservation> reservations_;
   std::map<std::string, AccountUsage> usage_;
   uint64_t next_job_id_ = 1;
 };

@@ -88,6 +88,21 @@ Result<EncodedBatch> EncodeBatch(const Batch& batch) {
                                                  api::AccountFromJson));
     out.accounts.push_back(std::move(text));
   }
+  for (const Qos& q : batch.qos) {
+    SHOAL_ASSIGN_OR_RETURN(std::string text,
+                           Encode(
+                               q, fmt::format("QoS '{}'", q.name),
+                               [](const Qos& r) { return api::ToJson(r); }, api::QosFromJson));
+    out.qos.push_back(std::move(text));
+  }
+  for (const Reservation& r : batch.reservations) {
+    SHOAL_ASSIGN_OR_RETURN(
+        std::string text,
+        Encode(
+            r, fmt::format("reservation '{}'", r.name),
+            [](const Reservation& x) { return api::ToJson(x); }, api::ReservationFromJson));
+    out.reservations.push_back(std::move(text));
+  }
   for (const TokenRecord& t : batch.tokens) {
     if (t.id.empty()) return InvalidArgument("a token cannot be stored without an id");
   }
@@ -133,6 +148,20 @@ Result<Account> DecodeAccount(std::string_view text, std::string_view key) {
   if (a.name != key)
     return CorruptRecord("accounts", key, fmt::format("it holds account '{}'", a.name));
   return a;
+}
+
+Result<Qos> DecodeQos(std::string_view text, std::string_view key) {
+  SHOAL_ASSIGN_OR_RETURN(Qos q, Decode<Qos>(text, "qos", key, api::QosFromJson));
+  if (q.name != key) return CorruptRecord("qos", key, fmt::format("it holds QoS '{}'", q.name));
+  return q;
+}
+
+Result<Reservation> DecodeReservation(std::string_view text, std::string_view key) {
+  SHOAL_ASSIGN_OR_RETURN(Reservation r,
+                         Decode<Reservation>(text, "reservations", key, api::ReservationFromJson));
+  if (r.name != key)
+    return CorruptRecord("reservations", key, fmt::format("it holds reservation '{}'", r.name));
+  return r;
 }
 
 Result<int> HistoryLimit(const HistoryQuery& query) {

@@ -24,6 +24,8 @@ struct EncodedBatch {
   std::vector<std::string> nodes;
   std::vector<std::string> partitions;
   std::vector<std::string> accounts;
+  std::vector<std::string> qos;
+  std::vector<std::string> reservations;
 };
 
 // Encodes every record and checks it reads back, and that keys are usable (a
@@ -38,6 +40,8 @@ Result<Job> DecodeJob(std::string_view text, uint64_t key);
 Result<Node> DecodeNode(std::string_view text, std::string_view key);
 Result<Partition> DecodePartition(std::string_view text, std::string_view key);
 Result<Account> DecodeAccount(std::string_view text, std::string_view key);
+Result<Qos> DecodeQos(std::string_view text, std::string_view key);
+Result<Reservation> DecodeReservation(std::string_view text, std::string_view key);
 
 // The error for a damaged record outside the JSON ones (e.g. a state column).
 Status CorruptRecord(std::string_view table, std::string_view key, std::string_view detail);

@@ -90,6 +90,20 @@ ALTER TABLE tokens ADD COLUMN node TEXT NOT NULL DEFAULT '';
 INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 4);
 )sql";
 
+// Version 5: QoS and admin reservations, as JSON records like accounts'; job
+// specs may name a reservation.
+constexpr std::string_view kSchema5 = R"sql(
+CREATE TABLE qos (
+  name TEXT PRIMARY KEY,
+  record TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE TABLE reservations (
+  name TEXT PRIMARY KEY,
+  record TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 5);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, nodes, partitions, accounts, tokens, usage and meta", kSchema1},
     {2, "job efficiency and idle flags, partition idle options (in the JSON records)", kSchema2},
@@ -98,6 +112,7 @@ constexpr Migration kMigrations[] = {
      kSchema3},
     {4, "token expiry and join tokens' node names; node credentials (in the JSON records)",
      kSchema4},
+    {5, "QoS and reservations; job specs' reservation (in the JSON records)", kSchema5},
 };
 
 // Applies the migration after the database's current version, if there is one.

@@ -133,6 +133,9 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
       delete_names("DELETE FROM partitions WHERE name = ?1", batch.deleted_partitions));
   SHOAL_RETURN_IF_ERROR(
       delete_names("DELETE FROM accounts WHERE name = ?1", batch.deleted_accounts));
+  SHOAL_RETURN_IF_ERROR(delete_names("DELETE FROM qos WHERE name = ?1", batch.deleted_qos));
+  SHOAL_RETURN_IF_ERROR(
+      delete_names("DELETE FROM reservations WHERE name = ?1", batch.deleted_reservations));
 
   if (!batch.jobs.empty()) {
     SHOAL_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(kInsertJob));
@@ -169,6 +172,11 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
   SHOAL_RETURN_IF_ERROR(
       write_named("INSERT OR REPLACE INTO accounts (name, record) VALUES (?1, ?2)", batch.accounts,
                   encoded.accounts));
+  SHOAL_RETURN_IF_ERROR(write_named("INSERT OR REPLACE INTO qos (name, record) VALUES (?1, ?2)",
+                                    batch.qos, encoded.qos));
+  SHOAL_RETURN_IF_ERROR(
+      write_named("INSERT OR REPLACE INTO reservations (name, record) VALUES (?1, ?2)",
+                  batch.reservations, encoded.reservations));
 
   if (!batch.tokens.empty()) {
     SHOAL_ASSIGN_OR_RETURN(
@@ -267,6 +275,10 @@ Result<Loaded> SqliteStore::LoadInTransaction(Time finished_horizon) {
                                    DecodePartition, &loaded.partitions));
   SHOAL_RETURN_IF_ERROR(read_named("SELECT name, record FROM accounts ORDER BY name", DecodeAccount,
                                    &loaded.accounts));
+  SHOAL_RETURN_IF_ERROR(
+      read_named("SELECT name, record FROM qos ORDER BY name", DecodeQos, &loaded.qos));
+  SHOAL_RETURN_IF_ERROR(read_named("SELECT name, record FROM reservations ORDER BY name",
+                                   DecodeReservation, &loaded.reservations));
   {
     SHOAL_ASSIGN_OR_RETURN(Statement stmt,
                            writer_->Prepare("SELECT id, secret_hash, user_name, role, created_ms, "

@@ -5,7 +5,8 @@ namespace shoal::state {
 bool Batch::empty() const {
   return jobs.empty() && nodes.empty() && deleted_nodes.empty() && tokens.empty() &&
          partitions.empty() && deleted_partitions.empty() && accounts.empty() &&
-         deleted_accounts.empty() && usage.empty() && !next_job_id.has_value();
+         deleted_accounts.empty() && qos.empty() && deleted_qos.empty() && reservations.empty() &&
+         deleted_reservations.empty() && usage.empty() && !next_job_id.has_value();
 }
 
 }  // namespace shoal::state

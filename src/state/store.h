@@ -62,6 +62,10 @@ struct Batch {
   std::vector<std::string> deleted_partitions;
   std::vector<Account> accounts;
   std::vector<std::string> deleted_accounts;
+  std::vector<Qos> qos;
+  std::vector<std::string> deleted_qos;
+  std::vector<Reservation> reservations;
+  std::vector<std::string> deleted_reservations;
   std::vector<AccountUsage> usage;
   std::optional<uint64_t> next_job_id;
 
@@ -69,7 +73,8 @@ struct Batch {
 };
 
 // What the controller needs to start again. Every list is ordered by its key
-// (job id; node, partition and account name; token id; usage by account).
+// (job id; node, partition, account, QoS and reservation name; token id;
+// usage by account).
 struct Loaded {
   std::vector<Job> active_jobs;  // pending and running
   // States of finished jobs newer than the load horizon, for dependencies.
@@ -78,6 +83,8 @@ struct Loaded {
   std::vector<TokenRecord> tokens;
   std::vector<Partition> partitions;
   std::vector<Account> accounts;
+  std::vector<Qos> qos;
+  std::vector<Reservation> reservations;
   std::vector<AccountUsage> usage;
   // The larger of the last committed next_job_id and one more than the
   // largest stored job id, so an id is never handed out twice.

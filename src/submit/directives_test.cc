@@ -248,8 +248,8 @@ TEST(DirectivesTest, ApplyScriptDirectivesKeepsWhatItDoesNotSet) {
   EXPECT_EQ(spec.command, "the command");
   EXPECT_EQ(spec.nodes, 2);
   EXPECT_EQ(spec.time_limit, std::chrono::minutes(30));
-  ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0], "--mail-type=ALL: Shoal sends no mail; follow the job with `shoal show`");
+  EXPECT_TRUE(notes.empty());
+  EXPECT_EQ(FormatMailTypes(spec.mail_types), "BEGIN,END,FAIL,REQUEUE,INVALID_DEPEND");
 }
 
 }  // namespace

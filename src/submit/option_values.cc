@@ -165,39 +165,10 @@ Result<std::optional<Time>> ParseBegin(const Call& c, std::vector<std::string>& 
     SHOAL_ASSIGN_OR_RETURN(int64_t seconds, Count(c, text, 0, kMaxUnixSeconds, "Unix seconds"));
     return std::optional<Time>(Time(Duration(seconds * 1000)));
   }
-  // Fixed positions: YYYY-MM-DD, then THH:MM and :SS, then an optional Z.
-  std::string_view s = text;
-  if (!s.empty() && (s.back() == 'Z' || s.back() == 'z')) s.remove_suffix(1);
-  auto digits_at = [&s](size_t pos, size_t n) -> std::optional<int> {
-    if (pos + n > s.size() || !AllDigits(s.substr(pos, n))) return std::nullopt;
-    int v = 0;
-    for (char ch : s.substr(pos, n))
-      v = v * 10 + (ch - '0');
-    return v;
-  };
-  const bool shape_ok = (s.size() == 10 || s.size() == 16 || s.size() == 19) && s[4] == '-' &&
-                        s[7] == '-' && (s.size() == 10 || (s[10] == 'T' && s[13] == ':')) &&
-                        (s.size() != 19 || s[16] == ':');
-  if (!shape_ok) return Invalid(c, fmt::format("unsupported form: {}", kForms));
-  const auto year = digits_at(0, 4);
-  const auto month = digits_at(5, 2);
-  const auto day = digits_at(8, 2);
-  const auto hour = s.size() > 10 ? digits_at(11, 2) : std::optional<int>(0);
-  const auto minute = s.size() > 10 ? digits_at(14, 2) : std::optional<int>(0);
-  const auto second = s.size() > 16 ? digits_at(17, 2) : std::optional<int>(0);
-  if (!year || !month || !day || !hour || !minute || !second) {
-    return Invalid(c, fmt::format("unsupported form: {}", kForms));
-  }
-  const std::chrono::year_month_day date{std::chrono::year(*year),
-                                         std::chrono::month(static_cast<unsigned>(*month)),
-                                         std::chrono::day(static_cast<unsigned>(*day))};
-  if (!date.ok() || *year < 1970 || *hour > 23 || *minute > 59 || *second > 59) {
-    return Invalid(c, "not a valid date and time");
-  }
-  const auto when = std::chrono::sys_days(date) + std::chrono::hours(*hour) +
-                    std::chrono::minutes(*minute) + std::chrono::seconds(*second);
+  Result<Time> when = ParseUtcTime(text);
+  if (!when.ok()) return Invalid(c, when.status().message());
   notes.push_back(fmt::format("{} is read as UTC (Slurm reads local time)", c.Shown()));
-  return std::optional<Time>(std::chrono::time_point_cast<Duration>(when));
+  return std::optional<Time>(*when);
 }
 
 bool IsEnvName(std::string_view s) {

@@ -49,10 +49,16 @@ constexpr OptionDef kOptions[] = {
        r.account = std::string(c.value);
        return Status::Ok();
      }},
-    {"qos", 'q', "NAME", "the quality of service",
+    {"qos", 'q', "NAME", "the quality of service (shoal qos list)",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxNameBytes, /*allow_spaces=*/false));
        r.qos = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"reservation", 0, "NAME", "run in this reservation (shoal reservation list)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxNameBytes, /*allow_spaces=*/false));
+       r.reservation = std::string(c.value);
        return Status::Ok();
      }},
     {"time", 't', "LIMIT", "MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S, or 90s, 45m, 2h, 3d",
@@ -320,21 +326,27 @@ constexpr OptionDef kOptions[] = {
        r.wrap = std::string(c.value);
        return Status::Ok();
      }},
-    {"mail-user", 0, "ADDRESS", "accepted with a note: Shoal sends no mail",
-     [](const Call& c, Request&, std::vector<std::string>& notes) {
+    {"mail-user", 0, "ADDRESS", "where mail about the job goes (default: the job's user)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
        SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxNameBytes, /*allow_spaces=*/false));
-       notes.push_back(
-           fmt::format("{}: Shoal sends no mail; follow the job with `shoal show`", c.Shown()));
+       const std::string_view v = Trim(c.value);
+       // An address, never an option of the mail program or a second header.
+       const bool ok =
+           !v.empty() && v.front() != '-' && std::all_of(v.begin(), v.end(), [](char ch) {
+             return std::isalnum(static_cast<unsigned char>(ch)) ||
+                    std::string_view("@._%+-").find(ch) != std::string_view::npos;
+           });
+       if (!ok) return Invalid(c, "not a mail address (letters, digits and @._%+-)");
+       r.mail_user = std::string(v);
        return Status::Ok();
      }},
-    {"mail-type", 0, "TYPES", "accepted with a note: Shoal sends no mail",
-     [](const Call& c, Request&, std::vector<std::string>& notes) {
-       // Mail only tells the user what `shoal show` tells them too; the job
-       // runs the same without it, so this is a note rather than an error.
-       if (ToLower(Trim(c.value)) != "none") {
-         notes.push_back(
-             fmt::format("{}: Shoal sends no mail; follow the job with `shoal show`", c.Shown()));
-       }
+    {"mail-type", 0, "TYPES",
+     "mail the user at BEGIN, END, FAIL, REQUEUE, ALL, TIME_LIMIT[_90|_80|_50], ARRAY_TASKS "
+     "(sent by the server's mail program)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       auto types = ParseMailTypes(c.value);
+       if (!types.ok()) return Invalid(c, types.status().message());
+       r.mail_types = *types;
        return Status::Ok();
      }},
 };
@@ -401,7 +413,6 @@ constexpr SlurmOnly kSlurmOnly[] = {
     {"propagate", 0, true},
     {"quiet", 'Q', false},
     {"reboot", 0, false},
-    {"reservation", 0, true},
     {"sockets-per-node", 0, true},
     {"spread-job", 0, false},
     {"switches", 0, true},

@@ -234,7 +234,15 @@ TEST(OptionsTest, HoldBeginAndExportOptionsInEachForm) {
        [](const JobSpec& s) {
          EXPECT_EQ(s.env, (std::map<std::string, std::string>{{"LR", "3e-4"}}));
        }},
-      {{"--mail-type=END,FAIL"}, [](const JobSpec&) {}},
+      {{"--mail-type=END,FAIL"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.mail_types, MailBit(MailEvent::kEnd) | MailBit(MailEvent::kFail));
+       }},
+      {{"--mail-type=ALL", "--mail-user=ann@example.org"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(FormatMailTypes(s.mail_types), "BEGIN,END,FAIL,REQUEUE,INVALID_DEPEND");
+         EXPECT_EQ(s.mail_user, "ann@example.org");
+       }},
   });
 }
 
@@ -250,9 +258,9 @@ TEST(OptionsTest, AbbreviationsAndAliasesAsGetoptLongReadsThem) {
   });
   auto slurm_only = Options({"--reserv=workshop", "--hin=nomultithread"});
   ASSERT_TRUE(slurm_only.ok()) << slurm_only.status().ToString();
-  ASSERT_EQ(slurm_only->notes.size(), 2u);
-  EXPECT_NE(slurm_only->notes[0].find("--reservation=workshop"), std::string::npos);
-  EXPECT_NE(slurm_only->notes[1].find("--hint=nomultithread"), std::string::npos);
+  EXPECT_EQ(slurm_only->spec.reservation, "workshop");
+  ASSERT_EQ(slurm_only->notes.size(), 1u);
+  EXPECT_NE(slurm_only->notes[0].find("--hint=nomultithread"), std::string::npos);
 }
 
 TEST(OptionsTest, DefaultsWhenNothingIsGiven) {
@@ -393,6 +401,9 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--export=ALL,NONE"}, "ALL and NONE together make no sense"},
       {{"--export=A=1,,B=2"}, "'' is not ALL, NONE, NAME or NAME=value"},
       {{"--wrap= "}, "an empty command"},
+      {{"--mail-type=END,SOMETIMES"}, "mail type 'SOMETIMES'"},
+      {{"--mail-user=-oQ/tmp"}, "not a mail address"},
+      {{"--mail-user=a b"}, "--mail-user"},
       {{"--wrap=x", "--wrap=y", "-N", "2", "job"},
        "give either --wrap or a command after the options"},
   };
@@ -410,11 +421,11 @@ TEST(OptionsTest, NotesForOptionsAcceptedWithACaveat) {
     std::vector<std::string> args;
     std::string note;  // empty: no note
   } cases[] = {
-      {{"--mail-type=END"}, "--mail-type=END: Shoal sends no mail"},
+      {{"--mail-type=END"}, ""},
       {{"--mail-type=NONE"}, ""},
       {{"--export=ALL"}, ""},
       {{"--hint=nomultithread"}, "--hint=nomultithread: accepted; it has no meaning in Shoal"},
-      {{"--mail-user=me@example.org"}, "Shoal sends no mail"},
+      {{"--mail-user=me@example.org"}, ""},
       {{"--mem=0"}, "Shoal gives the job whole nodes"},
       {{"--begin=2024-01-02"}, "--begin=2024-01-02 is read as UTC"},
       {{"--begin=1700000000"}, ""},

@@ -197,6 +197,9 @@ void Overlay(const Request& high, Request& low) {
   Take(high.account, low.account);
   Take(high.partition, low.partition);
   Take(high.qos, low.qos);
+  Take(high.reservation, low.reservation);
+  Take(high.mail_types, low.mail_types);
+  Take(high.mail_user, low.mail_user);
   Take(high.work_dir, low.work_dir);
   Take(high.stdout_path, low.stdout_path);
   Take(high.stderr_path, low.stderr_path);
@@ -237,6 +240,9 @@ Status Resolve(const Request& r, JobSpec& spec) {
   if (r.account) spec.account = *r.account;
   if (r.partition) spec.partition = *r.partition;
   if (r.qos) spec.qos = *r.qos;
+  if (r.reservation) spec.reservation = *r.reservation;
+  if (r.mail_types) spec.mail_types = *r.mail_types;
+  if (r.mail_user) spec.mail_user = *r.mail_user;
   if (r.work_dir) spec.work_dir = *r.work_dir;
   if (r.stdout_path) spec.stdout_path = *r.stdout_path;
   if (r.stderr_path) spec.stderr_path = *r.stderr_path;

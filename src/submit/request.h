@@ -76,6 +76,9 @@ struct Request {
   std::optional<std::string> account;
   std::optional<std::string> partition;
   std::optional<std::string> qos;
+  std::optional<std::string> reservation;
+  std::optional<uint16_t> mail_types;
+  std::optional<std::string> mail_user;
   std::optional<std::string> work_dir;
   std::optional<std::string> stdout_path;
   std::optional<std::string> stderr_path;

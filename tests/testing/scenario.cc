@@ -54,7 +54,8 @@ std::vector<Line> Tokenize(const std::string& path) {
           line.verb == "expect" || line.verb == "nodes" || line.verb == "finished" ? 2
           : line.verb == "simulation"                                              ? 0
                                                                                    : 1;
-      if (eq == std::string::npos) {
+      // A policy's overrides ("greedy:preempt=qos") are its name, not options.
+      if (eq == std::string::npos || (line.verb == "policy" && line.args.empty())) {
         if (line.args.size() < positional) {
           line.args.push_back(w);
         } else {
@@ -186,6 +187,8 @@ class Runner {
     if (Has(l, "nodelist")) j.NodeList(List(l, "nodelist"));
     if (Has(l, "exclude")) j.Exclude(List(l, "exclude"));
     if (Has(l, "requeue")) j.Requeue();
+    if (Has(l, "user")) j.spec().user = Opt(l, "user");
+    if (Has(l, "reservation")) j.spec().reservation = Opt(l, "reservation");
     return j;
   }
 
@@ -200,6 +203,59 @@ class Runner {
     if (Has(l, "array")) info.array_id = static_cast<uint64_t>(Int(l, "array", 0));
     if (Has(l, "array-max")) info.array_max_running = static_cast<int>(Int(l, "array-max", 0));
     if (Has(l, "after")) pending_deps_.push_back({l, id});
+    if (Has(l, "qos-name")) info.qos = IndexOf(l, snap_->snapshot().qos, Opt(l, "qos-name"));
+    if (Has(l, "reservation")) {
+      const auto& all = snap_->snapshot().reservations;
+      const std::string name = Opt(l, "reservation");
+      const bool known = std::any_of(
+          all.begin(), all.end(), [&](const sched::ReservationInfo& r) { return r.name == name; });
+      if (known) {
+        info.reservation = IndexOf(l, all, name);
+      } else {
+        info.reservation_gone = true;
+      }
+    }
+  }
+
+  template <typename T>
+  int IndexOf(const Line& l, const std::vector<T>& items, const std::string& name) const {
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].name == name) return static_cast<int>(i);
+    }
+    Fail(l, "unknown name '" + name + "'");
+  }
+
+  void AddQos(const Line& l) {
+    sched::QosInfo q;
+    q.name = l.args.at(0);
+    q.max_gpus_per_job = static_cast<int>(Int(l, "max_gpus_per_job", 0));
+    q.max_gpus_per_user = static_cast<int>(Int(l, "max_gpus_per_user", 0));
+    q.max_jobs_per_user = static_cast<int>(Int(l, "max_jobs_per_user", 0));
+    if (Has(l, "max_time")) q.max_time = *ParseDuration(Opt(l, "max_time"));
+    snap_->snapshot().qos.push_back(q);
+  }
+
+  // After every QoS is known: whom each may preempt.
+  void SetQosPreempts(const std::vector<Line>& lines) {
+    auto& all = snap_->snapshot().qos;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      for (const std::string& victim : List(lines[i], "preempt"))
+        all[i].preempts |= uint64_t{1} << IndexOf(lines[i], all, victim);
+    }
+  }
+
+  void AddReservation(const Line& l, const sched::Inventory& inv) {
+    sched::ReservationInfo r;
+    r.name = l.args.at(0);
+    r.start = ParseTime(l, Opt(l, "start", "+0"));
+    r.end = ParseTime(l, Opt(l, "end", "+1d"));
+    r.nodes = sched::NodeBitset(inv.size());
+    for (const std::string& node : List(l, "nodes")) {
+      auto idx = inv.IndexOfName(node);
+      if (!idx) Fail(l, "unknown node '" + node + "'");
+      r.nodes.Set(*idx);
+    }
+    snap_->snapshot().reservations.push_back(std::move(r));
   }
 
   void Execute(ScenarioResult& result) {
@@ -207,6 +263,8 @@ class Runner {
     std::vector<Line> jobs;
     std::vector<Line> expects;
     std::vector<Line> accounts;
+    std::vector<Line> qos;
+    std::vector<Line> reservations;
     std::vector<Line> finished;
     bool simulation = false;
     std::string policy_spec;
@@ -240,6 +298,12 @@ class Runner {
           AddNode(l, l.args[0] + std::to_string(i));
       } else if (l.verb == "account") {
         accounts.push_back(l);
+      } else if (l.verb == "qos") {
+        if (l.args.empty()) Fail(l, "qos needs a name");
+        qos.push_back(l);
+      } else if (l.verb == "reservation") {
+        if (l.args.empty()) Fail(l, "reservation needs a name");
+        reservations.push_back(l);
       } else if (l.verb == "job" || l.verb == "running") {
         if (l.args.empty()) Fail(l, l.verb + " needs a name");
         jobs.push_back(l);
@@ -261,6 +325,11 @@ class Runner {
                         Has(l, "usage") ? std::stod(Opt(l, "usage")) * 3600 : 0.0,
                         static_cast<int>(Int(l, "max_gpus", 0)));
     }
+    for (const Line& l : qos)
+      AddQos(l);
+    SetQosPreempts(qos);
+    for (const Line& l : reservations)
+      AddReservation(l, *inv);
     for (const Line& l : jobs) {
       const std::string& name = l.args[0];
       JobBuilder job = MakeJob(l, name);

@@ -28,6 +28,7 @@ std::shared_ptr<const ScorePlugin> MakeFgdScore();
 std::shared_ptr<const PreemptPlugin> MakeClassPreempt();
 std::shared_ptr<const PreemptPlugin> MakeSrtfPreempt();
 std::shared_ptr<const PreemptPlugin> MakeTierPreempt();
+std::shared_ptr<const PreemptPlugin> MakeQosPreempt();
 
 // Multifactor priority of one job (exposed for `shoal show` and tests).
 double MultifactorPriority(const SortContext& ctx, const JobInfo& job);

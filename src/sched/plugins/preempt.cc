@@ -12,7 +12,8 @@ namespace {
 class ClassPreempt final : public PreemptPlugin {
  public:
   std::string_view Name() const override { return "class"; }
-  bool MayPreempt(const JobInfo&, JobRank p, const JobInfo&, JobRank v) const override {
+  bool MayPreempt(const Snapshot&, const JobInfo&, JobRank p, const JobInfo&,
+                  JobRank v) const override {
     if (v.tier != p.tier) return v.tier < p.tier;
     return std::floor(v.value) > std::floor(p.value);
   }
@@ -22,7 +23,8 @@ class ClassPreempt final : public PreemptPlugin {
 class SrtfPreempt final : public PreemptPlugin {
  public:
   std::string_view Name() const override { return "srtf"; }
-  bool MayPreempt(const JobInfo&, JobRank p, const JobInfo&, JobRank v) const override {
+  bool MayPreempt(const Snapshot&, const JobInfo&, JobRank p, const JobInfo&,
+                  JobRank v) const override {
     if (v.tier != p.tier) return v.tier < p.tier;
     return v.value > p.value;
   }
@@ -32,12 +34,32 @@ class SrtfPreempt final : public PreemptPlugin {
 class TierPreempt final : public PreemptPlugin {
  public:
   std::string_view Name() const override { return "tier"; }
-  bool MayPreempt(const JobInfo&, JobRank p, const JobInfo&, JobRank v) const override {
+  bool MayPreempt(const Snapshot&, const JobInfo&, JobRank p, const JobInfo&,
+                  JobRank v) const override {
     return v.tier < p.tier;
   }
 };
 
+// By QoS, as Slurm's preempt/qos: a job may preempt running jobs of the QoS
+// its own QoS names (`preempt`), and, as `tier`, jobs of a lower partition tier.
+class QosPreempt final : public PreemptPlugin {
+ public:
+  std::string_view Name() const override { return "qos"; }
+  bool Monotone() const override { return false; }
+  bool MayPreempt(const Snapshot& snap, const JobInfo& p, JobRank pr, const JobInfo& v,
+                  JobRank vr) const override {
+    if (vr.tier < pr.tier) return true;
+    if (vr.tier > pr.tier || p.qos < 0 || v.qos < 0 || v.qos >= 64) return false;
+    if (static_cast<size_t>(p.qos) >= snap.qos.size()) return false;
+    return (snap.qos[static_cast<size_t>(p.qos)].preempts >> v.qos & 1) != 0;
+  }
+};
+
 }  // namespace
+
+std::shared_ptr<const PreemptPlugin> MakeQosPreempt() {
+  return std::make_shared<QosPreempt>();
+}
 
 std::shared_ptr<const PreemptPlugin> MakeClassPreempt() {
   return std::make_shared<ClassPreempt>();

@@ -163,7 +163,7 @@ TEST(PreemptTest, RulesByTable) {
   for (const Case& c : cases) {
     auto plugin = reg.MakePreempt(c.plugin);
     ASSERT_TRUE(plugin.ok());
-    EXPECT_EQ((*plugin)->MayPreempt(j, c.preemptor, j, c.victim), c.allowed)
+    EXPECT_EQ((*plugin)->MayPreempt(Snapshot{}, j, c.preemptor, j, c.victim), c.allowed)
         << c.plugin << " " << c.preemptor.tier << "/" << c.preemptor.value << " vs "
         << c.victim.tier << "/" << c.victim.value;
   }
