@@ -158,38 +158,52 @@ class Cycle {
     plan_.pending.push_back(std::move(d));
   }
 
-  // Dependencies: kNone when satisfied.
-  std::pair<PendingReason, std::string> CheckDependencies(const JobInfo& j) const {
-    if (j.dependencies == nullptr) return {PendingReason::kNone, {}};
-    bool waiting = false;
-    for (const Dependency& d : *j.dependencies) {
-      if (d.type == DependencyType::kSingleton) {
-        waiting |= j.singleton_blocked;
-        continue;
-      }
-      auto it = snap_.dependency_states.find(d.job);
-      if (it == snap_.dependency_states.end()) {
-        return {PendingReason::kDependencyNeverSatisfied,
-                fmt::format("job {} is unknown", ToString(d.job))};
-      }
-      const JobState st = it->second;
-      if (d.type == DependencyType::kAfter) {
-        waiting |= st == JobState::kPending;  // started (or ended, or was cancelled)
-        continue;
-      }
-      if (!IsTerminal(st)) {
-        waiting = true;
-        continue;
-      }
-      const bool ok = d.type == DependencyType::kAfterAny ||
-                      (d.type == DependencyType::kAfterOk && st == JobState::kCompleted) ||
-                      (d.type == DependencyType::kAfterNotOk && st != JobState::kCompleted);
-      if (!ok) {
-        return {PendingReason::kDependencyNeverSatisfied,
-                fmt::format("job {} ended {}", ToString(d.job), JobStateName(st))};
-      }
+  // One dependency: kNone when satisfied, kDependency while it may still be,
+  // kDependencyNeverSatisfied (with the reason) when it never can be.
+  std::pair<PendingReason, std::string> CheckDependency(const JobInfo& j,
+                                                        const Dependency& d) const {
+    if (d.type == DependencyType::kSingleton) {
+      return {j.singleton_blocked ? PendingReason::kDependency : PendingReason::kNone, {}};
     }
-    return {waiting ? PendingReason::kDependency : PendingReason::kNone, {}};
+    auto it = snap_.dependency_states.find(d.job);
+    if (it == snap_.dependency_states.end()) {
+      return {PendingReason::kDependencyNeverSatisfied,
+              fmt::format("job {} is unknown", ToString(d.job))};
+    }
+    const JobState st = it->second;
+    if (d.type == DependencyType::kAfter) {  // started (or ended, or was cancelled)
+      return {st == JobState::kPending ? PendingReason::kDependency : PendingReason::kNone, {}};
+    }
+    if (!IsTerminal(st)) return {PendingReason::kDependency, {}};
+    const bool ok = d.type == DependencyType::kAfterAny ||
+                    (d.type == DependencyType::kAfterOk && st == JobState::kCompleted) ||
+                    (d.type == DependencyType::kAfterNotOk && st != JobState::kCompleted);
+    if (ok) return {PendingReason::kNone, {}};
+    return {PendingReason::kDependencyNeverSatisfied,
+            fmt::format("job {} ended {}", ToString(d.job), JobStateName(st))};
+  }
+
+  // All of a job's dependencies (or, joined with ?, any one of them): kNone
+  // when satisfied. Any-of never can be only when none of them can.
+  std::pair<PendingReason, std::string> CheckDependencies(const JobInfo& j) const {
+    if (j.dependencies == nullptr || j.dependencies->empty()) return {PendingReason::kNone, {}};
+    bool waiting = false;
+    std::string never;  // the first dependency that can never be satisfied
+    for (const Dependency& d : *j.dependencies) {
+      auto [reason, detail] = CheckDependency(j, d);
+      if (reason == PendingReason::kNone && j.dependency_any) return {PendingReason::kNone, {}};
+      if (reason == PendingReason::kDependencyNeverSatisfied) {
+        if (!j.dependency_any) return {reason, std::move(detail)};
+        if (never.empty()) never = std::move(detail);
+      }
+      waiting |= reason == PendingReason::kDependency;
+    }
+    if (waiting) return {PendingReason::kDependency, {}};
+    if (!j.dependency_any) return {PendingReason::kNone, {}};
+    if (j.dependencies->size() == 1) return {PendingReason::kDependencyNeverSatisfied, never};
+    return {PendingReason::kDependencyNeverSatisfied,
+            fmt::format("none of its {} dependencies can be satisfied ({}, ...)",
+                        j.dependencies->size(), never)};
   }
 
   std::vector<Entry> Screen() {

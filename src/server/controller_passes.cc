@@ -254,6 +254,7 @@ sched::PassStats Controller::SchedulePass(Time now) {
     info.queued_since = job->submit_time;
     if (!job->spec.dependencies.empty()) {
       info.dependencies = &job->spec.dependencies;
+      info.dependency_any = job->spec.dependency_any;
       for (const Dependency& d : job->spec.dependencies) {
         const Job* dep = Find(d.job);
         if (dep != nullptr) {

@@ -578,6 +578,32 @@ TEST_F(ControllerTest, AfterAndSingletonDependencies) {
   EXPECT_EQ(StateOf(b), JobState::kRunning);
 }
 
+// --dependency with ?: one satisfied dependency is enough; never only when
+// none can be.
+TEST_F(ControllerTest, AnyOfDependencies) {
+  Register("n1");
+  JobId failed = Submit(kAlice, Spec(1));
+  JobId slow = Submit(kAlice, Spec(1));
+  c_.SchedulePass(At(1));
+  Exit("n1", failed, 1, 2);
+  JobSpec either = Spec(1);
+  either.dependencies = {{DependencyType::kAfterOk, failed}, {DependencyType::kAfterAny, slow}};
+  either.dependency_any = true;
+  JobId waits = Submit(kAlice, either, 3);
+  JobSpec neither = Spec(1);
+  neither.dependencies = {{DependencyType::kAfterOk, failed}, {DependencyType::kAfterNotOk, slow}};
+  neither.dependency_any = true;
+  JobId never = Submit(kAlice, neither, 3);
+  c_.SchedulePass(At(4));
+  EXPECT_EQ((*c_.ShowJob(kAlice, waits))["reason"], "dependency");
+  EXPECT_EQ((*c_.ShowJob(kAlice, never))["reason"], "dependency");
+  Exit("n1", slow, 0, 5);
+  c_.SchedulePass(At(6));
+  EXPECT_EQ(StateOf(waits), JobState::kRunning) << "afterany: the slow job has ended";
+  EXPECT_EQ(StateOf(never), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAlice, never))["reason"], "dependency_never_satisfied");
+}
+
 TEST_F(ControllerTest, AnArraysIdCancelsEveryTaskAndATasksIdThatTaskAlone) {
   Register("n1");
   JobSpec array = Spec(1);

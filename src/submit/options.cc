@@ -186,15 +186,18 @@ constexpr OptionDef kOptions[] = {
        return Status::Ok();
      }},
     {"dependency", 'd', "LIST",
-     "after:ID[:ID...], afterok:..., afterany:..., afternotok:..., singleton; joined with ,",
-     [](const Call& c, Request& r, std::vector<std::string>&) {
-       if (c.value.find('?') != std::string_view::npos) {
-         return Invalid(
-             c, "dependencies joined with ? (any of) are not supported; join them with , (all of)");
-       }
+     "after:ID[:ID...], afterok:..., afterany:..., afternotok:..., singleton; joined with , (all "
+     "of) or ? (any of)",
+     [](const Call& c, Request& r, std::vector<std::string>& notes) {
        auto deps = ParseDependencies(c.value);
        if (!deps.ok()) return Invalid(c, deps.status().message());
-       if (deps->size() > kMaxDependencies) {
+       if (deps->any && c.value.find(',') != std::string_view::npos) {
+         notes.push_back(fmt::format(
+             "{}: with a ? every dependency is an alternative, those joined with , too (as "
+             "Slurm 22.05 reads it)",
+             c.Shown()));
+       }
+       if (deps->deps.size() > kMaxDependencies) {
          return Invalid(c, fmt::format("more than {} dependencies", kMaxDependencies));
        }
        r.dependencies = *std::move(deps);

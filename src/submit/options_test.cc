@@ -176,6 +176,16 @@ TEST(OptionsTest, MemoryArrayAndDependencyOptionsInEachForm) {
          EXPECT_EQ(s.dependencies[0], (Dependency{DependencyType::kAfter, JobId(7)}));
          EXPECT_EQ(s.dependencies[1].type, DependencyType::kSingleton);
          EXPECT_EQ(FormatDependencies(s.dependencies), "after:7,singleton");
+         EXPECT_FALSE(s.dependency_any);
+       }},
+      {{"--dependency=afterok:1:2?afterany:3"},
+       [](const JobSpec& s) {
+         ASSERT_EQ(s.dependencies.size(), 3u);
+         EXPECT_TRUE(s.dependency_any);
+         EXPECT_EQ(s.dependencies[1], (Dependency{DependencyType::kAfterOk, JobId(2)}));
+         EXPECT_EQ(s.dependencies[2], (Dependency{DependencyType::kAfterAny, JobId(3)}));
+         EXPECT_EQ(FormatDependencies(s.dependencies, s.dependency_any),
+                   "afterok:1?afterok:2?afterany:3");
        }},
   });
 }
@@ -385,7 +395,6 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--array=99999999999999"}, "index too large"},
       {{"--array=0-1000000"}, "at most 100,000 tasks"},
       {{"--array=1%0"}, "the limit after % must be a positive number"},
-      {{"-d", "afterok:1?afterok:2"}, "dependencies joined with ? (any of) are not supported"},
       {{"-d", "singleton:5"}, "singleton takes no job ids"},
       {{"-d", "aftercorr:5"}, "dependency type 'aftercorr' is not supported"},
       {{"-d", "afterok:abc"}, "'abc' is not a job id"},
@@ -418,6 +427,8 @@ TEST(OptionsTest, NotesForOptionsAcceptedWithACaveat) {
       {{"--mem=0"}, "Shoal gives the job whole nodes"},
       {{"--begin=2024-01-02"}, "--begin=2024-01-02 is read as UTC"},
       {{"--begin=1700000000"}, ""},
+      {{"-d", "afterok:1?afterok:2"}, ""},
+      {{"-d", "afterok:1?afterok:2,afterany:3"}, "every dependency is an alternative"},
   };
   for (const Case& c : cases) {
     auto sub = Options(c.args);

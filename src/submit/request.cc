@@ -254,7 +254,10 @@ Status Resolve(const Request& r, JobSpec& spec) {
   SHOAL_RETURN_IF_ERROR(ResolveMemory(r, spec));
   if (r.time_limit) spec.time_limit = *r.time_limit;
   if (r.array) spec.array = *r.array;
-  if (r.dependencies) spec.dependencies = *r.dependencies;
+  if (r.dependencies) {
+    spec.dependencies = r.dependencies->deps;
+    spec.dependency_any = r.dependencies->any;
+  }
   if (r.requeue) spec.requeue = *r.requeue;
   if (r.exclusive) spec.exclusive = *r.exclusive;
   if (r.hold) spec.hold = *r.hold;

@@ -91,7 +91,7 @@ struct Request {
 
   std::optional<Duration> time_limit;
   std::optional<ArraySpec> array;
-  std::optional<std::vector<Dependency>> dependencies;
+  std::optional<DependencyList> dependencies;
   std::optional<bool> requeue;
   std::optional<bool> exclusive;
   std::optional<bool> hold;
