@@ -554,6 +554,7 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
     o.node_rank = static_cast<int>(k);
     o.nodes = names;
     o.addresses = addresses;
+    o.node_cpus = api::NodeCpus(j.allocation);
     o.master_port = j.master_port;
     o.array_job_id = j.array_job_id.value();
     o.array_task_id = j.array_task_id;

@@ -214,6 +214,9 @@ TEST_F(ControllerTest, BatchScriptsRunOnceAndStepsRunInTheAllocation) {
   EXPECT_EQ(out.launches[0].node_rank, 0);
   EXPECT_EQ(out.launches[0].nodes.size(), 2u);
   EXPECT_GE(out.launches[0].master_port, 20000);
+  // Each node's CPUs, for SLURM_JOB_CPUS_PER_NODE.
+  ASSERT_EQ(out.launches[0].node_cpus.size(), 2u);
+  EXPECT_EQ(out.launches[0].node_cpus[0], api::WholeCpus(out.launches[0].allocation.cpu_milli));
   const std::string first = out.launches[0].node;
   const std::string second = out.launches[0].nodes[1];
 
@@ -234,6 +237,7 @@ TEST_F(ControllerTest, BatchScriptsRunOnceAndStepsRunInTheAllocation) {
     ASSERT_TRUE(o.run.has_value());
     EXPECT_EQ(o.run->argv, std::vector<std::string>{"hostname"});
     EXPECT_EQ(o.step_tasks, (std::vector<int>{2, 1}));
+    EXPECT_EQ(o.node_cpus.size(), 2u);
     EXPECT_FALSE(o.job_token.empty()) << "the job's tasks get a token to start steps with";
   }
   EXPECT_NE(out.launches[0].master_port, 0);
