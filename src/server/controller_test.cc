@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include "sched/plugin.h"
@@ -606,6 +607,61 @@ TEST_F(ControllerTest, AnyOfDependencies) {
   EXPECT_EQ(StateOf(waits), JobState::kRunning) << "afterany: the slow job has ended";
   EXPECT_EQ(StateOf(never), JobState::kPending);
   EXPECT_EQ((*c_.ShowJob(kAlice, never))["reason"], "dependency_never_satisfied");
+}
+
+// sbatch --test-only: when and where, from the running jobs' time limits;
+// nothing is stored and no id is used up.
+TEST_F(ControllerTest, TestOnlySaysWhenAndWhereAndStoresNothing) {
+  Register("n1");
+  Register("n2");
+  JobSpec big = Spec(8);
+  big.cpu_milli_per_gpu = 2000;
+  JobId a = Submit(kAlice, big);
+  JobSpec half = Spec(4);
+  half.time_limit = std::chrono::hours(2);
+  JobId b = Submit(kAlice, half);
+  c_.SchedulePass(At(1));
+  ASSERT_EQ(StateOf(a), JobState::kRunning);
+  ASSERT_EQ(StateOf(b), JobState::kRunning);
+
+  JobSpec probe = Spec(4);
+  probe.cpu_milli_per_gpu = 3000;
+  auto now = c_.TestSubmit(kAlice, probe, At(2));
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  EXPECT_EQ((*now)["start_time"], ToSeconds(At(2)));
+  EXPECT_EQ((*now)["cpus"], 12);
+  EXPECT_EQ((*now)["gpus"], 4);
+  EXPECT_EQ((*now)["partition"], "gpu");
+  EXPECT_EQ((*now)["job"], 3);
+
+  auto later = c_.TestSubmit(kAlice, Spec(8), At(2));
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_EQ((*later)["start_time"], ToSeconds(At(1) + std::chrono::hours(1)))
+      << "when the 8-GPU job's time limit ends";
+  JobSpec gang = Spec(0);
+  gang.nodes = 2;
+  gang.gpus_per_node = 8;
+  gang.begin_time = At(1) + std::chrono::hours(3);
+  auto both = c_.TestSubmit(kAlice, gang, At(2));
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_EQ((*both)["start_time"], ToSeconds(*gang.begin_time)) << "not before --begin";
+  std::vector<std::string> nodes = (*both)["nodes"].get<std::vector<std::string>>();
+  std::sort(nodes.begin(), nodes.end());
+  EXPECT_EQ(nodes, (std::vector<std::string>{"n1", "n2"}));
+
+  // Refused as a submission would be.
+  JobSpec too_long = Spec(1);
+  too_long.time_limit = std::chrono::hours(48);
+  EXPECT_EQ(c_.TestSubmit(kAlice, too_long, At(2)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c_.TestSubmit(kNodeAgent, Spec(1), At(2)).status().code(),
+            StatusCode::kPermissionDenied);
+  JobSpec three = Spec(0);
+  three.nodes = 3;
+  three.gpus_per_node = 8;
+  EXPECT_FALSE(c_.TestSubmit(kAlice, three, At(2)).ok());
+
+  // Nothing was stored: the next job gets the id the answer named.
+  EXPECT_EQ(Submit(kAlice, Spec(1), 3), JobId(3));
 }
 
 TEST_F(ControllerTest, AnArraysIdCancelsEveryTaskAndATasksIdThatTaskAlone) {

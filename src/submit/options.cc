@@ -308,6 +308,13 @@ constexpr OptionDef kOptions[] = {
        r.parsable = true;
        return Status::Ok();
      }},
+    {"test-only", 0, "",
+     "check the job and say when and where it would start (counting the running jobs, not "
+     "the other pending ones), without submitting it",
+     [](const Call&, Request& r, std::vector<std::string>&) {
+       r.test_only = true;
+       return Status::Ok();
+     }},
     {"wait", 'W', "", "wait for the job to end; exit with its exit code",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        if (c.source == Source::kDirective) return Status::Ok();

@@ -229,6 +229,7 @@ void Overlay(const Request& high, Request& low) {
   Take(high.strict, low.strict);
   Take(high.parsable, low.parsable);
   Take(high.wait, low.wait);
+  Take(high.test_only, low.test_only);
   low.ignored.insert(low.ignored.end(), high.ignored.begin(), high.ignored.end());
 }
 

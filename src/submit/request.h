@@ -121,6 +121,7 @@ struct Request {
   std::optional<bool> strict;
   std::optional<bool> parsable;
   std::optional<bool> wait;
+  std::optional<bool> test_only;
 };
 
 // Replaces the options of `low` with those `high` gives.
