@@ -210,6 +210,16 @@ TEST(OptionsTest, OutputAndPlacementOptionsInEachForm) {
        [](const JobSpec& s) {
          EXPECT_EQ(s.constraints, (std::vector<std::string>{"a100|h100", "ib"}));
        }},
+      {{"-C", "ib&[rackA|rackB|rackA]"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"[rackA|rackB]", "ib"}));
+       }},
+      {{"-C", "[ a100 | h100 ],nvme"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"[a100|h100]", "nvme"}));
+       }},
+      {{"-C", "[ib]"},
+       [](const JobSpec& s) { EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib"})); }},
       {{"--constraint=ib,rack=r12,ib"},
        [](const JobSpec& s) {
          EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib", "rack=r12"}));
@@ -385,8 +395,15 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--job-name=a\nb"}, "--job-name=a\\x0ab: control characters are not allowed"},
       {{"-J", std::string(300, 'x')}, "longer than 256 characters"},
       {{"-o", std::string(100000, 'x')}, "the value is longer than 65536 bytes"},
-      {{"-C", "[a|b]"}, "a matching choice ([a|b]: every node the same one) is not supported"},
-      {{"-C", "a*2"}, "label counts (a*2) and NOT (!) are not supported"},
+      {{"-C", "[a*2&b*4]"}, "label counts ([a*2&b*4]) are not supported"},
+      {{"-C", "[a|b]&[c|d]"}, "one matching choice [a|b] at most"},
+      {{"-C", "[a|b"}, "in closed brackets"},
+      {{"-C", "[a&b]"}, "inside [ ] give choices joined with |"},
+      {{"-C", "ib[a|b]"}, "join [a|b] to the other labels with & or ,"},
+      {{"-C", "[a||b]"}, "an empty label"},
+      {{"-C", "a*2"}, "label counts (a*2) are not supported"},
+      {{"-C", "!a"}, "NOT (!) is not supported"},
+      {{"-C", "(a|b)&c"}, "parentheses are not supported"},
       {{"-C", "a||b"}, "an empty label"},
       {{"-C", "a&&b"}, "an empty label"},
       {{"-C", "a b"}, "'a b' is not a label"},
