@@ -55,7 +55,7 @@ std::vector<std::string> SlurmJobEnvironment(const api::LaunchMessage& m,
       fmt::format("SLURM_TASKS_PER_NODE={}", SlurmTaskCounts(job_tasks)),
       fmt::format("SLURM_GPUS_ON_NODE={}", gpus.size()),
       fmt::format("SLURM_JOB_GPUS={}", Join(gpus, ",")),
-      fmt::format("SLURM_CPUS_ON_NODE={}", std::max<int64_t>(1, m.allocation.cpu_milli / 1000)),
+      fmt::format("SLURM_CPUS_ON_NODE={}", api::WholeCpus(m.allocation.cpu_milli)),
       fmt::format("SLURM_JOB_USER={}", spec.user),
       fmt::format("SLURM_JOB_PARTITION={}", spec.partition),
       fmt::format("SLURM_RESTART_COUNT={}", m.restarts),
@@ -64,6 +64,9 @@ std::vector<std::string> SlurmJobEnvironment(const api::LaunchMessage& m,
       // never hear from it, so its own commands find no configuration.
       "SLURM_CONF=/nonexistent/shoal-job-has-no-slurm.conf",
   };
+  if (!m.node_cpus.empty()) {
+    env.push_back(fmt::format("SLURM_JOB_CPUS_PER_NODE={}", SlurmTaskCounts(m.node_cpus)));
+  }
   if (spec.tasks > 0) {
     env.push_back(fmt::format("SLURM_NTASKS={}", tasks));
     env.push_back(fmt::format("SLURM_NPROCS={}", tasks));

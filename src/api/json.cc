@@ -82,6 +82,7 @@ Json ToJson(const JobSpec& s) {
     deps.push_back(std::move(dep));
   }
   j["dependencies"] = deps;
+  if (s.dependency_any) j["dependency_any"] = true;
   j["requeue"] = s.requeue;
   j["hold"] = s.hold;
   if (s.begin_time) j["begin_time"] = TimeToJson(*s.begin_time);
@@ -141,6 +142,7 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("exclusive", &s.exclusive);
   f.Optional("time_limit_s", &time_limit_s);
   f.Optional("dependencies", &deps);
+  f.Optional("dependency_any", &s.dependency_any);
   f.Optional("requeue", &s.requeue);
   f.Optional("hold", &s.hold);
   f.Optional("begin_time", &begin);
@@ -185,9 +187,9 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
       df.Optional("job", &id);
       SHOAL_RETURN_IF_ERROR(df.Finish());
       SHOAL_ASSIGN_OR_RETURN(
-          std::vector<Dependency> parsed,
+          DependencyList parsed,
           ParseDependencies(type == "singleton" ? type : fmt::format("{}:{}", type, id)));
-      s.dependencies.insert(s.dependencies.end(), parsed.begin(), parsed.end());
+      s.dependencies.insert(s.dependencies.end(), parsed.deps.begin(), parsed.deps.end());
     }
   }
   if (!array.empty()) {

@@ -59,10 +59,25 @@ TEST(JsonTest, JobSpecRoundTrips) {
   EXPECT_EQ(spec->nodes, 2);
   EXPECT_EQ(spec->cpu_milli_per_gpu, 2500);
   ASSERT_EQ(spec->dependencies.size(), 1u);
+  EXPECT_FALSE(spec->dependency_any);
+  EXPECT_FALSE(ToJson(*spec).contains("dependency_any"));  // records stay as they were
   const Json once = ToJson(*spec);
   auto again = JobSpecFromJson(once);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(ToJson(*again), once);
+}
+
+TEST(JsonTest, AnyOfDependenciesRoundTrip) {
+  JobSpec spec;
+  spec.command = "true";
+  spec.dependencies = {{DependencyType::kAfterOk, JobId(3)}, {DependencyType::kAfterAny, JobId(4)}};
+  spec.dependency_any = true;
+  const Json j = ToJson(spec);
+  EXPECT_EQ(j["dependency_any"], true);
+  auto back = JobSpecFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->dependency_any);
+  EXPECT_EQ(back->dependencies, spec.dependencies);
 }
 
 TEST(JsonTest, EfficiencyAndIdleSurviveARoundTrip) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 
@@ -192,12 +193,24 @@ Status StepPartFromJson(uint64_t step, const Json& run, const Json& step_nodes,
 
 }  // namespace
 
+int WholeCpus(int64_t cpu_milli) {
+  return static_cast<int>(std::clamp<int64_t>(cpu_milli / 1000, 1, INT32_MAX));
+}
+
+std::vector<int> NodeCpus(const Allocation& allocation) {
+  std::vector<int> out;
+  for (const NodeAllocation& na : allocation.nodes)
+    out.push_back(WholeCpus(na.cpu_milli));
+  return out;
+}
+
 Json ToJson(const LaunchMessage& m) {
   Json j = {{"job", m.job.value()},     {"epoch", m.epoch},
             {"spec", ToJson(m.spec)},   {"allocation", ToJson(m.allocation)},
             {"node_rank", m.node_rank}, {"nodes", m.nodes},
             {"addresses", m.addresses}, {"master_port", m.master_port}};
   if (m.not_after != Time{}) j["not_after"] = ToSeconds(m.not_after);
+  if (!m.node_cpus.empty()) j["node_cpus"] = m.node_cpus;
   if (m.array_task_id >= 0) {
     j["array_job_id"] = m.array_job_id;
     j["array_task_id"] = m.array_task_id;
@@ -228,6 +241,14 @@ Result<LaunchMessage> LaunchFromJson(const Json& j) {
   f.Required("nodes", &m.nodes);
   f.Required("addresses", &m.addresses);
   f.Optional("master_port", &m.master_port);
+  f.List(
+      "node_cpus", false,
+      [](const Json& v, const std::string& path) -> Result<int> {
+        if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > INT32_MAX)
+          return InvalidArgument(path + " must be a CPU count of at least one");
+        return v.get<int>();
+      },
+      &m.node_cpus, kMaxLaunchNodes);
   f.Optional("not_after", &not_after);
   // An array task names both its array and its index.
   const bool array_task = f.Has("array_task_id") || f.Has("array_job_id");
@@ -253,6 +274,10 @@ Result<LaunchMessage> LaunchFromJson(const Json& j) {
   if (m.addresses.size() != m.nodes.size()) {
     return InvalidArgument(fmt::format("launch.addresses has {} entries for {} nodes",
                                        m.addresses.size(), m.nodes.size()));
+  }
+  if (!m.node_cpus.empty() && m.node_cpus.size() != m.nodes.size()) {
+    return InvalidArgument(fmt::format("launch.node_cpus has {} entries for {} nodes",
+                                       m.node_cpus.size(), m.nodes.size()));
   }
   if (m.node_rank < 0 || static_cast<size_t>(m.node_rank) >= m.nodes.size()) {
     return InvalidArgument(

@@ -49,9 +49,12 @@ struct LaunchMessage {
   int node_rank = 0;
   std::vector<std::string> nodes;      // every node of the job, in rank order
   std::vector<std::string> addresses;  // their agents' addresses, same order
-  int master_port = 0;                 // 0..65535
-  uint64_t array_job_id = 0;           // for array tasks
-  int array_task_id = -1;              // -1: not an array task
+  // CPUs allocated on each of `nodes`, same order (SLURM_JOB_CPUS_PER_NODE);
+  // empty from a server that predates it.
+  std::vector<int> node_cpus{};
+  int master_port = 0;        // 0..65535
+  uint64_t array_job_id = 0;  // for array tasks
+  int array_task_id = -1;     // -1: not an array task
   // After this the server takes the launch as lost and runs the job again
   // under a new epoch: an agent refuses the order then. Time{}: no limit.
   Time not_after{};
@@ -68,6 +71,11 @@ struct LaunchMessage {
   std::vector<int> step_nodes{};
   std::vector<int> step_tasks{};
 };
+
+// The CPUs of each node of an allocation, whole and at least one, as the
+// job's SLURM_CPUS_ON_NODE and SLURM_JOB_CPUS_PER_NODE count them.
+int WholeCpus(int64_t cpu_milli);
+std::vector<int> NodeCpus(const Allocation& allocation);
 
 // POST /v1/kill: stop a job's steps (SIGTERM, then SIGKILL after `grace`):
 // every step of the epoch on the node, or only `step`. With `signal` set

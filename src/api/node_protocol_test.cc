@@ -42,6 +42,7 @@ LaunchMessage FullLaunch() {
   m.node_rank = 1;
   m.nodes = {"n1", "n2"};
   m.addresses = {"10.0.0.1:6821", "10.0.0.2:6821"};
+  m.node_cpus = {16, 2};
   m.master_port = 29500;
   m.array_job_id = 40;
   m.array_task_id = 2;
@@ -60,6 +61,7 @@ TEST(NodeProtocolTest, LaunchRoundTrips) {
   EXPECT_EQ(back->node_rank, 1);
   EXPECT_EQ(back->nodes, m.nodes);
   EXPECT_EQ(back->addresses, m.addresses);
+  EXPECT_EQ(back->node_cpus, m.node_cpus);
   EXPECT_EQ(back->master_port, 29500);
   EXPECT_EQ(back->array_job_id, 40u);
   EXPECT_EQ(back->array_task_id, 2);
@@ -70,13 +72,25 @@ TEST(NodeProtocolTest, LaunchWithoutOptionalFields) {
   LaunchMessage m = FullLaunch();
   m.array_task_id = -1;
   m.not_after = Time{};
+  m.node_cpus.clear();  // an older server's launch
   const Json j = ToJson(m);
   EXPECT_FALSE(j.contains("array_task_id"));
   EXPECT_FALSE(j.contains("not_after"));
+  EXPECT_FALSE(j.contains("node_cpus"));
   auto back = LaunchFromJson(Wire(j));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->node_cpus.empty());
   EXPECT_EQ(back->array_task_id, -1);
   EXPECT_EQ(back->not_after, Time{});
+}
+
+// SLURM_CPUS_ON_NODE and SLURM_JOB_CPUS_PER_NODE count whole CPUs, at least one.
+TEST(NodeProtocolTest, NodeCpusAreWholeCpus) {
+  Allocation a;
+  a.nodes = {{.node = NodeId(1), .cpu_milli = 16000},
+             {.node = NodeId(2), .cpu_milli = 2500},
+             {.node = NodeId(3), .cpu_milli = 0}};
+  EXPECT_EQ(NodeCpus(a), (std::vector<int>{16, 2, 1}));
 }
 
 TEST(NodeProtocolTest, KillRoundTrips) {
@@ -287,6 +301,13 @@ TEST(NodeProtocolTest, LaunchDecoderIsStrict) {
            "launch.node_rank must be 0 to 1, not 2"},
           {"addresses that do not match", [](Json& j) { j["addresses"].erase(1); },
            "launch.addresses has 1 entries for 2 nodes"},
+          {"CPUs for one node of two", [](Json& j) { j["node_cpus"] = Json::array({4}); },
+           "launch.node_cpus has 1 entries for 2 nodes"},
+          {"a node without CPUs",
+           [](Json& j) {
+             j["node_cpus"] = Json::array({4, 0});
+           },
+           "launch.node_cpus[1] must be a CPU count of at least one"},
           {"a port out of range", [](Json& j) { j["master_port"] = 70000; },
            "launch.master_port must be 0 to 65535"},
           {"an array task without its array", [](Json& j) { j.erase("array_job_id"); },

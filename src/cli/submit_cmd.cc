@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/json_fields.h"
+#include "core/hostlist.h"
 #include "core/job.h"
 #include "core/strings.h"
 #include "submit/submit.h"
@@ -203,6 +205,37 @@ Status ReadScript(const std::vector<std::string>& args, std::string& text, std::
   return Status::Ok();
 }
 
+// sbatch --test-only: asks the server when and where the job would start
+// and prints it as sbatch does (on stderr, the time in local time), with
+// what the estimate leaves out; nothing is submitted.
+int TestOnly(ApiClient& c, const JobSpec& spec, bool json) {
+  auto r = c.Post("/v1/jobs?test_only=true", api::ToJson(spec));
+  if (!r.ok()) return Fail("submit", r.status());
+  if (json) {
+    std::printf("%s\n", r->dump(2).c_str());
+    return kExitOk;
+  }
+  std::vector<std::string> nodes;
+  for (const Json& n : (*r)["nodes"])
+    nodes.push_back(n.get<std::string>());
+  const std::time_t start = static_cast<std::time_t>(Num(*r, "start_time"));
+  std::tm local{};
+  char when[32] = "?";
+  if (::localtime_r(&start, &local) != nullptr)
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &local);
+  std::fprintf(stderr,
+               "sbatch: Job %llu to start at %s using %lld processors on nodes %s in partition "
+               "%s\n",
+               static_cast<unsigned long long>(Num(*r, "job")), when,
+               static_cast<long long>(Num(*r, "cpus")), CompressHostList(nodes).c_str(),
+               Str(*r, "partition").c_str());
+  std::fprintf(stderr,
+               "shoal submit: note: --test-only counts the running jobs' time limits, not the "
+               "other pending jobs, holds, dependencies, QoS limits or reservations; nothing was "
+               "submitted\n");
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunSubmit(const std::vector<std::string>& raw) {
@@ -242,6 +275,7 @@ int RunSubmit(const std::vector<std::string>& raw) {
   if (Status s = ExportEnvironment(*parsed, spec); !s.ok()) return UsageError(kSubmit, s.message());
   auto client = ApiClient::Open(flags);
   if (!client.ok()) return Fail("submit", client.status());
+  if (parsed->test_only) return TestOnly(*client, spec, flags.json);
   auto r = client->Post("/v1/jobs", api::ToJson(spec));
   if (!r.ok()) return Fail("submit", r.status());
   const uint64_t first = (*r)["jobs"][0].get<uint64_t>();

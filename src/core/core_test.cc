@@ -129,9 +129,22 @@ TEST(StringsTest, Ranges) {
 TEST(JobTest, Dependencies) {
   auto deps = ParseDependencies("afterok:12:13,afternotok:14");
   ASSERT_TRUE(deps.ok());
-  ASSERT_EQ(deps->size(), 3u);
-  EXPECT_EQ((*deps)[2].type, DependencyType::kAfterNotOk);
-  EXPECT_EQ(FormatDependencies(*deps), "afterok:12,afterok:13,afternotok:14");
+  ASSERT_EQ(deps->deps.size(), 3u);
+  EXPECT_FALSE(deps->any);
+  EXPECT_EQ(deps->deps[2].type, DependencyType::kAfterNotOk);
+  EXPECT_EQ(FormatDependencies(deps->deps), "afterok:12,afterok:13,afternotok:14");
+  // Slurm's any-of: each job id is a dependency of its own, one is enough.
+  auto any = ParseDependencies("afterok:12:13?singleton");
+  ASSERT_TRUE(any.ok());
+  EXPECT_TRUE(any->any);
+  ASSERT_EQ(any->deps.size(), 3u);
+  EXPECT_EQ(any->deps[2].type, DependencyType::kSingleton);
+  EXPECT_EQ(FormatDependencies(any->deps, true), "afterok:12?afterok:13?singleton");
+  // Slurm 22.05 takes a list with a ? as any-of throughout, and keeps one of each.
+  auto mixed = ParseDependencies("afterok:1?afterok:2,afterok:3,afterok:1");
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(FormatDependencies(mixed->deps, mixed->any), "afterok:1?afterok:2?afterok:3");
+  EXPECT_FALSE(ParseDependencies("afterok:1?").ok());
   EXPECT_FALSE(ParseDependencies("aftercorr:1").ok());
   EXPECT_FALSE(ParseDependencies("singleton:1").ok());
   EXPECT_FALSE(ParseDependencies("afterok").ok());

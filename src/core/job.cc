@@ -184,16 +184,33 @@ std::string_view DependencyTypeName(DependencyType t) {
   return "afterok";
 }
 
-Result<std::vector<Dependency>> ParseDependencies(std::string_view text) {
-  std::vector<Dependency> out;
+namespace {
+
+// Slurm keeps one of each dependency a list repeats.
+void AddDependency(std::vector<Dependency>& deps, const Dependency& d) {
+  if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
+}
+
+}  // namespace
+
+Result<DependencyList> ParseDependencies(std::string_view text) {
+  DependencyList out;
   if (Trim(text).empty()) return out;
-  for (std::string_view clause : Split(text, ',')) {
+  // As Slurm 22.05 reads a list: one ? anywhere makes every clause an
+  // alternative, those joined with , included.
+  out.any = text.find('?') != std::string_view::npos;
+  std::vector<std::string_view> clauses;
+  for (std::string_view part : Split(text, ',')) {
+    for (std::string_view clause : Split(part, '?'))
+      clauses.push_back(clause);
+  }
+  for (std::string_view clause : clauses) {
     std::vector<std::string_view> parts = Split(Trim(clause), ':');
     std::string kind = ToLower(parts[0]);
     if (kind == "singleton") {
       if (parts.size() > 1)
         return InvalidArgument(fmt::format("dependency '{}': singleton takes no job ids", clause));
-      out.push_back(Dependency{DependencyType::kSingleton, JobId(0)});
+      AddDependency(out.deps, Dependency{DependencyType::kSingleton, JobId(0)});
       continue;
     }
     if (parts.size() < 2) {
@@ -219,16 +236,16 @@ Result<std::vector<Dependency>> ParseDependencies(std::string_view text) {
       auto id = ParseInt(parts[i]);
       if (!id.ok() || *id <= 0)
         return InvalidArgument(fmt::format("'{}' is not a job id", parts[i]));
-      out.push_back(Dependency{type, JobId(static_cast<uint64_t>(*id))});
+      AddDependency(out.deps, Dependency{type, JobId(static_cast<uint64_t>(*id))});
     }
   }
   return out;
 }
 
-std::string FormatDependencies(const std::vector<Dependency>& deps) {
+std::string FormatDependencies(const std::vector<Dependency>& deps, bool any) {
   std::string out;
   for (const Dependency& d : deps) {
-    if (!out.empty()) out += ",";
+    if (!out.empty()) out += any ? "?" : ",";
     out += DependencyTypeName(d.type);
     if (d.type != DependencyType::kSingleton) out += ":" + ToString(d.job);
   }

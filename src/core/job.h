@@ -69,9 +69,19 @@ struct Dependency {
   friend bool operator==(const Dependency&, const Dependency&) = default;
 };
 
-// Parses Slurm's "afterok:12:13,afterany:14" (also "afternotok").
-Result<std::vector<Dependency>> ParseDependencies(std::string_view text);
-std::string FormatDependencies(const std::vector<Dependency>& deps);
+// A job's dependencies as Slurm reads them: every one must be satisfied
+// (clauses joined with ,) or, with `any`, one is enough (joined with ?).
+struct DependencyList {
+  std::vector<Dependency> deps;
+  bool any = false;
+  friend bool operator==(const DependencyList&, const DependencyList&) = default;
+};
+
+// Parses Slurm's "afterok:12:13,afterany:14" (also "afternotok") or
+// "afterok:12?afterany:14". As in Slurm 22.05, a ? anywhere makes the whole
+// list any-of, and a dependency given twice is kept once.
+Result<DependencyList> ParseDependencies(std::string_view text);
+std::string FormatDependencies(const std::vector<Dependency>& deps, bool any = false);
 
 // sbatch --mail-type: the events a job's user is mailed about (Slurm's
 // MailType), as bits of JobSpec::mail_types.
@@ -162,7 +172,8 @@ struct JobSpec {
 
   Duration time_limit{0};  // 0: the partition's default
   std::vector<Dependency> dependencies;
-  bool requeue = false;  // may be requeued after preemption or node failure
+  bool dependency_any = false;  // --dependency joined with ?: one satisfied is enough
+  bool requeue = false;         // may be requeued after preemption or node failure
   bool hold = false;
   std::optional<Time> begin_time;
   int tasks = 0;  // processes to start over all nodes; 0: one per node

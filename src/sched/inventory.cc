@@ -164,10 +164,20 @@ Result<uint64_t> Inventory::ModelMask(const std::vector<std::string>& requested)
   return mask;
 }
 
+namespace {
+
+// "[a|b]" -> "a|b".
+std::string_view StripBrackets(std::string_view term) {
+  if (term.starts_with('[') && term.ends_with(']')) return term.substr(1, term.size() - 2);
+  return term;
+}
+
+}  // namespace
+
 Result<LabelMask> Inventory::Labels(const std::vector<std::string>& constraints) const {
   LabelMask mask;
   for (const std::string& c : constraints) {
-    if (c.find('|') != std::string::npos) continue;  // a choice: LabelChoices
+    if (c.find('|') != std::string::npos) continue;  // a choice: LabelChoices, MatchingChoices
     auto it = std::find(labels_.begin(), labels_.end(), c);
     if (it == labels_.end()) return Unsatisfiable(fmt::format("no node has label '{}'", c));
     mask.Set(static_cast<int>(it - labels_.begin()));
@@ -180,14 +190,31 @@ Result<std::vector<LabelMask>> Inventory::LabelChoices(
   std::vector<LabelMask> out;
   for (const std::string& c : constraints) {
     if (c.find('|') == std::string::npos) continue;
-    // Labels no node has are choices no node takes; all of them: none.
+    // Labels no node has are choices no node takes; all of them: none. A
+    // matching choice "[a|b]" admits the nodes with either here, too.
     LabelMask mask;
-    for (std::string_view label : Split(c, '|')) {
+    for (std::string_view label : Split(StripBrackets(c), '|')) {
       auto it = std::find(labels_.begin(), labels_.end(), label);
       if (it != labels_.end()) mask.Set(static_cast<int>(it - labels_.begin()));
     }
     if (mask.empty()) return Unsatisfiable(fmt::format("no node has any of the labels '{}'", c));
     out.push_back(mask);
+  }
+  return out;
+}
+
+std::vector<LabelMask> Inventory::MatchingChoices(
+    const std::vector<std::string>& constraints) const {
+  std::vector<LabelMask> out;
+  for (const std::string& c : constraints) {
+    if (!c.starts_with('[')) continue;
+    for (std::string_view label : Split(StripBrackets(c), '|')) {
+      auto it = std::find(labels_.begin(), labels_.end(), label);
+      if (it == labels_.end()) continue;  // a choice no node takes (LabelChoices: not all)
+      LabelMask mask;
+      mask.Set(static_cast<int>(it - labels_.begin()));
+      out.push_back(mask);
+    }
   }
   return out;
 }

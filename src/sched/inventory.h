@@ -94,6 +94,9 @@ class Inventory {
   // and for each entry "a|b|c" the labels of which a node needs one.
   Result<LabelMask> Labels(const std::vector<std::string>& constraints) const;
   Result<std::vector<LabelMask>> LabelChoices(const std::vector<std::string>& constraints) const;
+  // A matching choice "[a|b|c]" (Slurm's: every node of the job has the same
+  // one): each label a node has, alone, in the order given; none without one.
+  std::vector<LabelMask> MatchingChoices(const std::vector<std::string>& constraints) const;
   std::string ModelNames(uint64_t mask) const;
 
  private:

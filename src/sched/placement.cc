@@ -348,7 +348,11 @@ bool EligibilityCache::Admits(const InvNode& n, const Request& req) const {
   return true;
 }
 
-std::optional<Allocation> Place(const WorkingState& state, const Request& req, PlaceContext& ctx) {
+namespace {
+
+// Place for a request without matching choices.
+std::optional<Allocation> PlaceChoice(const WorkingState& state, const Request& req,
+                                      PlaceContext& ctx) {
   const NodeBitset& eligible = ctx.eligibility.Eligible(req);
   if (req.shape == Shape::kSpread) {
     if (req.total_gpus <= ctx.eligibility.MaxNodeGpus(req)) {
@@ -369,6 +373,18 @@ std::optional<Allocation> Place(const WorkingState& state, const Request& req, P
     return Allocation{{MakeNodeAllocation(state, *n, d, choice.gpus)}};
   }
   return PlaceGang(state, eligible, req, ctx);
+}
+
+}  // namespace
+
+std::optional<Allocation> Place(const WorkingState& state, const Request& req, PlaceContext& ctx) {
+  if (req.matching_choices.empty()) return PlaceChoice(state, req, ctx);
+  // --constraint [a|b]: the first choice, in the job's order, that all its
+  // nodes can share (Slurm tries them so).
+  for (size_t k = 0; k < req.matching_choices.size(); ++k) {
+    if (auto a = PlaceChoice(state, req.WithChoice(k), ctx)) return a;
+  }
+  return std::nullopt;
 }
 
 bool WithinOneIsland(const InvNode& node, uint64_t gpus) {

@@ -56,9 +56,18 @@ Result<std::shared_ptr<const NodeBitset>> AllowedNodes(const Inventory& inv, con
 
 }  // namespace
 
+Request Request::WithChoice(size_t k) const {
+  Request r = *this;
+  r.labels.bits[0] |= matching_choices[k].bits[0];
+  r.labels.bits[1] |= matching_choices[k].bits[1];
+  r.matching_choices.clear();
+  return r;
+}
+
 bool Request::SameShape(const Request& o) const {
   return shape == o.shape && partition == o.partition && model_mask == o.model_mask &&
-         labels == o.labels && label_choices == o.label_choices && nodes == o.nodes &&
+         labels == o.labels && label_choices == o.label_choices &&
+         matching_choices == o.matching_choices && nodes == o.nodes &&
          gpus_per_node == o.gpus_per_node && total_gpus == o.total_gpus &&
          gpu_milli == o.gpu_milli && cpu_base == o.cpu_base && cpu_per_gpu == o.cpu_per_gpu &&
          mem_base == o.mem_base && mem_per_gpu == o.mem_per_gpu && exclusive == o.exclusive &&
@@ -76,9 +85,12 @@ uint64_t Request::ShapeHash() const {
   mix(model_mask);
   mix(labels.bits[0]);
   mix(labels.bits[1]);
-  for (const LabelMask& c : label_choices) {
-    mix(c.bits[0]);
-    mix(c.bits[1]);
+  for (const auto* masks : {&label_choices, &matching_choices}) {
+    mix(masks->size());
+    for (const LabelMask& c : *masks) {
+      mix(c.bits[0]);
+      mix(c.bits[1]);
+    }
   }
   mix(static_cast<uint64_t>(nodes));
   mix(static_cast<uint64_t>(gpus_per_node));
@@ -111,6 +123,7 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
   SHOAL_ASSIGN_OR_RETURN(r.model_mask, inv.ModelMask(spec.gpu_models));
   SHOAL_ASSIGN_OR_RETURN(r.labels, inv.Labels(spec.constraints));
   SHOAL_ASSIGN_OR_RETURN(r.label_choices, inv.LabelChoices(spec.constraints));
+  r.matching_choices = inv.MatchingChoices(spec.constraints);
   r.gpu_milli = spec.gpu_milli;
   r.cpu_base = spec.cpu_milli_per_node;
   r.cpu_per_gpu = spec.cpu_milli_per_gpu;
@@ -178,8 +191,11 @@ Status CheckSatisfiable(const Inventory& inv, const Request& req) {
   return CheckCapacity(inv, req, {});
 }
 
-Status CheckCapacity(const Inventory& inv, const Request& req,
-                     const std::vector<NodeStatus>& status) {
+namespace {
+
+// CheckCapacity for a request without matching choices.
+Status CheckChoiceCapacity(const Inventory& inv, const Request& req,
+                           const std::vector<NodeStatus>& status) {
   const std::string& part = inv.partitions()[req.partition].name;
   int eligible = 0;
   int64_t max_cpu = 0;
@@ -252,6 +268,23 @@ Status CheckCapacity(const Inventory& inv, const Request& req,
                       req.total_gpus, part, models, gpus_total));
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckCapacity(const Inventory& inv, const Request& req,
+                     const std::vector<NodeStatus>& status) {
+  if (req.matching_choices.empty()) return CheckChoiceCapacity(inv, req, status);
+  // [a|b]: enough when one choice is; else what the first lacks.
+  Status first;
+  for (size_t k = 0; k < req.matching_choices.size(); ++k) {
+    Status s = CheckChoiceCapacity(inv, req.WithChoice(k), status);
+    if (s.ok()) return s;
+    if (k == 0) first = s;
+  }
+  return Status(first.code(), first.message() +
+                                  " (nor with another label of its matching choice: every node "
+                                  "needs the same one)");
 }
 
 }  // namespace shoal::sched

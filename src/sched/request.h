@@ -37,6 +37,10 @@ struct Request {
   uint64_t model_mask = ~uint64_t{0};
   LabelMask labels;                      // every node has all of these
   std::vector<LabelMask> label_choices;  // and one of each of these (--constraint a|b)
+  // --constraint [a|b]: every node has the same one of these, the first of
+  // them (in the job's order) that the job fits on, as Slurm tries them.
+  // Each is in label_choices as well, so that a node with either is eligible.
+  std::vector<LabelMask> matching_choices;
   int nodes = 1;
   int gpus_per_node = 0;
   int total_gpus = 0;
@@ -52,6 +56,8 @@ struct Request {
   Duration time_limit{0};
 
   NodeDemand Demand(int gpus_on_node) const;
+  // This request with matching choice k made a label every node needs.
+  Request WithChoice(size_t k) const;
   // Whether a node with these labels meets the job's constraints.
   bool LabelsAdmit(const LabelMask& node) const {
     if (!node.Contains(labels)) return false;

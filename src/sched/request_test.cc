@@ -37,6 +37,48 @@ TEST(RequestTest, ConstraintChoicesLetEachNodeHaveEither) {
   EXPECT_FALSE(other->SameShape(*r));
 }
 
+// --constraint [a|b]: a node with either is eligible, but all of a job's
+// nodes share one; the request is satisfiable when one choice is.
+TEST(RequestTest, MatchingChoicesNeedOneLabelOnEveryNode) {
+  testing::ClusterBuilder cb;
+  cb.AddPartition("gpu", true);
+  cb.Node("a1").Partitions({"gpu"}).Labels({"rackA"});
+  cb.Node("a2").Partitions({"gpu"}).Labels({"rackA"});
+  cb.Node("b1").Partitions({"gpu"}).Labels({"rackB"});
+  cb.Node("c1").Partitions({"gpu"});
+  auto inv = cb.Inventory();
+  JobSpec s;
+  s.nodes = 2;
+  s.gpus_per_node = 8;
+  s.command = "x";
+  s.constraints = {"[rackB|rackA|rackZ]"};
+  auto r = CompileRequest(*inv, s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->matching_choices.size(), 2u) << "rackZ: no node has it";
+  std::vector<std::string> eligible;
+  for (NodeIndex n = 0; n < inv->size(); ++n) {
+    if (NodeEligible(inv->node(n), *r)) eligible.push_back(inv->node(n).name);
+  }
+  EXPECT_EQ(eligible, (std::vector<std::string>{"a1", "a2", "b1"}));
+  EXPECT_TRUE(CheckSatisfiable(*inv, *r).ok()) << "rackA has two nodes";
+  EXPECT_TRUE(NodeEligible(inv->node(2), r->WithChoice(0)));   // b1 for rackB
+  EXPECT_FALSE(NodeEligible(inv->node(0), r->WithChoice(0)));  // a1 is not in rackB
+  s.nodes = 3;
+  auto three = CompileRequest(*inv, s);
+  ASSERT_TRUE(three.ok());
+  const Status no = CheckSatisfiable(*inv, *three);
+  EXPECT_EQ(no.code(), StatusCode::kUnsatisfiable) << "three nodes of one rack: none has them";
+  EXPECT_NE(no.message().find("every node needs the same one"), std::string::npos) << no.message();
+  // The plain choice a|b is another shape.
+  s.nodes = 2;
+  s.constraints = {"rackB|rackA|rackZ"};
+  auto plain = CompileRequest(*inv, s);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->matching_choices.empty());
+  EXPECT_FALSE(plain->SameShape(*r));
+  EXPECT_NE(plain->ShapeHash(), r->ShapeHash());
+}
+
 TEST(RequestTest, ShapesAndErrorsByTable) {
   testing::ClusterBuilder cb;
   cb.AddPartition("gpu", true).default_time = std::chrono::hours(2);

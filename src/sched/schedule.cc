@@ -74,9 +74,10 @@ class ReleaseCounter {
     });
   }
 
-  void Release(const Allocation& a) {
+  void Release(const Allocation* a) {
+    if (a == nullptr) return;
     const Inventory& inv = state_.inventory();
-    for (const NodeAllocation& na : a.nodes) {
+    for (const NodeAllocation& na : a->nodes) {
       auto n = inv.IndexOf(na.node);
       if (!n) continue;
       const int before = state_.FreeWhole(*n);
@@ -95,6 +96,33 @@ class ReleaseCounter {
   const bool counting_;
   int64_t free_ = 0;
 };
+
+// An allocation that running work frees at `at` (none: only a moment to
+// try a placement at).
+struct Release {
+  Time at;
+  const Allocation* alloc;
+};
+
+// Applies `releases` to `shadow` in time order and tries `place` after each
+// moment that frees enough room: the first moment it succeeds and where.
+template <typename PlaceFn>
+std::optional<std::pair<Time, Allocation>> FirstFit(WorkingState& shadow,
+                                                    std::vector<Release> releases,
+                                                    const NodeBitset& eligible, const Request& req,
+                                                    PlaceFn place) {
+  std::stable_sort(releases.begin(), releases.end(),
+                   [](const Release& a, const Release& b) { return a.at < b.at; });
+  ReleaseCounter counter(shadow, eligible, req);
+  for (size_t i = 0; i < releases.size();) {
+    const Time at = releases[i].at;
+    for (; i < releases.size() && releases[i].at == at; ++i)
+      counter.Release(releases[i].alloc);
+    if (!counter.MayFit()) continue;
+    if (std::optional<Allocation> found = place(shadow)) return std::pair(at, std::move(*found));
+  }
+  return std::nullopt;
+}
 
 class Cycle {
  public:
@@ -168,38 +196,52 @@ class Cycle {
     plan_.pending.push_back(std::move(d));
   }
 
-  // Dependencies: kNone when satisfied.
-  std::pair<PendingReason, std::string> CheckDependencies(const JobInfo& j) const {
-    if (j.dependencies == nullptr) return {PendingReason::kNone, {}};
-    bool waiting = false;
-    for (const Dependency& d : *j.dependencies) {
-      if (d.type == DependencyType::kSingleton) {
-        waiting |= j.singleton_blocked;
-        continue;
-      }
-      auto it = snap_.dependency_states.find(d.job);
-      if (it == snap_.dependency_states.end()) {
-        return {PendingReason::kDependencyNeverSatisfied,
-                fmt::format("job {} is unknown", ToString(d.job))};
-      }
-      const JobState st = it->second;
-      if (d.type == DependencyType::kAfter) {
-        waiting |= st == JobState::kPending;  // started (or ended, or was cancelled)
-        continue;
-      }
-      if (!IsTerminal(st)) {
-        waiting = true;
-        continue;
-      }
-      const bool ok = d.type == DependencyType::kAfterAny ||
-                      (d.type == DependencyType::kAfterOk && st == JobState::kCompleted) ||
-                      (d.type == DependencyType::kAfterNotOk && st != JobState::kCompleted);
-      if (!ok) {
-        return {PendingReason::kDependencyNeverSatisfied,
-                fmt::format("job {} ended {}", ToString(d.job), JobStateName(st))};
-      }
+  // One dependency: kNone when satisfied, kDependency while it may still be,
+  // kDependencyNeverSatisfied (with the reason) when it never can be.
+  std::pair<PendingReason, std::string> CheckDependency(const JobInfo& j,
+                                                        const Dependency& d) const {
+    if (d.type == DependencyType::kSingleton) {
+      return {j.singleton_blocked ? PendingReason::kDependency : PendingReason::kNone, {}};
     }
-    return {waiting ? PendingReason::kDependency : PendingReason::kNone, {}};
+    auto it = snap_.dependency_states.find(d.job);
+    if (it == snap_.dependency_states.end()) {
+      return {PendingReason::kDependencyNeverSatisfied,
+              fmt::format("job {} is unknown", ToString(d.job))};
+    }
+    const JobState st = it->second;
+    if (d.type == DependencyType::kAfter) {  // started (or ended, or was cancelled)
+      return {st == JobState::kPending ? PendingReason::kDependency : PendingReason::kNone, {}};
+    }
+    if (!IsTerminal(st)) return {PendingReason::kDependency, {}};
+    const bool ok = d.type == DependencyType::kAfterAny ||
+                    (d.type == DependencyType::kAfterOk && st == JobState::kCompleted) ||
+                    (d.type == DependencyType::kAfterNotOk && st != JobState::kCompleted);
+    if (ok) return {PendingReason::kNone, {}};
+    return {PendingReason::kDependencyNeverSatisfied,
+            fmt::format("job {} ended {}", ToString(d.job), JobStateName(st))};
+  }
+
+  // All of a job's dependencies (or, joined with ?, any one of them): kNone
+  // when satisfied. Any-of never can be only when none of them can.
+  std::pair<PendingReason, std::string> CheckDependencies(const JobInfo& j) const {
+    if (j.dependencies == nullptr || j.dependencies->empty()) return {PendingReason::kNone, {}};
+    bool waiting = false;
+    std::string never;  // the first dependency that can never be satisfied
+    for (const Dependency& d : *j.dependencies) {
+      auto [reason, detail] = CheckDependency(j, d);
+      if (reason == PendingReason::kNone && j.dependency_any) return {PendingReason::kNone, {}};
+      if (reason == PendingReason::kDependencyNeverSatisfied) {
+        if (!j.dependency_any) return {reason, std::move(detail)};
+        if (never.empty()) never = std::move(detail);
+      }
+      waiting |= reason == PendingReason::kDependency;
+    }
+    if (waiting) return {PendingReason::kDependency, {}};
+    if (!j.dependency_any) return {PendingReason::kNone, {}};
+    if (j.dependencies->size() == 1) return {PendingReason::kDependencyNeverSatisfied, never};
+    return {PendingReason::kDependencyNeverSatisfied,
+            fmt::format("none of its {} dependencies can be satisfied ({}, ...)",
+                        j.dependencies->size(), never)};
   }
 
   std::vector<Entry> Screen() {
@@ -528,10 +570,6 @@ class Cycle {
   // for `req`, and where it would run then.
   void Reserve(const Request& req, PendingDecision& d) {
     WorkingState shadow = now_state_;
-    struct Release {
-      Time at;
-      const Allocation* alloc;
-    };
     std::vector<Release> releases;
     for (size_t k = 0; k < snap_.running.size(); ++k) {
       const JobInfo& r = snap_.running[k];
@@ -540,23 +578,16 @@ class Cycle {
     }
     for (const auto& [at, index] : ends_)
       releases.push_back({at, &plan_.starts[index].allocation});
-    std::stable_sort(releases.begin(), releases.end(),
-                     [](const Release& a, const Release& b) { return a.at < b.at; });
-    ReleaseCounter counter(shadow, eligibility_.Eligible(req), req);
-    std::optional<Allocation> found;
-    Time at = now_;
-    for (size_t i = 0; i < releases.size() && !found;) {
-      at = releases[i].at;
-      for (; i < releases.size() && releases[i].at == at; ++i)
-        counter.Release(*releases[i].alloc);
-      if (!counter.MayFit()) continue;
-      PlaceContext ctx = Ctx();
-      found = Place(shadow, req, ctx);
-    }
+    auto found = FirstFit(shadow, std::move(releases), eligibility_.Eligible(req), req,
+                          [&](const WorkingState& s) {
+                            PlaceContext ctx = Ctx();
+                            return Place(s, req, ctx);
+                          });
     if (!found) return;  // even an empty cluster would not do: nodes are down
-    SHOAL_CHECK(shadow.Allocate(*found), "reservation outside the inventory");
+    const Time at = found->first;
+    SHOAL_CHECK(shadow.Allocate(found->second), "reservation outside the inventory");
     d.estimated_start = at;
-    for (const NodeAllocation& na : found->nodes)
+    for (const NodeAllocation& na : found->second.nodes)
       d.planned_nodes.push_back(na.node);
     reservation_ = Reservation{at, d.job};
     long_ok_ = WorkingState::Min(now_state_, shadow);
@@ -613,7 +644,7 @@ class Cycle {
         if (policy_.preempt()->Monotone()) break;
         continue;
       }
-      counter.Release(*v.allocation);
+      counter.Release(v.allocation);
       released.push_back(k);
       if (!counter.MayFit()) continue;
       PlaceContext ctx = Ctx();
@@ -696,6 +727,40 @@ Plan Schedule(const Snapshot& snapshot, Time now, const Policy& policy) {
   SHOAL_CHECK(snapshot.inventory != nullptr, "a snapshot needs an inventory");
   Cycle cycle(snapshot, now, policy);
   return cycle.Run();
+}
+
+Result<StartEstimate> EstimateStart(const Snapshot& snapshot, const Request& req, Time not_before,
+                                    const Policy& policy) {
+  SHOAL_CHECK(snapshot.inventory != nullptr, "a snapshot needs an inventory");
+  const Inventory& inv = *snapshot.inventory;
+  if (req.inventory_version != inv.version())
+    return InvalidArgument("the request was compiled for another cluster layout");
+  SHOAL_RETURN_IF_ERROR(CheckSatisfiable(inv, req));
+  const Partition& part = inv.partitions()[static_cast<size_t>(req.partition)];
+  if (!part.up) return FailedPrecondition(fmt::format("partition '{}' is down", part.name));
+  WorkingState state(inv, snapshot.nodes);
+  // The moment itself, then each running job's expected end after it.
+  std::vector<Release> releases = {{not_before, nullptr}};
+  for (const JobInfo& r : snapshot.running) {
+    if (r.allocation == nullptr || !state.Allocate(*r.allocation)) continue;
+    releases.push_back({std::max(r.expected_end, not_before), r.allocation});
+  }
+  const PolicyParams& params = policy.params();
+  EligibilityCache eligibility(inv, &policy.filters());
+  Rng rng(params.seed ^ static_cast<uint64_t>(not_before.time_since_epoch().count()));
+  PassStats stats;
+  std::unique_ptr<ScorePass> pass = policy.score().BeginPass(snapshot, params);
+  auto found = FirstFit(
+      state, std::move(releases), eligibility.Eligible(req), req, [&](const WorkingState& s) {
+        PlaceContext ctx{policy.score(), pass.get(), rng, params, eligibility, stats};
+        return Place(s, req, ctx);
+      });
+  if (!found) {
+    return FailedPrecondition(
+        fmt::format("it cannot start even when every running job has ended: {}",
+                    CheckCapacity(inv, req, snapshot.nodes).message()));
+  }
+  return StartEstimate{found->first, std::move(found->second)};
 }
 
 }  // namespace shoal::sched

@@ -17,6 +17,8 @@
 // Every pending job not started gets a reason.
 #pragma once
 
+#include "core/job.h"
+#include "core/status.h"
 #include "core/time.h"
 #include "sched/plan.h"
 #include "sched/policy.h"
@@ -25,5 +27,19 @@
 namespace shoal::sched {
 
 Plan Schedule(const Snapshot& snapshot, Time now, const Policy& policy);
+
+// sbatch --test-only: when and where `req` could start, not before
+// `not_before`, were it the only pending job: then if it fits what the
+// snapshot's running jobs leave free, else at the first of their expected
+// ends (start + time limit) after which it fits, placed as the policy's
+// score plugin places it (the search the backfill reservation makes).
+// Other pending jobs, preemption, account limits and the running jobs'
+// early ends are not considered. An error says why it could not start at all.
+struct StartEstimate {
+  Time start;
+  Allocation allocation;
+};
+Result<StartEstimate> EstimateStart(const Snapshot& snapshot, const Request& req, Time not_before,
+                                    const Policy& policy);
 
 }  // namespace shoal::sched

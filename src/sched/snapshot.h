@@ -76,6 +76,7 @@ struct JobInfo {
   bool held = false;
   std::optional<Time> begin_time;
   const std::vector<Dependency>* dependencies = nullptr;
+  bool dependency_any = false;  // one satisfied dependency is enough (Slurm's ?)
   // --dependency=singleton: another job of the user with this name runs (or
   // waits with an earlier id); the driver decides it.
   bool singleton_blocked = false;

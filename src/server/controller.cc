@@ -355,11 +355,44 @@ Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) con
 
 // ---------------------------------------------------------------- commands
 
-Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now) {
+Status Controller::TakeSubmitter(const Identity& who, JobSpec& spec) const {
   if (who.node()) return Denied("node tokens cannot submit jobs");
   if (!who.admin() || spec.user.empty()) spec.user = who.user;
   if (spec.user.empty()) return InvalidArgument("the job has no user");
   if (spec.command.empty()) return InvalidArgument("the job has no command");
+  return Status::Ok();
+}
+
+Result<api::Json> Controller::TestSubmit(const Identity& who, JobSpec spec, Time now) const {
+  SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
+  SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
+  if (!spec.acceptance_node.empty())
+    return InvalidArgument("an acceptance test cannot be tried with --test-only");
+  sched::Request req;
+  SHOAL_RETURN_IF_ERROR(CompileAndCheck(spec, &req));
+  if (inventory_->size() == 0) return FailedPrecondition("no node has registered yet");
+  std::unordered_map<std::string, int> account_index;
+  const sched::Snapshot snap = RunningSnapshot(account_index);
+  const Time not_before = spec.begin_time ? std::max(now, *spec.begin_time) : now;
+  SHOAL_ASSIGN_OR_RETURN(sched::StartEstimate e,
+                         sched::EstimateStart(snap, req, not_before, *policy_));
+  api::Json nodes = api::Json::array();
+  int cpus = 0;
+  for (const NodeAllocation& na : e.allocation.nodes) {
+    nodes.push_back(NodeName(na.node));
+    cpus += api::WholeCpus(na.cpu_milli);
+  }
+  return api::Json{
+      {"job", next_job_id_},
+      {"start_time", ToSeconds(e.start)},
+      {"nodes", nodes},
+      {"cpus", cpus},
+      {"gpus", e.allocation.TotalGpus()},
+      {"partition", inventory_->partitions()[static_cast<size_t>(req.partition)].name}};
+}
+
+Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now) {
+  SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
   SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
   if (!spec.acceptance_node.empty()) {
     if (!who.admin()) return Denied("only admins submit acceptance tests");
@@ -563,6 +596,7 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
     o.node_rank = static_cast<int>(k);
     o.nodes = names;
     o.addresses = addresses;
+    o.node_cpus = api::NodeCpus(j.allocation);
     o.master_port = j.master_port;
     o.array_job_id = j.array_job_id.value();
     o.array_task_id = j.array_task_id;

@@ -198,6 +198,12 @@ class Controller {
 
   // --- commands (each returns its reply body or an error; none throws) ---
   Result<api::Json> Submit(const Identity& who, JobSpec spec, Time now);
+  // sbatch --test-only: checks `spec` as Submit does and says when and where
+  // it could start ("start_time", "nodes", "cpus", "gpus", "partition", and
+  // "job", the id the next submission gets), stores nothing. The estimate
+  // (sched::EstimateStart) counts the running jobs' expected ends, not the
+  // other pending jobs; like Slurm's, it ignores holds and dependencies.
+  Result<api::Json> TestSubmit(const Identity& who, JobSpec spec, Time now) const;
   // An array's id cancels every task of the array (as scancel does).
   Status Cancel(const Identity& who, JobId id, Time now);
   Status Hold(const Identity& who, JobId id, Time now);
@@ -370,6 +376,12 @@ class Controller {
   // order) that must wait because another job of their user with their name
   // runs, or waits with an earlier id.
   std::unordered_set<uint64_t> SingletonBlocked(const std::vector<uint64_t>& pending) const;
+  // The scheduler's view of a job, and of the cluster with its running jobs
+  // (SchedulePass adds the pending ones); `account_index` gets each
+  // account's index in the snapshot.
+  sched::JobInfo InfoOf(const Job& job,
+                        const std::unordered_map<std::string, int>& account_index) const;
+  sched::Snapshot RunningSnapshot(std::unordered_map<std::string, int>& account_index) const;
   // The signal orders for a running job's steps (Signal, SignalDue).
   void SignalSteps(const Job& j, int signal, bool batch_only, const std::string& why);
   // sbatch --signal: whether a running job's warning is due by `now`.
@@ -407,6 +419,8 @@ class Controller {
   void RequeueNow(Job& job, Time now, const std::string& why);
   void NodeLost(NodeRecord& n, Time now);
   Result<api::Json> SubmitAcceptance(JobSpec spec, Time now);
+  // Submit's first checks: who may submit, and the job's user and command.
+  Status TakeSubmitter(const Identity& who, JobSpec& spec) const;
   void StartJob(Job& j, Allocation allocation, Time now);
   // The orders that start step `step` of running job `j` on its nodes.
   void LaunchStep(const Job& j, const JobStep& step, int master_port, Time now);

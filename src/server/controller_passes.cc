@@ -188,6 +188,56 @@ std::unordered_set<uint64_t> Controller::SingletonBlocked(
   return blocked;
 }
 
+sched::JobInfo Controller::InfoOf(const Job& job,
+                                  const std::unordered_map<std::string, int>& account_index) const {
+  sched::JobInfo info;
+  info.id = job.id;
+  info.spec = &job.spec;
+  if (auto r = requests_.find(job.id.value()); r != requests_.end()) info.request = r->second;
+  info.submit = job.submit_time;
+  auto a = account_index.find(job.spec.account);
+  info.account = a == account_index.end() ? -1 : a->second;
+  info.admin_priority = job.priority;
+  info.attained_gpu_s = job.gpu_seconds;
+  if (job.array_task_id >= 0 && job.spec.array) {
+    info.array_id = job.array_job_id.value();
+    info.array_max_running = job.spec.array->max_running;
+  }
+  return info;
+}
+
+sched::Snapshot Controller::RunningSnapshot(
+    std::unordered_map<std::string, int>& account_index) const {
+  sched::Snapshot snap;
+  snap.running.reserve(running_.size());
+  snap.inventory = inventory_;
+  snap.nodes.resize(inventory_->size());
+  for (size_t i = 0; i < inventory_->size(); ++i) {
+    const sched::InvNode& inode = inventory_->node(static_cast<sched::NodeIndex>(i));
+    const NodeRecord& n = nodes_.at(inode.name);
+    snap.nodes[i] = {EffectiveState(n), n.unhealthy_gpus};
+  }
+  for (const Account& a : accounts_) {
+    account_index[a.name] = static_cast<int>(snap.accounts.size());
+    auto u = usage_.find(a.name);
+    snap.accounts.push_back(
+        {a.name, a.shares, u == usage_.end() ? 0.0 : u->second.usage_gpu_s, a.max_gpus});
+  }
+  AddQosAndReservations(snap);
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    sched::JobInfo info = InfoOf(*job, account_index);
+    SetQosAndReservation(*job, snap, info);
+    info.allocation = &job->allocation;
+    info.start = job->start_time;
+    info.expected_end = job->start_time + job->time_limit;
+    info.preemptible = job->spec.requeue && !r.ending_as;
+    snap.running.push_back(info);
+  }
+  return snap;
+}
+
 sched::PassStats Controller::SchedulePass(Time now) {
   dirty_ = false;
   // Pending jobs in submission order (compacting the list of those that
@@ -208,61 +258,21 @@ sched::PassStats Controller::SchedulePass(Time now) {
                        pending_order_.end());
   // Acceptance tests first, so that the scheduler sees the nodes they hold.
   PlaceAcceptanceJobs(acceptance, now);
-  sched::Snapshot snap;
-  snap.running.reserve(running_.size());
-  snap.pending.reserve(pending.size());
-  snap.inventory = inventory_;
-  snap.nodes.resize(inventory_->size());
-  for (size_t i = 0; i < inventory_->size(); ++i) {
-    const sched::InvNode& inode = inventory_->node(static_cast<sched::NodeIndex>(i));
-    const NodeRecord& n = nodes_.at(inode.name);
-    snap.nodes[i] = {EffectiveState(n), n.unhealthy_gpus};
-  }
   std::unordered_map<std::string, int> account_index;
-  for (const Account& a : accounts_) {
-    account_index[a.name] = static_cast<int>(snap.accounts.size());
-    auto u = usage_.find(a.name);
-    snap.accounts.push_back(
-        {a.name, a.shares, u == usage_.end() ? 0.0 : u->second.usage_gpu_s, a.max_gpus});
-  }
-  AddQosAndReservations(snap);
-  auto info_of = [&](const Job& job) {
-    sched::JobInfo info;
-    info.id = job.id;
-    info.spec = &job.spec;
-    info.request = requests_[job.id.value()];
-    info.submit = job.submit_time;
-    auto a = account_index.find(job.spec.account);
-    info.account = a == account_index.end() ? -1 : a->second;
-    info.admin_priority = job.priority;
-    info.attained_gpu_s = job.gpu_seconds;
-    if (job.array_task_id >= 0 && job.spec.array) {
-      info.array_id = job.array_job_id.value();
-      info.array_max_running = job.spec.array->max_running;
-    }
-    SetQosAndReservation(job, snap, info);
-    return info;
-  };
-  for (const auto& [id, r] : running_) {
-    const Job* job = Find(JobId(id));
-    if (job == nullptr) continue;
-    sched::JobInfo info = info_of(*job);
-    info.allocation = &job->allocation;
-    info.start = job->start_time;
-    info.expected_end = job->start_time + job->time_limit;
-    info.preemptible = job->spec.requeue && !r.ending_as;
-    snap.running.push_back(info);
-  }
+  sched::Snapshot snap = RunningSnapshot(account_index);
+  snap.pending.reserve(pending.size());
   const std::unordered_set<uint64_t> singleton_blocked = SingletonBlocked(pending);
   for (uint64_t id : pending) {
     const Job* job = Find(JobId(id));
-    sched::JobInfo info = info_of(*job);
+    sched::JobInfo info = InfoOf(*job, account_index);
+    SetQosAndReservation(*job, snap, info);
     info.singleton_blocked = singleton_blocked.count(id) > 0;
     info.held = job->spec.hold;
     info.begin_time = job->spec.begin_time;
     info.queued_since = job->submit_time;
     if (!job->spec.dependencies.empty()) {
       info.dependencies = &job->spec.dependencies;
+      info.dependency_any = job->spec.dependency_any;
       for (const Dependency& d : job->spec.dependencies) {
         const Job* dep = Find(d.job);
         if (dep != nullptr) {

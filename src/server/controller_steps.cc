@@ -125,6 +125,7 @@ void Controller::LaunchStep(const Job& j, const JobStep& st, int master_port, Ti
     o.node_rank = k;
     o.nodes = run.nodes;
     o.addresses = addresses;
+    o.node_cpus = api::NodeCpus(j.allocation);
     o.master_port = master_port;
     o.array_job_id = j.array_job_id.value();
     o.array_task_id = j.array_task_id;

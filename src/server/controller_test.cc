@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include "sched/plugin.h"
@@ -145,6 +146,9 @@ TEST_F(ControllerTest, BatchScriptsRunOnceAndStepsRunInTheAllocation) {
   EXPECT_EQ(out.launches[0].node_rank, 0);
   EXPECT_EQ(out.launches[0].nodes.size(), 2u);
   EXPECT_GE(out.launches[0].master_port, 20000);
+  // Each node's CPUs, for SLURM_JOB_CPUS_PER_NODE.
+  ASSERT_EQ(out.launches[0].node_cpus.size(), 2u);
+  EXPECT_EQ(out.launches[0].node_cpus[0], api::WholeCpus(out.launches[0].allocation.cpu_milli));
   const std::string first = out.launches[0].node;
   const std::string second = out.launches[0].nodes[1];
 
@@ -165,6 +169,7 @@ TEST_F(ControllerTest, BatchScriptsRunOnceAndStepsRunInTheAllocation) {
     ASSERT_TRUE(o.run.has_value());
     EXPECT_EQ(o.run->argv, std::vector<std::string>{"hostname"});
     EXPECT_EQ(o.step_tasks, (std::vector<int>{2, 1}));
+    EXPECT_EQ(o.node_cpus.size(), 2u);
     EXPECT_FALSE(o.job_token.empty()) << "the job's tasks get a token to start steps with";
   }
   EXPECT_NE(out.launches[0].master_port, 0);
@@ -507,6 +512,87 @@ TEST_F(ControllerTest, AfterAndSingletonDependencies) {
   Exit("n1", a, 1, 3);  // however it ended
   c_.SchedulePass(At(4));
   EXPECT_EQ(StateOf(b), JobState::kRunning);
+}
+
+// --dependency with ?: one satisfied dependency is enough; never only when
+// none can be.
+TEST_F(ControllerTest, AnyOfDependencies) {
+  Register("n1");
+  JobId failed = Submit(kAlice, Spec(1));
+  JobId slow = Submit(kAlice, Spec(1));
+  c_.SchedulePass(At(1));
+  Exit("n1", failed, 1, 2);
+  JobSpec either = Spec(1);
+  either.dependencies = {{DependencyType::kAfterOk, failed}, {DependencyType::kAfterAny, slow}};
+  either.dependency_any = true;
+  JobId waits = Submit(kAlice, either, 3);
+  JobSpec neither = Spec(1);
+  neither.dependencies = {{DependencyType::kAfterOk, failed}, {DependencyType::kAfterNotOk, slow}};
+  neither.dependency_any = true;
+  JobId never = Submit(kAlice, neither, 3);
+  c_.SchedulePass(At(4));
+  EXPECT_EQ((*c_.ShowJob(kAlice, waits))["reason"], "dependency");
+  EXPECT_EQ((*c_.ShowJob(kAlice, never))["reason"], "dependency");
+  Exit("n1", slow, 0, 5);
+  c_.SchedulePass(At(6));
+  EXPECT_EQ(StateOf(waits), JobState::kRunning) << "afterany: the slow job has ended";
+  EXPECT_EQ(StateOf(never), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAlice, never))["reason"], "dependency_never_satisfied");
+}
+
+// sbatch --test-only: when and where, from the running jobs' time limits;
+// nothing is stored and no id is used up.
+TEST_F(ControllerTest, TestOnlySaysWhenAndWhereAndStoresNothing) {
+  Register("n1");
+  Register("n2");
+  JobSpec big = Spec(8);
+  big.cpu_milli_per_gpu = 2000;
+  JobId a = Submit(kAlice, big);
+  JobSpec half = Spec(4);
+  half.time_limit = std::chrono::hours(2);
+  JobId b = Submit(kAlice, half);
+  c_.SchedulePass(At(1));
+  ASSERT_EQ(StateOf(a), JobState::kRunning);
+  ASSERT_EQ(StateOf(b), JobState::kRunning);
+
+  JobSpec probe = Spec(4);
+  probe.cpu_milli_per_gpu = 3000;
+  auto now = c_.TestSubmit(kAlice, probe, At(2));
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  EXPECT_EQ((*now)["start_time"], ToSeconds(At(2)));
+  EXPECT_EQ((*now)["cpus"], 12);
+  EXPECT_EQ((*now)["gpus"], 4);
+  EXPECT_EQ((*now)["partition"], "gpu");
+  EXPECT_EQ((*now)["job"], 3);
+
+  auto later = c_.TestSubmit(kAlice, Spec(8), At(2));
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_EQ((*later)["start_time"], ToSeconds(At(1) + std::chrono::hours(1)))
+      << "when the 8-GPU job's time limit ends";
+  JobSpec gang = Spec(0);
+  gang.nodes = 2;
+  gang.gpus_per_node = 8;
+  gang.begin_time = At(1) + std::chrono::hours(3);
+  auto both = c_.TestSubmit(kAlice, gang, At(2));
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_EQ((*both)["start_time"], ToSeconds(*gang.begin_time)) << "not before --begin";
+  std::vector<std::string> nodes = (*both)["nodes"].get<std::vector<std::string>>();
+  std::sort(nodes.begin(), nodes.end());
+  EXPECT_EQ(nodes, (std::vector<std::string>{"n1", "n2"}));
+
+  // Refused as a submission would be.
+  JobSpec too_long = Spec(1);
+  too_long.time_limit = std::chrono::hours(48);
+  EXPECT_EQ(c_.TestSubmit(kAlice, too_long, At(2)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c_.TestSubmit(kNodeAgent, Spec(1), At(2)).status().code(),
+            StatusCode::kPermissionDenied);
+  JobSpec three = Spec(0);
+  three.nodes = 3;
+  three.gpus_per_node = 8;
+  EXPECT_FALSE(c_.TestSubmit(kAlice, three, At(2)).ok());
+
+  // Nothing was stored: the next job gets the id the answer named.
+  EXPECT_EQ(Submit(kAlice, Spec(1), 3), JobId(3));
 }
 
 TEST_F(ControllerTest, AnArraysIdCancelsEveryTaskAndATasksIdThatTaskAlone) {

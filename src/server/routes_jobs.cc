@@ -36,6 +36,13 @@ void Submit(const Context& ctx, const Identity& who, const httplib::Request& req
   if (!body.ok()) return Reply(res, body.status());
   auto spec = api::JobSpecFromJson(*body);
   if (!spec.ok()) return Reply(res, spec.status());
+  // ?test_only=true (sbatch --test-only): when and where it would start;
+  // nothing is stored.
+  if (req.get_param_value("test_only") == "true") {
+    return Reply(res, ctx.loop.Call<Json>([who, s = std::move(*spec)](Controller& c, Time now) {
+      return c.TestSubmit(who, s, now);
+    }));
+  }
   Reply(res, ctx.loop.Call<Json>([who, s = std::move(*spec)](Controller& c, Time now) mutable {
     return c.Submit(who, std::move(s), now);
   }),

@@ -245,34 +245,78 @@ Result<std::vector<std::string>> ParseNodeNames(const Call& c) {
   return *std::move(names);
 }
 
-Result<std::vector<std::string>> ParseConstraint(const Call& c) {
-  if (c.value.find_first_of("[]()") != std::string_view::npos) {
-    return Invalid(c,
-                   "a matching choice ([a|b]: every node the same one) is not supported; a|b "
-                   "lets each node have either");
-  }
-  if (c.value.find_first_of("*!") != std::string_view::npos) {
-    return Invalid(c, "label counts (a*2) and NOT (!) are not supported");
-  }
-  std::vector<std::string> terms;
-  std::string_view rest = c.value;
-  while (true) {
-    const size_t cut = rest.find_first_of("&,");
-    std::vector<std::string> choices;
-    for (std::string_view part : Split(rest.substr(0, cut), '|')) {
-      const std::string_view label = Trim(part);
-      if (label.empty()) return Invalid(c, "an empty label");
-      if (std::any_of(label.begin(), label.end(),
-                      [](char ch) { return IsSpace(ch) || IsControl(ch); })) {
-        return Invalid(c, fmt::format("'{}' is not a label (no spaces)", Printable(label)));
-      }
-      if (std::find(choices.begin(), choices.end(), label) == choices.end())
-        choices.emplace_back(label);
+namespace {
+
+// "a|b|a" -> "a|b": the labels of one term, each checked, in order, once.
+Result<std::string> ParseChoices(const Call& c, std::string_view text) {
+  std::vector<std::string> choices;
+  for (std::string_view part : Split(text, '|')) {
+    const std::string_view label = Trim(part);
+    if (label.empty()) return Invalid(c, "an empty label");
+    if (std::any_of(label.begin(), label.end(),
+                    [](char ch) { return IsSpace(ch) || IsControl(ch); })) {
+      return Invalid(c, fmt::format("'{}' is not a label (no spaces)", Printable(label)));
     }
-    const std::string term = Join(choices, "|");
+    if (std::find(choices.begin(), choices.end(), label) == choices.end())
+      choices.emplace_back(label);
+  }
+  return Join(choices, "|");
+}
+
+// Slurm's matching choice "[a|b]" out of `text`: its term ("[a|b]", or "a"
+// for a choice of one), and `text` without it; none: an empty term.
+Result<std::string> TakeMatchingChoice(const Call& c, std::string& text) {
+  const size_t open = text.find('[');
+  const size_t close = text.find(']');
+  if (open == std::string::npos && close == std::string::npos) return std::string();
+  if (open == std::string::npos || close == std::string::npos || close < open ||
+      text.find_first_of("[]", open + 1) != close ||
+      text.find_first_of("[]", close + 1) != std::string::npos) {
+    return Invalid(c, "one matching choice [a|b] at most, in closed brackets");
+  }
+  const std::string inner = text.substr(open + 1, close - open - 1);
+  if (inner.find('*') != std::string::npos) {
+    return Invalid(c,
+                   "label counts ([a*2&b*4]) are not supported; [a|b] gives every node the "
+                   "same one of a and b");
+  }
+  if (inner.find_first_of("&,") != std::string::npos)
+    return Invalid(c, "inside [ ] give choices joined with | ([a|b]: every node the same one)");
+  SHOAL_ASSIGN_OR_RETURN(std::string term, ParseChoices(c, inner));
+  // The terms around it, joined with & or , as the brackets were.
+  std::string_view before = Trim(std::string_view(text).substr(0, open));
+  std::string_view after = Trim(std::string_view(text).substr(close + 1));
+  const bool joined_before = before.empty() || before.back() == '&' || before.back() == ',';
+  const bool joined_after = after.empty() || after.front() == '&' || after.front() == ',';
+  if (!joined_before || !joined_after)
+    return Invalid(c, "join [a|b] to the other labels with & or ,");
+  if (!before.empty()) before.remove_suffix(1);
+  if (!after.empty()) after.remove_prefix(1);
+  text = std::string(before) + (before.empty() || after.empty() ? "" : "&") + std::string(after);
+  if (term.find('|') == std::string::npos) return term;
+  return "[" + term + "]";
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ParseConstraint(const Call& c) {
+  if (c.value.find_first_of("()") != std::string_view::npos)
+    return Invalid(c, "parentheses are not supported");
+  if (c.value.find('!') != std::string_view::npos) return Invalid(c, "NOT (!) is not supported");
+  std::string rest(c.value);
+  SHOAL_ASSIGN_OR_RETURN(const std::string matching, TakeMatchingChoice(c, rest));
+  if (rest.find('*') != std::string::npos)
+    return Invalid(c, "label counts (a*2) are not supported");
+  std::vector<std::string> terms;
+  if (!matching.empty()) terms.push_back(matching);
+  if (!matching.empty() && rest.empty()) return terms;
+  std::string_view left = rest;
+  while (true) {
+    const size_t cut = left.find_first_of("&,");
+    SHOAL_ASSIGN_OR_RETURN(const std::string term, ParseChoices(c, left.substr(0, cut)));
     if (std::find(terms.begin(), terms.end(), term) == terms.end()) terms.push_back(term);
     if (cut == std::string_view::npos) break;
-    rest = rest.substr(cut + 1);
+    left = left.substr(cut + 1);
   }
   return terms;
 }

@@ -192,15 +192,18 @@ constexpr OptionDef kOptions[] = {
        return Status::Ok();
      }},
     {"dependency", 'd', "LIST",
-     "after:ID[:ID...], afterok:..., afterany:..., afternotok:..., singleton; joined with ,",
-     [](const Call& c, Request& r, std::vector<std::string>&) {
-       if (c.value.find('?') != std::string_view::npos) {
-         return Invalid(
-             c, "dependencies joined with ? (any of) are not supported; join them with , (all of)");
-       }
+     "after:ID[:ID...], afterok:..., afterany:..., afternotok:..., singleton; joined with , (all "
+     "of) or ? (any of)",
+     [](const Call& c, Request& r, std::vector<std::string>& notes) {
        auto deps = ParseDependencies(c.value);
        if (!deps.ok()) return Invalid(c, deps.status().message());
-       if (deps->size() > kMaxDependencies) {
+       if (deps->any && c.value.find(',') != std::string_view::npos) {
+         notes.push_back(fmt::format(
+             "{}: with a ? every dependency is an alternative, those joined with , too (as "
+             "Slurm 22.05 reads it)",
+             c.Shown()));
+       }
+       if (deps->deps.size() > kMaxDependencies) {
          return Invalid(c, fmt::format("more than {} dependencies", kMaxDependencies));
        }
        r.dependencies = *std::move(deps);
@@ -309,6 +312,13 @@ constexpr OptionDef kOptions[] = {
      [](const Call& c, Request& r, std::vector<std::string>&) {
        if (c.source == Source::kDirective) return Status::Ok();
        r.parsable = true;
+       return Status::Ok();
+     }},
+    {"test-only", 0, "",
+     "check the job and say when and where it would start (counting the running jobs, not "
+     "the other pending ones), without submitting it",
+     [](const Call&, Request& r, std::vector<std::string>&) {
+       r.test_only = true;
        return Status::Ok();
      }},
     {"wait", 'W', "", "wait for the job to end; exit with its exit code",

@@ -176,6 +176,16 @@ TEST(OptionsTest, MemoryArrayAndDependencyOptionsInEachForm) {
          EXPECT_EQ(s.dependencies[0], (Dependency{DependencyType::kAfter, JobId(7)}));
          EXPECT_EQ(s.dependencies[1].type, DependencyType::kSingleton);
          EXPECT_EQ(FormatDependencies(s.dependencies), "after:7,singleton");
+         EXPECT_FALSE(s.dependency_any);
+       }},
+      {{"--dependency=afterok:1:2?afterany:3"},
+       [](const JobSpec& s) {
+         ASSERT_EQ(s.dependencies.size(), 3u);
+         EXPECT_TRUE(s.dependency_any);
+         EXPECT_EQ(s.dependencies[1], (Dependency{DependencyType::kAfterOk, JobId(2)}));
+         EXPECT_EQ(s.dependencies[2], (Dependency{DependencyType::kAfterAny, JobId(3)}));
+         EXPECT_EQ(FormatDependencies(s.dependencies, s.dependency_any),
+                   "afterok:1?afterok:2?afterany:3");
        }},
   });
 }
@@ -200,6 +210,16 @@ TEST(OptionsTest, OutputAndPlacementOptionsInEachForm) {
        [](const JobSpec& s) {
          EXPECT_EQ(s.constraints, (std::vector<std::string>{"a100|h100", "ib"}));
        }},
+      {{"-C", "ib&[rackA|rackB|rackA]"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"[rackA|rackB]", "ib"}));
+       }},
+      {{"-C", "[ a100 | h100 ],nvme"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"[a100|h100]", "nvme"}));
+       }},
+      {{"-C", "[ib]"},
+       [](const JobSpec& s) { EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib"})); }},
       {{"--constraint=ib,rack=r12,ib"},
        [](const JobSpec& s) {
          EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib", "rack=r12"}));
@@ -383,8 +403,15 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--job-name=a\nb"}, "--job-name=a\\x0ab: control characters are not allowed"},
       {{"-J", std::string(300, 'x')}, "longer than 256 characters"},
       {{"-o", std::string(100000, 'x')}, "the value is longer than 65536 bytes"},
-      {{"-C", "[a|b]"}, "a matching choice ([a|b]: every node the same one) is not supported"},
-      {{"-C", "a*2"}, "label counts (a*2) and NOT (!) are not supported"},
+      {{"-C", "[a*2&b*4]"}, "label counts ([a*2&b*4]) are not supported"},
+      {{"-C", "[a|b]&[c|d]"}, "one matching choice [a|b] at most"},
+      {{"-C", "[a|b"}, "in closed brackets"},
+      {{"-C", "[a&b]"}, "inside [ ] give choices joined with |"},
+      {{"-C", "ib[a|b]"}, "join [a|b] to the other labels with & or ,"},
+      {{"-C", "[a||b]"}, "an empty label"},
+      {{"-C", "a*2"}, "label counts (a*2) are not supported"},
+      {{"-C", "!a"}, "NOT (!) is not supported"},
+      {{"-C", "(a|b)&c"}, "parentheses are not supported"},
       {{"-C", "a||b"}, "an empty label"},
       {{"-C", "a&&b"}, "an empty label"},
       {{"-C", "a b"}, "'a b' is not a label"},
@@ -393,7 +420,6 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--array=99999999999999"}, "index too large"},
       {{"--array=0-1000000"}, "at most 100,000 tasks"},
       {{"--array=1%0"}, "the limit after % must be a positive number"},
-      {{"-d", "afterok:1?afterok:2"}, "dependencies joined with ? (any of) are not supported"},
       {{"-d", "singleton:5"}, "singleton takes no job ids"},
       {{"-d", "aftercorr:5"}, "dependency type 'aftercorr' is not supported"},
       {{"-d", "afterok:abc"}, "'abc' is not a job id"},
@@ -429,6 +455,8 @@ TEST(OptionsTest, NotesForOptionsAcceptedWithACaveat) {
       {{"--mem=0"}, "Shoal gives the job whole nodes"},
       {{"--begin=2024-01-02"}, "--begin=2024-01-02 is read as UTC"},
       {{"--begin=1700000000"}, ""},
+      {{"-d", "afterok:1?afterok:2"}, ""},
+      {{"-d", "afterok:1?afterok:2,afterany:3"}, "every dependency is an alternative"},
   };
   for (const Case& c : cases) {
     auto sub = Options(c.args);

@@ -232,6 +232,7 @@ void Overlay(const Request& high, Request& low) {
   Take(high.strict, low.strict);
   Take(high.parsable, low.parsable);
   Take(high.wait, low.wait);
+  Take(high.test_only, low.test_only);
   low.ignored.insert(low.ignored.end(), high.ignored.begin(), high.ignored.end());
 }
 
@@ -260,7 +261,10 @@ Status Resolve(const Request& r, JobSpec& spec) {
   SHOAL_RETURN_IF_ERROR(ResolveMemory(r, spec));
   if (r.time_limit) spec.time_limit = *r.time_limit;
   if (r.array) spec.array = *r.array;
-  if (r.dependencies) spec.dependencies = *r.dependencies;
+  if (r.dependencies) {
+    spec.dependencies = r.dependencies->deps;
+    spec.dependency_any = r.dependencies->any;
+  }
   if (r.requeue) spec.requeue = *r.requeue;
   if (r.exclusive) spec.exclusive = *r.exclusive;
   if (r.hold) spec.hold = *r.hold;

@@ -94,7 +94,7 @@ struct Request {
 
   std::optional<Duration> time_limit;
   std::optional<ArraySpec> array;
-  std::optional<std::vector<Dependency>> dependencies;
+  std::optional<DependencyList> dependencies;
   std::optional<bool> requeue;
   std::optional<bool> exclusive;
   std::optional<bool> hold;
@@ -124,6 +124,7 @@ struct Request {
   std::optional<bool> strict;
   std::optional<bool> parsable;
   std::optional<bool> wait;
+  std::optional<bool> test_only;
 };
 
 // Replaces the options of `low` with those `high` gives.

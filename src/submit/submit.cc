@@ -84,6 +84,7 @@ Result<Submission> ParseSubmit(const std::vector<std::string>& args, std::string
   sub.export_file = request.export_file.value_or("");
   sub.parsable = request.parsable.value_or(false);
   sub.wait = request.wait.value_or(false);
+  sub.test_only = request.test_only.value_or(false);
 
   if (has_script) {
     const std::string where = script_path.empty() ? "the batch script" : std::string(script_path);

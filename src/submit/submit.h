@@ -49,6 +49,8 @@ struct Submission {
   // and exit with its exit code.
   bool parsable = false;
   bool wait = false;
+  // sbatch --test-only: ask when and where it would start; submit nothing.
+  bool test_only = false;
 };
 
 // Parses `shoal submit` arguments: options, then either --wrap=CMD, a script

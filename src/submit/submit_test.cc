@@ -373,5 +373,15 @@ TEST(SlurmOptionsTest, OutputModeCommentWaitParsable) {
   EXPECT_FALSE(ParseSubmit({"--open-mode=sometimes", "--wrap=x"}, "", "").ok());
 }
 
+// --test-only: a question to the server, from the command line or, as
+// sbatch takes it, from a script's #SBATCH line.
+TEST(SlurmOptionsTest, TestOnly) {
+  EXPECT_FALSE(MustParse({"--wrap=x"}).test_only);
+  EXPECT_TRUE(MustParse({"--test-only", "-N", "2", "--wrap=x"}).test_only);
+  auto script = ParseSubmit({"job.sh"}, "#!/bin/sh\n#SBATCH --test-only\nhostname\n", "job.sh");
+  ASSERT_TRUE(script.ok()) << script.status().ToString();
+  EXPECT_TRUE(script->test_only);
+}
+
 }  // namespace
 }  // namespace shoal::submit

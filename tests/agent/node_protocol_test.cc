@@ -41,6 +41,7 @@ server::LaunchOrder SomeLaunch() {
   o.node_rank = 1;
   o.nodes = {"n1", "n2"};
   o.addresses = {"10.0.0.1:6821", "10.0.0.2:6821"};
+  o.node_cpus = {16, 8};
   o.master_port = 29500;
   o.array_job_id = 40;
   o.array_task_id = 2;
@@ -107,10 +108,23 @@ TEST(NodeProtocolCrossTest, BatchScriptsRunOnceAndStepsWhereTheyAreSent) {
   for (const char* var :
        {"SLURM_JOB_ID=42", "SLURM_JOB_NODELIST=10.0.0.[1-2]", "SLURM_NNODES=2", "SLURM_NTASKS=3",
         "SLURM_TASKS_PER_NODE=2,1", "SLURM_NTASKS_PER_NODE=2", "SLURM_GPUS_ON_NODE=2",
-        "SLURM_JOB_GPUS=2,3", "SHOAL_SERVER=https://10.0.0.9:6820", "SHOAL_CA_FILE=/x/ca.crt",
+        "SLURM_JOB_GPUS=2,3", "SLURM_JOB_CPUS_PER_NODE=16,8", "SLURM_CPUS_ON_NODE=8",
+        "SHOAL_SERVER=https://10.0.0.9:6820", "SHOAL_CA_FILE=/x/ca.crt",
         "SHOAL_JOB_TOKEN=shoaljob_42_3_x_y"}) {
     EXPECT_NE(std::find(batch->env.begin(), batch->env.end(), var), batch->env.end()) << var;
   }
+  // Slurm's compressed form for nodes alike; nothing from a server that does not send them.
+  o.node_cpus = {8, 8};
+  auto alike = agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n1");
+  ASSERT_TRUE(alike.ok()) << alike.status().ToString();
+  EXPECT_NE(std::find(alike->env.begin(), alike->env.end(), "SLURM_JOB_CPUS_PER_NODE=8(x2)"),
+            alike->env.end());
+  o.node_cpus.clear();
+  auto older = agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n1");
+  ASSERT_TRUE(older.ok()) << older.status().ToString();
+  EXPECT_TRUE(std::none_of(older->env.begin(), older->env.end(), [](const std::string& v) {
+    return v.starts_with("SLURM_JOB_CPUS_PER_NODE=");
+  }));
   // Not on another node: a batch launch is the first node's alone.
   o.node_rank = 1;
   EXPECT_FALSE(agent::StepFromLaunch(Parsed(server::AgentLink::LaunchBody(o)), "n2").ok());

@@ -121,6 +121,22 @@ LR=0.1 KEEP=yes check "submit --export=KEEP,SET=1" 4 "" -- "$SHOAL" submit -W -o
 check "  only those" 0 "LR=unset KEEP=yes SET=1" -- cat env-some.out
 LR=0.1 check "submit --export=NONE" 4 "" -- "$SHOAL" submit -W -o env-none.out --export=NONE env.sh
 check "  none of them" 0 "LR=unset KEEP=unset SET=unset" -- cat env-none.out
+# SLURM_JOB_CPUS_PER_NODE as sbatch sets it: each node's CPUs, compressed.
+check "submit: SLURM_JOB_CPUS_PER_NODE" 0 "" -- "$SHOAL" submit -W -N 2 -c 4 --ntasks-per-node=2 -o cpn.out --wrap 'echo "cpn=$SLURM_JOB_CPUS_PER_NODE"'
+check "  8 CPUs on each of the 2 nodes" 0 "^cpn=8(x2)$" -- cat cpn.out
+
+# --dependency joined with ?: one satisfied dependency is enough.
+check "a job that fails" 1 "Submitted job" -- "$SHOAL" submit -W -o /dev/null --wrap 'exit 1'
+failed=$(grep -o '[0-9]*' "$TMP/out" | head -1)
+check "submit -d afterok:F?afterany:F: starts on afterany" 0 "" -- "$SHOAL" submit -W -o /dev/null -d "afterok:$failed?afterany:$failed" --wrap true
+
+# --test-only: when and where, as sbatch prints it, and nothing submitted.
+check "submit --test-only" 0 "^sbatch: Job [0-9]* to start at [0-9-]*T[0-9:]* using 4 processors on nodes node0[12] in partition default$" -- "$SHOAL" submit --test-only -n 4 --wrap true
+cp "$TMP/out" "$TMP/test-only.out"  # check writes each command's output to $TMP/out
+check "  it says what it leaves out" 0 "not the other pending jobs" -- cat "$TMP/test-only.out"
+check "  nothing was submitted" 0 "" -- sh -c "! '$SHOAL' queue | grep -q pending"
+check "submit --test-only: more nodes than the cluster has" 1 "asks for 3 nodes" -- "$SHOAL" submit --test-only -N 3 --wrap true
+
 printf '#!/bin/sh\necho "args: $#|$1|$2"\n' > args.sh
 check "submit script.sh ARGS: the script's arguments" 0 "" -- "$SHOAL" submit -W -o args.out args.sh --lr '0.1 x'
 check "  as the script saw them" 0 "^args: 2|--lr|0.1 x$" -- cat args.out

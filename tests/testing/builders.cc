@@ -157,8 +157,9 @@ int SnapshotBuilder::AddAccount(const std::string& name, double shares, double u
   return static_cast<int>(snapshot_.accounts.size()) - 1;
 }
 
-void SnapshotBuilder::SetDependencies(JobId id, std::vector<Dependency> deps) {
+void SnapshotBuilder::SetDependencies(JobId id, std::vector<Dependency> deps, bool any) {
   info(id).dependencies = &deps_.emplace_back(std::move(deps));
+  info(id).dependency_any = any;
 }
 
 const sched::Snapshot& SnapshotBuilder::Build() {

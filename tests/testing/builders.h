@@ -143,7 +143,8 @@ class SnapshotBuilder {
   // Sets a node's state or unhealthy GPUs.
   void SetNode(const std::string& name, NodeState state, uint64_t unhealthy_gpus = 0);
   int AddAccount(const std::string& name, double shares, double usage_gpu_s = 0, int max_gpus = 0);
-  void SetDependencies(JobId id, std::vector<Dependency> deps);
+  // `any`: one satisfied dependency is enough (Slurm's ?).
+  void SetDependencies(JobId id, std::vector<Dependency> deps, bool any = false);
   // The snapshot with every pointer in place (call after the last change).
   const sched::Snapshot& Build();
   // "j1" -> id, for jobs added by name.

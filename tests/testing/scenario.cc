@@ -375,7 +375,8 @@ class Runner {
     for (const auto& [l, id] : pending_deps_) {
       std::vector<Dependency> deps;
       const std::string after = Opt(l, "after");
-      for (std::string_view clause : Split(after, ',')) {
+      const bool any = after.find('?') != std::string::npos;  // Slurm's any-of
+      for (std::string_view clause : Split(after, any ? '?' : ',')) {
         std::vector<std::string_view> parts = Split(clause, ':');
         if (parts.size() < 2) Fail(l, "after=type:job[:job]");
         auto type = ParseDependencies(std::string(parts[0]) + ":1");
@@ -383,7 +384,7 @@ class Runner {
         for (size_t i = 1; i < parts.size(); ++i) {
           const std::string dep(parts[i]);
           JobId target = finished_ids.count(dep) ? finished_ids[dep] : snap_->IdOf(dep);
-          deps.push_back({(*type)[0].type, target});
+          deps.push_back({type->deps[0].type, target});
           // Jobs of the scenario are pending or running.
           if (!finished_ids.count(dep)) {
             snap_->snapshot().dependency_states[target] =
@@ -391,7 +392,7 @@ class Runner {
           }
         }
       }
-      snap_->SetDependencies(id, deps);
+      snap_->SetDependencies(id, deps, any);
     }
     auto params = sched::Policy::Preset(policy_spec);
     if (!params.ok()) throw ParseError(path_ + ": " + params.status().message());

@@ -33,7 +33,8 @@ int WorldSize(const StepRequest& step);
 // The global rank of this node's first task.
 int FirstRank(const StepRequest& step);
 
-// Slurm's compressed task counts per node: {2, 2, 1} -> "2(x2),1".
+// Slurm's compressed counts per node: {2, 2, 1} -> "2(x2),1" (tasks in
+// SLURM_TASKS_PER_NODE, CPUs in SLURM_JOB_CPUS_PER_NODE).
 std::string SlurmTaskCounts(const std::vector<int>& counts);
 
 // Where a task's stdout (or stderr) goes: the pattern expanded as sbatch
