@@ -44,8 +44,8 @@ TEST_F(ControllerMailTest, BeganAndEndedGoToTheUserOrTheMailUser) {
   std::vector<MailOrder> began = Mails();
   ASSERT_EQ(began.size(), 2u);  // not for the job that asked for none
   EXPECT_EQ(began[0].to, "alice");
-  EXPECT_EQ(began[0].subject,
-            "Shoal Job_id=" + std::to_string(id.value()) + " Name=train Began, Queued time 00:00:03");
+  EXPECT_EQ(began[0].subject, "Shoal Job_id=" + std::to_string(id.value()) +
+                                  " Name=train Began, Queued time 00:00:03");
   EXPECT_EQ(began[1].to, "ann@example.org");
   Exit("n1", id, 0, 63);
   Exit("n1", other, 2, 64);

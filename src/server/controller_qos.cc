@@ -42,16 +42,17 @@ std::string NameList(const std::vector<T>& items) {
 Status Controller::PutQos(const Identity& who, Qos q) {
   if (!who.admin()) return Denied("only admins change QoS");
   if (!IsValidNodeName(q.name)) {
-    return InvalidArgument(fmt::format(
-        "QoS name '{}': 1 to 64 letters, digits, '.', '_' and '-'", q.name));
+    return InvalidArgument(
+        fmt::format("QoS name '{}': 1 to 64 letters, digits, '.', '_' and '-'", q.name));
   }
   auto it = FindNamed(qos_, q.name);
   if (it == qos_.end() && qos_.size() >= kMaxQos)
     return FailedPrecondition(fmt::format("the cluster has {} QoS, the most it may", kMaxQos));
   for (const std::string& victim : q.preempt) {
     if (victim != q.name && FindNamed(qos_, victim) == qos_.end())
-      return InvalidArgument(fmt::format("QoS '{}' may preempt '{}', which does not exist (known: {})",
-                                         q.name, victim, NameList(qos_)));
+      return InvalidArgument(
+          fmt::format("QoS '{}' may preempt '{}', which does not exist (known: {})", q.name, victim,
+                      NameList(qos_)));
   }
   if (q.is_default) {
     for (Qos& other : qos_) {
@@ -136,9 +137,8 @@ Result<std::vector<std::string>> Controller::ChooseReservationNodes(
   for (const auto& [name, n] : nodes_) {
     const NodeState st = EffectiveState(n);
     if (st == NodeState::kDown || st == NodeState::kDrained || taken.count(name)) continue;
-    if (!request.partition.empty() &&
-        std::find(n.node.partitions.begin(), n.node.partitions.end(), request.partition) ==
-            n.node.partitions.end()) {
+    if (!request.partition.empty() && std::find(n.node.partitions.begin(), n.node.partitions.end(),
+                                                request.partition) == n.node.partitions.end()) {
       continue;
     }
     candidates.push_back({busy.count(n.node.id.value()) > 0, n.node.GpuCount(), name});
@@ -178,8 +178,8 @@ Result<api::Json> Controller::CreateReservation(const Identity& who, Reservation
   if (!who.admin()) return Denied("only admins make reservations");
   Reservation& r = request.reservation;
   if (!IsValidNodeName(r.name)) {
-    return InvalidArgument(fmt::format(
-        "reservation name '{}': 1 to 64 letters, digits, '.', '_' and '-'", r.name));
+    return InvalidArgument(
+        fmt::format("reservation name '{}': 1 to 64 letters, digits, '.', '_' and '-'", r.name));
   }
   if (FindNamed(reservations_, r.name) != reservations_.end())
     return Status(StatusCode::kAlreadyExists, fmt::format("reservation '{}' exists", r.name));
@@ -276,10 +276,11 @@ Status Controller::CheckQosAndReservation(const Identity& who, JobSpec& spec, Ti
     return InvalidArgument(fmt::format("no reservation '{}'", spec.reservation));
   if (now >= r->end) return InvalidArgument(fmt::format("reservation '{}' has ended", r->name));
   if (!who.admin() && !r->Allows(spec.user, spec.account)) {
-    return Denied(fmt::format("reservation '{}' is for users {} and accounts {}: not for user '{}'{}",
-                              r->name, r->users.empty() ? "(none)" : shoal::Join(r->users, ","),
-                              r->accounts.empty() ? "(none)" : shoal::Join(r->accounts, ","), spec.user,
-                              spec.account.empty() ? "" : " of account '" + spec.account + "'"));
+    return Denied(
+        fmt::format("reservation '{}' is for users {} and accounts {}: not for user '{}'{}",
+                    r->name, r->users.empty() ? "(none)" : shoal::Join(r->users, ","),
+                    r->accounts.empty() ? "(none)" : shoal::Join(r->accounts, ","), spec.user,
+                    spec.account.empty() ? "" : " of account '" + spec.account + "'"));
   }
   return Status::Ok();
 }
@@ -324,8 +325,9 @@ void Controller::SetQosAndReservation(const Job& job, const sched::Snapshot& sna
     }
   }
   if (!job.spec.reservation.empty()) {
-    auto r = std::find_if(snap.reservations.begin(), snap.reservations.end(),
-                          [&](const sched::ReservationInfo& x) { return x.name == job.spec.reservation; });
+    auto r = std::find_if(
+        snap.reservations.begin(), snap.reservations.end(),
+        [&](const sched::ReservationInfo& x) { return x.name == job.spec.reservation; });
     if (r == snap.reservations.end()) {
       info.reservation_gone = true;
     } else {

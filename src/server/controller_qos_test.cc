@@ -118,8 +118,7 @@ TEST_F(QosReservationTest, ReservationsKeepTheirNodesForTheirUsers) {
   ASSERT_EQ((*made)["nodes"].size(), 1u);
   const std::string reserved = (*made)["nodes"][0].get<std::string>();
   EXPECT_EQ(reserved, "n1");  // all idle: by name
-  EXPECT_EQ(c_.CreateReservation(kAdmin, req, At(0)).status().code(),
-            StatusCode::kAlreadyExists);
+  EXPECT_EQ(c_.CreateReservation(kAdmin, req, At(0)).status().code(), StatusCode::kAlreadyExists);
 
   // Bob may not use it; Alice may.
   JobSpec in_res = Spec(8);

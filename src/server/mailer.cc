@@ -1,6 +1,7 @@
 #include "server/mailer.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -9,8 +10,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -75,8 +74,8 @@ Status RunMailProgram(const std::string& program, const std::string& message, Du
     if (std::chrono::steady_clock::now() >= deadline) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
-      return Unavailable(fmt::format("{} took more than {} s and was killed", program,
-                                     ToSeconds(timeout)));
+      return Unavailable(
+          fmt::format("{} took more than {} s and was killed", program, ToSeconds(timeout)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

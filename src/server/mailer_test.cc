@@ -41,8 +41,8 @@ class MailerTest : public ::testing::Test {
 };
 
 TEST_F(MailerTest, TheProgramReadsTheWholeMessageWithSendmailsFlags) {
-  const std::string prog = Program("sendmail", "echo \"$@\" > " + dir_ + "/args; cat >> " + dir_ +
-                                                   "/mail");
+  const std::string prog =
+      Program("sendmail", "echo \"$@\" > " + dir_ + "/args; cat >> " + dir_ + "/mail");
   Mailer m(prog);
   m.Send({{"ann", "Shoal Job_id=7 Name=train Began, Queued time 00:00:01", "the body"},
           {"bob@example.org", "second", "more"}});
