@@ -4,7 +4,6 @@
 
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -102,11 +101,6 @@ int RunServer(const std::vector<std::string>& raw) {
     std::cerr << "shoal server: " << s.message() << "\n";
     return 2;
   }
-  if (!options.state_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.state_dir, ec);
-    std::filesystem::permissions(options.state_dir, std::filesystem::perms::owner_all, ec);
-  }
   // Large buffers (a listing of every job runs to tens of MB) come from mmap
   // and go back to the system when freed; glibc would otherwise raise its
   // mmap threshold after the first and keep such memory in its heaps.
@@ -117,6 +111,8 @@ int RunServer(const std::vector<std::string>& raw) {
     std::cerr << "shoal server: " << srv.status().message() << "\n";
     return 1;
   }
+  for (const std::string& note : (*srv)->notes())
+    std::printf("note: %s\n", note.c_str());
   std::printf("shoal server listening on %s://%s (policy %s)\n",
               options.tls.enabled ? "https" : "http", (*srv)->address().c_str(),
               options.controller.policy.c_str());

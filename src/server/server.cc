@@ -25,6 +25,7 @@
 #include "server/auth.h"
 #include "server/dashboard.h"
 #include "server/routes.h"
+#include "server/state_dir.h"
 #include "server/telemetry_store.h"
 
 namespace shoal::server {
@@ -80,6 +81,7 @@ struct Server::Impl {
   int port = 0;
   std::string host;
   std::string admin_token;
+  std::vector<std::string> notes;  // for the operator, from the start (SecureStateDir)
   std::string node_token;
   std::mutex stop_mu;
   std::condition_variable stop_cv;
@@ -139,8 +141,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   if (options.state_dir.empty()) {
     impl->store = state::NewMemoryStore();
   } else {
-    std::error_code ec;
-    std::filesystem::create_directories(options.state_dir, ec);
+    SHOAL_ASSIGN_OR_RETURN(impl->notes, SecureStateDir(options.state_dir));
     const std::string lock_path = options.state_dir + "/lock";
     impl->lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (impl->lock_fd < 0) return Internal(fmt::format("cannot open {}", lock_path));
@@ -259,6 +260,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
                            net::PeerCredListener::Start(socket_path, 0666, [raw](uid_t uid) {
                              return raw->IssueLocalToken(uid);
                            }));
+    if (std::string why = UnreachableByOthers(socket_path); !why.empty()) {
+      impl->notes.push_back(fmt::format(
+          "other local users cannot reach {}: {} (give them --socket /run/shoal/shoal.sock, or a "
+          "--state-dir they can reach)",
+          socket_path, why));
+    }
   }
   impl->loop->Start();
   Impl* raw = impl.get();
@@ -306,6 +313,10 @@ std::string Server::address() const {
 std::string Server::socket_path() const {
   return impl_->local ? impl_->local->path() : std::string();
 }
+const std::vector<std::string>& Server::notes() const {
+  return impl_->notes;
+}
+
 const std::string& Server::admin_token() const {
   return impl_->admin_token;
 }

@@ -4,6 +4,8 @@
 // On first start the state directory gets two tokens: admin.token (for the
 // operator and the CLI on this host) and node.token (for agents of a
 // plain-HTTP cluster), both mode 0600; with TLS also tls/ (server/pki.h).
+// The directory is 0711 and nothing in it is open to other users
+// (server/state_dir.h).
 // The API listens only where it is told (127.0.0.1 by default).
 #pragma once
 
@@ -32,9 +34,9 @@ struct ServerOptions {
   std::string state_dir;                  // empty: in memory only (tests)
   // The unix socket where local users get a token for their own uid (see
   // net/local_socket.h). Empty: <state_dir>/shoal.sock when there is a state
-  // directory (reachable by the server's user only, as the directory is
-  // 0700); "none": no socket. A shared host sets a path such as
-  // /run/shoal/shoal.sock, whose socket file is open to every local user.
+  // directory (0711, server/state_dir.h: every local user may connect to
+  // the socket by name, none may list or read the rest); "none": no socket.
+  // The socket file is open to every local user, wherever it is.
   std::string socket;
   // Room for the largest job spec: a 4 MiB batch script (kMaxScriptBytes,
   // JSON-escaped) and a 1 MiB environment. Checked before the body is read.
@@ -68,6 +70,9 @@ class Server {
   // The bootstrap tokens' text (empty when they were created by an earlier run).
   const std::string& admin_token() const;
   const std::string& node_token() const;
+  // What the start changed or found that the operator should know (modes
+  // tightened in the state directory, a socket other users cannot reach).
+  const std::vector<std::string>& notes() const;
   // TLS: the cluster CA's file and SHA-256 fingerprint; empty on plain HTTP.
   std::string ca_file() const;
   std::string ca_fingerprint() const;

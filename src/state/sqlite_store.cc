@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -402,6 +403,11 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& state_dir,
                                                const SqliteOptions& options) {
   SHOAL_RETURN_IF_ERROR(PrepareStateDir(state_dir));
   const std::string path = (std::filesystem::path(state_dir) / kDatabaseFile).string();
+  // SQLite would create the file 0644 (less the umask), and its WAL and
+  // shared-memory files with the database's mode: it holds token hashes and
+  // jobs' environments, so it is made 0600 first (an empty file is an empty
+  // database).
+  if (const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600); fd >= 0) ::close(fd);
   Result<std::unique_ptr<Connection>> db = OpenWriter(path, options);
   if (!db.ok()) return db.status().WithContext(fmt::format("opening the store {}", path));
   return std::unique_ptr<Store>(
