@@ -3,11 +3,13 @@
 // keep-alive connections.
 //
 //   server_bench --shoal build/release/src/cli/shoal [--jobs 100000] [--users 100]
+//                [--compare-only]
 //
 // Prints:
 //  - durable submissions per second with 1, 4 and 16 connections (each
 //    acknowledged submission is committed to disk first), over TLS (the
-//    default) and over plain HTTP on loopback, side by side;
+//    default) and over plain HTTP on loopback, side by side (all that
+//    --compare-only measures);
 //  - with --jobs jobs in the system: p50/p99 latency of a submission, of one
 //    user's queue and of the whole queue (admin), one request at a time;
 //  - the server's resident memory, empty and with --jobs jobs;
@@ -162,9 +164,15 @@ int main(int argc, char** argv) {
   std::string shoal;
   int jobs = 100000;
   int users = 100;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool compare_only = false;
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--shoal")
+    if (flag == "--compare-only") {
+      compare_only = true;
+      --i;  // a flag without a value
+    } else if (i + 1 >= argc) {
+      Die("missing a value for " + flag);
+    } else if (flag == "--shoal")
       shoal = argv[i + 1];
     else if (flag == "--jobs")
       jobs = std::atoi(argv[i + 1]);
@@ -174,7 +182,7 @@ int main(int argc, char** argv) {
       Die("unknown flag " + flag);
   }
   if (shoal.empty() || jobs < 22000 || users < 1)
-    Die("usage: server_bench --shoal PATH [--jobs N>=22000] [--users N]");
+    Die("usage: server_bench --shoal PATH [--jobs N>=22000] [--users N] [--compare-only]");
   ::signal(SIGPIPE, SIG_IGN);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
 
@@ -243,6 +251,13 @@ int main(int argc, char** argv) {
   plain.Stop();
   std::filesystem::remove_all(plain_dir);
   std::filesystem::remove(plain_dir + ".log");
+  if (compare_only) {
+    admin_client.reset();
+    server.Stop();
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(dir + ".log");
+    return 0;
+  }
   const double fill_rate = Flood(server, tokens, jobs - submitted, 16);
   std::printf("  filling to %d jobs: %.0f submissions/s with 16 connections\n", jobs, fill_rate);
   std::this_thread::sleep_for(std::chrono::seconds(1));  // a scheduling pass over all of them

@@ -6,9 +6,39 @@
 #include <csignal>
 
 #include "core/strings.h"
+#include "net/socket_stream.h"
 #include "net/tls.h"
 
 namespace shoal::net {
+
+namespace {
+
+// An httplib client (Base: ClientImpl or SSLClient) whose requests go
+// through net::SocketStream: a request's head and body leave as one write
+// (one TLS record), and an answer's head is read from a buffer instead of
+// one SSL_read per byte (httplib 0.11's SSL stream). The socket, its
+// handshake and its timeouts (SO_RCVTIMEO, SO_SNDTIMEO) stay httplib's.
+template <typename Base>
+class GatheringClient final : public Base {
+ public:
+  using Base::Base;
+
+ private:
+  bool process_socket(const typename Base::Socket& socket,
+                      std::function<bool(httplib::Stream&)> callback) override {
+    using std::chrono::microseconds, std::chrono::seconds;
+    const auto ms = [](time_t sec, time_t usec) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(seconds(sec) +
+                                                                   microseconds(usec));
+    };
+    SocketStream stream(socket.sock, ms(this->write_timeout_sec_, this->write_timeout_usec_));
+    stream.set_read_timeout(ms(this->read_timeout_sec_, this->read_timeout_usec_));
+    if (socket.ssl != nullptr) stream.set_ssl(socket.ssl);
+    return callback(stream) && stream.Flush();
+  }
+};
+
+}  // namespace
 
 // One httplib client (plain or TLS) for one server; remade by
 // CloseConnection, so that no call ever races httplib's own socket lock.
@@ -26,8 +56,9 @@ struct HttpClient::Impl {
       std::signal(SIGPIPE, SIG_IGN);  // as HttpServer::EnableTls: OpenSSL uses write(2)
       const TlsClientOptions& t = *options.tls;
       auto ssl = t.cert_file.empty()
-                     ? std::make_unique<httplib::SSLClient>(host, port)
-                     : std::make_unique<httplib::SSLClient>(host, port, t.cert_file, t.key_file);
+                     ? std::make_unique<GatheringClient<httplib::SSLClient>>(host, port)
+                     : std::make_unique<GatheringClient<httplib::SSLClient>>(
+                           host, port, t.cert_file, t.key_file);
       if (!ssl->is_valid()) {
         return InvalidArgument(fmt::format("cannot use the TLS certificate {} with the key {}",
                                            t.cert_file, t.key_file));
@@ -40,7 +71,7 @@ struct HttpClient::Impl {
       }
       c = std::move(ssl);
     } else {
-      c = std::make_unique<httplib::ClientImpl>(host, port);
+      c = std::make_unique<GatheringClient<httplib::ClientImpl>>(host, port);
     }
     c->set_tcp_nodelay(true);
     c->set_keep_alive(options.keep_alive);

@@ -24,149 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "net/socket_stream.h"
+
 namespace shoal::net {
 namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-
-// Waits for `events` on `sock` until `deadline`; false on timeout or error.
-bool WaitUntil(int sock, short events, SteadyClock::time_point deadline) {
-  while (true) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now())
-            .count();
-    if (left <= 0) return false;
-    pollfd p{sock, events, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000 * 60)));
-    if (ready > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
-    if (ready < 0 && errno != EINTR) return false;
-  }
-}
-
-std::string AddressText(const sockaddr_storage& a) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (a.ss_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, text, sizeof text);
-  } else if (a.ss_family == AF_INET6) {
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, text, sizeof text);
-  }
-  return text;
-}
-
-int PortOf(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
-  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
-  return 0;
-}
-
-// A connection's stream: reads must finish by the current request's
-// deadline, writes within the write timeout each. Reads are buffered, as
-// httplib reads header lines a byte at a time.
-class DeadlineStream final : public httplib::Stream {
- public:
-  DeadlineStream(int sock, std::chrono::milliseconds write_timeout)
-      : sock_(sock), write_timeout_(write_timeout) {}
-
-  void set_deadline(SteadyClock::time_point deadline) { deadline_ = deadline; }
-  bool has_buffered() const {
-    return offset_ < size_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0);
-  }
-  // Reads and writes go through `ssl` (on a non-blocking socket) from now on.
-  void set_ssl(SSL* ssl) { ssl_ = ssl; }
-
-  bool is_readable() const override {
-    return has_buffered() || WaitUntil(sock_, POLLIN, deadline_);
-  }
-  bool is_writable() const override {
-    return WaitUntil(sock_, POLLOUT, SteadyClock::now() + write_timeout_);
-  }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (!has_buffered()) {
-      ssize_t n;
-      if (ssl_ != nullptr) {
-        n = SslIo(/*reading=*/true, buffer_, sizeof buffer_, deadline_);
-      } else {
-        if (!WaitUntil(sock_, POLLIN, deadline_)) return -1;
-        do {
-          n = ::recv(sock_, buffer_, sizeof buffer_, 0);
-        } while (n < 0 && errno == EINTR);
-      }
-      if (n <= 0) return n;
-      offset_ = 0;
-      size_ = static_cast<size_t>(n);
-    }
-    const size_t n = std::min(size, size_ - offset_);
-    std::memcpy(ptr, buffer_ + offset_, n);
-    offset_ += n;
-    consumed_ += n;
-    return static_cast<ssize_t>(n);
-  }
-
-  // Bytes handed to httplib so far: it reads a request's head byte by byte
-  // and its body to the exact length, so this is where it stands.
-  uint64_t consumed() const { return consumed_; }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    if (ssl_ != nullptr) {
-      return SslIo(/*reading=*/false, const_cast<char*>(ptr), size,
-                   SteadyClock::now() + write_timeout_);
-    }
-    if (!is_writable()) return -1;
-    ssize_t n;
-    do {
-      n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n;
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    Name(::getpeername, ip, port);
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    Name(::getsockname, ip, port);
-  }
-  socket_t socket() const override { return sock_; }
-
- private:
-  // One SSL_read or SSL_write, waiting for the socket as OpenSSL asks, until
-  // `deadline`: a peer trickling a TLS record holds no thread past it.
-  ssize_t SslIo(bool reading, char* data, size_t size, SteadyClock::time_point deadline) const {
-    // Nothing decrypted waiting: wait for the socket first, rather than
-    // spend a read(2) on learning that it has nothing yet.
-    if (reading && SSL_pending(ssl_) == 0 && !WaitUntil(sock_, POLLIN, deadline)) return -1;
-    while (true) {
-      ERR_clear_error();
-      const int n = reading ? SSL_read(ssl_, data, static_cast<int>(size))
-                            : SSL_write(ssl_, data, static_cast<int>(size));
-      if (n > 0) return n;
-      const int error = SSL_get_error(ssl_, n);
-      if (error == SSL_ERROR_ZERO_RETURN) return 0;
-      short wanted = 0;
-      if (error == SSL_ERROR_WANT_READ) wanted = POLLIN;
-      if (error == SSL_ERROR_WANT_WRITE) wanted = POLLOUT;
-      if (wanted == 0 || !WaitUntil(sock_, wanted, deadline)) return -1;
-    }
-  }
-
-  template <typename F>
-  void Name(F get, std::string& ip, int& port) const {
-    sockaddr_storage a{};
-    socklen_t length = sizeof a;
-    if (get(sock_, reinterpret_cast<sockaddr*>(&a), &length) != 0) return;
-    ip = AddressText(a);
-    port = PortOf(a);
-  }
-
-  const int sock_;
-  SSL* ssl_ = nullptr;
-  const std::chrono::milliseconds write_timeout_;
-  SteadyClock::time_point deadline_{};
-  char buffer_[4096];
-  size_t offset_ = 0;
-  size_t size_ = 0;
-  uint64_t consumed_ = 0;
-};
 
 // Where a request's body ends in its stream, given where its head ended;
 // nullopt when that cannot be known (a chunked body).
@@ -401,7 +262,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     // Non-blocking: a client that does not read its refusal loses nothing of ours.
     (void)!::send(sock, kBusyAnswer, sizeof kBusyAnswer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   } else {
-    DeadlineStream stream(sock, limits_.write_timeout);
+    SocketStream stream(sock, limits_.write_timeout);
     std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
     if (ssl_ctx_ != nullptr) {
       ssl = Handshake(ssl_ctx_.get(), sock, SteadyClock::now() + limits_.request_deadline);
@@ -430,6 +291,9 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
                                  req.ssl = ssl.get();
                                  body_end = BodyEnd(req, stream.consumed());
                                });
+      // The answer, gathered by the stream, goes out now (as one TLS record
+      // when it fits).
+      if (!stream.Flush()) break;
       // A body refused before it was read (http_guard.h) is not the next
       // request: the connection ends here, after the client has sent it.
       if (served && (!body_end || stream.consumed() < *body_end)) {

@@ -35,7 +35,7 @@ Result<std::vector<std::string>> CloseEntries(DIR* d, const std::string& dir) {
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
     if (S_ISLNK(st.st_mode) || S_ISSOCK(st.st_mode) || (st.st_mode & kOpenBits) == 0) continue;
     const mode_t mode = (st.st_mode & 07777) & ~kOpenBits;
@@ -64,7 +64,7 @@ Result<std::vector<std::string>> SecureStateDir(const std::string& dir) {
     ::close(fd);
     return Errno("cannot read the state directory " + dir);
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) return Errno("stat " + dir);
   if (st.st_uid != ::geteuid()) {
     return FailedPrecondition(fmt::format(
@@ -90,7 +90,7 @@ std::string UnreachableByOthers(const std::string& path) {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::absolute(path, ec).parent_path();
   for (; !p.empty(); p = p.parent_path()) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(p.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
       return fmt::format("{} (mode {}) is not searchable by other users", p.string(),
                          ModeText(st.st_mode));

@@ -13,7 +13,7 @@ namespace shoal::server {
 namespace {
 
 mode_t ModeOf(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
   return st.st_mode & 07777;
 }
