@@ -61,6 +61,25 @@ struct Server::Impl {
   ~Impl() {
     if (lock_fd >= 0) ::close(lock_fd);
   }
+  // The store: in memory without a state directory; else that directory made
+  // safe to share the host (SecureStateDir), locked for this server alone,
+  // and its SQLite database.
+  Status OpenStore(const ServerOptions& o) {
+    if (o.state_dir.empty()) {
+      store = state::NewMemoryStore();
+      return Status::Ok();
+    }
+    SHOAL_ASSIGN_OR_RETURN(notes, SecureStateDir(o.state_dir));
+    const std::string lock_path = o.state_dir + "/lock";
+    lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd < 0) return Internal(fmt::format("cannot open {}", lock_path));
+    if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      return FailedPrecondition(
+          fmt::format("another shoal server uses {} (it holds {})", o.state_dir, lock_path));
+    }
+    SHOAL_ASSIGN_OR_RETURN(store, state::OpenSqliteStore(o.state_dir, {o.sqlite_full_sync}));
+    return Status::Ok();
+  }
   std::atomic<bool> listen_returned{false};
   int lock_fd = -1;  // flock on <state_dir>/lock: one controller per state directory
   ServerOptions options;
@@ -141,20 +160,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->clock = &clock;
-  if (options.state_dir.empty()) {
-    impl->store = state::NewMemoryStore();
-  } else {
-    SHOAL_ASSIGN_OR_RETURN(impl->notes, SecureStateDir(options.state_dir));
-    const std::string lock_path = options.state_dir + "/lock";
-    impl->lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (impl->lock_fd < 0) return Internal(fmt::format("cannot open {}", lock_path));
-    if (::flock(impl->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-      return FailedPrecondition(
-          fmt::format("another shoal server uses {} (it holds {})", options.state_dir, lock_path));
-    }
-    SHOAL_ASSIGN_OR_RETURN(impl->store,
-                           state::OpenSqliteStore(options.state_dir, {options.sqlite_full_sync}));
-  }
+  SHOAL_RETURN_IF_ERROR(impl->OpenStore(options));
   // Mail for sbatch --mail-type: the configured program, else the host's sendmail.
   const std::string mail_program =
       options.mail_program.empty() ? DefaultMailProgram() : options.mail_program;
