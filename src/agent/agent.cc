@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/launch/pty_relay.h"
 #include "agent/launch/user_files.h"
 #include "agent/protocol.h"
 #include "api/json.h"
@@ -43,6 +44,22 @@ std::string HostName() {
   char name[256] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
   return name;
+}
+
+// The step of a route /v1/jobs/{job}/steps/{step}/...?epoch=E (step > 0).
+Result<StepKey> StepKeyOf(const httplib::Request& req) {
+  auto job = ParseInt(req.matches[1].str());
+  auto step = ParseInt(req.matches[2].str());
+  auto epoch = ParseInt(req.get_param_value("epoch"));
+  if (!job.ok() || !step.ok() || !epoch.ok() || *step <= 0 || *step > UINT32_MAX)
+    return InvalidArgument("job, step and epoch are numbers");
+  return StepKey{static_cast<uint64_t>(*job), static_cast<uint64_t>(*epoch),
+                 static_cast<uint32_t>(*step)};
+}
+
+// A number in the query, 0 when it is absent.
+Result<int64_t> IntParam(const httplib::Request& req, const char* name) {
+  return req.has_param(name) ? ParseInt(req.get_param_value(name)) : Result<int64_t>(0);
 }
 
 constexpr size_t kMaxLogChunkBytes = 1 << 20;
@@ -314,19 +331,12 @@ void Agent::Impl::Routes() {
                                                           httplib::Response& res) {
     if (!Authorized(req))
       return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
-    auto job = ParseInt(req.matches[1].str());
-    auto step = ParseInt(req.matches[2].str());
-    auto epoch = ParseInt(req.get_param_value("epoch"));
+    auto key = StepKeyOf(req);
     auto task = ParseInt(req.get_param_value("task"));
-    auto offset =
-        req.has_param("offset") ? ParseInt(req.get_param_value("offset")) : Result<int64_t>(0);
-    if (!job.ok() || !step.ok() || !epoch.ok() || !task.ok() || !offset.ok() || *offset < 0 ||
-        *step <= 0 || *step > UINT32_MAX) {
+    auto offset = IntParam(req, "offset");
+    if (!key.ok() || !task.ok() || !offset.ok() || *offset < 0)
       return ReplyError(res, InvalidArgument("epoch, task and offset are numbers"));
-    }
-    auto output = steps->TaskOutput(
-        {static_cast<uint64_t>(*job), static_cast<uint64_t>(*epoch), static_cast<uint32_t>(*step)},
-        static_cast<int>(*task));
+    auto output = steps->TaskOutput(*key, static_cast<int>(*task));
     if (!output.ok()) return ReplyError(res, output.status());
     const std::string& path =
         req.get_param_value("stream") == "stderr" ? output->stderr_path : output->stdout_path;
@@ -337,6 +347,32 @@ void Agent::Impl::Routes() {
     res.set_header("X-Shoal-Size", std::to_string(chunk->size));
     res.set_content(std::move(chunk->bytes), "application/octet-stream");
   });
+
+  // What the user types into a --pty step's terminal:
+  // /v1/jobs/{job}/steps/{step}/input?epoch=E[&rows=R&cols=C][&eof=1], the
+  // body the bytes typed (the window's new size and the end of input after
+  // them, when given).
+  http.Post(R"(/v1/jobs/(\d+)/steps/(\d+)/input)",
+            [this](const httplib::Request& req, httplib::Response& res) {
+              if (!Authorized(req))
+                return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+              auto key = StepKeyOf(req);
+              auto rows = IntParam(req, "rows");
+              auto cols = IntParam(req, "cols");
+              if (!key.ok() || !rows.ok() || !cols.ok() || *rows < 0 || *rows > 0xffff ||
+                  *cols < 0 || *cols > 0xffff) {
+                return ReplyError(res, InvalidArgument("epoch, rows and cols are numbers"));
+              }
+              auto input = steps->TerminalInput(*key);
+              if (!input.ok()) return ReplyError(res, input.status());
+              std::vector<std::string> frames = DataFrames(req.body);
+              if (*rows > 0 && *cols > 0)
+                frames.push_back(ResizeFrame(static_cast<int>(*rows), static_cast<int>(*cols)));
+              if (req.get_param_value("eof") == "1") frames.push_back(EofFrame());
+              if (Status written = WriteTerminalInput(*input, frames); !written.ok())
+                return ReplyError(res, written);
+              Reply(res, 200, Json{{"written", req.body.size()}});
+            });
 
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;

@@ -177,6 +177,9 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
     s.argv = run.argv;
     s.append_output = true;  // each step's files are its own (a folder of the step's)
     s.gpus_per_task = run.gpus_per_task;
+    s.pty = run.pty;
+    s.pty_rows = run.pty_rows;
+    s.pty_cols = run.pty_cols;
     if (!run.work_dir.empty()) s.work_dir = run.work_dir;
     for (size_t i = 0; i < m.step_nodes.size(); ++i) {
       s.nodes.push_back(hosts[static_cast<size_t>(m.step_nodes[i])]);

@@ -283,6 +283,7 @@ Json ToJson(const StepSpec& s) {
   if (s.gpus_per_task > 0) j["gpus_per_task"] = s.gpus_per_task;
   if (s.cpus_per_task > 0) j["cpus_per_task"] = s.cpus_per_task;
   if (s.kill_on_bad_exit) j["kill_on_bad_exit"] = true;
+  if (s.pty) j["pty"] = Json{{"rows", s.pty_rows}, {"cols", s.pty_cols}};
   if (!s.env.empty()) j["env"] = s.env;
   if (!s.work_dir.empty()) j["work_dir"] = s.work_dir;
   return j;
@@ -301,9 +302,21 @@ Result<StepSpec> StepSpecFromJson(const Json& j) {
   f.Optional("gpus_per_task", &s.gpus_per_task);
   f.Optional("cpus_per_task", &s.cpus_per_task);
   f.Optional("kill_on_bad_exit", &s.kill_on_bad_exit);
+  const bool pty = f.Has("pty");
   f.Optional("env", &s.env);
   f.Optional("work_dir", &s.work_dir);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (pty) {
+    // {"rows": R, "cols": C}: the terminal's size (0: its default).
+    if (!j.at("pty").is_object()) return InvalidArgument("step.pty must be an object");
+    ObjectReader t(j.at("pty"), "step.pty");
+    t.Optional("rows", &s.pty_rows);
+    t.Optional("cols", &s.pty_cols);
+    SHOAL_RETURN_IF_ERROR(t.Finish());
+    if (s.pty_rows < 0 || s.pty_rows > 0xffff || s.pty_cols < 0 || s.pty_cols > 0xffff)
+      return InvalidArgument("step.pty: rows and cols are 0 to 65535");
+    s.pty = true;
+  }
   if (s.argv.empty() || s.argv[0].empty()) return InvalidArgument("step.argv: nothing to run");
   if (s.argv.size() > static_cast<size_t>(kMaxArgvEntries))
     return InvalidArgument(fmt::format("step.argv: more than {} words", kMaxArgvEntries));

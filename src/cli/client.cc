@@ -155,6 +155,9 @@ Result<net::HttpResponse> ApiClient::GetRaw(const std::string& path) {
 Result<api::Json> ApiClient::Post(const std::string& path, const api::Json& body) {
   return Answer(http_->Post(path, body.dump()));
 }
+Result<api::Json> ApiClient::PostRaw(const std::string& path, const std::string& bytes) {
+  return Answer(http_->Post(path, bytes, "application/octet-stream"));
+}
 Result<api::Json> ApiClient::Patch(const std::string& path, const api::Json& body) {
   return Answer(http_->Patch(path, body.dump()));
 }

@@ -50,6 +50,8 @@ class ApiClient {
   // A 2xx answer as it came (bytes and headers), for bodies that are not JSON.
   Result<net::HttpResponse> GetRaw(const std::string& path);
   Result<api::Json> Post(const std::string& path, const api::Json& body);
+  // Posts bytes that are not JSON (what is typed into a terminal).
+  Result<api::Json> PostRaw(const std::string& path, const std::string& bytes);
   Result<api::Json> Patch(const std::string& path, const api::Json& body);
   Result<api::Json> Delete(const std::string& path);
 

@@ -20,15 +20,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "api/json.h"
 #include "cli/app.h"
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "core/hostlist.h"
 #include "core/strings.h"
 #include "submit/submit.h"
@@ -101,7 +104,8 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
   app.add_option("-C,--constraint", o.constraint, "outside a job: node labels")->type_name("LIST");
   app.add_option("--jobid", o.jobid, "a step in this running job of yours (from anywhere)")
       ->type_name("JOB");
-  app.add_flag("--pty", o.pty, "an interactive terminal (not supported yet)");
+  app.add_flag("--pty", o.pty,
+               "task 0 on a terminal that you type into from here: an interactive shell");
   // What mpirun, torchrun and scripts pass to srun that has no meaning in a
   // Shoal step: accepted, so that they run unchanged.
   for (const char* flag : {"--mpi", "--cpu-bind", "--cpu_bind", "--distribution,-m", "--mem-bind",
@@ -179,6 +183,10 @@ Result<StepSpec> StepFromOptions(const RunOptions& o) {
   s.cpus_per_task = o.cpus_per_task;
   s.gpus_per_task = o.gpus_per_task;
   s.kill_on_bad_exit = o.kill_on_bad_exit;
+  if (o.pty) {
+    s.pty = true;
+    std::tie(s.pty_rows, s.pty_cols) = TerminalSession::WindowSize();
+  }
   SHOAL_ASSIGN_OR_RETURN(s.node_list, Hosts(o.nodelist));
   SHOAL_ASSIGN_OR_RETURN(s.exclude, Hosts(o.exclude));
   SHOAL_ASSIGN_OR_RETURN(s.env, ExportedEnvironment(o.exported));
@@ -248,12 +256,21 @@ Json StepOf(const Json& job, uint32_t step) {
 }
 
 // Runs a step of job `job` and follows it: its tasks' output printed here,
-// Ctrl-C (or SIGTERM) cancels it. Returns srun's exit code: the largest of
-// its tasks', 128 + a signal that ended one.
-int RunStep(ApiClient& c, uint64_t job, const StepSpec& spec, bool label) {
+// Ctrl-C (or SIGTERM) cancels it; with --pty, what is typed here goes to
+// task 0's terminal (over a connection of its own, opened with `flags`).
+// Returns srun's exit code: the largest of its tasks', 128 + a signal that
+// ended one.
+int RunStep(ApiClient& c, const ClientFlags& flags, uint64_t job, const StepSpec& spec,
+            bool label) {
   auto created = c.Post(fmt::format("/v1/jobs/{}/steps", job), api::ToJson(spec));
   if (!created.ok()) return Fail("run", created.status());
   const uint32_t step = (*created)["id"].get<uint32_t>();
+  std::optional<TerminalSession> terminal;
+  if (spec.pty) {
+    auto input = ApiClient::Open(flags);
+    if (!input.ok()) return Fail("run", input.status());
+    terminal.emplace(std::move(*input), job, step);
+  }
   int tasks = 0;
   for (const Json& t : (*created)["tasks"])
     tasks += t.get<int>();
@@ -286,9 +303,13 @@ int RunStep(ApiClient& c, uint64_t job, const StepSpec& spec, bool label) {
       }
       break;
     }
-    idle = any ? std::chrono::milliseconds(50) : std::min(idle * 2, std::chrono::milliseconds(500));
+    // Soon after a key was typed its echo is due: look again at once.
+    const bool typed = terminal && terminal->TypedWithin(std::chrono::milliseconds(500));
+    idle = any || typed ? std::chrono::milliseconds(typed ? 20 : 50)
+                        : std::min(idle * 2, std::chrono::milliseconds(terminal ? 200 : 500));
     std::this_thread::sleep_for(idle);
   }
+  terminal.reset();  // the local terminal as it was, before any message
   if (last.is_null()) {
     std::fprintf(stderr, "shoal run: the job ended before its step did\n");
     return kExitRefused;
@@ -413,7 +434,6 @@ int RunAs(const std::vector<std::string>& raw, const std::string& who) {
     return UsageError(who, fmt::format("unknown option {}", o.command[0]));
   if (!o.command.empty() && o.command[0] == "--") o.command.erase(o.command.begin());
   if (o.command.empty()) return UsageError(who, "nothing to run: give a program after the options");
-  if (o.pty) return UsageError(who, "--pty (an interactive terminal) is not supported yet");
   auto spec = StepFromOptions(o);
   if (!spec.ok()) return UsageError(who, spec.status().message());
   const std::string inside = Env("SHOAL_JOB_ID");
@@ -426,9 +446,10 @@ int RunAs(const std::vector<std::string>& raw, const std::string& who) {
   if (const uint64_t job = o.jobid != 0 ? o.jobid : inside_job; job != 0) {
     // A step of the job it runs in goes with the job's token; --jobid of
     // another job goes with your own credentials.
-    auto c = ApiClient::Open(job == inside_job ? InsideJob(flags) : flags);
+    const ClientFlags step_flags = job == inside_job ? InsideJob(flags) : flags;
+    auto c = ApiClient::Open(step_flags);
     if (!c.ok()) return Fail("run", c.status());
-    return RunStep(*c, job, *spec, o.label);
+    return RunStep(*c, step_flags, job, *spec, o.label);
   }
   auto c = ApiClient::Open(flags);
   if (!c.ok()) return Fail("run", c.status());
@@ -439,7 +460,7 @@ int RunAs(const std::vector<std::string>& raw, const std::string& who) {
   step.tasks = 0;
   step.nodes = 0;
   step.tasks_per_node = 0;
-  const int code = RunStep(*c, job, step, o.label);
+  const int code = RunStep(*c, flags, job, step, o.label);
   Release(*c, job);
   return code;
 }

@@ -186,7 +186,11 @@ int RunUp(const std::vector<std::string>& raw) {
   if (state_dir.empty()) state_dir = default_state_dir;
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
-  std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all, ec);
+  // As the server makes it (server::SecureStateDir): others may pass
+  // through to the local socket, never list or read.
+  namespace fs = std::filesystem;
+  fs::permissions(state_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+                  ec);
 
   server::ServerOptions so;
   if (!config.empty()) {

@@ -222,7 +222,12 @@ struct StepSpec {
   std::vector<std::string> exclude{};    // not these (--exclude)
   int gpus_per_task = 0;                 // 0: every task sees all the job's GPUs on its node
   int cpus_per_task = 0;
-  bool kill_on_bad_exit = false;             // a task that fails stops the step's others
+  bool kill_on_bad_exit = false;  // a task that fails stops the step's others
+  // --pty: task 0 runs on a pseudo-terminal (of this many rows and columns;
+  // 0: the terminal's default) that `shoal run` types into.
+  bool pty = false;
+  int pty_rows = 0;
+  int pty_cols = 0;
   std::map<std::string, std::string> env{};  // on top of the job's environment
   std::string work_dir{};                    // empty: the job's
   friend bool operator==(const StepSpec&, const StepSpec&) = default;

@@ -166,8 +166,9 @@ Result<HttpResponse> HttpClient::Get(const std::string& path) {
   return Convert(impl_->client->Get(path, impl_->headers), base_);
 }
 
-Result<HttpResponse> HttpClient::Post(const std::string& path, const std::string& json_body) {
-  return Convert(impl_->client->Post(path, impl_->headers, json_body, "application/json"), base_);
+Result<HttpResponse> HttpClient::Post(const std::string& path, const std::string& body,
+                                      const char* content_type) {
+  return Convert(impl_->client->Post(path, impl_->headers, body, content_type), base_);
 }
 
 Result<HttpResponse> HttpClient::Patch(const std::string& path, const std::string& json_body) {

@@ -58,7 +58,8 @@ class HttpClient {
   // A transport failure (refused, timeout) is an Unavailable status; any
   // HTTP answer, 4xx and 5xx included, is a response.
   Result<HttpResponse> Get(const std::string& path);
-  Result<HttpResponse> Post(const std::string& path, const std::string& json_body);
+  Result<HttpResponse> Post(const std::string& path, const std::string& body,
+                            const char* content_type = "application/json");
   Result<HttpResponse> Patch(const std::string& path, const std::string& json_body);
   Result<HttpResponse> Delete(const std::string& path);
   const std::string& base() const { return base_; }

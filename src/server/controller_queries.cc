@@ -1,12 +1,16 @@
 // The Controller's queries: jobs as users may see them (with the last
 // pass's pending decision), nodes with their jobs and telemetry,
-// partitions, accounts and tokens. Read-only but for Tokens, which clears
-// the flag that says the token list changed.
+// partitions, accounts and tokens, and where a job would start (--test-only).
+// Read-only but for Tokens, which clears the flag that says the token list
+// changed.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
+#include "sched/request.h"
+#include "sched/schedule.h"
 #include "server/controller.h"
 #include "server/controller_internal.h"
 
@@ -201,6 +205,36 @@ std::vector<state::TokenRecord> Controller::Tokens() {
   for (const auto& [id, t] : tokens_)
     out.push_back(t);
   return out;
+}
+
+// sbatch --test-only: where and when the job would start among the running
+// jobs, without submitting it.
+Result<api::Json> Controller::TestSubmit(const Identity& who, JobSpec spec, Time now) const {
+  SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
+  SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
+  if (!spec.acceptance_node.empty())
+    return InvalidArgument("an acceptance test cannot be tried with --test-only");
+  sched::Request req;
+  SHOAL_RETURN_IF_ERROR(CompileAndCheck(spec, &req));
+  if (inventory_->size() == 0) return FailedPrecondition("no node has registered yet");
+  std::unordered_map<std::string, int> account_index;
+  const sched::Snapshot snap = RunningSnapshot(account_index);
+  const Time not_before = spec.begin_time ? std::max(now, *spec.begin_time) : now;
+  SHOAL_ASSIGN_OR_RETURN(sched::StartEstimate e,
+                         sched::EstimateStart(snap, req, not_before, *policy_));
+  api::Json nodes = api::Json::array();
+  int cpus = 0;
+  for (const NodeAllocation& na : e.allocation.nodes) {
+    nodes.push_back(NodeName(na.node));
+    cpus += api::WholeCpus(na.cpu_milli);
+  }
+  return api::Json{
+      {"job", next_job_id_},
+      {"start_time", ToSeconds(e.start)},
+      {"nodes", nodes},
+      {"cpus", cpus},
+      {"gpus", e.allocation.TotalGpus()},
+      {"partition", inventory_->partitions()[static_cast<size_t>(req.partition)].name}};
 }
 
 }  // namespace shoal::server

@@ -114,5 +114,10 @@ void AddQosRoutes(httplib::Server& http, const Context& ctx);      // QoS and re
 // task's output), its size and path in X-Shoal-Size and X-Shoal-Path.
 void ProxyAgentOutput(const Context& ctx, const std::string& node, const std::string& address,
                       const std::string& path, httplib::Response& res);
+// Posts `body` (bytes) to `path` on the agent of `node` and answers as it did.
+void ProxyAgentPost(const Context& ctx, const std::string& node, const std::string& address,
+                    const std::string& path, const std::string& body, httplib::Response& res);
+// What one request may type into a --pty step's terminal.
+inline constexpr size_t kMaxTerminalInputBytes = 64 * 1024;
 
 }  // namespace shoal::server::routes

@@ -251,30 +251,54 @@ void History(const Context& ctx, const Identity& who, const httplib::Request& re
   Reply(res, Json{{"jobs", out}});
 }
 
-}  // namespace
-
-void ProxyAgentOutput(const Context& ctx, const std::string& node, const std::string& address,
-                      const std::string& path, httplib::Response& res) {
+// The agent's answer to a request made with `send` over a new connection;
+// Unavailable (replied) when the agent cannot be reached.
+template <typename Send>
+std::optional<net::HttpResponse> AskAgent(const Context& ctx, const std::string& node,
+                                          const std::string& address, httplib::Response& res,
+                                          Send&& send) {
   auto agent =
       net::HttpClient::Connect(address, ctx.agents.For(node, 2000, 10000, /*keep_alive=*/false));
-  if (!agent.ok()) return Reply(res, agent.status());
-  auto r = (*agent)->Get(path);
+  if (!agent.ok()) {
+    Reply(res, agent.status());
+    return std::nullopt;
+  }
+  Result<net::HttpResponse> r = send(**agent);
   if (!r.ok()) {
-    return Reply(
-        res, Status(StatusCode::kUnavailable,
-                    fmt::format("cannot reach the agent of {}: {}", node, r.status().message())));
+    Reply(res, Status(StatusCode::kUnavailable,
+                      fmt::format("cannot reach the agent of {}: {}", node, r.status().message())));
+    return std::nullopt;
   }
   if (r->status != 200) {
     res.status = r->status;
     res.set_content(r->body, "application/json");
-    return;
+    return std::nullopt;
   }
+  return std::move(*r);
+}
+
+}  // namespace
+
+void ProxyAgentOutput(const Context& ctx, const std::string& node, const std::string& address,
+                      const std::string& path, httplib::Response& res) {
+  auto r = AskAgent(ctx, node, address, res, [&](net::HttpClient& a) { return a.Get(path); });
+  if (!r) return;
   res.status = 200;
   for (const char* h : {"X-Shoal-Size", "X-Shoal-Path"}) {
     if (auto v = r->headers.find(h); v != r->headers.end()) res.set_header(h, v->second);
   }
   res.set_header("X-Shoal-Node", node);
   res.set_content(std::move(r->body), "application/octet-stream");
+}
+
+void ProxyAgentPost(const Context& ctx, const std::string& node, const std::string& address,
+                    const std::string& path, const std::string& body, httplib::Response& res) {
+  auto r = AskAgent(ctx, node, address, res, [&](net::HttpClient& a) {
+    return a.Post(path, body, "application/octet-stream");
+  });
+  if (!r) return;
+  res.status = 200;
+  res.set_content(std::move(r->body), "application/json");
 }
 
 void AddJobRoutes(httplib::Server& http, const Context& ctx) {

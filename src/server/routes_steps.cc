@@ -70,12 +70,39 @@ void StepOutput(const Context& ctx, const Identity& who, const httplib::Request&
                    res);
 }
 
+// What the user types into a --pty step's terminal (the body's bytes, at
+// most 64 KiB a request), with ?rows=R&cols=C when the window changed size
+// and ?eof=1 at the end of input: to the agent of the step's task 0.
+void StepInput(const Context& ctx, const Identity& who, const httplib::Request& req,
+               httplib::Response& res) {
+  auto id = JobIdOf(req);
+  auto step = StepIdOf(req);
+  if (!id.ok() || !step.ok()) return Reply(res, id.ok() ? step.status() : id.status());
+  if (req.body.size() > kMaxTerminalInputBytes)
+    return Reply(res, InvalidArgument("terminal input: at most 64 KiB a request"));
+  auto rows = req.has_param("rows") ? ParseInt(req.get_param_value("rows")) : Result<int64_t>(0);
+  auto cols = req.has_param("cols") ? ParseInt(req.get_param_value("cols")) : Result<int64_t>(0);
+  if (!rows.ok() || !cols.ok() || *rows < 0 || *rows > 0xffff || *cols < 0 || *cols > 0xffff)
+    return Reply(res, InvalidArgument("rows and cols are numbers from 0 to 65535"));
+  auto where =
+      ctx.loop.Call<Controller::TaskSource>([who, id = *id, step = *step](Controller& c, Time) {
+        return c.StepTaskOf(who, id, step, 0);
+      });
+  if (!where.ok()) return Reply(res, where.status());
+  std::string path =
+      fmt::format("/v1/jobs/{}/steps/{}/input?epoch={}", id->value(), *step, where->epoch);
+  if (*rows > 0 && *cols > 0) path += fmt::format("&rows={}&cols={}", *rows, *cols);
+  if (req.get_param_value("eof") == "1") path += "&eof=1";
+  ProxyAgentPost(ctx, where->node, where->address, path, req.body, res);
+}
+
 }  // namespace
 
 void AddStepRoutes(httplib::Server& http, const Context& ctx) {
   http.Post(R"(/v1/jobs/(\d+)/steps)", HandleAuthed(ctx, CreateStep));
   http.Post(R"(/v1/jobs/(\d+)/steps/(\d+)/cancel)", HandleAuthed(ctx, CancelStep));
   http.Get(R"(/v1/jobs/(\d+)/steps/(\d+)/output)", HandleAuthed(ctx, StepOutput));
+  http.Post(R"(/v1/jobs/(\d+)/steps/(\d+)/input)", HandleAuthed(ctx, StepInput));
 }
 
 }  // namespace shoal::server::routes

@@ -96,6 +96,9 @@ std::string EncodeRequest(const SupervisorRequest& request) {
       {"append_output", s.append_output},
       {"argv", s.argv},
       {"gpus_per_task", s.gpus_per_task},
+      {"pty", s.pty},
+      {"pty_rows", s.pty_rows},
+      {"pty_cols", s.pty_cols},
       {"slurm_commands", s.slurm_commands},
       {"node_name", s.node_name},
       {"node_rank", s.node_rank},
@@ -159,6 +162,9 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     s.append_output = j.value("append_output", false);
     s.argv = j.value("argv", std::vector<std::string>());
     s.gpus_per_task = j.value("gpus_per_task", 0);
+    s.pty = j.value("pty", false);
+    s.pty_rows = j.value("pty_rows", 0);
+    s.pty_cols = j.value("pty_cols", 0);
     s.slurm_commands = j.value("slurm_commands", std::string());
     s.node_name = j.at("node_name").get<std::string>();
     s.node_rank = j.at("node_rank").get<int>();

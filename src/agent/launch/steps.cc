@@ -22,6 +22,7 @@
 
 #include "agent/launch/cgroup.h"
 #include "agent/launch/launcher.h"
+#include "agent/launch/pty_relay.h"
 #include "agent/launch/step_files.h"
 #include "agent/launch/supervisor.h"
 #include "agent/launch/task_env.h"
@@ -235,6 +236,13 @@ class DirSteps final : public Steps {
     SHOAL_ASSIGN_OR_RETURN(UserAccount owner, LookUpJobUser(pw.pw_name, /*allow_root_jobs=*/true));
     return StepOutput{fmt::format("{}/task-{}.out", folder, rank),
                       fmt::format("{}/task-{}.err", folder, rank), std::move(owner)};
+  }
+
+  Result<std::string> TerminalInput(StepKey key) const override {
+    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, ReadRequest(key));
+    if (!request.step.pty)
+      return NotFound(fmt::format("step {} of job {} has no terminal", key.step, key.job));
+    return StepDir(key) + "/" + kTerminalInputFile;
   }
 
   Result<SupervisorRequest> ReadRequest(StepKey key) const {

@@ -46,6 +46,11 @@ struct StepRequest {
   // With `script`: the script's arguments.
   std::vector<std::string> argv;
   int gpus_per_task = 0;  // each task sees this many of `gpus` (0: all of them)
+  // --pty: task 0 runs on a pseudo-terminal of this size (0: the default)
+  // fed from the step's input FIFO (pty_relay.h).
+  bool pty = false;
+  int pty_rows = 0;
+  int pty_cols = 0;
   // The shoal binary that `srun` and `scontrol` run inside the job (they
   // come first on the tasks' PATH); empty: no such commands.
   std::string slurm_commands;
@@ -178,6 +183,9 @@ class Steps {
   // Where task `rank` of a `shoal run` step (key.step > 0) wrote, and whose
   // it is: readable until the job's own step is forgotten.
   virtual Result<StepOutput> TaskOutput(StepKey key, int rank) const = 0;
+  // The input FIFO of a --pty step's terminal (pty_relay.h); NotFound for
+  // a step without one.
+  virtual Result<std::string> TerminalInput(StepKey key) const = 0;
   // The output of steps already forgotten, newest epoch per job (at most
   // the newest 10,000 jobs' are kept), for logs after an agent restart.
   virtual std::map<uint64_t, std::pair<uint64_t, StepOutput>> FinishedOutputs() = 0;

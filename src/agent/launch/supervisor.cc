@@ -23,6 +23,7 @@
 
 #include "agent/launch/cgroup.h"
 #include "agent/launch/launcher.h"
+#include "agent/launch/pty_relay.h"
 #include "agent/launch/step_files.h"
 #include "agent/launch/task_env.h"
 #include "core/files.h"
@@ -71,6 +72,10 @@ struct TaskPlan {
   // (tasks open theirs one after another: StartTasks waits for each exec).
   bool truncate_stdout = false;
   bool truncate_stderr = false;
+  // Task 0 of a --pty step runs under the terminal relay (pty_relay.h):
+  // its own command line; empty: the step's.
+  std::vector<std::string> argv;
+  std::vector<char*> argv_pointers;
 };
 
 struct Task {
@@ -301,12 +306,39 @@ class Supervisor {
           FindExecutable(step.argv[0], plans_.empty() ? "" : PathOf(plans_[0].env), work_dir_);
     }
     argv_pointers_ = PointersTo(argv_);
+    if (step.pty) SHOAL_RETURN_IF_ERROR(PrepareTerminal(step, user));
 
     cgroup_.emplace(request_.cgroup, name_);
     if (cgroup_->enabled()) {
       Status created = cgroup_->Create(step.cpu_milli, step.memory_mib,
                                        DeniedGpus(request_.gpu_devices, step.gpus));
       if (!created.ok()) return created.WithContext("cgroup");
+    }
+    return Status::Ok();
+  }
+
+  // `shoal run --pty`: task 0 (on the step's first node) runs under the
+  // terminal relay, which reads the user's keystrokes from a FIFO in the
+  // step's folder that only the job's user (and the agent) may open.
+  Status PrepareTerminal(const StepRequest& step, const UserAccount& user) {
+    for (TaskPlan& plan : plans_) {
+      if (plan.rank != 0) continue;
+      const std::string input = dir_ + "/" + kTerminalInputFile;
+      if (::mkfifo(input.c_str(), 0600) != 0 && errno != EEXIST)
+        return Internal(ErrnoMessage("mkfifo " + input));
+      if (drop_privileges_ && ::chown(input.c_str(), user.uid, user.gid) != 0)
+        return Internal(ErrnoMessage("chown " + input));
+      char self[4096];
+      const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+      if (n <= 0) return Internal(ErrnoMessage("readlink /proc/self/exe"));
+      plan.argv = {std::string(self, static_cast<size_t>(n)),
+                   "--pty-relay",
+                   input,
+                   std::to_string(step.pty_rows),
+                   std::to_string(step.pty_cols),
+                   "--"};
+      plan.argv.insert(plan.argv.end(), argv_.begin(), argv_.end());
+      plan.argv_pointers = PointersTo(plan.argv);
     }
     return Status::Ok();
   }
@@ -388,7 +420,8 @@ class Supervisor {
           ::open(plan.stderr_path.c_str(), flags | (plan.truncate_stderr ? O_TRUNC : 0), 0644);
       if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(ChildStage::kStderr);
     }
-    ::execve(argv_pointers_[0], argv_pointers_.data(), plan.envp.data());
+    char* const* argv = plan.argv.empty() ? argv_pointers_.data() : plan.argv_pointers.data();
+    ::execve(argv[0], argv, plan.envp.data());
     fail(ChildStage::kExec);
     ::_exit(kNotStartedExitCode);  // not reached: fail exits
   }
