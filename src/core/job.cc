@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/constraints.h"
 #include "core/strings.h"
 
 namespace shoal {
@@ -454,6 +455,32 @@ Status CheckNodeLists(const JobSpec& s) {
   return Status::Ok();
 }
 
+// Slurm's counts agree with the job's node count (-N, or its --nodelist):
+// [a*2&b*4] are all of its nodes, a*2 some of them.
+Status CheckConstraintCounts(const JobSpec& s) {
+  Result<std::optional<ConstraintCounts>> parsed = ParseConstraintCounts(s.constraints);
+  if (!parsed.ok()) {
+    auto it = std::find_if(s.constraints.begin(), s.constraints.end(),
+                           [](const std::string& c) { return c.find('*') != std::string::npos; });
+    return InvalidArgument(fmt::format("constraint {}: {}", *it, parsed.status().message()));
+  }
+  const std::optional<ConstraintCounts>& counts = *parsed;
+  if (!counts) return Status::Ok();
+  const int nodes = s.node_list.empty() ? s.nodes : static_cast<int>(s.node_list.size());
+  const int sum = counts->Sum();
+  if (nodes == 0 || nodes == sum || (nodes > sum && !counts->all_nodes)) return Status::Ok();
+  const std::string_view at_least = counts->all_nodes ? "" : "at least ";
+  if (!s.node_list.empty()) {
+    return InvalidArgument(
+        fmt::format("constraint {} asks for {}{} nodes and --nodelist names {}: list {}{}",
+                    s.constraints.front(), at_least, sum, nodes, at_least, sum));
+  }
+  return InvalidArgument(fmt::format(
+      "constraint {} asks for {}{} nodes and the job for {}: leave out -N, or make "
+      "it {}{}",
+      s.constraints.front(), at_least, sum, nodes, sum, counts->all_nodes ? "" : " or more"));
+}
+
 }  // namespace
 
 Status JobSpec::Validate() const {
@@ -493,7 +520,8 @@ Status JobSpec::Validate() const {
   if (signal < 0 || signal > 64) return InvalidArgument("the signal must be 1 to 64");
   if (signal_before_s < 0 || signal_before_s > 65535)
     return InvalidArgument("the signal's time before the limit: 0 to 65535 seconds");
-  return CheckNodeLists(*this);
+  SHOAL_RETURN_IF_ERROR(CheckNodeLists(*this));
+  return CheckConstraintCounts(*this);
 }
 
 int Allocation::TotalGpus() const {

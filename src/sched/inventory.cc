@@ -178,6 +178,7 @@ Result<LabelMask> Inventory::Labels(const std::vector<std::string>& constraints)
   LabelMask mask;
   for (const std::string& c : constraints) {
     if (c.find('|') != std::string::npos) continue;  // a choice: LabelChoices, MatchingChoices
+    if (c.find('*') != std::string::npos) continue;  // counts: LabelCounts
     auto it = std::find(labels_.begin(), labels_.end(), c);
     if (it == labels_.end()) return Unsatisfiable(fmt::format("no node has label '{}'", c));
     mask.Set(static_cast<int>(it - labels_.begin()));
@@ -189,7 +190,7 @@ Result<std::vector<LabelMask>> Inventory::LabelChoices(
     const std::vector<std::string>& constraints) const {
   std::vector<LabelMask> out;
   for (const std::string& c : constraints) {
-    if (c.find('|') == std::string::npos) continue;
+    if (c.find('|') == std::string::npos || c.find('*') != std::string::npos) continue;
     // Labels no node has are choices no node takes; all of them: none. A
     // matching choice "[a|b]" admits the nodes with either here, too.
     LabelMask mask;
@@ -207,7 +208,7 @@ std::vector<LabelMask> Inventory::MatchingChoices(
     const std::vector<std::string>& constraints) const {
   std::vector<LabelMask> out;
   for (const std::string& c : constraints) {
-    if (!c.starts_with('[')) continue;
+    if (!c.starts_with('[') || c.find('*') != std::string::npos) continue;
     for (std::string_view label : Split(StripBrackets(c), '|')) {
       auto it = std::find(labels_.begin(), labels_.end(), label);
       if (it == labels_.end()) continue;  // a choice no node takes (LabelChoices: not all)
@@ -215,6 +216,29 @@ std::vector<LabelMask> Inventory::MatchingChoices(
       mask.Set(static_cast<int>(it - labels_.begin()));
       out.push_back(mask);
     }
+  }
+  return out;
+}
+
+Result<std::vector<CountedLabel>> Inventory::LabelCounts(const ConstraintCounts& counts) const {
+  std::vector<CountedLabel> out;
+  for (const ConstraintCounts::Term& t : counts.terms) {
+    auto it = std::find(labels_.begin(), labels_.end(), t.label);
+    if (it == labels_.end()) return Unsatisfiable(fmt::format("no node has label '{}'", t.label));
+    CountedLabel c;
+    c.label.Set(static_cast<int>(it - labels_.begin()));
+    c.count = t.count;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string Inventory::LabelNames(const LabelMask& mask) const {
+  std::string out;
+  for (size_t i = 0; i < labels_.size(); ++i) {
+    if (!(mask.bits[i >> 6] >> (i & 63) & 1)) continue;
+    if (!out.empty()) out += '|';
+    out += labels_[i];
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/constraints.h"
 #include "core/status.h"
 
 namespace shoal::sched {
@@ -38,6 +39,13 @@ struct LabelMask {
   }
   bool empty() const { return bits[0] == 0 && bits[1] == 0; }
   friend bool operator==(const LabelMask&, const LabelMask&) = default;
+};
+
+// One of Slurm's node counts of --constraint: `count` nodes of the job have `label`.
+struct CountedLabel {
+  LabelMask label;
+  int count = 0;
+  friend bool operator==(const CountedLabel&, const CountedLabel&) = default;
 };
 
 struct InvNode {
@@ -97,6 +105,11 @@ class Inventory {
   // A matching choice "[a|b|c]" (Slurm's: every node of the job has the same
   // one): each label a node has, alone, in the order given; none without one.
   std::vector<LabelMask> MatchingChoices(const std::vector<std::string>& constraints) const;
+  // Slurm's node counts ([a*2&b*4]), in the order given; an error naming the
+  // first label no node has. Labels, LabelChoices and MatchingChoices skip them.
+  Result<std::vector<CountedLabel>> LabelCounts(const ConstraintCounts& counts) const;
+  // The names of the labels in `mask`, joined with '|'.
+  std::string LabelNames(const LabelMask& mask) const;
   std::string ModelNames(uint64_t mask) const;
 
  private:

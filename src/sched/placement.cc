@@ -307,6 +307,46 @@ std::optional<Allocation> PlaceSpread(const WorkingState& state, const NodeBitse
   return alloc;
 }
 
+// Slurm's node counts ([a*2&b*4], a*2): for each counted label in the job's
+// order, the best-scored `count` fitting nodes that have it and are not taken
+// yet, then the best of the rest for any nodes left over (a*2 with more
+// nodes). Greedy: a node with two counted labels goes to the first, which can
+// miss a placement that an exact matching would find; and, as in Slurm,
+// counts do not keep the job under few leaf switches.
+std::optional<Allocation> PlaceCounted(const WorkingState& state, const NodeBitset& eligible,
+                                       const Request& req, PlaceContext& ctx) {
+  const NodeDemand d = req.Demand(req.shape == Shape::kGang ? req.gpus_per_node : 0);
+  const Inventory& inv = state.inventory();
+  std::vector<Candidate> cands =
+      Gather(state, eligible, d, nullptr, ctx, [](const Candidate&) { return true; });
+  if (static_cast<int>(cands.size()) < req.nodes) return std::nullopt;
+  for (Candidate& c : cands)
+    c.choice = ctx.score.Evaluate(state, c.node, d, ctx.pass, ctx.rng);
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    return Better(a.choice, a.node, b.choice, b.node);
+  });
+  std::vector<bool> taken(cands.size(), false);
+  Allocation alloc;
+  // Takes `count` untaken candidates with `label` (any, when null).
+  auto take = [&](const LabelMask* label, int count) {
+    for (size_t i = 0; i < cands.size() && count > 0; ++i) {
+      if (taken[i] || (label != nullptr && !inv.node(cands[i].node).labels.Intersects(*label)))
+        continue;
+      taken[i] = true;
+      alloc.nodes.push_back(MakeNodeAllocation(state, cands[i].node, d, cands[i].choice.gpus));
+      --count;
+    }
+    return count == 0;
+  };
+  int counted = 0;
+  for (const CountedLabel& c : req.label_counts) {
+    if (!take(&c.label, c.count)) return std::nullopt;
+    counted += c.count;
+  }
+  if (!take(nullptr, req.nodes - counted)) return std::nullopt;
+  return alloc;
+}
+
 }  // namespace
 
 const NodeBitset& EligibilityCache::Eligible(const Request& req) {
@@ -354,6 +394,7 @@ namespace {
 std::optional<Allocation> PlaceChoice(const WorkingState& state, const Request& req,
                                       PlaceContext& ctx) {
   const NodeBitset& eligible = ctx.eligibility.Eligible(req);
+  if (!req.label_counts.empty()) return PlaceCounted(state, eligible, req, ctx);
   if (req.shape == Shape::kSpread) {
     if (req.total_gpus <= ctx.eligibility.MaxNodeGpus(req)) {
       // Small enough for one node: keep it on one node (NVLink, no network hops).

@@ -7,7 +7,9 @@
 //    leaf that can hold it all, else the fewest leaves of one spine, else the
 //    fewest leaves overall), the best-scored nodes within them;
 //  - spread GPUs: on one node when any node can hold them all, else over the
-//    fewest nodes, filled whole nodes first, under the fewest leaves.
+//    fewest nodes, filled whole nodes first, under the fewest leaves;
+//  - node counts of --constraint ([a*2&b*4]): for each label in turn, the
+//    best-scored nodes that have it (greedy; leaves are not considered).
 #pragma once
 
 #include <memory>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "core/constraints.h"
 #include "core/strings.h"
 #include "sched/snapshot.h"
 
@@ -67,8 +68,8 @@ Request Request::WithChoice(size_t k) const {
 bool Request::SameShape(const Request& o) const {
   return shape == o.shape && partition == o.partition && model_mask == o.model_mask &&
          labels == o.labels && label_choices == o.label_choices &&
-         matching_choices == o.matching_choices && nodes == o.nodes &&
-         gpus_per_node == o.gpus_per_node && total_gpus == o.total_gpus &&
+         matching_choices == o.matching_choices && label_counts == o.label_counts &&
+         nodes == o.nodes && gpus_per_node == o.gpus_per_node && total_gpus == o.total_gpus &&
          gpu_milli == o.gpu_milli && cpu_base == o.cpu_base && cpu_per_gpu == o.cpu_per_gpu &&
          mem_base == o.mem_base && mem_per_gpu == o.mem_per_gpu && exclusive == o.exclusive &&
          SameNodes(allowed_nodes, o.allowed_nodes);
@@ -91,6 +92,12 @@ uint64_t Request::ShapeHash() const {
       mix(c.bits[0]);
       mix(c.bits[1]);
     }
+  }
+  mix(label_counts.size());
+  for (const CountedLabel& c : label_counts) {
+    mix(c.label.bits[0]);
+    mix(c.label.bits[1]);
+    mix(static_cast<uint64_t>(c.count));
   }
   mix(static_cast<uint64_t>(nodes));
   mix(static_cast<uint64_t>(gpus_per_node));
@@ -124,6 +131,20 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
   SHOAL_ASSIGN_OR_RETURN(r.labels, inv.Labels(spec.constraints));
   SHOAL_ASSIGN_OR_RETURN(r.label_choices, inv.LabelChoices(spec.constraints));
   r.matching_choices = inv.MatchingChoices(spec.constraints);
+  SHOAL_ASSIGN_OR_RETURN(const std::optional<ConstraintCounts> counts,
+                         ParseConstraintCounts(spec.constraints));
+  if (counts) {
+    SHOAL_ASSIGN_OR_RETURN(r.label_counts, inv.LabelCounts(*counts));
+    if (counts->all_nodes) {
+      // Every node of the job has one of the counted labels.
+      LabelMask any;
+      for (const CountedLabel& c : r.label_counts) {
+        any.bits[0] |= c.label.bits[0];
+        any.bits[1] |= c.label.bits[1];
+      }
+      r.label_choices.push_back(any);
+    }
+  }
   r.gpu_milli = spec.gpu_milli;
   r.cpu_base = spec.cpu_milli_per_node;
   r.cpu_per_gpu = spec.cpu_milli_per_gpu;
@@ -131,8 +152,10 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
   r.mem_per_gpu = spec.mem_mib_per_gpu;
   r.exclusive = spec.exclusive;
   SHOAL_ASSIGN_OR_RETURN(r.allowed_nodes, AllowedNodes(inv, spec));
-  // A job with --nodelist runs on every listed node.
-  const int nodes = spec.node_list.empty() ? spec.nodes : static_cast<int>(spec.node_list.size());
+  // A job with --nodelist runs on every listed node; without -N, one with
+  // node counts on as many as they ask for (Validate checked that they agree).
+  int nodes = spec.node_list.empty() ? spec.nodes : static_cast<int>(spec.node_list.size());
+  if (nodes == 0 && counts) nodes = counts->Sum();
   if (spec.gpus_per_node > 0) {
     r.shape = Shape::kGang;
     r.nodes = std::max(1, nodes);
@@ -155,7 +178,7 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
     r.nodes = std::max(1, nodes);
     if (spec.gpu_milli != kMilliPerGpu) return InvalidArgument("a GPU share needs a GPU count");
   }
-  r.total_gpus = spec.TotalGpus();
+  r.total_gpus = r.shape == Shape::kGang ? r.nodes * r.gpus_per_node : spec.TotalGpus();
   const Partition& part = inv.partitions()[r.partition];
   r.time_limit = spec.time_limit.count() > 0 ? spec.time_limit : part.DefaultTimeLimit();
   return r;
@@ -270,10 +293,38 @@ Status CheckChoiceCapacity(const Inventory& inv, const Request& req,
   return Status::Ok();
 }
 
+// For node counts ([a*2&b*4]): whether, for each counted label, enough usable
+// nodes have it that could each hold one node's share of the job. Nodes with
+// several counted labels count for each (placement picks distinct ones).
+Status CheckCountCapacity(const Inventory& inv, const Request& req,
+                          const std::vector<NodeStatus>& status) {
+  const int per_node = req.shape == Shape::kGang ? req.gpus_per_node : 0;
+  for (const CountedLabel& c : req.label_counts) {
+    int fit = 0;
+    for (size_t i = 0; i < inv.size(); ++i) {
+      const InvNode& n = inv.node(static_cast<NodeIndex>(i));
+      const NodeStatus st = i < status.size() ? status[i] : NodeStatus{};
+      if (st.state != NodeState::kUp || !n.labels.Intersects(c.label)) continue;
+      const int cap = NodeCapacityFor(n, req, st.unhealthy_gpus);
+      if (req.shape == Shape::kCpuOnly ? cap != 0 : cap >= per_node) ++fit;
+    }
+    if (fit >= c.count) continue;
+    return Unsatisfiable(fmt::format(
+        "asks for {} nodes with label '{}'; partition '{}' has {} {}nodes with it that fit",
+        c.count, inv.LabelNames(c.label), inv.partitions()[req.partition].name, fit,
+        status.empty() ? "" : "usable "));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckCapacity(const Inventory& inv, const Request& req,
                      const std::vector<NodeStatus>& status) {
+  if (!req.label_counts.empty()) {
+    SHOAL_RETURN_IF_ERROR(CheckChoiceCapacity(inv, req, status));
+    return CheckCountCapacity(inv, req, status);
+  }
   if (req.matching_choices.empty()) return CheckChoiceCapacity(inv, req, status);
   // [a|b]: enough when one choice is; else what the first lacks.
   Status first;

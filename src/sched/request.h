@@ -41,6 +41,11 @@ struct Request {
   // them (in the job's order) that the job fits on, as Slurm tries them.
   // Each is in label_choices as well, so that a node with either is eligible.
   std::vector<LabelMask> matching_choices;
+  // --constraint [a*2&b*4] (Slurm's node counts): `count` distinct nodes of
+  // the job have each label, in this order, and they are all of its nodes
+  // (label_choices holds their union); a*2: at least so many, the rest any
+  // eligible node.
+  std::vector<CountedLabel> label_counts;
   int nodes = 1;
   int gpus_per_node = 0;
   int total_gpus = 0;

@@ -79,6 +79,90 @@ TEST(RequestTest, MatchingChoicesNeedOneLabelOnEveryNode) {
   EXPECT_NE(plain->ShapeHash(), r->ShapeHash());
 }
 
+// --constraint [a*2&b*3] (Slurm's node counts): the counts are the node count
+// when -N is not given, every node needs one of the counted labels, and a
+// label with too few nodes can never run; a*2 asks for at least so many.
+TEST(RequestTest, ConstraintCountsCompileToCountedLabels) {
+  testing::ClusterBuilder cb;
+  cb.AddPartition("gpu", true);
+  for (const char* name : {"p1", "p2"})
+    cb.Node(name).Partitions({"gpu"}).Labels({"rack1"});
+  for (const char* name : {"q1", "q2", "q3"})
+    cb.Node(name).Partitions({"gpu"}).Labels({"rack2"});
+  cb.Node("x1").Partitions({"gpu"});
+  auto inv = cb.Inventory();
+  JobSpec s;
+  s.gpus_per_node = 8;
+  s.command = "x";
+  s.constraints = {"[rack1*2&rack2*3]"};
+  auto r = CompileRequest(*inv, s);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->shape, Shape::kGang);
+  EXPECT_EQ(r->nodes, 5);
+  EXPECT_EQ(r->total_gpus, 40);
+  ASSERT_EQ(r->label_counts.size(), 2u);
+  EXPECT_EQ(inv->LabelNames(r->label_counts[0].label), "rack1");
+  EXPECT_EQ(r->label_counts[0].count, 2);
+  EXPECT_EQ(inv->LabelNames(r->label_counts[1].label), "rack2");
+  EXPECT_EQ(r->label_counts[1].count, 3);
+  auto eligible = [&](const Request& req) {
+    std::vector<std::string> out;
+    for (NodeIndex n = 0; n < inv->size(); ++n) {
+      if (NodeEligible(inv->node(n), req)) out.push_back(inv->node(n).name);
+    }
+    return out;
+  };
+  EXPECT_EQ(eligible(*r), (std::vector<std::string>{"p1", "p2", "q1", "q2", "q3"}));
+  EXPECT_TRUE(CheckSatisfiable(*inv, *r).ok());
+
+  // Other counts are another shape.
+  s.constraints = {"[rack1*1&rack2*4]"};
+  auto other = CompileRequest(*inv, s);
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_FALSE(other->SameShape(*r));
+  EXPECT_NE(other->ShapeHash(), r->ShapeHash());
+
+  // More nodes with a label than the cluster has: refused, saying which.
+  s.constraints = {"[rack1*3&rack2*1]"};
+  auto three = CompileRequest(*inv, s);
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  const Status no = CheckSatisfiable(*inv, *three);
+  EXPECT_EQ(no.code(), StatusCode::kUnsatisfiable);
+  EXPECT_EQ(no.message(),
+            "asks for 3 nodes with label 'rack1'; partition 'gpu' has 2 nodes with it that fit");
+  s.constraints = {"[rack1*1&rack9*1]"};
+  auto unknown = CompileRequest(*inv, s);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "no node has label 'rack9'");
+
+  // A node count that disagrees with the counts, and counts beside other labels.
+  s.nodes = 4;
+  s.constraints = {"[rack1*2&rack2*3]"};
+  auto four = CompileRequest(*inv, s);
+  ASSERT_FALSE(four.ok());
+  EXPECT_NE(four.status().message().find("asks for 5 nodes and the job for 4"), std::string::npos)
+      << four.status().message();
+  s.nodes = 0;
+  s.constraints = {"ib", "[rack1*1&rack2*1]"};
+  auto beside = CompileRequest(*inv, s);
+  ASSERT_FALSE(beside.ok());
+  EXPECT_NE(beside.status().message().find("label counts stand alone"), std::string::npos)
+      << beside.status().message();
+
+  // a*2 with -N 4: at least two of the four have rack1; any node may be another.
+  s.nodes = 4;
+  s.constraints = {"rack1*2"};
+  auto at_least = CompileRequest(*inv, s);
+  ASSERT_TRUE(at_least.ok()) << at_least.status().ToString();
+  EXPECT_EQ(at_least->nodes, 4);
+  EXPECT_EQ(eligible(*at_least).size(), 6u);
+  EXPECT_TRUE(CheckSatisfiable(*inv, *at_least).ok());
+  s.nodes = 0;
+  auto two = CompileRequest(*inv, s);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->nodes, 2) << "without -N, as many nodes as counted";
+}
+
 TEST(RequestTest, ShapesAndErrorsByTable) {
   testing::ClusterBuilder cb;
   cb.AddPartition("gpu", true).default_time = std::chrono::hours(2);

@@ -247,6 +247,32 @@ TEST_F(ControllerTest, BadSubmissionsAreRefusedWithReasons) {
   EXPECT_TRUE(c_.TakeBatch().jobs.empty()) << "nothing refused is recorded";
 }
 
+// --constraint node counts are checked at submit: more nodes with a label
+// than the cluster has, or a -N that disagrees with the counts, is refused;
+// counts that fit run on as many nodes as they add up to.
+TEST_F(ControllerTest, ConstraintCountsAreCheckedAtSubmit) {
+  for (const auto& [name, label] : {std::pair{"p1", "rack1"}, {"q1", "rack2"}, {"q2", "rack2"}}) {
+    Node n = MakeNode(name);
+    n.labels = {label};
+    ASSERT_TRUE(c_.RegisterNode(kNodeAgent, n, At(0)).ok());
+  }
+  JobSpec s = Spec(0);
+  s.gpus_per_node = 8;
+  s.constraints = {"[rack1*2&rack2*1]"};
+  auto two = c_.Submit(kAlice, s, At(0));
+  EXPECT_EQ(two.status().code(), StatusCode::kUnsatisfiable);
+  EXPECT_NE(two.status().message().find("asks for 2 nodes with label 'rack1'"), std::string::npos)
+      << two.status().ToString();
+  s.constraints = {"[rack1*1&rack2*2]"};
+  s.nodes = 2;
+  EXPECT_EQ(c_.Submit(kAlice, s, At(0)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(c_.TakeBatch().jobs.empty()) << "nothing refused is recorded";
+  s.nodes = 0;
+  Submit(kAlice, s);
+  c_.SchedulePass(At(1));
+  EXPECT_EQ(c_.TakeOutbox().launches.size(), 3u);
+}
+
 TEST_F(ControllerTest, GangFailureStopsTheOtherNodes) {
   Register("n1");
   Register("n2");

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "core/cluster.h"
+#include "core/constraints.h"
 #include "core/hostlist.h"
 #include "submit/submit.h"
 
@@ -275,11 +276,6 @@ Result<std::string> TakeMatchingChoice(const Call& c, std::string& text) {
     return Invalid(c, "one matching choice [a|b] at most, in closed brackets");
   }
   const std::string inner = text.substr(open + 1, close - open - 1);
-  if (inner.find('*') != std::string::npos) {
-    return Invalid(c,
-                   "label counts ([a*2&b*4]) are not supported; [a|b] gives every node the "
-                   "same one of a and b");
-  }
   if (inner.find_first_of("&,") != std::string::npos)
     return Invalid(c, "inside [ ] give choices joined with | ([a|b]: every node the same one)");
   SHOAL_ASSIGN_OR_RETURN(std::string term, ParseChoices(c, inner));
@@ -297,16 +293,50 @@ Result<std::string> TakeMatchingChoice(const Call& c, std::string& text) {
   return "[" + term + "]";
 }
 
+// Slurm's node counts, standing alone: "a*2" (at least 2 of the job's
+// nodes have a), or "[a*2&b*4]" (2 nodes with a and 4 with b: all of them).
+// One entry, the spaces around its terms dropped, joined with &.
+Result<std::vector<std::string>> ParseCounts(const Call& c) {
+  const std::string_view all = Trim(c.value);
+  const bool bracketed = all.size() >= 2 && all.starts_with('[') && all.ends_with(']');
+  const std::string_view text = bracketed ? all.substr(1, all.size() - 2) : all;
+  if (text.find_first_of("[]") != std::string_view::npos) {
+    return Invalid(c, "label counts go alone, in one pair of brackets around them all ([a*2&b*4])");
+  }
+  if (text.find('|') != std::string_view::npos)
+    return Invalid(c, "a choice (a|b) cannot be counted; give each label its count: [a*2&b*4]");
+  if (!bracketed && text.find_first_of("&,") != std::string_view::npos)
+    return Invalid(c,
+                   "label counts go alone; counts of more than one label go in brackets, as in "
+                   "Slurm: [a*2&b*4]");
+  std::vector<std::string> terms;
+  for (std::string_view and_part : Split(text, '&')) {
+    for (std::string_view part : Split(and_part, ',')) {
+      // "a * 2" -> "a*2"; a space inside the label stays, and is refused.
+      const std::string_view term = Trim(part);
+      if (term.empty()) return Invalid(c, "an empty label");
+      const size_t star = term.find('*');
+      terms.push_back(
+          star == std::string_view::npos
+              ? std::string(term)
+              : fmt::format("{}*{}", Trim(term.substr(0, star)), Trim(term.substr(star + 1))));
+    }
+  }
+  std::vector<std::string> out{bracketed ? "[" + Join(terms, "&") + "]" : terms.front()};
+  Result<std::optional<ConstraintCounts>> counts = ParseConstraintCounts(out);
+  if (!counts.ok()) return Invalid(c, counts.status().message());
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> ParseConstraint(const Call& c) {
   if (c.value.find_first_of("()") != std::string_view::npos)
     return Invalid(c, "parentheses are not supported");
   if (c.value.find('!') != std::string_view::npos) return Invalid(c, "NOT (!) is not supported");
+  if (c.value.find('*') != std::string_view::npos) return ParseCounts(c);
   std::string rest(c.value);
   SHOAL_ASSIGN_OR_RETURN(const std::string matching, TakeMatchingChoice(c, rest));
-  if (rest.find('*') != std::string::npos)
-    return Invalid(c, "label counts (a*2) are not supported");
   std::vector<std::string> terms;
   if (!matching.empty()) terms.push_back(matching);
   if (!matching.empty() && rest.empty()) return terms;

@@ -106,7 +106,8 @@ Result<std::vector<std::string>> ParseNodeNames(const Call& c);
 
 // --constraint: labels joined with & or , (every node has each), where a
 // term may be a choice a|b (every node has one of them): "a|b&c" is
-// (a or b) and c. Each term is one entry of JobSpec::constraints.
+// (a or b) and c. Each term is one entry of JobSpec::constraints. Slurm's
+// node counts, a*2 or [a*2&b*4], stand alone as one entry (ConstraintCounts).
 Result<std::vector<std::string>> ParseConstraint(const Call& c);
 
 }  // namespace shoal::submit

@@ -156,7 +156,8 @@ constexpr OptionDef kOptions[] = {
        SHOAL_ASSIGN_OR_RETURN(int64_t mib, ParseMemory(c));
        return SetGroup(c, r.mem, MemRequest{true, false, false, mib, ""}, "memory");
      }},
-    {"constraint", 'C', "L1&L2|L3", "node labels the job needs, joined with & or ,; a|b: either",
+    {"constraint", 'C', "L1&L2|L3",
+     "node labels the job needs, joined with & or ,; a|b: either; [a*2&b*4]: node counts",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        SHOAL_ASSIGN_OR_RETURN(r.constraints, ParseConstraint(c));
        return Status::Ok();

@@ -227,6 +227,47 @@ TEST(OptionsTest, OutputAndPlacementOptionsInEachForm) {
   });
 }
 
+// Slurm's node counts: [a*2&b*4] are all of the job's nodes (its node count
+// without -N), a*2 at least some of them.
+TEST(OptionsTest, ConstraintCountsSetTheNodeCount) {
+  ExpectEach({
+      {{"-C", "[rack1*2&rack2*4]"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"[rack1*2&rack2*4]"}));
+         EXPECT_EQ(s.nodes, 6);
+       }},
+      {{"--constraint= [ r1 * 2 , r2*4 ] "},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"[r1*2&r2*4]"}));
+         EXPECT_EQ(s.nodes, 6);
+       }},
+      {{"-C", "[a*2&b*4]", "-N", "6"}, [](const JobSpec& s) { EXPECT_EQ(s.nodes, 6); }},
+      {{"-C", "[a*1]"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"[a*1]"}));
+         EXPECT_EQ(s.nodes, 1);
+       }},
+      {{"-C", "graphics*4"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.constraints, (std::vector<std::string>{"graphics*4"}));
+         EXPECT_EQ(s.nodes, 4);
+       }},
+      {{"-N", "16", "-C", "graphics*4"}, [](const JobSpec& s) { EXPECT_EQ(s.nodes, 16); }},
+      {{"-C", "[a*1&b*1]", "--gpus=4"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.nodes, 2);
+         EXPECT_EQ(s.gpus, 4);
+       }},
+      {{"-C", "[a*1&b*1]", "--gpus-per-node=8"},
+       [](const JobSpec& s) { EXPECT_EQ(s.TotalGpus(), 16); }},
+      {{"-C", "[a*1&b*1]", "-w", "n1,n2"},
+       [](const JobSpec& s) {
+         EXPECT_EQ(s.nodes, 0) << "--nodelist gives the node count";
+         EXPECT_EQ(s.node_list.size(), 2u);
+       }},
+  });
+}
+
 // Each option in each of its forms: hold, start time, environment and mail.
 TEST(OptionsTest, HoldBeginAndExportOptionsInEachForm) {
   ExpectEach({
@@ -303,8 +344,19 @@ struct ErrorCase {
   std::string message;  // a part of the error message
 };
 
+// Runs each case; every one must be refused with its message.
+void ExpectErrors(const std::vector<ErrorCase>& cases) {
+  for (const ErrorCase& c : cases) {
+    auto sub = Options(c.args);
+    ASSERT_FALSE(sub.ok()) << Describe(c.args) << " was accepted";
+    EXPECT_EQ(sub.status().code(), StatusCode::kInvalidArgument) << Describe(c.args);
+    EXPECT_NE(sub.status().message().find(c.message), std::string::npos)
+        << Describe(c.args) << "\n  got:  " << sub.status().message() << "\n  want: " << c.message;
+  }
+}
+
 TEST(OptionsTest, ErrorsSayWhatIsWrong) {
-  const ErrorCase cases[] = {
+  ExpectErrors({
       // Options without a Shoal meaning.
       {{"--frobnicate=yes"}, "option --frobnicate has no meaning in Shoal"},
       {{"--nodefile=hosts"}, "give the node names with --nodelist"},
@@ -403,13 +455,11 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--job-name=a\nb"}, "--job-name=a\\x0ab: control characters are not allowed"},
       {{"-J", std::string(300, 'x')}, "longer than 256 characters"},
       {{"-o", std::string(100000, 'x')}, "the value is longer than 65536 bytes"},
-      {{"-C", "[a*2&b*4]"}, "label counts ([a*2&b*4]) are not supported"},
       {{"-C", "[a|b]&[c|d]"}, "one matching choice [a|b] at most"},
       {{"-C", "[a|b"}, "in closed brackets"},
       {{"-C", "[a&b]"}, "inside [ ] give choices joined with |"},
       {{"-C", "ib[a|b]"}, "join [a|b] to the other labels with & or ,"},
       {{"-C", "[a||b]"}, "an empty label"},
-      {{"-C", "a*2"}, "label counts (a*2) are not supported"},
       {{"-C", "!a"}, "NOT (!) is not supported"},
       {{"-C", "(a|b)&c"}, "parentheses are not supported"},
       {{"-C", "a||b"}, "an empty label"},
@@ -432,14 +482,37 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--mail-user=a b"}, "--mail-user"},
       {{"--wrap=x", "--wrap=y", "-N", "2", "job"},
        "give either --wrap or a command after the options"},
-  };
-  for (const ErrorCase& c : cases) {
-    auto sub = Options(c.args);
-    ASSERT_FALSE(sub.ok()) << Describe(c.args) << " was accepted";
-    EXPECT_EQ(sub.status().code(), StatusCode::kInvalidArgument) << Describe(c.args);
-    EXPECT_NE(sub.status().message().find(c.message), std::string::npos)
-        << Describe(c.args) << "\n  got:  " << sub.status().message() << "\n  want: " << c.message;
-  }
+  });
+}
+
+// Slurm's node counts: every way they can be malformed, or disagree with the
+// job's node count.
+TEST(OptionsTest, ConstraintCountErrorsSayWhatIsWrong) {
+  ExpectErrors({
+      {{"-C", "a*2&b*4"}, "counts of more than one label go in brackets, as in Slurm"},
+      {{"-C", "a*2,ib"}, "counts of more than one label go in brackets"},
+      {{"-C", "ib&[a*2&b*4]"}, "label counts go alone"},
+      {{"-C", "[a*2&b*4]&ib"}, "label counts go alone"},
+      {{"-C", "[a*2]&[b*4]"}, "label counts go alone"},
+      {{"-C", "[a*2&b]"}, "'b' has no count"},
+      {{"-C", "[a*2|b*4]"}, "a choice (a|b) cannot be counted"},
+      {{"-C", "a|b*2"}, "a choice (a|b) cannot be counted"},
+      {{"-C", "a*0"}, "the count of 'a' must be a whole number, 1 to 100000"},
+      {{"-C", "a*x"}, "the count of 'a' must be a whole number"},
+      {{"-C", "a*1000000"}, "the count of 'a' must be a whole number"},
+      {{"-C", "a*2*2"}, "the count of 'a' must be a whole number"},
+      {{"-C", "*2"}, "'*2' is not a label with a count"},
+      {{"-C", "a b*2"}, "'a b*2' is not a label with a count"},
+      {{"-C", "[a*2&a*3]"}, "label 'a' is counted twice"},
+      {{"-C", "[a*2&&b*4]"}, "an empty label"},
+      {{"-C", "[a*2&b*4]", "-N", "5"},
+       "constraint [a*2&b*4] asks for 6 nodes and the job for 5: leave out -N, or make it 6"},
+      {{"-C", "[a*2&b*4]", "-N", "7"}, "asks for 6 nodes and the job for 7"},
+      {{"-C", "a*4", "-N", "2"}, "asks for at least 4 nodes and the job for 2"},
+      {{"-C", "[a*1&b*1]", "-w", "n1,n2,n3"}, "asks for 2 nodes and --nodelist names 3: list 2"},
+      {{"-C", "[a*3&b*3]", "--gpus=8"}, "8 GPUs in total do not divide evenly over 6 nodes"},
+      {{"-C", "[(a|b)*1&c*2]"}, "parentheses are not supported"},
+  });
 }
 
 TEST(OptionsTest, NotesForOptionsAcceptedWithACaveat) {

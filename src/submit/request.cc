@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/constraints.h"
+
 namespace shoal::submit {
 
 namespace {
@@ -20,6 +22,15 @@ std::optional<int64_t> KnownNodeCount(const JobSpec& spec) {
   if (spec.gpus_per_node > 0 || spec.gpus == 0) return std::max(1, spec.nodes);
   if (spec.nodes > 0) return spec.nodes;
   return std::nullopt;
+}
+
+// Slurm's node counts of --constraint ([a*2&b*4], a*2) without -N or
+// --nodelist: the job has as many nodes as they ask for. Counts that do not
+// parse, or disagree with -N, are the spec's Validate()'s to explain.
+void ResolveCountedNodes(JobSpec& spec) {
+  if (spec.nodes > 0 || !spec.node_list.empty()) return;
+  Result<std::optional<ConstraintCounts>> counts = ParseConstraintCounts(spec.constraints);
+  if (counts.ok() && counts->has_value()) spec.nodes = (*counts)->Sum();
 }
 
 int64_t CeilDiv(int64_t a, int64_t b) {
@@ -252,6 +263,9 @@ Status Resolve(const Request& r, JobSpec& spec) {
     spec.script = false;
   }
   if (r.nodes) spec.nodes = *r.nodes;
+  if (r.constraints) spec.constraints = *r.constraints;
+  if (r.node_list) spec.node_list = *r.node_list;
+  ResolveCountedNodes(spec);
   if (r.tasks) spec.tasks = *r.tasks;
   if (r.tasks_per_node) spec.tasks_per_node = *r.tasks_per_node;
   if (r.cpu && !r.cpu->per_gpu) spec.cpus_per_task = r.cpu->cpus;
@@ -269,8 +283,6 @@ Status Resolve(const Request& r, JobSpec& spec) {
   if (r.exclusive) spec.exclusive = *r.exclusive;
   if (r.hold) spec.hold = *r.hold;
   if (r.begin_time) spec.begin_time = *r.begin_time;
-  if (r.constraints) spec.constraints = *r.constraints;
-  if (r.node_list) spec.node_list = *r.node_list;
   if (r.exclude) spec.exclude = *r.exclude;
   if (r.signal) {
     spec.signal = r.signal->signal;
