@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -109,8 +110,9 @@ class Relay {
 
   // Until the program has ended: the terminal's output to stdout, the
   // input's frames to the terminal, signals to the program. Then what the
-  // terminal still holds, until no process has it open or 100 ms pass
-  // without output (something the program left behind may keep it open).
+  // terminal still holds, until no process has it open, 100 ms pass without
+  // output, or a second in all (something the program left behind may keep
+  // it open, and writing; the supervisor ends it with the step).
   void Pump() {
     char buffer[16384];
     bool master_open = true;
@@ -122,7 +124,8 @@ class Relay {
       if (fds[0].revents & POLLIN) HandleSignals();
     }
     ::close(slave_);
-    while (master_open) {
+    const auto drained_by = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (master_open && std::chrono::steady_clock::now() < drained_by) {
       pollfd fd{master_, POLLIN, 0};
       if (::poll(&fd, 1, 100) <= 0 || !CopyOut(buffer, sizeof buffer)) break;
     }

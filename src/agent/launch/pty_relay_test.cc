@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -83,6 +85,26 @@ TEST(PtyInput, NoReaderIsUnavailableAndNotAFifoIsRefused) {
   std::filesystem::remove_all(tmpl);
 }
 
+// Starts `shoal-step --pty-relay FIFO 24 90 -- /bin/sh -c SCRIPT` with its
+// stdout in `out`, as the supervisor starts task 0 of a --pty step.
+pid_t StartRelay(const std::string& fifo, const std::string& out, const std::string& script) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<std::string> args = {SHOAL_STEP_BINARY, "--pty-relay", fifo,  "24", "90", "--",
+                                   "/bin/sh",         "-c",          script};
+  std::vector<char*> argv;
+  for (std::string& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
 // The relay as the supervisor starts it (shoal-step --pty-relay): the program
 // sees a terminal on stdin and stdout, reads what is typed through the FIFO,
 // and the relay exits as it did.
@@ -92,29 +114,10 @@ TEST(PtyRelay, RunsAProgramOnATerminalFedFromTheFifo) {
   const std::string fifo = tmpl + "/input";
   const std::string out = tmpl + "/out";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<std::string> args = {SHOAL_STEP_BINARY,
-                                   "--pty-relay",
-                                   fifo,
-                                   "24",
-                                   "90",
-                                   "--",
-                                   "/bin/sh",
-                                   "-c",
-                                   "stty size; [ -t 0 ] && [ -t 1 ] && echo on-a-terminal; read "
-                                   "line; echo \"got [$line]\"; read rest; echo \"then "
-                                   "[$rest]\"; exit 5"};
-  std::vector<char*> argv;
-  for (std::string& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t pid = StartRelay(fifo, out,
+                               "stty size; [ -t 0 ] && [ -t 1 ] && echo on-a-terminal; read line; "
+                               "echo \"got [$line]\"; read rest; echo \"then [$rest]\"; exit 5");
+  ASSERT_GT(pid, 0);
 
   // Until the relay opens the FIFO, input is refused as not open.
   Status typed = Status(StatusCode::kUnavailable, "");
@@ -137,6 +140,39 @@ TEST(PtyRelay, RunsAProgramOnATerminalFedFromTheFifo) {
   EXPECT_NE(shown->find("then []"), std::string::npos) << *shown;
   // Gone with the relay: nobody holds the FIFO open any more.
   EXPECT_EQ(WriteTerminalInput(fifo, DataFrames("late\n")).code(), StatusCode::kUnavailable);
+  std::filesystem::remove_all(tmpl);
+}
+
+// A program that leaves something behind that keeps writing to the terminal:
+// the relay still ends soon after the program (the supervisor then ends the
+// rest with the step), with the program's exit code.
+TEST(PtyRelay, EndsSoonAfterItsProgramDespiteWhatItLeftBehind) {
+  std::string tmpl = std::filesystem::temp_directory_path() / "shoal-pty-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const std::string fifo = tmpl + "/input";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The writer ignores the hang-up its session's end sends, and stops by
+  // itself after about 10 s if this test does not stop it first.
+  const std::string writer = tmpl + "/writer.sh";
+  ASSERT_TRUE(WriteFile(writer,
+                        "trap '' HUP\necho $$ > " + tmpl +
+                            "/writer.pid\ni=0\nwhile [ $i -lt 1000 ]; do echo more; sleep 0.01; "
+                            "i=$((i+1)); done\n",
+                        0600)
+                  .ok());
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = StartRelay(fifo, tmpl + "/out", "sh " + writer + " & sleep 0.2; exit 3");
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const auto took = std::chrono::steady_clock::now() - start;
+  if (auto w = ReadFile(tmpl + "/writer.pid"); w.ok()) ::kill(std::atoi(w->c_str()), SIGKILL);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_LT(took, std::chrono::seconds(6)) << "the relay waited for the writer it left behind";
+  auto shown = ReadFile(tmpl + "/out");
+  ASSERT_TRUE(shown.ok());
+  EXPECT_NE(shown->find("more"), std::string::npos) << "what the writer wrote meanwhile is kept";
   std::filesystem::remove_all(tmpl);
 }
 
