@@ -250,9 +250,14 @@ TEST_F(ServerTest, ALostNodeFailsItsJobs) {
 }
 
 TEST_F(ServerTest, TimeLimitsAreEnforced) {
-  Agent("n1");
+  testing::FakeAgent& a = Agent("n1");
   const uint64_t id = Submit(*alice_, {{"command", "forever"}, {"gpus", 1}, {"time_limit_s", 1}});
   ASSERT_TRUE(WaitFor(id, "running"));
+  // The job is running on the agent too: a kill that came before its launch
+  // would find nothing to stop (this fake agent forgets such kills).
+  for (int i = 0; i < 500 && !a.Running(id); ++i)
+    std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_TRUE(a.Running(id));
   clock_.Jump(std::chrono::seconds(1));  // past the limit: the job ran a little real time too
   EXPECT_TRUE(WaitFor(id, "timeout"));
   EXPECT_EQ(Show(*admin_, id)["state"], "timeout");
