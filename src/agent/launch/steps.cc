@@ -239,8 +239,15 @@ class DirSteps final : public Steps {
   }
 
   Result<std::string> TerminalInput(StepKey key) const override {
-    SHOAL_ASSIGN_OR_RETURN(SupervisorRequest request, ReadRequest(key));
-    if (!request.step.pty)
+    Result<SupervisorRequest> request = ReadRequest(key);
+    // A step whose launch has not reached this node yet (ask again soon),
+    // or one that ended and was forgotten.
+    if (!request.ok()) {
+      return Status(StatusCode::kUnavailable,
+                    fmt::format("step {} of job {} is not running here (not yet, or no more)",
+                                key.step, key.job));
+    }
+    if (!request->step.pty)
       return NotFound(fmt::format("step {} of job {} has no terminal", key.step, key.job));
     return StepDir(key) + "/" + kTerminalInputFile;
   }

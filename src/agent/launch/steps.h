@@ -184,7 +184,8 @@ class Steps {
   // it is: readable until the job's own step is forgotten.
   virtual Result<StepOutput> TaskOutput(StepKey key, int rank) const = 0;
   // The input FIFO of a --pty step's terminal (pty_relay.h); NotFound for
-  // a step without one.
+  // a step without one, Unavailable for a step not running here (not yet,
+  // or no more).
   virtual Result<std::string> TerminalInput(StepKey key) const = 0;
   // The output of steps already forgotten, newest epoch per job (at most
   // the newest 10,000 jobs' are kept), for logs after an agent restart.
