@@ -304,9 +304,13 @@ int RunStep(ApiClient& c, const ClientFlags& flags, uint64_t job, const StepSpec
       break;
     }
     // Soon after a key was typed its echo is due: look again at once.
-    const bool typed = terminal && terminal->TypedWithin(std::chrono::milliseconds(500));
-    idle = any || typed ? std::chrono::milliseconds(typed ? 20 : 50)
-                        : std::min(idle * 2, std::chrono::milliseconds(terminal ? 200 : 500));
+    if (terminal && terminal->TypedWithin(std::chrono::milliseconds(500))) {
+      idle = std::chrono::milliseconds(20);
+    } else if (any) {
+      idle = std::chrono::milliseconds(50);
+    } else {
+      idle = std::min(idle * 2, std::chrono::milliseconds(terminal ? 200 : 500));
+    }
     std::this_thread::sleep_for(idle);
   }
   terminal.reset();  // the local terminal as it was, before any message
