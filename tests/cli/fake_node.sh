@@ -3,8 +3,12 @@
 # an agent does (src/agent/protocol.cc), by curl. The caller sets SHOAL and
 # TMP and kills $SERVER_PID on exit.
 
+# These nodes beat only when a test says so, and a sanitizer build on a loaded
+# machine can take minutes between two beats: the node timeout is an hour, so
+# that no node is declared down (and its jobs failed) in the middle of a test.
 start_memory_server() {  # start_memory_server [server flags...]
-  "$SHOAL" server --memory --plain-http --socket none --listen 127.0.0.1:0 "$@" > "$TMP/server.log" 2>&1 &
+  "$SHOAL" server --memory --plain-http --socket none --listen 127.0.0.1:0 --node-timeout 1h \
+    "$@" > "$TMP/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 200); do
     grep -qs "admin token" "$TMP/server.log" && break

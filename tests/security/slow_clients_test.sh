@@ -4,7 +4,8 @@
 # (headers trickled a byte a second, connections that say nothing, bodies
 # trickled with a user's token), each reopened as soon as it is closed, for
 # SHOAL_SLOW_SECONDS (default 60). Throughout, /healthz of both must answer
-# within 1 s; afterwards the job must still run on a node that stayed up,
+# within 1 s (3 s in a sanitizer build, whose processes run several times
+# slower on a machine that runs other tests beside this one); afterwards the job must still run on a node that stayed up,
 # and neither process may have grown past 200 MiB.
 set -u
 SHOAL=$1
@@ -36,11 +37,13 @@ python3 "$HOSTILE" "${AGENT#http://}" 400 "$SECONDS_UNDER_ATTACK" > "$TMP/attack
 ATTACK_PIDS="$ATTACK_PIDS $!"
 
 # Probe both every half second while the attack lasts.
+BOUND=1
+sanitized && BOUND=3
 slow=0; probes=0; peak_server=0; peak_agent=0; worst=0
 end=$(( $(date +%s) + SECONDS_UNDER_ATTACK ))
 while [ "$(date +%s)" -lt "$end" ]; do
   for target in "$SHOAL_SERVER" "$AGENT"; do
-    t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 1 "$target/healthz")
+    t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time $BOUND "$target/healthz")
     probes=$((probes + 1))
     case "$t" in
       "200 "*) worst=$(echo "$worst ${t#200 }" | awk '{print ($2 > $1) ? $2 : $1}') ;;
@@ -54,8 +57,8 @@ done
 for p in $ATTACK_PIDS; do wait "$p"; done
 ATTACK_PIDS=
 cat "$TMP/attack-server.log" "$TMP/attack-agent.log"
-echo "probes: $probes, slower than 1 s or failed: $slow, slowest answer ${worst} s; peak RSS server ${peak_server} MiB, agent ${peak_agent} MiB"
-if [ "$slow" -eq 0 ]; then echo "ok   /healthz answered within 1 s throughout"; else echo "FAIL /healthz was slow or failed $slow times"; fail=1; fi
+echo "probes: $probes, slower than $BOUND s or failed: $slow, slowest answer ${worst} s; peak RSS server ${peak_server} MiB, agent ${peak_agent} MiB"
+if [ "$slow" -eq 0 ]; then echo "ok   /healthz answered within $BOUND s throughout"; else echo "FAIL /healthz was slow or failed $slow times"; fail=1; fi
 if sanitized; then echo "note a sanitizer build: the memory bound is checked without one"
 elif [ "$peak_server" -lt 200 ] && [ "$peak_agent" -lt 200 ]; then echo "ok   memory stayed bounded"
 else echo "FAIL memory grew"; fail=1; fi
