@@ -102,10 +102,12 @@ std::vector<std::string> UserTokens(const ServerProcess& server, const std::stri
 const std::string kJob =
     R"({"command":"python3 train.py --epochs 10","gpus":1,"time_limit_s":3600})";
 
-// Submits `count` jobs over `connections` connections, spreading them over
-// the users' tokens; returns the submissions per second.
-double Flood(const ServerProcess& server, const std::vector<std::string>& tokens, int count,
-             int connections) {
+// Sends `count` POSTs of `body` to `path` (each submitting `jobs_each`
+// jobs) over `connections` connections, spreading them over the users'
+// tokens; returns the jobs submitted per second.
+double FloodRequests(const ServerProcess& server, const std::vector<std::string>& tokens, int count,
+                     int connections, const std::string& path, const std::string& body,
+                     int jobs_each) {
   std::atomic<int> next{0};
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
@@ -115,7 +117,7 @@ double Flood(const ServerProcess& server, const std::vector<std::string>& tokens
       auto client = Connect(server, tokens[0]);
       for (int i; (i = next.fetch_add(1)) < count;) {
         client->set_token(tokens[static_cast<size_t>(i) % tokens.size()]);
-        auto r = client->Post("/v1/jobs", kJob);
+        auto r = client->Post(path, body);
         if (!r.ok() || r->status != 201) {
           if (failed.fetch_add(1) == 0) {
             std::fprintf(stderr, "first failure: %s\n",
@@ -130,7 +132,23 @@ double Flood(const ServerProcess& server, const std::vector<std::string>& tokens
     t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (failed > 0) Die(std::to_string(failed.load()) + " submissions failed");
-  return count / seconds;
+  return static_cast<double>(count) * jobs_each / seconds;
+}
+
+// One job per request (POST /v1/jobs).
+double Flood(const ServerProcess& server, const std::vector<std::string>& tokens, int count,
+             int connections) {
+  return FloodRequests(server, tokens, count, connections, "/v1/jobs", kJob, 1);
+}
+
+// POST /v1/jobs/batch: `batches` requests of `per_batch` jobs each.
+double FloodBatches(const ServerProcess& server, const std::string& token, int batches,
+                    int per_batch, int connections) {
+  Json list = Json::array();
+  for (int i = 0; i < per_batch; ++i)
+    list.push_back(Json::parse(kJob));
+  return FloodRequests(server, {token}, batches, connections, "/v1/jobs/batch",
+                       Json{{"jobs", list}}.dump(), per_batch);
 }
 
 double SelfCpuSeconds() {
@@ -287,6 +305,19 @@ int main(int argc, char** argv) {
     if (!r.ok() || r->status != 200) Die("queue --all failed");
     return r->body.size();
   });
+  // The pages `shoal queue` reads (1,000 jobs) and a dashboard's first
+  // screen (100), at the start and in the middle of every job's listing.
+  auto page = [&](int limit, int after) {
+    return Measure(100, [&, limit, after] {
+      auto r = admin_client->Get("/v1/jobs?all=1&limit=" + std::to_string(limit) +
+                                 "&after=" + std::to_string(after));
+      if (!r.ok() || r->status != 200) Die("a page of the queue failed");
+      return r->body.size();
+    });
+  };
+  const Measured first_100 = page(100, 0);
+  const Measured first_1000 = page(1000, 0);
+  const Measured middle_1000 = page(1000, jobs / 2);
   const Measured one = Measure(500, [&] {
     auto r = user_client->Get("/v1/jobs/" + std::to_string(jobs / 2));
     if (!r.ok()) Die("show failed");
@@ -298,8 +329,20 @@ int main(int argc, char** argv) {
   };
   row("submit", submit);
   row("queue, one user's jobs", mine);
-  row("queue --all (every job)", all);
+  row("queue --all (every job, streamed)", all);
+  row("first page of 100 of every job", first_100);
+  row("first page of 1,000", first_1000);
+  row("a page of 1,000 in the middle", middle_1000);
   row("show one job", one);
+
+  // Many jobs per request, all or none, one commit each.
+  constexpr int kBatches = 20, kPerBatch = 1000;
+  for (int connections : {1, 4}) {
+    std::printf("  POST /v1/jobs/batch, %d x %d jobs, %d connection%s: %.0f jobs/s\n", kBatches,
+                kPerBatch, connections, connections == 1 ? "" : "s",
+                FloodBatches(server, tokens[2], kBatches, kPerBatch, connections));
+  }
+  const int total = jobs + 1000 + 2 * kBatches * kPerBatch;
 
   if (auto st = admin_client->Get("/v1/stats"); st.ok() && st->status == 200) {
     const Json j = Json::parse(st->body);
@@ -310,13 +353,13 @@ int main(int argc, char** argv) {
         j["transactions"].get<unsigned long long>());
   }
   std::printf("\nserver resident memory: %.1f MiB empty, %.1f MiB with %d jobs\n", empty_rss,
-              server.RssMib(), jobs + 1000);
+              server.RssMib(), total);
   user_client.reset();
   admin_client.reset();
   server.Stop();
   const double restart_ms = server.Start();
-  std::printf("restart with %d jobs: serving again after %.0f ms, %.1f MiB\n", jobs + 1000,
-              restart_ms, server.RssMib());
+  std::printf("restart with %d jobs: serving again after %.0f ms, %.1f MiB\n", total, restart_ms,
+              server.RssMib());
   server.Stop();
   std::filesystem::remove_all(dir);
   std::filesystem::remove(dir + ".log");

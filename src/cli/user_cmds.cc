@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -152,22 +153,73 @@ std::string ArrayTasksName(uint64_t array, std::vector<int> tasks, const std::st
 
 }  // namespace
 
+namespace {
+
+// Every job a listing selects ("/v1/jobs?...&"), read a page at a time:
+// `each` sees each page's jobs as they come.
+Status ForEachJobPage(ApiClient& c, const std::string& query,
+                      const std::function<void(const Json& jobs)>& each) {
+  constexpr int kPage = 1000;
+  uint64_t after = 0;
+  for (;;) {
+    SHOAL_ASSIGN_OR_RETURN(Json page,
+                           c.Get(fmt::format("/v1/jobs{}limit={}&after={}", query, kPage, after)));
+    each(page["jobs"]);
+    if (!page.contains("next_after")) return Status::Ok();
+    after = page["next_after"].get<uint64_t>();
+  }
+}
+
+// {"jobs": [...]} as Json::dump(2) prints it, a page at a time.
+Status PrintJobsJson(ApiClient& c, const std::string& query) {
+  bool any = false;
+  Status s = ForEachJobPage(c, query, [&any](const Json& jobs) {
+    for (const Json& j : jobs) {
+      std::string text = j.dump(2);
+      std::string indented = "    ";
+      for (char ch : text) {
+        indented += ch;
+        if (ch == '\n') indented += "    ";
+      }
+      std::printf("%s%s", any ? ",\n" : "{\n  \"jobs\": [\n", indented.c_str());
+      any = true;
+    }
+  });
+  if (!s.ok()) {
+    std::fflush(stdout);
+    return s;
+  }
+  std::printf("%s", any ? "\n  ]\n}\n" : "{\n  \"jobs\": []\n}\n");
+  return Status::Ok();
+}
+
+}  // namespace
+
 int RunQueue(const std::vector<std::string>& raw) {
   ServerCommand cmd("queue", "Pending and running jobs: why they wait, where they run.");
-  std::string user, state;
+  std::string user, state, partition;
   bool all = false;
   cmd.app().add_option("-u,--user", user, "this user's jobs (default: yours)")->type_name("USER");
   cmd.app().add_flag("-a,--all", all, "every user's jobs (admins)");
   cmd.app()
       .add_option("-t,--state", state, "only jobs in these states, e.g. pending,running")
       ->type_name("STATES");
+  cmd.app()
+      .add_option("-p,--partition", partition, "only jobs in this partition")
+      ->type_name("PARTITION");
   return RunServerCommand(cmd, raw, [&](ApiClient& c) {
-    auto r = c.Get("/v1/jobs" + Query({{"user", user}, {"all", all ? "1" : ""}, {"state", state}}));
-    if (!r.ok()) return Fail("queue", r.status());
+    const std::string query = Query(
+        {{"user", user}, {"all", all ? "1" : ""}, {"state", state}, {"partition", partition}});
     if (cmd.flags().json) {
-      std::printf("%s\n", r->dump(2).c_str());
-      return kExitOk;
+      Status s = PrintJobsJson(c, query);
+      return s.ok() ? kExitOk : Fail("queue", s);
     }
+    Json listed = Json::array();
+    Status s = ForEachJobPage(c, query, [&listed](const Json& jobs) {
+      for (const Json& j : jobs)
+        listed.push_back(j);
+    });
+    if (!s.ok()) return Fail("queue", s);
     std::vector<std::vector<std::string>> rows;
     const double now = NowSeconds();
     // An array's pending tasks are one line, as squeue shows them.
@@ -175,11 +227,11 @@ int RunQueue(const std::vector<std::string>& raw) {
     auto pending_task = [](const Json& j) {
       return j.contains("array_task_id") && Str(j, "state") == "pending";
     };
-    for (const Json& j : (*r)["jobs"]) {
+    for (const Json& j : listed) {
       if (pending_task(j))
         pending_tasks[j.value("array_job_id", uint64_t{0})].push_back(j.value("array_task_id", 0));
     }
-    for (const Json& j : (*r)["jobs"]) {
+    for (const Json& j : listed) {
       const Json& spec = j["spec"];
       const std::string state_name = Str(j, "state");
       const bool running = state_name == "running";

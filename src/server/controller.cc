@@ -362,44 +362,47 @@ Status Controller::TakeSubmitter(const Identity& who, JobSpec& spec) const {
   return Status::Ok();
 }
 
-Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now) {
+Result<Controller::Admission> Controller::CheckSubmission(const Identity& who, JobSpec spec,
+                                                          Time now, size_t queued) const {
   SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
   SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
-  if (!spec.acceptance_node.empty()) {
-    if (!who.admin()) return Denied("only admins submit acceptance tests");
-    return SubmitAcceptance(std::move(spec), now);
-  }
+  if (!spec.acceptance_node.empty())
+    return InvalidArgument("acceptance tests are submitted one at a time");
   for (const Dependency& d : spec.dependencies) {
     if (d.type == DependencyType::kSingleton) continue;
     if (Find(d.job) == nullptr && !finished_.count(d.job.value())) {
       return NotFound(fmt::format("dependency on job {}, which does not exist", d.job.value()));
     }
   }
-  sched::Request req;
-  SHOAL_RETURN_IF_ERROR(CompileAndCheck(spec, &req));
-  const size_t count = spec.array ? spec.array->indices.size() : 1;
-  if (count > static_cast<size_t>(config_.max_jobs_per_submit)) {
-    return InvalidArgument(fmt::format("{} array tasks; at most {} per submission", count,
+  Admission a;
+  SHOAL_RETURN_IF_ERROR(CompileAndCheck(spec, &a.req));
+  a.count = spec.array ? spec.array->indices.size() : 1;
+  if (a.count > static_cast<size_t>(config_.max_jobs_per_submit)) {
+    return InvalidArgument(fmt::format("{} array tasks; at most {} per submission", a.count,
                                        config_.max_jobs_per_submit));
   }
-  if (active_ + count > static_cast<size_t>(config_.max_active_jobs)) {
+  if (active_ + queued + a.count > static_cast<size_t>(config_.max_active_jobs)) {
     return Status(StatusCode::kUnavailable,
                   fmt::format("the queue is full ({} active jobs)", active_));
   }
-  api::Json ids = api::Json::array();
+  a.spec = std::move(spec);
+  return a;
+}
+
+void Controller::Admit(const Admission& a, Time now, api::Json& ids) {
   const JobId first(next_job_id_);
-  for (size_t k = 0; k < count; ++k) {
+  for (size_t k = 0; k < a.count; ++k) {
     auto job = std::make_shared<Job>();
     job->id = JobId(next_job_id_++);
-    job->spec = spec;
+    job->spec = a.spec;
     job->state = JobState::kPending;
     job->submit_time = now;
-    job->time_limit = req.time_limit;
-    if (spec.array) {
+    job->time_limit = a.req.time_limit;
+    if (a.spec.array) {
       job->array_job_id = first;
-      job->array_task_id = spec.array->indices[k];
+      job->array_task_id = a.spec.array->indices[k];
     }
-    requests_[job->id.value()] = req;
+    requests_[job->id.value()] = a.req;
     pending_order_.push_back(job->id.value());
     ids.push_back(job->id.value());
     Record(*job);
@@ -407,15 +410,47 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
     ++active_;
   }
   batch_.next_job_id = next_job_id_;
-  submissions_ += count;
+  submissions_ += a.count;
   dirty_ = true;
+}
+
+Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now) {
+  if (!spec.acceptance_node.empty()) {
+    SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
+    SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
+    if (!who.admin()) return Denied("only admins submit acceptance tests");
+    return SubmitAcceptance(std::move(spec), now);
+  }
+  SHOAL_ASSIGN_OR_RETURN(Admission a, CheckSubmission(who, std::move(spec), now, 0));
+  api::Json ids = api::Json::array();
+  Admit(a, now, ids);
   api::Json reply = {{"jobs", ids}};
-  if (spec.array) reply["array_job_id"] = first.value();
-  if (spec.mail_types != 0 && !config_.mail_enabled) {
+  if (a.spec.array) reply["array_job_id"] = ids.front();
+  if (a.spec.mail_types != 0 && !config_.mail_enabled) {
     reply["notes"] = api::Json::array(
         {"the server has no mail program (mail_program): no mail is sent for --mail-type"});
   }
   return reply;
+}
+
+Result<api::Json> Controller::SubmitAll(const Identity& who, std::vector<JobSpec> specs, Time now) {
+  if (specs.empty()) return InvalidArgument("the batch has no jobs");
+  std::vector<Admission> admitted;
+  admitted.reserve(specs.size());
+  size_t queued = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto a = CheckSubmission(who, std::move(specs[i]), now, queued);
+    if (!a.ok()) {
+      return Status(a.status().code(), fmt::format("job {} of {}: {} (none was submitted)", i + 1,
+                                                   specs.size(), a.status().message()));
+    }
+    queued += a->count;
+    admitted.push_back(std::move(*a));
+  }
+  api::Json ids = api::Json::array();
+  for (const Admission& a : admitted)
+    Admit(a, now, ids);
+  return api::Json{{"jobs", std::move(ids)}};
 }
 
 Status Controller::Cancel(const Identity& who, JobId id, Time now) {

@@ -148,10 +148,15 @@ using api::GpuTelemetry;
 using api::Heartbeat;
 using api::JobEvent;
 
+// A listing's filter and page: jobs in ascending id order after `after`,
+// at most `limit` of them (0: every one).
 struct JobFilter {
   std::string user;              // empty: the caller's own jobs (admins: everyone's)
   bool all_users = false;        // admins only
   std::vector<JobState> states;  // empty: pending and running
+  std::string partition{};       // empty: every partition
+  uint64_t after = 0;
+  size_t limit = 0;
 };
 
 // Node id -> name, replaced whole (never changed) when nodes change, so that
@@ -198,6 +203,11 @@ class Controller {
 
   // --- commands (each returns its reply body or an error; none throws) ---
   Result<api::Json> Submit(const Identity& who, JobSpec spec, Time now);
+  // Every spec or none (POST /v1/jobs/batch): each is checked as Submit
+  // checks one, and the first refused refuses them all, named by its place
+  // in the list. The reply has every new job's id, in order ("jobs"). Not
+  // for acceptance tests.
+  Result<api::Json> SubmitAll(const Identity& who, std::vector<JobSpec> specs, Time now);
   // sbatch --test-only: checks `spec` as Submit does and says when and where
   // it could start ("start_time", "nodes", "cpus", "gpus", "partition", and
   // "job", the id the next submission gets), stores nothing. The estimate
@@ -267,6 +277,12 @@ class Controller {
                                                            const JobFilter& f) const;
   // A job with why it waits and where it would run (estimated start, planned nodes).
   Result<api::Json> ShowJob(const Identity& who, JobId id) const;
+  // Whether the controller holds the job (active or recently finished):
+  // then its record here is newer than the store's.
+  bool Holds(JobId id) const { return jobs_.count(id.value()) > 0; }
+  // Whether `job` is in partition `name` (empty: any); a job that named none
+  // is in the default partition.
+  bool InPartition(const Job& job, std::string_view name) const;
   // What the API shows of a job, captured here (cheaply: shared pointers)
   // and turned into JSON by JobViewJson on any thread, so that listing many
   // jobs does not hold up the control loop.
@@ -421,6 +437,18 @@ class Controller {
   Result<api::Json> SubmitAcceptance(JobSpec spec, Time now);
   // Submit's first checks: who may submit, and the job's user and command.
   Status TakeSubmitter(const Identity& who, JobSpec& spec) const;
+  // A submission checked and compiled, to be admitted as `count` jobs.
+  struct Admission {
+    JobSpec spec;
+    sched::Request req;
+    size_t count = 0;
+  };
+  // Submit's checks of an ordinary (not acceptance) job, with `queued` more
+  // jobs about to join the queue before it; changes nothing.
+  Result<Admission> CheckSubmission(const Identity& who, JobSpec spec, Time now,
+                                    size_t queued) const;
+  // Queues the jobs `a` makes; their ids go to `ids`.
+  void Admit(const Admission& a, Time now, api::Json& ids);
   void StartJob(Job& j, Allocation allocation, Time now);
   // The orders that start step `step` of running job `j` on its nodes.
   void LaunchStep(const Job& j, const JobStep& step, int master_port, Time now);

@@ -30,14 +30,24 @@ Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Ident
     return Denied("you may list only your own jobs");
   const std::string user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
   std::vector<std::shared_ptr<const Job>> out;
-  for (const auto& [id, job] : jobs_) {
-    if (!user.empty() && job->spec.user != user) continue;
-    const bool state_ok = f.states.empty() ? IsActive(job->state)
-                                           : std::find(f.states.begin(), f.states.end(),
-                                                       job->state) != f.states.end();
-    if (state_ok) out.push_back(job);
+  for (auto it = jobs_.upper_bound(f.after); it != jobs_.end(); ++it) {
+    const Job& job = *it->second;
+    if (!user.empty() && job.spec.user != user) continue;
+    if (!InPartition(job, f.partition)) continue;
+    const bool state_ok =
+        f.states.empty() ? IsActive(job.state)
+                         : std::find(f.states.begin(), f.states.end(), job.state) != f.states.end();
+    if (!state_ok) continue;
+    out.push_back(it->second);
+    if (out.size() == f.limit) break;
   }
   return out;
+}
+
+bool Controller::InPartition(const Job& job, std::string_view name) const {
+  if (name.empty()) return true;
+  const Partition* p = PartitionOf(job);
+  return (p != nullptr ? std::string_view(p->name) : std::string_view(job.spec.partition)) == name;
 }
 
 JobView Controller::View(std::shared_ptr<const Job> job) const {

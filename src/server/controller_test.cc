@@ -49,6 +49,40 @@ TEST_F(ControllerTest, SubmitScheduleLaunchComplete) {
   EXPECT_GT(b.jobs.back().gpu_seconds, 0);
 }
 
+TEST_F(ControllerTest, ListingsFilterByPartitionAndStartAfterACursor) {
+  Partition debug;
+  debug.name = "debug";
+  debug.max_time = std::chrono::hours(1);
+  ASSERT_TRUE(c_.PutPartition(kAdmin, debug).ok());
+  JobSpec in_debug = Spec(1);
+  in_debug.partition = "debug";
+  JobSpec named_gpu = Spec(1);
+  named_gpu.partition = "gpu";
+  const JobId a = Submit(kAlice, Spec(1));  // the default partition: gpu
+  const JobId b = Submit(kAlice, in_debug);
+  const JobId c = Submit(kAlice, named_gpu);
+  auto ids = [&](std::string partition, uint64_t after = 0, size_t limit = 0) {
+    JobFilter f;
+    f.partition = std::move(partition);
+    f.after = after;
+    f.limit = limit;
+    auto listed = c_.ListJobs(kAlice, f);
+    EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+    std::vector<JobId> out;
+    for (const auto& j : *listed)
+      out.push_back(j->id);
+    return out;
+  };
+  using Ids = std::vector<JobId>;
+  EXPECT_EQ(ids("gpu"), (Ids{a, c}));
+  EXPECT_EQ(ids("debug"), (Ids{b}));
+  EXPECT_EQ(ids("cpu"), (Ids{}));
+  EXPECT_EQ(ids("", a.value()), (Ids{b, c}));
+  EXPECT_EQ(ids("", a.value(), 1), (Ids{b}));
+  EXPECT_EQ(ids("gpu", a.value(), 1), (Ids{c}));
+  EXPECT_EQ(ids("", c.value()), (Ids{}));
+}
+
 TEST_F(ControllerTest, UsersTouchOnlyTheirOwnJobs) {
   Register("n1");
   JobId mine = Submit(kAlice, Spec(1));

@@ -3,12 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "net/http_client.h"
+#include "server/job_pages.h"
 #include "server/routes.h"
 
 namespace shoal::server::routes {
@@ -49,61 +50,173 @@ void Submit(const Context& ctx, const Identity& who, const httplib::Request& req
         201);
 }
 
-// The ended jobs in `f`'s states that the store has and the controller did
-// not list (`listed`), newest first, at most 1,000.
-Result<std::vector<Job>> EndedBeforeTheController(const Context& ctx, const Identity& who,
-                                                  const JobFilter& f,
-                                                  const std::set<uint64_t>& listed) {
+// POST /v1/jobs/batch {"jobs": [spec, ...]}: every job or none, in one
+// commit (Controller::SubmitAll).
+void SubmitBatch(const Context& ctx, const Identity& who, const httplib::Request& req,
+                 httplib::Response& res) {
+  constexpr size_t kMaxBatch = 10000;
+  auto body = api::Parse(req.body);
+  if (!body.ok()) return Reply(res, body.status());
+  if (!body->is_object() || !body->contains("jobs") || !(*body)["jobs"].is_array())
+    return Reply(res, InvalidArgument("a batch is {\"jobs\": [job spec, ...]}"));
+  const Json& list = (*body)["jobs"];
+  if (list.size() > kMaxBatch)
+    return Reply(res, InvalidArgument(
+                          fmt::format("{} jobs in one batch; at most {}", list.size(), kMaxBatch)));
+  std::vector<JobSpec> specs;
+  specs.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto spec = api::JobSpecFromJson(list[i]);
+    if (!spec.ok()) {
+      return Reply(res, Status(spec.status().code(),
+                               fmt::format("job {} of {}: {} (none was submitted)", i + 1,
+                                           list.size(), spec.status().message())));
+    }
+    specs.push_back(std::move(*spec));
+  }
+  Reply(res, ctx.loop.Call<Json>([who, s = std::move(specs)](Controller& c, Time now) mutable {
+    return c.SubmitAll(who, std::move(s), now);
+  }),
+        201);
+}
+
+// One page of a job listing: the jobs' JSON objects, comma-separated, in id
+// order, and the next page's cursor (none on the last page).
+struct JobPage {
+  std::string objects;
+  std::optional<uint64_t> next_after;
+};
+
+// The page of jobs `f` selects after f.after, at most f.limit (>= 1) of them:
+// the controller's, merged with the finished ones only the store still has
+// when finished states are asked for (server/job_pages.h).
+Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f) {
+  const size_t limit = f.limit;
   state::HistoryQuery q;
   for (JobState s : f.states) {
     if (IsTerminal(s)) q.states.push_back(s);
   }
-  if (q.states.empty()) return std::vector<Job>{};
-  q.user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
-  q.limit = 1000;
-  SHOAL_ASSIGN_OR_RETURN(std::vector<Job> jobs, ctx.store.History(q));
-  std::erase_if(jobs, [&](const Job& j) { return listed.count(j.id.value()) > 0; });
-  return jobs;
+  std::vector<Job> stored;
+  std::optional<uint64_t> store_bound;
+  if (!q.states.empty()) {
+    q.user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
+    q.after_id = f.after;
+    q.by_id = true;
+    q.limit = static_cast<int>(limit + 1);
+    SHOAL_ASSIGN_OR_RETURN(stored, ctx.store.History(q));
+    if (stored.size() > limit) store_bound = stored.back().id.value();
+  }
+  struct Parts {
+    std::vector<JobView> views;
+    std::vector<Job> stored;
+  };
+  f.limit = limit + 1;
+  SHOAL_ASSIGN_OR_RETURN(
+      Parts parts, ctx.loop.Call<Parts>([who, f, stored = std::move(stored)](
+                                            Controller& c, Time) mutable -> Result<Parts> {
+        SHOAL_ASSIGN_OR_RETURN(auto jobs, c.ListJobs(who, f));
+        Parts out;
+        out.views.reserve(jobs.size());
+        for (auto& j : jobs)
+          out.views.push_back(c.View(std::move(j)));
+        // The controller's record of a job it holds is the newer one.
+        std::erase_if(
+            stored, [&](const Job& j) { return c.Holds(j.id) || !c.InPartition(j, f.partition); });
+        out.stored = std::move(stored);
+        return out;
+      }));
+  std::vector<uint64_t> controller_ids, store_ids;
+  for (const JobView& v : parts.views)
+    controller_ids.push_back(v.job->id.value());
+  for (const Job& j : parts.stored)
+    store_ids.push_back(j.id.value());
+  std::optional<uint64_t> controller_bound;
+  if (controller_ids.size() > limit) controller_bound = controller_ids.back();
+  const PageCut cut = CutPage({controller_ids, controller_bound}, {store_ids, store_bound}, limit);
+  // The JSON is built here, off the loop's thread, one job at a time.
+  JobPage page{"", cut.next_after};
+  size_t c = 0, s = 0;
+  while (c < cut.from_controller || s < cut.from_store) {
+    if (!page.objects.empty()) page.objects += ',';
+    const bool from_controller =
+        s == cut.from_store || (c < cut.from_controller && controller_ids[c] < store_ids[s]);
+    page.objects += from_controller ? JobViewJson(parts.views[c++]).dump()
+                                    : api::ToJson(parts.stored[s++]).dump();
+  }
+  return page;
 }
 
+// GET /v1/jobs?state=&user=&all=1&partition=&limit=&after=: with `limit`,
+// one page ({"jobs": [...], "next_after": id} while more follow); without,
+// every job, streamed a page at a time so that neither the server nor the
+// loop holds the whole listing at once.
 void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& req,
               httplib::Response& res) {
+  constexpr size_t kStreamPage = 1000;
   JobFilter f;
   f.user = req.get_param_value("user");
   f.all_users = req.get_param_value("all") == "1";
+  f.partition = req.get_param_value("partition");
   Status err;
   f.states = ParseStates(req.get_param_value("state"), &err);
   if (!err.ok()) return Reply(res, err);
-  // The loop hands back views of the jobs; the JSON is built here, off
-  // its thread, one job at a time (no document of every job at once).
-  auto views = ctx.loop.Call<std::vector<JobView>>(
-      [who, f](Controller& c, Time) -> Result<std::vector<JobView>> {
-        SHOAL_ASSIGN_OR_RETURN(auto jobs, c.ListJobs(who, f));
-        std::vector<JobView> out;
-        out.reserve(jobs.size());
-        for (auto& j : jobs)
-          out.push_back(c.View(std::move(j)));
-        return out;
-      });
-  if (!views.ok()) return Reply(res, views.status());
-  std::string body = "{\"jobs\":[";
-  std::set<uint64_t> listed;
-  for (size_t i = 0; i < views->size(); ++i) {
-    if (i > 0) body += ',';
-    body += JobViewJson((*views)[i]).dump();
-    listed.insert((*views)[i].job->id.value());
+  const bool paged = req.has_param("limit");
+  f.limit = kStreamPage;
+  if (paged) {
+    auto v = ParseInt(req.get_param_value("limit"));
+    if (!v.ok() || *v < 1 || *v > state::kMaxHistoryLimit) {
+      return Reply(res, InvalidArgument(fmt::format("limit must be a number from 1 to {}",
+                                                    state::kMaxHistoryLimit)));
+    }
+    f.limit = static_cast<size_t>(*v);
   }
-  // The controller holds the jobs that ended since it started; those that
-  // ended before (a restart) come from the history.
-  auto older = EndedBeforeTheController(ctx, who, f, listed);
-  if (!older.ok()) return Reply(res, older.status());
-  for (const Job& j : *older) {
-    if (body.back() != '[') body += ',';
-    body += api::ToJson(j).dump();
+  if (req.has_param("after")) {
+    auto v = ParseInt(req.get_param_value("after"));
+    if (!v.ok() || *v < 0) return Reply(res, InvalidArgument("after must be a job id"));
+    f.after = static_cast<uint64_t>(*v);
   }
-  body += "]}";
+  auto first = ReadJobPage(ctx, who, f);
+  if (!first.ok()) return Reply(res, first.status());
   res.status = 200;
-  res.set_content(std::move(body), "application/json");
+  if (paged || !first->next_after) {
+    std::string body = "{\"jobs\":[" + first->objects + "]";
+    if (paged && first->next_after) body += fmt::format(",\"next_after\":{}", *first->next_after);
+    res.set_content(body + "}", "application/json");
+    return;
+  }
+  // The rest a page at a time. A page that cannot be read ends the
+  // connection before the closing bracket: the client sees a broken listing,
+  // never a short one that looks whole.
+  struct Stream {
+    JobFilter filter;
+    JobPage next;
+    bool opened = false;
+    bool any = false;  // an object written: the next one needs a comma
+  };
+  auto st = std::make_shared<Stream>(Stream{f, std::move(*first)});
+  res.set_chunked_content_provider("application/json",
+                                   [&ctx, who, st](size_t, httplib::DataSink& sink) {
+                                     std::string chunk;
+                                     if (!st->opened) {
+                                       st->opened = true;
+                                       chunk = "{\"jobs\":[";
+                                     } else if (!st->next.next_after) {
+                                       sink.write("]}", 2);
+                                       sink.done();
+                                       return true;
+                                     } else {
+                                       st->filter.after = *st->next.next_after;
+                                       auto page = ReadJobPage(ctx, who, st->filter);
+                                       if (!page.ok()) return false;
+                                       st->next = std::move(*page);
+                                     }
+                                     if (!st->next.objects.empty()) {
+                                       if (st->any) chunk += ',';
+                                       chunk += st->next.objects;
+                                       st->any = true;
+                                     }
+                                     return chunk.empty() || sink.write(chunk.data(), chunk.size());
+                                   });
 }
 
 void ShowJob(const Context& ctx, const Identity& who, const httplib::Request& req,
@@ -303,6 +416,7 @@ void ProxyAgentPost(const Context& ctx, const std::string& node, const std::stri
 
 void AddJobRoutes(httplib::Server& http, const Context& ctx) {
   http.Post("/v1/jobs", HandleAuthed(ctx, Submit));
+  http.Post("/v1/jobs/batch", HandleAuthed(ctx, SubmitBatch));
   http.Get("/v1/jobs", HandleAuthed(ctx, ListJobs));
   http.Get(R"(/v1/jobs/(\d+))", HandleAuthed(ctx, ShowJob));
   http.Get(R"(/v1/jobs/(\d+)/log)", HandleAuthed(ctx, JobOutput));

@@ -91,9 +91,14 @@ class MemoryStore final : public Store {
     auto newer = [](const Job* a, const Job* b) {
       return a->end_time != b->end_time ? a->end_time > b->end_time : a->id > b->id;
     };
+    auto lower_id = [](const Job* a, const Job* b) { return a->id < b->id; };
     const size_t n = std::min(matches.size(), static_cast<size_t>(limit));
-    std::partial_sort(matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(n),
-                      matches.end(), newer);
+    auto first_n = matches.begin() + static_cast<std::ptrdiff_t>(n);
+    if (query.by_id) {
+      std::partial_sort(matches.begin(), first_n, matches.end(), lower_id);
+    } else {
+      std::partial_sort(matches.begin(), first_n, matches.end(), newer);
+    }
     std::vector<Job> out;
     out.reserve(n);
     for (size_t i = 0; i < n; ++i)

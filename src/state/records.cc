@@ -179,6 +179,7 @@ Result<int> HistoryLimit(const HistoryQuery& query) {
 bool MatchesHistory(const Job& job, const HistoryQuery& query) {
   if (!IsTerminal(job.state)) return false;
   if (job.end_time < query.since || job.end_time >= query.until) return false;
+  if (job.id.value() <= query.after_id) return false;
   if (!query.user.empty() && job.spec.user != query.user) return false;
   if (!query.account.empty() && job.spec.account != query.account) return false;
   if (!query.states.empty() &&

@@ -328,6 +328,7 @@ Result<std::vector<Job>> SqliteStore::History(const HistoryQuery& query) {
       "SELECT id, record FROM jobs WHERE finished = 1 AND end_ms >= ?1 AND end_ms < ?2";
   if (!query.user.empty()) sql += " AND user_name = ?4";
   if (!query.account.empty()) sql += " AND account_name = ?5";
+  if (query.after_id > 0) sql += " AND id > ?6";
   std::vector<std::string_view> states;
   for (JobState s : query.states) {
     if (std::find(states.begin(), states.end(), JobStateName(s)) == states.end())
@@ -336,10 +337,10 @@ Result<std::vector<Job>> SqliteStore::History(const HistoryQuery& query) {
   if (!states.empty()) {
     sql += " AND state IN (";
     for (size_t i = 0; i < states.size(); ++i)
-      sql += fmt::format("{}?{}", i == 0 ? "" : ", ", 6 + i);
+      sql += fmt::format("{}?{}", i == 0 ? "" : ", ", 7 + i);
     sql += ")";
   }
-  sql += " ORDER BY end_ms DESC, id DESC LIMIT ?3";
+  sql += query.by_id ? " ORDER BY id LIMIT ?3" : " ORDER BY end_ms DESC, id DESC LIMIT ?3";
 
   SHOAL_ASSIGN_OR_RETURN(ReaderLease db, LendReader());
   SHOAL_ASSIGN_OR_RETURN(Statement stmt, db->Prepare(sql));
@@ -348,8 +349,10 @@ Result<std::vector<Job>> SqliteStore::History(const HistoryQuery& query) {
   stmt.BindInt(3, limit);
   if (!query.user.empty()) stmt.BindText(4, query.user);
   if (!query.account.empty()) stmt.BindText(5, query.account);
+  if (query.after_id > 0)
+    stmt.BindInt(6, static_cast<int64_t>(std::min<uint64_t>(query.after_id, INT64_MAX)));
   for (size_t i = 0; i < states.size(); ++i)
-    stmt.BindText(static_cast<int>(6 + i), states[i]);
+    stmt.BindText(static_cast<int>(7 + i), states[i]);
   std::vector<Job> jobs;
   for (;;) {
     SHOAL_ASSIGN_OR_RETURN(bool row, stmt.Step());

@@ -101,7 +101,9 @@ struct HistoryQuery {
   std::vector<JobState> states;  // empty: every finished state
   Time since{};                  // end time at or after
   Time until = kTimeNever;       // end time before
-  int limit = 100;               // newest first; at most 10,000
+  uint64_t after_id = 0;         // only jobs with a larger id (a listing's cursor)
+  bool by_id = false;            // in ascending id order rather than newest first
+  int limit = 100;               // at most 10,000
 };
 
 class Store {

@@ -325,6 +325,28 @@ TEST_P(StoreTest, HistoryFiltersAndOrdersNewestFirst) {
        },
        {6, 5, 4, 3}},
       {"limit", [](HistoryQuery& q) { q.limit = 3; }, {8, 7, 6}},
+      {"by id", [](HistoryQuery& q) { q.by_id = true; }, {1, 2, 3, 4, 5, 6, 7, 8}},
+      {"by id after a cursor, a page",
+       [](HistoryQuery& q) {
+         q.by_id = true;
+         q.after_id = 3;
+         q.limit = 2;
+       },
+       {4, 5}},
+      {"after a cursor, newest first", [](HistoryQuery& q) { q.after_id = 5; }, {8, 7, 6}},
+      {"by id, one user, after a cursor",
+       [](HistoryQuery& q) {
+         q.by_id = true;
+         q.user = "bob";
+         q.after_id = 2;
+       },
+       {4, 6, 8}},
+      {"by id, two states",
+       [](HistoryQuery& q) {
+         q.by_id = true;
+         q.states = {JobState::kCompleted, JobState::kFailed};
+       },
+       {1, 4, 5, 8}},
       {"everything at once",
        [](HistoryQuery& q) {
          q.user = "bob";

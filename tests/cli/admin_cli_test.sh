@@ -52,6 +52,8 @@ check "  a job submitted to it" 0 "^[0-9][0-9]*$" -- "$SHOAL" submit --parsable 
 job=$(cat "$TMP/out")
 for _ in $(seq 100); do "$SHOAL" show "$job" 2>/dev/null | grep -q "is down" && break; sleep 0.1; done
 check "  waits: the partition is down" 0 "partition 'gpu' is down" -- "$SHOAL" show "$job"
+check "  queue -p gpu lists it" 0 "^$job .* gpu  *pending" -- "$SHOAL" queue -p gpu
+check "  queue -p default does not" 0 "" -- sh -c "! '$SHOAL' queue -p default | grep -q '^$job '"
 check "partition set --up" 0 "" -- "$SHOAL" partition set gpu --up
 for _ in $(seq 200); do "$SHOAL" show "$job" 2>/dev/null | grep -q 'state.*completed' && break; sleep 0.1; done
 check "  and the job runs" 0 "state  *completed" -- "$SHOAL" show "$job"

@@ -30,6 +30,7 @@ class ServerTest : public ::testing::Test {
     o.controller.node_timeout = kNodeTimeout;
     o.controller.launch_grace = std::chrono::seconds(10);
     o.controller.kill_grace = milliseconds(200);
+    o.controller.finished_retention = std::chrono::minutes(30);  // a jump of the clock evicts
     o.loop.pass_interval = milliseconds(2);
     o.loop.tick_interval = milliseconds(50);
     o.max_body_bytes = 1 << 20;
@@ -261,6 +262,117 @@ TEST_F(ServerTest, TimeLimitsAreEnforced) {
   clock_.Jump(std::chrono::seconds(1));  // past the limit: the job ran a little real time too
   EXPECT_TRUE(WaitFor(id, "timeout"));
   EXPECT_EQ(Show(*admin_, id)["state"], "timeout");
+}
+
+// Every page of `path` (which ends in '?...&'), `limit` jobs at a time:
+// the ids in order. Checks each page on the way.
+std::vector<uint64_t> PagedIds(net::HttpClient& c, const std::string& path, int limit) {
+  std::vector<uint64_t> ids;
+  uint64_t after = 0;
+  for (int page = 0; page < 1000; ++page) {
+    auto r = c.Get(path + "limit=" + std::to_string(limit) + "&after=" + std::to_string(after));
+    EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
+    if (!r.ok() || r->status != 200) break;
+    Json body = Json::parse(r->body);
+    EXPECT_LE(body["jobs"].size(), static_cast<size_t>(limit));
+    for (const Json& j : body["jobs"])
+      ids.push_back(j["id"].get<uint64_t>());
+    if (!body.contains("next_after")) return ids;
+    EXPECT_GT(body["next_after"].get<uint64_t>(), after);
+    after = body["next_after"].get<uint64_t>();
+  }
+  ADD_FAILURE() << "no last page";
+  return ids;
+}
+
+std::vector<uint64_t> Range(uint64_t first, uint64_t last) {
+  std::vector<uint64_t> ids;
+  for (uint64_t id = first; id <= last; ++id)
+    ids.push_back(id);
+  return ids;
+}
+
+TEST_F(ServerTest, ListingsComeInPagesOrWholeAndStreamed) {
+  // No nodes: every job waits. 2,500 array tasks are more than one streamed
+  // page (1,000), then 5 of bob's.
+  Json array = Job(1);
+  array["array"] = "0-2499";
+  ASSERT_EQ(Submit(*alice_, array), 1u);
+  for (int i = 0; i < 5; ++i)
+    Submit(*bob_, Job(1));
+  EXPECT_EQ(PagedIds(*admin_, "/v1/jobs?all=1&", 997), Range(1, 2505));
+  EXPECT_EQ(PagedIds(*bob_, "/v1/jobs?", 2), Range(2501, 2505));
+  EXPECT_EQ(PagedIds(*admin_, "/v1/jobs?user=bob&", 10000), Range(2501, 2505));
+  EXPECT_EQ(PagedIds(*bob_, "/v1/jobs?state=running&", 5), std::vector<uint64_t>{});
+
+  // Without a limit, the whole listing in one (chunked) answer.
+  auto whole = admin_->Get("/v1/jobs?all=1");
+  ASSERT_TRUE(whole.ok() && whole->status == 200);
+  const Json listed = Json::parse(whole->body);
+  std::vector<uint64_t> ids;
+  for (const Json& j : listed["jobs"])
+    ids.push_back(j["id"].get<uint64_t>());
+  EXPECT_EQ(ids, Range(1, 2505));
+
+  // Finished jobs, from the controller and then, once it has let them go,
+  // from the store: the same listing either way.
+  for (uint64_t id : {2502, 2504, 2505})
+    ASSERT_EQ(bob_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}")->status, 200);
+  const std::vector<uint64_t> cancelled = {2502, 2504, 2505};
+  EXPECT_EQ(PagedIds(*bob_, "/v1/jobs?state=cancelled&", 1), cancelled);
+  clock_.Jump(std::chrono::hours(1));
+  std::this_thread::sleep_for(milliseconds(500));  // ten ticks: evicted by now
+  EXPECT_EQ(PagedIds(*bob_, "/v1/jobs?state=cancelled&", 1), cancelled);
+  EXPECT_EQ(PagedIds(*bob_, "/v1/jobs?state=pending,cancelled&", 2), Range(2501, 2505));
+  EXPECT_EQ(PagedIds(*alice_, "/v1/jobs?state=cancelled&", 3), std::vector<uint64_t>{});
+
+  for (const char* bad : {"limit=0", "limit=10001", "limit=x", "after=-1", "after=x"})
+    EXPECT_EQ(admin_->Get(std::string("/v1/jobs?") + bad)->status, 400) << bad;
+  EXPECT_EQ(bob_->Get("/v1/jobs?all=1&limit=5")->status, 403);
+}
+
+TEST_F(ServerTest, ABatchIsSubmittedWholeOrNotAtAll) {
+  // bob's batch: his jobs, whatever user a spec names; ids in order.
+  Json alices = Job(1);
+  alices["user"] = "alice";
+  auto r = bob_->Post("/v1/jobs/batch", Json{{"jobs", {Job(1), Job(2), alices}}}.dump());
+  ASSERT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.status().ToString());
+  const Json ids = Json::parse(r->body)["jobs"];
+  ASSERT_EQ(ids.size(), 3u);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(ids[i].get<uint64_t>(), i + 1);
+    EXPECT_EQ(Show(*admin_, i + 1)["spec"]["user"], "bob");
+  }
+  EXPECT_EQ(Show(*admin_, 2)["spec"]["gpus"], 2);
+
+  // One bad spec refuses them all, and says which.
+  Json too_big = Job(1);
+  too_big["partition"] = "nope";
+  Json no_command = Job(1);
+  no_command.erase("command");
+  struct Case {
+    const char* name;
+    std::string body;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"one the controller refuses", Json{{"jobs", {Job(1), too_big, Job(1)}}}.dump(),
+       "job 2 of 3"},
+      {"one that does not parse", Json{{"jobs", {Job(1), Job(1), no_command}}}.dump(),
+       "job 3 of 3"},
+      {"no jobs", R"({"jobs":[]})", "no jobs"},
+      {"not a list", R"({"jobs":{}})", "a batch is"},
+      {"not JSON", "[", ""},
+  };
+  for (const Case& c : cases) {
+    auto bad = bob_->Post("/v1/jobs/batch", c.body);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_EQ(bad->status / 100, 4) << c.name << ": " << bad->body;
+    EXPECT_NE(bad->body.find(c.says), std::string::npos) << c.name << ": " << bad->body;
+  }
+  EXPECT_EQ(QueueLength(), 3);
+  // The next id is the next one: nothing was taken by the refused batches.
+  EXPECT_EQ(Submit(*bob_, Job(1)), 4u);
 }
 
 }  // namespace
