@@ -151,6 +151,40 @@ double FloodBatches(const ServerProcess& server, const std::string& token, int b
                        Json{{"jobs", list}}.dump(), per_batch);
 }
 
+// The server's resident memory after 2,000 single jobs and after one array
+// of 2,000 tasks, each server fresh: jobs with an environment of 60
+// variables (about 4 KB), as `shoal submit` sends one.
+void ArrayMemory(const std::string& shoal, const std::string& dir) {
+  constexpr int kTasks = 2000;
+  Json spec = Json::parse(kJob);
+  for (int i = 0; i < 60; ++i)
+    spec["env"]["VARIABLE_" + std::to_string(i)] = std::string(56, static_cast<char>('a' + i % 26));
+  Json array = spec;
+  array["array"] = "0-" + std::to_string(kTasks - 1);
+  double rss[2] = {0, 0};
+  for (int arrays = 0; arrays < 2; ++arrays) {
+    const std::string state = dir + (arrays ? "-array" : "-single");
+    ServerProcess server(shoal, state, /*tls=*/false);
+    server.Start();
+    std::string admin;
+    std::ifstream(state + "/admin.token") >> admin;
+    auto c = Connect(server, admin);
+    for (int i = 0; i < (arrays ? 1 : kTasks); ++i) {
+      auto r = c->Post("/v1/jobs", (arrays ? array : spec).dump());
+      if (!r.ok() || r->status != 201) Die("a submission failed");
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // a scheduling pass over them
+    rss[arrays] = server.RssMib();
+    c.reset();
+    server.Stop();
+    std::filesystem::remove_all(state);
+    std::filesystem::remove(state + ".log");
+  }
+  std::printf("server resident memory with %d pending jobs: %.1f MiB as single jobs, %.1f MiB as "
+              "one array (%.2fx)\n",
+              kTasks, rss[0], rss[1], rss[1] / rss[0]);
+}
+
 double SelfCpuSeconds() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
@@ -183,12 +217,16 @@ int main(int argc, char** argv) {
   int jobs = 100000;
   int users = 100;
   bool compare_only = false;
+  bool array_memory_only = false;  // ArrayMemory alone
   int rounds = 3;
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--compare-only") {
       compare_only = true;
       --i;  // a flag without a value
+    } else if (flag == "--array-memory-only") {
+      array_memory_only = true;
+      --i;
     } else if (i + 1 >= argc) {
       Die("missing a value for " + flag);
     } else if (flag == "--shoal")
@@ -206,13 +244,18 @@ int main(int argc, char** argv) {
   if (shoal.empty() || users < 1 || rounds < 1 || rounds > 25 ||
       (!compare_only && jobs < 9000 * rounds + 1000))
     Die("usage: server_bench --shoal PATH [--jobs N>9000 x rounds] [--users N] [--compare-only] "
-        "[--rounds 1-25]");
+        "[--array-memory-only] [--rounds 1-25]");
   ::signal(SIGPIPE, SIG_IGN);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
 
   char tmpl[] = "/tmp/shoal-server-bench-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) Die("mkdtemp");
   const std::string dir = tmpl;
+  if (array_memory_only) {
+    ArrayMemory(shoal, dir);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   const std::string plain_dir = dir + "-plain";
   ServerProcess server(shoal, dir, /*tls=*/true);
   ServerProcess plain(shoal, plain_dir, /*tls=*/false);
@@ -363,5 +406,6 @@ int main(int argc, char** argv) {
   server.Stop();
   std::filesystem::remove_all(dir);
   std::filesystem::remove(dir + ".log");
+  ArrayMemory(shoal, dir);
   return 0;
 }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <memory>
+#include <string>
 
 #include "api/json_reader.h"
 
@@ -15,6 +17,32 @@ int64_t MilliFromCpus(double cpus) {
 }
 double CpusFromMilli(int64_t milli) {
   return static_cast<double>(milli) / 1000.0;
+}
+
+// An array's tasks are encoded and decoded one after another, each naming
+// the same array: a one-entry cache per thread on each side makes that one
+// expansion (decoding) or one formatting (encoding) per array, and the
+// decoded tasks share their ArraySpec as the controller's own do. The cache
+// keeps its last entry alive; an entry is never changed.
+Result<std::shared_ptr<const ArraySpec>> SharedArraySpec(const std::string& text) {
+  thread_local std::string last_text;
+  thread_local std::shared_ptr<const ArraySpec> last;
+  if (last == nullptr || text != last_text) {
+    SHOAL_ASSIGN_OR_RETURN(ArraySpec parsed, ParseArraySpec(text));
+    last = std::make_shared<const ArraySpec>(std::move(parsed));
+    last_text = text;
+  }
+  return last;
+}
+
+std::string ArrayText(const std::shared_ptr<const ArraySpec>& array) {
+  thread_local std::shared_ptr<const ArraySpec> last;
+  thread_local std::string last_text;
+  if (array != last) {
+    last_text = FormatArraySpec(*array);
+    last = array;
+  }
+  return last_text;
 }
 
 }  // namespace
@@ -99,7 +127,7 @@ Json ToJson(const JobSpec& s) {
     j["signal_before_s"] = s.signal_before_s;
     if (s.signal_batch_only) j["signal_batch_only"] = true;
   }
-  if (s.array) j["array"] = FormatArraySpec(*s.array);
+  if (s.array) j["array"] = ArrayText(s.array);
   if (!s.acceptance_node.empty()) j["acceptance_node"] = s.acceptance_node;
   return j;
 }
@@ -193,8 +221,7 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
     }
   }
   if (!array.empty()) {
-    SHOAL_ASSIGN_OR_RETURN(ArraySpec a, ParseArraySpec(array));
-    s.array = a;
+    SHOAL_ASSIGN_OR_RETURN(s.array, SharedArraySpec(array));
   }
   SHOAL_RETURN_IF_ERROR(s.Validate().WithContext("job"));
   return s;

@@ -67,6 +67,26 @@ TEST(JsonTest, JobSpecRoundTrips) {
   EXPECT_EQ(ToJson(*again), once);
 }
 
+// An array's tasks are one record each, all naming the same array: decoding
+// them one after another shares one ArraySpec instead of expanding the
+// indices again for every task (memory and time quadratic in the tasks).
+TEST(JsonTest, TasksOfOneArrayShareTheirArraySpec) {
+  const Json task = Json{{"command", "true"}, {"array", "0-99999%5"}};
+  auto first = JobSpecFromJson(task);
+  auto second = JobSpecFromJson(task);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_NE(first->array, nullptr);
+  EXPECT_EQ(first->array.get(), second->array.get());
+  EXPECT_EQ(first->array->indices.size(), 100000u);
+  EXPECT_EQ(first->array->max_running, 5);
+  auto other = JobSpecFromJson(Json{{"command", "true"}, {"array", "0-9"}});
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->array->indices.size(), 10u);
+  EXPECT_EQ(first->array->indices.size(), 100000u);  // the first is unchanged
+  EXPECT_EQ(ToJson(*first)["array"], "0-99999%5");
+  EXPECT_EQ(ToJson(*other)["array"], "0-9");
+}
+
 TEST(JsonTest, AnyOfDependenciesRoundTrip) {
   JobSpec spec;
   spec.command = "true";

@@ -99,10 +99,10 @@ TEST_F(ControllerMailTest, FailOnlyMailsFailuresAndRequeuesAreTold) {
 TEST_F(ControllerMailTest, AnArrayIsMailedAsAWholeUnlessArrayTasks) {
   Register("n1");
   JobSpec whole = Mailed("BEGIN,END");
-  whole.array = *ParseArraySpec("0-2");
+  whole.array = std::make_shared<const ArraySpec>(*ParseArraySpec("0-2"));
   Submit(kAlice, whole);
   JobSpec each = Mailed("BEGIN,ARRAY_TASKS");
-  each.array = *ParseArraySpec("0-1");
+  each.array = std::make_shared<const ArraySpec>(*ParseArraySpec("0-1"));
   Submit(kAlice, each);
   c_.SchedulePass(At(1));
   std::vector<MailOrder> m = Mails();

@@ -83,6 +83,18 @@ TEST_F(ControllerTest, ListingsFilterByPartitionAndStartAfterACursor) {
   EXPECT_EQ(ids("", c.value()), (Ids{}));
 }
 
+TEST_F(ControllerTest, AnArraysTasksShareOneArraySpec) {
+  JobSpec spec = Spec(1);
+  spec.array = std::make_shared<const ArraySpec>(*ParseArraySpec("0-999"));
+  Submit(kAlice, spec);
+  auto tasks = c_.ListJobs(kAlice, JobFilter());
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->size(), 1000u);
+  for (const auto& t : *tasks)
+    EXPECT_EQ(t->spec.array.get(), tasks->front()->spec.array.get());
+  EXPECT_EQ(tasks->back()->array_task_id, 999);
+}
+
 TEST_F(ControllerTest, UsersTouchOnlyTheirOwnJobs) {
   Register("n1");
   JobId mine = Submit(kAlice, Spec(1));
@@ -522,7 +534,7 @@ TEST_F(ControllerTest, DependenciesHoldsAndArrays) {
   held.hold = true;
   JobId h = Submit(kAlice, held);
   JobSpec array = Spec(1);
-  array.array = ArraySpec{{0, 1, 2, 3}, 2};
+  array.array = std::make_shared<const ArraySpec>(ArraySpec{{0, 1, 2, 3}, 2});
   auto r = c_.Submit(kAlice, array, At(0));
   ASSERT_TRUE(r.ok());
   ASSERT_EQ((*r)["jobs"].size(), 4u);
@@ -658,7 +670,7 @@ TEST_F(ControllerTest, TestOnlySaysWhenAndWhereAndStoresNothing) {
 TEST_F(ControllerTest, AnArraysIdCancelsEveryTaskAndATasksIdThatTaskAlone) {
   Register("n1");
   JobSpec array = Spec(1);
-  array.array = ArraySpec{{0, 1, 2, 3, 4}, 2};
+  array.array = std::make_shared<const ArraySpec>(ArraySpec{{0, 1, 2, 3, 4}, 2});
   auto r = c_.Submit(kAlice, array, At(0));
   ASSERT_TRUE(r.ok());
   std::vector<JobId> tasks;

@@ -79,7 +79,8 @@ TEST_P(StoreTest, RoundTripsEveryKindOfRecord) {
   Batch batch;
   Job running = TestJob(2, JobState::kRunning);
   running.spec.dependencies = {Dependency{DependencyType::kAfterAny, JobId(1)}};
-  running.spec.array = ArraySpec{.indices = {0, 1, 2, 3}, .max_running = 2};
+  running.spec.array =
+      std::make_shared<const ArraySpec>(ArraySpec{.indices = {0, 1, 2, 3}, .max_running = 2});
   running.array_job_id = JobId(2);
   running.array_task_id = 0;
   running.spec.script = true;

@@ -82,7 +82,7 @@ TEST(DirectivesTest, MixedSbatchAndShoalLines) {
   EXPECT_TRUE(s.requeue);
   EXPECT_TRUE(s.exclusive);
   EXPECT_EQ(s.constraints, (std::vector<std::string>{"ib", "nvme"}));
-  ASSERT_TRUE(s.array.has_value());
+  ASSERT_NE(s.array, nullptr);
   EXPECT_EQ(s.array->max_running, 2);
   EXPECT_TRUE(s.script);
   EXPECT_EQ(s.command, script);

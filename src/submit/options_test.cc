@@ -147,7 +147,7 @@ TEST(OptionsTest, MemoryArrayAndDependencyOptionsInEachForm) {
       {{"--mem=1G", "--mem=2G"}, [](const JobSpec& s) { EXPECT_EQ(s.mem_mib_per_node, 2048); }},
       {{"--array=0-3%2"},
        [](const JobSpec& s) {
-         ASSERT_TRUE(s.array.has_value());
+         ASSERT_NE(s.array, nullptr);
          EXPECT_EQ(s.array->indices, (std::vector<int>{0, 1, 2, 3}));
          EXPECT_EQ(s.array->max_running, 2);
        }},

@@ -274,7 +274,7 @@ Status Resolve(const Request& r, JobSpec& spec) {
   SHOAL_RETURN_IF_ERROR(ResolveCpus(r, spec));
   SHOAL_RETURN_IF_ERROR(ResolveMemory(r, spec));
   if (r.time_limit) spec.time_limit = *r.time_limit;
-  if (r.array) spec.array = *r.array;
+  if (r.array) spec.array = std::make_shared<const ArraySpec>(*r.array);
   if (r.dependencies) {
     spec.dependencies = r.dependencies->deps;
     spec.dependency_any = r.dependencies->any;
