@@ -180,9 +180,10 @@ void ArrayMemory(const std::string& shoal, const std::string& dir) {
     std::filesystem::remove_all(state);
     std::filesystem::remove(state + ".log");
   }
-  std::printf("server resident memory with %d pending jobs: %.1f MiB as single jobs, %.1f MiB as "
-              "one array (%.2fx)\n",
-              kTasks, rss[0], rss[1], rss[1] / rss[0]);
+  std::printf(
+      "server resident memory with %d pending jobs: %.1f MiB as single jobs, %.1f MiB as "
+      "one array (%.2fx)\n",
+      kTasks, rss[0], rss[1], rss[1] / rss[0]);
 }
 
 double SelfCpuSeconds() {

@@ -35,6 +35,18 @@ Result<std::shared_ptr<const ArraySpec>> SharedArraySpec(const std::string& text
   return last;
 }
 
+// The same for a spec's large parts: a decoded value equal to the last one
+// decoded on this thread becomes that one, shared.
+template <typename T>
+void ShareWithTheLastDecoded(Shared<T>& value) {
+  thread_local Shared<T> last;
+  if (value == last) {
+    value = last;
+  } else {
+    last = value;
+  }
+}
+
 std::string ArrayText(const std::shared_ptr<const ArraySpec>& array) {
   thread_local std::shared_ptr<const ArraySpec> last;
   thread_local std::string last_text;
@@ -81,11 +93,11 @@ Json ToJson(const JobSpec& s) {
   if (!s.reservation.empty()) j["reservation"] = s.reservation;
   if (s.mail_types != 0) j["mail_type"] = FormatMailTypes(s.mail_types);
   if (!s.mail_user.empty()) j["mail_user"] = s.mail_user;
-  j["command"] = s.command;
+  j["command"] = s.command.get();
   j["script"] = s.script;
   if (!s.script_args.empty()) j["script_args"] = s.script_args;
   if (!s.argv.empty()) j["argv"] = s.argv;
-  if (!s.env.empty()) j["env"] = s.env;
+  if (!s.env.empty()) j["env"] = s.env.get();
   j["work_dir"] = s.work_dir;
   if (!s.stdout_path.empty()) j["stdout"] = s.stdout_path;
   if (!s.stderr_path.empty()) j["stderr"] = s.stderr_path;
@@ -224,6 +236,8 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
     SHOAL_ASSIGN_OR_RETURN(s.array, SharedArraySpec(array));
   }
   SHOAL_RETURN_IF_ERROR(s.Validate().WithContext("job"));
+  ShareWithTheLastDecoded(s.command);
+  ShareWithTheLastDecoded(s.env);
   return s;
 }
 

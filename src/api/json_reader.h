@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/shared.h"
 #include "core/status.h"
 
 namespace shoal::api {
@@ -110,6 +111,12 @@ class ObjectReader {
   void Convert(const Json& v, const char* key, std::map<std::string, double>* out);
   void Convert(const Json& v, const char* key, std::map<std::string, std::string>* out);
   void Convert(const Json& v, const char* key, Json* out);  // any JSON, read by the caller
+  template <typename T>
+  void Convert(const Json& v, const char* key, Shared<T>* out) {
+    T value;
+    Convert(v, key, &value);
+    *out = std::move(value);
+  }
   void WrongType(const char* key, const char* want);
 
   const Json& j_;

@@ -87,6 +87,30 @@ TEST(JsonTest, TasksOfOneArrayShareTheirArraySpec) {
   EXPECT_EQ(ToJson(*other)["array"], "0-9");
 }
 
+// The same for a script and an environment: the records of an array's
+// tasks, decoded one after another (a restart, the history), share them.
+TEST(JsonTest, TasksDecodedInARowShareTheirScriptAndEnvironment) {
+  Json task = Json{{"command", "#!/bin/sh\ntrain.sh\n"},
+                   {"script", true},
+                   {"env", {{"HOME", "/home/alice"}, {"LR", "0.1"}}}};
+  auto first = JobSpecFromJson(task);
+  auto second = JobSpecFromJson(task);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE(first->command.SharesWith(second->command));
+  EXPECT_TRUE(first->env.SharesWith(second->env));
+  task["env"]["LR"] = "0.2";
+  auto third = JobSpecFromJson(task);
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(third->env.SharesWith(first->env));
+  EXPECT_EQ(third->env->at("LR"), "0.2");
+  EXPECT_EQ(first->env->at("LR"), "0.1");
+  EXPECT_TRUE(third->command.SharesWith(first->command));
+  // Encoded as the plain values they hold.
+  const Json back = ToJson(*third);
+  EXPECT_EQ(back["command"], "#!/bin/sh\ntrain.sh\n");
+  EXPECT_EQ(back["env"], (Json{{"HOME", "/home/alice"}, {"LR", "0.2"}}));
+}
+
 TEST(JsonTest, AnyOfDependenciesRoundTrip) {
   JobSpec spec;
   spec.command = "true";

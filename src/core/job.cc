@@ -351,7 +351,7 @@ Status CheckTextFields(const JobSpec& s) {
     SHOAL_RETURN_IF_ERROR(CheckText(what, text, kMaxNameBytes));
   }
   SHOAL_RETURN_IF_ERROR(
-      CheckText(s.script ? "the batch script" : "the command", s.command, kMaxScriptBytes));
+      CheckText(s.script ? "the batch script" : "the command", s.command.get(), kMaxScriptBytes));
   if (!s.script_args.empty() && !s.script)
     return InvalidArgument("arguments are for a batch script; this job has none");
   if (!s.argv.empty() && s.script)

@@ -13,6 +13,7 @@
 
 #include "core/cluster.h"
 #include "core/ids.h"
+#include "core/shared.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -143,14 +144,16 @@ struct JobSpec {
   std::string qos;
   std::string reservation;  // --reservation: runs only there, only while it lasts
 
-  std::string command;  // what runs; a batch script's text when `script` is set
+  // What runs; a batch script's text when `script` is set. Shared (as is
+  // `env`) by the tasks of an array.
+  Shared<std::string> command;
   bool script = false;
   std::vector<std::string> script_args{};  // the batch script's arguments ($1, ...)
   // A command given as words (`shoal submit -- python x.py`): run as they
   // are, without a shell, as srun runs its program (signals then reach the
   // program itself); `command` is then their shell-quoted join, for people.
   std::vector<std::string> argv{};
-  std::map<std::string, std::string> env;
+  Shared<std::map<std::string, std::string>> env;
   std::string work_dir;
   std::string stdout_path;
   std::string stderr_path;

@@ -83,15 +83,22 @@ TEST_F(ControllerTest, ListingsFilterByPartitionAndStartAfterACursor) {
   EXPECT_EQ(ids("", c.value()), (Ids{}));
 }
 
-TEST_F(ControllerTest, AnArraysTasksShareOneArraySpec) {
+// One copy of the array, the script and the environment for all the tasks.
+TEST_F(ControllerTest, AnArraysTasksShareTheirSpecsLargeParts) {
   JobSpec spec = Spec(1);
   spec.array = std::make_shared<const ArraySpec>(*ParseArraySpec("0-999"));
+  spec.env = {{"HOME", "/home/alice"}, {"PATH", "/usr/bin:/bin"}};
   Submit(kAlice, spec);
   auto tasks = c_.ListJobs(kAlice, JobFilter());
   ASSERT_TRUE(tasks.ok());
   ASSERT_EQ(tasks->size(), 1000u);
-  for (const auto& t : *tasks)
-    EXPECT_EQ(t->spec.array.get(), tasks->front()->spec.array.get());
+  const JobSpec& first = tasks->front()->spec;
+  for (const auto& t : *tasks) {
+    EXPECT_EQ(t->spec.array.get(), first.array.get());
+    EXPECT_TRUE(t->spec.env.SharesWith(first.env));
+    EXPECT_TRUE(t->spec.command.SharesWith(first.command));
+  }
+  EXPECT_EQ(first.env->at("PATH"), "/usr/bin:/bin");
   EXPECT_EQ(tasks->back()->array_task_id, 999);
 }
 
@@ -266,7 +273,7 @@ TEST_F(ControllerTest, BadSubmissionsAreRefusedWithReasons) {
     return s;
   };
   Case cases[] = {
-      {"no command", spec([](JobSpec& s) { s.command.clear(); }), StatusCode::kInvalidArgument},
+      {"no command", spec([](JobSpec& s) { s.command = ""; }), StatusCode::kInvalidArgument},
       {"unknown partition", spec([](JobSpec& s) { s.partition = "cpu"; }),
        StatusCode::kInvalidArgument},
       {"nine GPUs on one node", spec([](JobSpec& s) {

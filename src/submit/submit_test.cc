@@ -324,10 +324,10 @@ TEST(SlurmOptionsTest, ExportSaysWhichVariablesTravel) {
   Submission named = MustParse({"--export=PATH,HOME,LR=0.1", "--wrap=x"});
   EXPECT_FALSE(named.export_all);
   EXPECT_EQ(named.export_names, (std::vector<std::string>{"PATH", "HOME"}));
-  EXPECT_EQ(named.spec.env.at("LR"), "0.1");
+  EXPECT_EQ(named.spec.env->at("LR"), "0.1");
   Submission all_plus = MustParse({"--export=ALL,LR=0.2", "--wrap=x"});
   EXPECT_TRUE(all_plus.export_all);
-  EXPECT_EQ(all_plus.spec.env.at("LR"), "0.2");
+  EXPECT_EQ(all_plus.spec.env->at("LR"), "0.2");
   EXPECT_FALSE(ParseSubmit({"--export=ALL,NONE", "--wrap=x"}, "", "").ok());
   EXPECT_FALSE(ParseSubmit({"--export=1BAD", "--wrap=x"}, "", "").ok());
 }
