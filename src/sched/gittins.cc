@@ -46,4 +46,22 @@ double GittinsTable::Index(double attained) const {
   return index_[i];
 }
 
+void ServiceHistory::Record(double gpu_s) {
+  if (service_.size() < kWindow) {
+    service_.push_back(gpu_s);
+  } else {
+    service_[next_] = gpu_s;
+  }
+  next_ = (next_ + 1) % kWindow;
+  if (++since_rebuild_ < kRebuildEvery && table_ != nullptr) return;
+  Rebuild();
+}
+
+void ServiceHistory::Rebuild() {
+  since_rebuild_ = 0;
+  std::vector<double> sorted = service_;
+  std::sort(sorted.begin(), sorted.end());
+  table_ = std::make_shared<const GittinsTable>(sorted);
+}
+
 }  // namespace shoal::sched

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace shoal::sched {
@@ -33,6 +34,29 @@ class GittinsTable {
  private:
   std::vector<double> grid_;   // attained-service points
   std::vector<double> index_;  // the index at each point
+};
+
+// The service (GPU-seconds) of the last kWindow jobs that completed, and
+// their Gittins table, rebuilt every kRebuildEvery completions (only past
+// jobs: no lookahead). The simulator and the controller keep one each for a
+// policy whose sort uses the history (SortPlugin::UsesServiceHistory).
+class ServiceHistory {
+ public:
+  static constexpr size_t kWindow = 2000;
+  static constexpr size_t kRebuildEvery = 50;
+
+  void Record(double gpu_s);
+  // Builds the table from what is recorded now (after recording many at once).
+  void Rebuild();
+  // Null until the first completion; empty below GittinsTable::kMinHistory.
+  const std::shared_ptr<const GittinsTable>& table() const { return table_; }
+  size_t size() const { return service_.size(); }
+
+ private:
+  std::vector<double> service_;  // a ring of the last kWindow
+  size_t next_ = 0;
+  size_t since_rebuild_ = 0;
+  std::shared_ptr<const GittinsTable> table_;
 };
 
 }  // namespace shoal::sched

@@ -34,6 +34,26 @@ TEST(GittinsTest, ByHand) {
   EXPECT_DOUBLE_EQ(GittinsTable::Compute(eq, pe, 5), 0.2);
 }
 
+TEST(GittinsTest, ServiceHistoryKeepsAWindowAndRebuildsNowAndThen) {
+  ServiceHistory h;
+  EXPECT_EQ(h.table(), nullptr);
+  h.Record(10);
+  ASSERT_NE(h.table(), nullptr);  // built at the first completion: too little history yet
+  EXPECT_TRUE(h.table()->empty());
+  for (size_t i = 1; i < ServiceHistory::kRebuildEvery; ++i)
+    h.Record(10);
+  EXPECT_TRUE(h.table()->empty()) << "not rebuilt before " << ServiceHistory::kRebuildEvery;
+  h.Record(10);
+  ASSERT_FALSE(h.table()->empty());
+  EXPECT_DOUBLE_EQ(h.table()->Index(0), 0.1);  // every job needed 10 GPU-seconds
+  // The window keeps the last kWindow: after that many of 1000, 10 is gone.
+  for (size_t i = 0; i < ServiceHistory::kWindow; ++i)
+    h.Record(1000);
+  EXPECT_EQ(h.size(), ServiceHistory::kWindow);
+  h.Rebuild();
+  EXPECT_DOUBLE_EQ(h.table()->Index(0), 0.001);
+}
+
 TEST(GittinsTest, TableNeedsHistoryAndLooksUp) {
   EXPECT_TRUE(GittinsTable(std::vector<double>(31, 1.0)).empty());
   std::vector<double> s(16, 1.0);

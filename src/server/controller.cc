@@ -632,6 +632,7 @@ void Controller::Finish(Job& job, JobState state, Time now) {
   requests_.erase(job.id.value());
   decisions_.erase(job.id.value());
   finished_[job.id.value()] = state;
+  if (state == JobState::kCompleted) RecordService(job.gpu_seconds);
   evict_order_.push_back({now, job.id.value()});
   forget_order_.push_back({now, job.id.value()});
   --active_;

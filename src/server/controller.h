@@ -33,6 +33,7 @@
 #include "core/cluster.h"
 #include "core/job.h"
 #include "core/time.h"
+#include "sched/gittins.h"
 #include "sched/inventory.h"
 #include "sched/plan.h"
 #include "sched/policy.h"
@@ -200,6 +201,12 @@ class Controller {
 
   // Takes over the state a store loaded. Called once, before any command.
   Status Restore(const state::Loaded& loaded, Time now);
+  // A policy that ranks by the service past jobs needed (gittins) learns it
+  // from the jobs that complete; at start, the store's last completed jobs
+  // (`completed`, newest first) stand in for what it saw before.
+  bool UsesServiceHistory() const { return policy_->sort().UsesServiceHistory(); }
+  void SeedServiceHistory(const std::vector<Job>& completed);
+  size_t ServiceHistorySize() const { return service_.size(); }
 
   // --- commands (each returns its reply body or an error; none throws) ---
   Result<api::Json> Submit(const Identity& who, JobSpec spec, Time now);
@@ -430,6 +437,7 @@ class Controller {
   void Record(const Job& job);
   void RecordNode(const NodeRecord& n);
   void Finish(Job& job, JobState state, Time now);
+  void RecordService(double gpu_s);
   void StopJob(Job& job, JobState ending_as, Time now, const std::string& why,
                bool requeue_after = false);
   void RequeueNow(Job& job, Time now, const std::string& why);
@@ -493,6 +501,7 @@ class Controller {
 
   ControllerConfig config_;
   std::optional<sched::Policy> policy_;
+  sched::ServiceHistory service_;  // with a policy that uses it (gittins)
   std::shared_ptr<const sched::Inventory> inventory_;
   std::map<uint64_t, std::shared_ptr<const Job>> jobs_;  // active and recently finished
   std::unordered_map<uint64_t, sched::Request> requests_;

@@ -206,6 +206,17 @@ sched::JobInfo Controller::InfoOf(const Job& job,
   return info;
 }
 
+void Controller::RecordService(double gpu_s) {
+  if (UsesServiceHistory()) service_.Record(gpu_s);
+}
+
+void Controller::SeedServiceHistory(const std::vector<Job>& completed) {
+  if (!UsesServiceHistory() || completed.empty()) return;
+  for (auto it = completed.rbegin(); it != completed.rend(); ++it)
+    service_.Record(it->gpu_seconds);
+  service_.Rebuild();
+}
+
 sched::Snapshot Controller::RunningSnapshot(
     std::unordered_map<std::string, int>& account_index) const {
   sched::Snapshot snap;
@@ -224,6 +235,7 @@ sched::Snapshot Controller::RunningSnapshot(
         {a.name, a.shares, u == usage_.end() ? 0.0 : u->second.usage_gpu_s, a.max_gpus});
   }
   AddQosAndReservations(snap);
+  snap.service_index = service_.table();
   for (const auto& [id, r] : running_) {
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;

@@ -102,6 +102,41 @@ TEST_F(ControllerTest, AnArraysTasksShareTheirSpecsLargeParts) {
   EXPECT_EQ(tasks->back()->array_task_id, 999);
 }
 
+// gittins on a server: the service of the jobs that complete, and at start
+// the store's, feed its table; other policies keep no history.
+TEST_F(ControllerTest, GittinsLearnsTheServiceOfCompletedJobs) {
+  ControllerConfig cfg = Config();
+  cfg.policy = "gittins";
+  Controller g(cfg);
+  ASSERT_TRUE(g.UsesServiceHistory());
+  EXPECT_FALSE(c_.UsesServiceHistory());
+  std::vector<Job> past(40);
+  for (size_t i = 0; i < past.size(); ++i) {
+    past[i].state = JobState::kCompleted;
+    past[i].gpu_seconds = 100.0 * static_cast<double>(i + 1);
+  }
+  g.SeedServiceHistory(past);
+  c_.SeedServiceHistory(past);
+  EXPECT_EQ(g.ServiceHistorySize(), 40u);
+  EXPECT_EQ(c_.ServiceHistorySize(), 0u);
+
+  for (Controller* c : {&g, &c_}) {
+    ASSERT_TRUE(c->RegisterNode(kNodeAgent, MakeNode("n1", 8), At(0)).ok());
+    auto submitted = c->Submit(kAlice, Spec(1), At(0));
+    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    const JobId id((*submitted)["jobs"][0].get<uint64_t>());
+    c->SchedulePass(At(1));
+    Heartbeat hb;
+    hb.events.push_back({id, 1, 0, JobEvent::kExited, 0, 0, ""});
+    ASSERT_TRUE(c->ReceiveHeartbeat(kNodeAgent, "n1", hb, At(61)).ok());
+    auto shown = c->ShowJob(kAdmin, id);
+    ASSERT_TRUE(shown.ok());
+    EXPECT_EQ((*shown)["state"], "completed");
+  }
+  EXPECT_EQ(g.ServiceHistorySize(), 41u);
+  EXPECT_EQ(c_.ServiceHistorySize(), 0u);
+}
+
 TEST_F(ControllerTest, UsersTouchOnlyTheirOwnJobs) {
   Register("n1");
   JobId mine = Submit(kAlice, Spec(1));

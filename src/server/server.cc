@@ -173,6 +173,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   SHOAL_ASSIGN_OR_RETURN(state::Loaded loaded,
                          impl->store->Load(clock.Now() - options.controller.dependency_horizon));
   SHOAL_RETURN_IF_ERROR(impl->controller->Restore(loaded, clock.Now()));
+  if (impl->controller->UsesServiceHistory()) {
+    state::HistoryQuery completed;
+    completed.states = {JobState::kCompleted};
+    completed.limit = static_cast<int>(sched::ServiceHistory::kWindow);
+    SHOAL_ASSIGN_OR_RETURN(std::vector<Job> past, impl->store->History(completed));
+    impl->controller->SeedServiceHistory(past);
+  }
   // Bootstrap: the first start creates an admin and a node token.
   const bool fresh = loaded.tokens.empty();
   Identity bootstrap{"bootstrap", "admin"};

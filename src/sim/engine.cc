@@ -381,22 +381,9 @@ class Simulator {
     ++result_.preemptions;
   }
 
-  // The service of the last kServiceWindow completed jobs, as a Gittins table
-  // rebuilt every kServiceRebuild completions (only past jobs: no lookahead).
-  static constexpr size_t kServiceWindow = 2000;
-  static constexpr size_t kServiceRebuild = 50;
   void RecordService(double gpu_s) {
-    if (service_.size() < kServiceWindow) {
-      service_.push_back(gpu_s);
-    } else {
-      service_[service_next_] = gpu_s;
-    }
-    service_next_ = (service_next_ + 1) % kServiceWindow;
-    if (++service_since_rebuild_ < kServiceRebuild && snap_.service_index) return;
-    service_since_rebuild_ = 0;
-    std::vector<double> sorted = service_;
-    std::sort(sorted.begin(), sorted.end());
-    snap_.service_index = std::make_shared<const sched::GittinsTable>(sorted);
+    service_.Record(gpu_s);
+    snap_.service_index = service_.table();
   }
 
   void AddUsage(const SimJob& j, double gpu_s) {
@@ -749,9 +736,7 @@ class Simulator {
   std::vector<uint8_t> seen_;
   std::priority_queue<Event, std::vector<Event>, EventLater> events_;
   std::vector<sched::TypicalDemand> workload_;
-  std::vector<double> service_;
-  size_t service_next_ = 0;
-  size_t service_since_rebuild_ = 0;
+  sched::ServiceHistory service_;
   uint64_t seq_ = 0;
   Time now_{};
   Time usage_updated_{};
