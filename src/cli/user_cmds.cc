@@ -214,8 +214,9 @@ int RunQueue(const std::vector<std::string>& raw) {
       Status s = PrintJobsJson(c, query);
       return s.ok() ? kExitOk : Fail("queue", s);
     }
+    // The table needs no job's command or environment: leave them out.
     Json listed = Json::array();
-    Status s = ForEachJobPage(c, query, [&listed](const Json& jobs) {
+    Status s = ForEachJobPage(c, query + "brief=1&", [&listed](const Json& jobs) {
       for (const Json& j : jobs)
         listed.push_back(j);
     });

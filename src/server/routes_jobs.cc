@@ -89,8 +89,9 @@ struct JobPage {
 
 // The page of jobs `f` selects after f.after, at most f.limit (>= 1) of them:
 // the controller's, merged with the finished ones only the store still has
-// when finished states are asked for (server/job_pages.h).
-Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f) {
+// when finished states are asked for (server/job_pages.h). `brief`: without
+// their commands, scripts, arguments and environments.
+Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f, bool brief) {
   const size_t limit = f.limit;
   state::HistoryQuery q;
   for (JobState s : f.states) {
@@ -140,13 +141,17 @@ Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f
     if (!page.objects.empty()) page.objects += ',';
     const bool from_controller =
         s == cut.from_store || (c < cut.from_controller && controller_ids[c] < store_ids[s]);
-    page.objects += from_controller ? JobViewJson(parts.views[c++]).dump()
-                                    : api::ToJson(parts.stored[s++]).dump();
+    Json job = from_controller ? JobViewJson(parts.views[c++]) : api::ToJson(parts.stored[s++]);
+    if (brief) {
+      for (const char* bulky : {"command", "env", "argv", "script_args"})
+        job["spec"].erase(bulky);
+    }
+    page.objects += job.dump();
   }
   return page;
 }
 
-// GET /v1/jobs?state=&user=&all=1&partition=&limit=&after=: with `limit`,
+// GET /v1/jobs?state=&user=&all=1&partition=&limit=&after=&brief=1: with `limit`,
 // one page ({"jobs": [...], "next_after": id} while more follow); without,
 // every job, streamed a page at a time so that neither the server nor the
 // loop holds the whole listing at once.
@@ -175,7 +180,8 @@ void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& r
     if (!v.ok() || *v < 0) return Reply(res, InvalidArgument("after must be a job id"));
     f.after = static_cast<uint64_t>(*v);
   }
-  auto first = ReadJobPage(ctx, who, f);
+  const bool brief = req.get_param_value("brief") == "1";
+  auto first = ReadJobPage(ctx, who, f, brief);
   if (!first.ok()) return Reply(res, first.status());
   res.status = 200;
   if (paged || !first->next_after) {
@@ -189,11 +195,12 @@ void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& r
   // never a short one that looks whole.
   struct Stream {
     JobFilter filter;
+    bool brief;
     JobPage next;
     bool opened = false;
     bool any = false;  // an object written: the next one needs a comma
   };
-  auto st = std::make_shared<Stream>(Stream{f, std::move(*first)});
+  auto st = std::make_shared<Stream>(Stream{f, brief, std::move(*first)});
   res.set_chunked_content_provider("application/json",
                                    [&ctx, who, st](size_t, httplib::DataSink& sink) {
                                      std::string chunk;
@@ -206,7 +213,7 @@ void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& r
                                        return true;
                                      } else {
                                        st->filter.after = *st->next.next_after;
-                                       auto page = ReadJobPage(ctx, who, st->filter);
+                                       auto page = ReadJobPage(ctx, who, st->filter, st->brief);
                                        if (!page.ok()) return false;
                                        st->next = std::move(*page);
                                      }

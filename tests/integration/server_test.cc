@@ -326,6 +326,16 @@ TEST_F(ServerTest, ListingsComeInPagesOrWholeAndStreamed) {
   EXPECT_EQ(PagedIds(*bob_, "/v1/jobs?state=pending,cancelled&", 2), Range(2501, 2505));
   EXPECT_EQ(PagedIds(*alice_, "/v1/jobs?state=cancelled&", 3), std::vector<uint64_t>{});
 
+  // brief=1: what a table of the queue needs, without the bulky parts.
+  auto brief = bob_->Get("/v1/jobs?limit=1&brief=1");
+  ASSERT_TRUE(brief.ok() && brief->status == 200);
+  const Json spec = Json::parse(brief->body)["jobs"][0]["spec"];
+  EXPECT_EQ(spec["user"], "bob");
+  EXPECT_FALSE(spec.contains("command"));
+  EXPECT_FALSE(spec.contains("env"));
+  auto full = bob_->Get("/v1/jobs?limit=1");
+  EXPECT_EQ(Json::parse(full->body)["jobs"][0]["spec"]["command"], "exit:0:100");
+
   for (const char* bad : {"limit=0", "limit=10001", "limit=x", "after=-1", "after=x"})
     EXPECT_EQ(admin_->Get(std::string("/v1/jobs?") + bad)->status, 400) << bad;
   EXPECT_EQ(bob_->Get("/v1/jobs?all=1&limit=5")->status, 403);
