@@ -257,5 +257,20 @@ TEST(ReportTest, RendersEveryFormat) {
   EXPECT_EQ(Sparkline({0, 1}, 2), " █");
 }
 
+// Fill mode's dropped tasks: tasks and GPUs side by side, each labelled.
+TEST(ReportTest, FillModeLabelsTasksAndGpus) {
+  SimResult r;
+  r.policy = "fgd";
+  r.mode = Mode::kFill;
+  r.fill = {{.arrived = 1.0, .allocated = 0.9, .fragmented = 0.1, .arrived_tasks = 5,
+             .failed_tasks = 3}};
+  r.dropped_at_full = {{"1 GPU", 2, 2.0}, {"8 GPUs", 1, 8.0}};
+  const std::string table = RenderTable(ReportContext{"one", "inline", 8, 1, "", 1}, {r});
+  EXPECT_NE(table.find("dropped by 100%: tasks/GPUs"), std::string::npos) << table;
+  EXPECT_NE(table.find("3 / 10"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 / 8"), std::string::npos) << table;
+  EXPECT_NE(table.find("2 / 2"), std::string::npos) << table;
+}
+
 }  // namespace
 }  // namespace shoal::sim

@@ -185,7 +185,17 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
   if (fill) {
     row("GPU allocation at 100%", [](const Summary& s) { return Pct(s.allocation_at_full); });
     row("fragmented GPUs at 100%", [](const Summary& s) { return Pct(s.fragmentation_at_full); });
-    row("tasks dropped by 100%", [](const Summary& s) { return std::to_string(s.failed_at_full); });
+    // Tasks and the GPUs they asked for, each labelled: the two do not add up.
+    auto dropped = [](const SimResult& r, const std::string& kind) {
+      int tasks = 0;
+      double gpus = 0;
+      for (const DroppedKind& k : r.dropped_at_full) {
+        if (!kind.empty() && k.kind != kind) continue;
+        tasks += k.tasks;
+        gpus += k.gpus;
+      }
+      return fmt::format("{} / {:.0f}", tasks, gpus);
+    };
     std::vector<std::string> kinds;
     for (const SimResult& r : results) {
       for (const DroppedKind& k : r.dropped_at_full) {
@@ -193,14 +203,11 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
       }
     }
     std::sort(kinds.begin(), kinds.end());
+    kinds.insert(kinds.begin(), "");  // all kinds first
     for (const std::string& kind : kinds) {
-      out += fmt::format("{:<28}", "  " + kind + " (GPUs)");
-      for (const SimResult& r : results) {
-        double g = 0;
-        for (const DroppedKind& k : r.dropped_at_full)
-          g += k.kind == kind ? k.gpus : 0;
-        out += fmt::format("{:>{}}", fmt::format("{:.0f}", g), w);
-      }
+      out += fmt::format("{:<28}", kind.empty() ? "dropped by 100%: tasks/GPUs" : "  " + kind);
+      for (const SimResult& r : results)
+        out += fmt::format("{:>{}}", dropped(r, kind), w);
       out += "\n";
     }
     out += "\nGPU allocation as arrived demand grows (allocated / cluster GPUs)\n";
