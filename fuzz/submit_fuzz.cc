@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (sub.ok()) {
     CheckSpec(sub->spec);
     // An empty script text means no script: "job.sh" is then the command.
-    Require(text.empty() ? !sub->spec.script : sub->spec.script && sub->spec.command == text);
+    Require(text.empty() ? !sub->spec.script : sub->spec.script && sub->spec.command.get() == text);
   }
 
   shoal::JobSpec spec;
@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (from_args.ok()) {
     CheckSpec(from_args->spec);
     // Without a script file, only --wrap makes a script, and it is a shell one.
-    Require(!from_args->spec.script || from_args->spec.command.starts_with("#!/bin/sh\n"));
+    Require(!from_args->spec.script || from_args->spec.command->starts_with("#!/bin/sh\n"));
   }
   auto command_start = shoal::submit::CommandStart(args);
   if (command_start.ok()) Require(*command_start <= args.size());

@@ -262,8 +262,8 @@ TEST(ReportTest, FillModeLabelsTasksAndGpus) {
   SimResult r;
   r.policy = "fgd";
   r.mode = Mode::kFill;
-  r.fill = {{.arrived = 1.0, .allocated = 0.9, .fragmented = 0.1, .arrived_tasks = 5,
-             .failed_tasks = 3}};
+  r.fill = {
+      {.arrived = 1.0, .allocated = 0.9, .fragmented = 0.1, .arrived_tasks = 5, .failed_tasks = 3}};
   r.dropped_at_full = {{"1 GPU", 2, 2.0}, {"8 GPUs", 1, 8.0}};
   const std::string table = RenderTable(ReportContext{"one", "inline", 8, 1, "", 1}, {r});
   EXPECT_NE(table.find("dropped by 100%: tasks/GPUs"), std::string::npos) << table;
