@@ -66,6 +66,7 @@ struct SimJob {
   Time seg_start{};
   Time end = kTimeNever;
   Time queued_since{};
+  Duration waited{0};         // pending, in all: first wait and after each preemption
   double ref_s = 0;           // true run time on the reference GPU
   double seg_duration_s = 0;  // the whole job's run time on the GPUs it has now
   double seg_overhead_s = 0;  // restart cost paid at the start of this run
@@ -284,6 +285,7 @@ class Simulator {
     j.alloc = std::move(alloc);
     j.phase = SimJob::Phase::kRunning;
     j.seg_start = now_;
+    j.waited += now_ - j.queued_since;
     if (j.first_start == kTimeNever) {
       j.first_start = now_;
       j.first_nodes = static_cast<int>(j.alloc.nodes.size());
@@ -592,6 +594,7 @@ class Simulator {
       r.gpu_equivalents = j.req.GpuEquivalents();
       r.submit = j.submit;
       r.first_start = j.first_start;
+      r.waited = j.waited;
       r.end = j.end;
       r.duration = DurationFromSeconds(j.ref_s);
       r.state = j.state;

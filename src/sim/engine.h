@@ -73,6 +73,7 @@ struct JobRecord {
   double gpu_equivalents = 0;
   Time submit{};
   Time first_start = kTimeNever;
+  Duration waited{0};  // pending in all, the first wait and every wait after a preemption
   Time end = kTimeNever;
   Duration duration{0};  // true run time on the reference GPU
   JobState state = JobState::kPending;

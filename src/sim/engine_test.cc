@@ -111,6 +111,12 @@ TEST(SimReplayTest, LasPreemptsAndChargesRestart) {
   // long ran 7200 s, then the rest (12800 s) plus the 30 s restart cost after short.
   EXPECT_EQ(ToSeconds(Find(r, "long").end), 7800 + 30 + 12800);
   EXPECT_EQ(Find(r, "long").restarts, 1);
+  // long started at once, then waited in the queue while short ran: that is
+  // waiting too, and the report's queueing counts it.
+  EXPECT_EQ(ToSeconds(Find(r, "long").first_start), 0);
+  EXPECT_EQ(ToSeconds(Find(r, "long").waited), 600);
+  EXPECT_EQ(ToSeconds(Find(r, "short").waited), 0);
+  EXPECT_DOUBLE_EQ(Summarize(r).queue_s.mean, 300);  // (600 + 0) / 2
 }
 
 TEST(SimReplayTest, DemotedJobIsPreemptedBetweenEvents) {

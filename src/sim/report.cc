@@ -87,7 +87,8 @@ Summary Summarize(const SimResult& r) {
     if (j.state != JobState::kCompleted) continue;
     ++s.completed;
     const double c = ToSeconds(j.end - j.submit);
-    const double q = ToSeconds(j.first_start - j.submit);
+    // Every wait: a preempted job's time back in the queue is waiting too.
+    const double q = ToSeconds(j.waited);
     const double sd = c / std::max(1.0, ToSeconds(j.duration));
     jct.push_back(c);
     queue.push_back(q);
