@@ -5,7 +5,7 @@ PRESET ?= release
 BUILD := build/$(PRESET)
 SHOAL := $(BUILD)/src/cli/shoal
 
-.PHONY: all deps configure build run sim test perf sanitize tsan fuzz format format-check \
+.PHONY: all deps configure build run sim test perf bench sanitize tsan fuzz format format-check \
   function-length clean
 
 # ccache hashes paths relative to the checkout, so that a clone in another
@@ -85,6 +85,8 @@ function-length: deps
 
 perf: build
 	@./perf/run.sh $(BUILD)
+
+bench: perf
 
 clean:
 	rm -rf build

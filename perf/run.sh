@@ -13,11 +13,17 @@ BUILD=${1:-build/release}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
+# These machines are shared: each section says how loaded the machine was
+# when it started (load averages over 1, 5 and 15 minutes, and the cores).
+load() { echo "   (machine load $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores)"; }
+
 echo "== scheduling pass"
+load
 "$BUILD/perf/sched_bench" 10000 3
 
 echo
 echo "== simulator: 100,000 jobs on 1,000 GPUs"
+load
 # The trace: Microsoft ITP cluster04 (15,802 jobs over 60 days, ~490 GPUs busy
 # on average, shipped in data/traces), copied end to end with new ids until
 # 100,000 jobs, arrivals compressed so the 1,000-GPU cluster runs at about
@@ -54,8 +60,10 @@ rm -f /tmp/shoal-bench-out.txt
 
 echo
 echo "== controller: durable submissions, latencies and memory with 100,000 jobs"
+load
 "$BUILD/perf/server_bench" --shoal "$BUILD/src/cli/shoal" --jobs 100000
 
 echo
 echo "== agents: submit -> start latency, 2,000 trivial jobs on 8 x 8 simulated GPUs, agent RSS/CPU"
+load
 "$BUILD/perf/agent_bench" --shoal "$BUILD/src/cli/shoal" --nodes 8 --jobs 2000
