@@ -158,6 +158,11 @@ struct JobFilter {
   std::string partition{};       // empty: every partition
   uint64_t after = 0;
   size_t limit = 0;
+
+  // Whose jobs it selects when `who` asks; empty: every user's.
+  std::string UserFor(const Identity& who) const {
+    return all_users ? "" : user.empty() ? who.user : user;
+  }
 };
 
 // Node id -> name, replaced whole (never changed) when nodes change, so that

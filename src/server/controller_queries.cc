@@ -28,7 +28,7 @@ Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Ident
   if (f.all_users && !who.admin()) return Denied("only admins list every user's jobs");
   if (!f.user.empty() && f.user != who.user && !who.admin())
     return Denied("you may list only your own jobs");
-  const std::string user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
+  const std::string user = f.UserFor(who);
   std::vector<std::shared_ptr<const Job>> out;
   for (auto it = jobs_.upper_bound(f.after); it != jobs_.end(); ++it) {
     const Job& job = *it->second;

@@ -100,7 +100,7 @@ Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f
   std::vector<Job> stored;
   std::optional<uint64_t> store_bound;
   if (!q.states.empty()) {
-    q.user = f.all_users ? "" : f.user.empty() ? who.user : f.user;
+    q.user = f.UserFor(who);
     q.after_id = f.after;
     q.by_id = true;
     q.limit = static_cast<int>(limit + 1);
