@@ -198,9 +198,10 @@ Status PrintJobsJson(ApiClient& c, const std::string& query) {
 int RunQueue(const std::vector<std::string>& raw) {
   ServerCommand cmd("queue", "Pending and running jobs: why they wait, where they run.");
   std::string user, state, partition;
-  bool all = false;
+  bool all = false, noheader = false;
   cmd.app().add_option("-u,--user", user, "this user's jobs (default: yours)")->type_name("USER");
   cmd.app().add_flag("-a,--all", all, "every user's jobs (admins)");
+  cmd.app().add_flag("--noheader", noheader, "no header line (as squeue --noheader), for scripts");
   cmd.app()
       .add_option("-t,--state", state, "only jobs in these states, e.g. pending,running")
       ->type_name("STATES");
@@ -252,10 +253,10 @@ int RunQueue(const std::vector<std::string>& raw) {
                       Elapsed(now - (running ? Num(j, "start_time") : Num(j, "submit_time"))),
                       running ? NodeList(j) : "(" + Str(j, "reason") + ")"});
     }
-    std::printf("%s", Table({"JOBID", "NAME", "USER", "PARTITION", "STATE", "GPUS", "TIME",
-                             "NODES (REASON)"},
-                            rows)
-                          .c_str());
+    std::string table = Table(
+        {"JOBID", "NAME", "USER", "PARTITION", "STATE", "GPUS", "TIME", "NODES (REASON)"}, rows);
+    if (noheader) table.erase(0, table.find('\n') + 1);
+    std::printf("%s", table.c_str());
     return kExitOk;
   });
 }

@@ -30,9 +30,13 @@ class Mailer;
 class TokenCache;
 
 struct LoopOptions {
-  size_t max_queue = 20000;                                // waiting calls before 503
-  size_t max_batch = 2000;                                 // calls per transaction
-  Duration pass_interval = std::chrono::milliseconds(20);  // least time between scheduling passes
+  size_t max_queue = 20000;  // waiting calls before 503
+  size_t max_batch = 2000;   // calls per transaction
+  // Least time between scheduling passes. Small: a job submitted just after
+  // a pass waits this long for the next (at 20 ms, a node's next job
+  // waited ~16 ms for a pass after the one its predecessor's end set off);
+  // pass_spacing below is what bounds the passes' share of the loop.
+  Duration pass_interval = std::chrono::milliseconds(2);
   // While work keeps arriving, passes are also kept this many pass durations
   // apart, so that scheduling takes at most 1/(1+k) of the loop's time and a
   // long queue cannot starve submissions (Slurm bounds its event-driven

@@ -61,6 +61,7 @@ check "misspelt option" 2 "did you mean --partition" -- "$SHOAL" submit --partit
 check "negative gpus" 2 "gpus" -- "$SHOAL" submit --gpus=-1 --wrap true
 check "nothing to run" 2 "nothing to run" -- "$SHOAL" submit --gpus 1
 check "queue" 0 "train" -- "$SHOAL" queue
+check "queue --noheader: the rows without the header" 0 "^ok$" -- sh -c "'$SHOAL' queue --noheader > '$TMP/rows' && grep -q train '$TMP/rows' && ! grep -q JOBID '$TMP/rows' && echo ok"
 check "queue json" 0 "ok" -- sh -c "'$SHOAL' queue --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"]) >= 3; print(\"ok\")'"
 check "queue by state" 0 "pending" -- "$SHOAL" queue --state pending
 check "queue bad state" 1 "unknown job state" -- "$SHOAL" queue --state bogus
