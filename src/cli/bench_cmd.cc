@@ -2,6 +2,7 @@
 // they should do (`shoal bench node`), or judge saved results again
 // (`shoal bench report FILE`). The CUDA tests live in shoal-bench-node, a
 // separate binary beside this one, so that `shoal` itself never needs CUDA.
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -86,7 +87,30 @@ int Judge(acceptance::NodeResults raw, std::vector<acceptance::TelemetrySample> 
   return report.passed ? 0 : 1;
 }
 
+// Why this host cannot run the CUDA tests, or "" when it has a driver: one
+// line instead of every test failing with cudaErrorInsufficientDriver. A
+// tests binary named by --binary or $SHOAL_BENCH_NODE is run regardless
+// (a stand-in, or one that knows better).
+std::string MissingDriver(const BenchArgs& a) {
+  const char* env = std::getenv("SHOAL_BENCH_NODE");
+  if (!a.binary.empty() || (env != nullptr && *env != '\0')) return "";
+  void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (cuda != nullptr) {
+    ::dlclose(cuda);
+    return "";
+  }
+  const char* why = ::dlerror();
+  return fmt::format(
+      "no NVIDIA driver on this host ({}): node acceptance measures real GPUs; run it on a GPU "
+      "node, or see the expectations with --simulated --model MODEL",
+      why != nullptr ? why : "libcuda.so.1 cannot be loaded");
+}
+
 int RunNodeTests(const BenchArgs& a, const acceptance::SpecLookup& lookup) {
+  if (std::string why = MissingDriver(a); !why.empty()) {
+    std::cerr << "shoal bench: " << why << "\n";
+    return 1;
+  }
   acceptance::NodeRunOptions run;
   run.binary = a.binary;
   run.timeout_s = a.timeout_s;

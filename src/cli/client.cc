@@ -32,23 +32,32 @@ bool IsLocalServer(const std::string& server) {
   return hp.ok() && (hp->first == "127.0.0.1" || hp->first == "localhost" || hp->first == "::1");
 }
 
+struct FoundToken {
+  std::string token;
+  std::string source;  // where it came from, for the error when it is refused
+};
+
 // Explicit tokens first; then, for a server on this host, a token for this
 // uid from the server's unix socket; last the operator's admin.token.
-std::string FindToken(const ClientFlags& flags, const std::string& server) {
-  if (!flags.token.empty()) return flags.token;
-  if (std::string t = Env("SHOAL_TOKEN"); !t.empty()) return t;
-  if (std::string f = Env("SHOAL_TOKEN_FILE"); !f.empty()) return ReadFirstLine(f);
+FoundToken FindToken(const ClientFlags& flags, const std::string& server) {
+  if (!flags.token.empty()) return {flags.token, "--token"};
+  if (std::string t = Env("SHOAL_TOKEN"); !t.empty()) return {t, "$SHOAL_TOKEN"};
+  if (std::string f = Env("SHOAL_TOKEN_FILE"); !f.empty())
+    return {ReadFirstLine(f), "$SHOAL_TOKEN_FILE (" + f + ")"};
   if (std::string h = Env("HOME"); !h.empty()) {
-    if (std::string t = ReadFirstLine(h + "/.config/shoal/token"); !t.empty()) return t;
+    const std::string file = h + "/.config/shoal/token";
+    if (std::string t = ReadFirstLine(file); !t.empty()) return {t, file};
   }
   if (IsLocalServer(server)) {
     std::vector<std::string> sockets = {DefaultStateDir() + "/shoal.sock", "/run/shoal/shoal.sock"};
     if (std::string s = Env("SHOAL_SOCKET"); !s.empty()) sockets = {s};
     for (const std::string& path : sockets) {
-      if (auto local = net::RequestLocalToken(path); local.ok()) return local->token;
+      if (auto local = net::RequestLocalToken(path); local.ok())
+        return {local->token, "the server's unix socket " + path};
     }
   }
-  return ReadFirstLine(DefaultStateDir() + "/admin.token");
+  const std::string admin = DefaultStateDir() + "/admin.token";
+  return {ReadFirstLine(admin), admin};
 }
 
 bool Exists(const std::string& path) {
@@ -93,7 +102,7 @@ Result<net::ClientOptions> ConnectOptions(const std::string& server, const std::
 
 Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
   const std::string server = flags.server.empty() ? DefaultServer() : flags.server;
-  const std::string token = FindToken(flags, server);
+  const auto [token, source] = FindToken(flags, server);
   if (token.empty()) {
     return Status(
         StatusCode::kUnauthenticated,
@@ -102,7 +111,7 @@ Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
   }
   SHOAL_ASSIGN_OR_RETURN(net::ClientOptions options, ConnectOptions(server, flags.ca_file, token));
   SHOAL_ASSIGN_OR_RETURN(auto http, net::HttpClient::Connect(server, options));
-  return ApiClient(std::move(http));
+  return ApiClient(std::move(http), source);
 }
 
 Result<api::Json> ApiClient::Answer(const Result<net::HttpResponse>& r) {
@@ -120,6 +129,7 @@ Result<api::Json> ApiClient::Answer(const Result<net::HttpResponse>& r) {
       break;
     case 401:
       code = StatusCode::kUnauthenticated;
+      detail += fmt::format(" (the token came from {})", token_source_);
       break;
     case 403:
       code = StatusCode::kPermissionDenied;

@@ -56,9 +56,13 @@ class ApiClient {
   Result<api::Json> Delete(const std::string& path);
 
  private:
-  explicit ApiClient(std::unique_ptr<net::HttpClient> http) : http_(std::move(http)) {}
+  ApiClient(std::unique_ptr<net::HttpClient> http, std::string token_source)
+      : http_(std::move(http)), token_source_(std::move(token_source)) {}
   Result<api::Json> Answer(const Result<net::HttpResponse>& r);
   std::shared_ptr<net::HttpClient> http_;
+  // Where the token came from, named when the server refuses it (the
+  // token of another cluster, read without a word, looked like a revoked one).
+  std::string token_source_;
 };
 
 // Prints "shoal <command>: <message>" to stderr and returns the exit code for s.

@@ -285,7 +285,9 @@ int RunTop(const std::vector<std::string>& raw) {
   CLI::App app{"Every GPU of the cluster, live: utilisation, memory, power, temperature, job.",
                std::string(kWho)};
   AddClientFlags(app, flags);
-  app.add_flag("--once", once, "print one frame and stop (the default when stdout is no terminal)");
+  app.add_flag("--once", once,
+               "print one frame and stop (the default when stdout is no terminal, and with "
+               "--json)");
   app.add_option("--interval", interval_s, "seconds between frames, 0.2 to 3600 (default 2)")
       ->type_name("SECONDS");
   app.add_option("--sort", sort, "util, mem, power, temp or node (default node)")->type_name("KEY");
@@ -298,9 +300,15 @@ int RunTop(const std::vector<std::string>& raw) {
   SortKey key = *parsed_sort;
   auto client = ApiClient::Open(flags);
   if (!client.ok()) return Fail("top", client.status());
-  if (once || !::isatty(STDOUT_FILENO)) {
+  if (once || flags.json || !::isatty(STDOUT_FILENO)) {
     auto r = client->Get("/v1/nodes");
     if (!r.ok()) return Fail("top", r.status());
+    // As every command's --json: the server's answer, once (a live view of
+    // JSON would be `watch shoal top --json`).
+    if (flags.json) {
+      std::printf("%s\n", r->dump(2).c_str());
+      return kExitOk;
+    }
     for (const std::string& line : Frame((*r)["nodes"], key, false, 0))
       std::printf("%s\n", line.c_str());
     return kExitOk;

@@ -256,10 +256,12 @@ int RunUp(const std::vector<std::string>& raw) {
   // anything else it is told through the environment.
   if (state_dir != default_state_dir)
     std::printf("  export SHOAL_STATE_DIR=%s\n", state_dir.c_str());
+  // Simulated GPUs have no driver behind them: no nvidia-smi there.
+  std::printf("  shoal nodes\n%s", real ? "  shoal submit --gpus 1 -- nvidia-smi -L\n"
+                                        : "  shoal submit --gpus 1 --wrap 'echo GPU "
+                                          "$CUDA_VISIBLE_DEVICES on $SHOAL_NODE_NAME'\n");
   std::printf(
-      "  shoal nodes\n"
-      "  shoal submit --gpus 1 -- nvidia-smi -L       # any command; or a batch script with "
-      "#SBATCH lines\n"
+      "  shoal submit job.sh                          # a batch script with #SBATCH lines\n"
       "  shoal queue\n"
       "  shoal logs <job> -f\n"
       "  shoal history\n");

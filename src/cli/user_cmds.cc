@@ -314,9 +314,15 @@ int RunShow(const std::vector<std::string>& raw) {
       std::vector<std::string> g;
       for (const Json& x : a2["gpus"])
         g.push_back(x.dump());
-      line("  on",
-           fmt::format("{}: GPUs {}, {} CPUs, {}", Str(a2, "node"), Join(g, ","), Num(a2, "cpus"),
-                       FormatMemoryMib(static_cast<int64_t>(Num(a2, "mem_mib")))));
+      // Nothing reserved is no limit: such a job shares the node's CPUs and
+      // memory (Slurm users would read "0 CPUs, 0M" as a fault).
+      const double cpus = Num(a2, "cpus");
+      const auto mem = static_cast<int64_t>(Num(a2, "mem_mib"));
+      line("  on", fmt::format("{}: GPUs {}, {}, {}", Str(a2, "node"), Join(g, ","),
+                               cpus > 0 ? fmt::format("{:g} CPUs", cpus)
+                                        : std::string("the node's CPUs (none reserved)"),
+                               mem > 0 ? FormatMemoryMib(mem) + " of memory"
+                                       : std::string("memory not limited")));
     }
     line("time limit", Elapsed(Num(j, "time_limit_s")));
     line("submitted", fmt::format("{} ago", Elapsed(NowSeconds() - Num(j, "submit_time"))));
@@ -442,7 +448,8 @@ int RunRequeue(const std::vector<std::string>& args) {
 }
 
 int RunLogs(const std::vector<std::string>& raw) {
-  ServerCommand cmd("logs", "A job's output, from the node it runs on.");
+  ServerCommand cmd(
+      "logs", "A job's output, from the node it runs on (with --json, one object per piece read).");
   std::string job;
   bool follow = false, errors = false;
   cmd.app().add_option("JOB", job, "the job's id")->required()->check(JobId());
@@ -461,7 +468,15 @@ int RunLogs(const std::vector<std::string>& raw) {
         if (!(follow && r.status().code() == StatusCode::kFailedPrecondition))
           return Fail("logs", r.status());
       } else if (!r->body.empty()) {
-        std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+        if (cmd.flags().json) {
+          // One object per piece read (JSON Lines); bytes that are not
+          // UTF-8 become U+FFFD, as JSON has no other way to carry them.
+          const Json piece = {
+              {"job", id}, {"stream", stream}, {"offset", offset}, {"data", r->body}};
+          std::printf("%s\n", piece.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
+        } else {
+          std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+        }
         std::fflush(stdout);
         offset += static_cast<int64_t>(r->body.size());
         continue;  // there may be more at once

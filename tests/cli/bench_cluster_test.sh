@@ -25,6 +25,13 @@ check "simulated node passes" 0 "simulated: no measurement" -- \
 check "simulated fault fails" 1 "gpu3 gemm" -- \
   "$SHOAL" bench node --simulated --model H100-SXM-80GB --gpus 8 --simulated-fail gpu3:gemm
 check "simulated needs a model" 2 "needs --model" -- "$SHOAL" bench node --simulated
+# Without a driver, one line says so (not one CUDA error per test). On a
+# host with a driver the real tests would run instead: not this check.
+if ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
+  check "no driver: one line that says so" 1 "^shoal bench: no NVIDIA driver on this host (libcuda.so.1" -- \
+    "$SHOAL" bench node --quick
+  check "  and nothing else" 0 "" -- sh -c "test \$('$SHOAL' bench node --quick 2>&1 | wc -l) -eq 1"
+fi
 
 start_up --nodes 2 --profile dgx-h100 --config "$TMP/shoal.toml"
 cd "$TMP/work"

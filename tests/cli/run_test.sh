@@ -47,11 +47,12 @@ check "scontrol sho hostl" 0 "^gpu\[01-03\]$" -- "$TMP/scontrol" sho hostl gpu01
 check "scontrol: what it does not know" 2 "knows" -- "$TMP/scontrol" show host gpu01
 
 # srun --jobid: a step in a running job of one's own, from outside it.
-check "submit a job to step into" 0 "Submitted job" -- "$SHOAL" submit -o sleeper.out --wrap 'sleep 60'
+check "submit a job to step into" 0 "Submitted job" -- "$SHOAL" submit --gpus 1 -o sleeper.out --wrap 'sleep 60'
 sleeper=$(grep -o '[0-9]*' "$TMP/out" | head -1)
 for _ in $(seq 200); do "$SHOAL" show "$sleeper" 2>/dev/null | grep -q 'state.*running' && break; sleep 0.1; done
 check "run --jobid: in that job" 0 "^$sleeper$" -- "$SHOAL" run --jobid "$sleeper" -n 1 printenv SLURM_JOB_ID
 check "  and the job goes on" 0 "running" -- "$SHOAL" show "$sleeper"
+check "show: a GPU-only job has the node's CPUs and memory, not 0" 0 "GPUs [0-9]*, the node's CPUs (none reserved), memory not limited" -- "$SHOAL" show "$sleeper"
 "$SHOAL" cancel "$sleeper" > /dev/null
 
 # Job arrays: pending tasks are one line of the queue (squeue's 7_[2-5%2]),
@@ -106,6 +107,7 @@ for r in 0 1 2 3; do
   check "  srun task $r" 0 "" -- grep -qx "task $r" "fan-$job.out"
 done
 check "  srun's exit code reaches the script" 0 "" -- grep -qx "srun said 1" "fan-$job.out"
+check "logs --json: the output as JSON objects" 0 "^ok$" -- sh -c "'$SHOAL' logs --json $job | python3 -c 'import json,sys; p=[json.loads(l) for l in sys.stdin]; assert p and p[0][\"job\"] == $job and p[0][\"offset\"] == 0; assert \"srun said 1\" in \"\".join(x[\"data\"] for x in p); print(\"ok\")'"
 check "shoal show lists the steps" 0 "steps" -- "$SHOAL" show "$job"
 
 # sbatch's environment: the submitting shell's variables travel (--export),

@@ -29,6 +29,7 @@ for _ in $(seq 100); do
 done
 
 check "top --once" 0 "shoal top" -- "$SHOAL" top --once
+check "top --json: the nodes and their GPUs, once" 0 "^ok$" -- sh -c "'$SHOAL' top --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert {n[\"name\"] for n in d[\"nodes\"]} >= {\"b01\"}; print(\"ok\")'"
 check "a row per GPU" 0 "" -- sh -c "test \$('$SHOAL' top --once | grep -c -E '^(a-node|b01)') -eq 4"
 check "utilisation shown" 0 "95%" -- "$SHOAL" top --once
 check "long names cut to fit" 0 "a-node-with~" -- "$SHOAL" top --once

@@ -79,6 +79,9 @@ check "bob cannot list all" 4 "only admins" -- env SHOAL_TOKEN="$BOB" "$SHOAL" q
 check "bob cannot make tokens" 4 "admin" -- env SHOAL_TOKEN="$BOB" "$SHOAL" token create --user eve
 check "bob submits" 0 "Submitted job" -- env SHOAL_TOKEN="$BOB" "$SHOAL" submit --wrap true
 check "bad token" 4 "token" -- env SHOAL_TOKEN=shoal_0123456789ab_0000000000000000000000000000000000000000 "$SHOAL" queue
+check "a refused token: the error says where it came from" 4 "the token came from .SHOAL_TOKEN)" -- env SHOAL_TOKEN=shoal_0123456789ab_0000000000000000000000000000000000000000 "$SHOAL" queue
+echo shoal_0123456789ab_0000000000000000000000000000000000000000 > "$TMP/other-cluster.token"
+check "  a token file: its path" 4 "the token came from .SHOAL_TOKEN_FILE ($TMP/other-cluster.token)" -- env SHOAL_TOKEN_FILE="$TMP/other-cluster.token" "$SHOAL" queue
 check "unreachable" 3 "cannot reach" -- env SHOAL_SERVER=127.0.0.1:1 "$SHOAL" queue
 
 check "hold" 0 "" -- "$SHOAL" hold 2
