@@ -103,12 +103,12 @@
     }
   }
 
-  async function request(path) {
+  async function request(path, init = {}) {
     const token = auth.token();
     if (!token) throw new AuthError('no token');
     let res;
     try {
-      res = await fetch(path, { headers: { Authorization: `Bearer ${token}` }, cache: 'no-store' });
+      res = await fetch(path, { ...init, headers: { ...(init.headers || {}), Authorization: `Bearer ${token}` }, cache: 'no-store' });
     } catch (e) {
       throw new HttpError(0, 'the server cannot be reached');
     }
@@ -124,6 +124,71 @@
     return res;
   }
   const getJson = async (path) => (await request(path)).json();
+  const postJson = async (path, body) => (await request(path, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body || {}),
+  })).json();
+
+  // A button for one of the API's actions, asked for again before it is
+  // sent: `ask()` returns false to stop, or the request's body. The page
+  // refreshes after it, whatever the answer; refusals show in the status line.
+  function actionButton(name, label, ask, path) {
+    const b = h('button', { type: 'button', 'data-action': name }, label);
+    b.addEventListener('click', async () => {
+      const body = ask();
+      if (body === false) return;
+      b.disabled = true;
+      try {
+        await postJson(path, body);
+        setStatus(`${label}: done`);
+      } catch (e) {
+        if (e instanceof AuthError) return showLogin(e.message);
+        setStatus(`${label}: ${e.message}`, true);
+      } finally {
+        b.disabled = false;
+        tick();
+      }
+    });
+    return b;
+  }
+
+  // What the signed-in identity may do to job j: its owner and admins may
+  // cancel it, hold and release it while it waits, requeue it while it runs.
+  function jobActions(j) {
+    const s = j.spec || {};
+    if (!me || (me.role !== 'admin' && me.user !== s.user)) return [];
+    const path = (verb) => `/v1/jobs/${encodeURIComponent(j.id)}/${verb}`;
+    const sure = (q) => () => (window.confirm(q) ? {} : false);
+    const out = [];
+    if (j.state === 'pending' || j.state === 'running') {
+      out.push(actionButton('cancel', 'Cancel', sure(`Cancel job ${j.id}? ${j.state === 'running' ? 'Its processes are stopped.' : 'It leaves the queue.'}`), path('cancel')));
+    }
+    if (j.state === 'pending') {
+      out.push(s.hold || j.reason === 'held'
+        ? actionButton('release', 'Release', sure(`Release job ${j.id}? It may start at once.`), path('release'))
+        : actionButton('hold', 'Hold', sure(`Hold job ${j.id}? It stays in the queue and does not start.`), path('hold')));
+    }
+    if (j.state === 'running') {
+      out.push(actionButton('requeue', 'Requeue', sure(`Requeue job ${j.id}? It is stopped and queued again.`), path('requeue')));
+    }
+    return out;
+  }
+
+  // Drain and resume a node: admins only (the server checks too).
+  function nodeActions(n) {
+    if (!me || me.role !== 'admin') return [];
+    const path = (verb) => `/v1/nodes/${encodeURIComponent(n.name)}/${verb}`;
+    if (n.state === 'up') {
+      return [actionButton('drain', 'Drain', () => {
+        const reason = window.prompt(`Drain ${n.name}: it finishes what runs and takes nothing new. Why?`, '');
+        return reason === null ? false : { reason: reason || 'drained from the dashboard' };
+      }, path('drain'))];
+    }
+    if (n.state === 'draining' || n.state === 'drained') {
+      return [actionButton('resume', 'Resume', () => (window.confirm(`Resume ${n.name}? It takes jobs again.`) ? {} : false),
+        path('resume'))];
+    }
+    return [];
+  }
 
   // Time series are optional (an older server has none, a new node has no
   // points yet): null stands for "no data yet"; only a refused token fails.
@@ -532,7 +597,8 @@
       });
       this.logNote = h('span', { class: 'muted' });
       this.log = h('pre', { class: 'log', id: 'log' });
-      main.append(this.title,
+      this.actions = h('div', { class: 'toolbar actions', id: 'job-actions' });
+      main.append(this.title, this.actions,
         h('div', { class: 'grid2' },
           h('div', { class: 'card' }, this.fields),
           h('div', { class: 'card' }, h('h2', null, 'Efficiency'), this.efficiency)),
@@ -561,6 +627,7 @@
     renderJob(j) {
       const s = j.spec || {};
       this.title.replaceChildren(`Job ${j.id}${s.name ? ` · ${s.name}` : ''} `, badge(j.state), ...(j.idle ? [' ', badge('idle')] : []));
+      this.actions.replaceChildren(...jobActions(j));
       document.title = `Job ${j.id} · Shoal`;
       const now = nowS();
       const rows = [
@@ -629,10 +696,11 @@
 
     mount(main) {
       this.title = h('h1', null, `Node ${this.name}`);
+      this.actions = h('div', { class: 'toolbar actions', id: 'node-actions' });
       this.fields = h('dl', { class: 'fields' });
       this.gpus = h('tbody');
       this.chartGrid = h('div', { class: 'charts', id: 'gpu-charts' });
-      main.append(this.title,
+      main.append(this.title, this.actions,
         h('div', { class: 'grid2' },
           h('div', { class: 'card' }, h('h2', null, 'GPUs now'),
             h('table', null, h('thead', null, h('tr', null, ['GPU', 'Model', 'Health', 'Util.', 'Memory', 'Power', 'Temp.', 'Job']
@@ -646,6 +714,7 @@
       const [n, series] = await Promise.all([getJson(path), getSeries(`${path}/series`)]);
       document.title = `${n.name} · Shoal`;
       this.title.replaceChildren(`Node ${n.name} `, badge(n.state));
+      this.actions.replaceChildren(...nodeActions(n));
       const owner = new Map();
       for (const j of n.jobs) for (const i of parseGpuList(j.gpus)) owner.set(i, j);
       this.fields.replaceChildren(...[

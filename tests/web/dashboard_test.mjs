@@ -192,6 +192,94 @@ try {
   });
   await page.screenshot({ path: shot('job.png'), fullPage: true });
 
+  // ---- actions, each asked again before it is sent ----
+  const stateOf = (id) => JSON.parse(shoal('show', '--json', id)).state;
+  const reasonOf = (id) => JSON.parse(shoal('show', '--json', id)).reason || '';
+  const actionsShown = (sel) => page.locator(`${sel} button`).evaluateAll((bs) => bs.map((b) => b.dataset.action).join(','));
+  await check("a running job's page offers cancel and requeue, and a dismissed question sends nothing", async () => {
+    await page.waitForFunction(() => document.querySelectorAll('#job-actions button').length === 2, null, { timeout: 10000 });
+    const shown = await actionsShown('#job-actions');
+    expect(shown === 'cancel,requeue', `actions ${shown}`);
+    page.once('dialog', (d) => d.dismiss());
+    await page.click('#job-actions button[data-action="cancel"]');
+    await page.waitForTimeout(1000);
+    expect(stateOf(job) === 'running', `state ${stateOf(job)} after a dismissed cancel`);
+  });
+  await check('cancel, confirmed, cancels the job', async () => {
+    page.once('dialog', (d) => d.accept());
+    await page.click('#job-actions button[data-action="cancel"]');
+    await page.waitForFunction(() => /cancelled/.test(document.querySelector('main h1')?.textContent), null, { timeout: 15000 });
+    expect(stateOf(job) === 'cancelled', `state ${stateOf(job)}`);
+    const left = await page.locator('#job-actions button').count();
+    expect(left === 0, `${left} actions left on a cancelled job`);
+  });
+
+  let waiting = '';
+  await check('hold and release a pending job', async () => {
+    const out = shoal('submit', '--gpus', '1', '--job-name', 'web-later', '--begin', String(Math.floor(Date.now() / 1000) + 3600),
+      '--chdir', env.WORK_DIR, '--wrap', 'true');
+    waiting = (out.match(/Submitted job (\d+)/) || [])[1];
+    expect(waiting, `submit said: ${out}`);
+    await page.goto(`${origin}/#/jobs/${waiting}`);
+    await page.waitForSelector('#job-actions button[data-action="hold"]', { timeout: 10000 });
+    page.once('dialog', (d) => d.accept());
+    await page.click('#job-actions button[data-action="hold"]');
+    await page.waitForSelector('#job-actions button[data-action="release"]', { timeout: 10000 });
+    expect(reasonOf(waiting) === 'held', `reason ${reasonOf(waiting)} after hold`);
+    await page.screenshot({ path: shot('job-held.png'), fullPage: true });
+    page.once('dialog', (d) => d.accept());
+    await page.click('#job-actions button[data-action="release"]');
+    await page.waitForSelector('#job-actions button[data-action="hold"]', { timeout: 10000 });
+    expect(reasonOf(waiting) !== 'held', 'still held after release');
+  });
+
+  await check('an admin drains a node, with a reason, and resumes it', async () => {
+    await page.goto(`${origin}/#/nodes/node03`);
+    await page.waitForSelector('#node-actions button[data-action="drain"]', { timeout: 10000 });
+    page.once('dialog', (d) => d.accept('web test'));
+    await page.click('#node-actions button[data-action="drain"]');
+    await page.waitForSelector('#node-actions button[data-action="resume"]', { timeout: 10000 });
+    const node = JSON.parse(shoal('nodes', '--json')).nodes.find((n) => n.name === 'node03');
+    expect(/drain/.test(node.state) && /web test/.test(JSON.stringify(node)), `node03: ${node.state}`);
+    await page.screenshot({ path: shot('node-drained.png'), fullPage: true });
+    page.once('dialog', (d) => d.accept());
+    await page.click('#node-actions button[data-action="resume"]');
+    await page.waitForSelector('#node-actions button[data-action="drain"]', { timeout: 10000 });
+    const after = JSON.parse(shoal('nodes', '--json')).nodes.find((n) => n.name === 'node03');
+    expect(after.state === 'up', `node03: ${after.state} after resume`);
+  });
+
+  await check("a user has the actions on their own job, none on another's, none on nodes", async () => {
+    const made = shoal('token', 'create', '--user', 'webbob', '--role', 'user');
+    const bob = (made.match(/shoal_[A-Za-z0-9_]+/) || [])[0];
+    expect(bob, `token create said: ${made}`);
+    const out = execFileSync(env.SHOAL, ['submit', '--gpus', '1', '--job-name', 'bobs', '--hold', '--chdir', env.WORK_DIR,
+      '--wrap', 'true'], { encoding: 'utf8', env: { ...env, SHOAL_TOKEN: bob }, timeout: 20000 });
+    const bobs = (out.match(/Submitted job (\d+)/) || [])[1];
+    expect(bobs, `submit said: ${out}`);
+    const other = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      await other.goto(`${origin}/#token=${encodeURIComponent(bob)}`);
+      await other.waitForSelector('.gpu-tile', { timeout: 10000 });
+      await other.goto(`${origin}/#/jobs/${bobs}`);
+      await other.waitForFunction(() => document.querySelectorAll('#job-actions button').length === 2, null, { timeout: 10000 });
+      const own = await other.locator('#job-actions button').evaluateAll((bs) => bs.map((b) => b.dataset.action).join(','));
+      expect(own === 'cancel,release', `actions on bob's own held job: ${own}`);
+      await other.goto(`${origin}/#/jobs/${waiting}`);
+      await other.waitForFunction(() => /another user/.test(document.getElementById('status')?.textContent), null, { timeout: 10000 });
+      const theirs = await other.locator('#job-actions button').count();
+      expect(theirs === 0, `${theirs} actions on another user's job`);
+      await other.goto(`${origin}/#/nodes/node03`);
+      await other.waitForFunction(() => /node03 up/.test(document.querySelector('main h1')?.textContent), null, { timeout: 10000 });
+      const onNode = await other.locator('#node-actions button').count();
+      expect(onNode === 0, `${onNode} node actions for a user`);
+    } finally {
+      await other.close();
+    }
+    shoal('cancel', bobs);
+  });
+  if (waiting) shoal('cancel', waiting);
+
   await check("a node's page has a chart per GPU", async () => {
     await page.goto(`${origin}/#/nodes/node01`);
     await page.waitForFunction((n) => document.querySelectorAll('#gpu-charts > div').length === n, GPUS_PER_NODE,
