@@ -411,7 +411,9 @@
       this.renderModels(nodes.nodes);
       this.renderNodes(nodes.nodes);
       const pts = (series && series.points) || [];
-      this.clusterChart.xWindow = [since, nowS()];
+      // From the first sample: a server up for minutes does not squeeze its
+      // data into the right edge of the window.
+      this.clusterChart.xWindow = [pts.length ? Math.max(since, pts[0][0]) : since, nowS()];
       this.clusterChart.update(['Mean GPU utilisation', 'GPUs allocated'],
         pts.length ? [pts.map((p) => p[0]), pts.map((p) => p[1]), pts.map((p) => (p[2] == null ? null : p[2] * 100))] : null);
     }
@@ -431,12 +433,15 @@
       const up = nodes.filter((n) => n.state === 'up').length;
       const count = (s) => jobs.filter((j) => j.state === s).length;
       const fig = (value, label) => h('div', { class: 'figure' }, h('b', null, value), h('span', null, label));
+      // The GPU figures are the whole cluster's; a user's job counts are
+      // their own (the API lists only those), and say so.
+      const whose = me && me.role === 'admin' ? 'all users\' ' : 'your ';
       this.figures.replaceChildren(
         fig(`${up} / ${nodes.length}`, 'nodes up'),
-        fig(`${used} / ${gpus}`, `GPUs allocated (${gpus ? Math.round((100 * used) / gpus) : 0}%)`),
+        fig(`${used} / ${gpus}`, `GPUs allocated, all users (${gpus ? Math.round((100 * used) / gpus) : 0}%)`),
         fig(utilN ? fmtPct(utilSum / utilN) : '–', 'mean GPU utilisation'),
-        fig(String(count('running')), 'jobs running'),
-        fig(String(count('pending')), 'jobs pending'));
+        fig(String(count('running')), `${whose}jobs running`),
+        fig(String(count('pending')), `${whose}jobs pending`));
     }
 
     renderModels(nodes) {
@@ -488,22 +493,24 @@
     }
   }
 
-  function gpuTile(node, g, job, href) {
+  function gpuTile(node, g, holder, href) {
+    // Another user's job is "in use" to a user; admins see whose it is.
+    const job = holder && (!me || me.role === 'admin' || holder.user === me.user) ? holder : null;
     const t = g.telemetry;
     const util = t ? t.util : null;
     const classes = ['gpu-tile'];
     if (!t) classes.push('unknown');
-    if (!job) classes.push('free');
+    if (!holder) classes.push('free');
     if (g.healthy === false) classes.push('sick');
     const style = t ? `background:${viridis(util / 100)};color:${util < 55 ? '#fff' : '#111'}` : '';
     const tip = [`${node.name} GPU ${g.index} · ${g.model}`,
       t ? `utilisation ${fmtPct(util)} · memory ${fmtGiB(t.fb_used_mib)} of ${fmtGiB(g.memory_mib)} · ${Math.round(t.power_w)} W · ${Math.round(t.temp_c)} °C`
         : 'no telemetry yet',
-      job ? `job ${job.job} (${job.user})` : 'free',
+      job ? `job ${job.job} (${job.user})` : holder ? 'in use by another user' : 'free',
       g.healthy === false ? `UNHEALTHY: ${g.health_reason || 'reported by the agent'}` : 'healthy'].join('\n');
     return h('a', { class: classes.join(' '), href, style, title: tip, 'data-gpu': g.index, 'aria-label': tip },
       h('span', { class: 'u' }, t ? Math.round(util) : '–'),
-      h('span', { class: 'j' }, job ? `#${job.job}` : 'free'));
+      h('span', { class: 'j' }, job ? `#${job.job}` : holder ? 'in use' : 'free'));
   }
 
   class JobsView extends View {

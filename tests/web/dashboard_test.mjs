@@ -257,10 +257,21 @@ try {
       '--wrap', 'true'], { encoding: 'utf8', env: { ...env, SHOAL_TOKEN: bob }, timeout: 20000 });
     const bobs = (out.match(/Submitted job (\d+)/) || [])[1];
     expect(bobs, `submit said: ${out}`);
+    const runs = (shoal('submit', '--gpus', '1', '--job-name', 'roots', '--chdir', env.WORK_DIR, '--wrap', 'sleep 60')
+      .match(/Submitted job (\d+)/) || [])[1];
+    expect(runs, 'no job submitted');
     const other = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {
       await other.goto(`${origin}/#token=${encodeURIComponent(bob)}`);
       await other.waitForSelector('.gpu-tile', { timeout: 10000 });
+      // Another user's running job: "in use" on its tile, not its number.
+      await other.waitForFunction(() => [...document.querySelectorAll('.gpu-tile .j')].some((e) => e.textContent === 'in use'),
+        null, { timeout: 15000 });
+      const numbers = await other.locator('.gpu-tile .j').evaluateAll((es) => es.filter((e) => e.textContent.startsWith('#')).length);
+      expect(numbers === 0, `${numbers} tiles show another user's job number`);
+      const figures = await other.locator('.figures').innerText();
+      expect(/your jobs running/.test(figures) && /GPUs allocated, all users/.test(figures), `figures: ${figures}`);
+      await other.screenshot({ path: shot('overview-as-user.png'), fullPage: true });
       await other.goto(`${origin}/#/jobs/${bobs}`);
       await other.waitForFunction(() => document.querySelectorAll('#job-actions button').length === 2, null, { timeout: 10000 });
       const own = await other.locator('#job-actions button').evaluateAll((bs) => bs.map((b) => b.dataset.action).join(','));
@@ -277,6 +288,7 @@ try {
       await other.close();
     }
     shoal('cancel', bobs);
+    shoal('cancel', runs);
   });
   if (waiting) shoal('cancel', waiting);
 
