@@ -513,19 +513,69 @@
       h('span', { class: 'j' }, job ? `#${job.job}` : holder ? 'in use' : 'free'));
   }
 
+  // The queue's columns: header, sort key (null: not sortable), cell.
+  const QUEUE_COLUMNS = [
+    ['Job', (j) => j.id, (j) => jobLink(j)],
+    ['Name', (j) => (j.spec || {}).name || '', (j) => (j.spec || {}).name || ''],
+    ['User', (j) => (j.spec || {}).user || '', (j) => (j.spec || {}).user || ''],
+    ['Account', (j) => (j.spec || {}).account || '', (j) => (j.spec || {}).account || '–'],
+    ['Partition', (j) => (j.spec || {}).partition || '', (j) => (j.spec || {}).partition || '–'],
+    ['QoS', (j) => (j.spec || {}).qos || '', (j) => (j.spec || {}).qos || '–'],
+    ['State', (j) => j.state, (j) => [badge(j.state), j.idle ? [' ', badge('idle')] : null]],
+    ['Reason', (j) => jobReason(j), (j) => jobReason(j)],
+    ['GPUs', (j) => jobGpuCount(j), (j) => jobGpuCount(j)],
+    ['Where', null, (j) => jobWhere(j)],
+    ['Time', (j) => (j.state === 'running' ? j.start_time : j.estimated_start || j.submit_time) || 0, (j, now) => jobTime(j, now)],
+    ['Util.', (j) => (j.efficiency || {}).util_mean_pct ?? -1, (j) => jobUtil(j)],
+  ];
+
+  // Finished array tasks as one row per array (`21_[0-49]`, counts by
+  // state), in the order of their first task; single jobs as they are.
+  function groupArrays(jobs) {
+    const out = [];
+    const byArray = new Map();
+    for (const j of jobs) {
+      if (j.array_job_id == null || j.array_task_id == null) {
+        out.push({ job: j });
+        continue;
+      }
+      let g = byArray.get(j.array_job_id);
+      if (!g) {
+        g = { array: j.array_job_id, tasks: [] };
+        byArray.set(j.array_job_id, g);
+        out.push(g);
+      }
+      g.tasks.push(j);
+    }
+    return out.map((g) => (g.tasks && g.tasks.length === 1 ? { job: g.tasks[0] } : g));
+  }
+
   class JobsView extends View {
     mount(main) {
-      this.filter = h('input', { type: 'search', placeholder: 'filter: id, name, user, state', 'aria-label': 'filter jobs' });
+      this.filter = h('input', { type: 'search', placeholder: 'filter: id, name, user, account, partition, state', 'aria-label': 'filter jobs' });
       this.filter.addEventListener('input', () => this.render());
       this.count = h('span', { class: 'muted' });
       this.queue = h('tbody');
       this.finished = h('tbody');
-      const head = (...cols) => h('thead', null, h('tr', null, cols.map((c) => h('th', { class: /GPUs|Exit|Util/.test(c) ? 'num' : null }, c))));
+      this.sort = { column: null, down: false };
+      this.open = new Set();  // arrays shown task by task
+      const numeric = (c) => /GPUs|Exit|Util/.test(c);
+      const queueHead = h('thead', null, h('tr', null, QUEUE_COLUMNS.map(([name, key], i) => {
+        if (!key) return h('th', null, name);
+        const th = h('th', { class: `sortable${numeric(name) ? ' num' : ''}`, 'data-sort': name.toLowerCase(), title: `sort by ${name.toLowerCase()}` }, name);
+        th.addEventListener('click', () => {
+          this.sort = { column: i, down: this.sort.column === i ? !this.sort.down : false };
+          this.render();
+        });
+        return th;
+      })));
+      this.queueHead = queueHead;
+      const head = (...cols) => h('thead', null, h('tr', null, cols.map((c) => h('th', { class: numeric(c) ? 'num' : null }, c))));
       main.append(
         h('h1', null, 'Jobs'),
         h('div', { class: 'card' },
           h('div', { class: 'toolbar', style: 'margin-bottom: 8px' }, h('h2', { style: 'margin: 0' }, 'Queue'), this.filter, this.count),
-          h('table', { id: 'queue' }, head('Job', 'Name', 'User', 'State', 'Reason', 'GPUs', 'Where', 'Time', 'Util.'), this.queue)),
+          h('table', { id: 'queue' }, queueHead, this.queue)),
         h('div', { class: 'card' }, h('h2', null, 'Recently finished'),
           h('table', { id: 'finished' }, head('Job', 'Name', 'User', 'State', 'GPUs', 'Ended', 'Ran', 'Util.', 'Exit'), this.finished)));
     }
@@ -534,7 +584,7 @@
       const admin = me && me.role === 'admin';
       const [queue, history] = await Promise.all([
         getJson(`/v1/jobs${admin ? '?all=1' : ''}`),
-        getJson(`/v1/history?limit=25${admin ? '&all=1' : ''}`).catch((e) => {
+        getJson(`/v1/history?limit=200${admin ? '&all=1' : ''}`).catch((e) => {
           if (e instanceof AuthError) throw e;
           return { jobs: [] };
         }),
@@ -549,27 +599,63 @@
       if (!this.jobs) return;
       const words = this.filter.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
       const match = (j) => {
-        const text = `${j.id} ${(j.spec || {}).name || ''} ${(j.spec || {}).user || ''} ${j.state} ${j.reason || ''}`.toLowerCase();
+        const s = j.spec || {};
+        const text = `${j.id} ${s.name || ''} ${s.user || ''} ${s.account || ''} ${s.partition || ''} ${s.qos || ''} ${j.state} ${j.reason || ''}`.toLowerCase();
         return words.every((w) => text.includes(w));
       };
       const now = nowS();
       const shown = this.jobs.filter(match);
+      if (this.sort.column != null) {
+        const key = QUEUE_COLUMNS[this.sort.column][1];
+        const sign = this.sort.down ? -1 : 1;
+        shown.sort((a, b) => {
+          const x = key(a), y = key(b);
+          return sign * (typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y))) || a.id - b.id;
+        });
+      }
+      for (const [i, th] of [...this.queueHead.querySelectorAll('th')].entries()) {
+        th.classList.toggle('sorted', this.sort.column === i);
+        th.classList.toggle('down', this.sort.column === i && this.sort.down);
+      }
       this.count.textContent = `${shown.length} of ${this.jobs.length} jobs`;
       this.queue.replaceChildren(...shown.map((j) => h('tr', { 'data-job': j.id },
-        h('td', null, jobLink(j)), h('td', null, (j.spec || {}).name || ''), h('td', null, (j.spec || {}).user || ''),
-        h('td', null, badge(j.state), j.idle ? [' ', badge('idle')] : null), h('td', null, jobReason(j)),
-        h('td', { class: 'num' }, jobGpuCount(j)), h('td', null, jobWhere(j)), h('td', null, jobTime(j, now)),
-        h('td', { class: 'num', title: 'mean GPU utilisation so far' }, jobUtil(j)))));
+        QUEUE_COLUMNS.map(([name, , cell]) => h('td', { class: /GPUs|Util/.test(name) ? 'num' : null }, cell(j, now))))));
       if (!shown.length) {
-        this.queue.replaceChildren(h('tr', null, h('td', { colspan: 9, class: 'muted' },
+        this.queue.replaceChildren(h('tr', null, h('td', { colspan: QUEUE_COLUMNS.length, class: 'muted' },
           this.jobs.length ? 'no job matches the filter' : 'The queue is empty.')));
       }
-      const done = this.history.filter(match);
-      this.finished.replaceChildren(...done.map((j) => h('tr', { 'data-job': j.id },
+      const finishedRow = (j, cls) => h('tr', { 'data-job': j.id, class: cls || null },
         h('td', null, jobLink(j)), h('td', null, (j.spec || {}).name || ''), h('td', null, (j.spec || {}).user || ''),
         h('td', null, badge(j.state)), h('td', { class: 'num' }, jobGpuCount(j)), h('td', null, fmtTime(j.end_time)),
-        h('td', null, jobTime(j, now)), h('td', { class: 'num' }, jobUtil(j)), h('td', { class: 'num' }, j.exit_signal ? `signal ${j.exit_signal}` : j.exit_code ?? ''))));
-      if (!done.length) this.finished.replaceChildren(h('tr', null, h('td', { colspan: 9, class: 'muted' }, 'none')));
+        h('td', null, jobTime(j, now)), h('td', { class: 'num' }, jobUtil(j)), h('td', { class: 'num' }, j.exit_signal ? `signal ${j.exit_signal}` : j.exit_code ?? ''));
+      const rows = [];
+      for (const g of groupArrays(this.history.filter(match)).slice(0, 25)) {
+        if (g.job) {
+          rows.push(finishedRow(g.job));
+          continue;
+        }
+        const ids = g.tasks.map((t) => t.array_task_id).sort((a, b) => a - b);
+        const counts = new Map();
+        for (const t of g.tasks) counts.set(t.state, (counts.get(t.state) || 0) + 1);
+        const open = this.open.has(g.array);
+        const toggle = h('button', { type: 'button', class: 'link', 'aria-expanded': String(open) },
+          `${open ? '▾' : '▸'} ${g.array}_[${formatGpuList(ids)}]`);
+        toggle.addEventListener('click', () => {
+          if (this.open.has(g.array)) this.open.delete(g.array);
+          else this.open.add(g.array);
+          this.render();
+        });
+        const first = g.tasks[0];
+        rows.push(h('tr', { 'data-array': g.array, class: 'array-row' },
+          h('td', null, toggle), h('td', null, (first.spec || {}).name || ''), h('td', null, (first.spec || {}).user || ''),
+          h('td', null, [...counts.entries()].flatMap(([st, n], i) => [i ? ' ' : '', badge(`${n} ${st}`, st)])),
+          h('td', { class: 'num' }, g.tasks.reduce((n, t) => n + jobGpuCount(t), 0)),
+          h('td', null, fmtTime(Math.max(...g.tasks.map((t) => t.end_time || 0)))),
+          h('td', { class: 'muted' }, `${g.tasks.length} tasks`), h('td'), h('td')));
+        if (open) for (const t of [...g.tasks].sort((a, b) => a.array_task_id - b.array_task_id)) rows.push(finishedRow(t, 'array-task'));
+      }
+      this.finished.replaceChildren(...rows);
+      if (!rows.length) this.finished.replaceChildren(h('tr', null, h('td', { colspan: 9, class: 'muted' }, 'none')));
     }
   }
 

@@ -233,6 +233,40 @@ try {
     expect(reasonOf(waiting) !== 'held', 'still held after release');
   });
 
+  await check('the queue sorts by a column, both ways, and shows account, partition and QoS', async () => {
+    const later = (shoal('submit', '--gpus', '1', '--job-name', 'web-later-2', '--begin', String(Math.floor(Date.now() / 1000) + 3600),
+      '--chdir', env.WORK_DIR, '--wrap', 'true').match(/Submitted job (\d+)/) || [])[1];
+    expect(later, 'no job submitted');
+    await page.goto(`${origin}/#/jobs`);
+    await page.waitForSelector(`#queue tr[data-job="${later}"]`, { timeout: 10000 });
+    const heads = await page.locator('#queue thead th').allInnerTexts();
+    expect(['Account', 'Partition', 'QoS'].every((c) => heads.some((x) => x.startsWith(c))), `columns ${heads}`);
+    const ids = () => page.locator('#queue tbody tr').evaluateAll((rs) => rs.map((r) => Number(r.dataset.job)));
+    await page.click('#queue th[data-sort="job"]');
+    const up = await ids();
+    await page.click('#queue th[data-sort="job"]');
+    const down = await ids();
+    expect(up.length >= 2 && up.every((x, i) => !i || up[i - 1] < x), `ascending ${up}`);
+    expect(JSON.stringify(down) === JSON.stringify([...up].reverse()), `descending ${down}`);
+    shoal('cancel', later);
+  });
+
+  await check("a finished array is one row, N_[0-5] with its tasks' states, that opens", async () => {
+    const array = (shoal('submit', '--array', '0-5', '--gpus', '1', '--job-name', 'web-array', '--chdir', env.WORK_DIR,
+      '--wrap', 'test $SLURM_ARRAY_TASK_ID -ne 5').match(/Submitted job array (\d+)/) || [])[1];
+    expect(array, 'no array submitted');
+    await page.goto(`${origin}/#/jobs`);
+    const row = `#finished tr[data-array="${array}"]`;
+    await page.waitForFunction((sel) => /5 completed/.test(document.querySelector(sel)?.textContent || '') &&
+      /1 failed/.test(document.querySelector(sel)?.textContent || ''), row, { timeout: 30000 });
+    const text = await page.locator(row).innerText();
+    expect(text.includes(`${array}_[0-5]`) && /6 tasks/.test(text), `row: ${text}`);
+    expect(await page.locator('#finished tr.array-task').count() === 0, 'tasks shown before opening');
+    await page.click(`${row} button`);
+    await page.waitForFunction(() => document.querySelectorAll('#finished tr.array-task').length === 6, null, { timeout: 5000 });
+    await page.screenshot({ path: shot('jobs-array.png'), fullPage: true });
+  });
+
   await check('an admin drains a node, with a reason, and resumes it', async () => {
     await page.goto(`${origin}/#/nodes/node03`);
     await page.waitForSelector('#node-actions button[data-action="drain"]', { timeout: 10000 });
