@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 
 #include "cli/paths.h"
@@ -187,6 +188,15 @@ int Fail(const std::string& command, const Status& s) {
     default:
       return kExitRefused;
   }
+}
+
+std::string LocalTime(double unix_seconds) {
+  const auto t = static_cast<std::time_t>(unix_seconds);
+  std::tm local{};
+  char when[32] = "?";
+  if (::localtime_r(&t, &local) != nullptr)
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &local);
+  return when;
 }
 
 std::string Table(const std::vector<std::string>& header,

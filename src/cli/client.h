@@ -68,6 +68,9 @@ class ApiClient {
 // Prints "shoal <command>: <message>" to stderr and returns the exit code for s.
 int Fail(const std::string& command, const Status& s);
 
+// A Unix time as local YYYY-MM-DDTHH:MM:SS (as Slurm prints times), or "?".
+std::string LocalTime(double unix_seconds);
+
 // A text table with columns sized to fit.
 std::string Table(const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows);

@@ -218,15 +218,11 @@ int TestOnly(ApiClient& c, const JobSpec& spec, bool json) {
   std::vector<std::string> nodes;
   for (const Json& n : (*r)["nodes"])
     nodes.push_back(n.get<std::string>());
-  const std::time_t start = static_cast<std::time_t>(Num(*r, "start_time"));
-  std::tm local{};
-  char when[32] = "?";
-  if (::localtime_r(&start, &local) != nullptr)
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &local);
+  const std::string when = LocalTime(Num(*r, "start_time"));
   std::fprintf(stderr,
                "sbatch: Job %llu to start at %s using %lld processors on nodes %s in partition "
                "%s\n",
-               static_cast<unsigned long long>(Num(*r, "job")), when,
+               static_cast<unsigned long long>(Num(*r, "job")), when.c_str(),
                static_cast<long long>(Num(*r, "cpus")), CompressHostList(nodes).c_str(),
                Str(*r, "partition").c_str());
   std::fprintf(stderr,

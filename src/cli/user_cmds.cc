@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/json_fields.h"
 #include "cli/server_command.h"
+#include "core/hostlist.h"
 #include "core/job.h"
 #include "core/strings.h"
 #include "submit/submit.h"
@@ -195,6 +196,33 @@ Status PrintJobsJson(ApiClient& c, const std::string& query) {
 
 }  // namespace
 
+// `shoal queue --start` (squeue --start): each pending job with when and
+// where the scheduler expects to start it, soonest first; N/A where no
+// start is foreseen (held, dependencies, a begin time not reached...).
+std::string StartsTable(const Json& listed) {
+  std::vector<const Json*> pending;
+  for (const Json& j : listed)
+    if (Str(j, "state") == "pending") pending.push_back(&j);
+  auto start = [](const Json* j) {
+    return j->contains("estimated_start") ? Num(*j, "estimated_start") : 1e300;
+  };
+  std::stable_sort(pending.begin(), pending.end(),
+                   [&](const Json* a, const Json* b) { return start(a) < start(b); });
+  std::vector<std::vector<std::string>> rows;
+  for (const Json* j : pending) {
+    std::vector<std::string> planned;
+    for (const Json& n : j->value("planned_nodes", Json::array()))
+      planned.push_back(n.get<std::string>());
+    const Json& spec = (*j)["spec"];
+    rows.push_back({Str(*j, "id"), Str(spec, "name"), Str(spec, "user"), Str(spec, "partition", ""),
+                    j->contains("estimated_start") ? LocalTime(start(j)) : "N/A",
+                    planned.empty() ? "(null)" : CompressHostList(planned),
+                    "(" + Str(*j, "reason") + ")"});
+  }
+  return Table({"JOBID", "NAME", "USER", "PARTITION", "START_TIME", "SCHEDNODES", "(REASON)"},
+               rows);
+}
+
 int RunQueue(const std::vector<std::string>& raw) {
   ServerCommand cmd("queue", "Pending and running jobs: why they wait, where they run.");
   std::string user, state, partition;
@@ -202,6 +230,10 @@ int RunQueue(const std::vector<std::string>& raw) {
   cmd.app().add_option("-u,--user", user, "this user's jobs (default: yours)")->type_name("USER");
   cmd.app().add_flag("-a,--all", all, "every user's jobs (admins)");
   cmd.app().add_flag("--noheader", noheader, "no header line (as squeue --noheader), for scripts");
+  bool starts = false;
+  cmd.app().add_flag("--start", starts,
+                     "pending jobs with when and on which nodes they are expected to start "
+                     "(squeue --start)");
   cmd.app()
       .add_option("-t,--state", state, "only jobs in these states, e.g. pending,running")
       ->type_name("STATES");
@@ -209,6 +241,7 @@ int RunQueue(const std::vector<std::string>& raw) {
       .add_option("-p,--partition", partition, "only jobs in this partition")
       ->type_name("PARTITION");
   return RunServerCommand(cmd, raw, [&](ApiClient& c) {
+    if (starts && state.empty()) state = "pending";
     const std::string query = Query(
         {{"user", user}, {"all", all ? "1" : ""}, {"state", state}, {"partition", partition}});
     if (cmd.flags().json) {
@@ -222,6 +255,12 @@ int RunQueue(const std::vector<std::string>& raw) {
         listed.push_back(j);
     });
     if (!s.ok()) return Fail("queue", s);
+    auto print = [noheader](std::string table) {
+      if (noheader) table.erase(0, table.find('\n') + 1);
+      std::printf("%s", table.c_str());
+      return kExitOk;
+    };
+    if (starts) return print(StartsTable(listed));
     std::vector<std::vector<std::string>> rows;
     const double now = NowSeconds();
     // An array's pending tasks are one line, as squeue shows them.
@@ -253,11 +292,8 @@ int RunQueue(const std::vector<std::string>& raw) {
                       Elapsed(now - (running ? Num(j, "start_time") : Num(j, "submit_time"))),
                       running ? NodeList(j) : "(" + Str(j, "reason") + ")"});
     }
-    std::string table = Table(
-        {"JOBID", "NAME", "USER", "PARTITION", "STATE", "GPUS", "TIME", "NODES (REASON)"}, rows);
-    if (noheader) table.erase(0, table.find('\n') + 1);
-    std::printf("%s", table.c_str());
-    return kExitOk;
+    return print(Table(
+        {"JOBID", "NAME", "USER", "PARTITION", "STATE", "GPUS", "TIME", "NODES (REASON)"}, rows));
   });
 }
 

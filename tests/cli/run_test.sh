@@ -53,6 +53,12 @@ for _ in $(seq 200); do "$SHOAL" show "$sleeper" 2>/dev/null | grep -q 'state.*r
 check "run --jobid: in that job" 0 "^$sleeper$" -- "$SHOAL" run --jobid "$sleeper" -n 1 printenv SLURM_JOB_ID
 check "  and the job goes on" 0 "running" -- "$SHOAL" show "$sleeper"
 check "show: a GPU-only job has the node's CPUs and memory, not 0" 0 "GPUs [0-9]*, the node's CPUs (none reserved), memory not limited" -- "$SHOAL" show "$sleeper"
+# squeue --start: a job that waits for the sleeper's GPU, with when and where.
+"$SHOAL" submit --gpus 16 -J startsoon --wrap true > "$TMP/out" 2>&1
+waiter=$(grep -o '[0-9]*' "$TMP/out" | head -1)
+for _ in $(seq 50); do "$SHOAL" queue --start | grep -q "^$waiter .*T[0-9]" && break; sleep 0.1; done
+check "queue --start: when and on which nodes a waiting job starts" 0 "^$waiter  *startsoon .* 20[0-9-]*T[0-9:]*  *node\[01-02\]  *(resources)" -- "$SHOAL" queue --start
+"$SHOAL" cancel "$waiter" > /dev/null
 "$SHOAL" cancel "$sleeper" > /dev/null
 
 # Job arrays: pending tasks are one line of the queue (squeue's 7_[2-5%2]),

@@ -64,6 +64,7 @@ check "queue" 0 "train" -- "$SHOAL" queue
 check "queue --noheader: the rows without the header" 0 "^ok$" -- sh -c "'$SHOAL' queue --noheader > '$TMP/rows' && grep -q train '$TMP/rows' && ! grep -q JOBID '$TMP/rows' && echo ok"
 check "queue json" 0 "ok" -- sh -c "'$SHOAL' queue --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"]) >= 3; print(\"ok\")'"
 check "queue by state" 0 "pending" -- "$SHOAL" queue --state pending
+check "queue --start: no start foreseen without nodes" 0 "^1  *train .*N/A  *(null)" -- "$SHOAL" queue --start
 check "queue bad state" 1 "unknown job state" -- "$SHOAL" queue --state bogus
 check "show" 0 "waits for" -- "$SHOAL" show 1
 check "show names the command" 0 "python3 train.py --lr 3" -- "$SHOAL" show 1
