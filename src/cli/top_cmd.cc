@@ -177,10 +177,43 @@ void SortRows(std::vector<Row>& rows, SortKey key) {
   });
 }
 
+// Which GPUs a frame shows: on these nodes, held by these jobs, of these
+// users (each a comma-separated list; empty: any).
+struct RowFilter {
+  std::vector<std::string> nodes, jobs, users;
+
+  static bool AnyIn(const std::string& list, const std::vector<std::string>& wanted) {
+    if (wanted.empty()) return true;
+    for (std::string_view x : Split(list, ','))
+      if (std::find(wanted.begin(), wanted.end(), x) != wanted.end()) return true;
+    return false;
+  }
+  bool Keeps(const Row& r) const {
+    return AnyIn(r.node, nodes) && AnyIn(r.job, jobs) && AnyIn(r.user, users);
+  }
+  bool empty() const { return nodes.empty() && jobs.empty() && users.empty(); }
+  std::string Describe() const {
+    std::vector<std::string> parts;
+    if (!nodes.empty()) parts.push_back("node " + Join(nodes, ","));
+    if (!jobs.empty()) parts.push_back("job " + Join(jobs, ","));
+    if (!users.empty()) parts.push_back("user " + Join(users, ","));
+    return Join(parts, ", ");
+  }
+};
+
+std::vector<std::string> ListOf(const std::string& text) {
+  std::vector<std::string> out;
+  for (std::string_view x : Split(text, ','))
+    if (!Trim(x).empty()) out.emplace_back(Trim(x));
+  return out;
+}
+
 // One frame as lines of at most 80 columns. `max_rows` limits the GPU rows
 // (0: all of them).
-std::vector<std::string> Frame(const Json& nodes, SortKey key, bool interactive, size_t max_rows) {
+std::vector<std::string> Frame(const Json& nodes, SortKey key, const RowFilter& filter,
+                               bool interactive, size_t max_rows) {
   std::vector<Row> rows = RowsOf(nodes);
+  std::erase_if(rows, [&filter](const Row& r) { return !filter.Keeps(r); });
   SortRows(rows, key);
   int up = 0, allocated = 0, reporting = 0, unhealthy = 0;
   double util = 0, power = 0, mem_used = 0, mem_total = 0;
@@ -207,11 +240,13 @@ std::vector<std::string> Frame(const Json& nodes, SortKey key, bool interactive,
               reporting > 0 ? util / reporting : 0.0, reporting, mem_used / 1024, mem_total / 1024,
               power / 1000),
           80));
+  const std::string only = filter.empty() ? "" : "; only " + filter.Describe();
   out.push_back(
-      interactive
-          ? fmt::format("sorted by {} (keys: u util, m mem, p power, t temp, n node, q quit)",
-                        SortName(key))
-          : fmt::format("sorted by {}", SortName(key)));
+      Fit(interactive
+              ? fmt::format("sorted by {}{} (keys: u util, m mem, p power, t temp, n node, q quit)",
+                            SortName(key), only)
+              : fmt::format("sorted by {}{}", SortName(key), only),
+          80));
   out.push_back(fmt::format("{:<12} {:>3} {:<12} {:>4} {:>11} {:>5} {:>4} {:>7} {:<8}", "NODE",
                             "GPU", "UTIL", "", "MEM GiB", "POWER", "TEMP", "JOB", "USER"));
   size_t shown = 0;
@@ -237,7 +272,7 @@ std::vector<std::string> Frame(const Json& nodes, SortKey key, bool interactive,
                               Fit(r.node, 12), r.index, bar, pct, Fit(mem, 11), power_s, temp,
                               Fit(r.job.empty() ? "-" : r.job, 7), Fit(r.user, 8)));
   }
-  if (rows.empty()) out.push_back("(no GPUs registered)");
+  if (rows.empty()) out.push_back(filter.empty() ? "(no GPUs registered)" : "(no GPU matches)");
   for (std::string& line : out)
     line.erase(line.find_last_not_of(' ') + 1);
   return out;
@@ -291,6 +326,11 @@ int RunTop(const std::vector<std::string>& raw) {
   app.add_option("--interval", interval_s, "seconds between frames, 0.2 to 3600 (default 2)")
       ->type_name("SECONDS");
   app.add_option("--sort", sort, "util, mem, power, temp or node (default node)")->type_name("KEY");
+  std::string nodes, jobs, users;
+  app.add_option("-w,--node", nodes, "only these nodes' GPUs (comma-separated)")
+      ->type_name("NODES");
+  app.add_option("-j,--job", jobs, "only the GPUs of these jobs")->type_name("IDS");
+  app.add_option("-u,--user", users, "only the GPUs of these users' jobs")->type_name("USERS");
   if (int code = ParseApp(app, raw, kWho); code >= 0) return code;
   if (interval_s < 0.2 || interval_s > 3600) {
     return UsageError(kWho, "--interval is 0.2 to 3600 seconds");
@@ -298,6 +338,7 @@ int RunTop(const std::vector<std::string>& raw) {
   auto parsed_sort = ParseSort(sort);
   if (!parsed_sort.ok()) return UsageError(kWho, parsed_sort.status().message());
   SortKey key = *parsed_sort;
+  const RowFilter filter{ListOf(nodes), ListOf(jobs), ListOf(users)};
   auto client = ApiClient::Open(flags);
   if (!client.ok()) return Fail("top", client.status());
   if (once || flags.json || !::isatty(STDOUT_FILENO)) {
@@ -309,7 +350,7 @@ int RunTop(const std::vector<std::string>& raw) {
       std::printf("%s\n", r->dump(2).c_str());
       return kExitOk;
     }
-    for (const std::string& line : Frame((*r)["nodes"], key, false, 0))
+    for (const std::string& line : Frame((*r)["nodes"], key, filter, false, 0))
       std::printf("%s\n", line.c_str());
     return kExitOk;
   }
@@ -335,7 +376,8 @@ int RunTop(const std::vector<std::string>& raw) {
       }
       const size_t height = TerminalRows();
       std::string frame = "\x1b[H\x1b[2J";
-      for (const std::string& line : Frame((*r)["nodes"], key, keys, height > 6 ? height - 6 : 1)) {
+      for (const std::string& line :
+           Frame((*r)["nodes"], key, filter, keys, height > 6 ? height - 6 : 1)) {
         frame += line;
         frame += "\x1b[K\n";
       }

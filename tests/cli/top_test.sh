@@ -34,6 +34,9 @@ check "a row per GPU" 0 "" -- sh -c "test \$('$SHOAL' top --once | grep -c -E '^
 check "utilisation shown" 0 "95%" -- "$SHOAL" top --once
 check "long names cut to fit" 0 "a-node-with~" -- "$SHOAL" top --once
 check "job and user on allocated GPUs" 0 " 1 alice" -- "$SHOAL" top --once
+check "top --node: that node's GPUs only, and says so" 0 "" -- sh -c "'$SHOAL' top --once --node b01 > '$TMP/f' && test \$(grep -c -E '^(a-node|b01)' '$TMP/f') -eq 2 && ! grep -q '^a-node' '$TMP/f' && grep -q 'only node b01' '$TMP/f'"
+check "top --user: that user's GPUs only" 0 "" -- sh -c "'$SHOAL' top --once --user alice | grep -E '^(a-node|b01)' > '$TMP/f' && test \$(wc -l < '$TMP/f') -eq 2 && ! grep -v ' 1 alice' '$TMP/f'"
+check "top --job: none matches" 0 "(no GPU matches)" -- "$SHOAL" top --once --job 99
 check "80 columns" 0 "" -- sh -c "'$SHOAL' top --once | awk 'length > 80 { exit 1 }'"
 check "no control sequences" 0 "" -- sh -c "! '$SHOAL' top --once | grep -q \"\$(printf '\\033')\""
 check "sort by utilisation" 0 "" -- sh -c "'$SHOAL' top --once --sort util | grep -E '^(a-node|b01)' | head -1 | grep -q '^b01 .* 95%'"
