@@ -219,9 +219,10 @@ std::vector<std::string> Frame(const Json& nodes, SortKey key, const RowFilter& 
   double util = 0, power = 0, mem_used = 0, mem_total = 0;
   for (const Json& n : nodes) {
     if (n.value("state", "") == "up") ++up;
-    allocated += n.value("gpus_used", 0);
   }
+  // The GPU figures are of the rows shown (all of them without a filter).
   for (const Row& r : rows) {
+    allocated += r.job.empty() ? 0 : 1;
     unhealthy += r.healthy ? 0 : 1;
     mem_total += r.mem_total_mib;
     if (!r.telemetry) continue;
