@@ -160,10 +160,15 @@ Result<uint64_t> SubmitAcceptance(ApiClient& c, const ClusterArgs& a, const std:
 }
 
 // Waits for a job until `deadline`, then reads the report from its output
-// (the first node's: rank 0's for a multi-node job).
+// (the first node's: rank 0's for a multi-node job). Says on stderr when
+// the job starts and, while it runs, every 30 s how long it has run (a
+// real burn-in takes minutes), unless `quiet` (--json).
 Outcome Await(ApiClient& c, uint64_t id, std::chrono::steady_clock::time_point deadline,
-              const ClusterArgs& a) {
+              const ClusterArgs& a, bool quiet) {
   Outcome o;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto next_word = t0;
+  std::string said;
   while (true) {
     auto job = c.Get(fmt::format("/v1/jobs/{}", id));
     if (!job.ok()) {
@@ -171,7 +176,18 @@ Outcome Await(ApiClient& c, uint64_t id, std::chrono::steady_clock::time_point d
       return o;
     }
     o.job_state = job->value("state", std::string());
-    if (o.job_state != "pending" && o.job_state != "running") break;
+    const bool ended = o.job_state != "pending" && o.job_state != "running";
+    const auto now = std::chrono::steady_clock::now();
+    if (!quiet && (o.job_state != said || now >= next_word)) {
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - t0).count();
+      std::fprintf(stderr, "shoal bench: acceptance job %llu %s (%lld s%s)\n",
+                   static_cast<unsigned long long>(id), o.job_state.c_str(),
+                   static_cast<long long>(waited),
+                   ended ? "" : fmt::format(" so far, at most {} s", a.timeout_s).c_str());
+      said = o.job_state;
+      next_word = now + std::chrono::seconds(30);
+    }
+    if (ended) break;
     if (std::chrono::steady_clock::now() > deadline) {
       (void)c.Post(fmt::format("/v1/jobs/{}/cancel", id), Json::object());
       if (o.job_state == "pending") {
@@ -335,11 +351,12 @@ Status SubmitNodeJobs(ApiClient& client, const ClusterArgs& a, bool quiet,
 // Waits for the node jobs, bounded: a job still pending at the deadline
 // never ran (the node was busy or drained for another reason) and is not a
 // verdict.
-void AwaitNodeJobs(ApiClient& client, const ClusterArgs& a, std::vector<NodeRun>& runs) {
+void AwaitNodeJobs(ApiClient& client, const ClusterArgs& a, bool quiet,
+                   std::vector<NodeRun>& runs) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(a.timeout_s + 120);
   for (NodeRun& run : runs) {
     if (run.job == 0) continue;
-    const Outcome o = Await(client, run.job, deadline, a);
+    const Outcome o = Await(client, run.job, deadline, a, quiet);
     run.job_state = o.job_state;
     run.recorded = o.verdict;
     run.passed = o.passed;
@@ -379,7 +396,7 @@ MultiNode RunMultiNodeNccl(ApiClient& client, const ClusterArgs& a, bool quiet,
       }
       const auto multi_deadline =
           std::chrono::steady_clock::now() + std::chrono::seconds(a.timeout_s + 120);
-      multi.outcome = Await(client, multi.job, multi_deadline, a);
+      multi.outcome = Await(client, multi.job, multi_deadline, a, quiet);
     }
   }
   // A failed multi-node test fails every node in it: which one is slow is
@@ -492,7 +509,7 @@ int RunBenchCluster(const std::vector<std::string>& raw) {
     return kExitOk;
   }
   if (Status s = SubmitNodeJobs(*client, a, flags.json, *runs); !s.ok()) return Fail("bench", s);
-  AwaitNodeJobs(*client, a, *runs);
+  AwaitNodeJobs(*client, a, flags.json, *runs);
   std::optional<MultiNode> multi;
   if (a.nccl_min_busbw_gbps > 0) multi = RunMultiNodeNccl(*client, a, flags.json, *runs);
   RecordVerdicts(*client, *runs);

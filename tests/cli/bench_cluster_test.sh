@@ -54,6 +54,7 @@ work=$(grep -o '[0-9]*' "$TMP/out" | head -1)
 check "bench --cluster" 1 "gpu3 gemm" -- \
   "$SHOAL" bench --cluster --work-dir "$TMP/work" --simulated --quick --timeout 60 --simulated-fail node02:gpu3:gemm
 cp "$TMP/out" "$TMP/cluster.out"
+check "progress: each acceptance job's state, to its end" 0 "^shoal bench: acceptance job [0-9]* completed ([0-9]* s)" -- cat "$TMP/cluster.out"
 check "table: node01 passed" 0 "node01 .*passed .*simulated: no measurement" -- cat "$TMP/cluster.out"
 check "table: node02 failed" 0 "node02 .*failed .*gpu3 gemm bf16" -- cat "$TMP/cluster.out"
 check "node01 resumed" 0 "^up" -- node node01 state
