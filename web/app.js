@@ -659,6 +659,102 @@
     }
   }
 
+  // Finished jobs, as sacct users look at them: what each cost (GPU-hours,
+  // energy) and how well it used its GPUs, filtered, and as CSV.
+  const HISTORY_COLUMNS = [
+    ['id', 'Job', (j) => j.id],
+    ['name', 'Name', (j) => (j.spec || {}).name || ''],
+    ['user', 'User', (j) => (j.spec || {}).user || ''],
+    ['account', 'Account', (j) => (j.spec || {}).account || ''],
+    ['partition', 'Partition', (j) => (j.spec || {}).partition || ''],
+    ['state', 'State', (j) => j.state],
+    ['gpus', 'GPUs', (j) => jobGpuCount(j)],
+    ['start', 'Started', (j) => (j.start_time ? new Date(j.start_time * 1000).toISOString() : '')],
+    ['end', 'Ended', (j) => (j.end_time ? new Date(j.end_time * 1000).toISOString() : '')],
+    ['elapsed_s', 'Ran (s)', (j) => (j.start_time && j.end_time ? Math.round(j.end_time - j.start_time) : '')],
+    ['gpu_hours', 'GPU-hours', (j) => ((j.gpu_seconds || 0) / 3600).toFixed(3)],
+    ['util_mean_pct', 'GPU util. %', (j) => ((j.efficiency || {}).util_mean_pct != null ? Math.round(j.efficiency.util_mean_pct) : '')],
+    ['energy_kwh', 'Energy kWh', (j) => ((j.efficiency || {}).energy_wh != null ? (j.efficiency.energy_wh / 1000).toFixed(3) : '')],
+    ['exit', 'Exit', (j) => (j.exit_signal ? `signal ${j.exit_signal}` : j.exit_code ?? '')],
+  ];
+
+  function csvOf(rows) {
+    // A leading = + - @ is kept from being read as a formula by a spreadsheet.
+    const cell = (v) => {
+      let t = String(v ?? '');
+      if (/^[=+\-@]/.test(t)) t = `'${t}`;
+      return /[",\n\r']/.test(t) ? `"${t.replace(/"/g, '""')}"` : t;
+    };
+    return [HISTORY_COLUMNS.map((c) => c[0]).join(','), ...rows.map((j) => HISTORY_COLUMNS.map((c) => cell(c[2](j))).join(','))]
+      .join('\r\n') + '\r\n';
+  }
+
+  class HistoryView extends View {
+    mount(main) {
+      this.days = h('select', { 'aria-label': 'period', id: 'history-days' },
+        [['1', 'last 24 hours'], ['7', 'last 7 days'], ['30', 'last 30 days'], ['0', 'all']].map(([v, t]) =>
+          h('option', { value: v, selected: v === '7' ? '' : null }, t)));
+      this.state = h('select', { 'aria-label': 'state', id: 'history-state' },
+        ['', 'completed', 'failed', 'cancelled', 'timeout', 'node_fail', 'preempted'].map((v) => h('option', { value: v }, v || 'any state')));
+      this.filter = h('input', { type: 'search', placeholder: 'filter: id, name, user, account', 'aria-label': 'filter history', id: 'history-filter' });
+      this.csv = h('button', { type: 'button', id: 'history-csv' }, 'Download CSV');
+      this.total = h('span', { class: 'muted', id: 'history-total' });
+      this.rows = h('tbody');
+      for (const e of [this.days, this.state]) e.addEventListener('change', () => tick());
+      this.filter.addEventListener('input', () => this.render());
+      this.csv.addEventListener('click', () => {
+        const blob = new Blob([csvOf(this.shown || [])], { type: 'text/csv' });
+        const a = h('a', { href: URL.createObjectURL(blob), download: 'shoal-history.csv' });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+      });
+      main.append(h('h1', null, 'History'),
+        h('div', { class: 'card' },
+          h('div', { class: 'toolbar', style: 'margin-bottom: 8px' }, this.days, this.state, this.filter, this.csv, this.total),
+          h('table', { id: 'history' }, h('thead', null, h('tr', null, HISTORY_COLUMNS.map(([, name]) =>
+            h('th', { class: /GPU|Energy|Ran|Exit/.test(name) ? 'num' : null }, name)))), this.rows)));
+    }
+
+    async refresh() {
+      const admin = me && me.role === 'admin';
+      const days = Number(this.days.value);
+      const q = [`limit=10000`, admin ? 'all=1' : '', this.state.value ? `state=${this.state.value}` : '',
+        days ? `since=${Math.floor(nowS() - days * 86400)}` : ''].filter(Boolean).join('&');
+      this.jobs = (await getJson(`/v1/history?${q}`)).jobs;
+      this.render();
+    }
+
+    render() {
+      if (!this.jobs) return;
+      const words = this.filter.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+      this.shown = this.jobs.filter((j) => {
+        const s = j.spec || {};
+        const text = `${j.id} ${s.name || ''} ${s.user || ''} ${s.account || ''} ${s.partition || ''}`.toLowerCase();
+        return words.every((w) => text.includes(w));
+      });
+      const gpuHours = this.shown.reduce((n, j) => n + (j.gpu_seconds || 0) / 3600, 0);
+      const kwh = this.shown.reduce((n, j) => n + ((j.efficiency || {}).energy_wh || 0) / 1000, 0);
+      this.total.textContent = `${this.shown.length} job${this.shown.length === 1 ? '' : 's'} · ${gpuHours.toFixed(2)} GPU-hours · ${kwh.toFixed(2)} kWh`;
+      const shownRows = this.shown.slice(0, 500);
+      this.rows.replaceChildren(...shownRows.map((j) => h('tr', { 'data-job': j.id },
+        HISTORY_COLUMNS.map(([key, name, value]) => {
+          if (key === 'id') return h('td', null, jobLink(j));
+          if (key === 'state') return h('td', null, badge(j.state));
+          if (key === 'start' || key === 'end') return h('td', { class: 'nowrap' }, fmtTime(key === 'start' ? j.start_time : j.end_time));
+          return h('td', { class: /GPU|Energy|Ran|Exit/.test(name) ? 'num' : null }, value(j));
+        }))));
+      if (this.shown.length > shownRows.length) {
+        this.rows.append(h('tr', null, h('td', { colspan: HISTORY_COLUMNS.length, class: 'muted' },
+          `${this.shown.length - shownRows.length} more: narrow the filter, or download the CSV`)));
+      }
+      if (!this.shown.length) {
+        this.rows.replaceChildren(h('tr', null, h('td', { colspan: HISTORY_COLUMNS.length, class: 'muted' }, 'no finished job matches')));
+      }
+    }
+  }
+
   class JobView extends View {
     constructor(id) {
       super();
@@ -875,6 +971,7 @@
     const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
     if (parts[0] === 'jobs' && parts[1]) return { nav: 'jobs', view: new JobView(parts[1]) };
     if (parts[0] === 'jobs') return { nav: 'jobs', view: new JobsView() };
+    if (parts[0] === 'history') return { nav: 'history', view: new HistoryView() };
     if (parts[0] === 'nodes' && parts[1]) return { nav: 'overview', view: new NodeView(parts[1]) };
     return { nav: 'overview', view: new OverviewView() };
   }

@@ -267,6 +267,23 @@ try {
     await page.screenshot({ path: shot('jobs-array.png'), fullPage: true });
   });
 
+  await check('history: finished jobs with GPU-hours, filtered by state, as CSV', async () => {
+    await page.click('nav a[data-nav="history"]');
+    await page.waitForSelector(`#history tr[data-job="${job}"]`, { timeout: 10000 });
+    const total = await page.locator('#history-total').innerText();
+    expect(/GPU-hours/.test(total) && /kWh/.test(total), `total: ${total}`);
+    await page.selectOption('#history-state', 'failed');
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('#history tbody tr[data-job]')];
+      return rows.length > 0 && rows.every((r) => /failed/.test(r.textContent));
+    }, null, { timeout: 10000 });
+    await page.screenshot({ path: shot('history.png'), fullPage: true });
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#history-csv')]);
+    const csv = readFileSync(await download.path(), 'utf8').trim().split(/\r\n/);
+    expect(csv[0].startsWith('id,name,user,account,partition,state,gpus,start,end,elapsed_s,gpu_hours'), `header ${csv[0]}`);
+    expect(csv.length >= 2 && csv.slice(1).every((l) => l.split(',')[5] === 'failed'), `rows ${csv.slice(1).join(' | ')}`);
+  });
+
   await check('an admin drains a node, with a reason, and resumes it', async () => {
     await page.goto(`${origin}/#/nodes/node03`);
     await page.waitForSelector('#node-actions button[data-action="drain"]', { timeout: 10000 });
