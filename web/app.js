@@ -6,7 +6,6 @@
 (function () {
   const POLL_MS = 3000;
   const TOKEN_KEY = 'shoal.token';
-  const CLUSTER_WINDOW_S = 6 * 3600;
   const LOG_TAIL_BYTES = 64 * 1024;
   // Okabe-Ito: lines told apart by colour-blind readers too.
   const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#000000', '#F0E442'];
@@ -359,6 +358,26 @@
 
   // A view builds its page once (mount), then updates it on every poll
   // (refresh). destroy() releases its charts.
+  // The time range of the overview's and the nodes' charts, kept for the
+  // tab. The server keeps 6 hours of series; longer ranges need history
+  // that it does not keep (docs/api.md, "Telemetry series").
+  const RANGES = [[15 * 60, 'last 15 min'], [3600, 'last hour'], [6 * 3600, 'last 6 hours']];
+  const RANGE_KEY = 'shoal.range';
+  let rangeS = Number(sessionStorage.getItem(RANGE_KEY)) || 6 * 3600;
+  function rangePicker() {
+    const select = h('select', { 'aria-label': 'time range', class: 'range' },
+      RANGES.map(([s, label]) => h('option', { value: String(s), selected: s === rangeS ? '' : null }, label)));
+    select.addEventListener('change', () => {
+      rangeS = Number(select.value);
+      sessionStorage.setItem(RANGE_KEY, String(rangeS));
+      tick();
+    });
+    return select;
+  }
+  // The x axis of a range: from its start, or from the first sample when the
+  // server has less (so that minutes of data do not crowd the right edge).
+  const rangeWindow = (since, firstT) => [firstT != null ? Math.max(since, firstT) : since, nowS()];
+
   class View {
     constructor() {
       this.charts = [];
@@ -378,7 +397,8 @@
       this.figures = h('div', { class: 'figures' });
       this.models = h('tbody');
       this.nodes = h('div', { class: 'nodes', id: 'nodes' });
-      const chartCard = h('div', { class: 'card' }, h('h2', null, 'Cluster utilisation, last 6 hours'));
+      const chartCard = h('div', { class: 'card', id: 'cluster-chart' },
+        h('div', { class: 'toolbar' }, h('h2', { style: 'margin: 0' }, 'Cluster utilisation'), rangePicker()));
       this.clusterChart = this.chart(chartCard, { yRange: [0, 100], fmt: fmtPct, height: 200 });
       const stops = Array.from({ length: 11 }, (_, i) => `${viridis(i / 10)} ${i * 10}%`).join(',');
       main.append(
@@ -401,7 +421,7 @@
 
     async refresh() {
       const admin = me && me.role === 'admin';
-      const since = Math.floor(nowS() - CLUSTER_WINDOW_S);
+      const since = Math.floor(nowS() - rangeS);
       const [nodes, jobs, series] = await Promise.all([
         getJson('/v1/nodes'),
         getJson(`/v1/jobs${admin ? '?all=1' : ''}`),
@@ -411,9 +431,7 @@
       this.renderModels(nodes.nodes);
       this.renderNodes(nodes.nodes);
       const pts = (series && series.points) || [];
-      // From the first sample: a server up for minutes does not squeeze its
-      // data into the right edge of the window.
-      this.clusterChart.xWindow = [pts.length ? Math.max(since, pts[0][0]) : since, nowS()];
+      this.clusterChart.xWindow = rangeWindow(since, pts.length ? pts[0][0] : null);
       this.clusterChart.update(['Mean GPU utilisation', 'GPUs allocated'],
         pts.length ? [pts.map((p) => p[0]), pts.map((p) => p[1]), pts.map((p) => (p[2] == null ? null : p[2] * 100))] : null);
     }
@@ -889,18 +907,25 @@
       this.fields = h('dl', { class: 'fields' });
       this.gpus = h('tbody');
       this.chartGrid = h('div', { class: 'charts', id: 'gpu-charts' });
+      const heat = h('div', { class: 'charts wide', id: 'node-power' });
+      this.powerChart = this.chart(heat, { title: 'Power (W), per GPU', fmt: (v) => `${Math.round(v)} W` });
+      this.tempChart = this.chart(heat, { title: 'Temperature (°C), per GPU', fmt: (v) => `${Math.round(v)} °C` });
+      this.heat = heat;
       main.append(this.title, this.actions,
         h('div', { class: 'grid2' },
           h('div', { class: 'card' }, h('h2', null, 'GPUs now'),
             h('table', null, h('thead', null, h('tr', null, ['GPU', 'Model', 'Health', 'Util.', 'Memory', 'Power', 'Temp.', 'Job']
               .map((c) => h('th', null, c)))), this.gpus)),
           h('div', { class: 'card' }, this.fields)),
-        h('div', { class: 'card' }, h('h2', null, 'Per GPU: utilisation and memory used (%)'), this.chartGrid));
+        h('div', { class: 'card' }, h('div', { class: 'toolbar' },
+          h('h2', { style: 'margin: 0' }, 'Per GPU: utilisation and memory used (%)'), rangePicker()), this.chartGrid),
+        h('div', { class: 'card' }, h('h2', null, 'Power and temperature'), heat));
     }
 
     async refresh() {
       const path = `/v1/nodes/${encodeURIComponent(this.name)}`;
-      const [n, series] = await Promise.all([getJson(path), getSeries(`${path}/series`)]);
+      const since = Math.floor(nowS() - rangeS);
+      const [n, series] = await Promise.all([getJson(path), getSeries(`${path}/series?since=${since}`)]);
       document.title = `${n.name} · Shoal`;
       this.title.replaceChildren(`Node ${n.name} `, badge(n.state));
       this.actions.replaceChildren(...nodeActions(n));
@@ -926,12 +951,21 @@
           h('td', null, job ? h('a', { href: `#/jobs/${job.job}` }, `${job.job}`) : ''));
       }));
       const byIndex = new Map(((series && series.gpus) || []).map((g) => [g.index, g.points || []]));
+      const first = Math.min(...[...byIndex.values()].filter((p) => p.length).map((p) => p[0][0]));
+      const span = rangeWindow(since, Number.isFinite(first) ? first : null);
+      const withPoints = [...byIndex.entries()].filter(([, p]) => p.length);
+      const labels = withPoints.map(([i]) => `GPU ${i}`);
+      for (const [c, k] of [[this.powerChart, 3], [this.tempChart, 4]]) {
+        c.xWindow = span;
+        c.update(labels, withPoints.length ? joinSeries(withPoints.map(([, p]) => [p.map((x) => x[0]), p.map((x) => x[k])])) : null);
+      }
       for (const g of n.gpus) {
         let c = this.gpuCharts.get(g.index);
         if (!c) {
           c = this.chart(this.chartGrid, { title: `GPU ${g.index} · ${g.model}`, yRange: [0, 100], fmt: fmtPct, height: 150 });
           this.gpuCharts.set(g.index, c);
         }
+        c.xWindow = span;
         const pts = byIndex.get(g.index) || [];
         const mem = g.memory_mib || 1;
         c.update(['utilisation', 'memory used'],

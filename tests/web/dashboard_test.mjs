@@ -352,7 +352,26 @@ try {
     if (status === 200) {
       await page.waitForFunction((n) => document.querySelectorAll('#gpu-charts .uplot canvas').length >= n, GPUS_PER_NODE,
         { timeout: 20000 });
+      // Power and temperature over time, a line per GPU.
+      await page.waitForFunction(() => document.querySelectorAll('#node-power .uplot canvas').length === 2, null,
+        { timeout: 20000 });
     }
+  });
+
+  await check('the time range picker asks the server for that range, and is kept for the tab', async () => {
+    await page.goto(`${origin}/#/`);
+    await page.waitForSelector('#cluster-chart select.range', { timeout: 10000 });
+    const [asked] = await Promise.all([
+      page.waitForRequest((r) => /\/v1\/cluster\/series\?since=/.test(r.url()) &&
+        Math.abs(Date.now() / 1000 - Number(new URL(r.url()).searchParams.get('since')) - 900) < 60, { timeout: 15000 }),
+      page.selectOption('#cluster-chart select.range', '900'),
+    ]);
+    expect(asked, 'no request for the last 15 minutes');
+    await page.goto(`${origin}/#/nodes/node01`);
+    await page.waitForSelector('select.range', { timeout: 10000 });
+    const kept = await page.locator('select.range').first().inputValue();
+    expect(kept === '900', `the node page's range is ${kept}`);
+    await page.selectOption('select.range', '21600');
   });
   await page.screenshot({ path: shot('node.png'), fullPage: true });
 
