@@ -267,6 +267,21 @@
 
   // ---- charts (uPlot) --------------------------------------------------------
 
+  // Aligned columns [xs, ys...] to [xs, max, mean, min] over the ys.
+  function bandOf(table) {
+    const [xs, ...cols] = table;
+    const out = [xs, [], [], []];
+    for (let i = 0; i < xs.length; i++) {
+      const v = cols.map((c) => c[i]).filter((x) => x != null);
+      out[1].push(v.length ? Math.max(...v) : null);
+      out[2].push(v.length ? v.reduce((a, b) => a + b, 0) / v.length : null);
+      out[3].push(v.length ? Math.min(...v) : null);
+    }
+    return out;
+  }
+  // Above this many GPUs a job's charts show a band instead of a line each.
+  const BAND_ABOVE_GPUS = 8;
+
   // One uPlot chart in a box that shows "no data yet" until data comes.
   // Series are recreated only when their labels change; otherwise setData.
   class Chart {
@@ -288,19 +303,21 @@
     }
 
     // labels: one per series; data: [xs, ys...] (uPlot's aligned columns).
-    update(labels, data) {
+    // band: the three series are max, mean and min, drawn as the mean in a
+    // shaded min-max band (for more GPUs than lines can show).
+    update(labels, data, band = false) {
       if (!data || !data[0] || data[0].length === 0 || typeof uPlot === 'undefined') {
         this.clear(typeof uPlot === 'undefined' ? 'charts are unavailable (uPlot did not load)' : 'no data yet');
         return;
       }
-      const key = labels.join('\u0000');
+      const key = `${band ? 'band' : 'lines'}\u0000${labels.join('\u0000')}`;
       if (this.u && key === this.key) {
         this.u.setData(data);
       } else {
         if (this.u) this.u.destroy();
         this.box.replaceChildren();
         this.key = key;
-        this.u = new uPlot(this.options(labels), data, this.box);
+        this.u = new uPlot(this.options(labels, band), data, this.box);
       }
       // The time axis: the view's window, else the data's span (a lone
       // point gets a minute either side rather than uPlot's years).
@@ -319,19 +336,21 @@
       if (!this.empty.isConnected) this.box.replaceChildren(this.empty);
     }
 
-    options(labels) {
+    options(labels, band) {
       const fmt = this.fmt;
       const yRange = this.yRange;
+      const edge = 'rgba(0, 114, 178, 0.45)';
       return {
         width: Math.max(240, this.box.clientWidth),
         height: this.height,
         series: [{}, ...labels.map((label, i) => ({
           label,
-          stroke: PALETTE[i % PALETTE.length],
-          width: 1.5,
+          stroke: band ? (i === 1 ? PALETTE[0] : edge) : PALETTE[i % PALETTE.length],
+          width: band && i !== 1 ? 1 : 1.5,
           spanGaps: true,
           value: (u, v) => (v == null ? '–' : fmt(v)),
         }))],
+        bands: band ? [{ series: [1, 3], fill: 'rgba(0, 114, 178, 0.15)' }] : [],
         scales: {
           x: { time: true },
           y: { range: (u, lo, hi) => (yRange ? [yRange[0], Math.max(yRange[1], hi || 0)] : [0, hi > 0 ? hi * 1.1 : 1]) },
@@ -356,8 +375,6 @@
 
   // ---- views -----------------------------------------------------------------
 
-  // A view builds its page once (mount), then updates it on every poll
-  // (refresh). destroy() releases its charts.
   // The time range of the overview's and the nodes' charts, kept for the
   // tab. The server keeps 6 hours of series; longer ranges need history
   // that it does not keep (docs/api.md, "Telemetry series").
@@ -378,6 +395,8 @@
   // server has less (so that minutes of data do not crowd the right edge).
   const rangeWindow = (since, firstT) => [firstT != null ? Math.max(since, firstT) : since, nowS()];
 
+  // A view builds its page once (mount), then updates it on every poll
+  // (refresh). destroy() releases its charts.
   class View {
     constructor() {
       this.charts = [];
@@ -805,11 +824,12 @@
       this.logNote = h('span', { class: 'muted' });
       this.log = h('pre', { class: 'log', id: 'log' });
       this.actions = h('div', { class: 'toolbar actions', id: 'job-actions' });
+      this.chartNote = h('p', { class: 'muted', id: 'job-chart-note' });
       main.append(this.title, this.actions,
         h('div', { class: 'grid2' },
           h('div', { class: 'card' }, this.fields),
           h('div', { class: 'card' }, h('h2', null, 'Efficiency'), this.efficiency)),
-        h('div', { class: 'card', id: 'job-charts' }, h('h2', null, 'GPUs over time'), charts),
+        h('div', { class: 'card', id: 'job-charts' }, h('h2', null, 'GPUs over time'), this.chartNote, charts),
         h('div', { class: 'card' }, h('div', { class: 'toolbar' }, h('h2', { style: 'margin: 0' }, 'Output (tail)'), select, this.logNote),
           this.log));
     }
@@ -826,8 +846,22 @@
       const span = job.start_time ? [job.start_time, job.end_time || nowS()] : null;
       this.utilChart.xWindow = span;
       this.memChart.xWindow = span;
-      this.utilChart.update(labels, joinSeries(withPoints.map((g) => [g.points.map((p) => p[0]), g.points.map((p) => p[1])])));
-      this.memChart.update(labels, joinSeries(withPoints.map((g) => [g.points.map((p) => p[0]), g.points.map((p) => p[2] / 1024)])));
+      const util = joinSeries(withPoints.map((g) => [g.points.map((p) => p[0]), g.points.map((p) => p[1])]));
+      const mem = joinSeries(withPoints.map((g) => [g.points.map((p) => p[0]), g.points.map((p) => p[2] / 1024)]));
+      if (withPoints.length > BAND_ABOVE_GPUS) {
+        // Many GPUs: the mean in its min-max band, and which GPU lags most.
+        const band = ['max', 'mean', 'min'];
+        this.utilChart.update(band, util && bandOf(util), true);
+        this.memChart.update(band, mem && bandOf(mem), true);
+        const means = withPoints.map((g) => [g, g.points.reduce((a, p) => a + p[1], 0) / g.points.length]);
+        const [worst, worstMean] = means.reduce((a, b) => (b[1] < a[1] ? b : a));
+        this.chartNote.textContent = `${withPoints.length} GPUs: the mean in its min–max band; ` +
+          `lowest mean utilisation ${worst.node}/${worst.index} (${fmtPct(worstMean)})`;
+      } else {
+        this.utilChart.update(labels, util);
+        this.memChart.update(labels, mem);
+        this.chartNote.textContent = '';
+      }
       await this.refreshLog(job);
     }
 

@@ -358,6 +358,23 @@ try {
     }
   });
 
+  await check('a 16-GPU job: its charts show the mean in a min-max band and name the lowest GPU', async () => {
+    const big = (shoal('submit', '--gpus', '16', '--job-name', 'web-big', '--time', '5m', '--chdir', env.WORK_DIR,
+      '--wrap', 'sleep 40').match(/Submitted job (\d+)/) || [])[1];
+    expect(big, 'no job submitted');
+    await page.goto(`${origin}/#/jobs/${big}`);
+    const seriesStatus = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}/series`, {
+      headers: { Authorization: `Bearer ${sessionStorage.getItem('shoal.token')}` } })).status, big);
+    if (seriesStatus === 200) {
+      await page.waitForFunction(() => /16 GPUs: the mean in its min–max band; lowest mean utilisation node0\d\/\d/
+        .test(document.getElementById('job-chart-note')?.textContent || ''), null, { timeout: 30000 });
+      const legend = await page.locator('#job-charts .u-legend').first().innerText();
+      expect(/max/.test(legend) && /mean/.test(legend) && /min/.test(legend), `legend: ${legend}`);
+      await page.screenshot({ path: shot('job-16-gpus.png'), fullPage: true });
+    }
+    shoal('cancel', big);
+  });
+
   await check('the time range picker asks the server for that range, and is kept for the tab', async () => {
     await page.goto(`${origin}/#/`);
     await page.waitForSelector('#cluster-chart select.range', { timeout: 10000 });
