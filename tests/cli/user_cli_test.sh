@@ -63,6 +63,11 @@ check "nothing to run" 2 "nothing to run" -- "$SHOAL" submit --gpus 1
 check "queue" 0 "train" -- "$SHOAL" queue
 check "queue --noheader: the rows without the header" 0 "^ok$" -- sh -c "'$SHOAL' queue --noheader > '$TMP/rows' && grep -q train '$TMP/rows' && ! grep -q JOBID '$TMP/rows' && echo ok"
 check "queue json" 0 "ok" -- sh -c "'$SHOAL' queue --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"jobs\"]) >= 3; print(\"ok\")'"
+# Every command that prints data prints JSON with --json: one document, an object.
+for c in "queue" "queue --all" "show 1" "history" "nodes" "top" "partition list" "account list" \
+         "qos list" "reservation list" "token list"; do
+  check "$c --json is JSON" 0 "^ok$" -- sh -c "'$SHOAL' $c --json | python3 -c 'import json,sys; assert isinstance(json.load(sys.stdin), dict); print(\"ok\")'"
+done
 check "queue by state" 0 "pending" -- "$SHOAL" queue --state pending
 check "queue --start: no start foreseen without nodes" 0 "^1  *train .*N/A  *(null)" -- "$SHOAL" queue --start
 check "queue bad state" 1 "unknown job state" -- "$SHOAL" queue --state bogus
