@@ -67,7 +67,7 @@ echo "ok   shoal up on $ADDRESS prints the dashboard's address and where the tok
 
 SHOAL="$SHOAL" SHOAL_SERVER="http://$ADDRESS" SHOAL_SOCKET="$TMP/state/shoal.sock" DASHBOARD_URL="$URL" \
   ARTIFACTS="$ARTIFACTS" PW_DIR="$PW_DIR" CHROMIUM="$CHROMIUM" WORK_DIR="$TMP" \
-  timeout -k 5 100 node "$HERE/dashboard_test.mjs"
+  timeout -k 5 200 node "$HERE/dashboard_test.mjs"
 rc=$?
 [ $rc -eq 0 ] || echo "FAIL: the browser test exited with $rc (shoal up's output: $ARTIFACTS/shoal-up.log)"
 exit $rc
