@@ -127,6 +127,11 @@
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body || {}),
   })).json();
 
+  // Whether the signed-in identity is an admin (`me` comes from /v1/whoami).
+  const isAdmin = () => Boolean(me && me.role === 'admin');
+  // A question before an action: the request's body ({}) if confirmed, else false.
+  const confirmed = (question) => () => (window.confirm(question) ? {} : false);
+
   // A button for one of the API's actions, asked for again before it is
   // sent: `ask()` returns false to stop, or the request's body. The page
   // refreshes after it, whatever the answer; refusals show in the status line.
@@ -154,27 +159,26 @@
   // cancel it, hold and release it while it waits, requeue it while it runs.
   function jobActions(j) {
     const s = j.spec || {};
-    if (!me || (me.role !== 'admin' && me.user !== s.user)) return [];
+    if (!me || (!isAdmin() && me.user !== s.user)) return [];
     const path = (verb) => `/v1/jobs/${encodeURIComponent(j.id)}/${verb}`;
-    const sure = (q) => () => (window.confirm(q) ? {} : false);
     const out = [];
     if (j.state === 'pending' || j.state === 'running') {
-      out.push(actionButton('cancel', 'Cancel', sure(`Cancel job ${j.id}? ${j.state === 'running' ? 'Its processes are stopped.' : 'It leaves the queue.'}`), path('cancel')));
+      out.push(actionButton('cancel', 'Cancel', confirmed(`Cancel job ${j.id}? ${j.state === 'running' ? 'Its processes are stopped.' : 'It leaves the queue.'}`), path('cancel')));
     }
     if (j.state === 'pending') {
       out.push(s.hold || j.reason === 'held'
-        ? actionButton('release', 'Release', sure(`Release job ${j.id}? It may start at once.`), path('release'))
-        : actionButton('hold', 'Hold', sure(`Hold job ${j.id}? It stays in the queue and does not start.`), path('hold')));
+        ? actionButton('release', 'Release', confirmed(`Release job ${j.id}? It may start at once.`), path('release'))
+        : actionButton('hold', 'Hold', confirmed(`Hold job ${j.id}? It stays in the queue and does not start.`), path('hold')));
     }
     if (j.state === 'running') {
-      out.push(actionButton('requeue', 'Requeue', sure(`Requeue job ${j.id}? It is stopped and queued again.`), path('requeue')));
+      out.push(actionButton('requeue', 'Requeue', confirmed(`Requeue job ${j.id}? It is stopped and queued again.`), path('requeue')));
     }
     return out;
   }
 
   // Drain and resume a node: admins only (the server checks too).
   function nodeActions(n) {
-    if (!me || me.role !== 'admin') return [];
+    if (!isAdmin()) return [];
     const path = (verb) => `/v1/nodes/${encodeURIComponent(n.name)}/${verb}`;
     if (n.state === 'up') {
       return [actionButton('drain', 'Drain', () => {
@@ -183,8 +187,7 @@
       }, path('drain'))];
     }
     if (n.state === 'draining' || n.state === 'drained') {
-      return [actionButton('resume', 'Resume', () => (window.confirm(`Resume ${n.name}? It takes jobs again.`) ? {} : false),
-        path('resume'))];
+      return [actionButton('resume', 'Resume', confirmed(`Resume ${n.name}? It takes jobs again.`), path('resume'))];
     }
     return [];
   }
@@ -439,7 +442,7 @@
     }
 
     async refresh() {
-      const admin = me && me.role === 'admin';
+      const admin = isAdmin();
       const since = Math.floor(nowS() - rangeS);
       const [nodes, jobs, series] = await Promise.all([
         getJson('/v1/nodes'),
@@ -472,7 +475,7 @@
       const fig = (value, label) => h('div', { class: 'figure' }, h('b', null, value), h('span', null, label));
       // The GPU figures are the whole cluster's; a user's job counts are
       // their own (the API lists only those), and say so.
-      const whose = me && me.role === 'admin' ? 'all users\' ' : 'your ';
+      const whose = isAdmin() ? 'all users\' ' : 'your ';
       this.figures.replaceChildren(
         fig(`${up} / ${nodes.length}`, 'nodes up'),
         fig(`${used} / ${gpus}`, `GPUs allocated, all users (${gpus ? Math.round((100 * used) / gpus) : 0}%)`),
@@ -532,7 +535,7 @@
 
   function gpuTile(node, g, holder, href) {
     // Another user's job is "in use" to a user; admins see whose it is.
-    const job = holder && (!me || me.role === 'admin' || holder.user === me.user) ? holder : null;
+    const job = holder && (!me || isAdmin() || holder.user === me.user) ? holder : null;
     const t = g.telemetry;
     const util = t ? t.util : null;
     const classes = ['gpu-tile'];
@@ -550,14 +553,17 @@
       h('span', { class: 'j' }, job ? `#${job.job}` : holder ? 'in use' : 'free'));
   }
 
+  // A field of a job's spec, '' when it has none.
+  const specField = (j, k) => (j.spec || {})[k] || '';
+
   // The queue's columns: header, sort key (null: not sortable), cell.
   const QUEUE_COLUMNS = [
     ['Job', (j) => j.id, (j) => jobLink(j)],
-    ['Name', (j) => (j.spec || {}).name || '', (j) => (j.spec || {}).name || ''],
-    ['User', (j) => (j.spec || {}).user || '', (j) => (j.spec || {}).user || ''],
-    ['Account', (j) => (j.spec || {}).account || '', (j) => (j.spec || {}).account || '–'],
-    ['Partition', (j) => (j.spec || {}).partition || '', (j) => (j.spec || {}).partition || '–'],
-    ['QoS', (j) => (j.spec || {}).qos || '', (j) => (j.spec || {}).qos || '–'],
+    ['Name', (j) => specField(j, 'name'), (j) => specField(j, 'name')],
+    ['User', (j) => specField(j, 'user'), (j) => specField(j, 'user')],
+    ['Account', (j) => specField(j, 'account'), (j) => specField(j, 'account') || '–'],
+    ['Partition', (j) => specField(j, 'partition'), (j) => specField(j, 'partition') || '–'],
+    ['QoS', (j) => specField(j, 'qos'), (j) => specField(j, 'qos') || '–'],
     ['State', (j) => j.state, (j) => [badge(j.state), j.idle ? [' ', badge('idle')] : null]],
     ['Reason', (j) => jobReason(j), (j) => jobReason(j)],
     ['GPUs', (j) => jobGpuCount(j), (j) => jobGpuCount(j)],
@@ -618,7 +624,7 @@
     }
 
     async refresh() {
-      const admin = me && me.role === 'admin';
+      const admin = isAdmin();
       const [queue, history] = await Promise.all([
         getJson(`/v1/jobs${admin ? '?all=1' : ''}`),
         getJson(`/v1/history?limit=200${admin ? '&all=1' : ''}`).catch((e) => {
@@ -700,10 +706,10 @@
   // energy) and how well it used its GPUs, filtered, and as CSV.
   const HISTORY_COLUMNS = [
     ['id', 'Job', (j) => j.id],
-    ['name', 'Name', (j) => (j.spec || {}).name || ''],
-    ['user', 'User', (j) => (j.spec || {}).user || ''],
-    ['account', 'Account', (j) => (j.spec || {}).account || ''],
-    ['partition', 'Partition', (j) => (j.spec || {}).partition || ''],
+    ['name', 'Name', (j) => specField(j, 'name')],
+    ['user', 'User', (j) => specField(j, 'user')],
+    ['account', 'Account', (j) => specField(j, 'account')],
+    ['partition', 'Partition', (j) => specField(j, 'partition')],
     ['state', 'State', (j) => j.state],
     ['gpus', 'GPUs', (j) => jobGpuCount(j)],
     ['start', 'Started', (j) => (j.start_time ? new Date(j.start_time * 1000).toISOString() : '')],
@@ -755,7 +761,7 @@
     }
 
     async refresh() {
-      const admin = me && me.role === 'admin';
+      const admin = isAdmin();
       const days = Number(this.days.value);
       const q = [`limit=10000`, admin ? 'all=1' : '', this.state.value ? `state=${this.state.value}` : '',
         days ? `since=${Math.floor(nowS() - days * 86400)}` : ''].filter(Boolean).join('&');
@@ -944,7 +950,6 @@
       const heat = h('div', { class: 'charts wide', id: 'node-power' });
       this.powerChart = this.chart(heat, { title: 'Power (W), per GPU', fmt: (v) => `${Math.round(v)} W` });
       this.tempChart = this.chart(heat, { title: 'Temperature (°C), per GPU', fmt: (v) => `${Math.round(v)} °C` });
-      this.heat = heat;
       main.append(this.title, this.actions,
         h('div', { class: 'grid2' },
           h('div', { class: 'card' }, h('h2', null, 'GPUs now'),
@@ -985,9 +990,8 @@
           h('td', null, job ? h('a', { href: `#/jobs/${job.job}` }, `${job.job}`) : ''));
       }));
       const byIndex = new Map(((series && series.gpus) || []).map((g) => [g.index, g.points || []]));
-      const first = Math.min(...[...byIndex.values()].filter((p) => p.length).map((p) => p[0][0]));
-      const span = rangeWindow(since, Number.isFinite(first) ? first : null);
       const withPoints = [...byIndex.entries()].filter(([, p]) => p.length);
+      const span = rangeWindow(since, withPoints.length ? Math.min(...withPoints.map(([, p]) => p[0][0])) : null);
       const labels = withPoints.map(([i]) => `GPU ${i}`);
       for (const [c, k] of [[this.powerChart, 3], [this.tempChart, 4]]) {
         c.xWindow = span;

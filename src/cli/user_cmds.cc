@@ -194,8 +194,6 @@ Status PrintJobsJson(ApiClient& c, const std::string& query) {
   return Status::Ok();
 }
 
-}  // namespace
-
 // `shoal queue --start` (squeue --start): each pending job with when and
 // where the scheduler expects to start it, soonest first; N/A where no
 // start is foreseen (held, dependencies, a begin time not reached...).
@@ -222,6 +220,8 @@ std::string StartsTable(const Json& listed) {
   return Table({"JOBID", "NAME", "USER", "PARTITION", "START_TIME", "SCHEDNODES", "(REASON)"},
                rows);
 }
+
+}  // namespace
 
 int RunQueue(const std::vector<std::string>& raw) {
   ServerCommand cmd("queue", "Pending and running jobs: why they wait, where they run.");
