@@ -39,7 +39,11 @@ register_node() {  # register_node NAME GPUS
     "{\"name\":\"$1\",\"address\":\"127.0.0.1:1\",\"cpus\":64,\"memory_mib\":524288,\"gpus\":[$gpus]}" > /dev/null
 }
 
-heartbeat() {  # heartbeat NAME UTIL [UTIL...]: one GPU per utilisation, in index order
+# heartbeat NAME UTIL [UTIL...]: one GPU per utilisation, in index order. The
+# node reports the jobs in $HB_RUNNING (a JSON list's items, e.g.
+# '{"job":1,"epoch":1}') as running: a job it leaves out is lost once the
+# server's launch grace has passed, and goes back to the queue.
+heartbeat() {
   name=$1; shift
   gpus=""
   i=0
@@ -50,5 +54,5 @@ heartbeat() {  # heartbeat NAME UTIL [UTIL...]: one GPU per utilisation, in inde
     gpus="$gpus\"ecc_corrected\":0,\"ecc_uncorrected\":0,\"xid_errors\":0,\"last_xid\":0,\"clock_events\":0}"
     i=$((i + 1))
   done
-  api POST "/v1/nodes/$name/heartbeat" "{\"running\":[],\"events\":[],\"gpus\":[$gpus]}" > /dev/null
+  api POST "/v1/nodes/$name/heartbeat" "{\"running\":[${HB_RUNNING:-}],\"events\":[],\"gpus\":[$gpus]}" > /dev/null
 }
