@@ -270,23 +270,34 @@
 
   // ---- charts (uPlot) --------------------------------------------------------
 
-  // Aligned columns [xs, ys...] to [xs, max, mean, min] over the ys.
-  function bandOf(table) {
+  // Aligned columns [xs, ys...] to [xs, max, mean, min] over the ys (or over
+  // each group of columns: [xs, max1, mean1, min1, max2, ...]).
+  function bandOf(table, groups = [table.length - 1]) {
     const [xs, ...cols] = table;
-    const out = [xs, [], [], []];
-    for (let i = 0; i < xs.length; i++) {
-      const v = cols.map((c) => c[i]).filter((x) => x != null);
-      out[1].push(v.length ? Math.max(...v) : null);
-      out[2].push(v.length ? v.reduce((a, b) => a + b, 0) / v.length : null);
-      out[3].push(v.length ? Math.min(...v) : null);
+    const out = [xs];
+    let first = 0;
+    for (const n of groups) {
+      const own = cols.slice(first, first + n);
+      first += n;
+      const [hi, mean, lo] = [[], [], []];
+      for (let i = 0; i < xs.length; i++) {
+        const v = own.map((c) => c[i]).filter((x) => x != null);
+        hi.push(v.length ? Math.max(...v) : null);
+        mean.push(v.length ? v.reduce((a, b) => a + b, 0) / v.length : null);
+        lo.push(v.length ? Math.min(...v) : null);
+      }
+      out.push(hi, mean, lo);
     }
     return out;
   }
+  const rgba = (hex, a) => `rgba(${[1, 3, 5].map((i) => parseInt(hex.substr(i, 2), 16)).join(', ')}, ${a})`;
   // Above this many GPUs a job's charts show a band instead of a line each.
   const BAND_ABOVE_GPUS = 8;
 
   // One uPlot chart in a box that shows "no data yet" until data comes.
   // Series are recreated only when their labels change; otherwise setData.
+  // hoverText(i), when set, says what the point under the cursor (the i-th
+  // time) hides, in a line below the chart.
   class Chart {
     constructor(parent, { title, yRange, fmt, height }) {
       this.yRange = yRange;
@@ -295,7 +306,9 @@
       this.box = h('div', { class: 'chart' });
       this.empty = h('div', { class: 'nodata' }, 'no data yet');
       this.box.append(this.empty);
-      parent.append(h('div', null, title ? h('p', { class: 'chart-title' }, title) : null, this.box));
+      this.hoverText = null;
+      this.hoverLine = h('p', { class: 'muted chart-hover' });
+      parent.append(h('div', null, title ? h('p', { class: 'chart-title' }, title) : null, this.box, this.hoverLine));
       this.u = null;
       this.key = '';
       this.xWindow = null;  // [from, to] in Unix seconds, or null: the data's own span
@@ -306,21 +319,23 @@
     }
 
     // labels: one per series; data: [xs, ys...] (uPlot's aligned columns).
-    // band: the three series are max, mean and min, drawn as the mean in a
-    // shaded min-max band (for more GPUs than lines can show).
-    update(labels, data, band = false) {
+    // bands: how many groups of three series (max, mean, min) are drawn as a
+    // mean in a shaded min-max band each (for more GPUs than lines can
+    // show); 0: a line per series.
+    update(labels, data, bands = 0) {
       if (!data || !data[0] || data[0].length === 0 || typeof uPlot === 'undefined') {
-        this.clear(typeof uPlot === 'undefined' ? 'charts are unavailable (uPlot did not load)' : 'no data yet');
+        this.clear(typeof uPlot === 'undefined' ? 'charts are unavailable (uPlot did not load)'
+          : this.xWindow ? 'no samples in this range' : 'no data yet');
         return;
       }
-      const key = `${band ? 'band' : 'lines'}\u0000${labels.join('\u0000')}`;
+      const key = `${bands}\u0000${labels.join('\u0000')}`;
       if (this.u && key === this.key) {
         this.u.setData(data);
       } else {
         if (this.u) this.u.destroy();
         this.box.replaceChildren();
         this.key = key;
-        this.u = new uPlot(this.options(labels, band), data, this.box);
+        this.u = new uPlot(this.options(labels, bands), data, this.box);
       }
       // The time axis: the view's window, else the data's span (a lone
       // point gets a minute either side rather than uPlot's years).
@@ -339,26 +354,33 @@
       if (!this.empty.isConnected) this.box.replaceChildren(this.empty);
     }
 
-    options(labels, band) {
+    options(labels, bands) {
       const fmt = this.fmt;
       const yRange = this.yRange;
-      const edge = 'rgba(0, 114, 178, 0.45)';
+      // In band mode series 3g+1..3g+3 are group g's max, mean and min.
+      const colour = (i) => PALETTE[(bands ? Math.floor(i / 3) : i) % PALETTE.length];
       return {
         width: Math.max(240, this.box.clientWidth),
         height: this.height,
         series: [{}, ...labels.map((label, i) => ({
           label,
-          stroke: band ? (i === 1 ? PALETTE[0] : edge) : PALETTE[i % PALETTE.length],
-          width: band && i !== 1 ? 1 : 1.5,
+          stroke: bands && i % 3 !== 1 ? rgba(colour(i), 0.45) : colour(i),
+          width: bands && i % 3 !== 1 ? 1 : 1.5,
           spanGaps: true,
           value: (u, v) => (v == null ? '–' : fmt(v)),
         }))],
-        bands: band ? [{ series: [1, 3], fill: 'rgba(0, 114, 178, 0.15)' }] : [],
+        bands: Array.from({ length: bands }, (_, g) => ({ series: [3 * g + 1, 3 * g + 3], fill: rgba(colour(3 * g), 0.15) })),
         scales: {
           x: { time: true },
           y: { range: (u, lo, hi) => (yRange ? [yRange[0], Math.max(yRange[1], hi || 0)] : [0, hi > 0 ? hi * 1.1 : 1]) },
         },
         axes: [{}, { size: 56, values: (u, vals) => vals.map((v) => fmt(v)) }],
+        hooks: {
+          setCursor: [(u) => {
+            const i = u.cursor.idx;
+            this.hoverLine.textContent = this.hoverText && i != null ? this.hoverText(i) : '';
+          }],
+        },
       };
     }
 
@@ -379,24 +401,64 @@
   // ---- views -----------------------------------------------------------------
 
   // The time range of the overview's and the nodes' charts, kept for the
-  // tab. The server keeps 6 hours of series; longer ranges need history
-  // that it does not keep (docs/api.md, "Telemetry series").
-  const RANGES = [[15 * 60, 'last 15 min'], [3600, 'last hour'], [6 * 3600, 'last 6 hours']];
+  // tab: the last N seconds (following the present), or a custom [from, to].
+  // Past 6 hours the server answers with 10-minute means, kept 7 days
+  // (docs/api.md, "Telemetry series").
+  const RANGES = [[15 * 60, 'last 15 min'], [3600, 'last hour'], [6 * 3600, 'last 6 hours'],
+    [24 * 3600, 'last 24 hours'], [7 * 86400, 'last 7 days'], ['custom', 'custom…']];
   const RANGE_KEY = 'shoal.range';
-  let rangeS = Number(sessionStorage.getItem(RANGE_KEY)) || 6 * 3600;
+  const CUSTOM_KEY = 'shoal.range.custom';
+  let rangeKind = sessionStorage.getItem(RANGE_KEY) === 'custom' ? 'custom' : Number(sessionStorage.getItem(RANGE_KEY)) || 6 * 3600;
+  let customRange = (() => {
+    try {
+      const [from, to] = JSON.parse(sessionStorage.getItem(CUSTOM_KEY));
+      if (from < to) return [from, to];
+    } catch (e) { /* none kept */ }
+    return [Math.floor(nowS() - 86400), Math.floor(nowS())];
+  })();
+  // The range now: { since, until } in Unix seconds (until null: up to now).
+  function timeRange() {
+    if (rangeKind === 'custom') return { since: customRange[0], until: customRange[1] };
+    return { since: Math.floor(nowS() - rangeKind), until: null };
+  }
+  const rangeQuery = (r) => `since=${r.since}${r.until != null ? `&until=${r.until}` : ''}`;
+  // A datetime-local input's value for Unix seconds, and back (local time).
+  const toLocalInput = (t) => {
+    const d = new Date(t * 1000);
+    return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+  };
+  const fromLocalInput = (v) => Math.floor(new Date(v).getTime() / 1000);
   function rangePicker() {
     const select = h('select', { 'aria-label': 'time range', class: 'range' },
-      RANGES.map(([s, label]) => h('option', { value: String(s), selected: s === rangeS ? '' : null }, label)));
+      RANGES.map(([k, label]) => h('option', { value: String(k), selected: k === rangeKind ? '' : null }, label)));
+    const from = h('input', { type: 'datetime-local', 'aria-label': 'from', class: 'range-from', value: toLocalInput(customRange[0]) });
+    const to = h('input', { type: 'datetime-local', 'aria-label': 'to', class: 'range-to', value: toLocalInput(customRange[1]) });
+    const note = h('span', { class: 'muted range-note' });
+    const custom = h('span', { class: 'range-custom', hidden: rangeKind === 'custom' ? null : '' }, from, ' – ', to, note);
     select.addEventListener('change', () => {
-      rangeS = Number(select.value);
-      sessionStorage.setItem(RANGE_KEY, String(rangeS));
+      rangeKind = select.value === 'custom' ? 'custom' : Number(select.value);
+      sessionStorage.setItem(RANGE_KEY, String(rangeKind));
+      custom.hidden = rangeKind !== 'custom';
       tick();
     });
-    return select;
+    const setCustom = () => {
+      const [f, t] = [fromLocalInput(from.value), fromLocalInput(to.value)];
+      if (!(f < t)) {
+        note.textContent = 'the start must be before the end';
+        return;
+      }
+      note.textContent = '';
+      customRange = [f, t];
+      sessionStorage.setItem(CUSTOM_KEY, JSON.stringify(customRange));
+      tick();
+    };
+    from.addEventListener('change', setCustom);
+    to.addEventListener('change', setCustom);
+    return h('span', { class: 'toolbar' }, select, custom);
   }
   // The x axis of a range: from its start, or from the first sample when the
   // server has less (so that minutes of data do not crowd the right edge).
-  const rangeWindow = (since, firstT) => [firstT != null ? Math.max(since, firstT) : since, nowS()];
+  const rangeWindow = (r, firstT) => [firstT != null ? Math.max(r.since, firstT) : r.since, r.until ?? nowS()];
 
   // A view builds its page once (mount), then updates it on every poll
   // (refresh). destroy() releases its charts.
@@ -443,17 +505,17 @@
 
     async refresh() {
       const admin = isAdmin();
-      const since = Math.floor(nowS() - rangeS);
+      const range = timeRange();
       const [nodes, jobs, series] = await Promise.all([
         getJson('/v1/nodes'),
         getJson(`/v1/jobs${admin ? '?all=1' : ''}`),
-        getSeries(`/v1/cluster/series?since=${since}`),
+        getSeries(`/v1/cluster/series?${rangeQuery(range)}`),
       ]);
       this.renderFigures(nodes.nodes, jobs.jobs);
       this.renderModels(nodes.nodes);
       this.renderNodes(nodes.nodes);
       const pts = (series && series.points) || [];
-      this.clusterChart.xWindow = rangeWindow(since, pts.length ? pts[0][0] : null);
+      this.clusterChart.xWindow = rangeWindow(range, pts.length ? pts[0][0] : null);
       this.clusterChart.update(['Mean GPU utilisation', 'GPUs allocated'],
         pts.length ? [pts.map((p) => p[0]), pts.map((p) => p[1]), pts.map((p) => (p[2] == null ? null : p[2] * 100))] : null);
     }
@@ -855,20 +917,43 @@
       const util = joinSeries(withPoints.map((g) => [g.points.map((p) => p[0]), g.points.map((p) => p[1])]));
       const mem = joinSeries(withPoints.map((g) => [g.points.map((p) => p[0]), g.points.map((p) => p[2] / 1024)]));
       if (withPoints.length > BAND_ABOVE_GPUS) {
-        // Many GPUs: the mean in its min-max band, and which GPU lags most.
-        const band = ['max', 'mean', 'min'];
-        this.utilChart.update(band, util && bandOf(util), true);
-        this.memChart.update(band, mem && bandOf(mem), true);
-        const means = withPoints.map((g) => [g, g.points.reduce((a, p) => a + p[1], 0) / g.points.length]);
-        const [worst, worstMean] = means.reduce((a, b) => (b[1] < a[1] ? b : a));
-        this.chartNote.textContent = `${withPoints.length} GPUs: the mean in its min–max band; ` +
-          `lowest mean utilisation ${worst.node}/${worst.index} (${fmtPct(worstMean)})`;
+        this.drawBands(withPoints, labels, util, mem);
       } else {
         this.utilChart.update(labels, util);
         this.memChart.update(labels, mem);
+        this.utilChart.hoverText = this.memChart.hoverText = null;
         this.chartNote.textContent = '';
       }
       await this.refreshLog(job);
+    }
+
+    // Many GPUs: the mean in its min-max band, one band per node when the job
+    // spans up to 8 nodes (one band for all beyond), the GPU that lags most
+    // named, and on hover the three GPUs lowest in utilisation (highest in
+    // memory) at that time.
+    drawBands(withPoints, labels, util, mem) {
+      const nodes = [...new Set(withPoints.map((g) => g.node))];
+      const perNode = nodes.length > 1 && nodes.length <= PALETTE.length;
+      const groups = perNode ? nodes.map((n) => withPoints.filter((g) => g.node === n).length) : [withPoints.length];
+      const names = perNode ? nodes.flatMap((n) => [`${n} max`, `${n} mean`, `${n} min`]) : ['max', 'mean', 'min'];
+      // Columns grouped by node, in the order of `nodes` (the API lists a
+      // node's GPUs together, so the order holds).
+      this.utilChart.update(names, util && bandOf(util, groups), groups.length);
+      this.memChart.update(names, mem && bandOf(mem, groups), groups.length);
+      const extremes = (table, lowest, fmt) => (i) => {
+        if (!table) return '';
+        const at = labels.map((l, k) => [l, table[k + 1][i]]).filter(([, v]) => v != null);
+        at.sort((a, b) => (lowest ? a[1] - b[1] : b[1] - a[1]));
+        return `${fmtClock(table[0][i])}: ${lowest ? 'lowest' : 'highest'} ` +
+          at.slice(0, 3).map(([l, v]) => `${l} ${fmt(v)}`).join(', ');
+      };
+      this.utilChart.hoverText = extremes(util, true, fmtPct);
+      this.memChart.hoverText = extremes(mem, false, (v) => `${fmtNum(+v.toFixed(1))} GiB`);
+      const means = withPoints.map((g) => [g, g.points.reduce((a, p) => a + p[1], 0) / g.points.length]);
+      const [worst, worstMean] = means.reduce((a, b) => (b[1] < a[1] ? b : a));
+      this.chartNote.textContent = `${withPoints.length} GPUs: the mean in its min–max band` +
+        `${perNode ? `, one band per node (${nodes.length})` : ''}; ` +
+        `lowest mean utilisation ${worst.node}/${worst.index} (${fmtPct(worstMean)}); hover for the worst GPUs at a time`;
     }
 
     renderJob(j) {
@@ -934,6 +1019,16 @@
     }
   }
 
+  // A node's last acceptance run (shoal bench --cluster): the verdict, when,
+  // the summary, what failed and the job that ran it.
+  function acceptanceOf(a) {
+    if (!a) return 'never run (shoal bench --cluster)';
+    return h('span', { id: 'acceptance' }, badge(a.passed ? 'passed' : 'failed', a.passed ? 'completed' : 'failed'),
+      ` ${fmtTime(a.time)}`, a.job ? [' · job ', h('a', { href: `#/jobs/${a.job}` }, String(a.job))] : null,
+      a.summary ? h('div', null, a.summary) : null,
+      (a.failures || []).length ? h('ul', { class: 'failures' }, a.failures.map((f) => h('li', null, f))) : null);
+  }
+
   class NodeView extends View {
     constructor(name) {
       super();
@@ -953,7 +1048,9 @@
       main.append(this.title, this.actions,
         h('div', { class: 'grid2' },
           h('div', { class: 'card' }, h('h2', null, 'GPUs now'),
-            h('table', null, h('thead', null, h('tr', null, ['GPU', 'Model', 'Health', 'Util.', 'Memory', 'Power', 'Temp.', 'Job']
+            h('table', { id: 'node-gpus' }, h('thead', null, h('tr', null, ['GPU', 'Model', 'Health', 'Util.', 'Memory', 'Power',
+              'Temp.', h('span', { title: 'ECC errors since the driver loaded: corrected / uncorrected' }, 'ECC'),
+              h('span', { title: 'XID errors the driver reported, and the last one' }, 'XID'), 'Job']
               .map((c) => h('th', null, c)))), this.gpus)),
           h('div', { class: 'card' }, this.fields)),
         h('div', { class: 'card' }, h('div', { class: 'toolbar' },
@@ -963,8 +1060,8 @@
 
     async refresh() {
       const path = `/v1/nodes/${encodeURIComponent(this.name)}`;
-      const since = Math.floor(nowS() - rangeS);
-      const [n, series] = await Promise.all([getJson(path), getSeries(`${path}/series?since=${since}`)]);
+      const range = timeRange();
+      const [n, series] = await Promise.all([getJson(path), getSeries(`${path}/series?${rangeQuery(range)}`)]);
       document.title = `${n.name} · Shoal`;
       this.title.replaceChildren(`Node ${n.name} `, badge(n.state));
       this.actions.replaceChildren(...nodeActions(n));
@@ -974,6 +1071,7 @@
         ['State', n.state], ['Address', n.address], ['Place', n.place || '–'],
         ['Labels', (n.labels || []).join(', ') || '–'], ['Partitions', (n.partitions || []).join(', ') || '–'],
         ['CPUs', n.cpus], ['Memory', fmtGiB(n.memory_mib)], ['Last heartbeat', fmtTime(n.last_seen)],
+        ['Acceptance', acceptanceOf(n.acceptance)],
         ['Jobs', n.jobs.length ? n.jobs.map((j, i) => [i ? ', ' : '', h('a', { href: `#/jobs/${j.job}` }, String(j.job)),
           ` (${j.user}, GPUs ${j.gpus})`]) : 'none'],
       ].flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v ?? '–')]));
@@ -987,11 +1085,15 @@
           h('td', { class: 'num' }, t ? `${fmtGiB(t.fb_used_mib)} / ${fmtGiB(g.memory_mib)}` : '–'),
           h('td', { class: 'num' }, t ? `${Math.round(t.power_w)} W` : '–'),
           h('td', { class: 'num' }, t ? `${Math.round(t.temp_c)} °C` : '–'),
+          h('td', { class: `num${t && t.ecc_uncorrected > 0 ? ' bad' : ''}`, 'data-ecc': '' },
+            t && t.ecc_corrected != null ? `${t.ecc_corrected} / ${t.ecc_uncorrected}` : '–'),
+          h('td', { class: `num${t && t.xid_errors > 0 ? ' bad' : ''}`, 'data-xid': '' },
+            t && t.xid_errors != null ? (t.xid_errors > 0 ? `${t.xid_errors} (last ${t.last_xid})` : '0') : '–'),
           h('td', null, job ? h('a', { href: `#/jobs/${job.job}` }, `${job.job}`) : ''));
       }));
       const byIndex = new Map(((series && series.gpus) || []).map((g) => [g.index, g.points || []]));
       const withPoints = [...byIndex.entries()].filter(([, p]) => p.length);
-      const span = rangeWindow(since, withPoints.length ? Math.min(...withPoints.map(([, p]) => p[0][0])) : null);
+      const span = rangeWindow(range, withPoints.length ? Math.min(...withPoints.map(([, p]) => p[0][0])) : null);
       const labels = withPoints.map(([i]) => `GPU ${i}`);
       for (const [c, k] of [[this.powerChart, 3], [this.tempChart, 4]]) {
         c.xWindow = span;

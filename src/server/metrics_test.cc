@@ -275,8 +275,10 @@ TEST(TelemetryStoreTest, SamplesAtMostEveryIntervalAndWraps) {
   auto at = [](int sec) { return kTimeZero + seconds(1700000000 + sec); };
   for (int t = 0; t <= 50; t += 5)
     s.Record("n1", at(t), {Report(0, t, t * 10, 100, 0), Report(1, 1, 1, 1, 0)});
-  auto series = s.NodeSeries("n1", Time{});
-  ASSERT_TRUE(series.has_value());
+  auto result = s.NodeSeries("n1", {at(0)});
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->step_s, 10);
+  const auto* series = &result->gpus;
   ASSERT_EQ(series->size(), 2u);
   // Samples at 0, 10, 20, 30, 40, 50; the last three kept, oldest first.
   ASSERT_EQ((*series)[0].points.size(), 3u);
@@ -284,16 +286,55 @@ TEST(TelemetryStoreTest, SamplesAtMostEveryIntervalAndWraps) {
   EXPECT_DOUBLE_EQ((*series)[0].points[0].util_pct, 30);
   EXPECT_DOUBLE_EQ((*series)[0].points[2].mem_mib, 500);
   EXPECT_DOUBLE_EQ((*series)[0].points[2].power_w, 100);
-  EXPECT_EQ(s.NodeSeries("n1", at(45))->at(0).points.size(), 1u);
-  EXPECT_EQ(s.GpuPoints("n1", 0, at(30), at(40)).size(), 2u);
-  EXPECT_FALSE(s.NodeSeries("n2", Time{}).has_value());
+  EXPECT_EQ(s.NodeSeries("n1", {at(45)})->gpus.at(0).points.size(), 1u);
+  EXPECT_EQ(s.NodeSeries("n1", {at(30), at(40)})->gpus.at(0).points.size(), 2u);
+  EXPECT_EQ(s.GpuPoints("n1", 0, {at(30), at(40)}).size(), 2u);
+  EXPECT_FALSE(s.NodeSeries("n2", {}).has_value());
   s.RecordCluster(at(0), 50, 0.5);
   s.RecordCluster(at(5), 60, 0.5);  // too soon
   s.RecordCluster(at(10), 70, 0.25);
-  auto cluster = s.ClusterSeries(Time{});
+  auto cluster = s.ClusterSeries({}).points;
   ASSERT_EQ(cluster.size(), 2u);
   EXPECT_DOUBLE_EQ(cluster[1].mean_util_pct, 70);
   EXPECT_DOUBLE_EQ(cluster[1].allocated_fraction, 0.25);
+}
+
+// A range older than the fine tier holds is answered from the means of each
+// rollup step, the step under way last; a range the fine tier holds, from it.
+TEST(TelemetryStoreTest, OlderRangesComeFromStepMeans) {
+  TelemetryStore s(seconds(10), 6, std::chrono::minutes(1), 5);
+  const int64_t base = 1699999980;  // a whole minute
+  auto at = [&](int sec) { return kTimeZero + seconds(base + sec); };
+  for (int t = 0; t < 300; t += 10) {  // util t/10, 30 samples: 5 minutes
+    s.Record("n1", at(t), {Report(0, t / 10.0, t, 100 + t, 0)});
+    s.RecordCluster(at(t), t / 10.0, 0.5);
+  }
+  // The fine tier keeps 240..290: from 250 it answers.
+  auto fine = s.NodeSeries("n1", {at(250)});
+  EXPECT_EQ(fine->step_s, 10);
+  ASSERT_EQ(fine->gpus.at(0).points.size(), 5u);
+  EXPECT_DOUBLE_EQ(fine->gpus[0].points[0].t, base + 250);
+  // From 100: the minutes that start at 120 and 180, then the one under way
+  // (240..290), each the mean of its samples.
+  auto old = s.NodeSeries("n1", {at(100)});
+  EXPECT_EQ(old->step_s, 60);
+  const auto& p = old->gpus.at(0).points;
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_DOUBLE_EQ(p[0].t, base + 120);
+  EXPECT_DOUBLE_EQ(p[0].util_pct, 14.5);
+  EXPECT_DOUBLE_EQ(p[0].power_w, 245);
+  EXPECT_DOUBLE_EQ(p[2].t, base + 240);
+  EXPECT_DOUBLE_EQ(p[2].util_pct, 26.5);
+  EXPECT_DOUBLE_EQ(p[2].mem_mib, 265);
+  EXPECT_EQ(s.NodeSeries("n1", {})->gpus[0].points.size(), 5u);
+  EXPECT_EQ(s.NodeSeries("n1", {at(60), at(130)})->gpus[0].points.size(), 2u);
+  EXPECT_EQ(s.GpuPoints("n1", 0, {at(0), at(299)}).size(), 5u);
+  auto cluster = s.ClusterSeries({at(0)});
+  EXPECT_EQ(cluster.step_s, 60);
+  ASSERT_EQ(cluster.points.size(), 5u);
+  EXPECT_DOUBLE_EQ(cluster.points[1].mean_util_pct, 8.5);
+  EXPECT_DOUBLE_EQ(cluster.points[4].allocated_fraction, 0.5);
+  EXPECT_EQ(s.ClusterSeries({at(270)}).step_s, 10);
 }
 
 }  // namespace

@@ -15,12 +15,19 @@ namespace shoal::server::routes {
 
 namespace {
 
-// ?since=<unix seconds> of the series endpoints (default: everything kept).
-Result<Time> SinceOf(const httplib::Request& req) {
-  if (!req.has_param("since")) return Time{};
-  auto v = ParseDouble(req.get_param_value("since"));
-  if (!v.ok() || !(*v >= 0)) return InvalidArgument("since must be Unix seconds");
-  return TimeFromSeconds(*v);
+// ?since=&until=<unix seconds> of the series endpoints (default: everything
+// kept), both ends included.
+Result<TelemetryStore::Range> RangeOf(const httplib::Request& req) {
+  TelemetryStore::Range r;
+  for (const auto& [name, end] : {std::pair{"since", &r.from}, std::pair{"until", &r.to}}) {
+    if (!req.has_param(name)) continue;
+    auto v = ParseDouble(req.get_param_value(name));
+    if (!v.ok() || !(*v >= 0) || *v > 1e11)
+      return InvalidArgument(fmt::format("{} must be Unix seconds", name));
+    *end = TimeFromSeconds(*v);
+  }
+  if (r.to < r.from) return InvalidArgument("until must not be before since");
+  return r;
 }
 
 // [[t,util,mem_mib,power_w,temp_c],...] without a JSON document per point.
@@ -65,11 +72,12 @@ void LoopStatistics(const Context& ctx, const Identity& who, const httplib::Requ
 
 void ClusterSeries(const Context& ctx, const Identity&, const httplib::Request& req,
                    httplib::Response& res) {
-  auto since = SinceOf(req);
-  if (!since.ok()) return Reply(res, since.status());
-  std::string body = "{\"points\":[";
+  auto range = RangeOf(req);
+  if (!range.ok()) return Reply(res, range.status());
+  const TelemetryStore::ClusterSeriesResult series = ctx.telemetry.ClusterSeries(*range);
+  std::string body = fmt::format("{{\"step_s\":{},\"points\":[", series.step_s);
   bool first = true;
-  for (const TelemetryStore::ClusterPoint& p : ctx.telemetry.ClusterSeries(*since)) {
+  for (const TelemetryStore::ClusterPoint& p : series.points) {
     if (!first) body += ',';
     first = false;
     fmt::format_to(std::back_inserter(body), "[{},{},{}]", static_cast<int64_t>(p.t),
@@ -83,9 +91,9 @@ void ClusterSeries(const Context& ctx, const Identity&, const httplib::Request& 
 void NodeSeries(const Context& ctx, const Identity&, const httplib::Request& req,
                 httplib::Response& res) {
   const std::string name = req.matches[1].str();
-  auto since = SinceOf(req);
-  if (!since.ok()) return Reply(res, since.status());
-  auto series = ctx.telemetry.NodeSeries(name, *since);
+  auto range = RangeOf(req);
+  if (!range.ok()) return Reply(res, range.status());
+  auto series = ctx.telemetry.NodeSeries(name, *range);
   if (!series) {
     // No telemetry yet: an empty series for a known node, 404 otherwise.
     auto known = ctx.loop.Call<bool>([name](Controller& c, Time) -> Result<bool> {
@@ -95,11 +103,12 @@ void NodeSeries(const Context& ctx, const Identity&, const httplib::Request& req
     if (!known.ok()) return Reply(res, known.status());
     series.emplace();
   }
-  std::string body = "{\"node\":" + Json(name).dump() + ",\"gpus\":[";
-  for (size_t i = 0; i < series->size(); ++i) {
+  std::string body =
+      fmt::format("{{\"node\":{},\"step_s\":{},\"gpus\":[", Json(name).dump(), series->step_s);
+  for (size_t i = 0; i < series->gpus.size(); ++i) {
     if (i > 0) body += ',';
-    fmt::format_to(std::back_inserter(body), "{{\"index\":{},\"points\":", (*series)[i].index);
-    AppendPoints(body, (*series)[i].points);
+    fmt::format_to(std::back_inserter(body), "{{\"index\":{},\"points\":", series->gpus[i].index);
+    AppendPoints(body, series->gpus[i].points);
     body += '}';
   }
   body += "]}";
@@ -132,8 +141,8 @@ void JobSeries(const Context& ctx, const Identity& who, const httplib::Request& 
                httplib::Response& res) {
   auto id = JobIdOf(req);
   if (!id.ok()) return Reply(res, id.status());
-  auto since = SinceOf(req);
-  if (!since.ok()) return Reply(res, since.status());
+  auto range = RangeOf(req);
+  if (!range.ok()) return Reply(res, range.status());
   auto job = JobViewOf(ctx, who, *id);
   if (!job.ok()) return Reply(res, job.status());
   const Json& j = *job;
@@ -142,7 +151,7 @@ void JobSeries(const Context& ctx, const Identity& who, const httplib::Request& 
   const Time end = j.contains("end_time") && j.value("state", "") != "running"
                        ? TimeFromSeconds(j["end_time"].get<double>())
                        : ctx.clock.Now();
-  const Time from = std::max(start, *since);
+  const TelemetryStore::Range span{std::max(start, range->from), std::min(end, range->to)};
   std::string body = fmt::format("{{\"job\":{},\"gpus\":[", id->value());
   bool first = true;
   if (start != Time{}) {
@@ -154,7 +163,7 @@ void JobSeries(const Context& ctx, const Identity& who, const httplib::Request& 
         const int index = g.get<int>();
         body += "{\"node\":" + Json(node).dump();
         fmt::format_to(std::back_inserter(body), ",\"index\":{},\"points\":", index);
-        AppendPoints(body, ctx.telemetry.GpuPoints(node, index, from, end));
+        AppendPoints(body, ctx.telemetry.GpuPoints(node, index, span));
         body += '}';
       }
     }

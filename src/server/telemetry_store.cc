@@ -22,10 +22,15 @@ uint32_t Seconds(Time t) {
 
 }  // namespace
 
-TelemetryStore::TelemetryStore(Duration interval, size_t capacity)
-    : interval_(interval), capacity_(std::max<size_t>(1, capacity)) {}
+TelemetryStore::TelemetryStore(Duration interval, size_t capacity, Duration rollup,
+                               size_t rollup_capacity)
+    : interval_(interval),
+      capacity_(std::max<size_t>(1, capacity)),
+      rollup_s_(static_cast<uint32_t>(std::max<int64_t>(1, ToSeconds(rollup)))),
+      rollup_capacity_(std::max<size_t>(1, rollup_capacity)) {}
 
-void TelemetryStore::Ring::Push(const Packed& p, size_t capacity) {
+template <typename T>
+void TelemetryStore::Ring<T>::Push(const T& p, size_t capacity) {
   if (buf.size() < capacity) {
     buf.push_back(p);
     return;
@@ -34,8 +39,9 @@ void TelemetryStore::Ring::Push(const Packed& p, size_t capacity) {
   head = (head + 1) % buf.size();
 }
 
+template <typename T>
 template <typename F>
-void TelemetryStore::Ring::ForEach(F&& f) const {
+void TelemetryStore::Ring<T>::ForEach(F&& f) const {
   for (size_t k = 0; k < buf.size(); ++k)
     f(buf[(head + k) % buf.size()]);
 }
@@ -43,6 +49,25 @@ void TelemetryStore::Ring::ForEach(F&& f) const {
 TelemetryStore::Point TelemetryStore::Unpack(const Packed& p) {
   return {static_cast<double>(p.t), p.util_centi / 100.0, static_cast<double>(p.mem_mib),
           p.power_deci / 10.0, p.temp_deci / 10.0};
+}
+
+TelemetryStore::Packed TelemetryStore::Pack(uint32_t t, const double (&v)[4]) {
+  Packed p;
+  p.t = t;
+  p.util_centi = Clamp<uint16_t>(v[0] * 100, 0, 10000);
+  p.mem_mib = Clamp<uint32_t>(v[1], 0, 4294967295.0);
+  p.power_deci = Clamp<uint16_t>(v[2] * 10, 0, 65535);
+  p.temp_deci = Clamp<int16_t>(v[3] * 10, -32768, 32767);
+  return p;
+}
+
+void TelemetryStore::AddToRollup(GpuRings& g, const Packed& p) {
+  const Point x = Unpack(p);
+  const double v[4] = {x.util_pct, x.mem_mib, x.power_w, x.temp_c};
+  uint32_t closed = 0;
+  double means[4];
+  if (g.mean.Add(p.t / rollup_s_, v, &closed, means))
+    g.rollup.Push(Pack(closed * rollup_s_, means), rollup_capacity_);
 }
 
 void TelemetryStore::Record(const std::string& node, Time now, const std::vector<GpuReport>& gpus) {
@@ -57,13 +82,11 @@ void TelemetryStore::Record(const std::string& node, Time now, const std::vector
     if (n.gpus.size() <= static_cast<size_t>(g.index))
       n.gpus.resize(static_cast<size_t>(g.index) + 1);
     const GpuTelemetry& tm = g.telemetry;
-    Packed p;
-    p.t = t;
-    p.util_centi = Clamp<uint16_t>(tm.util_pct * 100, 0, 10000);
-    p.power_deci = Clamp<uint16_t>(tm.power_w * 10, 0, 65535);
-    p.temp_deci = Clamp<int16_t>(tm.temperature_c * 10, -32768, 32767);
-    p.mem_mib = Clamp<uint32_t>(static_cast<double>(tm.fb_used_mib), 0, 4294967295.0);
-    n.gpus[static_cast<size_t>(g.index)].Push(p, capacity_);
+    const Packed p =
+        Pack(t, {tm.util_pct, static_cast<double>(tm.fb_used_mib), tm.power_w, tm.temperature_c});
+    GpuRings& rings = n.gpus[static_cast<size_t>(g.index)];
+    rings.fine.Push(p, capacity_);
+    AddToRollup(rings, p);
     any = true;
   }
   if (any) n.last_t = t;
@@ -72,58 +95,95 @@ void TelemetryStore::Record(const std::string& node, Time now, const std::vector
 void TelemetryStore::RecordCluster(Time now, double mean_util_pct, double allocated_fraction) {
   const double t = std::floor(ToSeconds(now));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!cluster_.empty()) {
-    const ClusterPoint& last = cluster_[(cluster_head_ + cluster_.size() - 1) % cluster_.size()];
+  if (!cluster_.buf.empty()) {
+    const ClusterPoint& last =
+        cluster_.buf[(cluster_.head + cluster_.buf.size() - 1) % cluster_.buf.size()];
     if (t < last.t + ToSeconds(interval_)) return;
   }
-  const ClusterPoint p{t, mean_util_pct, allocated_fraction};
-  if (cluster_.size() < capacity_) {
-    cluster_.push_back(p);
-  } else {
-    cluster_[cluster_head_] = p;
-    cluster_head_ = (cluster_head_ + 1) % cluster_.size();
+  cluster_.Push({t, mean_util_pct, allocated_fraction}, capacity_);
+  const double v[2] = {mean_util_pct, allocated_fraction};
+  uint32_t closed = 0;
+  double means[2];
+  if (cluster_mean_.Add(Seconds(now) / rollup_s_, v, &closed, means)) {
+    cluster_rollup_.Push({static_cast<double>(closed) * rollup_s_, means[0], means[1]},
+                         rollup_capacity_);
   }
 }
 
-std::optional<std::vector<TelemetryStore::GpuSeries>> TelemetryStore::NodeSeries(
-    const std::string& node, Time since) const {
-  const double from = ToSeconds(since);
+bool TelemetryStore::NeedsRollup(size_t size, double oldest_t, const Range& range) const {
+  return size >= capacity_ && oldest_t > ToSeconds(range.from) + rollup_s_;
+}
+
+std::vector<TelemetryStore::Point> TelemetryStore::Points(const GpuRings& g, const Range& range,
+                                                          bool rollup) const {
+  const double lo = std::floor(ToSeconds(range.from)), hi = ToSeconds(range.to);
+  std::vector<Point> out;
+  auto take = [&](const Point& p) {
+    if (p.t >= lo && p.t <= hi) out.push_back(p);
+  };
+  if (!rollup) {
+    g.fine.ForEach([&](const Packed& p) { take(Unpack(p)); });
+    return out;
+  }
+  g.rollup.ForEach([&](const Packed& p) { take(Unpack(p)); });
+  if (g.mean.n > 0) {  // the step under way
+    double m[4];
+    g.mean.Means(m);
+    take({static_cast<double>(g.mean.step) * rollup_s_, m[0], std::round(m[1]), m[2], m[3]});
+  }
+  return out;
+}
+
+std::optional<TelemetryStore::NodeSeriesResult> TelemetryStore::NodeSeries(const std::string& node,
+                                                                           Range range) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return std::nullopt;
-  std::vector<GpuSeries> out;
-  for (size_t i = 0; i < it->second.gpus.size(); ++i) {
-    GpuSeries s;
-    s.index = static_cast<int>(i);
-    it->second.gpus[i].ForEach([&](const Packed& p) {
-      if (p.t >= from) s.points.push_back(Unpack(p));
-    });
-    out.push_back(std::move(s));
+  // One tier for the whole node, chosen by its first GPU with samples.
+  bool rollup = false;
+  for (const GpuRings& g : it->second.gpus) {
+    if (g.fine.buf.empty()) continue;
+    rollup = NeedsRollup(g.fine.buf.size(), g.fine.Oldest().t, range);
+    break;
   }
+  NodeSeriesResult out;
+  out.step_s = rollup ? rollup_s_ : std::max<int64_t>(1, ToSeconds(interval_));
+  for (size_t i = 0; i < it->second.gpus.size(); ++i)
+    out.gpus.push_back({static_cast<int>(i), Points(it->second.gpus[i], range, rollup)});
   return out;
 }
 
 std::vector<TelemetryStore::Point> TelemetryStore::GpuPoints(const std::string& node, int index,
-                                                             Time from, Time to) const {
-  const double lo = std::floor(ToSeconds(from)), hi = ToSeconds(to);
-  std::vector<Point> out;
+                                                             Range range) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(node);
   if (it == nodes_.end() || index < 0 || static_cast<size_t>(index) >= it->second.gpus.size())
-    return out;
-  it->second.gpus[static_cast<size_t>(index)].ForEach([&](const Packed& p) {
-    if (p.t >= lo && p.t <= hi) out.push_back(Unpack(p));
-  });
-  return out;
+    return {};
+  const GpuRings& g = it->second.gpus[static_cast<size_t>(index)];
+  const bool rollup =
+      !g.fine.buf.empty() && NeedsRollup(g.fine.buf.size(), g.fine.Oldest().t, range);
+  return Points(g, range, rollup);
 }
 
-std::vector<TelemetryStore::ClusterPoint> TelemetryStore::ClusterSeries(Time since) const {
-  const double from = ToSeconds(since);
-  std::vector<ClusterPoint> out;
+TelemetryStore::ClusterSeriesResult TelemetryStore::ClusterSeries(Range range) const {
+  const double lo = ToSeconds(range.from), hi = ToSeconds(range.to);
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t k = 0; k < cluster_.size(); ++k) {
-    const ClusterPoint& p = cluster_[(cluster_head_ + k) % cluster_.size()];
-    if (p.t >= from) out.push_back(p);
+  const bool rollup =
+      !cluster_.buf.empty() && NeedsRollup(cluster_.buf.size(), cluster_.Oldest().t, range);
+  ClusterSeriesResult out;
+  out.step_s = rollup ? rollup_s_ : std::max<int64_t>(1, ToSeconds(interval_));
+  auto take = [&](const ClusterPoint& p) {
+    if (p.t >= lo && p.t <= hi) out.points.push_back(p);
+  };
+  if (!rollup) {
+    cluster_.ForEach(take);
+    return out;
+  }
+  cluster_rollup_.ForEach(take);
+  if (cluster_mean_.n > 0) {
+    double means[2];
+    cluster_mean_.Means(means);
+    take({static_cast<double>(cluster_mean_.step) * rollup_s_, means[0], means[1]});
   }
   return out;
 }

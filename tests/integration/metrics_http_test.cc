@@ -144,9 +144,18 @@ TEST_F(MetricsHttpTest, NodeJobAndClusterSeries) {
   EXPECT_EQ(p[4].get<double>(), 63);
   EXPECT_EQ(
       admin_->Get("/v1/nodes/gpu01/series?since=" + std::to_string(p[0].get<int64_t>() + 1))->body,
-      R"({"node":"gpu01","gpus":[{"index":0,"points":[]},{"index":1,"points":[]}]})");
+      R"({"node":"gpu01","step_s":1,"gpus":[{"index":0,"points":[]},{"index":1,"points":[]}]})");
+  // until: the points up to it, both ends included.
+  const std::string at = std::to_string(p[0].get<int64_t>());
+  EXPECT_EQ(Json::parse(admin_->Get("/v1/nodes/gpu01/series?since=" + at + "&until=" + at)
+                            ->body)["gpus"][0]["points"]
+                .size(),
+            1u);
   EXPECT_EQ(admin_->Get("/v1/nodes/nope/series")->status, 404);
   EXPECT_EQ(admin_->Get("/v1/nodes/gpu01/series?since=soon")->status, 400);
+  auto backwards = admin_->Get("/v1/nodes/gpu01/series?since=200&until=100");
+  EXPECT_EQ(backwards->status, 400);
+  EXPECT_NE(backwards->body.find("until must not be before since"), std::string::npos);
 
   // A job of alice's on GPU 0: its series is hers (and admins'), not bob's.
   auto alice = Client(Token("alice"));

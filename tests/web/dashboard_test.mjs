@@ -358,6 +358,26 @@ try {
     }
   });
 
+  await check("a node's page shows each GPU's ECC and XID counts, and the node's acceptance", async () => {
+    const posted = await page.evaluate(async () => (await fetch('/v1/nodes/node01/acceptance', {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${sessionStorage.getItem('shoal.token')}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ passed: true, summary: 'web test: 8 GPUs within 5 % of expected', failures: [] }),
+    })).status);
+    expect(posted === 200, `acceptance POST: ${posted}`);
+    await page.goto(`${origin}/#/nodes/node01`);
+    await page.waitForFunction(() => /passed/.test(document.getElementById('acceptance')?.textContent || ''), null,
+      { timeout: 10000 });
+    const text = await page.locator('#acceptance').innerText();
+    expect(/web test: 8 GPUs within 5 % of expected/.test(text), `acceptance: ${text}`);
+    const heads = await page.locator('#node-gpus thead').innerText();
+    expect(/ECC/.test(heads) && /XID/.test(heads), `GPU table header: ${heads}`);
+    await page.waitForFunction(() => document.querySelector('#node-gpus td[data-ecc]')?.textContent === '0 / 0', null,
+      { timeout: 15000 });
+    const xid = await page.locator('#node-gpus td[data-xid]').first().innerText();
+    expect(xid === '0', `XID ${xid}`);
+  });
+
   await check('a 16-GPU job: its charts show the mean in a min-max band and name the lowest GPU', async () => {
     const big = (shoal('submit', '--gpus', '16', '--job-name', 'web-big', '--time', '5m', '--chdir', env.WORK_DIR,
       '--wrap', 'sleep 40').match(/Submitted job (\d+)/) || [])[1];
@@ -366,10 +386,16 @@ try {
     const seriesStatus = await page.evaluate(async (id) => (await fetch(`/v1/jobs/${id}/series`, {
       headers: { Authorization: `Bearer ${sessionStorage.getItem('shoal.token')}` } })).status, big);
     if (seriesStatus === 200) {
-      await page.waitForFunction(() => /16 GPUs: the mean in its min–max band; lowest mean utilisation node0\d\/\d/
+      // 16 GPUs on two nodes of 8: a band per node.
+      await page.waitForFunction(() => /16 GPUs: the mean in its min–max band, one band per node \(2\); lowest mean utilisation node0\d\/\d/
         .test(document.getElementById('job-chart-note')?.textContent || ''), null, { timeout: 30000 });
       const legend = await page.locator('#job-charts .u-legend').first().innerText();
-      expect(/max/.test(legend) && /mean/.test(legend) && /min/.test(legend), `legend: ${legend}`);
+      expect(/node0\d max/.test(legend) && /node0\d mean/.test(legend) && /node0\d min/.test(legend), `legend: ${legend}`);
+      // On hover, the GPUs lowest in utilisation at that time.
+      const over = await page.locator('#job-charts .u-over').first().boundingBox();
+      await page.mouse.move(over.x + over.width * 0.95, over.y + over.height / 2);
+      await page.waitForFunction(() => /lowest node0\d\/\d+ \d+%, node0\d\/\d+ \d+%, node0\d\/\d+ \d+%/
+        .test(document.querySelector('#job-charts .chart-hover')?.textContent || ''), null, { timeout: 10000 });
       await page.screenshot({ path: shot('job-16-gpus.png'), fullPage: true });
     }
     shoal('cancel', big);
@@ -388,6 +414,31 @@ try {
     await page.waitForSelector('select.range', { timeout: 10000 });
     const kept = await page.locator('select.range').first().inputValue();
     expect(kept === '900', `the node page's range is ${kept}`);
+    const [week] = await Promise.all([
+      page.waitForRequest((r) => /\/v1\/nodes\/node01\/series\?since=/.test(r.url()) &&
+        Math.abs(Date.now() / 1000 - Number(new URL(r.url()).searchParams.get('since')) - 7 * 86400) < 60, { timeout: 15000 }),
+      page.selectOption('select.range', '604800'),
+    ]);
+    expect(week, 'no request for the last 7 days');
+    // A custom range: from two hours ago to one hour ago, asked with until.
+    await page.selectOption('select.range', 'custom');
+    await page.waitForSelector('.range-custom:not([hidden]) input.range-to', { timeout: 10000 });
+    const [from, to] = await page.evaluate(() => {
+      const local = (t) => new Date(t - new Date(t).getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+      return [local(Date.now() - 2 * 3600e3), local(Date.now() - 3600e3)];
+    });
+    await page.fill('input.range-from', from);
+    const [custom] = await Promise.all([
+      page.waitForRequest((r) => {
+        const q = new URL(r.url()).searchParams;
+        return /\/series\?/.test(r.url()) && q.has('until') &&
+          Math.abs(Date.now() / 1000 - 3600 - Number(q.get('until'))) < 120 &&
+          Math.abs(Number(q.get('until')) - Number(q.get('since')) - 3600) < 1;
+      }, { timeout: 15000 }),
+      page.fill('input.range-to', to),
+    ]);
+    expect(custom, 'no request for the custom range');
+    await page.screenshot({ path: shot('node-custom-range.png'), fullPage: true });
     await page.selectOption('select.range', '21600');
   });
   await page.screenshot({ path: shot('node.png'), fullPage: true });
