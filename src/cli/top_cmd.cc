@@ -209,9 +209,10 @@ std::vector<std::string> ListOf(const std::string& text) {
 }
 
 // One frame as lines of at most 80 columns. `max_rows` limits the GPU rows
-// (0: all of them).
+// (0: all of them); `*first` is the first row shown when they do not all fit
+// (scrolled with keys), kept within the rows there are.
 std::vector<std::string> Frame(const Json& nodes, SortKey key, const RowFilter& filter,
-                               bool interactive, size_t max_rows) {
+                               bool interactive, size_t max_rows, size_t* first) {
   std::vector<Row> rows = RowsOf(nodes);
   std::erase_if(rows, [&filter](const Row& r) { return !filter.Keeps(r); });
   SortRows(rows, key);
@@ -242,22 +243,18 @@ std::vector<std::string> Frame(const Json& nodes, SortKey key, const RowFilter& 
               power / 1000),
           80));
   const std::string only = filter.empty() ? "" : "; only " + filter.Describe();
-  out.push_back(
-      Fit(interactive
-              ? fmt::format("sorted by {}{} (keys: u util, m mem, p power, t temp, n node, q quit)",
-                            SortName(key), only)
-              : fmt::format("sorted by {}{}", SortName(key), only),
-          80));
+  out.push_back(Fit(interactive
+                        ? fmt::format("sorted by {}{} (u m p t n: sort, j k: scroll, q: quit)",
+                                      SortName(key), only)
+                        : fmt::format("sorted by {}{}", SortName(key), only),
+                    80));
   out.push_back(fmt::format("{:<12} {:>3} {:<12} {:>4} {:>11} {:>5} {:>4} {:>7} {:<8}", "NODE",
                             "GPU", "UTIL", "", "MEM GiB", "POWER", "TEMP", "JOB", "USER"));
-  size_t shown = 0;
-  for (const Row& r : rows) {
-    if (max_rows > 0 && shown == max_rows) {
-      out.push_back(
-          fmt::format("... {} more GPUs (a taller terminal shows them)", rows.size() - shown));
-      break;
-    }
-    ++shown;
+  const bool cut = max_rows > 0 && rows.size() > max_rows;
+  *first = cut ? std::min(*first, rows.size() - max_rows) : 0;
+  const size_t end = cut ? *first + max_rows : rows.size();
+  for (size_t i = *first; i < end; ++i) {
+    const Row& r = rows[i];
     std::string bar = "[----------]", pct = "   -", mem = "-", power_s = "-", temp = "-";
     if (r.telemetry) {
       const int filled = std::clamp(static_cast<int>(r.util / 10 + 0.5), 0, 10);
@@ -272,6 +269,11 @@ std::vector<std::string> Frame(const Json& nodes, SortKey key, const RowFilter& 
     out.push_back(fmt::format("{:<12} {:>3} {:<12} {:>4} {:>11} {:>5} {:>4} {:>7} {:<8}",
                               Fit(r.node, 12), r.index, bar, pct, Fit(mem, 11), power_s, temp,
                               Fit(r.job.empty() ? "-" : r.job, 7), Fit(r.user, 8)));
+  }
+  if (cut) {
+    out.push_back(fmt::format("GPUs {}-{} of {}{}", *first + 1, end, rows.size(),
+                              interactive ? " (j/k or arrows: a row, space/b: a page, g: top)"
+                                          : " (a taller terminal shows more)"));
   }
   if (rows.empty()) out.push_back(filter.empty() ? "(no GPUs registered)" : "(no GPU matches)");
   for (std::string& line : out)
@@ -303,6 +305,17 @@ class RawTerminal {
   termios saved_{};
   bool active_ = false;
 };
+
+// The first row shown after a scrolling key (j k, arrows, space b, page
+// up/down, g), or nullopt for any other key. Frame keeps it within the rows.
+std::optional<size_t> Scrolled(std::string_view typed, size_t first, size_t page) {
+  if (typed == "j" || typed == "\x1b[B") return first + 1;
+  if (typed == "k" || typed == "\x1b[A") return first > 0 ? first - 1 : 0;
+  if (typed == " " || typed == "\x1b[6~") return first + page;
+  if (typed == "b" || typed == "\x1b[5~") return first > page ? first - page : 0;
+  if (typed == "g") return size_t{0};
+  return std::nullopt;
+}
 
 size_t TerminalRows() {
   winsize ws{};
@@ -351,7 +364,8 @@ int RunTop(const std::vector<std::string>& raw) {
       std::printf("%s\n", r->dump(2).c_str());
       return kExitOk;
     }
-    for (const std::string& line : Frame((*r)["nodes"], key, filter, false, 0))
+    size_t first = 0;
+    for (const std::string& line : Frame((*r)["nodes"], key, filter, false, 0, &first))
       std::printf("%s\n", line.c_str());
     return kExitOk;
   }
@@ -368,6 +382,7 @@ int RunTop(const std::vector<std::string>& raw) {
     const bool keys = ::isatty(STDIN_FILENO);
     std::optional<RawTerminal> term;
     term.emplace();
+    size_t first = 0;  // the first GPU row shown
     while (!g_stop) {
       auto r = client->Get("/v1/nodes");
       if (!r.ok()) {
@@ -376,9 +391,9 @@ int RunTop(const std::vector<std::string>& raw) {
         break;
       }
       const size_t height = TerminalRows();
+      const size_t page = height > 7 ? height - 7 : 1;  // header, footer and prompt lines
       std::string frame = "\x1b[H\x1b[2J";
-      for (const std::string& line :
-           Frame((*r)["nodes"], key, filter, keys, height > 6 ? height - 6 : 1)) {
+      for (const std::string& line : Frame((*r)["nodes"], key, filter, keys, page, &first)) {
         frame += line;
         frame += "\x1b[K\n";
       }
@@ -397,11 +412,16 @@ int RunTop(const std::vector<std::string>& raw) {
                 ? ::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count())))
                 : (::usleep(static_cast<useconds_t>(std::max<int64_t>(1, left.count()) * 1000)), 0);
         if (ready <= 0) continue;
-        char c = 0;
-        if (::read(STDIN_FILENO, &c, 1) != 1) continue;
-        if (c == 'q' || c == 'Q') {
+        char buf[8];
+        const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n <= 0) continue;
+        const std::string_view typed(buf, static_cast<size_t>(n));
+        if (typed == "q" || typed == "Q") {
           g_stop = true;
-        } else if (auto k = ParseSort(std::string(1, c)); k.ok()) {
+        } else if (auto to = Scrolled(typed, first, page)) {
+          first = *to;
+          redraw = true;
+        } else if (auto k = ParseSort(std::string(typed.substr(0, 1))); n == 1 && k.ok()) {
           key = *k;
           redraw = true;
         }

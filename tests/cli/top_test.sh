@@ -44,6 +44,10 @@ check "sort by node" 0 "" -- sh -c "'$SHOAL' top --once --sort node | grep -E '^
 check "piped output is one frame" 0 "sorted by temp" -- sh -c "'$SHOAL' top --sort=temp | cat"
 check "bad sort" 2 "--sort is util" -- "$SHOAL" top --once --sort speed
 check "cluster totals" 0 "4 GPUs: 2 allocated" -- "$SHOAL" top --once
+# On a terminal of 9 rows, 2 of the 4 GPU rows fit: j and the up arrow scroll
+# a row, g goes back to the top, q quits.
+printf 'GPUs %s of 4\n' 1-2 2-3 3-4 2-3 1-2 > "$TMP/scrolled"
+check "a short terminal scrolls" 0 "" -- sh -c "python3 '$(dirname "$0")/top_scroll.py' '$SHOAL' > '$TMP/got' && diff '$TMP/scrolled' '$TMP/got'"
 
 # The job's GPU efficiency from the next heartbeats, in show and history. Its
 # node reports it running: a sanitizer build can take minutes over the checks
