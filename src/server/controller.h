@@ -359,6 +359,9 @@ class Controller {
   struct LiveStep {
     std::unordered_set<std::string> nodes_left;  // nodes whose part has not exited yet
     std::unordered_set<std::string> confirmed;   // nodes that have reported it running
+    // Nodes told to stop it before they reported it running: the order may
+    // have come before the launch, so it is sent again when they report it.
+    std::unordered_set<std::string> stopped_unconfirmed;
     Time started{};
     int worst_code = 0;  // the largest exit code of its tasks (srun's rule)
     int worst_signal = 0;

@@ -111,8 +111,11 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
       confirmed = &r->second.confirmed;
     } else if (job_here && rs.step != 0) {
       auto st = r->second.steps.find(rs.step);
-      if (st != r->second.steps.end() && st->second.nodes_left.count(name))
+      if (st != r->second.steps.end() && st->second.nodes_left.count(name)) {
         confirmed = &st->second.confirmed;
+        if (st->second.stopped_unconfirmed.erase(name))
+          OrderKill(name, rs.job, rs.epoch, rs.step, "stopped before its launch arrived");
+      }
     }
     if (confirmed != nullptr) {
       confirmed->insert(name);

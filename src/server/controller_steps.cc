@@ -163,6 +163,7 @@ void Controller::StepExited(JobId id, uint32_t step, const std::string& node, in
     if (failed && st != j.steps.end() && st->spec.kill_on_bad_exit && !live.ending_as) {
       live.ending_as = StepState::kFailed;
       for (const std::string& other : live.nodes_left) {
+        if (!live.confirmed.count(other)) live.stopped_unconfirmed.insert(other);
         OrderKill(other, id, j.epoch, step,
                   fmt::format("step {}: a task failed on {} (--kill-on-bad-exit)", step, node));
       }

@@ -25,7 +25,26 @@ using std::chrono::seconds;
 using testing::kBob;
 using testing::Spec;
 
-class ControllerTest : public testing::ControllerFixture {};
+class ControllerTest : public testing::ControllerFixture {
+ protected:
+  // Alice's batch script on 2 nodes of 2 GPUs, `tasks` tasks, scheduled:
+  // its id and the script's one launch.
+  std::pair<JobId, LaunchOrder> StartTwoNodeScript(const std::string& script, int tasks) {
+    c_.SetJobTokenKey("a key for this test");
+    Register("n1");
+    Register("n2");
+    JobSpec spec = Spec(0, script);
+    spec.script = true;
+    spec.nodes = 2;
+    spec.gpus_per_node = 2;
+    spec.tasks = tasks;
+    const JobId id = Submit(kAlice, spec);
+    c_.SchedulePass(At(1));
+    Outbox out = c_.TakeOutbox();
+    EXPECT_EQ(out.launches.size(), 1u);  // the script, on the first node alone
+    return {id, out.launches.empty() ? LaunchOrder{} : out.launches[0]};
+  }
+};
 
 TEST_F(ControllerTest, SubmitScheduleLaunchComplete) {
   Register("n1");
@@ -195,22 +214,50 @@ TEST_F(ControllerTest, NodeCredentialsActForTheirOwnNodeOnly) {
       c_.CreateToken(kAdmin, {.user = "x", .role = "user", .ttl = seconds(-1)}, At(9)).ok());
 }
 
+// --kill-on-bad-exit: a task fails before the other node has reported its
+// part running, so the stop may reach that agent before the launch does (and
+// find nothing to stop). When the node then reports the part, the stop is
+// sent again, once.
+TEST_F(ControllerTest, AStopThatMayHaveOvertakenItsLaunchIsSentAgain) {
+  const auto [id, script] = StartTwoNodeScript("#!/bin/sh\nsleep 100\n", 2);
+  ASSERT_EQ(script.nodes.size(), 2u);
+  const std::string first = script.node;
+  const std::string second = script.nodes[1];
+  StepSpec run;
+  run.argv = {"x"};
+  run.tasks = 2;
+  run.kill_on_bad_exit = true;
+  ASSERT_TRUE(c_.CreateStep(kAlice, id, run, At(2)).ok());
+  ASSERT_EQ(c_.TakeOutbox().launches.size(), 2u);
+  auto beat = [&](const std::string& node, bool step_runs, bool step_failed, int at) {
+    Heartbeat hb;
+    hb.running.push_back({id, EpochOf(id), 0});
+    if (step_runs) hb.running.push_back({id, EpochOf(id), 1});
+    if (step_failed) hb.events.push_back({id, EpochOf(id), 1, JobEvent::kExited, 3, 0, ""});
+    if (node != first) hb.running.erase(hb.running.begin());  // the script runs on the first
+    ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, node, hb, At(at)).ok());
+  };
+  auto kills_for = [&](const std::string& node) {
+    size_t n = 0;
+    for (const KillOrder& k : c_.TakeOutbox().kills)
+      n += k.node == node && k.step == 1u ? 1 : 0;
+    return n;
+  };
+  beat(first, false, true, 3);  // the first node's task fails at once
+  EXPECT_EQ(kills_for(second), 1u);
+  beat(second, true, false, 4);  // the second's part shows up after all
+  EXPECT_EQ(kills_for(second), 1u) << "the stop is sent again";
+  beat(second, true, false, 5);
+  EXPECT_EQ(kills_for(second), 0u) << "once";
+}
+
 // A batch script runs once, on the first node; `shoal run` steps go where
 // the job's nodes are, each with its own end; the job ends when its script
 // has and every step it left running is stopped.
 TEST_F(ControllerTest, BatchScriptsRunOnceAndStepsRunInTheAllocation) {
-  c_.SetJobTokenKey("a key for this test");
-  Register("n1");
-  Register("n2");
-  JobSpec spec = Spec(0, "#!/bin/sh\nsrun hostname\n");
-  spec.script = true;
-  spec.nodes = 2;
-  spec.gpus_per_node = 2;
-  spec.tasks = 4;
-  const JobId id = Submit(kAlice, spec);
-  c_.SchedulePass(At(1));
-  Outbox out = c_.TakeOutbox();
-  ASSERT_EQ(out.launches.size(), 1u);  // the script, on the first node alone
+  const auto [id, launch] = StartTwoNodeScript("#!/bin/sh\nsrun hostname\n", 4);
+  Outbox out;
+  out.launches = {launch};
   EXPECT_TRUE(out.launches[0].batch);
   EXPECT_EQ(out.launches[0].node_rank, 0);
   EXPECT_EQ(out.launches[0].nodes.size(), 2u);
