@@ -140,6 +140,22 @@ void Controller::LaunchStep(const Job& j, const JobStep& st, int master_port, Ti
   }
 }
 
+namespace {
+
+// A step asked to stop (`as`): the nodes to send the stop to. Those that have
+// not reported it running yet may get the stop before the launch, so they are
+// remembered, and the heartbeat that reports the step sends it again.
+// (A template: Controller::LiveStep is the controller's own type.)
+template <typename Live>
+const std::unordered_set<std::string>& Stopping(Live& live, StepState as) {
+  live.ending_as = as;
+  for (const std::string& node : live.nodes_left)
+    if (!live.confirmed.count(node)) live.stopped_unconfirmed.insert(node);
+  return live.nodes_left;
+}
+
+}  // namespace
+
 void Controller::StepExited(JobId id, uint32_t step, const std::string& node, int code, int signal,
                             const std::string& message, Time now) {
   auto r = running_.find(id.value());
@@ -161,9 +177,7 @@ void Controller::StepExited(JobId id, uint32_t step, const std::string& node, in
   if (!live.nodes_left.empty()) {
     // --kill-on-bad-exit: one failed task stops the step's others.
     if (failed && st != j.steps.end() && st->spec.kill_on_bad_exit && !live.ending_as) {
-      live.ending_as = StepState::kFailed;
-      for (const std::string& other : live.nodes_left) {
-        if (!live.confirmed.count(other)) live.stopped_unconfirmed.insert(other);
+      for (const std::string& other : Stopping(live, StepState::kFailed)) {
         OrderKill(other, id, j.epoch, step,
                   fmt::format("step {}: a task failed on {} (--kill-on-bad-exit)", step, node));
       }
@@ -265,9 +279,7 @@ Status Controller::CancelStep(const Identity& who, JobId id, uint32_t step, Time
   auto r = running_.find(id.value());
   if (r == running_.end() || !r->second.steps.count(step))
     return FailedPrecondition(fmt::format("step {} of job {} is not running", step, id.value()));
-  auto live = r->second.steps.find(step);
-  live->second.ending_as = StepState::kCancelled;
-  for (const std::string& node : live->second.nodes_left) {
+  for (const std::string& node : Stopping(r->second.steps.at(step), StepState::kCancelled)) {
     OrderKill(node, id, j->epoch, step, fmt::format("step {} cancelled", step));
   }
   return Status::Ok();

@@ -25,6 +25,7 @@ uint32_t Seconds(Time t) {
 TelemetryStore::TelemetryStore(Duration interval, size_t capacity, Duration rollup,
                                size_t rollup_capacity)
     : interval_(interval),
+      interval_s_(static_cast<uint32_t>(std::max<int64_t>(1, ToSeconds(interval)))),
       capacity_(std::max<size_t>(1, capacity)),
       rollup_s_(static_cast<uint32_t>(std::max<int64_t>(1, ToSeconds(rollup)))),
       rollup_capacity_(std::max<size_t>(1, rollup_capacity)) {}
@@ -72,10 +73,9 @@ void TelemetryStore::AddToRollup(GpuRings& g, const Packed& p) {
 
 void TelemetryStore::Record(const std::string& node, Time now, const std::vector<GpuReport>& gpus) {
   const uint32_t t = Seconds(now);
-  const auto step = static_cast<uint32_t>(std::max<int64_t>(1, ToSeconds(interval_)));
   std::lock_guard<std::mutex> lock(mu_);
   NodeRings& n = nodes_[node];
-  if (n.last_t != 0 && t < n.last_t + step) return;
+  if (n.last_t != 0 && t < n.last_t + interval_s_) return;
   bool any = false;
   for (const GpuReport& g : gpus) {
     if (!g.telemetry.present || g.index < 0 || g.index >= 64) continue;
@@ -95,11 +95,7 @@ void TelemetryStore::Record(const std::string& node, Time now, const std::vector
 void TelemetryStore::RecordCluster(Time now, double mean_util_pct, double allocated_fraction) {
   const double t = std::floor(ToSeconds(now));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!cluster_.buf.empty()) {
-    const ClusterPoint& last =
-        cluster_.buf[(cluster_.head + cluster_.buf.size() - 1) % cluster_.buf.size()];
-    if (t < last.t + ToSeconds(interval_)) return;
-  }
+  if (!cluster_.buf.empty() && t < cluster_.Newest().t + ToSeconds(interval_)) return;
   cluster_.Push({t, mean_util_pct, allocated_fraction}, capacity_);
   const double v[2] = {mean_util_pct, allocated_fraction};
   uint32_t closed = 0;
@@ -108,10 +104,6 @@ void TelemetryStore::RecordCluster(Time now, double mean_util_pct, double alloca
     cluster_rollup_.Push({static_cast<double>(closed) * rollup_s_, means[0], means[1]},
                          rollup_capacity_);
   }
-}
-
-bool TelemetryStore::NeedsRollup(size_t size, double oldest_t, const Range& range) const {
-  return size >= capacity_ && oldest_t > ToSeconds(range.from) + rollup_s_;
 }
 
 std::vector<TelemetryStore::Point> TelemetryStore::Points(const GpuRings& g, const Range& range,
@@ -143,11 +135,11 @@ std::optional<TelemetryStore::NodeSeriesResult> TelemetryStore::NodeSeries(const
   bool rollup = false;
   for (const GpuRings& g : it->second.gpus) {
     if (g.fine.buf.empty()) continue;
-    rollup = NeedsRollup(g.fine.buf.size(), g.fine.Oldest().t, range);
+    rollup = NeedsRollup(g.fine, range);
     break;
   }
   NodeSeriesResult out;
-  out.step_s = rollup ? rollup_s_ : std::max<int64_t>(1, ToSeconds(interval_));
+  out.step_s = StepSeconds(rollup);
   for (size_t i = 0; i < it->second.gpus.size(); ++i)
     out.gpus.push_back({static_cast<int>(i), Points(it->second.gpus[i], range, rollup)});
   return out;
@@ -160,18 +152,15 @@ std::vector<TelemetryStore::Point> TelemetryStore::GpuPoints(const std::string& 
   if (it == nodes_.end() || index < 0 || static_cast<size_t>(index) >= it->second.gpus.size())
     return {};
   const GpuRings& g = it->second.gpus[static_cast<size_t>(index)];
-  const bool rollup =
-      !g.fine.buf.empty() && NeedsRollup(g.fine.buf.size(), g.fine.Oldest().t, range);
-  return Points(g, range, rollup);
+  return Points(g, range, NeedsRollup(g.fine, range));
 }
 
 TelemetryStore::ClusterSeriesResult TelemetryStore::ClusterSeries(Range range) const {
   const double lo = ToSeconds(range.from), hi = ToSeconds(range.to);
   std::lock_guard<std::mutex> lock(mu_);
-  const bool rollup =
-      !cluster_.buf.empty() && NeedsRollup(cluster_.buf.size(), cluster_.Oldest().t, range);
+  const bool rollup = NeedsRollup(cluster_, range);
   ClusterSeriesResult out;
-  out.step_s = rollup ? rollup_s_ : std::max<int64_t>(1, ToSeconds(interval_));
+  out.step_s = StepSeconds(rollup);
   auto take = [&](const ClusterPoint& p) {
     if (p.t >= lo && p.t <= hi) out.points.push_back(p);
   };

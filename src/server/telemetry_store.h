@@ -107,6 +107,7 @@ class TelemetryStore {
     size_t head = 0;     // the oldest sample once full
     void Push(const T& p, size_t capacity);
     const T& Oldest() const { return buf[head]; }
+    const T& Newest() const { return buf[(head + buf.size() - 1) % buf.size()]; }
     template <typename F>
     void ForEach(F&& f) const;  // oldest first
   };
@@ -149,13 +150,17 @@ class TelemetryStore {
   };
   static Packed Pack(uint32_t t, const double (&v)[4]);  // util %, memory MiB, W, C
   static Point Unpack(const Packed& p);
-  // Whether `range` goes back further than a fine ring (holding `size`
-  // samples, the oldest at `oldest_t`) can answer.
-  bool NeedsRollup(size_t size, double oldest_t, const Range& range) const;
+  // Whether `range` goes back further than a fine ring can answer.
+  template <typename T>
+  bool NeedsRollup(const Ring<T>& fine, const Range& range) const {
+    return fine.buf.size() >= capacity_ && fine.Oldest().t > ToSeconds(range.from) + rollup_s_;
+  }
+  int64_t StepSeconds(bool rollup) const { return rollup ? rollup_s_ : interval_s_; }
   void AddToRollup(GpuRings& g, const Packed& p);
   std::vector<Point> Points(const GpuRings& g, const Range& range, bool rollup) const;
 
   const Duration interval_;
+  const uint32_t interval_s_;  // whole seconds, at least 1
   const size_t capacity_;
   const uint32_t rollup_s_;
   const size_t rollup_capacity_;
