@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/gpu/simulated_provider.h"
 #include "catalog/profiles.h"
 #include "config/server_file.h"
 #include "core/strings.h"
@@ -88,6 +89,10 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
           "gpu_device_path: a path with %d for the GPU's index, such as /dev/nvidia%d");
     }
     c.gpu_device_path = value;
+  } else if (key == "sim_faults") {
+    c.sim_faults = List(value);
+    for (const std::string& f : c.sim_faults)
+      SHOAL_RETURN_IF_ERROR(SimFault::Parse(f).status().WithContext("sim_faults"));
   } else if (key == "temperature_limit") {
     auto v = ParseDouble(value);
     if (!v.ok() || *v < 40 || *v > 120)
@@ -100,7 +105,7 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
                     "advertise, state_dir, gpus, "
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
                     "allow_root_jobs, slurm_commands, cgroup_root, "
-                    "gpu_device_path, temperature_limit)",
+                    "gpu_device_path, temperature_limit, sim_faults)",
                     key));
   }
   return Status::Ok();
@@ -116,7 +121,10 @@ Status LoadAgentConfig(const std::string& path, AgentConfig& config) {
 }
 
 Result<std::unique_ptr<GpuProvider>> OpenGpus(AgentConfig& c, const Clock& clock) {
-  if (c.gpus == "nvml") return OpenNvml(c.nvml_library);
+  if (c.gpus == "nvml") {
+    if (!c.sim_faults.empty()) return InvalidArgument("sim_faults: only for simulated GPUs");
+    return OpenNvml(c.nvml_library);
+  }
   const std::string profile = c.gpus.substr(std::string_view("simulated:").size());
   const catalog::NodeProfile* p = catalog::FindProfile(profile);
   if (p == nullptr) {
@@ -125,7 +133,13 @@ Result<std::unique_ptr<GpuProvider>> OpenGpus(AgentConfig& c, const Clock& clock
   }
   if (c.agent.cpu_milli == 0) c.agent.cpu_milli = p->cpu_milli;
   if (c.agent.memory_mib == 0) c.agent.memory_mib = p->memory_mib;
-  return MakeSimulated(profile, c.agent.name, c.seed, clock);
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedProvider> gpus,
+                         SimulatedProvider::Create(profile, c.agent.name, c.seed, clock));
+  for (const std::string& text : c.sim_faults) {
+    SHOAL_ASSIGN_OR_RETURN(const SimFault fault, SimFault::Parse(text));
+    SHOAL_RETURN_IF_ERROR(gpus->Schedule(fault).WithContext("sim_faults"));
+  }
+  return std::unique_ptr<GpuProvider>(std::move(gpus));
 }
 
 Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& c, const std::string& supervisor) {

@@ -15,9 +15,11 @@
 //   place = "spine1/leaf3"
 //   heartbeat = "1s"
 //   gpu_device_path = "/dev/nvidia%d"  # fenced per step by the devices cgroup
+//   sim_faults = ["ecc:1:14", "xid:5:79@30s"]  # simulated GPUs: injected faults
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "agent/agent.h"
 #include "core/status.h"
@@ -37,6 +39,10 @@ struct AgentConfig {
   // own (the devices cgroup), whatever it does to CUDA_VISIBLE_DEVICES.
   std::string gpu_device_path = "/dev/nvidia%d";
   uint64_t seed = 0;  // simulated telemetry's noise
+  // Simulated GPUs only: faults to inject (SimFault's text form, e.g.
+  // "xid:5:79@30s"), so that health checks and the dashboard can be seen
+  // reacting without broken hardware.
+  std::vector<std::string> sim_faults;
   // Whether jobs get Shoal's `srun` and `scontrol` first on their PATH
   // (agent.slurm_commands is then the shoal binary).
   bool slurm_commands = true;

@@ -29,6 +29,7 @@ labels = ["ib", "nvme"]
 heartbeat = "2s"
 cpus = 64
 allow_root_jobs = true
+sim_faults = ["ecc:1:14", "xid:5:79@30s"]
 )",
                                  c);
   ASSERT_TRUE(loaded.ok()) << loaded.ToString();
@@ -37,6 +38,7 @@ allow_root_jobs = true
   EXPECT_EQ(c.agent.heartbeat, std::chrono::seconds(2));
   EXPECT_EQ(c.agent.cpu_milli, 64'000);
   EXPECT_TRUE(c.allow_root_jobs) << "a TOML boolean arrives as \"true\"";
+  EXPECT_EQ(c.sim_faults, (std::vector<std::string>{"ecc:1:14", "xid:5:79@30s"}));
 }
 
 TEST(AgentConfigTest, MistakesAreErrors) {
@@ -45,6 +47,7 @@ TEST(AgentConfigTest, MistakesAreErrors) {
       {"[agent]\nheartbeat = \"soon\"\n", "heartbeat:"},
       {"[agent]\nlabels = [1]\n", ":2: agent.labels: must be a list of strings"},
       {"[agent]\nservre = \"x\"\n", "unknown agent setting 'servre'"},
+      {"[agent]\nsim_faults = [\"xid:5\"]\n", "sim_faults: fault 'xid:5': too few parts"},
   };
   for (const auto& [text, want] : cases) {
     AgentConfig c;
@@ -54,6 +57,19 @@ TEST(AgentConfigTest, MistakesAreErrors) {
   }
   AgentConfig c;
   EXPECT_EQ(LoadAgentConfig("/nonexistent/agent.toml", c).code(), StatusCode::kNotFound);
+  // Faults are for simulated GPUs, on a GPU the node has.
+  SystemClock clock;
+  c.sim_faults = {"xid:5:79"};
+  auto nvml = OpenGpus(c, clock);
+  ASSERT_FALSE(nvml.ok());
+  EXPECT_EQ(nvml.status().message(), "sim_faults: only for simulated GPUs");
+  c.gpus = "simulated:dgx-h100";
+  EXPECT_TRUE(OpenGpus(c, clock).ok());
+  c.sim_faults = {"xid:8:79"};
+  auto beyond = OpenGpus(c, clock);
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_NE(beyond.status().message().find("no GPU 8 on this node"), std::string::npos)
+      << beyond.status().ToString();
 }
 
 }  // namespace

@@ -111,6 +111,8 @@ int RunAgent(const std::vector<std::string>& raw) {
            {"gpu-device-path",
             "the GPUs' device files, %d for the index (default /dev/nvidia%d); each job may "
             "open only its own"},
+           {"sim-faults",
+            "simulated GPUs: faults to inject, e.g. ecc:1:14,xid:5:79@30s (docs/agent-gpus.md)"},
            {"cgroup-root",
             "where job cgroups go: a cgroup2 mount or a folder of v1 hierarchies (default: "
             "detect; none: process groups only)"},

@@ -9,11 +9,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/gpu/simulated_provider.h"
 #include "catalog/profiles.h"
 #include "cli/app.h"
 #include "cli/client.h"
@@ -103,6 +106,8 @@ struct UpAgents {
   bool real = false;
   bool tls = false;
   bool root = false;  // jobs run as their submitter; root's must be allowed when that is us
+  // Faults for the simulated GPUs, by node name (--sim-fault NODE=FAULT).
+  std::map<std::string, std::vector<std::string>> faults;
 };
 
 // Starts the agents (node01.., or one for this host's real GPUs), each
@@ -122,6 +127,7 @@ Status StartAgents(const UpAgents& up, const Clock& clock, std::vector<agent::Ag
     c.allow_root_jobs = up.root;
     c.agent.slurm_commands = CompanionPath("shoal");
     c.state_dir = fmt::format("{}/agents/{}", up.state_dir, up.real ? "local" : c.agent.name);
+    if (auto f = up.faults.find(c.agent.name); f != up.faults.end()) c.sim_faults = f->second;
     if (up.tls) {
       SHOAL_ASSIGN_OR_RETURN(std::string join, JoinToken(up.url, up.server.ca_file(),
                                                          up.server.admin_token(), c.agent.name));
@@ -154,6 +160,55 @@ void StopSteps(const std::vector<agent::AgentConfig>& configs) {
   }
 }
 
+// N of a simulated node's name, nodeNN (as StartAgents names them).
+std::optional<int> NodeNumber(const std::string& name) {
+  if (name.size() < 6 || !name.starts_with("node")) return std::nullopt;
+  auto n = ParseInt(name.substr(4));
+  if (!n.ok() || *n < 1 || fmt::format("node{:02}", *n) != name) return std::nullopt;
+  return static_cast<int>(*n);
+}
+
+// What to type next, in another terminal.
+void PrintTry(const std::string& url, const std::string& state_dir, bool own_state_dir, bool real) {
+  std::printf("\nTry, in another terminal:\n");
+  // The CLI finds a server on its default address and socket by itself;
+  // anything else it is told through the environment.
+  if (own_state_dir) std::printf("  export SHOAL_STATE_DIR=%s\n", state_dir.c_str());
+  // Simulated GPUs have no driver behind them: no nvidia-smi there.
+  std::printf("  shoal nodes\n%s", real ? "  shoal submit --gpus 1 -- nvidia-smi -L\n"
+                                        : "  shoal submit --gpus 1 --wrap 'echo GPU "
+                                          "$CUDA_VISIBLE_DEVICES on $SHOAL_NODE_NAME'\n");
+  std::printf(
+      "  shoal submit job.sh                          # a batch script with #SBATCH lines\n"
+      "  shoal queue\n"
+      "  shoal logs <job> -f\n"
+      "  shoal history\n");
+  // The token itself never goes to the terminal (nor to a log that keeps it).
+  std::printf("  open %s/   # the dashboard: sign in with the admin token in %s/admin.token\n",
+              url.c_str(), state_dir.c_str());
+}
+
+// --sim-fault NODE=FAULT, each checked, by node name.
+Result<std::map<std::string, std::vector<std::string>>> FaultsByNode(
+    const std::vector<std::string>& sim_faults, int nodes, bool real) {
+  std::map<std::string, std::vector<std::string>> faults;
+  for (const std::string& nf : sim_faults) {
+    auto refuse = [&nf](const std::string& why) {
+      return InvalidArgument(fmt::format("--sim-fault {}: {}", nf, why));
+    };
+    if (real) return refuse("there are no simulated GPUs with --real");
+    const size_t eq = nf.find('=');
+    const std::optional<int> node =
+        eq == std::string::npos ? std::nullopt : NodeNumber(nf.substr(0, eq));
+    if (!node || *node > nodes)
+      return refuse(fmt::format("NODE=FAULT, NODE one of node01 to node{:02}", nodes));
+    if (auto fault = agent::SimFault::Parse(nf.substr(eq + 1)); !fault.ok())
+      return refuse(fault.status().message());
+    faults[nf.substr(0, eq)].push_back(nf.substr(eq + 1));
+  }
+  return faults;
+}
+
 }  // namespace
 
 int RunUp(const std::vector<std::string>& raw) {
@@ -161,6 +216,7 @@ int RunUp(const std::vector<std::string>& raw) {
   int nodes = 4;
   std::string profile = "dgx-h100", state_dir, listen, policy, config;
   bool real = false, demo = false, tls = false;
+  std::vector<std::string> sim_faults;
   app.add_option("--nodes", nodes, "simulated nodes (default 4)")->check(CLI::Range(1, 256));
   app.add_option("--profile", profile, "their hardware: " + Join(catalog::ProfileNames(), ", "));
   app.add_flag("--real", real,
@@ -174,7 +230,16 @@ int RunUp(const std::vector<std::string>& raw) {
   app.add_flag("--tls", tls,
                "TLS as on a multi-host cluster: the nodes join with join tokens and act by their "
                "own certificates (default: plain HTTP on loopback)");
+  app.add_option("--sim-fault", sim_faults,
+                 "NODE=FAULT: a fault on a simulated GPU, e.g. node02=ecc:1:14 or "
+                 "node03=xid:5:79@30s (repeatable; docs/agent-gpus.md)")
+      ->type_name("NODE=FAULT");
   if (int code = ParseApp(app, raw, "shoal up"); code >= 0) return code;
+  auto faults = FaultsByNode(sim_faults, nodes, real);
+  if (!faults.ok()) {
+    std::cerr << "shoal up: " << faults.status().message() << "\n";
+    return 2;
+  }
   const catalog::NodeProfile* p = catalog::FindProfile(profile);
   if (!real && p == nullptr) {
     std::cerr << "shoal up: no node profile '" << profile
@@ -230,7 +295,8 @@ int RunUp(const std::vector<std::string>& raw) {
                                .count = count,
                                .real = real,
                                .tls = tls,
-                               .root = root},
+                               .root = root,
+                               .faults = *faults},
                               clock, configs, agents);
       !st.ok()) {
     std::cerr << "shoal up: " << st.message() << "\n";
@@ -251,23 +317,7 @@ int RunUp(const std::vector<std::string>& raw) {
     std::printf(
         "running as root: root's own jobs are allowed on these nodes (other users' run as "
         "themselves)\n");
-  std::printf("\nTry, in another terminal:\n");
-  // The CLI finds a server on its default address and socket by itself;
-  // anything else it is told through the environment.
-  if (state_dir != default_state_dir)
-    std::printf("  export SHOAL_STATE_DIR=%s\n", state_dir.c_str());
-  // Simulated GPUs have no driver behind them: no nvidia-smi there.
-  std::printf("  shoal nodes\n%s", real ? "  shoal submit --gpus 1 -- nvidia-smi -L\n"
-                                        : "  shoal submit --gpus 1 --wrap 'echo GPU "
-                                          "$CUDA_VISIBLE_DEVICES on $SHOAL_NODE_NAME'\n");
-  std::printf(
-      "  shoal submit job.sh                          # a batch script with #SBATCH lines\n"
-      "  shoal queue\n"
-      "  shoal logs <job> -f\n"
-      "  shoal history\n");
-  // The token itself never goes to the terminal (nor to a log that keeps it).
-  std::printf("  open %s/   # the dashboard: sign in with the admin token in %s/admin.token\n",
-              url.c_str(), state_dir.c_str());
+  PrintTry(url, state_dir, state_dir != default_state_dir, real);
   std::printf("Ctrl-C stops the cluster and its jobs.\n\n");
   std::fflush(stdout);
   if (demo && !real) {

@@ -13,6 +13,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/json_fields.h"
+#include "cli/queue_format.h"
 #include "cli/server_command.h"
 #include "core/hostlist.h"
 #include "core/job.h"
@@ -124,19 +125,6 @@ std::string Query(std::initializer_list<std::pair<const char*, std::string>> par
   return out;
 }
 
-// The first line of a batch script that is neither blank nor a comment
-// (#SBATCH lines included): what `shoal show` shows of a script.
-std::string FirstCommandLine(std::string_view script) {
-  while (!script.empty()) {
-    const size_t end = script.find('\n');
-    const std::string_view line = Trim(script.substr(0, end));
-    if (!line.empty() && line[0] != '#') return std::string(line);
-    if (end == std::string_view::npos) break;
-    script.remove_prefix(end + 1);
-  }
-  return "";
-}
-
 }  // namespace
 
 namespace {
@@ -223,77 +211,136 @@ std::string StartsTable(const Json& listed) {
 
 }  // namespace
 
+namespace {
+
+// The queue's lines: each job, but an array's pending tasks gathered into
+// one line (7_[4-9]), as squeue shows them, at the place of the first.
+std::vector<QueueRow> QueueRows(const Json& listed) {
+  std::map<uint64_t, std::vector<int>> pending_tasks;
+  auto pending_task = [](const Json& j) {
+    return j.contains("array_task_id") && Str(j, "state") == "pending";
+  };
+  for (const Json& j : listed) {
+    if (pending_task(j))
+      pending_tasks[j.value("array_job_id", uint64_t{0})].push_back(j.value("array_task_id", 0));
+  }
+  std::vector<QueueRow> rows;
+  for (const Json& j : listed) {
+    QueueRow row{&j, Str(j, "id"), "N/A"};
+    if (pending_task(j)) {
+      auto tasks = pending_tasks.find(j.value("array_job_id", uint64_t{0}));
+      if (tasks == pending_tasks.end()) continue;  // shown with the array's first
+      row.id = ArrayTasksName(tasks->first, tasks->second, Str(j["spec"], "array", ""));
+      row.tasks = row.id.substr(row.id.find('_') + 1);
+      if (row.tasks.front() == '[') row.tasks = row.tasks.substr(1, row.tasks.size() - 2);
+      pending_tasks.erase(tasks);
+    } else if (j.contains("array_task_id")) {
+      row.tasks = Str(j, "array_task_id");
+      row.id = Str(j, "array_job_id") + "_" + row.tasks;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// The default table: an array task's own id beside its array's name, and a
+// job whose GPUs sit idle marked, so that its owner notices.
+std::string QueueTable(const std::vector<QueueRow>& rows, double now) {
+  std::vector<std::vector<std::string>> table;
+  for (const QueueRow& row : rows) {
+    const Json& j = *row.job;
+    const Json& spec = j["spec"];
+    const std::string state_name = Str(j, "state");
+    const bool running = state_name == "running";
+    std::string id = row.id;
+    if (j.contains("array_task_id") && state_name != "pending")
+      id = fmt::format("{} ({})", Str(j, "id"), row.id);
+    if (j.value("idle", false)) id += " !idle";
+    table.push_back({id, Str(spec, "name"), Str(spec, "user"), Str(spec, "partition", ""),
+                     state_name, Gpus(spec),
+                     Elapsed(now - (running ? Num(j, "start_time") : Num(j, "submit_time"))),
+                     running ? NodeList(j) : "(" + Str(j, "reason") + ")"});
+  }
+  return Table({"JOBID", "NAME", "USER", "PARTITION", "STATE", "GPUS", "TIME", "NODES (REASON)"},
+               table);
+}
+
+// How long squeue goes on showing a finished job: slurmctld's MinJobAge
+// (300 s by default). Older ones are `shoal history`'s.
+constexpr double kRecentlyFinishedS = 300;
+
+}  // namespace
+
 int RunQueue(const std::vector<std::string>& raw) {
   ServerCommand cmd("queue", "Pending and running jobs: why they wait, where they run.");
-  std::string user, state, partition;
+  std::string user, state, partition, format;
   bool all = false, noheader = false;
   cmd.app().add_option("-u,--user", user, "this user's jobs (default: yours)")->type_name("USER");
   cmd.app().add_flag("-a,--all", all, "every user's jobs (admins)");
-  cmd.app().add_flag("--noheader", noheader, "no header line (as squeue --noheader), for scripts");
+  // -h is squeue's --noheader; help is --help alone here.
+  cmd.app().set_help_flag("--help", "print this help message and exit");
+  cmd.app().add_flag("-h,--noheader", noheader,
+                     "no header line (as squeue --noheader), for scripts");
   bool starts = false;
   cmd.app().add_flag("--start", starts,
                      "pending jobs with when and on which nodes they are expected to start "
                      "(squeue --start)");
   cmd.app()
-      .add_option("-t,--state", state, "only jobs in these states, e.g. pending,running")
+      .add_option("-t,--state", state,
+                  "only jobs in these states, e.g. pending,running or PD,R; 'all' adds the "
+                  "jobs that ended in the last 5 minutes (older ones: shoal history)")
       ->type_name("STATES");
   cmd.app()
       .add_option("-p,--partition", partition, "only jobs in this partition")
       ->type_name("PARTITION");
+  cmd.app()
+      .add_option("-o,--format", format,
+                  "the columns, as squeue's: e.g. \"%.10i %.9P %.20j %.8u %.2t %.10M %R\" "
+                  "(fields: docs/cli.md)")
+      ->type_name("FORMAT")
+      ->check(CLI::Validator(
+          [](std::string& f) {
+            auto parsed = QueueFormat::Parse(f);
+            return parsed.ok() ? std::string() : parsed.status().message();
+          },
+          "", "Format"));
   return RunServerCommand(cmd, raw, [&](ApiClient& c) {
     if (starts && state.empty()) state = "pending";
-    const std::string query = Query(
-        {{"user", user}, {"all", all ? "1" : ""}, {"state", state}, {"partition", partition}});
+    std::optional<QueueFormat> columns;
+    if (!format.empty()) columns = *QueueFormat::Parse(format);  // checked as an option
+    const double now = NowSeconds();
+    const bool every_state = ToLower(state) == "all";
+    const std::string query =
+        Query({{"user", user},
+               {"all", all ? "1" : ""},
+               {"state", state},
+               {"ended_since", every_state ? fmt::format("{:.3f}", now - kRecentlyFinishedS) : ""},
+               {"partition", partition}});
     if (cmd.flags().json) {
       Status s = PrintJobsJson(c, query);
       return s.ok() ? kExitOk : Fail("queue", s);
     }
-    // The table needs no job's command or environment: leave them out.
+    // A table needs no job's command or environment: leave them out.
+    const bool brief = !(columns && columns->NeedsCommand());
     Json listed = Json::array();
-    Status s = ForEachJobPage(c, query + "brief=1&", [&listed](const Json& jobs) {
+    Status s = ForEachJobPage(c, query + (brief ? "brief=1&" : ""), [&listed](const Json& jobs) {
       for (const Json& j : jobs)
         listed.push_back(j);
     });
     if (!s.ok()) return Fail("queue", s);
-    auto print = [noheader](std::string table) {
-      if (noheader) table.erase(0, table.find('\n') + 1);
-      std::printf("%s", table.c_str());
-      return kExitOk;
-    };
-    if (starts) return print(StartsTable(listed));
-    std::vector<std::vector<std::string>> rows;
-    const double now = NowSeconds();
-    // An array's pending tasks are one line, as squeue shows them.
-    std::map<uint64_t, std::vector<int>> pending_tasks;
-    auto pending_task = [](const Json& j) {
-      return j.contains("array_task_id") && Str(j, "state") == "pending";
-    };
-    for (const Json& j : listed) {
-      if (pending_task(j))
-        pending_tasks[j.value("array_job_id", uint64_t{0})].push_back(j.value("array_task_id", 0));
+    std::string table;
+    if (starts) {
+      table = StartsTable(listed);
+    } else if (columns) {
+      table = columns->Header() + "\n";
+      for (const QueueRow& row : QueueRows(listed))
+        table += columns->Line(row, now) + "\n";
+    } else {
+      table = QueueTable(QueueRows(listed), now);
     }
-    for (const Json& j : listed) {
-      const Json& spec = j["spec"];
-      const std::string state_name = Str(j, "state");
-      const bool running = state_name == "running";
-      std::string id = Str(j, "id");
-      if (pending_task(j)) {
-        auto tasks = pending_tasks.find(j.value("array_job_id", uint64_t{0}));
-        if (tasks == pending_tasks.end()) continue;  // shown with the array's first
-        id = ArrayTasksName(tasks->first, tasks->second, Str(spec, "array", ""));
-        pending_tasks.erase(tasks);
-      } else if (j.contains("array_task_id")) {
-        id += fmt::format(" ({}_{})", Str(j, "array_job_id"), Str(j, "array_task_id"));
-      }
-      // A job whose GPUs sit idle is marked, so that its owner notices.
-      if (j.value("idle", false)) id += " !idle";
-      rows.push_back({id, Str(spec, "name"), Str(spec, "user"), Str(spec, "partition", ""),
-                      state_name, Gpus(spec),
-                      Elapsed(now - (running ? Num(j, "start_time") : Num(j, "submit_time"))),
-                      running ? NodeList(j) : "(" + Str(j, "reason") + ")"});
-    }
-    return print(Table(
-        {"JOBID", "NAME", "USER", "PARTITION", "STATE", "GPUS", "TIME", "NODES (REASON)"}, rows));
+    if (noheader) table.erase(0, table.find('\n') + 1);
+    std::printf("%s", table.c_str());
+    return kExitOk;
   });
 }
 
@@ -385,9 +432,7 @@ int RunShow(const std::vector<std::string>& raw) {
                                Elapsed(NowSeconds() - Num(j, "idle_since"))));
     }
     line("restarts", Str(j, "restarts"));
-    line("command", Str(spec, "script") == "true"
-                        ? "(batch script) " + FirstCommandLine(Str(spec, "command"))
-                        : Str(spec, "command"));
+    line("command", JobCommand(spec));
     line("work dir", Str(spec, "work_dir"));
     if (j.contains("steps") && !j["steps"].empty()) {
       std::printf("steps\n");

@@ -61,12 +61,32 @@ std::string_view JobStateName(JobState state) {
   return "unknown";
 }
 
+std::string_view JobStateCode(JobState state) {
+  switch (state) {
+    case JobState::kPending:
+      return "PD";
+    case JobState::kRunning:
+      return "R";
+    case JobState::kCompleted:
+      return "CD";
+    case JobState::kFailed:
+      return "F";
+    case JobState::kCancelled:
+      return "CA";
+    case JobState::kTimeout:
+      return "TO";
+    case JobState::kNodeFail:
+      return "NF";
+    case JobState::kPreempted:
+      return "PR";
+  }
+  return "?";
+}
+
 Result<JobState> ParseJobState(std::string_view text) {
-  std::string s = ToLower(Trim(text));
-  for (JobState st :
-       {JobState::kPending, JobState::kRunning, JobState::kCompleted, JobState::kFailed,
-        JobState::kCancelled, JobState::kTimeout, JobState::kNodeFail, JobState::kPreempted}) {
-    if (s == JobStateName(st)) return st;
+  const std::string s = ToLower(Trim(text));
+  for (JobState st : kJobStates) {
+    if (s == JobStateName(st) || s == ToLower(JobStateCode(st))) return st;
   }
   return InvalidArgument(fmt::format("unknown job state '{}'", text));
 }

@@ -30,7 +30,15 @@ enum class JobState : uint8_t {
   kPreempted,  // preempted and not requeued
 };
 
+inline constexpr JobState kJobStates[] = {
+    JobState::kPending,   JobState::kRunning, JobState::kCompleted, JobState::kFailed,
+    JobState::kCancelled, JobState::kTimeout, JobState::kNodeFail,  JobState::kPreempted};
+
 std::string_view JobStateName(JobState state);
+// Slurm's compact code for the state, as squeue's ST column shows it: PD, R,
+// CD, F, CA, TO, NF, PR.
+std::string_view JobStateCode(JobState state);
+// A state by its name or its compact code, in any case ("pending", "PD").
 Result<JobState> ParseJobState(std::string_view text);
 bool IsTerminal(JobState state);
 

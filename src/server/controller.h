@@ -155,6 +155,7 @@ struct JobFilter {
   std::string user;              // empty: the caller's own jobs (admins: everyone's)
   bool all_users = false;        // admins only
   std::vector<JobState> states;  // empty: pending and running
+  Time ended_since{};            // finished jobs: only those that ended at or after
   std::string partition{};       // empty: every partition
   uint64_t after = 0;
   size_t limit = 0;

@@ -38,6 +38,7 @@ Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Ident
         f.states.empty() ? IsActive(job.state)
                          : std::find(f.states.begin(), f.states.end(), job.state) != f.states.end();
     if (!state_ok) continue;
+    if (IsTerminal(job.state) && job.end_time < f.ended_since) continue;
     out.push_back(it->second);
     if (out.size() == f.limit) break;
   }

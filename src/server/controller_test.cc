@@ -27,6 +27,17 @@ using testing::Spec;
 
 class ControllerTest : public testing::ControllerFixture {
  protected:
+  // The ids of the jobs Alice lists with `f`.
+  std::vector<JobId> Listed(const JobFilter& f) {
+    auto listed = c_.ListJobs(kAlice, f);
+    EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+    std::vector<JobId> out;
+    if (!listed.ok()) return out;
+    for (const auto& j : *listed)
+      out.push_back(j->id);
+    return out;
+  }
+
   // Alice's batch script on 2 nodes of 2 GPUs, `tasks` tasks, scheduled:
   // its id and the script's one launch.
   std::pair<JobId, LaunchOrder> StartTwoNodeScript(const std::string& script, int tasks) {
@@ -85,12 +96,7 @@ TEST_F(ControllerTest, ListingsFilterByPartitionAndStartAfterACursor) {
     f.partition = std::move(partition);
     f.after = after;
     f.limit = limit;
-    auto listed = c_.ListJobs(kAlice, f);
-    EXPECT_TRUE(listed.ok()) << listed.status().ToString();
-    std::vector<JobId> out;
-    for (const auto& j : *listed)
-      out.push_back(j->id);
-    return out;
+    return Listed(f);
   };
   using Ids = std::vector<JobId>;
   EXPECT_EQ(ids("gpu"), (Ids{a, c}));
@@ -100,6 +106,27 @@ TEST_F(ControllerTest, ListingsFilterByPartitionAndStartAfterACursor) {
   EXPECT_EQ(ids("", a.value(), 1), (Ids{b}));
   EXPECT_EQ(ids("gpu", a.value(), 1), (Ids{c}));
   EXPECT_EQ(ids("", c.value()), (Ids{}));
+}
+
+// shoal queue -t all: every state, but of the finished jobs only those that
+// ended at or after ended_since.
+TEST_F(ControllerTest, ListingsOfFinishedJobsStartAtEndedSince) {
+  const JobId early = Submit(kAlice, Spec(1));
+  const JobId late = Submit(kAlice, Spec(1));
+  const JobId waiting = Submit(kAlice, Spec(1));
+  ASSERT_TRUE(c_.Cancel(kAlice, early, At(10)).ok());
+  ASSERT_TRUE(c_.Cancel(kAlice, late, At(20)).ok());
+  auto ids = [&](Time ended_since) {
+    JobFilter f;
+    f.states.assign(std::begin(kJobStates), std::end(kJobStates));
+    f.ended_since = ended_since;
+    return Listed(f);
+  };
+  using Ids = std::vector<JobId>;
+  EXPECT_EQ(ids(Time{}), (Ids{early, late, waiting}));
+  EXPECT_EQ(ids(At(15)), (Ids{late, waiting}));
+  EXPECT_EQ(ids(At(20)), (Ids{late, waiting}));
+  EXPECT_EQ(ids(At(21)), (Ids{waiting}));
 }
 
 // gittins on a server: the service of the jobs that complete, and at start

@@ -16,10 +16,12 @@ namespace shoal::server::routes {
 
 namespace {
 
-// ?state=pending,running,... (empty: every state); *err says which is unknown.
+// ?state=pending,running,... by name or squeue's code (PD,R), or "all";
+// empty is left to the caller. *err says which is unknown.
 std::vector<JobState> ParseStates(const std::string& text, Status* err) {
   std::vector<JobState> out;
   if (text.empty()) return out;
+  if (ToLower(text) == "all") return {std::begin(kJobStates), std::end(kJobStates)};
   for (std::string_view s : Split(text, ',')) {
     auto st = ParseJobState(s);
     if (!st.ok()) {
@@ -97,6 +99,7 @@ Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f
   for (JobState s : f.states) {
     if (IsTerminal(s)) q.states.push_back(s);
   }
+  q.since = f.ended_since;
   std::vector<Job> stored;
   std::optional<uint64_t> store_bound;
   if (!q.states.empty()) {
@@ -151,7 +154,7 @@ Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f
   return page;
 }
 
-// GET /v1/jobs?state=&user=&all=1&partition=&limit=&after=&brief=1: with `limit`,
+// GET /v1/jobs?state=&ended_since=&user=&all=1&partition=&limit=&after=&brief=1: with `limit`,
 // one page ({"jobs": [...], "next_after": id} while more follow); without,
 // every job, streamed a page at a time so that neither the server nor the
 // loop holds the whole listing at once.
@@ -165,6 +168,11 @@ void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& r
   Status err;
   f.states = ParseStates(req.get_param_value("state"), &err);
   if (!err.ok()) return Reply(res, err);
+  if (req.has_param("ended_since")) {
+    auto v = ParseDouble(req.get_param_value("ended_since"));
+    if (!v.ok()) return Reply(res, InvalidArgument("ended_since must be a time (Unix seconds)"));
+    f.ended_since = TimeFromSeconds(*v);
+  }
   const bool paged = req.has_param("limit");
   f.limit = kStreamPage;
   if (paged) {

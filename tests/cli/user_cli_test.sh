@@ -96,6 +96,18 @@ check "release" 0 "" -- "$SHOAL" release 2
 check "cancel" 0 "" -- "$SHOAL" cancel 1
 check "history" 0 "cancelled" -- "$SHOAL" history
 
+# squeue's -t all, state codes and -o/--format.
+check "queue -t all: a job that has just ended" 0 "^ *1 CA CANCELLED$" -- "$SHOAL" queue -t all -h -o "%.5A %t %T"
+check "  not without it" 0 "^ok$" -- sh -c "'$SHOAL' queue -h -o '%A' > '$TMP/ids' && ! grep -qx 1 '$TMP/ids' && grep -qx 2 '$TMP/ids' && echo ok"
+check "queue -t PD: squeue's codes" 0 "^2|PD|PENDING|.*sleep 100$" -- "$SHOAL" queue -t PD -o "%A|%t|%T|%o"
+check "  in any case" 0 "^2 PENDING$" -- "$SHOAL" queue -t pd,r -h -o "%A %.7T"
+check "--format: an array's pending tasks, its task ids" 0 "^3_\[0-3%2\]|0-3%2|3|1:00:00|2$" -- "$SHOAL" queue -o "%i|%K|%F|%l|%D"
+check "  a size pads, right-justified with ." 0 "^    2|PD |$" -- "$SHOAL" queue -h -t PD -o "%.5A|%3t|"
+check "  and cuts what is longer, the header too" 0 "^ok$" -- sh -c "'$SHOAL' queue -o '%.4i|%4A' > '$TMP/cut' && head -1 '$TMP/cut' | grep -qx 'JOBI|JOBI' && grep -qx '3_\\[0|3   ' '$TMP/cut' && echo ok"
+check "  %% is a percent sign" 0 "^100% 2$" -- "$SHOAL" queue -h -t PD -o "100%% %A"
+check "  an unknown field is an error" 2 "unknown field '%X'" -- "$SHOAL" queue -o "%i %X"
+check "  so is a % at the end" 2 "'%.8' at the end names no field" -- "$SHOAL" queue -o "%i %.8"
+
 # Everything acknowledged survives a restart.
 stop_server
 start_server

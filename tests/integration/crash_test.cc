@@ -198,6 +198,27 @@ TEST(CrashTest, JobsThatEndedBeforeARestartAreStillListedByState) {
     EXPECT_EQ(jobs[0]["id"], done);
     EXPECT_EQ(jobs[0]["state"], "completed");
   }
+  // squeue's codes and "all" name the same states; ended_since leaves out
+  // what ended before it (shoal queue -t all: the last 5 minutes).
+  auto ids = [&](const std::string& query) {
+    auto r = (*c)->Get(query);
+    EXPECT_TRUE(r.ok() && r->status == 200) << query;
+    const Json listed = Json::parse(r.ok() ? r->body : "{\"jobs\":[]}");
+    std::vector<uint64_t> out;
+    for (const Json& j : listed["jobs"])
+      out.push_back(j["id"].get<uint64_t>());
+    return out;
+  };
+  const std::vector<uint64_t> just_done{done};
+  EXPECT_EQ(ids("/v1/jobs?all=1&state=CD"), just_done);
+  EXPECT_EQ(ids("/v1/jobs?all=1&state=pd,r,cd"), just_done);
+  EXPECT_EQ(ids("/v1/jobs?all=1&state=all"), just_done);
+  EXPECT_EQ(ids("/v1/jobs?all=1&state=ALL&ended_since=0"), just_done);
+  EXPECT_EQ(ids("/v1/jobs?all=1&state=all&ended_since=99999999999"), std::vector<uint64_t>{});
+  auto bad = (*c)->Get("/v1/jobs?state=all&ended_since=soon");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("ended_since must be a time"), std::string::npos) << bad->body;
   auto active = (*c)->Get("/v1/jobs?all=1");  // no state: active jobs only, as before
   ASSERT_TRUE(active.ok());
   EXPECT_TRUE(Json::parse(active->body)["jobs"].empty());

@@ -376,6 +376,19 @@ try {
       { timeout: 15000 });
     const xid = await page.locator('#node-gpus td[data-xid]').first().innerText();
     expect(xid === '0', `XID ${xid}`);
+    // node03's GPU 1 was started with faults (shoal up --sim-fault): its row
+    // shows them, marked.
+    await page.goto(`${origin}/#/nodes/node03`);
+    const faulty = '#node-gpus tr[data-gpu="1"]';
+    await page.waitForFunction((row) => document.querySelector(`${row} td[data-ecc]`)?.textContent === '14 / 1',
+      faulty, { timeout: 15000 });
+    const faultyXid = await page.locator(`${faulty} td[data-xid]`).innerText();
+    expect(faultyXid === '1 (last 79)', `node03 GPU 1 XID ${faultyXid}`);
+    const marked = await page.locator(`${faulty} td.bad`).count();
+    expect(marked === 2, `node03 GPU 1: ${marked} cells marked bad, want 2`);
+    const clean = await page.locator('#node-gpus tr[data-gpu="0"] td[data-xid]').innerText();
+    expect(clean === '0', `node03 GPU 0 XID ${clean}`);
+    await page.screenshot({ path: shot('node-faults.png'), fullPage: true });
   });
 
   await check('a 16-GPU job: its charts show the mean in a min-max band and name the lowest GPU', async () => {

@@ -45,7 +45,10 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 # Port 0: the server picks a free loopback port and prints it.
-"$SHOAL" up --nodes 3 --profile dgx-h100 --state-dir "$TMP/state" --listen 127.0.0.1:0 > "$TMP/up.log" 2>&1 &
+# node03's GPU 1 has ECC errors and an XID on record from before its agent
+# started (counts the health check takes as the baseline, so it stays in use).
+"$SHOAL" up --nodes 3 --profile dgx-h100 --state-dir "$TMP/state" --listen 127.0.0.1:0 \
+  --sim-fault node03=ecc:1:14:1 --sim-fault node03=xid:1:79 > "$TMP/up.log" 2>&1 &
 UP_PID=$!
 i=0
 until grep -q "Ctrl-C stops" "$TMP/up.log" 2>/dev/null; do

@@ -67,6 +67,53 @@ double Noise(Rng& rng, double amplitude) {
 
 }  // namespace
 
+Result<SimFault> SimFault::Parse(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgument(fmt::format(
+        "fault '{}': {} (xid:GPU:CODE, ecc:GPU:CORRECTED[:UNCORRECTED] or hot:GPU:DEGREES, "
+        "optionally @DELAY such as @30s)",
+        text, why));
+  };
+  SimFault f;
+  std::string_view body = text;
+  if (const size_t at = body.find('@'); at != std::string_view::npos) {
+    auto delay = ParseDuration(body.substr(at + 1));
+    if (!delay.ok() || *delay < Duration::zero()) return bad("the delay is not a duration");
+    f.delay = *delay;
+    body = body.substr(0, at);
+  }
+  const std::vector<std::string_view> parts = Split(body, ':');
+  if (parts.size() < 3) return bad("too few parts");
+  auto number = [](std::string_view s, int64_t max) -> std::optional<int64_t> {
+    auto v = ParseInt(s);
+    return v.ok() && *v >= 0 && *v <= max ? std::optional<int64_t>(*v) : std::nullopt;
+  };
+  const auto gpu = number(parts[1], 1023);
+  if (!gpu) return bad("the GPU is not an index");
+  f.gpu = static_cast<int>(*gpu);
+  if (parts[0] == "xid" && parts.size() == 3) {
+    const auto code = number(parts[2], 1000000);
+    if (!code || *code == 0) return bad("the XID is not a positive number");
+    f.kind = Kind::kXid;
+    f.xid = static_cast<int>(*code);
+  } else if (parts[0] == "ecc" && parts.size() <= 4) {
+    const auto corrected = number(parts[2], int64_t{1} << 40);
+    const auto uncorrected = parts.size() == 4 ? number(parts[3], int64_t{1} << 40) : 0;
+    if (!corrected || !uncorrected) return bad("the counts are not whole numbers");
+    f.kind = Kind::kEcc;
+    f.corrected = static_cast<uint64_t>(*corrected);
+    f.uncorrected = static_cast<uint64_t>(*uncorrected);
+  } else if (parts[0] == "hot" && parts.size() == 3) {
+    auto degrees = ParseDouble(parts[2]);
+    if (!degrees.ok() || *degrees < 0 || *degrees > 200) return bad("degrees C, 0 to 200");
+    f.kind = Kind::kOverheat;
+    f.temperature_c = *degrees;
+  } else {
+    return bad("unknown kind or wrong number of parts");
+  }
+  return f;
+}
+
 struct SimulatedProvider::GpuState {
   GpuDevice device;
   double boost_mhz = kDefaultBoostMhz;
@@ -155,7 +202,13 @@ void SimulatedProvider::AdvanceTo(Time now) {
 
 Result<std::vector<GpuSample>> SimulatedProvider::Sample() {
   std::lock_guard lock(mu_);
-  AdvanceTo(clock_.Now());
+  const Time now = clock_.Now();
+  AdvanceTo(now);
+  std::erase_if(scheduled_, [&](const std::pair<Time, SimFault>& due) {
+    if (due.first > now) return false;
+    Apply(due.second);
+    return true;
+  });
   std::vector<GpuSample> samples;
   samples.reserve(gpus_.size());
   for (const GpuState& g : gpus_) {
@@ -223,29 +276,48 @@ Status SimulatedProvider::CheckIndex(int index) const {
   return Status::Ok();
 }
 
-Status SimulatedProvider::InjectXid(int index, int xid) {
+void SimulatedProvider::Apply(const SimFault& f) {
+  GpuState& g = gpus_[static_cast<size_t>(f.gpu)];
+  switch (f.kind) {
+    case SimFault::Kind::kXid:
+      g.xid_errors++;
+      g.last_xid = f.xid;
+      break;
+    case SimFault::Kind::kEcc:
+      g.ecc_corrected += f.corrected;
+      g.ecc_uncorrected += f.uncorrected;
+      break;
+    case SimFault::Kind::kOverheat:
+      g.held_temperature_c = f.temperature_c;
+      break;
+  }
+}
+
+Status SimulatedProvider::Schedule(const SimFault& fault) {
   std::lock_guard lock(mu_);
-  SHOAL_RETURN_IF_ERROR(CheckIndex(index));
-  GpuState& g = gpus_[static_cast<size_t>(index)];
-  g.xid_errors++;
-  g.last_xid = xid;
+  SHOAL_RETURN_IF_ERROR(CheckIndex(fault.gpu));
+  if (fault.delay <= Duration::zero()) {
+    Apply(fault);
+  } else {
+    scheduled_.emplace_back(clock_.Now() + fault.delay, fault);
+  }
   return Status::Ok();
+}
+
+Status SimulatedProvider::InjectXid(int index, int xid) {
+  return Schedule({.kind = SimFault::Kind::kXid, .gpu = index, .xid = xid});
 }
 
 Status SimulatedProvider::InjectEccErrors(int index, uint64_t corrected, uint64_t uncorrected) {
-  std::lock_guard lock(mu_);
-  SHOAL_RETURN_IF_ERROR(CheckIndex(index));
-  GpuState& g = gpus_[static_cast<size_t>(index)];
-  g.ecc_corrected += corrected;
-  g.ecc_uncorrected += uncorrected;
-  return Status::Ok();
+  return Schedule({.kind = SimFault::Kind::kEcc,
+                   .gpu = index,
+                   .corrected = corrected,
+                   .uncorrected = uncorrected});
 }
 
 Status SimulatedProvider::InjectOverheat(int index, double temperature_c) {
-  std::lock_guard lock(mu_);
-  SHOAL_RETURN_IF_ERROR(CheckIndex(index));
-  gpus_[static_cast<size_t>(index)].held_temperature_c = temperature_c;
-  return Status::Ok();
+  return Schedule(
+      {.kind = SimFault::Kind::kOverheat, .gpu = index, .temperature_c = temperature_c});
 }
 
 Status SimulatedProvider::ClearFaults(int index) {

@@ -29,6 +29,23 @@
 
 namespace shoal::agent {
 
+// A fault to inject, from its text form (`shoal agent --sim-faults`,
+// `shoal up --sim-fault NODE=...`): "xid:GPU:CODE", "ecc:GPU:CORRECTED[:UNCORRECTED]"
+// or "hot:GPU:DEGREES", each with an optional "@DELAY" after the provider
+// starts ("xid:5:79@30s").
+struct SimFault {
+  enum class Kind : uint8_t { kXid, kEcc, kOverheat };
+  Kind kind = Kind::kXid;
+  int gpu = 0;
+  int xid = 0;
+  uint64_t corrected = 0, uncorrected = 0;
+  double temperature_c = 0;
+  Duration delay{};
+
+  // kInvalidArgument, naming the form expected, for text that is not one.
+  static Result<SimFault> Parse(std::string_view text);
+};
+
 class SimulatedProvider final : public GpuProvider {
  public:
   // How fast a GPU's temperature follows its load.
@@ -62,11 +79,15 @@ class SimulatedProvider final : public GpuProvider {
   Status InjectOverheat(int index, double temperature_c);
   // Ends an overheat; the temperature then relaxes from where it was held.
   Status ClearFaults(int index);
+  // Injects `fault` once its delay has passed since this call: the first
+  // Sample at or after that time shows it.
+  Status Schedule(const SimFault& fault);
 
  private:
   struct GpuState;  // one GPU: its device, model figures, load, thermal state, counters
 
   Status CheckIndex(int index) const;
+  void Apply(const SimFault& fault);  // mu_ held, index checked
   // Moves temperatures and energy from the last update to `now`, with the
   // loads that held over that interval.
   void AdvanceTo(Time now);
@@ -76,6 +97,7 @@ class SimulatedProvider final : public GpuProvider {
   std::vector<GpuState> gpus_;
   Rng rng_;
   Time updated_;
+  std::vector<std::pair<Time, SimFault>> scheduled_;  // due time, fault
 
  public:
   // For Create only (nobody else can name GpuState); public for make_unique.

@@ -229,5 +229,46 @@ TEST_F(SimulatedProviderTest, InjectedFaultsAppearInSamples) {
   }
 }
 
+// `shoal agent --sim-faults` / `shoal up --sim-fault`: the text form, and a
+// delayed fault that shows from the first sample at or after its time.
+TEST_F(SimulatedProviderTest, FaultsParsedFromTextAndScheduled) {
+  auto xid = SimFault::Parse("xid:5:79@30s");
+  ASSERT_TRUE(xid.ok()) << xid.status().ToString();
+  EXPECT_EQ(xid->kind, SimFault::Kind::kXid);
+  EXPECT_EQ(xid->gpu, 5);
+  EXPECT_EQ(xid->xid, 79);
+  EXPECT_EQ(xid->delay, seconds(30));
+  auto ecc = SimFault::Parse("ecc:1:14");
+  ASSERT_TRUE(ecc.ok());
+  EXPECT_EQ(ecc->corrected, 14u);
+  EXPECT_EQ(ecc->uncorrected, 0u);
+  EXPECT_EQ(ecc->delay, seconds(0));
+  EXPECT_EQ(SimFault::Parse("ecc:1:14:2")->uncorrected, 2u);
+  EXPECT_EQ(SimFault::Parse("hot:0:93.5")->temperature_c, 93.5);
+  for (const char* bad : {"", "xid", "xid:5", "xid:5:0", "xid:-1:79", "xid:5:79:1", "ecc:1:x",
+                          "ecc:1:1:1:1", "hot:0:900", "burn:0:1", "xid:5:79@soon", "xid:a:79"}) {
+    auto f = SimFault::Parse(bad);
+    ASSERT_FALSE(f.ok()) << bad;
+    EXPECT_NE(f.status().message().find("xid:GPU:CODE"), std::string::npos)
+        << f.status().ToString();
+  }
+
+  auto p = Make();
+  ASSERT_TRUE(p->Schedule(*xid).ok());
+  ASSERT_TRUE(p->Schedule(*ecc).ok());
+  auto samples = *p->Sample();
+  EXPECT_EQ(samples[1].ecc_corrected, 14u);  // no delay: at once
+  EXPECT_EQ(samples[5].xid_errors, 0u);
+  clock_.Advance(seconds(29));
+  EXPECT_EQ((*p->Sample())[5].xid_errors, 0u);
+  clock_.Advance(seconds(1));
+  samples = *p->Sample();
+  EXPECT_EQ(samples[5].xid_errors, 1u);
+  EXPECT_EQ(samples[5].last_xid, 79);
+  clock_.Advance(seconds(30));
+  EXPECT_EQ((*p->Sample())[5].xid_errors, 1u);  // once
+  EXPECT_EQ(p->Schedule(*SimFault::Parse("xid:8:79")).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace shoal::agent
