@@ -25,6 +25,7 @@ struct PresetDef {
   const char* preempt;
   bool simulation_only;
   const char* summary;
+  bool speed_aware = false;
 };
 
 constexpr PresetDef kPresets[] = {
@@ -47,6 +48,10 @@ constexpr PresetDef kPresets[] = {
     {"fgd", "fifo", "fgd", "greedy", "none", false, "fragmentation gradient descent (FGD, ATC'23)"},
     {"oracle", "oracle", "topology", "greedy", "srtf", true,
      "simulation only: shortest remaining service first from true run times, preemptive"},
+    {"speed", "fifo", "topology", "backfill", "none", false,
+     "FIFO with EASY backfill, each job on the GPU model expected to finish it soonest", true},
+    {"speed-gittins", "gittins", "topology", "greedy", "class", false,
+     "gittins, each job on the GPU model expected to finish it soonest", true},
 };
 
 Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view value) {
@@ -88,12 +93,18 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
       return InvalidArgument("workload-coverage is in (0, 1]");
   } else if (key == "favor-small") {
     p.favor_small = v == "1" || v == "true" || v == "yes";
+  } else if (key == "speed-slack") {
+    SHOAL_ASSIGN_OR_RETURN(p.speed_slack, ParseDouble(v));
+    if (p.speed_slack < 0 || p.speed_slack > 10) return InvalidArgument("speed-slack is 0 to 10");
+  } else if (key == "speed") {
+    if (v != "0" && v != "1") return InvalidArgument("speed is 1 (speed-aware) or 0");
+    p.speed_aware = v == "1";
   } else {
-    return InvalidArgument(
-        fmt::format("unknown policy option '{}' (sort, filters, score, queue, preempt, seed, "
-                    "candidates, las-thresholds, "
-                    "starvation-knob, workload, workload-coverage, favor-small)",
-                    key));
+    return InvalidArgument(fmt::format(
+        "unknown policy option '{}' (sort, filters, score, queue, preempt, seed, "
+        "candidates, las-thresholds, "
+        "starvation-knob, workload, workload-coverage, favor-small, speed, speed-slack)",
+        key));
   }
   return Status::Ok();
 }
@@ -118,6 +129,7 @@ Result<PolicyParams> Policy::Preset(std::string_view spec) {
   p.score = def->score;
   p.queue = def->queue;
   p.preempt = def->preempt;
+  p.speed_aware = def->speed_aware;
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
     if (eq == std::string_view::npos) {
@@ -165,8 +177,9 @@ Result<Policy> Policy::Create(PolicyParams params, const Registry& registry,
 }
 
 std::string Policy::Describe() const {
-  return fmt::format("{} (sort={} score={} queue={} preempt={})", params_.name, params_.sort,
-                     params_.score, reserve_->Name(), params_.preempt);
+  return fmt::format("{} (sort={} score={} queue={} preempt={}{})", params_.name, params_.sort,
+                     params_.score, reserve_->Name(), params_.preempt,
+                     params_.speed_aware ? " speed-aware" : "");
 }
 
 Result<std::shared_ptr<const SortPlugin>> Registry::MakeSort(std::string_view name) const {

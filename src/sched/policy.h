@@ -49,6 +49,13 @@ struct PolicyParams {
   Duration min_run_before_preempt{0};
   int max_preemptions_per_pass = 32;
 
+  // Heterogeneity: a job whose speed on each GPU model is known starts on
+  // the model expected to finish it soonest, or waits for it (sched/speed.h).
+  bool speed_aware = false;
+  // A model that ends the job within this fraction of the soonest one's run
+  // time is as good; of those, it takes the one it runs slowest on.
+  double speed_slack = 0;
+
   // Placement.
   int max_candidates = 32;  // nodes scored per placement by tightest-first scoring
   uint64_t seed = 1;

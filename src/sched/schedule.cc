@@ -6,10 +6,12 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/check.h"
 #include "sched/placement.h"
+#include "sched/speed.h"
 #include "sched/working_state.h"
 
 namespace shoal::sched {
@@ -148,6 +150,7 @@ class Cycle {
     plan_.stats.pending = static_cast<int>(snap_.pending.size());
     plan_.pending.reserve(snap_.pending.size());
     TakeRunning();
+    if (params_.speed_aware) BuildTimeline();
     pass_ = policy_.score().BeginPass(snap_, params_);
     std::vector<Entry> order = Screen();
     if (!std::is_sorted(order.begin(), order.end(), RankedBefore)) {
@@ -490,7 +493,7 @@ class Cycle {
 
   void Walk(const Entry& e) {
     const JobInfo& j = snap_.pending[e.index];
-    const Request& req = *e.req;
+    const Request& req = timeline_ && j.model_speed ? OnModelsItRuns(j, *e.req) : *e.req;
     std::string detail;
     if (OverAccountLimit(j, req, &detail)) {
       Wait(j, PendingReason::kAccountLimit, std::move(detail));
@@ -513,6 +516,7 @@ class Cycle {
       return;
     }
     const bool long_job = reservation_ && now_ + req.time_limit > reservation_->start;
+    if (timeline_ && j.model_speed && WalkBySpeed(j, req, long_job)) return;
     std::optional<Allocation> alloc =
         long_job ? TryPlace(*long_ok_, req, long_memo_) : TryPlace(now_state_, req, now_memo_);
     if (alloc) {
@@ -543,6 +547,103 @@ class Cycle {
     plan_.pending.push_back(std::move(d));
   }
 
+  // How long job j should run on `model`: its time limit, or for a job of
+  // known speed its run time there (sched/speed.h).
+  Duration ExpectedRunTime(const JobInfo& j, int model) const {
+    if (!j.model_speed || model < 0 || static_cast<size_t>(model) >= j.model_speed->size() ||
+        (*j.model_speed)[static_cast<size_t>(model)] <= 0) {
+      return j.request.time_limit;
+    }
+    return RunTimeOn(*j.model_speed, model,
+                     SpeedWork(*j.model_speed, j.request.model_mask, j.request.time_limit));
+  }
+
+  // The GPUs of each model that running work frees, and when.
+  void BuildTimeline() {
+    timeline_.emplace(inv_, now_);
+    for (const JobInfo& r : snap_.running) {
+      if (r.allocation == nullptr) continue;
+      const int model = AllocationModel(inv_, *r.allocation);
+      const Time end = r.model_speed ? r.start + ExpectedRunTime(r, model) : r.expected_end;
+      timeline_->AddRelease(model, end, r.allocation->TotalGpus());
+    }
+  }
+
+  // `req` kept to the models where the job's speed is not 0 (it cannot run
+  // on the others), unless that leaves none.
+  const Request& OnModelsItRuns(const JobInfo& j, const Request& req) {
+    uint64_t runs = 0;
+    for (size_t m = 0; m < j.model_speed->size() && m < 64; ++m) {
+      if ((*j.model_speed)[m] > 0) runs |= uint64_t{1} << m;
+    }
+    if ((req.model_mask & runs) == 0 || (req.model_mask & ~runs) == 0) return req;
+    Request& kept = recompiled_.emplace_back(req);
+    kept.model_mask &= runs;
+    return kept;
+  }
+
+  // A job of known speed: on each model it accepts, when it would start (now
+  // if it fits now, else when the timeline frees room after the jobs that
+  // wait for that model) and finish. It starts on the model that finishes it
+  // soonest if that one fits now, or waits for it if some slower one fits
+  // now. False when no model fits now: it then goes on as any job
+  // (reservation, preemption), counted as waiting for its best model.
+  bool WalkBySpeed(const JobInfo& j, const Request& req, bool long_job) {
+    const std::vector<double>& speed = *j.model_speed;
+    const double work = SpeedWork(speed, req.model_mask, req.time_limit);
+    if (work <= 0) return false;
+    struct Option {
+      int model = -1;
+      Time finish = kTimeNever;
+      std::optional<Allocation> now;
+    };
+    std::vector<Option> options;
+    Time soonest = kTimeNever;
+    for (size_t m = 0; m < speed.size() && m < inv_.models().size(); ++m) {
+      if (speed[m] <= 0 || (req.model_mask >> m & 1) == 0) continue;
+      Request on_model = req;
+      on_model.model_mask = uint64_t{1} << m;
+      Option o{static_cast<int>(m), kTimeNever,
+               long_job ? TryPlace(*long_ok_, on_model, long_memo_)
+                        : TryPlace(now_state_, on_model, now_memo_)};
+      const Time start = o.now ? now_ : timeline_->FreeAt(o.model, req.total_gpus);
+      if (start == kTimeNever) continue;
+      o.finish = start + RunTimeOn(speed, o.model, work);
+      soonest = std::min(soonest, o.finish);
+      options.push_back(std::move(o));
+    }
+    // Of the models that end it within the slack of the soonest, the one it
+    // runs slowest on: the faster ones are left to jobs that gain more there.
+    const Time good_enough =
+        soonest == kTimeNever
+            ? kTimeNever
+            : now_ + DurationFromSeconds(ToSeconds(soonest - now_) * (1 + params_.speed_slack));
+    Option best, best_now;
+    for (Option& o : options) {
+      if (o.now && o.finish < best_now.finish) best_now = o;
+      if (o.finish > good_enough) continue;
+      const auto rank = [&](const Option& x) {
+        return std::tuple(speed[static_cast<size_t>(x.model)], !x.now, x.finish);
+      };
+      if (best.model < 0 || rank(o) < rank(best)) best = o;
+    }
+    if (best.model < 0) return false;
+    if (best.now) {
+      Commit(j, std::move(*best.now), long_job, /*after_preemption=*/false);
+      return true;
+    }
+    // It waits for the model that finishes it soonest: later jobs are served after it there.
+    timeline_->Queue(best.model, req.total_gpus, best.finish);
+    if (!best_now.now) return false;  // nothing fits now: on as any job
+    Wait(j, PendingReason::kResources,
+         fmt::format("waits for {}: expected to end there in {}, sooner than in {} on the {} free "
+                     "now",
+                     inv_.models()[static_cast<size_t>(best.model)],
+                     FormatDuration(best.finish - now_), FormatDuration(best_now.finish - now_),
+                     inv_.models()[static_cast<size_t>(best_now.model)]));
+    return true;
+  }
+
   void Commit(const JobInfo& j, Allocation alloc, bool long_job, bool after_preemption) {
     if (!after_preemption) now_state_.Allocate(alloc);
     if (reservation_) {
@@ -555,6 +656,10 @@ class Cycle {
     }
     ChargeAccount(j, alloc.TotalGpus(), 1);
     if (j.array_id != 0) ++array_running_[j.array_id];
+    if (timeline_) {
+      const int model = AllocationModel(inv_, alloc);
+      timeline_->AddRelease(model, now_ + ExpectedRunTime(j, model), alloc.TotalGpus());
+    }
     ends_.push_back({now_ + j.request.time_limit, plan_.starts.size()});
     StartDecision s;
     s.job = j.id;
@@ -719,6 +824,7 @@ class Cycle {
   std::optional<Reservation> reservation_;
   std::optional<WorkingState> shadow_;
   std::optional<WorkingState> long_ok_;
+  std::optional<ModelTimeline> timeline_;  // speed-aware policies only
 };
 
 }  // namespace

@@ -64,9 +64,13 @@ struct JobInfo {
   int64_t admin_priority = 0;      // > 0: replaces the computed priority
   double attained_gpu_s = 0;       // GPU-seconds of service received so far
   double oracle_remaining_s = -1;  // simulation only: true remaining run time; < 0 when unknown
-  uint64_t array_id = 0;           // tasks of one job array share it; 0: not an array task
-  int array_max_running = 0;       // tasks of the array that may run at once; 0: no limit
-  int qos = -1;                    // index into Snapshot::qos; -1: none
+  // How fast it runs on each GPU model, by inventory model index (only ratios
+  // matter; 0: it cannot run there); null: not known. Read by speed-aware
+  // policies (sched/speed.h).
+  std::shared_ptr<const std::vector<double>> model_speed;
+  uint64_t array_id = 0;      // tasks of one job array share it; 0: not an array task
+  int array_max_running = 0;  // tasks of the array that may run at once; 0: no limit
+  int qos = -1;               // index into Snapshot::qos; -1: none
   // Index into Snapshot::reservations of the reservation it asked for; -1:
   // none. `reservation_gone`: it asked for one that no longer exists.
   int reservation = -1;

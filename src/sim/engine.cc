@@ -73,6 +73,9 @@ struct SimJob {
   double remaining = 1.0;     // fraction of the work left when this run began
   double attained_gpu_s = 0;  // GPU-seconds held before this run
   Allocation alloc;
+  // Speed on each model of the inventory (1 / run time there), for traces
+  // that say (duration_by_model); null otherwise.
+  std::shared_ptr<const std::vector<double>> speed;
   uint64_t epoch = 0;
   uint32_t running_pos = 0;
   int restarts = 0;
@@ -199,6 +202,7 @@ class Simulator {
         if (inserted) snap_.accounts.push_back({t.account, 1.0, 0.0, 0});
         j.account = it->second;
       }
+      j.speed = SpeedsOf(t);
       reqs.push_back(&j.req);
     }
     // The workload mix for fragmentation, as FGD measures it: CPUs and GPUs, not memory.
@@ -217,6 +221,20 @@ class Simulator {
     workload_ =
         sched::WorkloadOf(ptrs, inv_->max_gpus_per_node(), p.workload_coverage, p.workload_by_gpus);
     return Status::Ok();
+  }
+
+  // A trace job's speed on each of the inventory's models: 1 / its run time
+  // there; 0 where the trace gives none (it does not fit that model).
+  std::shared_ptr<const std::vector<double>> SpeedsOf(const trace::TraceJob& t) const {
+    if (t.duration_by_model.empty()) return nullptr;
+    auto speed = std::make_shared<std::vector<double>>(inv_->models().size(), 0.0);
+    for (size_t m = 0; m < speed->size(); ++m) {
+      for (const auto& [model, d] : t.duration_by_model) {
+        if (GpuModelMatches(model, inv_->models()[m]))
+          (*speed)[m] = 1 / std::max(1.0, ToSeconds(d));
+      }
+    }
+    return speed;
   }
 
   // Fragmented GPU capacity from the ledger (not the scheduler's own state).
@@ -411,6 +429,7 @@ class Simulator {
     info.oracle_remaining_s = RemainingNow(j) * j.ref_s;
     info.queued_since = j.queued_since;
     info.preemptible = true;  // trace jobs are taken to checkpoint; only preemptive policies use it
+    info.model_speed = j.speed;
     if (running) {
       info.allocation = &j.alloc;
       info.start = j.seg_start;

@@ -139,6 +139,30 @@ TEST(SimReplayTest, HeterogeneousDurationsUseTheSlowestModel) {
   EXPECT_EQ(Find(r, "j").state, JobState::kCompleted);
 }
 
+// A K80 node listed first and a V100 node: agnostic backfill puts the first
+// job on the K80 (400 s); the speed-aware policy puts it on the V100 (100 s),
+// and the second job, that barely gains there, on the K80 it then has free.
+TEST(SimReplayTest, SpeedAwarePolicyRunsEachJobWhereItEndsSoonest) {
+  Cluster c = OneNode(1, "K80");
+  Cluster v = OneNode(1, "V100");
+  v.nodes[0].id = NodeId(2);
+  v.nodes[0].name = "n2";
+  c.nodes.push_back(v.nodes[0]);
+  trace::TraceJob gains = Job("gains", 0, 100, 1);
+  gains.duration_by_model = {{"K80", DurationFromSeconds(400)}, {"V100", DurationFromSeconds(100)}};
+  trace::TraceJob barely = Job("barely", 1, 100, 1);
+  barely.duration_by_model = {{"K80", DurationFromSeconds(110)},
+                              {"V100", DurationFromSeconds(100)}};
+  trace::Trace t;
+  t.jobs = {gains, barely};
+  SimResult agnostic = RunSim(c, t, "backfill");
+  EXPECT_EQ(ToSeconds(Find(agnostic, "gains").end), 400);
+  SimResult aware = RunSim(c, t, "speed");
+  EXPECT_EQ(ToSeconds(Find(aware, "gains").end), 100);
+  EXPECT_EQ(ToSeconds(Find(aware, "barely").end), 111);
+  EXPECT_LT(Summarize(aware).jct_s.mean, Summarize(agnostic).jct_s.mean);
+}
+
 TEST(SimReplayTest, PartitionDefaultLimitKillsLongJobs) {
   Cluster c = OneNode();
   Partition p;

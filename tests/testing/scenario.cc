@@ -217,6 +217,26 @@ class Runner {
     }
   }
 
+  // speed=V100:1,K80:0.25: the job's speed on the models a name matches
+  // (GpuModelMatches); 0 on the others.
+  void ApplySpeed(const Line& l, JobId id, const sched::Inventory& inv) {
+    auto speed = std::make_shared<std::vector<double>>(inv.models().size(), 0.0);
+    for (const std::string& item : List(l, "speed")) {
+      const size_t colon = item.find(':');
+      if (colon == std::string::npos) Fail(l, "speed=MODEL:X,...");
+      const std::string model = item.substr(0, colon);
+      bool matched = false;
+      for (size_t m = 0; m < speed->size(); ++m) {
+        if (GpuModelMatches(model, inv.models()[m])) {
+          (*speed)[m] = std::stod(item.substr(colon + 1));
+          matched = true;
+        }
+      }
+      if (!matched) Fail(l, "speed: no model '" + model + "'");
+    }
+    snap_->info(id).model_speed = std::move(speed);
+  }
+
   template <typename T>
   int IndexOf(const Line& l, const std::vector<T>& items, const std::string& name) const {
     for (size_t i = 0; i < items.size(); ++i) {
@@ -361,6 +381,7 @@ class Runner {
         }
       }
       ApplyJobInfo(l, id);
+      if (Has(l, "speed")) ApplySpeed(l, id, *inv);
     }
     std::map<std::string, JobId> finished_ids;
     uint64_t next_finished = 1000000;
