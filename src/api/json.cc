@@ -106,6 +106,12 @@ Json ToJson(const JobSpec& s) {
   j["gpus"] = s.gpus;
   j["gpu_share"] = s.gpu_milli;
   j["gpu_models"] = s.gpu_models;
+  if (!s.gpu_speeds.empty()) {
+    Json speeds = Json::object();
+    for (const auto& [model, speed] : s.gpu_speeds)
+      speeds[model] = speed;
+    j["gpu_speeds"] = std::move(speeds);
+  }
   j["cpus_per_gpu"] = CpusFromMilli(s.cpu_milli_per_gpu);
   j["mem_per_gpu_mib"] = s.mem_mib_per_gpu;
   j["cpus_per_node"] = CpusFromMilli(s.cpu_milli_per_node);
@@ -172,6 +178,8 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("gpus", &s.gpus);
   f.Optional("gpu_share", &s.gpu_milli);
   f.Optional("gpu_models", &s.gpu_models);
+  Json speeds;
+  f.Optional("gpu_speeds", &speeds);
   f.Optional("cpus_per_gpu", &cpus_per_gpu);
   f.Optional("mem_per_gpu_mib", &s.mem_mib_per_gpu);
   f.Optional("cpus_per_node", &cpus_per_node);
@@ -217,6 +225,15 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   if (begin > 1e10)
     return InvalidArgument("job: begin_time must be seconds since 1970, before the year 2286");
   if (begin >= 0) s.begin_time = TimeFromJson(begin);
+  if (!speeds.is_null()) {
+    if (!speeds.is_object())
+      return InvalidArgument("job: field 'gpu_speeds' must be an object of model: speed");
+    for (const auto& [model, speed] : speeds.items()) {
+      if (!speed.is_number())
+        return InvalidArgument(fmt::format("job: gpu_speeds.{} must be a number", model));
+      s.gpu_speeds.emplace_back(model, speed.get<double>());
+    }
+  }
   if (!deps.is_null()) {
     if (!deps.is_array()) return InvalidArgument("job: field 'dependencies' must be a list");
     for (const Json& d : deps) {

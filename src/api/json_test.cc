@@ -32,6 +32,11 @@ TEST(JsonTest, JobSpecFieldsAreStrict) {
            {R"({"command":"true","dependencies":{"type":"afterok"}})", "dependencies"},
            {R"({"command":"true","dependencies":[{"type":"aftercorr","job":1}]})", "aftercorr"},
            {R"({"command":"true","array":"5-1"})", "array"},
+           {R"({"command":"true","gpus":1,"gpu_speeds":{"h100":1}})", ""},
+           {R"({"command":"true","gpu_speeds":["h100"]})", "gpu_speeds' must be an object"},
+           {R"({"command":"true","gpu_speeds":{"h100":"fast"}})",
+            "gpu_speeds.h100 must be a number"},
+           {R"({"command":"true","gpu_speeds":{"h100":-1}})", "a speed above 0"},
            {R"([1,2])", "job"},
        }) {
     auto j = Parse(c.text);
@@ -51,6 +56,7 @@ TEST(JsonTest, JobSpecFieldsAreStrict) {
 TEST(JsonTest, JobSpecRoundTrips) {
   auto j = Parse(
       R"({"command":"python3 train.py","name":"t","nodes":2,"gpus_per_node":4,"gpu_models":["H100"],
+                    "gpu_speeds":{"A100":0.55,"H100":1},
                     "cpus_per_gpu":2.5,"mem_per_gpu_mib":4096,"time_limit_s":3600,"array":"0-9%2",
                     "dependencies":[{"type":"afterok","job":7}],"env":{"A":"1"},"requeue":true})");
   ASSERT_TRUE(j.ok());
@@ -58,6 +64,8 @@ TEST(JsonTest, JobSpecRoundTrips) {
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->nodes, 2);
   EXPECT_EQ(spec->cpu_milli_per_gpu, 2500);
+  using Speeds = std::vector<std::pair<std::string, double>>;
+  EXPECT_EQ(spec->gpu_speeds, (Speeds{{"A100", 0.55}, {"H100", 1}}));
   ASSERT_EQ(spec->dependencies.size(), 1u);
   EXPECT_FALSE(spec->dependency_any);
   EXPECT_FALSE(ToJson(*spec).contains("dependency_any"));  // records stay as they were

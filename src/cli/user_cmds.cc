@@ -392,6 +392,12 @@ int RunShow(const std::vector<std::string>& raw) {
       line("note", Str(j, "reason_detail"));
     }
     line("gpus", Gpus(spec));
+    if (spec.contains("gpu_speeds")) {
+      std::vector<std::string> speeds;
+      for (const auto& [model, speed] : spec["gpu_speeds"].items())
+        speeds.push_back(fmt::format("{}={:g}", model, speed.get<double>()));
+      line("gpu speeds", Join(speeds, ", ") + " (--gpu-speed)");
+    }
     line("nodes", NodeList(j));
     for (const Json& a2 : j.value("allocation", Json::array())) {
       std::vector<std::string> g;

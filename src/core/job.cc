@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/constraints.h"
@@ -414,6 +415,18 @@ Status CheckTextFields(const JobSpec& s) {
     }
     for (const std::string& e : list)
       SHOAL_RETURN_IF_ERROR(CheckText(what, e, kMaxNameBytes));
+  }
+  if (s.gpu_speeds.size() > kMaxListEntries) {
+    return InvalidArgument(
+        fmt::format("{} GPU speeds given; at most {}", s.gpu_speeds.size(), kMaxListEntries));
+  }
+  for (const auto& [model, speed] : s.gpu_speeds) {
+    SHOAL_RETURN_IF_ERROR(CheckText("GPU speeds", model, kMaxNameBytes));
+    if (model.empty() || !std::isfinite(speed) || speed <= 0 || speed > 1e6) {
+      return InvalidArgument(fmt::format(
+          "--gpu-speed: '{}={}' needs a model and a speed above 0 (e.g. h100=1,a100=0.55)", model,
+          speed));
+    }
   }
   for (const auto& [what, list] :
        {std::pair<std::string_view, const std::vector<std::string>&>{"--nodelist", s.node_list},

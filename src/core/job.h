@@ -171,6 +171,10 @@ struct JobSpec {
   int gpus = 0;
   int gpu_milli = kMilliPerGpu;         // share of each GPU; below 1000 a GPU may be shared
   std::vector<std::string> gpu_models;  // acceptable models; empty: any
+  // --gpu-speed h100=1,a100=0.55: how fast the job runs on each model (only
+  // ratios matter); speed-aware policies run it where it ends soonest and
+  // never on a model it does not name. Empty: estimated (server/speeds.h).
+  std::vector<std::pair<std::string, double>> gpu_speeds;
   int64_t cpu_milli_per_gpu = 0;
   int64_t mem_mib_per_gpu = 0;
   int64_t cpu_milli_per_node = 0;  // in addition to the per-GPU amounts

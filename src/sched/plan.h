@@ -15,6 +15,7 @@ struct StartDecision {
   Allocation allocation;
   bool backfilled = false;        // started ahead of a higher-priority job's reservation
   bool after_preemption = false;  // uses resources that preempted jobs hold now
+  std::string detail;             // why there, when the policy chose among models (speed-aware)
 };
 
 struct PreemptDecision {

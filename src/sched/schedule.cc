@@ -629,12 +629,25 @@ class Cycle {
     }
     if (best.model < 0) return false;
     if (best.now) {
-      Commit(j, std::move(*best.now), long_job, /*after_preemption=*/false);
+      // The next best choice, to say why this model.
+      const Option* other = nullptr;
+      for (const Option& o : options) {
+        if (o.model != best.model && (other == nullptr || o.finish < other->finish)) other = &o;
+      }
+      Commit(j, std::move(*best.now), long_job, /*after_preemption=*/false,
+             other == nullptr ? std::string()
+                              : fmt::format("on {}: expected to end in {}, against {} on {}",
+                                            inv_.models()[static_cast<size_t>(best.model)],
+                                            FormatDuration(best.finish - now_),
+                                            FormatDuration(other->finish - now_),
+                                            inv_.models()[static_cast<size_t>(other->model)]));
       return true;
     }
     // It waits for the model that finishes it soonest: later jobs are served after it there.
     timeline_->Queue(best.model, req.total_gpus, best.finish);
     if (!best_now.now) return false;  // nothing fits now: on as any job
+    if (policy_.queue_mode() == QueueMode::kStrict)
+      blocked_partition_ |= uint64_t{1} << req.partition;
     Wait(j, PendingReason::kResources,
          fmt::format("waits for {}: expected to end there in {}, sooner than in {} on the {} free "
                      "now",
@@ -644,7 +657,8 @@ class Cycle {
     return true;
   }
 
-  void Commit(const JobInfo& j, Allocation alloc, bool long_job, bool after_preemption) {
+  void Commit(const JobInfo& j, Allocation alloc, bool long_job, bool after_preemption,
+              std::string detail = {}) {
     if (!after_preemption) now_state_.Allocate(alloc);
     if (reservation_) {
       if (long_job)
@@ -666,6 +680,7 @@ class Cycle {
     s.allocation = std::move(alloc);
     s.backfilled = reservation_.has_value();
     s.after_preemption = after_preemption;
+    s.detail = std::move(detail);
     if (s.backfilled) ++plan_.stats.backfilled;
     plan_.starts.push_back(std::move(s));
     ++plan_.stats.started;

@@ -630,6 +630,7 @@ void Controller::Finish(Job& job, JobState state, Time now) {
     running_.erase(job.id.value());
   }
   requests_.erase(job.id.value());
+  speeds_.erase(job.id.value());
   decisions_.erase(job.id.value());
   finished_[job.id.value()] = state;
   if (state == JobState::kCompleted) RecordService(job.gpu_seconds);

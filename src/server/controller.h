@@ -512,6 +512,13 @@ class Controller {
   std::optional<sched::Policy> policy_;
   sched::ServiceHistory service_;  // with a policy that uses it (gittins)
   std::shared_ptr<const sched::Inventory> inventory_;
+  // Speed-aware policies: each job's speeds on the inventory's models
+  // (server/speeds.h), with the inventory version they were made for.
+  struct Speeds {
+    uint64_t inventory_version = 0;
+    std::shared_ptr<const std::vector<double>> speed;
+  };
+  mutable std::unordered_map<uint64_t, Speeds> speeds_;
   std::map<uint64_t, std::shared_ptr<const Job>> jobs_;  // active and recently finished
   std::unordered_map<uint64_t, sched::Request> requests_;
   std::unordered_map<uint64_t, Running> running_;

@@ -13,6 +13,7 @@
 #include "sched/working_state.h"
 #include "server/controller.h"
 #include "server/controller_internal.h"
+#include "server/speeds.h"
 
 namespace shoal::server {
 
@@ -203,6 +204,13 @@ sched::JobInfo Controller::InfoOf(const Job& job,
     info.array_id = job.array_job_id.value();
     info.array_max_running = job.spec.array->max_running;
   }
+  if (policy_->params().speed_aware) {
+    Speeds& s = speeds_[job.id.value()];
+    if (s.inventory_version != inventory_->version() || s.inventory_version == 0) {
+      s = {inventory_->version(), ModelSpeeds(job.spec, *inventory_)};
+    }
+    info.model_speed = s.speed;
+  }
   return info;
 }
 
@@ -338,7 +346,12 @@ sched::PassStats Controller::SchedulePass(Time now) {
       continue;
     }
     check.Allocate(s.allocation);
-    StartJob(Mutable(s.job), std::move(s.allocation), now);
+    Job& started = Mutable(s.job);
+    StartJob(started, std::move(s.allocation), now);
+    if (!s.detail.empty()) {  // why on that model (a speed-aware policy's choice)
+      started.reason_detail = std::move(s.detail);
+      Record(started);
+    }
   }
   for (sched::PendingDecision& d : plan.pending) {
     if (d.reason == PendingReason::kDependencyNeverSatisfied &&

@@ -289,6 +289,26 @@ constexpr OptionDef kOptions[] = {
        SHOAL_ASSIGN_OR_RETURN(int64_t mib, ParseMemory(c));
        return SetGroup(c, r.mem, MemRequest{false, true, false, mib, ""}, "memory");
      }},
+    {"gpu-speed", 0, "MODEL=X,...",
+     "Shoal's own: how fast the job runs on each GPU model, e.g. h100=1,a100=0.55 (ratios); "
+     "speed-aware policies run it where it ends soonest, only on these models",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       std::vector<std::pair<std::string, double>> speeds;
+       for (std::string_view item : Split(c.value, ',')) {
+         const size_t eq = item.find('=');
+         auto speed = eq == std::string_view::npos ? Result<double>(InvalidArgument(""))
+                                                   : ParseDouble(Trim(item.substr(eq + 1)));
+         const std::string model(Trim(item.substr(0, eq == std::string_view::npos ? 0 : eq)));
+         if (model.empty() || !speed.ok() || !(*speed > 0) || *speed > 1e6) {
+           return Invalid(c, fmt::format("'{}' is not MODEL=SPEED with a speed above 0 "
+                                         "(e.g. h100=1,a100=0.55)",
+                                         Printable(item)));
+         }
+         speeds.emplace_back(model, *speed);
+       }
+       r.gpu_speeds = std::move(speeds);
+       return Status::Ok();
+     }},
     {"comment", 0, "TEXT", "a comment kept with the job",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/true));

@@ -135,6 +135,16 @@ TEST(OptionsTest, GpuOptionsInEachForm) {
          EXPECT_EQ(s.mem_mib_per_gpu, 65536);
          EXPECT_EQ(s.mem_mib_per_node, 0);
        }},
+      {{"--gpus=1", "--gpu-speed=h100=1,a100=0.55"},
+       [](const JobSpec& s) {
+         using Speeds = std::vector<std::pair<std::string, double>>;
+         EXPECT_EQ(s.gpu_speeds, (Speeds{{"h100", 1}, {"a100", 0.55}}));
+       }},
+      {{"--gpus=1", "--gpu-speed", " V100 = 4 "},
+       [](const JobSpec& s) {
+         using Speeds = std::vector<std::pair<std::string, double>>;
+         EXPECT_EQ(s.gpu_speeds, (Speeds{{"V100", 4}}));
+       }},
   });
 }
 
@@ -359,6 +369,11 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
   ExpectErrors({
       // Options without a Shoal meaning.
       {{"--frobnicate=yes"}, "option --frobnicate has no meaning in Shoal"},
+      {{"--gpu-speed=h100"}, "--gpu-speed=h100: 'h100' is not MODEL=SPEED"},
+      {{"--gpu-speed=h100=0"}, "'h100=0' is not MODEL=SPEED with a speed above 0"},
+      {{"--gpu-speed==1"}, "'=1' is not MODEL=SPEED"},
+      {{"--gpu-speed=a100=fast"}, "'a100=fast' is not MODEL=SPEED"},
+      {{"--gpu-s=a100=1"}, "option --gpu-s is ambiguous"},
       {{"--nodefile=hosts"}, "give the node names with --nodelist"},
       {{"--nodelist=./hosts"}, "a file of node names is not supported"},
       {{"-w", "n[1-2", "-N", "2"}, "-w n[1-2: "},

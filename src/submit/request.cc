@@ -239,6 +239,7 @@ void Overlay(const Request& high, Request& low) {
   Take(high.gpus_per_task, low.gpus_per_task);
   Take(high.tasks_per_gpu, low.tasks_per_gpu);
   Take(high.comment, low.comment);
+  Take(high.gpu_speeds, low.gpu_speeds);
   Take(high.append_output, low.append_output);
   Take(high.strict, low.strict);
   Take(high.parsable, low.parsable);
@@ -291,6 +292,7 @@ Status Resolve(const Request& r, JobSpec& spec) {
   }
   if (r.exported) spec.env = r.exported->values;
   if (r.comment) spec.comment = *r.comment;
+  if (r.gpu_speeds) spec.gpu_speeds = *r.gpu_speeds;
   if (r.append_output) spec.append_output = *r.append_output;
   return Status::Ok();
 }

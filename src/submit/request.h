@@ -116,7 +116,8 @@ struct Request {
   std::optional<int> gpus_per_task;
   std::optional<int> tasks_per_gpu;
   std::optional<std::string> comment;
-  std::optional<bool> append_output;  // --open-mode=append
+  std::optional<std::vector<std::pair<std::string, double>>> gpu_speeds;  // --gpu-speed
+  std::optional<bool> append_output;                                      // --open-mode=append
   // Slurm's options that mean nothing to Shoal, as given ("--hint=compute_bound"):
   // accepted with a note, or refused under --strict. Every source's add up.
   std::vector<std::string> ignored;
