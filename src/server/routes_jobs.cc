@@ -170,7 +170,8 @@ void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& r
   if (!err.ok()) return Reply(res, err);
   if (req.has_param("ended_since")) {
     auto v = ParseDouble(req.get_param_value("ended_since"));
-    if (!v.ok()) return Reply(res, InvalidArgument("ended_since must be a time (Unix seconds)"));
+    if (!v.ok() || !(*v >= 0 && *v < 1e11))
+      return Reply(res, InvalidArgument("ended_since must be a time (Unix seconds)"));
     f.ended_since = TimeFromSeconds(*v);
   }
   const bool paged = req.has_param("limit");
