@@ -621,7 +621,7 @@ class Cycle {
     Option best, best_now;
     for (Option& o : options) {
       if (o.now && o.finish < best_now.finish) best_now = o;
-      if (o.finish > good_enough) continue;
+      if (o.finish > std::max(good_enough, soonest)) continue;  // the soonest always qualifies
       const auto rank = [&](const Option& x) {
         return std::tuple(speed[static_cast<size_t>(x.model)], !x.now, x.finish);
       };
