@@ -37,9 +37,10 @@ ModelTimeline::ModelTimeline(const Inventory& inv, Time now)
 
 void ModelTimeline::AddRelease(int model, Time end, int gpus) {
   if (model < 0 || static_cast<size_t>(model) >= models_.size() || gpus <= 0) return;
-  PerModel& pm = models_[static_cast<size_t>(model)];
-  pm.releases.emplace_back(std::max(end, now_), gpus);
-  pm.sorted = false;
+  // Kept in time order as they come: a pass queues a job after each FreeAt.
+  std::vector<std::pair<Time, int>>& releases = models_[static_cast<size_t>(model)].releases;
+  const std::pair<Time, int> release(std::max(end, now_), gpus);
+  releases.insert(std::upper_bound(releases.begin(), releases.end(), release), release);
 }
 
 void ModelTimeline::Queue(int model, int gpus, Time end) {
@@ -48,14 +49,10 @@ void ModelTimeline::Queue(int model, int gpus, Time end) {
   AddRelease(model, end, gpus);
 }
 
-Time ModelTimeline::FreeAt(int model, int gpus) {
+Time ModelTimeline::FreeAt(int model, int gpus) const {
   if (model < 0 || static_cast<size_t>(model) >= models_.size()) return kTimeNever;
-  PerModel& pm = models_[static_cast<size_t>(model)];
+  const PerModel& pm = models_[static_cast<size_t>(model)];
   if (gpus > pm.total) return kTimeNever;
-  if (!pm.sorted) {
-    std::sort(pm.releases.begin(), pm.releases.end());
-    pm.sorted = true;
-  }
   const int need = pm.queued + gpus;
   int freed = 0;
   for (const auto& [at, n] : pm.releases) {

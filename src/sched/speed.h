@@ -46,14 +46,13 @@ class ModelTimeline {
   void Queue(int model, int gpus, Time end);
   // When `gpus` GPUs of `model` should come free for a job that does not fit
   // now, after those queued; kTimeNever when the model has too few GPUs.
-  Time FreeAt(int model, int gpus);
+  Time FreeAt(int model, int gpus) const;
 
  private:
   struct PerModel {
-    int total = 0;   // GPUs of the model in the inventory
-    int queued = 0;  // GPUs waited for this pass
-    std::vector<std::pair<Time, int>> releases;
-    bool sorted = true;
+    int total = 0;                               // GPUs of the model in the inventory
+    int queued = 0;                              // GPUs waited for this pass
+    std::vector<std::pair<Time, int>> releases;  // in time order
   };
   Time now_;
   std::vector<PerModel> models_;
