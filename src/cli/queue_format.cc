@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 
 #include "cli/client.h"
 #include "cli/json_fields.h"
@@ -222,7 +223,46 @@ std::string Fit(std::string text, int size, bool right) {
   return right ? pad + text : text + pad;
 }
 
+// Tasks of an array as squeue's %K shows them: 3, or 4-9,12%10 for several
+// (ranges of consecutive indices; %N the array's limit on running tasks,
+// from its spec "0-99%10").
+std::string ArrayTasks(std::vector<int> tasks, const std::string& spec) {
+  std::sort(tasks.begin(), tasks.end());
+  if (tasks.size() == 1) return std::to_string(tasks.front());
+  auto whole = ParseArraySpec(spec);
+  return FormatArraySpec({std::move(tasks), whole.ok() ? whole->max_running : 0});
+}
+
 }  // namespace
+
+std::vector<QueueRow> QueueRows(const Json& listed) {
+  std::map<uint64_t, std::vector<int>> pending_tasks;
+  auto pending_task = [](const Json& j) {
+    return j.contains("array_task_id") && Str(j, "state") == "pending";
+  };
+  for (const Json& j : listed) {
+    if (pending_task(j))
+      pending_tasks[j.value("array_job_id", uint64_t{0})].push_back(j.value("array_task_id", 0));
+  }
+  std::vector<QueueRow> rows;
+  for (const Json& j : listed) {
+    QueueRow row{&j, Str(j, "id"), "N/A"};
+    if (pending_task(j)) {
+      auto tasks = pending_tasks.find(j.value("array_job_id", uint64_t{0}));
+      if (tasks == pending_tasks.end()) continue;  // shown with the array's first
+      const bool one = tasks->second.size() == 1;
+      row.tasks = ArrayTasks(std::move(tasks->second), Str(j["spec"], "array", ""));
+      row.id = one ? fmt::format("{}_{}", tasks->first, row.tasks)
+                   : fmt::format("{}_[{}]", tasks->first, row.tasks);
+      pending_tasks.erase(tasks);
+    } else if (j.contains("array_task_id")) {
+      row.tasks = Str(j, "array_task_id");
+      row.id = Str(j, "array_job_id") + "_" + row.tasks;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
 
 std::string JobCommand(const api::Json& spec) {
   if (Str(spec, "script") != "true") return Str(spec, "command");

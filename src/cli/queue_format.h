@@ -20,6 +20,11 @@ struct QueueRow {
   std::string tasks;               // as %K: 3, 4-9, or N/A for a job outside an array
 };
 
+// The queue's lines from a listing's jobs (which must outlive them): each
+// job, but an array's pending tasks gathered into one line (7_[4-9]), as
+// squeue shows them, at the place of the first.
+std::vector<QueueRow> QueueRows(const api::Json& listed);
+
 // A format: literal text and fields "%[.][SIZE]X" (X a letter below; "."
 // right-justifies; SIZE pads the field to that width and cuts what is
 // longer, as squeue does), "%%" for a percent sign.

@@ -129,21 +129,6 @@ std::string Query(std::initializer_list<std::pair<const char*, std::string>> par
 
 namespace {
 
-// Tasks of array `array` as squeue names them: 7_3, or 7_[4-9,12%10] for
-// several (ranges of consecutive indices; %N the array's limit on running
-// tasks, from its spec "0-99%10").
-std::string ArrayTasksName(uint64_t array, std::vector<int> tasks, const std::string& spec) {
-  std::sort(tasks.begin(), tasks.end());
-  if (tasks.size() == 1) return fmt::format("{}_{}", array, tasks.front());
-  auto whole = ParseArraySpec(spec);
-  return fmt::format("{}_[{}]", array,
-                     FormatArraySpec({std::move(tasks), whole.ok() ? whole->max_running : 0}));
-}
-
-}  // namespace
-
-namespace {
-
 // Every job a listing selects ("/v1/jobs?...&"), read a page at a time:
 // `each` sees each page's jobs as they come.
 Status ForEachJobPage(ApiClient& c, const std::string& query,
@@ -212,36 +197,6 @@ std::string StartsTable(const Json& listed) {
 }  // namespace
 
 namespace {
-
-// The queue's lines: each job, but an array's pending tasks gathered into
-// one line (7_[4-9]), as squeue shows them, at the place of the first.
-std::vector<QueueRow> QueueRows(const Json& listed) {
-  std::map<uint64_t, std::vector<int>> pending_tasks;
-  auto pending_task = [](const Json& j) {
-    return j.contains("array_task_id") && Str(j, "state") == "pending";
-  };
-  for (const Json& j : listed) {
-    if (pending_task(j))
-      pending_tasks[j.value("array_job_id", uint64_t{0})].push_back(j.value("array_task_id", 0));
-  }
-  std::vector<QueueRow> rows;
-  for (const Json& j : listed) {
-    QueueRow row{&j, Str(j, "id"), "N/A"};
-    if (pending_task(j)) {
-      auto tasks = pending_tasks.find(j.value("array_job_id", uint64_t{0}));
-      if (tasks == pending_tasks.end()) continue;  // shown with the array's first
-      row.id = ArrayTasksName(tasks->first, tasks->second, Str(j["spec"], "array", ""));
-      row.tasks = row.id.substr(row.id.find('_') + 1);
-      if (row.tasks.front() == '[') row.tasks = row.tasks.substr(1, row.tasks.size() - 2);
-      pending_tasks.erase(tasks);
-    } else if (j.contains("array_task_id")) {
-      row.tasks = Str(j, "array_task_id");
-      row.id = Str(j, "array_job_id") + "_" + row.tasks;
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
 
 // The default table: an array task's own id beside its array's name, and a
 // job whose GPUs sit idle marked, so that its owner notices.

@@ -6,7 +6,6 @@
 #include <deque>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -547,35 +546,17 @@ class Cycle {
     plan_.pending.push_back(std::move(d));
   }
 
-  // How long job j should run on `model`: its time limit, or for a job of
-  // known speed its run time there (sched/speed.h).
-  Duration ExpectedRunTime(const JobInfo& j, int model) const {
-    if (!j.model_speed || model < 0 || static_cast<size_t>(model) >= j.model_speed->size() ||
-        (*j.model_speed)[static_cast<size_t>(model)] <= 0) {
-      return j.request.time_limit;
-    }
-    return RunTimeOn(*j.model_speed, model,
-                     SpeedWork(*j.model_speed, j.request.model_mask, j.request.time_limit));
-  }
-
   // The GPUs of each model that running work frees, and when.
   void BuildTimeline() {
     timeline_.emplace(inv_, now_);
-    for (const JobInfo& r : snap_.running) {
-      if (r.allocation == nullptr) continue;
-      const int model = AllocationModel(inv_, *r.allocation);
-      const Time end = r.model_speed ? r.start + ExpectedRunTime(r, model) : r.expected_end;
-      timeline_->AddRelease(model, end, r.allocation->TotalGpus());
-    }
+    for (const JobInfo& r : snap_.running)
+      timeline_->AddRunning(inv_, r);
   }
 
   // `req` kept to the models where the job's speed is not 0 (it cannot run
   // on the others), unless that leaves none.
   const Request& OnModelsItRuns(const JobInfo& j, const Request& req) {
-    uint64_t runs = 0;
-    for (size_t m = 0; m < j.model_speed->size() && m < 64; ++m) {
-      if ((*j.model_speed)[m] > 0) runs |= uint64_t{1} << m;
-    }
+    const uint64_t runs = RunnableModels(*j.model_speed);
     if ((req.model_mask & runs) == 0 || (req.model_mask & ~runs) == 0) return req;
     Request& kept = recompiled_.emplace_back(req);
     kept.model_mask &= runs;
@@ -589,71 +570,39 @@ class Cycle {
   // now. False when no model fits now: it then goes on as any job
   // (reservation, preemption), counted as waiting for its best model.
   bool WalkBySpeed(const JobInfo& j, const Request& req, bool long_job) {
-    const std::vector<double>& speed = *j.model_speed;
-    const double work = SpeedWork(speed, req.model_mask, req.time_limit);
-    if (work <= 0) return false;
-    struct Option {
-      int model = -1;
-      Time finish = kTimeNever;
-      std::optional<Allocation> now;
-    };
-    std::vector<Option> options;
-    Time soonest = kTimeNever;
-    for (size_t m = 0; m < speed.size() && m < inv_.models().size(); ++m) {
-      if (speed[m] <= 0 || (req.model_mask >> m & 1) == 0) continue;
-      Request on_model = req;
-      on_model.model_mask = uint64_t{1} << m;
-      Option o{static_cast<int>(m), kTimeNever,
-               long_job ? TryPlace(*long_ok_, on_model, long_memo_)
-                        : TryPlace(now_state_, on_model, now_memo_)};
-      const Time start = o.now ? now_ : timeline_->FreeAt(o.model, req.total_gpus);
-      if (start == kTimeNever) continue;
-      o.finish = start + RunTimeOn(speed, o.model, work);
-      soonest = std::min(soonest, o.finish);
-      options.push_back(std::move(o));
-    }
-    // Of the models that end it within the slack of the soonest, the one it
-    // runs slowest on: the faster ones are left to jobs that gain more there.
-    const Time good_enough =
-        soonest == kTimeNever
-            ? kTimeNever
-            : now_ + DurationFromSeconds(ToSeconds(soonest - now_) * (1 + params_.speed_slack));
-    Option best, best_now;
-    for (Option& o : options) {
-      if (o.now && o.finish < best_now.finish) best_now = o;
-      if (o.finish > std::max(good_enough, soonest)) continue;  // the soonest always qualifies
-      const auto rank = [&](const Option& x) {
-        return std::tuple(speed[static_cast<size_t>(x.model)], !x.now, x.finish);
-      };
-      if (best.model < 0 || rank(o) < rank(best)) best = o;
-    }
-    if (best.model < 0) return false;
+    ModelChoice c =
+        ChooseModel(*j.model_speed, req, now_, params_.speed_slack, *timeline_, [&](int model) {
+          Request on_model = req;
+          on_model.model_mask = uint64_t{1} << model;
+          return long_job ? TryPlace(*long_ok_, on_model, long_memo_)
+                          : TryPlace(now_state_, on_model, now_memo_);
+        });
+    if (c.best < 0) return false;
+    ModelOption& best = c.options[static_cast<size_t>(c.best)];
+    const std::string& best_name = inv_.models()[static_cast<size_t>(best.model)];
     if (best.now) {
-      // The next best choice, to say why this model.
-      const Option* other = nullptr;
-      for (const Option& o : options) {
-        if (o.model != best.model && (other == nullptr || o.finish < other->finish)) other = &o;
+      std::string why;
+      if (c.runner_up >= 0) {
+        const ModelOption& other = c.options[static_cast<size_t>(c.runner_up)];
+        why = fmt::format("on {}: expected to end in {}, against {} on {}", best_name,
+                          FormatDuration(best.finish - now_), FormatDuration(other.finish - now_),
+                          inv_.models()[static_cast<size_t>(other.model)]);
       }
-      Commit(j, std::move(*best.now), long_job, /*after_preemption=*/false,
-             other == nullptr ? std::string()
-                              : fmt::format("on {}: expected to end in {}, against {} on {}",
-                                            inv_.models()[static_cast<size_t>(best.model)],
-                                            FormatDuration(best.finish - now_),
-                                            FormatDuration(other->finish - now_),
-                                            inv_.models()[static_cast<size_t>(other->model)]));
+      Commit(j, std::move(*best.now), long_job, /*after_preemption=*/false, std::move(why));
       return true;
     }
     // It waits for the model that finishes it soonest: later jobs are served after it there.
     timeline_->Queue(best.model, req.total_gpus, best.finish);
-    if (!best_now.now) return false;  // nothing fits now: on as any job
+    if (c.best_now < 0) return false;  // nothing fits now: on as any job
     if (policy_.queue_mode() == QueueMode::kStrict)
       blocked_partition_ |= uint64_t{1} << req.partition;
+    const ModelOption& now = c.options[static_cast<size_t>(c.best_now)];
     Wait(j, PendingReason::kResources,
          fmt::format("waits for {}: expected to end there in {}, sooner than in {} on the {} free "
                      "now",
-                     inv_.models()[static_cast<size_t>(best.model)],
-                     FormatDuration(best.finish - now_), FormatDuration(best_now.finish - now_),
-                     inv_.models()[static_cast<size_t>(best_now.model)]));
+                     best_name, FormatDuration(best.finish - now_),
+                     FormatDuration(now.finish - now_),
+                     inv_.models()[static_cast<size_t>(now.model)]));
     return true;
   }
 

@@ -16,11 +16,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/job.h"
 #include "core/time.h"
 #include "sched/inventory.h"
+#include "sched/snapshot.h"
 
 namespace shoal::sched {
 
@@ -35,12 +41,28 @@ Duration RunTimeOn(const std::vector<double>& speed, int model, double work);
 // The model of the first GPU of an allocation; -1 for one without GPUs.
 int AllocationModel(const Inventory& inv, const Allocation& a);
 
+// How long job j should run on `model`: its time limit, or for a job of
+// known speed its run time there.
+Duration ExpectedRunTime(const JobInfo& j, int model);
+
+// Bit m set for each model the job runs on (speed above 0).
+uint64_t RunnableModels(const std::vector<double>& speed);
+
+// Speeds by the inventory's models (`models`) from speeds by name: each model
+// takes the first entry whose name matches it (GpuModelMatches), 0 when none does.
+std::shared_ptr<const std::vector<double>> SpeedsByName(
+    const std::vector<std::string>& models,
+    const std::vector<std::pair<std::string, double>>& named);
+
 class ModelTimeline {
  public:
   ModelTimeline(const Inventory& inv, Time now);
 
   // Running work of `gpus` GPUs of `model` that ends at `end`.
   void AddRelease(int model, Time end, int gpus);
+  // A running job: its GPUs come free at its start plus its expected run
+  // time there (ExpectedRunTime), or at its expected end for one of unknown speed.
+  void AddRunning(const Inventory& inv, const JobInfo& r);
   // A job waits for `gpus` GPUs of `model`, expected to run there from
   // `start` to `end`: they go to it before a newcomer, and come back at `end`.
   void Queue(int model, int gpus, Time end);
@@ -57,5 +79,28 @@ class ModelTimeline {
   Time now_;
   std::vector<PerModel> models_;
 };
+
+// One model a job could run on, as the speed-aware walk weighs it.
+struct ModelOption {
+  int model = -1;
+  Time finish = kTimeNever;       // when it would end there
+  std::optional<Allocation> now;  // where it fits now, if it does
+};
+
+struct ModelChoice {
+  std::vector<ModelOption> options;
+  int best = -1;       // in options: the model to run on, or to wait for; -1: none
+  int best_now = -1;   // the one that fits now and ends soonest; -1: none fits now
+  int runner_up = -1;  // the other model that ends soonest: why `best`
+};
+
+// For each model the job accepts (`req`'s mask, speed above 0): when it would
+// start (now if `fits` places it there now, else when `timeline` frees room)
+// and end. `best` ends it soonest; with `slack`, of the models within that
+// fraction of the soonest run, the one it runs slowest on (the faster are
+// left to jobs that gain more there). `fits(m)`: its placement on model m now.
+ModelChoice ChooseModel(const std::vector<double>& speed, const Request& req, Time now,
+                        double slack, const ModelTimeline& timeline,
+                        const std::function<std::optional<Allocation>(int model)>& fits);
 
 }  // namespace shoal::sched

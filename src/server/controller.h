@@ -515,7 +515,7 @@ class Controller {
   // Speed-aware policies: each job's speeds on the inventory's models
   // (server/speeds.h), with the inventory version they were made for.
   struct Speeds {
-    uint64_t inventory_version = 0;
+    uint64_t inventory_version = ~uint64_t{0};  // none yet
     std::shared_ptr<const std::vector<double>> speed;
   };
   mutable std::unordered_map<uint64_t, Speeds> speeds_;

@@ -206,7 +206,7 @@ sched::JobInfo Controller::InfoOf(const Job& job,
   }
   if (policy_->params().speed_aware) {
     Speeds& s = speeds_[job.id.value()];
-    if (s.inventory_version != inventory_->version() || s.inventory_version == 0) {
+    if (s.inventory_version != inventory_->version()) {
       s = {inventory_->version(), ModelSpeeds(job.spec, *inventory_)};
     }
     info.model_speed = s.speed;

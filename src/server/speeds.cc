@@ -1,7 +1,7 @@
 #include "server/speeds.h"
 
 #include "catalog/gpus.h"
-#include "core/cluster.h"
+#include "sched/speed.h"
 
 namespace shoal::server {
 
@@ -9,18 +9,8 @@ std::shared_ptr<const std::vector<double>> ModelSpeeds(const JobSpec& spec,
                                                        const sched::Inventory& inv) {
   const std::vector<std::string>& models = inv.models();
   if (models.size() < 2) return nullptr;
+  if (!spec.gpu_speeds.empty()) return sched::SpeedsByName(models, spec.gpu_speeds);
   auto speed = std::make_shared<std::vector<double>>(models.size(), 0.0);
-  if (!spec.gpu_speeds.empty()) {
-    for (size_t m = 0; m < models.size(); ++m) {
-      for (const auto& [name, s] : spec.gpu_speeds) {
-        if (GpuModelMatches(name, models[m])) {
-          (*speed)[m] = s;
-          break;
-        }
-      }
-    }
-    return speed;
-  }
   for (size_t m = 0; m < models.size(); ++m) {
     const catalog::GpuSpec* g = catalog::FindGpu(models[m]);
     if (g == nullptr || g->PeakTflops(catalog::Precision::kBf16) <= 0) return nullptr;

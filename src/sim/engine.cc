@@ -13,6 +13,7 @@
 #include "sched/fragmentation.h"
 #include "sched/inventory.h"
 #include "sched/schedule.h"
+#include "sched/speed.h"
 #include "sim/ledger.h"
 
 namespace shoal::sim {
@@ -227,14 +228,10 @@ class Simulator {
   // there; 0 where the trace gives none (it does not fit that model).
   std::shared_ptr<const std::vector<double>> SpeedsOf(const trace::TraceJob& t) const {
     if (t.duration_by_model.empty()) return nullptr;
-    auto speed = std::make_shared<std::vector<double>>(inv_->models().size(), 0.0);
-    for (size_t m = 0; m < speed->size(); ++m) {
-      for (const auto& [model, d] : t.duration_by_model) {
-        if (GpuModelMatches(model, inv_->models()[m]))
-          (*speed)[m] = 1 / std::max(1.0, ToSeconds(d));
-      }
-    }
-    return speed;
+    std::vector<std::pair<std::string, double>> named;
+    for (const auto& [model, d] : t.duration_by_model)
+      named.emplace_back(model, 1 / std::max(1.0, ToSeconds(d)));
+    return sched::SpeedsByName(inv_->models(), named);
   }
 
   // Fragmented GPU capacity from the ledger (not the scheduler's own state).
