@@ -1,13 +1,17 @@
-// GET /metrics at scale: a real `shoal server --memory` on loopback with
-// --nodes fake nodes of --gpus GPUs each (1,000 x 8 by default), registered
-// and heartbeating with telemetry over HTTP as agents do, the cluster filled
-// with running 4-GPU jobs (so every GPU carries job labels). Then --scrapes
-// scrapes, one at a time.
+// The controller's GET /metrics at scale: a real `shoal server --memory` on
+// loopback with --nodes fake nodes of --gpus GPUs each (1,000 x 8 by
+// default), registered and heartbeating with telemetry over HTTP as agents
+// do, the cluster filled with running 4-GPU jobs (so every GPU carries job
+// labels). Then --scrapes scrapes, one at a time. Twice: with the default
+// (aggregates and a few lines per node; the agents serve per-GPU series),
+// then with --metrics-per-gpu (every GPU's dcgm-exporter series too), unless
+// --default-only.
 //
 //   metrics_bench --shoal build/release/src/cli/shoal [--nodes 1000] [--gpus 8] [--scrapes 50]
+//                 [--default-only]
 //
 // Prints bytes per scrape and p50/p99/max milliseconds per scrape, and the
-// server's resident memory. Everything stops by itself.
+// server's resident memory, for each. Everything stops by itself.
 #include <signal.h>
 #include <unistd.h>
 
@@ -36,10 +40,11 @@ struct ServerProcess {
   std::string address;
   std::string token;
 
-  void Start(const std::string& shoal, const std::string& log) {
-    const std::string line = child.Start({shoal, "server", "--memory", "--plain-http", "--socket",
-                                          "none", "--listen", "127.0.0.1:0"},
-                                         log, "admin token: ");
+  void Start(const std::string& shoal, const std::string& log, bool per_gpu) {
+    std::vector<std::string> args = {shoal,      "server", "--memory", "--plain-http",
+                                     "--socket", "none",   "--listen", "127.0.0.1:0"};
+    if (per_gpu) args.push_back("--metrics-per-gpu");
+    const std::string line = child.Start(args, log, "admin token: ");
     address = AddressIn(child.Log());
     token = line.substr(line.find("admin token: ") + 13);
   }
@@ -96,40 +101,10 @@ Json Telemetry(int index, int node) {
           {"clock_events", 0}};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string shoal;
-  int nodes = 1000, gpus = 8, scrapes = 50;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&] {
-      return i + 1 < argc ? std::string(argv[++i]) : (Die(a + " needs a value"), std::string());
-    };
-    if (a == "--shoal") {
-      shoal = next();
-    } else if (a == "--nodes") {
-      nodes = std::atoi(next().c_str());
-    } else if (a == "--gpus") {
-      gpus = std::atoi(next().c_str());
-    } else if (a == "--scrapes") {
-      scrapes = std::atoi(next().c_str());
-    } else {
-      Die("usage: metrics_bench --shoal PATH [--nodes N] [--gpus G] [--scrapes S]");
-    }
-  }
-  if (shoal.empty() || nodes < 1 || gpus < 1 || gpus > 64 || scrapes < 1) {
-    Die("usage: metrics_bench --shoal PATH [--nodes N] [--gpus G] [--scrapes S]");
-  }
-  ServerProcess server;
-  char log[] = "/tmp/shoal-metrics-bench-XXXXXX";
-  const int fd = ::mkstemp(log);
-  if (fd < 0) Die("mkstemp");
-  ::close(fd);
-  server.Start(shoal, log);
+// Registers the nodes, fills them with running jobs and sends one heartbeat
+// with telemetry from each, over HTTP as agents and users would.
+void Fill(const ServerProcess& server, int nodes, int gpus) {
   const int threads = 8;
-
-  // Register, like agents.
   auto t0 = Clock::now();
   Parallel(server, nodes, threads, [&](shoal::net::HttpClient& c, int i) {
     Json g = Json::array();
@@ -194,8 +169,11 @@ int main(int argc, char** argv) {
     if (!r.ok() || r->status != 200) Die("heartbeat failed");
   });
   std::printf("heartbeats with telemetry from %d nodes in %.0f ms\n", nodes, Ms(Clock::now() - t0));
+}
 
-  // Scrapes.
+// `scrapes` scrapes one at a time, and what they cost.
+void Scrape(const ServerProcess& server, int scrapes, bool per_gpu, int total_gpus) {
+  auto admin = Connect(server.address, server.token);
   std::vector<double> ms;
   size_t bytes = 0;
   for (int i = 0; i < scrapes; ++i) {
@@ -204,17 +182,61 @@ int main(int argc, char** argv) {
     ms.push_back(Ms(Clock::now() - s0));
     if (!r.ok() || r->status != 200) Die("scrape failed");
     bytes = r->body.size();
-    if (i == 0 && r->body.find("hpc_job=") == std::string::npos) Die("no job labels in the scrape");
+    if (i > 0) continue;
+    if (r->body.find("shoal_node_state{") == std::string::npos) Die("no node states in the scrape");
+    const bool dcgm = r->body.find("DCGM_FI_DEV_GPU_UTIL{") != std::string::npos;
+    if (dcgm != per_gpu) Die(per_gpu ? "no per-GPU series" : "per-GPU series by default");
+    if (per_gpu && r->body.find(",hpc_job=") == std::string::npos) Die("no GPU job labels");
   }
   const Latency l = Percentiles(ms);
   std::printf(
-      "GET /metrics with %d GPUs: %zu bytes (%.1f MiB) per scrape; p50 %.1f ms, p99 %.1f ms, max "
-      "%.1f ms over %d scrapes\n",
-      nodes * gpus, bytes, static_cast<double>(bytes) / (1 << 20), l.p50_ms, l.p99_ms, l.max_ms,
-      scrapes);
+      "GET /metrics (%s) with %d GPUs: %zu bytes (%.2f MiB) per scrape; p50 %.1f ms, p99 %.1f ms, "
+      "max %.1f ms over %d scrapes\n",
+      per_gpu ? "--metrics-per-gpu" : "default", total_gpus, bytes,
+      static_cast<double>(bytes) / (1 << 20), l.p50_ms, l.p99_ms, l.max_ms, scrapes);
   std::printf("server resident memory: %.0f MiB\n", server.RssMib());
-  admin.reset();
-  server.Stop();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* kUsage =
+      "usage: metrics_bench --shoal PATH [--nodes N] [--gpus G] [--scrapes S] [--default-only]";
+  std::string shoal;
+  int nodes = 1000, gpus = 8, scrapes = 50;
+  bool default_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] {
+      return i + 1 < argc ? std::string(argv[++i]) : (Die(a + " needs a value"), std::string());
+    };
+    if (a == "--shoal") {
+      shoal = next();
+    } else if (a == "--nodes") {
+      nodes = std::atoi(next().c_str());
+    } else if (a == "--gpus") {
+      gpus = std::atoi(next().c_str());
+    } else if (a == "--scrapes") {
+      scrapes = std::atoi(next().c_str());
+    } else if (a == "--default-only") {
+      default_only = true;
+    } else {
+      Die(kUsage);
+    }
+  }
+  if (shoal.empty() || nodes < 1 || gpus < 1 || gpus > 64 || scrapes < 1) Die(kUsage);
+  char log[] = "/tmp/shoal-metrics-bench-XXXXXX";
+  const int fd = ::mkstemp(log);
+  if (fd < 0) Die("mkstemp");
+  ::close(fd);
+  for (const bool per_gpu : {false, true}) {
+    if (per_gpu && default_only) break;
+    ServerProcess server;
+    server.Start(shoal, log, per_gpu);
+    Fill(server, nodes, gpus);
+    Scrape(server, scrapes, per_gpu, nodes * gpus);
+    server.Stop();
+  }
   ::unlink(log);
   return 0;
 }

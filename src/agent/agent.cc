@@ -13,10 +13,12 @@
 #include <set>
 #include <thread>
 
+#include "agent/exporter.h"
 #include "agent/launch/pty_relay.h"
 #include "agent/launch/user_files.h"
 #include "agent/protocol.h"
 #include "api/json.h"
+#include "api/prometheus.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "net/http_client.h"
@@ -91,8 +93,9 @@ struct Agent::Impl {
   std::map<uint64_t, uint64_t> last_epoch;  // job -> the newest epoch this agent was given
   std::vector<StepReport> refused;          // launches that could not start, to report
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
-  std::map<StepKey, std::vector<int>> step_gpus;                // each running step's GPUs here
-  StepContext step_context;                                     // what each step is told of Shoal
+  std::map<StepKey, GpuHold> step_holds;  // each running step's GPUs here, and whose they are
+  std::vector<GpuSample> last_samples;    // the last telemetry tick's, for GET /metrics
+  StepContext step_context;               // what each step is told of Shoal
   std::atomic<bool> is_registered{false};
   std::atomic<uint64_t> accepted_heartbeats{0};
 
@@ -103,6 +106,9 @@ struct Agent::Impl {
   std::atomic<int64_t> fence_grace_ms{0};
   std::atomic<int64_t> last_heard_ms{0};  // Unix ms; 0: never
   std::set<StepKey> fenced;               // steps stopped so; events thread only
+  // The interval the server asks for (0 until it says); heartbeat thread only.
+  Duration server_heartbeat{0};
+  void TakeHeartbeatInterval(const Json& answer);
 
   // Stops the steps of requeueable jobs once the server has not heard this
   // node for its node timeout: the server will run them again elsewhere
@@ -137,6 +143,7 @@ struct Agent::Impl {
   Status UseTls(const std::string& listen_host);
   void Routes();
   void HandleLaunch(const httplib::Request& req, httplib::Response& res);
+  void HandleMetrics(const httplib::Request& req, httplib::Response& res);
   void Loop();
   Status Register(net::HttpClient& client);
   std::unique_ptr<net::HttpClient> Client() const;
@@ -196,7 +203,11 @@ Status Agent::Impl::UseTls(const std::string& listen_host) {
   SHOAL_RETURN_IF_ERROR(http.EnableTls({.cert_file = c.cert_file,
                                         .key_file = c.key_file,
                                         .ca_file = c.ca_file,
-                                        .require_client_cert = true}));
+                                        // Prometheus has no certificate of the cluster's:
+                                        // with metrics_public, a client without one may
+                                        // connect, and reach /metrics and /healthz only
+                                        // (Authorized wants the controller's).
+                                        .require_client_cert = !options.metrics_public}));
   credentials = std::move(c);
   return Status::Ok();
 }
@@ -229,10 +240,20 @@ Status Agent::Impl::Register(net::HttpClient& client) {
       fence_after_ms = static_cast<int64_t>((*body)["node_timeout_s"].get<double>() * 1000);
     if ((*body)["kill_grace_s"].is_number())
       fence_grace_ms = static_cast<int64_t>((*body)["kill_grace_s"].get<double>() * 1000);
+    TakeHeartbeatInterval(*body);
   }
   last_heard_ms = sent.time_since_epoch().count();
   is_registered = true;
   return Status::Ok();
+}
+
+// The server's answers say how often it wants this node's heartbeats (a
+// large fleet beats less often); this agent's own interval is the least.
+void Agent::Impl::TakeHeartbeatInterval(const Json& answer) {
+  auto it = answer.find("heartbeat_s");
+  if (it == answer.end() || !it->is_number()) return;
+  const double s = it->get<double>();
+  if (s >= 0 && s <= 3600) server_heartbeat = DurationFromSeconds(s);
 }
 
 void Agent::Impl::FenceIfCutOff() {
@@ -259,6 +280,10 @@ void Agent::Impl::FenceIfCutOff() {
 void Agent::Impl::Routes() {
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200, Json{{"ok", true}});
+  });
+
+  http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleMetrics(req, res);
   });
 
   http.Post("/v1/launch", [this](const httplib::Request& req, httplib::Response& res) {
@@ -385,6 +410,23 @@ void Agent::Impl::Routes() {
   });
 }
 
+// This node's GPUs for Prometheus, from the last telemetry tick's readings:
+// a scrape never waits on the GPUs, nor on the heartbeat loop.
+void Agent::Impl::HandleMetrics(const httplib::Request& req, httplib::Response& res) {
+  if (!options.metrics_public && !Authorized(req))
+    return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
+  std::vector<GpuSample> now;
+  std::vector<GpuHold> holds;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    now = last_samples;
+    for (const auto& [key, hold] : step_holds)
+      holds.push_back(hold);
+  }
+  res.status = 200;
+  res.set_content(RenderNodeMetrics(node.name, devices, now, holds), api::prometheus::kContentType);
+}
+
 void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req))
     return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
@@ -431,7 +473,7 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
                          fmt::format("cannot start on {}: {}", node.name, s.message())});
     } else {
       if (step->step == 0) outputs[step->job] = {step->epoch, *started};
-      step_gpus[{step->job, step->epoch, step->step}] = step->gpus;
+      step_holds[{step->job, step->epoch, step->step}] = HoldOf(*step);
       // Bounded: the oldest jobs' output paths are forgotten first.
       while (outputs.size() > 10000)
         outputs.erase(outputs.begin());
@@ -481,8 +523,10 @@ void Agent::Impl::Loop() {
       if (s.ok()) {
         samples = std::move(*s);
         verdicts = health->Judge(samples, now);
+        std::lock_guard<std::mutex> lock(mu);
+        last_samples = samples;
       }
-      next_tick = now + options.heartbeat;
+      next_tick = now + std::max(options.heartbeat, server_heartbeat);
     }
     // What runs and what ended.
     std::vector<StepReport> reports;
@@ -513,13 +557,13 @@ void Agent::Impl::Loop() {
       std::vector<double> load(devices.size(), 0.0);
       std::lock_guard<std::mutex> lock(mu);
       for (const StepReport& rep : reports) {
-        auto it = step_gpus.find({rep.job, rep.epoch, rep.step});
-        if (it == step_gpus.end()) continue;
+        auto it = step_holds.find({rep.job, rep.epoch, rep.step});
+        if (it == step_holds.end()) continue;
         if (!rep.running) {
-          step_gpus.erase(it);
+          step_holds.erase(it);
           continue;
         }
-        for (int g : it->second) {
+        for (int g : it->second.gpus) {
           if (g >= 0 && static_cast<size_t>(g) < load.size()) load[static_cast<size_t>(g)] = 1.0;
         }
       }
@@ -534,6 +578,8 @@ void Agent::Impl::Loop() {
     last_beat = clock->Now();
     if (r.ok() && r->status == 200) {
       ++accepted_heartbeats;
+      if (auto answer = api::Parse(r->body); answer.ok() && answer->is_object())
+        TakeHeartbeatInterval(*answer);
       last_heard_ms = sent.time_since_epoch().count();
       // The server has the ends now: forget them.
       for (const StepReport& rep : reports) {
@@ -616,6 +662,11 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
   for (const StepState& st : impl->steps->Scan()) {
     uint64_t& e = impl->last_epoch[st.job];
     e = std::max(e, st.epoch);
+    // Their GPUs are busy (simulated load, /metrics' job labels) until they end.
+    if (st.phase == StepPhase::kRunning || st.phase == StepPhase::kStarting) {
+      if (auto request = impl->steps->Request(st.key()); request.ok())
+        impl->step_holds[st.key()] = HoldOf(*request);
+    }
     if (st.step != 0) continue;
     if (auto output = impl->steps->Output(st.key()); output.ok()) {
       impl->outputs[st.job] = {st.epoch, std::move(output).value()};
@@ -630,17 +681,20 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
                         .min_threads = std::max(2, options.http_threads)});
   // The node token is checked before any body is read; only /healthz is open.
   net::GuardRequests(
-      impl->http, {.max_body_bytes = 4 << 20,
-                   .is_public = [](const httplib::Request& req) { return req.path == "/healthz"; },
-                   .authenticate =
-                       [raw = impl.get()](const httplib::Request& req) {
-                         return raw->Authorized(req)
-                                    ? Status::Ok()
-                                    : Status(StatusCode::kUnauthenticated,
-                                             raw->credentials
-                                                 ? "orders come from the controller only"
-                                                 : "node token required");
-                       }});
+      impl->http,
+      {.max_body_bytes = 4 << 20,
+       .is_public =
+           [metrics_public = options.metrics_public](const httplib::Request& req) {
+             return req.path == "/healthz" || (metrics_public && req.path == "/metrics");
+           },
+       .authenticate =
+           [raw = impl.get()](const httplib::Request& req) {
+             return raw->Authorized(req)
+                        ? Status::Ok()
+                        : Status(StatusCode::kUnauthenticated,
+                                 raw->credentials ? "orders come from the controller only"
+                                                  : "node token required");
+           }});
   impl->Routes();
   impl->port = impl->http.Bind(hp.first, hp.second);
   if (impl->port <= 0)

@@ -6,7 +6,8 @@
 // disk: the server kills what it does not know and fails what the agent has
 // lost.
 //
-// Threads: an HTTP server for the server's orders and log reads, and one
+// Threads: an HTTP server for the server's orders and log reads (and
+// Prometheus' scrapes of GET /metrics, agent/exporter.h), and one
 // loop that samples the GPUs and sends heartbeats: on each telemetry tick,
 // and at once when a step ends or cannot start (so that the server can
 // reuse its GPUs without waiting for the next tick). All public methods are
@@ -47,6 +48,10 @@ struct AgentOptions {
   Duration heartbeat = std::chrono::seconds(1);           // telemetry and heartbeat interval
   Duration min_event_gap = std::chrono::milliseconds(5);  // at most one extra heartbeat this often
   int http_threads = 8;  // threads kept ready; more start with the connections
+  // GET /metrics (this node's GPUs, dcgm-exporter's names) without
+  // credentials, for a Prometheus that has none. Off: the node token, or
+  // over TLS the controller's certificate, as every other route.
+  bool metrics_public = false;
   // The shoal binary that `srun` and `scontrol` run inside jobs (first on
   // their tasks' PATH; it acts as them by the name it is called by).
   // Empty: jobs get no such commands.

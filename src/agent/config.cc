@@ -77,6 +77,10 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     if (value != "true" && value != "false")
       return InvalidArgument("allow_root_jobs: true or false");
     c.allow_root_jobs = value == "true";
+  } else if (key == "metrics_public") {
+    if (value != "true" && value != "false")
+      return InvalidArgument("metrics_public: true or false");
+    o.metrics_public = value == "true";
   } else if (key == "slurm_commands") {
     if (value != "true" && value != "false")
       return InvalidArgument("slurm_commands: true or false");
@@ -104,7 +108,7 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
                     "join_token_file, ca_file, ca_fingerprint, name, listen, "
                     "advertise, state_dir, gpus, "
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
-                    "allow_root_jobs, slurm_commands, cgroup_root, "
+                    "allow_root_jobs, slurm_commands, metrics_public, cgroup_root, "
                     "gpu_device_path, temperature_limit, sim_faults)",
                     key));
   }

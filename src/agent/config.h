@@ -16,6 +16,7 @@
 //   heartbeat = "1s"
 //   gpu_device_path = "/dev/nvidia%d"  # fenced per step by the devices cgroup
 //   sim_faults = ["ecc:1:14", "xid:5:79@30s"]  # simulated GPUs: injected faults
+//   metrics_public = false         # true: GET /metrics without credentials
 #pragma once
 
 #include <string>

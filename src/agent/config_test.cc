@@ -30,6 +30,7 @@ heartbeat = "2s"
 cpus = 64
 allow_root_jobs = true
 sim_faults = ["ecc:1:14", "xid:5:79@30s"]
+metrics_public = true
 )",
                                  c);
   ASSERT_TRUE(loaded.ok()) << loaded.ToString();
@@ -39,6 +40,7 @@ sim_faults = ["ecc:1:14", "xid:5:79@30s"]
   EXPECT_EQ(c.agent.cpu_milli, 64'000);
   EXPECT_TRUE(c.allow_root_jobs) << "a TOML boolean arrives as \"true\"";
   EXPECT_EQ(c.sim_faults, (std::vector<std::string>{"ecc:1:14", "xid:5:79@30s"}));
+  EXPECT_TRUE(c.agent.metrics_public);
 }
 
 TEST(AgentConfigTest, MistakesAreErrors) {
@@ -47,6 +49,7 @@ TEST(AgentConfigTest, MistakesAreErrors) {
       {"[agent]\nheartbeat = \"soon\"\n", "heartbeat:"},
       {"[agent]\nlabels = [1]\n", ":2: agent.labels: must be a list of strings"},
       {"[agent]\nservre = \"x\"\n", "unknown agent setting 'servre'"},
+      {"[agent]\nmetrics_public = \"yes\"\n", "metrics_public: true or false"},
       {"[agent]\nsim_faults = [\"xid:5\"]\n", "sim_faults: fault 'xid:5': too few parts"},
   };
   for (const auto& [text, want] : cases) {

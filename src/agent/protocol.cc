@@ -132,6 +132,7 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
   s.master_port = m.master_port;
   s.not_after = m.not_after;
   s.user = spec.user;
+  s.job_account = spec.account;
   s.job_name = spec.name;
   s.command = spec.command;
   s.script = spec.script && m.step == 0;
@@ -214,6 +215,23 @@ Result<KillRequest> KillFromJson(const api::Json& j) {
                      .leader_only = m.leader_only};
 }
 
+api::GpuTelemetry TelemetryOf(const GpuSample& s) {
+  return {.present = true,
+          .util_pct = s.util_pct,
+          .mem_copy_util_pct = s.mem_copy_util_pct,
+          .fb_used_mib = s.fb_used_mib,
+          .fb_free_mib = s.fb_free_mib,
+          .power_w = s.power_w,
+          .temperature_c = s.temperature_c,
+          .sm_clock_mhz = s.sm_clock_mhz,
+          .energy_j = s.energy_j,
+          .ecc_corrected = s.ecc_corrected,
+          .ecc_uncorrected = s.ecc_uncorrected,
+          .xid_errors = s.xid_errors,
+          .last_xid = s.last_xid,
+          .clock_events = s.clock_event_reasons};
+}
+
 api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,
                              const std::vector<GpuDevice>& devices,
                              const std::vector<GpuSample>& samples,
@@ -240,21 +258,7 @@ api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,
     g.healthy = i >= health.size() || health[i].healthy;
     if (!g.healthy) g.health_reason = health[i].reason;
     for (const GpuSample& s : samples) {
-      if (s.index != devices[i].index) continue;
-      g.telemetry = {.present = true,
-                     .util_pct = s.util_pct,
-                     .mem_copy_util_pct = s.mem_copy_util_pct,
-                     .fb_used_mib = s.fb_used_mib,
-                     .fb_free_mib = s.fb_free_mib,
-                     .power_w = s.power_w,
-                     .temperature_c = s.temperature_c,
-                     .sm_clock_mhz = s.sm_clock_mhz,
-                     .energy_j = s.energy_j,
-                     .ecc_corrected = s.ecc_corrected,
-                     .ecc_uncorrected = s.ecc_uncorrected,
-                     .xid_errors = s.xid_errors,
-                     .last_xid = s.last_xid,
-                     .clock_events = s.clock_event_reasons};
+      if (s.index == devices[i].index) g.telemetry = TelemetryOf(s);
     }
     hb.gpus.push_back(std::move(g));
   }

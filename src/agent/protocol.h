@@ -59,6 +59,9 @@ struct StepReport {
   std::string message;
 };
 
+// A GPU's reading as the node protocol (and the agent's /metrics) carries it.
+api::GpuTelemetry TelemetryOf(const GpuSample& s);
+
 // The heartbeat: steps that run, steps that ended (events), and each GPU's
 // health and telemetry. Without `with_gpus` (the extra beats that report a
 // step's end at once) the GPUs are left out: the server keeps the last ones.

@@ -85,7 +85,7 @@ int RunAgent(const std::vector<std::string>& raw) {
   std::string config_file;
   std::map<std::string, std::string> flags;
   std::vector<std::string> labels, partitions;
-  bool allow_root = false, print_gpus = false, csv = false;
+  bool allow_root = false, print_gpus = false, csv = false, metrics_public = false;
   app.add_option("--config", config_file, "configuration file (TOML, an [agent] table)");
   for (const auto& [flag, help] : std::vector<std::pair<std::string, std::string>>{
            {"server",
@@ -123,6 +123,9 @@ int RunAgent(const std::vector<std::string>& raw) {
   app.add_option("--partition", partitions, "a partition the node belongs to (repeatable)");
   app.add_flag("--allow-root-jobs", allow_root,
                "run jobs whose user is root (single-user machines only)");
+  app.add_flag("--metrics-public", metrics_public,
+               "serve GET /metrics (this node's GPUs) without credentials (default: the node "
+               "token)");
   app.add_flag("--print-gpus", print_gpus,
                "print the GPUs found and one reading of each (JSON), then exit");
   app.add_flag(
@@ -148,6 +151,7 @@ int RunAgent(const std::vector<std::string>& raw) {
   if (!labels.empty()) config.agent.labels = labels;
   if (!partitions.empty()) config.agent.partitions = partitions;
   if (allow_root) config.allow_root_jobs = true;
+  if (metrics_public) config.agent.metrics_public = true;
   SystemClock clock;
   auto gpus = agent::OpenGpus(config, clock);
   if (!gpus.ok()) {

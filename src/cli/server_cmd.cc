@@ -43,6 +43,7 @@ int RunServer(const std::vector<std::string>& raw) {
   std::string config, listen, state_dir, socket, policy, node_timeout;
   bool memory = false;
   bool metrics_public = false;
+  bool metrics_per_gpu = false;
   bool plain_http = false;
   std::vector<std::string> tls_names;
   app.add_option("--config", config,
@@ -61,6 +62,9 @@ int RunServer(const std::vector<std::string>& raw) {
                  "missed heartbeats before a node is down (e.g. 30s)");
   app.add_flag("--metrics-public", metrics_public,
                "serve GET /metrics without a token (default: any token)");
+  app.add_flag("--metrics-per-gpu", metrics_per_gpu,
+               "GET /metrics has every GPU's DCGM series too (small clusters; default: the "
+               "agents serve them)");
   app.add_flag("--plain-http", plain_http,
                "serve plain HTTP instead of TLS (only on a loopback address, for a cluster on "
                "this one host)");
@@ -95,6 +99,7 @@ int RunServer(const std::vector<std::string>& raw) {
   }
   if (memory) options.state_dir.clear();
   if (metrics_public) options.metrics_public = true;
+  if (metrics_per_gpu) options.metrics_per_gpu = true;
   if (plain_http) options.tls.enabled = false;
   if (!tls_names.empty()) options.tls.names = tls_names;
   if (Status s = CheckPlainHttp(options); !s.ok()) {

@@ -258,6 +258,10 @@ int RunUp(const std::vector<std::string>& raw) {
                   ec);
 
   server::ServerOptions so;
+  // A few nodes on one host: the controller's /metrics may as well show
+  // every GPU, so that one scrape target shows the whole demo (a
+  // configuration file may still say otherwise).
+  so.metrics_per_gpu = true;
   if (!config.empty()) {
     if (Status s = server::LoadServerConfig(config, so); !s.ok()) {
       std::cerr << "shoal up: " << s.message() << "\n";

@@ -617,43 +617,6 @@ int RunHistory(const std::vector<std::string>& raw) {
   });
 }
 
-int RunNodes(const std::vector<std::string>& raw) {
-  ServerCommand cmd("nodes", "The nodes: their state, GPUs in use, CPUs, memory and partitions.");
-  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
-    auto r = c.Get("/v1/nodes");
-    if (!r.ok()) return Fail("nodes", r.status());
-    if (cmd.flags().json) {
-      std::printf("%s\n", r->dump(2).c_str());
-      return kExitOk;
-    }
-    std::vector<std::vector<std::string>> rows;
-    std::map<std::string, std::pair<int, int>> by_model;
-    for (const Json& n : (*r)["nodes"]) {
-      const int total = static_cast<int>(n["gpus"].size());
-      const int used = static_cast<int>(Num(n, "gpus_used"));
-      const std::string model = total > 0 ? Str(n["gpus"][0], "model") : "-";
-      by_model[model].first += used;
-      by_model[model].second += total;
-      std::vector<std::string> parts;
-      for (const Json& p : n["partitions"])
-        parts.push_back(p.get<std::string>());
-      rows.push_back({Str(n, "name"), Str(n, "state"), fmt::format("{}/{}", used, total), model,
-                      fmt::format("{:g}", Num(n, "cpus")),
-                      FormatMemoryMib(static_cast<int64_t>(Num(n, "memory_mib"))), Join(parts, ","),
-                      Str(n, "state_reason") + (n.contains("unhealthy_gpus")
-                                                    ? " unhealthy GPUs " + Str(n, "unhealthy_gpus")
-                                                    : "")});
-    }
-    std::printf("%s", Table({"NODE", "STATE", "GPUS USED", "MODEL", "CPUS", "MEMORY", "PARTITIONS",
-                             "REASON"},
-                            rows)
-                          .c_str());
-    for (const auto& [model, uf] : by_model)
-      std::printf("%s: %d of %d GPUs in use\n", model.c_str(), uf.first, uf.second);
-    return kExitOk;
-  });
-}
-
 int RunDrain(const std::vector<std::string>& raw) {
   ServerCommand cmd("drain",
                     "Take nodes out of service (admins): their jobs finish, no new ones start.");

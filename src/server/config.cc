@@ -30,6 +30,11 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     o.controller.policy = value;
   } else if (key == "node_timeout") {
     return duration(&o.controller.node_timeout);
+  } else if (key == "max_heartbeat_rate") {
+    auto n = ParseInt(value);
+    if (!n.ok() || *n < 10 || *n > 1000000)
+      return InvalidArgument("max_heartbeat_rate: heartbeats per second, 10 to 1000000");
+    o.controller.max_heartbeat_rate = static_cast<int>(*n);
   } else if (key == "kill_grace") {
     return duration(&o.controller.kill_grace);
   } else if (key == "launch_grace") {
@@ -68,6 +73,11 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
       return InvalidArgument("metrics_public: true or false");
     }
     o.metrics_public = value == "true" || value == "1";
+  } else if (key == "metrics_per_gpu") {
+    if (value != "true" && value != "false" && value != "1" && value != "0") {
+      return InvalidArgument("metrics_per_gpu: true or false");
+    }
+    o.metrics_per_gpu = value == "true" || value == "1";
   } else if (key == "sync") {
     if (value != "full" && value != "normal") return InvalidArgument("sync: full or normal");
     o.sqlite_full_sync = value == "full";
@@ -89,12 +99,12 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     if (!n.ok() || *n < 1 || *n > 3650) return InvalidArgument("node_cert_days: 1 to 3650");
     o.tls.node_cert_days = static_cast<int>(*n);
   } else {
-    return InvalidArgument(
-        fmt::format("unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, "
-                    "kill_grace, launch_grace, rendezvous_ports, "
-                    "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, "
-                    "metrics_public, tls, tls_names, node_cert_days, mail_program)",
-                    key));
+    return InvalidArgument(fmt::format(
+        "unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, "
+        "max_heartbeat_rate, kill_grace, launch_grace, rendezvous_ports, "
+        "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, "
+        "metrics_public, metrics_per_gpu, tls, tls_names, node_cert_days, mail_program)",
+        key));
   }
   return Status::Ok();
 }

@@ -7,6 +7,7 @@
 //   policy = "multifactor"
 //   node_timeout = "30s"
 //   metrics_public = false   # true: GET /metrics without a token
+//   metrics_per_gpu = false  # true: every GPU's DCGM series on GET /metrics too
 //   mail_program = "/usr/sbin/sendmail"  # sbatch --mail-type (default: it, if there; "none")
 //   [[partition]]
 //   name = "gpu"

@@ -27,6 +27,7 @@ TEST(ServerConfigTest, MetricsPublicAndIdleOptions) {
   Status loaded = LoadConfigText(R"(
 [server]
 metrics_public = true
+metrics_per_gpu = true
 [[partition]]
 name = "gpu"
 default = true
@@ -40,6 +41,7 @@ require_acceptance = true
                                  o);
   ASSERT_TRUE(loaded.ok()) << loaded.ToString();
   EXPECT_TRUE(o.metrics_public);
+  EXPECT_TRUE(o.metrics_per_gpu);
   ASSERT_EQ(o.controller.partitions.size(), 2u);
   EXPECT_EQ(o.controller.partitions[0].idle_minutes, 30);  // the defaults
   EXPECT_EQ(o.controller.partitions[0].idle_util_pct, 5);
@@ -63,6 +65,8 @@ TEST(ServerConfigTest, BadIdleOptionsAreErrors) {
   EXPECT_FALSE(ApplyServerSetting("metrics_public", "yes", o).ok());
   EXPECT_TRUE(ApplyServerSetting("metrics_public", "false", o).ok());
   EXPECT_FALSE(o.metrics_public);
+  EXPECT_FALSE(o.metrics_per_gpu) << "the default: the agents serve per-GPU series";
+  EXPECT_FALSE(ApplyServerSetting("metrics_per_gpu", "on", o).ok());
 }
 
 TEST(ServerConfigTest, RendezvousPorts) {

@@ -137,7 +137,7 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
           ports_.Hold(PortKey(j.id, st.id), st.nodes, st.master_port, st.TaskCount() + 1);
         r.steps[st.id] = std::move(live);
       }
-      running_[j.id.value()] = std::move(r);
+      AddRunning(j.id.value(), std::move(r));
     }
   }
   std::sort(pending.begin(), pending.end());
@@ -226,13 +226,43 @@ void Controller::Record(const Job& job) {
 void Controller::RecordNode(const NodeRecord& n) {
   Node node = n.node;
   node.state = EffectiveState(n);
-  for (auto& b : batch_.nodes) {
-    if (b.name == node.name) {
-      b = node;
-      return;
-    }
+  auto [at, added] = batch_nodes_.try_emplace(node.name, batch_.nodes.size());
+  if (added) {
+    batch_.nodes.push_back(std::move(node));
+  } else {
+    batch_.nodes[at->second] = std::move(node);
   }
-  batch_.nodes.push_back(node);
+}
+
+Controller::Running& Controller::AddRunning(uint64_t id, Running run) {
+  EraseRunning(id);
+  for (const std::string& node : run.nodes)
+    running_on_[node].push_back(id);
+  return running_[id] = std::move(run);
+}
+
+void Controller::EraseRunning(uint64_t id) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return;
+  for (const std::string& node : it->second.nodes) {
+    auto on = running_on_.find(node);
+    if (on == running_on_.end()) continue;
+    std::erase(on->second, id);
+    if (on->second.empty()) running_on_.erase(on);
+  }
+  running_.erase(it);
+}
+
+const std::vector<uint64_t>& Controller::RunningOn(const std::string& node) const {
+  static const std::vector<uint64_t> kNone;
+  auto it = running_on_.find(node);
+  return it == running_on_.end() ? kNone : it->second;
+}
+
+void Controller::SettleLayout() {
+  if (!layout_changed_) return;
+  layout_changed_ = false;
+  RebuildInventory();
 }
 
 std::string Controller::NodeName(NodeId id) const {
@@ -285,6 +315,7 @@ NodeState Controller::EffectiveState(const NodeRecord& n) const {
 }
 
 void Controller::RebuildInventory() {
+  layout_changed_ = false;
   Cluster c;
   c.name = "shoal";
   c.partitions = partitions_;
@@ -415,6 +446,7 @@ void Controller::Admit(const Admission& a, Time now, api::Json& ids) {
 }
 
 Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now) {
+  SettleLayout();  // a job for a node that has just registered fits
   if (!spec.acceptance_node.empty()) {
     SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
     SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
@@ -435,6 +467,7 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
 
 Result<api::Json> Controller::SubmitAll(const Identity& who, std::vector<JobSpec> specs, Time now) {
   if (specs.empty()) return InvalidArgument("the batch has no jobs");
+  SettleLayout();
   std::vector<Admission> admitted;
   admitted.reserve(specs.size());
   size_t queued = 0;
@@ -588,7 +621,7 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
   j.master_port =
       ports_.Reserve(PortKey(j.id, 0), run.nodes, PortsFor(j.spec, run.nodes.size())).value_or(0);
   const std::vector<std::string> names = run.nodes;
-  running_[j.id.value()] = std::move(run);
+  AddRunning(j.id.value(), std::move(run));
   const std::string token = JobToken(j);
   for (size_t k = 0; k < j.allocation.nodes.size(); ++k) {
     if (batch && k > 0) break;
@@ -627,7 +660,7 @@ void Controller::Finish(Job& job, JobState state, Time now) {
     if (auto r = running_.find(job.id.value()); r != running_.end())
       job.efficiency = r->second.efficiency;
     EndLiveSteps(job, now, fmt::format("the job ended ({})", JobStateName(state)));
-    running_.erase(job.id.value());
+    EraseRunning(job.id.value());
   }
   requests_.erase(job.id.value());
   speeds_.erase(job.id.value());
@@ -664,7 +697,7 @@ void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
   if (auto r = running_.find(job.id.value()); r != running_.end())
     job.efficiency = r->second.efficiency;
   EndLiveSteps(job, now, "the job was requeued");
-  running_.erase(job.id.value());
+  EraseRunning(job.id.value());
   job.idle = false;
   job.state = JobState::kPending;
   job.allocation = Allocation{};
@@ -682,6 +715,7 @@ state::Batch Controller::TakeBatch() {
   state::Batch b = std::move(batch_);
   batch_ = state::Batch{};
   batch_jobs_.clear();
+  batch_nodes_.clear();
   return b;
 }
 

@@ -88,6 +88,11 @@ struct ControllerConfig {
   std::string policy = "backfill";
   Duration node_timeout = std::chrono::seconds(30);  // missed heartbeats before a node is down
   Duration kill_grace = std::chrono::seconds(30);    // SIGTERM to SIGKILL, told to the agent
+  // The heartbeats per second the controller asks its fleet to stay under:
+  // agents beat every second (their own interval) up to this many nodes,
+  // and a larger fleet is told to beat less often, at most node_timeout / 3
+  // apart (HeartbeatInterval). Steps' starts and ends still go out at once.
+  int max_heartbeat_rate = 2000;
   // Fencing (docs/security.md): an agent that has not been heard for
   // node_timeout stops its requeueable jobs' steps itself (SIGTERM, SIGKILL
   // after kill_grace); the server requeues such a job of a lost node only
@@ -166,6 +171,39 @@ struct JobFilter {
   }
 };
 
+// A listing of nodes: in name order after `after`, at most `limit` of them
+// (0: every one), of one state, partition and GPU model when those are set.
+struct NodeFilter {
+  std::optional<NodeState> state;
+  std::string partition;
+  std::string model;
+  std::string after;
+  size_t limit = 0;
+};
+
+// What the API shows of a node, captured on the loop thread and turned into
+// JSON by NodeViewJson on any thread.
+struct NodeView {
+  struct JobPart {
+    uint64_t job = 0;
+    std::string user;
+    uint64_t gpu_mask = 0;
+    int gpus = 0;
+  };
+  Node node;  // with its effective state
+  Time last_seen{};
+  uint64_t unhealthy_gpus = 0;
+  std::shared_ptr<const std::vector<GpuReport>> gpus_now;  // may be null
+  std::vector<JobPart> jobs;                               // the running jobs' parts here
+};
+api::Json NodeViewJson(const NodeView& view);
+
+// One page of nodes, and the last one's name when more may follow.
+struct NodePage {
+  std::vector<NodeView> nodes;
+  std::optional<std::string> next_after;
+};
+
 // Node id -> name, replaced whole (never changed) when nodes change, so that
 // other threads may hold and read it.
 using NodeNameTable = std::unordered_map<uint64_t, std::string>;
@@ -191,6 +229,7 @@ struct MetricsView {
     NodeState state = NodeState::kUp;
     uint64_t unhealthy_gpus = 0;
     std::shared_ptr<const std::vector<GpuReport>> gpus;  // the last heartbeat's; may be null
+    Time last_seen{};                                    // its last heartbeat; Time{}: none yet
   };
   std::shared_ptr<const std::vector<Node>> nodes;  // by name
   std::vector<NodeNow> now;                        // the same order as *nodes
@@ -226,7 +265,7 @@ class Controller {
   // "job", the id the next submission gets), stores nothing. The estimate
   // (sched::EstimateStart) counts the running jobs' expected ends, not the
   // other pending jobs; like Slurm's, it ignores holds and dependencies.
-  Result<api::Json> TestSubmit(const Identity& who, JobSpec spec, Time now) const;
+  Result<api::Json> TestSubmit(const Identity& who, JobSpec spec, Time now);
   // An array's id cancels every task of the array (as scancel does).
   Status Cancel(const Identity& who, JobId id, Time now);
   Status Hold(const Identity& who, JobId id, Time now);
@@ -300,7 +339,11 @@ class Controller {
   // and turned into JSON by JobViewJson on any thread, so that listing many
   // jobs does not hold up the control loop.
   JobView View(std::shared_ptr<const Job> job) const;
-  api::Json NodesJson() const;
+  // The nodes `f` selects, one page; O(log nodes + the page) for the nodes
+  // of every state, and a scan from `after` for one state.
+  NodePage ListNodes(const NodeFilter& f) const;
+  // Nodes and GPUs by state and GPU model (`shoal nodes` without --all).
+  api::Json NodeSummary() const;
   Result<api::Json> NodeJson(const std::string& name) const;
   api::Json PartitionsJson() const;
   api::Json AccountsJson() const;
@@ -344,6 +387,13 @@ class Controller {
   void SetTelemetryStore(TelemetryStore* store) { telemetry_ = store; }
 
   size_t active_jobs() const { return active_; }
+  // How often the controller asks each agent to beat, given the fleet's size
+  // (ControllerConfig::max_heartbeat_rate); an agent's own longer interval stands.
+  Duration HeartbeatInterval() const;
+  // Applies the node layout registrations changed (they only mark it, so
+  // that a fleet registering costs one rebuild per pass, not one per node);
+  // a pass does this first.
+  void SettleLayout();
   const ControllerConfig& config() const { return config_; }
 
  private:
@@ -443,6 +493,11 @@ class Controller {
   void MailTimeLimits(const Job& j, Running& r, Time now);
   Result<std::vector<std::string>> ChooseReservationNodes(const ReservationRequest& request) const;
   void RebuildInventory();
+  // running_ and the index of its jobs by node (running_on_) together.
+  Running& AddRunning(uint64_t id, Running run);
+  void EraseRunning(uint64_t id);
+  // The running jobs with a part on `node` (every step's nodes are among the job's).
+  const std::vector<uint64_t>& RunningOn(const std::string& node) const;
   void Record(const Job& job);
   void RecordNode(const NodeRecord& n);
   void Finish(Job& job, JobState state, Time now);
@@ -502,7 +557,7 @@ class Controller {
   using JobsByNode =
       std::unordered_map<uint64_t, std::vector<std::pair<const Job*, const NodeAllocation*>>>;
   JobsByNode RunningByNode(std::optional<NodeId> only) const;
-  api::Json NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node) const;
+  NodeView ViewOf(const NodeRecord& n) const;
   void GpuReports(NodeRecord& n, const Heartbeat& hb, Time now);
   void AccountGpuUse(const std::string& node, NodeRecord& n, const Heartbeat& hb, Time now);
   void CheckIdle(Time now);
@@ -522,6 +577,8 @@ class Controller {
   std::map<uint64_t, std::shared_ptr<const Job>> jobs_;  // active and recently finished
   std::unordered_map<uint64_t, sched::Request> requests_;
   std::unordered_map<uint64_t, Running> running_;
+  std::unordered_map<std::string, std::vector<uint64_t>>
+      running_on_;                                      // node -> running_'s jobs there
   std::unordered_map<uint64_t, JobState> finished_;     // for dependencies
   std::deque<std::pair<Time, uint64_t>> evict_order_;   // ended jobs by end time: leave jobs_
   std::deque<std::pair<Time, uint64_t>> forget_order_;  // ended jobs by end time: leave finished_
@@ -552,6 +609,7 @@ class Controller {
   uint32_t next_node_id_ = 1;
   size_t active_ = 0;
   bool dirty_ = true;
+  bool layout_changed_ = false;  // nodes registered or changed since the inventory was built
   bool tokens_changed_ = true;
   std::string job_token_key_;
   PortBook ports_{20000, 32767};  // rendezvous ports, per node (config: rendezvous_ports)
@@ -559,6 +617,7 @@ class Controller {
   Time last_usage_commit_{};
   state::Batch batch_;
   std::unordered_set<uint64_t> batch_jobs_;
+  std::unordered_map<std::string, size_t> batch_nodes_;  // name -> index in batch_.nodes
   Outbox outbox_;
 };
 

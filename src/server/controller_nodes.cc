@@ -58,12 +58,14 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
   const std::string name = rec.node.name;
   nodes_[name] = rec;
   RecordNode(nodes_[name]);
-  if (layout_changed) RebuildInventory();
+  // The scheduler's inventory is rebuilt once before the next pass, however
+  // many nodes register meanwhile (a fleet after a controller restart).
+  layout_changed_ |= layout_changed;
   dirty_ = true;
   // What the server believes runs there, for the agent to reconcile with.
   api::Json running = api::Json::array();
-  for (const auto& [id, r] : running_) {
-    if (r.nodes_left.count(name))
+  for (uint64_t id : RunningOn(name)) {
+    if (running_.at(id).nodes_left.count(name))
       running.push_back({{"job", id}, {"epoch", Find(JobId(id))->epoch}});
   }
   // The timing the agent fences by (ControllerConfig::fence_margin).
@@ -71,6 +73,7 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
                    {"id", nodes_[name].node.id.value()},
                    {"running", running},
                    {"node_timeout_s", ToSeconds(config_.node_timeout)},
+                   {"heartbeat_s", ToSeconds(HeartbeatInterval())},
                    {"kill_grace_s", ToSeconds(config_.kill_grace)}};
 }
 
@@ -124,7 +127,14 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     OrderKill(name, rs.job, rs.epoch, rs.step, "not known to the server");
   }
   ReconcileLost(name, reported, now);
-  return api::Json{{"ok", true}};
+  return api::Json{{"ok", true}, {"heartbeat_s", ToSeconds(HeartbeatInterval())}};
+}
+
+Duration Controller::HeartbeatInterval() const {
+  const double fleet_s =
+      static_cast<double>(nodes_.size()) / std::max(1, config_.max_heartbeat_rate);
+  const double most_s = ToSeconds(config_.node_timeout) / 3;
+  return DurationFromSeconds(std::min(fleet_s, most_s));
 }
 
 // Exits: a gang ends when every node's task has; the first failure decides how.
@@ -169,7 +179,8 @@ void Controller::ReconcileLost(const std::string& name,
                                const std::set<std::pair<uint64_t, uint32_t>>& reported, Time now) {
   std::vector<uint64_t> lost;
   std::vector<std::pair<uint64_t, uint32_t>> lost_steps;
-  for (const auto& [id, r] : running_) {
+  for (uint64_t id : RunningOn(name)) {
+    const Running& r = running_.at(id);
     for (const auto& [step, live] : r.steps) {
       if (live.nodes_left.count(name) && !reported.count({id, step}) &&
           now - live.started > config_.launch_grace) {
@@ -245,13 +256,12 @@ void Controller::NodeLost(NodeRecord& n, Time now) {
   n.node.state = NodeState::kDown;
   n.node.state_reason = fmt::format("not responding since {:.0f}", ToSeconds(n.last_seen));
   RecordNode(n);
-  std::vector<uint64_t> hit;
-  for (const auto& [id, r] : running_) {
-    if (std::find(r.nodes.begin(), r.nodes.end(), n.node.name) != r.nodes.end()) hit.push_back(id);
-  }
+  const std::vector<uint64_t> hit = RunningOn(n.node.name);
   for (uint64_t id : hit) {
+    auto it = running_.find(id);
+    if (it == running_.end()) continue;  // ended with a job before it
+    Running& run = it->second;
     Job& j = Mutable(JobId(id));
-    Running& run = running_[id];
     run.nodes_left.erase(n.node.name);
     for (auto& [step, live] : run.steps)
       live.nodes_left.erase(n.node.name);

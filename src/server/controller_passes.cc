@@ -259,6 +259,7 @@ sched::Snapshot Controller::RunningSnapshot(
 }
 
 sched::PassStats Controller::SchedulePass(Time now) {
+  SettleLayout();
   dirty_ = false;
   // Pending jobs in submission order (compacting the list of those that
   // left); acceptance tests apart.

@@ -107,51 +107,114 @@ Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
 // O(nodes + jobs), not O(nodes x jobs).
 Controller::JobsByNode Controller::RunningByNode(std::optional<NodeId> only) const {
   JobsByNode out;
-  for (const auto& [id, r] : running_) {
+  auto add = [&](uint64_t id) {
     const Job* job = Find(JobId(id));
-    if (job == nullptr) continue;
+    if (job == nullptr) return;
     for (const NodeAllocation& na : job->allocation.nodes) {
       if (!only || na.node == *only) out[na.node.value()].push_back({job, &na});
     }
+  };
+  if (only) {
+    for (uint64_t id : RunningOn(NodeName(*only)))
+      add(id);
+  } else {
+    for (const auto& [id, r] : running_)
+      add(id);
   }
   return out;
 }
 
-api::Json Controller::NodesJson() const {
-  const JobsByNode by_node = RunningByNode(std::nullopt);
-  api::Json out = api::Json::array();
-  for (const auto& [name, n] : nodes_)
-    out.push_back(NodeJsonOf(n, by_node));
-  return out;
+NodeView Controller::ViewOf(const NodeRecord& n) const {
+  NodeView v{.node = n.node,
+             .last_seen = n.last_seen,
+             .unhealthy_gpus = n.unhealthy_gpus,
+             .gpus_now = n.gpus_now,
+             .jobs = {}};
+  v.node.state = EffectiveState(n);
+  for (uint64_t id : RunningOn(n.node.name)) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr) continue;
+    for (const NodeAllocation& na : job->allocation.nodes) {
+      if (na.node == n.node.id) v.jobs.push_back({id, job->spec.user, na.gpu_mask, na.GpuCount()});
+    }
+  }
+  return v;
+}
+
+NodePage Controller::ListNodes(const NodeFilter& f) const {
+  NodePage page;
+  const bool narrowed = f.state || !f.partition.empty() || !f.model.empty();
+  for (auto it = f.after.empty() ? nodes_.begin() : nodes_.upper_bound(f.after); it != nodes_.end();
+       ++it) {
+    const NodeRecord& n = it->second;
+    if (narrowed) {
+      if (f.state && EffectiveState(n) != *f.state) continue;
+      if (!f.partition.empty() && std::find(n.node.partitions.begin(), n.node.partitions.end(),
+                                            f.partition) == n.node.partitions.end())
+        continue;
+      if (!f.model.empty() && (n.node.gpus.empty() || n.node.gpus[0].model != f.model)) continue;
+    }
+    if (f.limit != 0 && page.nodes.size() == f.limit) {
+      page.next_after = page.nodes.back().node.name;
+      break;
+    }
+    page.nodes.push_back(ViewOf(n));
+  }
+  return page;
+}
+
+api::Json Controller::NodeSummary() const {
+  struct Count {
+    int nodes = 0, gpus = 0, gpus_used = 0;
+  };
+  std::map<std::pair<std::string, NodeState>, Count> counts;  // (model, state)
+  std::unordered_map<uint64_t, int> used;                     // node id -> GPUs in use
+  for (const auto& [id, r] : running_) {
+    if (const Job* job = Find(JobId(id))) {
+      for (const NodeAllocation& na : job->allocation.nodes)
+        used[na.node.value()] += na.GpuCount();
+    }
+  }
+  for (const auto& [name, n] : nodes_) {
+    Count& c = counts[{n.node.gpus.empty() ? "" : n.node.gpus[0].model, EffectiveState(n)}];
+    c.nodes += 1;
+    c.gpus += n.node.GpuCount();
+    if (auto u = used.find(n.node.id.value()); u != used.end()) c.gpus_used += u->second;
+  }
+  api::Json rows = api::Json::array();
+  for (const auto& [key, c] : counts) {
+    rows.push_back({{"model", key.first},
+                    {"state", std::string(NodeStateName(key.second))},
+                    {"nodes", c.nodes},
+                    {"gpus", c.gpus},
+                    {"gpus_used", c.gpus_used}});
+  }
+  return api::Json{{"summary", rows}, {"nodes", nodes_.size()}};
 }
 
 Result<api::Json> Controller::NodeJson(const std::string& name) const {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
-  return NodeJsonOf(it->second, RunningByNode(it->second.node.id));
+  return NodeViewJson(ViewOf(it->second));
 }
 
-api::Json Controller::NodeJsonOf(const NodeRecord& n, const JobsByNode& by_node) const {
-  api::Json j = api::ToJson(n.node);
-  j["state"] = std::string(NodeStateName(EffectiveState(n)));
-  j["last_seen"] = api::TimeToJson(n.last_seen);
+api::Json NodeViewJson(const NodeView& v) {
+  api::Json j = api::ToJson(v.node);
+  j["state"] = std::string(NodeStateName(v.node.state));
+  j["last_seen"] = api::TimeToJson(v.last_seen);
   // GPUs in use and by which job.
   api::Json jobs = api::Json::array();
   int used = 0;
-  if (auto on = by_node.find(n.node.id.value()); on != by_node.end()) {
-    for (const auto& [job, na] : on->second) {
-      used += na->GpuCount();
-      jobs.push_back({{"job", job->id.value()},
-                      {"user", job->spec.user},
-                      {"gpus", FormatGpuMask(na->gpu_mask)}});
-    }
+  for (const NodeView::JobPart& p : v.jobs) {
+    used += p.gpus;
+    jobs.push_back({{"job", p.job}, {"user", p.user}, {"gpus", FormatGpuMask(p.gpu_mask)}});
   }
   j["gpus_used"] = used;
   j["jobs"] = jobs;
-  if (n.unhealthy_gpus != 0) j["unhealthy_gpus"] = FormatGpuMask(n.unhealthy_gpus);
+  if (v.unhealthy_gpus != 0) j["unhealthy_gpus"] = FormatGpuMask(v.unhealthy_gpus);
   // The last heartbeat's telemetry, beside each GPU.
   static const std::vector<GpuReport> kNoReports;
-  for (const GpuReport& g : n.gpus_now ? *n.gpus_now : kNoReports) {
+  for (const GpuReport& g : v.gpus_now ? *v.gpus_now : kNoReports) {
     if (g.index < 0 || g.index >= static_cast<int>(j["gpus"].size())) continue;
     api::Json& gj = j["gpus"][static_cast<size_t>(g.index)];
     if (!g.healthy) {
@@ -220,7 +283,8 @@ std::vector<state::TokenRecord> Controller::Tokens() {
 
 // sbatch --test-only: where and when the job would start among the running
 // jobs, without submitting it.
-Result<api::Json> Controller::TestSubmit(const Identity& who, JobSpec spec, Time now) const {
+Result<api::Json> Controller::TestSubmit(const Identity& who, JobSpec spec, Time now) {
+  SettleLayout();
   SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
   SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
   if (!spec.acceptance_node.empty())

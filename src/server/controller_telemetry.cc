@@ -60,7 +60,8 @@ void Controller::AccountGpuUse(const std::string& name, NodeRecord& n, const Hea
   const double interval_s = n.last_telemetry != Time{} ? ToSeconds(now - n.last_telemetry) : 0.0;
   n.last_telemetry = now;
   std::vector<uint64_t> woke;
-  for (auto& [id, run] : running_) {
+  for (uint64_t id : RunningOn(name)) {
+    Running& run = running_.at(id);
     if (!run.nodes_left.count(name)) continue;
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;
@@ -175,7 +176,8 @@ MetricsView Controller::Metrics() const {
       v.now.push_back({});
       continue;
     }
-    v.now.push_back({EffectiveState(it->second), it->second.unhealthy_gpus, it->second.gpus_now});
+    v.now.push_back({EffectiveState(it->second), it->second.unhealthy_gpus, it->second.gpus_now,
+                     it->second.last_seen});
   }
   v.jobs.reserve(active_);
   for (const auto& [id, job] : jobs_) {

@@ -5,109 +5,18 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <iterator>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 
 namespace shoal::server {
 
 namespace {
 
-using Buffer = fmt::memory_buffer;
-
-// A label value with \, " and newlines escaped, as the format requires.
-void AppendEscaped(Buffer& out, std::string_view v) {
-  for (char c : v) {
-    if (c == '\\') {
-      out.append(std::string_view("\\\\"));
-    } else if (c == '"') {
-      out.append(std::string_view("\\\""));
-    } else if (c == '\n') {
-      out.append(std::string_view("\\n"));
-    } else {
-      out.push_back(c);
-    }
-  }
-}
-
-void Label(Buffer& out, std::string_view name, std::string_view value, bool first = false) {
-  if (!first) out.push_back(',');
-  out.append(name);
-  out.append(std::string_view("=\""));
-  AppendEscaped(out, value);
-  out.push_back('"');
-}
-
-void Family(Buffer& out, std::string_view name, std::string_view type, std::string_view help) {
-  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-}
-
-// A sample: name{labels} value. `labels` is already formatted (may be empty).
-void Sample(Buffer& out, std::string_view name, std::string_view labels, double value) {
-  out.append(name);
-  if (!labels.empty()) {
-    out.push_back('{');
-    out.append(labels);
-    out.push_back('}');
-  }
-  out.push_back(' ');
-  if (value == static_cast<double>(static_cast<int64_t>(value)) && value > -1e15 && value < 1e15) {
-    fmt::format_to(std::back_inserter(out), "{}", static_cast<int64_t>(value));
-  } else {
-    fmt::format_to(std::back_inserter(out), "{}", value);
-  }
-  out.push_back('\n');
-}
-
-std::string Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> labels) {
-  Buffer b;
-  bool first = true;
-  for (const auto& [k, v] : labels) {
-    Label(b, k, v, first);
-    first = false;
-  }
-  return fmt::to_string(b);
-}
-
-// The dcgm-exporter fields Shoal's agents report, in dcgm-exporter's order.
-struct DcgmField {
-  const char* name;
-  const char* type;
-  const char* help;
-  double (*value)(const GpuTelemetry&);
-};
-
-constexpr DcgmField kDcgmFields[] = {
-    {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
-     [](const GpuTelemetry& t) { return t.sm_clock_mhz; }},
-    {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).",
-     [](const GpuTelemetry& t) { return t.temperature_c; }},
-    {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).",
-     [](const GpuTelemetry& t) { return t.power_w; }},
-    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-     "Total energy consumption since boot (in mJ).",
-     [](const GpuTelemetry& t) { return t.energy_j * 1000.0; }},
-    {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).",
-     [](const GpuTelemetry& t) { return t.util_pct; }},
-    {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
-     [](const GpuTelemetry& t) { return t.mem_copy_util_pct; }},
-    {"DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
-     [](const GpuTelemetry& t) { return static_cast<double>(t.last_xid); }},
-    {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
-     [](const GpuTelemetry& t) { return static_cast<double>(t.fb_free_mib); }},
-    {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
-     [](const GpuTelemetry& t) { return static_cast<double>(t.fb_used_mib); }},
-    {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
-     [](const GpuTelemetry& t) { return static_cast<double>(t.ecc_corrected); }},
-    {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
-     [](const GpuTelemetry& t) { return static_cast<double>(t.ecc_uncorrected); }},
-};
-
-// One GPU with telemetry: its labels and its reading.
-struct GpuLine {
-  std::string labels;
-  const GpuTelemetry* telemetry;
-};
+using api::prometheus::Buffer;
+using api::prometheus::Family;
+using api::prometheus::Labels;
+using api::prometheus::Sample;
 
 // The running jobs that hold each GPU of the view's nodes.
 class GpuHolders {
@@ -147,58 +56,49 @@ class GpuHolders {
   std::vector<std::vector<const Job*>> holders_;
 };
 
-// Labels of every GPU with telemetry, formatted once for all the fields.
-std::vector<GpuLine> GpuLines(const MetricsView& v, const GpuHolders& holders) {
+// Whether the view's node `i` has current readings: a node that stopped
+// answering has none (as a dcgm-exporter that is down has none); its last
+// ones would mislead.
+bool Reporting(const MetricsView& v, size_t i) {
+  return v.now[i].gpus != nullptr && v.now[i].state != NodeState::kDown;
+}
+
+// The GPU a report is of, or null for a report without telemetry or of no
+// GPU the node registered.
+const Gpu* ReportedGpu(const Node& node, const GpuReport& g) {
+  if (!g.telemetry.present || g.index < 0 || static_cast<size_t>(g.index) >= node.gpus.size())
+    return nullptr;
+  return &node.gpus[static_cast<size_t>(g.index)];
+}
+
+// Every GPU with telemetry, as the agents' own /metrics show them (the same
+// renderer), for a cluster that scrapes only the controller.
+std::vector<api::prometheus::DcgmLine> DcgmLines(const MetricsView& v, const GpuHolders& holders) {
   const std::vector<Node>& nodes = *v.nodes;
-  std::vector<GpuLine> lines;
+  std::vector<api::prometheus::DcgmLine> lines;
   lines.reserve(holders.gpus());
+  std::vector<api::prometheus::GpuJob> jobs;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const auto& reports = v.now[i].gpus;
-    // A node that stopped answering has no current readings (as a
-    // dcgm-exporter that is down has none); its last ones would mislead.
-    if (!reports || v.now[i].state == NodeState::kDown) continue;
+    if (!Reporting(v, i)) continue;
     const Node& node = nodes[i];
-    for (const GpuReport& g : *reports) {
-      if (!g.telemetry.present || g.index < 0 || static_cast<size_t>(g.index) >= node.gpus.size())
-        continue;
-      const Gpu& gpu = node.gpus[static_cast<size_t>(g.index)];
-      Buffer b;
-      fmt::format_to(std::back_inserter(b), "gpu=\"{}\"", g.index);
-      Label(b, "UUID", gpu.uuid);
-      fmt::format_to(std::back_inserter(b), ",device=\"nvidia{}\"", g.index);
-      Label(b, "modelName", gpu.model);
-      Label(b, "Hostname", node.name);
-      Label(b, "hostname", node.name);
-      const auto& jobs = holders.Of(i, static_cast<size_t>(g.index));
-      if (!jobs.empty()) {
-        std::string ids, users, accounts;
-        for (const Job* j : jobs) {
-          if (!ids.empty()) {
-            ids += ',';
-            users += ',';
-            accounts += ',';
-          }
-          ids += std::to_string(j->id.value());
-          users += j->spec.user;
-          accounts += j->spec.account;
-        }
-        Label(b, "hpc_job", ids);
-        Label(b, "user", users);
-        Label(b, "account", accounts);
-      }
-      lines.push_back({fmt::to_string(b), &g.telemetry});
+    for (const GpuReport& g : *v.now[i].gpus) {
+      const Gpu* gpu = ReportedGpu(node, g);
+      if (gpu == nullptr) continue;
+      jobs.clear();
+      for (const Job* j : holders.Of(i, static_cast<size_t>(g.index)))
+        jobs.push_back({j->id.value(), j->spec.user, j->spec.account});
+      // The controller knows no PCI address or driver version: those labels are the agents'.
+      lines.push_back({api::prometheus::DcgmLabels({.index = g.index,
+                                                    .uuid = gpu->uuid,
+                                                    .pci_bus_id = {},
+                                                    .model = gpu->model,
+                                                    .hostname = node.name,
+                                                    .driver_version = {},
+                                                    .jobs = jobs}),
+                       &g.telemetry});
     }
   }
   return lines;
-}
-
-void AppendDcgmFields(Buffer& out, const std::vector<GpuLine>& lines) {
-  for (const DcgmField& f : kDcgmFields) {
-    if (lines.empty()) break;
-    Family(out, f.name, f.type, f.help);
-    for (const GpuLine& l : lines)
-      Sample(out, f.name, l.labels, f.value(*l.telemetry));
-  }
 }
 
 // Jobs by state and partition; the queue.
@@ -292,6 +192,77 @@ void AppendNodes(Buffer& out, const MetricsView& v, const GpuHolders& holders) {
   }
 }
 
+// Each node: one series for its current state (kube-state-metrics' style
+// without the zero series of the other states, so that 10,000 nodes cost
+// 10,000 lines, not 40,000), its last heartbeat's age, and its GPUs by model.
+void AppendNodeLines(Buffer& out, const MetricsView& v, Time now) {
+  const std::vector<Node>& nodes = *v.nodes;
+  Family(out, "shoal_node_state", "gauge",
+         "1 for each node, with its current state (up, draining, drained, down) as a label.");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Sample(out, "shoal_node_state",
+           Labels({{"node", nodes[i].name}, {"state", NodeStateName(v.now[i].state)}}), 1);
+  }
+  Family(out, "shoal_node_heartbeat_age_seconds", "gauge",
+         "Time since the node was last heard from (its last heartbeat, or its registration).");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (v.now[i].last_seen == Time{}) continue;
+    Sample(out, "shoal_node_heartbeat_age_seconds", Labels({{"node", nodes[i].name}}),
+           std::max(0.0, ToSeconds(now - v.now[i].last_seen)));
+  }
+  Family(out, "shoal_node_gpus", "gauge", "GPUs of each node, by model.");
+  std::map<std::string_view, int> models;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    models.clear();
+    for (const Gpu& g : nodes[i].gpus)
+      ++models[g.model];
+    for (const auto& [model, count] : models)
+      Sample(out, "shoal_node_gpus", Labels({{"node", nodes[i].name}, {"model", model}}), count);
+  }
+}
+
+// The GPUs' telemetry summed up by model: what a view of the whole cluster
+// needs, without a series per GPU.
+void AppendGpuTelemetry(Buffer& out, const MetricsView& v) {
+  struct Sum {
+    int gpus = 0;
+    double util_pct = 0;
+    double power_w = 0;
+    double fb_used_mib = 0;
+  };
+  std::map<std::string_view, Sum> by_model;
+  const std::vector<Node>& nodes = *v.nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!Reporting(v, i)) continue;
+    for (const GpuReport& g : *v.now[i].gpus) {
+      const Gpu* gpu = ReportedGpu(nodes[i], g);
+      if (gpu == nullptr) continue;
+      Sum& s = by_model[gpu->model];
+      ++s.gpus;
+      s.util_pct += g.telemetry.util_pct;
+      s.power_w += g.telemetry.power_w;
+      s.fb_used_mib += static_cast<double>(g.telemetry.fb_used_mib);
+    }
+  }
+  Family(out, "shoal_gpus_reporting", "gauge",
+         "GPUs whose telemetry came with their node's last heartbeat (nodes not down), by model.");
+  for (const auto& [model, s] : by_model)
+    Sample(out, "shoal_gpus_reporting", Labels({{"model", model}}), s.gpus);
+  Family(out, "shoal_gpu_utilization_ratio", "gauge",
+         "Mean utilisation of the GPUs reporting, by model (0 to 1).");
+  for (const auto& [model, s] : by_model)
+    Sample(out, "shoal_gpu_utilization_ratio", Labels({{"model", model}}),
+           s.util_pct / 100 / s.gpus);
+  Family(out, "shoal_gpu_power_watts", "gauge", "Power drawn by the GPUs reporting, by model.");
+  for (const auto& [model, s] : by_model)
+    Sample(out, "shoal_gpu_power_watts", Labels({{"model", model}}), s.power_w);
+  Family(out, "shoal_gpu_memory_used_bytes", "gauge",
+         "Framebuffer memory used on the GPUs reporting, by model.");
+  for (const auto& [model, s] : by_model)
+    Sample(out, "shoal_gpu_memory_used_bytes", Labels({{"model", model}}),
+           s.fb_used_mib * 1024 * 1024);
+}
+
 // Accounts and idle jobs.
 void AppendAccounts(Buffer& out, const MetricsView& v) {
   // In GPU-seconds, Prometheus' base unit (GPU-hours: divide by 3600).
@@ -315,14 +286,17 @@ void AppendAccounts(Buffer& out, const MetricsView& v) {
 
 }  // namespace
 
-std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now) {
+std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now,
+                          MetricsOptions options) {
   const GpuHolders holders(v);
   Buffer out;
-  AppendDcgmFields(out, GpuLines(v, holders));
+  if (options.per_gpu) api::prometheus::AppendDcgmFields(out, DcgmLines(v, holders));
   // --- Shoal's own ---
   AppendJobs(out, v, now);
   AppendPasses(out, v, loop);
   AppendNodes(out, v, holders);
+  AppendNodeLines(out, v, now);
+  AppendGpuTelemetry(out, v);
   AppendAccounts(out, v);
   return fmt::to_string(out);
 }

@@ -1,27 +1,35 @@
-// GET /metrics: the Prometheus text exposition format (0.0.4).
+// The controller's GET /metrics: the Prometheus text exposition format (0.0.4).
 //
-// Per GPU, the names, units, HELP/TYPE lines and labels of NVIDIA's
-// dcgm-exporter (gpu, UUID, device, modelName, Hostname), so that dashboards
-// built for it work unchanged, plus `hostname` and, on allocated GPUs, the
-// job (`hpc_job`, dcgm-exporter's label for HPC job mapping: `job` would
-// clash with Prometheus' own target label), `user` and `account`. Then
-// Shoal's own metrics, prefixed shoal_. docs/metrics.md lists them.
+// Shoal's own metrics, prefixed shoal_: the queue, scheduling passes,
+// accounts, cluster aggregates (nodes and GPUs by state, GPU telemetry by
+// model) and a few lines per node (its state, heartbeat age and GPUs). Its
+// size grows with nodes and jobs, not with GPUs x fields: per-GPU series come
+// from each agent's own /metrics (one Prometheus target per node). With
+// `per_gpu` the controller adds them for every GPU too (dcgm-exporter's
+// names, api/prometheus.h), for a small cluster that scrapes only the
+// controller. docs/metrics.md lists them.
 //
 // RenderMetrics is a pure function of a view captured on the control loop
-// (Controller::Metrics), so it runs on an HTTP thread in
-// O(nodes x GPUs + jobs) and holds up nothing.
+// (Controller::Metrics), so it runs on an HTTP thread in O(nodes + jobs)
+// (O(nodes x GPUs + jobs) with per_gpu) and holds up nothing.
 #pragma once
 
 #include <string>
 
+#include "api/prometheus.h"
 #include "core/time.h"
 #include "server/controller.h"
 #include "server/loop.h"
 
 namespace shoal::server {
 
-inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr const char* kMetricsContentType = api::prometheus::kContentType;
 
-std::string RenderMetrics(const MetricsView& view, const LoopStats& loop, Time now);
+struct MetricsOptions {
+  bool per_gpu = false;  // every GPU's dcgm-exporter series too
+};
+
+std::string RenderMetrics(const MetricsView& view, const LoopStats& loop, Time now,
+                          MetricsOptions options = {});
 
 }  // namespace shoal::server

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -37,6 +38,29 @@ GpuReport Report(int index, double util, int64_t fb_used, double power, double e
   t.energy_j = energy_j;
   t.last_xid = 0;
   return r;
+}
+
+// Every sample's family has HELP and TYPE lines before it.
+void ExpectEveryFamilyTyped(const std::string& text) {
+  std::set<std::string> typed;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind("# TYPE ", 0) == 0) {
+      typed.insert(line.substr(7, line.find(' ', 7) - 7));
+    } else if (line[0] != '#') {
+      std::string name = line.substr(0, line.find_first_of("{ "));
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        if (!typed.count(name) && name.size() > strlen(suffix) &&
+            name.compare(name.size() - strlen(suffix), std::string::npos, suffix) == 0) {
+          name.resize(name.size() - strlen(suffix));
+        }
+      }
+      EXPECT_TRUE(typed.count(name)) << line;
+    }
+  }
 }
 
 class MetricsTest : public ::testing::Test {
@@ -85,11 +109,60 @@ class MetricsTest : public ::testing::Test {
   Controller c_;
 };
 
+// By default: Shoal's own families, cluster aggregates and a few lines per
+// node, and no per-GPU series (the agents serve those).
+TEST_F(MetricsTest, DefaultIsAggregatesAndNodeStates) {
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode("gpu01", 2), At(0)).ok());
+  const JobId job = StartJob(1);
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode("gpu02", 2), At(0)).ok());
+  Beat(1, job, {Report(0, 87, 40000, 650, 5000), Report(1, 0, 0, 70, 100)});
+  ASSERT_TRUE(c_.Drain(kAdmin, "gpu02", "maintenance", At(2)).ok());
+  c_.SchedulePass(At(2));  // the view's node table follows the registrations at a pass
+  const std::string text = RenderMetrics(c_.Metrics(), LoopStats{}, At(4));
+
+  EXPECT_EQ(text.find("DCGM_FI_"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE shoal_node_state gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("shoal_node_state{node=\"gpu01\",state=\"up\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("shoal_node_state{node=\"gpu02\",state=\"draining\"} 1\n"), std::string::npos)
+      << text;
+  // One series per node, for its current state only.
+  EXPECT_EQ(text.find("shoal_node_state{node=\"gpu01\",state=\"down\"}"), std::string::npos);
+  EXPECT_NE(text.find("shoal_node_heartbeat_age_seconds{node=\"gpu01\"} 3\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("shoal_node_heartbeat_age_seconds{node=\"gpu02\"} 4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("shoal_node_gpus{node=\"gpu01\",model=\"H100-SXM-80GB\"} 2\n"),
+            std::string::npos);
+  // gpu01's two GPUs reported; gpu02 has sent no telemetry.
+  EXPECT_NE(text.find("shoal_gpus_reporting{model=\"H100-SXM-80GB\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("shoal_gpu_utilization_ratio{model=\"H100-SXM-80GB\"} 0.435\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("shoal_gpu_power_watts{model=\"H100-SXM-80GB\"} 720\n"), std::string::npos);
+  EXPECT_NE(text.find("shoal_gpu_memory_used_bytes{model=\"H100-SXM-80GB\"} 41943040000\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("shoal_gpus{model=\"H100-SXM-80GB\",state=\"allocated\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("shoal_job_gpu_idle{hpc_job=\"1\",user=\"alice\",account=\"\"} 0\n"),
+            std::string::npos);
+  ExpectEveryFamilyTyped(text);
+  // Lines grow with nodes, not with GPUs x fields: the per-GPU view adds 11
+  // series for each GPU that reports.
+  const std::string per_gpu =
+      RenderMetrics(c_.Metrics(), LoopStats{}, At(4), MetricsOptions{.per_gpu = true});
+  EXPECT_EQ(
+      std::count(per_gpu.begin(), per_gpu.end(), '\n') - std::count(text.begin(), text.end(), '\n'),
+      11 * 2 + 11 * 2)
+      << "11 families of HELP and TYPE lines, 11 samples for each of the 2 GPUs";
+}
+
 TEST_F(MetricsTest, DcgmNamesLabelsAndValues) {
   ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode("gpu01", 2), At(0)).ok());
   const JobId job = StartJob(1);
   Beat(1, job, {Report(0, 87, 40000, 650, 5000), Report(1, 0, 0, 70, 100)});
-  const std::string text = RenderMetrics(c_.Metrics(), LoopStats{}, At(2));
+  const MetricsOptions per_gpu{.per_gpu = true};
+  const std::string text = RenderMetrics(c_.Metrics(), LoopStats{}, At(2), per_gpu);
 
   EXPECT_NE(text.find("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n# TYPE "
                       "DCGM_FI_DEV_GPU_UTIL gauge\n"),
@@ -123,31 +196,15 @@ TEST_F(MetricsTest, DcgmNamesLabelsAndValues) {
             std::string::npos);
   // A node that stops answering shows no stale readings.
   c_.Tick(At(100));
-  const std::string later = RenderMetrics(c_.Metrics(), LoopStats{}, At(100));
+  const std::string later = RenderMetrics(c_.Metrics(), LoopStats{}, At(100), per_gpu);
   EXPECT_EQ(later.find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos);
   EXPECT_NE(later.find("shoal_nodes{state=\"down\"} 1\n"), std::string::npos);
   EXPECT_NE(later.find("shoal_gpus{model=\"H100-SXM-80GB\",state=\"unavailable\"} 2\n"),
             std::string::npos);
-  // Every sample's family has HELP and TYPE lines before it.
-  std::set<std::string> typed;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (line.rfind("# TYPE ", 0) == 0) {
-      typed.insert(line.substr(7, line.find(' ', 7) - 7));
-    } else if (line[0] != '#') {
-      std::string name = line.substr(0, line.find_first_of("{ "));
-      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
-        if (!typed.count(name) && name.size() > strlen(suffix) &&
-            name.compare(name.size() - strlen(suffix), std::string::npos, suffix) == 0) {
-          name.resize(name.size() - strlen(suffix));
-        }
-      }
-      EXPECT_TRUE(typed.count(name)) << line;
-    }
-  }
+  EXPECT_NE(later.find("shoal_node_state{node=\"gpu01\",state=\"down\"} 1\n"), std::string::npos);
+  EXPECT_EQ(later.find("shoal_gpus_reporting{"), std::string::npos)
+      << "no GPU of a node that is down reports";
+  ExpectEveryFamilyTyped(text);
 }
 
 TEST_F(MetricsTest, EfficiencyAccumulatesAndIdleJobsAreCancelled) {

@@ -6,6 +6,8 @@
 
 #include <httplib.h>
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "api/json.h"
@@ -100,6 +102,26 @@ inline Result<JobId> JobIdOf(const httplib::Request& req) {
   if (!v.ok() || *v <= 0) return InvalidArgument("bad job id");
   return JobId(static_cast<uint64_t>(*v));
 }
+
+// One page of a listing: its objects' JSON, comma-separated, and the cursor
+// of the page after it (a job id, a node name), none on the last page.
+struct ListingPage {
+  std::string objects;
+  std::optional<Json> next_after;
+};
+// A listing's `limit` parameter (1 to state::kMaxHistoryLimit), or
+// `stream_page` when the request has none (then every page is sent).
+Result<size_t> PageLimit(const httplib::Request& req, size_t stream_page);
+// Reads the page after a cursor (on an HTTP thread, reaching the loop once).
+using PageReader = std::function<Result<ListingPage>(const Json& after)>;
+// Answers a listing as {"KEY": [...], "next_after": cursor}: `first` alone
+// when `paged` (the cursor while more follow), else every page, streamed
+// one at a time so that neither the server nor the loop holds the whole
+// listing. A page that cannot be read ends the connection before the
+// closing bracket: the client sees a broken listing, never a short one
+// that looks whole.
+void ReplyListing(httplib::Response& res, const std::string& key, bool paged, ListingPage first,
+                  PageReader next);
 
 // Each adds its resource's routes to `http`; `ctx` must outlive `http`.
 void AddJobRoutes(httplib::Server& http, const Context& ctx);      // jobs, their logs, history

@@ -82,18 +82,11 @@ void SubmitBatch(const Context& ctx, const Identity& who, const httplib::Request
         201);
 }
 
-// One page of a job listing: the jobs' JSON objects, comma-separated, in id
-// order, and the next page's cursor (none on the last page).
-struct JobPage {
-  std::string objects;
-  std::optional<uint64_t> next_after;
-};
-
 // The page of jobs `f` selects after f.after, at most f.limit (>= 1) of them:
 // the controller's, merged with the finished ones only the store still has
 // when finished states are asked for (server/job_pages.h). `brief`: without
 // their commands, scripts, arguments and environments.
-Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f, bool brief) {
+Result<ListingPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f, bool brief) {
   const size_t limit = f.limit;
   state::HistoryQuery q;
   for (JobState s : f.states) {
@@ -138,7 +131,8 @@ Result<JobPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f
   if (controller_ids.size() > limit) controller_bound = controller_ids.back();
   const PageCut cut = CutPage({controller_ids, controller_bound}, {store_ids, store_bound}, limit);
   // The JSON is built here, off the loop's thread, one job at a time.
-  JobPage page{"", cut.next_after};
+  ListingPage page;
+  if (cut.next_after) page.next_after = Json(*cut.next_after);
   size_t c = 0, s = 0;
   while (c < cut.from_controller || s < cut.from_store) {
     if (!page.objects.empty()) page.objects += ',';
@@ -175,15 +169,9 @@ void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& r
     f.ended_since = TimeFromSeconds(*v);
   }
   const bool paged = req.has_param("limit");
-  f.limit = kStreamPage;
-  if (paged) {
-    auto v = ParseInt(req.get_param_value("limit"));
-    if (!v.ok() || *v < 1 || *v > state::kMaxHistoryLimit) {
-      return Reply(res, InvalidArgument(fmt::format("limit must be a number from 1 to {}",
-                                                    state::kMaxHistoryLimit)));
-    }
-    f.limit = static_cast<size_t>(*v);
-  }
+  auto limit = PageLimit(req, kStreamPage);
+  if (!limit.ok()) return Reply(res, limit.status());
+  f.limit = *limit;
   if (req.has_param("after")) {
     auto v = ParseInt(req.get_param_value("after"));
     if (!v.ok() || *v < 0) return Reply(res, InvalidArgument("after must be a job id"));
@@ -192,47 +180,11 @@ void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& r
   const bool brief = req.get_param_value("brief") == "1";
   auto first = ReadJobPage(ctx, who, f, brief);
   if (!first.ok()) return Reply(res, first.status());
-  res.status = 200;
-  if (paged || !first->next_after) {
-    std::string body = "{\"jobs\":[" + first->objects + "]";
-    if (paged && first->next_after) body += fmt::format(",\"next_after\":{}", *first->next_after);
-    res.set_content(body + "}", "application/json");
-    return;
-  }
-  // The rest a page at a time. A page that cannot be read ends the
-  // connection before the closing bracket: the client sees a broken listing,
-  // never a short one that looks whole.
-  struct Stream {
-    JobFilter filter;
-    bool brief;
-    JobPage next;
-    bool opened = false;
-    bool any = false;  // an object written: the next one needs a comma
-  };
-  auto st = std::make_shared<Stream>(Stream{f, brief, std::move(*first)});
-  res.set_chunked_content_provider("application/json",
-                                   [&ctx, who, st](size_t, httplib::DataSink& sink) {
-                                     std::string chunk;
-                                     if (!st->opened) {
-                                       st->opened = true;
-                                       chunk = "{\"jobs\":[";
-                                     } else if (!st->next.next_after) {
-                                       sink.write("]}", 2);
-                                       sink.done();
-                                       return true;
-                                     } else {
-                                       st->filter.after = *st->next.next_after;
-                                       auto page = ReadJobPage(ctx, who, st->filter, st->brief);
-                                       if (!page.ok()) return false;
-                                       st->next = std::move(*page);
-                                     }
-                                     if (!st->next.objects.empty()) {
-                                       if (st->any) chunk += ',';
-                                       chunk += st->next.objects;
-                                       st->any = true;
-                                     }
-                                     return chunk.empty() || sink.write(chunk.data(), chunk.size());
-                                   });
+  ReplyListing(res, "jobs", paged, std::move(*first), [&ctx, who, f, brief](const Json& after) {
+    JobFilter next = f;
+    next.after = after.get<uint64_t>();
+    return ReadJobPage(ctx, who, next, brief);
+  });
 }
 
 void ShowJob(const Context& ctx, const Identity& who, const httplib::Request& req,

@@ -52,7 +52,9 @@ void Metrics(const Context& ctx, const httplib::Request& req, httplib::Response&
       [](Controller& c, Time) -> Result<MetricsView> { return c.Metrics(); });
   if (!view.ok()) return Reply(res, view.status());
   res.status = 200;
-  res.set_content(RenderMetrics(*view, ctx.loop.Stats(), ctx.clock.Now()), kMetricsContentType);
+  res.set_content(RenderMetrics(*view, ctx.loop.Stats(), ctx.clock.Now(),
+                                {.per_gpu = ctx.options.metrics_per_gpu}),
+                  kMetricsContentType);
 }
 
 void LoopStatistics(const Context& ctx, const Identity& who, const httplib::Request&,

@@ -13,11 +13,51 @@ namespace shoal::server::routes {
 
 namespace {
 
-void ListNodes(const Context& ctx, const Identity&, const httplib::Request&,
-               httplib::Response& res) {
-  Reply(res, ctx.loop.Call<Json>([](Controller& c, Time) -> Result<Json> {
-    return Json{{"nodes", c.NodesJson()}};
+// The page of nodes `f` selects: captured on the loop, written as JSON here.
+Result<ListingPage> ReadNodePage(const Context& ctx, const NodeFilter& f) {
+  SHOAL_ASSIGN_OR_RETURN(NodePage nodes, ctx.loop.Call<NodePage>([f](Controller& c, Time) {
+    return Result<NodePage>(c.ListNodes(f));
   }));
+  ListingPage page;
+  for (const NodeView& v : nodes.nodes) {
+    if (!page.objects.empty()) page.objects += ',';
+    page.objects += NodeViewJson(v).dump();
+  }
+  if (nodes.next_after) page.next_after = Json(*nodes.next_after);
+  return page;
+}
+
+// GET /v1/nodes?state=&partition=&model=&limit=&after=: with `limit`, one page
+// in name order ({"nodes": [...], "next_after": name} while more follow);
+// without, every node, streamed a page at a time. ?summary=1: nodes and GPUs
+// by model and state instead.
+void ListNodes(const Context& ctx, const Identity&, const httplib::Request& req,
+               httplib::Response& res) {
+  constexpr size_t kStreamPage = 500;
+  if (req.get_param_value("summary") == "1") {
+    return Reply(res, ctx.loop.Call<Json>(
+                          [](Controller& c, Time) -> Result<Json> { return c.NodeSummary(); }));
+  }
+  NodeFilter f;
+  if (req.has_param("state")) {
+    auto state = ParseNodeState(req.get_param_value("state"));
+    if (!state.ok()) return Reply(res, state.status());
+    f.state = *state;
+  }
+  f.partition = req.get_param_value("partition");
+  f.model = req.get_param_value("model");
+  f.after = req.get_param_value("after");
+  const bool paged = req.has_param("limit");
+  auto limit = PageLimit(req, kStreamPage);
+  if (!limit.ok()) return Reply(res, limit.status());
+  f.limit = *limit;
+  auto first = ReadNodePage(ctx, f);
+  if (!first.ok()) return Reply(res, first.status());
+  ReplyListing(res, "nodes", paged, std::move(*first), [&ctx, f](const Json& after) {
+    NodeFilter next = f;
+    next.after = after.get<std::string>();
+    return ReadNodePage(ctx, next);
+  });
 }
 
 void ShowNode(const Context& ctx, const Identity&, const httplib::Request& req,

@@ -46,6 +46,10 @@ struct ServerOptions {
   // GET /metrics without a token (for a Prometheus that has none). The
   // metrics name nodes, users, accounts and job ids.
   bool metrics_public = false;
+  // Every GPU's dcgm-exporter series on GET /metrics too (O(GPUs) lines),
+  // for a small cluster whose Prometheus scrapes only the controller. Off:
+  // the agents serve them, one target per node (docs/metrics.md).
+  bool metrics_per_gpu = false;
   // The least time between two samples of a GPU's time series (tests shorten it).
   Duration series_interval = std::chrono::seconds(10);
   // Off in the library (tests, `shoal up`); `shoal server` turns it on

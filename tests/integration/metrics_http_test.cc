@@ -28,10 +28,11 @@ class MetricsHttpTest : public ::testing::Test {
  protected:
   static constexpr Duration kSeriesInterval = std::chrono::seconds(1);
 
-  void Start(bool metrics_public) {
+  void Start(bool metrics_public, bool per_gpu = false) {
     server::ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.metrics_public = metrics_public;
+    o.metrics_per_gpu = per_gpu;
     o.series_interval = kSeriesInterval;
     o.loop.pass_interval = milliseconds(2);
     o.loop.tick_interval = milliseconds(50);
@@ -104,14 +105,32 @@ TEST_F(MetricsHttpTest, ScrapeNeedsATokenAndShowsTheTelemetrySent) {
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->status, 200);
   EXPECT_EQ(r->headers["Content-Type"], "text/plain; version=0.0.4; charset=utf-8");
+  // By default the controller keeps to aggregates and one line per node and
+  // family: per-GPU series are the agents'.
+  EXPECT_EQ(r->body.find("DCGM_FI_"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("shoal_node_state{node=\"gpu01\",state=\"up\"} 1\n"), std::string::npos)
+      << r->body;
+  EXPECT_NE(r->body.find("shoal_gpu_utilization_ratio{model=\"H100-SXM-80GB\"} 0.2125\n"),
+            std::string::npos)
+      << r->body;
+  EXPECT_NE(r->body.find("shoal_nodes{state=\"up\"} 1\n"), std::string::npos);
+  alice.reset();
+}
+
+TEST_F(MetricsHttpTest, PerGpuSeriesWhenAskedFor) {
+  Start(false, /*per_gpu=*/true);
+  RegisterNode();
+  Beat(42.5);
+  auto r = admin_->Get("/metrics");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200);
   EXPECT_NE(r->body.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\",device=\"nvidia0\","
                          "modelName=\"H100-SXM-80GB\","
                          "Hostname=\"gpu01\",hostname=\"gpu01\"} 42.5\n"),
             std::string::npos)
       << r->body;
   EXPECT_NE(r->body.find("DCGM_FI_DEV_POWER_USAGE{gpu=\"1\""), std::string::npos);
-  EXPECT_NE(r->body.find("shoal_nodes{state=\"up\"} 1\n"), std::string::npos);
-  alice.reset();
+  EXPECT_NE(r->body.find("shoal_node_state{node=\"gpu01\",state=\"up\"} 1\n"), std::string::npos);
 }
 
 TEST_F(MetricsHttpTest, PublicMetricsNeedNoToken) {
@@ -121,7 +140,9 @@ TEST_F(MetricsHttpTest, PublicMetricsNeedNoToken) {
   auto r = anonymous_->Get("/metrics");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 200);
-  EXPECT_NE(r->body.find("} 7\n"), std::string::npos);
+  EXPECT_NE(r->body.find("shoal_gpu_utilization_ratio{model=\"H100-SXM-80GB\"} 0.035\n"),
+            std::string::npos)
+      << r->body;
   // The API itself still needs one.
   EXPECT_EQ(anonymous_->Get("/v1/cluster/series")->status, 401);
 }

@@ -3,7 +3,8 @@
 # agent` processes on loopback: plain HTTP to a TLS listener, a client that
 # trusts another CA, join tokens used twice, expired tokens, one node's
 # certificate acting for another, the node token over TLS, a node submitting
-# jobs, strangers and nodes giving an agent orders, a re-keyed node's old
+# jobs, strangers and nodes giving an agent orders or reading its metrics
+# (unless they are public), a re-keyed node's old
 # certificate, and a connection that never finishes its handshake. A job
 # runs and its log is read through the controller's mutual TLS to the agent.
 set -u
@@ -87,7 +88,7 @@ check "a token bound to n3 cannot join as n4" 1 "for node n3, not n4" -- \
 check "an unbound token cannot take a joined node's name" 1 "has joined already" -- \
   "$SHOAL" agent --server "$URL" --name n1 --join-token "$(join_token)" \
   --ca-fingerprint "$FINGERPRINT" --state-dir "$TMP/n1-thief" --listen 127.0.0.1:0 --gpus simulated:dgx-h100
-start_agent n2 --join-token "$(join_token --node n2)" --ca-fingerprint "$FINGERPRINT"
+start_agent n2 --join-token "$(join_token --node n2)" --ca-fingerprint "$FINGERPRINT" --metrics-public
 wait_up n2 || { echo "FAIL n2 did not join"; cat "$TMP/n2.log"; exit 1; }
 echo "ok   n2 joined, checking the CA by its fingerprint"
 check "the node key never left the node" 0 "" -- test "$(stat -c %a "$TMP/n2/tls/node.key")" = 600
@@ -122,6 +123,19 @@ expect_code "another node cannot give the agent orders" 401 $N2 -X POST -d '{}' 
 expect_code "plain HTTP to the agent gets no answer" 000 -X POST -d '{}' "http://$AGENT/v1/launch"
 expect_code "the controller's own certificate may" 400 --cacert "$CA" --cert "$SHOAL_STATE_DIR/tls/server.crt" \
   --key "$SHOAL_STATE_DIR/tls/server.key" -X POST -d '{}' "https://$AGENT/v1/launch"
+
+# An agent's /metrics: the controller's only, unless metrics_public; then
+# anyone who trusts the cluster CA reads it without a certificate, and
+# nothing else of the agent opens up.
+expect_code "a stranger cannot read n1's metrics" 000 --cacert "$CA" "https://$AGENT/metrics"
+expect_code "the controller's certificate may" 200 --cacert "$CA" --cert "$SHOAL_STATE_DIR/tls/server.crt" \
+  --key "$SHOAL_STATE_DIR/tls/server.key" "https://$AGENT/metrics"
+AGENT2=$(grep -o 'listening on [^ ,]*' "$TMP/n2.log" | head -1 | sed 's/listening on //')
+expect_code "anyone reads n2's public metrics" 200 --cacert "$CA" "https://$AGENT2/metrics"
+for _ in $(seq 50); do grep -q DCGM_FI_DEV_GPU_UTIL "$TMP/body" && break; sleep 0.1; code --cacert "$CA" "https://$AGENT2/metrics" > /dev/null; done
+body_has "  ... with its GPUs" 'DCGM_FI_DEV_GPU_UTIL{gpu="0",.*Hostname="n2"'
+expect_code "  ... but cannot give it orders" 401 --cacert "$CA" -X POST -d '{}' "https://$AGENT2/v1/launch"
+expect_code "  ... nor read its jobs' output" 401 --cacert "$CA" "https://$AGENT2/v1/jobs/1/output"
 
 # Bodies over TLS: refused before they are read, as on plain HTTP.
 expect_code "chunked body over TLS" 411 --cacert "$CA" -X POST -H 'Transfer-Encoding: chunked' \

@@ -110,6 +110,8 @@ typedef struct nvmlPciInfo_st {
 // "Device Queries" / buffer sizes for nvmlDeviceGetName and nvmlDeviceGetUUID.
 #define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+// "System Queries" / the buffer size for nvmlSystemGetDriverVersion.
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
 
 // "NvLink Methods": links are numbered 0 .. NVML_NVLINK_MAX_LINKS-1 (18 from
 // Hopper on; older GPUs answer NVML_ERROR_INVALID_ARGUMENT past their last).
@@ -143,6 +145,9 @@ nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);
 // "Error reporting".
 const char* nvmlErrorString(nvmlReturn_t result);
+
+// "System Queries".
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length);
 
 // "Device Queries".
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount);

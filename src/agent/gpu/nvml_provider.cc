@@ -53,6 +53,7 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetUUID) nvmlDeviceGetUUID = nullptr;
   decltype(&::nvmlDeviceGetMemoryInfo) nvmlDeviceGetMemoryInfo = nullptr;
   // Optional from here on.
+  decltype(&::nvmlSystemGetDriverVersion) nvmlSystemGetDriverVersion = nullptr;
   decltype(&::nvmlDeviceGetUtilizationRates) nvmlDeviceGetUtilizationRates = nullptr;
   decltype(&::nvmlDeviceGetTemperature) nvmlDeviceGetTemperature = nullptr;
   decltype(&::nvmlDeviceGetTemperatureThreshold) nvmlDeviceGetTemperatureThreshold = nullptr;
@@ -93,6 +94,7 @@ std::string ResolveAll(void* library, NvmlApi& api) {
   SHOAL_NVML_RESOLVE(nvmlDeviceGetName);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetUUID);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetMemoryInfo);
+  SHOAL_NVML_RESOLVE(nvmlSystemGetDriverVersion);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetUtilizationRates);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetTemperature);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetTemperatureThreshold);
@@ -262,10 +264,16 @@ class NvmlProvider final : public GpuProvider {
     std::vector<GpuDevice> gpus;
     std::vector<PciKey> pci_keys;
     gpus.reserve(devices_.size());
+    // The driver's version, for the exporter's DCGM_FI_DRIVER_VERSION label.
+    std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE> driver{};
+    if (CallOptional(api_.nvmlSystemGetDriverVersion, driver.data(),
+                     static_cast<unsigned int>(driver.size())) != NVML_SUCCESS)
+      driver[0] = '\0';
     for (size_t i = 0; i < devices_.size(); ++i) {
       nvmlDevice_t h = devices_[i].handle;
       GpuDevice gpu;
       gpu.index = static_cast<int>(i);
+      gpu.driver_version = driver.data();
 
       std::array<char, NVML_DEVICE_NAME_V2_BUFFER_SIZE> name{};
       nvmlReturn_t rc = api_.nvmlDeviceGetName(h, name.data(), name.size());

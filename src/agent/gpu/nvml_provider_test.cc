@@ -111,6 +111,7 @@ TEST_F(NvmlProviderTest, DiscoversADgxH100) {
   EXPECT_EQ(d.uuid, "GPU-00000000-0000-0000-0000-000000000002");
   EXPECT_EQ(d.memory_mib, 81559);
   EXPECT_EQ(d.pci_bus_id, "00000000:52:00.0");
+  EXPECT_EQ(d.driver_version, "550.54.15");
   EXPECT_DOUBLE_EQ(d.power_limit_w, 700);
   EXPECT_DOUBLE_EQ(d.temperature_limit_c, 87);
   EXPECT_FALSE(d.mig_enabled);
@@ -170,6 +171,7 @@ TEST_F(NvmlProviderTest, CallsEveryDeclaredFunction) {
       "nvmlInit_v2",
       "nvmlShutdown",
       "nvmlErrorString",
+      "nvmlSystemGetDriverVersion",
       "nvmlDeviceGetCount_v2",
       "nvmlDeviceGetHandleByIndex_v2",
       "nvmlDeviceGetName",
@@ -255,6 +257,7 @@ TEST_F(NvmlProviderTest, UnsupportedQueriesLeaveFieldsZero) {
   for (const GpuDevice& d : *devices) {
     EXPECT_EQ(d.model, "H100-SXM-80GB");  // required queries still answer
     EXPECT_EQ(d.pci_bus_id, "");
+    EXPECT_EQ(d.driver_version, "");
     EXPECT_EQ(d.nvlink_island, d.index);  // nothing known joins GPUs
     EXPECT_EQ(d.power_limit_w, 0);
     EXPECT_EQ(d.temperature_limit_c, 0);

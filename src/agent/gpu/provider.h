@@ -30,6 +30,7 @@ struct GpuDevice {
   bool mig_enabled = false;
   double power_limit_w = 0;
   double temperature_limit_c = 0;  // slowdown threshold; 0: unknown
+  std::string driver_version;      // "550.54.15"; empty: unknown
 };
 
 // One reading of one GPU. Counters (ECC, XID, energy) are totals since the

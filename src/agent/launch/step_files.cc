@@ -80,6 +80,7 @@ std::string EncodeRequest(const SupervisorRequest& request) {
       {"job", s.job},
       {"epoch", s.epoch},
       {"user", s.user},
+      {"job_account", s.job_account},
       {"job_name", s.job_name},
       {"command", s.command},
       {"script", s.script},
@@ -156,6 +157,7 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     s.array_job_id = j.value("array_job_id", uint64_t{0});
     s.array_task_id = j.value("array_task_id", -1);
     s.requeueable = j.value("requeueable", false);
+    s.job_account = j.value("job_account", std::string());
     s.step = j.value("step", uint32_t{0});
     s.batch = j.value("batch", false);
     s.has_batch_step = j.value("has_batch_step", false);

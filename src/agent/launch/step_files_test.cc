@@ -24,6 +24,7 @@ TEST(StepFiles, RequestRoundTrip) {
   r.step.job = 9;
   r.step.epoch = 2;
   r.step.user = "alice";
+  r.step.job_account = "physics";
   r.step.command = "echo \"hi\"\n";
   r.step.script = true;
   r.step.env = {"A=1"};
@@ -41,6 +42,7 @@ TEST(StepFiles, RequestRoundTrip) {
   Result<SupervisorRequest> back = DecodeRequest(EncodeRequest(r));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->step.command, r.step.command);
+  EXPECT_EQ(back->step.job_account, "physics");
   EXPECT_EQ(back->step.tasks_per_node, r.step.tasks_per_node);
   EXPECT_EQ(back->step.grace, Duration(2500));
   EXPECT_EQ(back->account.groups, r.account.groups);

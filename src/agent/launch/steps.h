@@ -55,6 +55,9 @@ struct StepRequest {
   // come first on the tasks' PATH); empty: no such commands.
   std::string slurm_commands;
   std::string user;  // the job's owner; resolved to uid/gid with getpwnam
+  // The job's Shoal account (not a host account): the agent's /metrics
+  // labels the step's GPUs with it.
+  std::string job_account;
   std::string job_name;
   std::string command;  // shell command, or the batch script's text when `script`
   bool script = false;

@@ -113,6 +113,7 @@ void fake_nvml_reset(void) {
   g_state.event_sets_open = event_sets_open;
   g_calls.clear();
   g_state.device_count = 8;
+  std::snprintf(g_state.driver_version, sizeof g_state.driver_version, "550.54.15");
   for (unsigned int i = 0; i < 8; ++i) {
     FakeNvmlGpu& g = g_state.gpus[i];
     std::snprintf(g.name, sizeof g.name, "NVIDIA H100 80GB HBM3");
@@ -176,6 +177,13 @@ const char* nvmlErrorString(nvmlReturn_t result) {
     default:
       return "Unknown Error";
   }
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  Count(__func__);
+  if (g_state.init_depth <= 0) return NVML_ERROR_UNINITIALIZED;
+  if (g_state.optional_fail != 0) return static_cast<nvmlReturn_t>(g_state.optional_fail);
+  return CopyString(g_state.driver_version, version, length);
 }
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount) {

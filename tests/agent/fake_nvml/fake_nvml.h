@@ -59,6 +59,7 @@ struct FakeNvmlState {
   int init_result;    // what nvmlInit_v2 returns (an nvmlReturn_t)
   int optional_fail;  // non-zero: every optional query answers this code
   unsigned int device_count;
+  char driver_version[80];  // nvmlSystemGetDriverVersion
   struct FakeNvmlGpu gpus[FAKE_NVML_MAX_GPUS];
   // XID events not yet taken by nvmlEventSetWait_v2, oldest first.
   unsigned int xid_count;

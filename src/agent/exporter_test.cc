@@ -1,0 +1,78 @@
+// The agent's /metrics text: dcgm-exporter's labels for each sampled GPU,
+// and the jobs that hold it.
+#include "agent/exporter.h"
+
+#include <gtest/gtest.h>
+
+namespace shoal::agent {
+namespace {
+
+GpuDevice Device(int index) {
+  GpuDevice d;
+  d.index = index;
+  d.uuid = "GPU-" + std::to_string(index);
+  d.model = "H100-SXM-80GB";
+  d.pci_bus_id = "00000000:1" + std::to_string(index) + ":00.0";
+  d.driver_version = "550.54.15";
+  return d;
+}
+
+GpuSample Reading(int index, double util) {
+  GpuSample s;
+  s.index = index;
+  s.util_pct = util;
+  s.fb_used_mib = 1024;
+  s.energy_j = 2.5;
+  return s;
+}
+
+TEST(NodeMetricsTest, DcgmLabelsAndJobs) {
+  const std::vector<GpuDevice> devices = {Device(0), Device(1), Device(2)};
+  // Job 7's two steps on GPU 0 (labelled once); jobs 9 and 8 share GPU 1.
+  const std::vector<GpuHold> holds = {{9, "bob", "bio", {1}},
+                                      {7, "alice", "physics", {0}},
+                                      {7, "alice", "physics", {0}},
+                                      {8, "carol", "", {1}}};
+  const std::string text =
+      RenderNodeMetrics("gpu01", devices, {Reading(0, 87), Reading(1, 12.5), Reading(2, 0)}, holds);
+  EXPECT_NE(text.find("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n"
+                      "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\",pci_bus_id=\"00000000:10:00.0\","
+                "device=\"nvidia0\",modelName=\"H100-SXM-80GB\",Hostname=\"gpu01\","
+                "hostname=\"gpu01\",DCGM_FI_DRIVER_VERSION=\"550.54.15\",hpc_job=\"7\","
+                "user=\"alice\",account=\"physics\"} 87\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find(",hpc_job=\"8,9\",user=\"carol,bob\",account=\",bio\"} 12.5\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"2\",UUID=\"GPU-2\",pci_bus_id=\"00000000:12:00.0\","
+                "device=\"nvidia2\",modelName=\"H100-SXM-80GB\",Hostname=\"gpu01\","
+                "hostname=\"gpu01\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 0\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\""), std::string::npos);
+  EXPECT_NE(text.find("} 2500\n"), std::string::npos) << "2.5 J in mJ";
+  EXPECT_NE(text.find("DCGM_FI_DEV_FB_USED{gpu=\"1\""), std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"), std::string::npos);
+}
+
+TEST(NodeMetricsTest, NothingBeforeTheFirstSampleAndUnknownGpusLeftOut) {
+  EXPECT_EQ(RenderNodeMetrics("gpu01", {Device(0)}, {}, {}), "");
+  GpuDevice bare = Device(0);
+  bare.pci_bus_id.clear();
+  bare.driver_version.clear();
+  const std::string text = RenderNodeMetrics("gpu01", {bare}, {Reading(0, 1), Reading(5, 1)}, {});
+  EXPECT_EQ(text.find("gpu=\"5\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("pci_bus_id"), std::string::npos) << "unknown labels are left out";
+  EXPECT_EQ(text.find("DCGM_FI_DRIVER_VERSION"), std::string::npos);
+  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\",device=\"nvidia0\","),
+            std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace shoal::agent

@@ -1,0 +1,123 @@
+// shoal nodes: every node of a small cluster; on a large one (over
+// kListUpTo nodes) its nodes and GPUs by model and state, unless asked for
+// every node (--all) or some (--state, --partition, --model).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "cli/json_fields.h"
+#include "cli/server_command.h"
+#include "core/cluster.h"
+#include "core/strings.h"
+
+namespace shoal::cli {
+
+namespace {
+
+using api::Json;
+
+// Larger clusters are summarised unless asked: a table of 10,000 rows
+// helps no one at a terminal (sinfo summarises too; sinfo -N lists).
+constexpr int kListUpTo = 64;
+
+int PrintSummary(const Json& s) {
+  std::vector<std::vector<std::string>> rows;
+  for (const Json& r : s["summary"]) {
+    rows.push_back({Str(r, "model").empty() ? "-" : Str(r, "model"), Str(r, "state"),
+                    fmt::format("{:g}", Num(r, "nodes")),
+                    fmt::format("{:g}/{:g}", Num(r, "gpus_used"), Num(r, "gpus"))});
+  }
+  std::printf("%s", Table({"MODEL", "STATE", "NODES", "GPUS USED"}, rows).c_str());
+  std::printf("%g nodes; `shoal nodes --all` lists each, --state down those down\n",
+              Num(s, "nodes"));
+  return kExitOk;
+}
+
+int PrintNodes(const Json& list) {
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, std::pair<int, int>> by_model;
+  for (const Json& n : list["nodes"]) {
+    const int total = static_cast<int>(n["gpus"].size());
+    const int used = static_cast<int>(Num(n, "gpus_used"));
+    const std::string model = total > 0 ? Str(n["gpus"][0], "model") : "-";
+    by_model[model].first += used;
+    by_model[model].second += total;
+    std::vector<std::string> parts;
+    for (const Json& p : n["partitions"])
+      parts.push_back(p.get<std::string>());
+    rows.push_back(
+        {Str(n, "name"), Str(n, "state"), fmt::format("{}/{}", used, total), model,
+         fmt::format("{:g}", Num(n, "cpus")),
+         FormatMemoryMib(static_cast<int64_t>(Num(n, "memory_mib"))), Join(parts, ","),
+         Str(n, "state_reason") +
+             (n.contains("unhealthy_gpus") ? " unhealthy GPUs " + Str(n, "unhealthy_gpus") : "")});
+  }
+  std::printf(
+      "%s",
+      Table({"NODE", "STATE", "GPUS USED", "MODEL", "CPUS", "MEMORY", "PARTITIONS", "REASON"}, rows)
+          .c_str());
+  for (const auto& [model, uf] : by_model)
+    std::printf("%s: %d of %d GPUs in use\n", model.c_str(), uf.first, uf.second);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunNodes(const std::vector<std::string>& raw) {
+  ServerCommand cmd("nodes",
+                    "The nodes: their state, GPUs in use, CPUs, memory and partitions. A cluster "
+                    "of more than 64 nodes is summarised by GPU model and state unless --all or a "
+                    "filter asks for nodes.");
+  bool all = false, summary = false;
+  std::string state, partition, model;
+  cmd.app().add_flag("-a,--all,-N", all, "list every node, however many");
+  cmd.app().add_flag("-s,--summary", summary, "nodes and GPUs by GPU model and state only");
+  cmd.app()
+      .add_option("-t,--state", state, "only nodes in this state (up, draining, drained, down)")
+      ->type_name("STATE");
+  cmd.app()
+      .add_option("-p,--partition", partition, "only nodes of this partition")
+      ->type_name("NAME");
+  cmd.app().add_option("--model", model, "only nodes with this GPU model")->type_name("MODEL");
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
+    if (!state.empty()) {
+      auto s = ParseNodeState(state);
+      if (!s.ok()) return Fail("nodes", s.status());
+      state = std::string(NodeStateName(*s));
+    }
+    for (const std::string* v : {&partition, &model}) {
+      if (!v->empty() && !IsValidNodeName(*v))
+        return Fail("nodes", InvalidArgument(fmt::format("'{}' is not a name", *v)));
+    }
+    const bool filtered = !state.empty() || !partition.empty() || !model.empty();
+    if (!all && !filtered) {
+      auto s = c.Get("/v1/nodes?summary=1");
+      if (!s.ok()) return Fail("nodes", s.status());
+      if (summary || Num(*s, "nodes") > kListUpTo) {
+        if (cmd.flags().json) {
+          std::printf("%s\n", s->dump(2).c_str());
+          return kExitOk;
+        }
+        return PrintSummary(*s);
+      }
+    }
+    std::vector<std::string> query;
+    if (!state.empty()) query.push_back("state=" + state);
+    if (!partition.empty()) query.push_back("partition=" + partition);
+    if (!model.empty()) query.push_back("model=" + model);
+    auto r = c.Get("/v1/nodes" + (query.empty() ? "" : "?" + Join(query, "&")));
+    if (!r.ok()) return Fail("nodes", r.status());
+    if (cmd.flags().json) {
+      std::printf("%s\n", r->dump(2).c_str());
+      return kExitOk;
+    }
+    return PrintNodes(*r);
+  });
+}
+
+}  // namespace shoal::cli

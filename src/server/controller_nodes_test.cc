@@ -1,0 +1,141 @@
+// The controller's nodes at fleet scale: listings by page and filter, the
+// summary by model and state, the heartbeat interval it asks of a large
+// fleet, and registrations that reach the scheduler once per pass.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/controller_testing.h"
+
+namespace shoal::server {
+namespace {
+
+using namespace testing;  // NOLINT
+
+class ControllerNodesTest : public ControllerFixture {};
+
+std::vector<std::string> Names(const NodePage& page) {
+  std::vector<std::string> out;
+  for (const NodeView& v : page.nodes)
+    out.push_back(v.node.name);
+  return out;
+}
+
+TEST_F(ControllerNodesTest, ListingsComeInPagesInNameOrderAndFilter) {
+  for (const char* name : {"n3", "n1", "n5", "n2", "n4"})
+    Register(name);
+  ASSERT_TRUE(c_.Drain(kAdmin, "n2", "bad fan", At(1)).ok());
+  ASSERT_TRUE(c_.Drain(kAdmin, "n4", "bad fan", At(1)).ok());
+
+  NodeFilter f;
+  f.limit = 2;
+  NodePage page = c_.ListNodes(f);
+  EXPECT_EQ(Names(page), (std::vector<std::string>{"n1", "n2"}));
+  ASSERT_TRUE(page.next_after.has_value());
+  f.after = *page.next_after;
+  page = c_.ListNodes(f);
+  EXPECT_EQ(Names(page), (std::vector<std::string>{"n3", "n4"}));
+  f.after = *page.next_after;
+  page = c_.ListNodes(f);
+  EXPECT_EQ(Names(page), (std::vector<std::string>{"n5"}));
+  EXPECT_FALSE(page.next_after.has_value());
+
+  NodeFilter draining;
+  draining.state = NodeState::kDraining;
+  EXPECT_EQ(Names(c_.ListNodes(draining)), (std::vector<std::string>{"n2", "n4"}));
+  NodeFilter other_model;
+  other_model.model = "A100-SXM-80GB";
+  EXPECT_TRUE(c_.ListNodes(other_model).nodes.empty());
+  NodeFilter h100;
+  h100.model = "H100-SXM-80GB";
+  h100.after = "n4";
+  EXPECT_EQ(Names(c_.ListNodes(h100)), (std::vector<std::string>{"n5"}));
+}
+
+TEST_F(ControllerNodesTest, TheSummaryCountsNodesAndGpusByModelAndState) {
+  Register("a1");
+  Register("a2");
+  Register("small", 4);
+  ASSERT_TRUE(c_.Drain(kAdmin, "a2", "maintenance", At(1)).ok());
+  const JobId id = Submit(kAlice, Spec(3), 1);
+  c_.SchedulePass(At(2));
+  ASSERT_EQ(StateOf(id), JobState::kRunning);
+
+  const api::Json s = c_.NodeSummary();
+  EXPECT_EQ(s["nodes"], 3);
+  int nodes = 0, gpus = 0, used = 0, draining = 0;
+  for (const api::Json& row : s["summary"]) {
+    EXPECT_EQ(row["model"], "H100-SXM-80GB");
+    nodes += row["nodes"].get<int>();
+    gpus += row["gpus"].get<int>();
+    used += row["gpus_used"].get<int>();
+    if (row["state"] == "draining") draining += row["nodes"].get<int>();
+  }
+  EXPECT_EQ(nodes, 3);
+  EXPECT_EQ(gpus, 20);
+  EXPECT_EQ(used, 3);
+  EXPECT_EQ(draining, 1);
+}
+
+TEST_F(ControllerNodesTest, ALargeFleetIsAskedToBeatLessOftenWithinTheNodeTimeout) {
+  ControllerConfig cfg = Config();
+  cfg.max_heartbeat_rate = 10;
+  cfg.node_timeout = std::chrono::seconds(9);
+  Controller c(cfg);
+  auto beat_s = [&](const std::string& node) {
+    auto r = c.ReceiveHeartbeat(kNodeAgent, node, Heartbeat{}, At(1));
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? (*r)["heartbeat_s"].get<double>() : -1.0;
+  };
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(c.RegisterNode(kNodeAgent, MakeNode("n" + std::to_string(i)), At(0)).ok());
+  EXPECT_DOUBLE_EQ(beat_s("n0"), 0.5);  // 5 nodes at 10 beats/s: the agents' own 1 s stands
+  for (int i = 5; i < 20; ++i)
+    ASSERT_TRUE(c.RegisterNode(kNodeAgent, MakeNode("n" + std::to_string(i)), At(0)).ok());
+  EXPECT_DOUBLE_EQ(beat_s("n0"), 2.0);
+  for (int i = 20; i < 100; ++i)
+    ASSERT_TRUE(c.RegisterNode(kNodeAgent, MakeNode("n" + std::to_string(i)), At(0)).ok());
+  EXPECT_DOUBLE_EQ(beat_s("n0"), 3.0);  // never more than a third of the node timeout
+  // The registration's answer says it too.
+  auto reg = c.RegisterNode(kNodeAgent, MakeNode("n0"), At(2));
+  ASSERT_TRUE(reg.ok());
+  EXPECT_DOUBLE_EQ((*reg)["heartbeat_s"].get<double>(), 3.0);
+}
+
+TEST_F(ControllerNodesTest, AJobForANodeThatHasJustRegisteredIsAcceptedAndRuns) {
+  Register("small", 2);
+  // Nothing could hold 8 GPUs on one node before "big" registered; the
+  // inventory is rebuilt for the submission, not at the next pass.
+  Register("big", 8, 1);
+  const JobId id = Submit(kAlice, Spec(8), 1);
+  ASSERT_NE(id, JobId(0));
+  c_.SchedulePass(At(2));
+  EXPECT_EQ(StateOf(id), JobState::kRunning);
+  EXPECT_EQ((*c_.NodeJson("big"))["gpus_used"], 8);
+  // And one that nothing holds (11 GPUs of 10) is still refused.
+  EXPECT_FALSE(c_.Submit(kAlice, Spec(11), At(3)).ok());
+}
+
+TEST_F(ControllerNodesTest, ALostNodeFailsOnlyItsOwnJobs) {
+  Register("n1");
+  Register("n2");
+  const JobId a = Submit(kAlice, Spec(8), 1);
+  const JobId b = Submit(kAlice, Spec(8), 1);
+  c_.SchedulePass(At(2));
+  ASSERT_EQ(StateOf(a), JobState::kRunning);
+  ASSERT_EQ(StateOf(b), JobState::kRunning);
+  const std::string node_of_a = (*c_.ShowJob(kAdmin, a))["allocation"][0]["node"];
+  const std::string other = node_of_a == "n1" ? "n2" : "n1";
+  // Only the other node keeps beating; the first goes silent past the timeout.
+  for (int t = 10; t <= 40; t += 10) {
+    Beat(other, t);
+    c_.Tick(At(t));
+  }
+  EXPECT_EQ((*c_.NodeJson(node_of_a))["state"], "down");
+  EXPECT_EQ(StateOf(a), JobState::kNodeFail);
+  EXPECT_EQ(StateOf(b), JobState::kRunning);
+  EXPECT_EQ((*c_.NodeJson(other))["jobs"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace shoal::server
