@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -172,6 +173,25 @@ Latency Percentiles(std::vector<double>& ms) {
   l.p99_ms = ms[std::min(ms.size() - 1, ms.size() * 99 / 100)];
   l.max_ms = ms.back();
   return l;
+}
+
+// CPU seconds of each thread of `pid` so far, by thread id.
+std::map<int, double> ThreadCpu(pid_t pid) {
+  std::map<int, double> out;
+  std::error_code ec;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(e.path() / "stat");
+    in.ignore(1024, ')');  // past the thread's name
+    std::string skip;
+    for (int field = 3; field < 14; ++field)  // stat(5): utime and stime are 14 and 15
+      in >> skip;
+    double utime = 0, stime = 0;
+    in >> utime >> stime;
+    out[std::atoi(e.path().filename().c_str())] =
+        (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }
+  return out;
 }
 
 }  // namespace shoal::acceptance

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,9 @@ class Child {
 
 // "127.0.0.1:1234" from a line such as "... listening on http://127.0.0.1:1234 ...".
 std::string AddressIn(const std::string& line);
+
+// CPU seconds of each thread of `pid` so far, by thread id (/proc/PID/task).
+std::map<int, double> ThreadCpu(pid_t pid);
 
 struct Latency {
   double p50_ms = 0, p99_ms = 0, max_ms = 0;

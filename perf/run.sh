@@ -7,7 +7,11 @@
 #  3. the controller: durable submissions/s, submit and queue latency and RSS
 #     with 100,000 jobs (perf/server_bench.cc);
 #  4. the agents: submit -> process started, jobs/s through 8 x 8 simulated
-#     GPUs, agent memory and CPU (perf/agent_bench.cc).
+#     GPUs, agent memory and CPU (perf/agent_bench.cc);
+#  5. the fleet: 1,000 and 5,000 simulated agents (8 GPUs each, in one
+#     process) against one controller: registration, heartbeats/s and the
+#     server's CPU per beat, submit latency meanwhile, lost-node detection,
+#     GET /v1/nodes and /metrics, a restart (perf/fleet_bench.cc).
 set -eu
 BUILD=${1:-build/release}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,3 +71,8 @@ echo
 echo "== agents: submit -> start latency, 2,000 trivial jobs on 8 x 8 simulated GPUs, agent RSS/CPU"
 load
 "$BUILD/perf/agent_bench" --shoal "$BUILD/src/cli/shoal" --nodes 8 --jobs 2000
+
+echo
+echo "== fleet: N simulated agents against one controller"
+load
+"$BUILD/perf/fleet_bench" --shoal "$BUILD/src/cli/shoal" --nodes 1000,5000 --heartbeat-seconds 10

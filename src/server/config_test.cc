@@ -83,5 +83,18 @@ TEST(ServerConfigTest, RendezvousPorts) {
   }
 }
 
+TEST(ServerConfigTest, MaxHeartbeatRate) {
+  ServerOptions o;
+  EXPECT_EQ(o.controller.max_heartbeat_rate, 1500);
+  ASSERT_TRUE(ApplyServerSetting("max_heartbeat_rate", "4000", o).ok());
+  EXPECT_EQ(o.controller.max_heartbeat_rate, 4000);
+  for (const char* bad : {"0", "9", "-5", "fast", "2000000"}) {
+    Status s = ApplyServerSetting("max_heartbeat_rate", bad, o);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("heartbeats per second"), std::string::npos) << s.message();
+  }
+  EXPECT_EQ(o.controller.max_heartbeat_rate, 4000);
+}
+
 }  // namespace
 }  // namespace shoal::server

@@ -349,7 +349,7 @@ void Controller::RebuildInventory() {
   dirty_ = true;
 }
 
-Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) const {
+Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) {
   SHOAL_RETURN_IF_ERROR(spec.Validate());
   const Partition* part = nullptr;
   for (const Partition& p : partitions_) {
@@ -373,14 +373,26 @@ Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) con
                                        FormatDuration(spec.time_limit), part->name,
                                        FormatDuration(part->max_time)));
   }
+  if (inventory_->size() == 0) SettleLayout();  // the first nodes have just registered
   if (inventory_->size() == 0) {
     // No node has registered yet: the request is checked when nodes join.
     out->inventory_version = 0;
     out->time_limit = spec.time_limit.count() > 0 ? spec.time_limit : part->DefaultTimeLimit();
     return Status::Ok();
   }
-  SHOAL_ASSIGN_OR_RETURN(*out, sched::CompileRequest(*inventory_, spec));
-  return sched::CheckSatisfiable(*inventory_, *out);
+  auto compile = [&]() -> Status {
+    SHOAL_ASSIGN_OR_RETURN(*out, sched::CompileRequest(*inventory_, spec));
+    return sched::CheckSatisfiable(*inventory_, *out);
+  };
+  Status fits = compile();
+  if (!fits.ok() && layout_changed_) {
+    // Nodes have registered since the inventory was built (it is rebuilt
+    // once per pass while a fleet joins, not once per node): the job may
+    // need one of them. Only such a job pays for the rebuild.
+    SettleLayout();
+    fits = compile();
+  }
+  return fits;
 }
 
 // ---------------------------------------------------------------- commands
@@ -394,7 +406,7 @@ Status Controller::TakeSubmitter(const Identity& who, JobSpec& spec) const {
 }
 
 Result<Controller::Admission> Controller::CheckSubmission(const Identity& who, JobSpec spec,
-                                                          Time now, size_t queued) const {
+                                                          Time now, size_t queued) {
   SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
   SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
   if (!spec.acceptance_node.empty())
@@ -446,7 +458,6 @@ void Controller::Admit(const Admission& a, Time now, api::Json& ids) {
 }
 
 Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now) {
-  SettleLayout();  // a job for a node that has just registered fits
   if (!spec.acceptance_node.empty()) {
     SHOAL_RETURN_IF_ERROR(TakeSubmitter(who, spec));
     SHOAL_RETURN_IF_ERROR(CheckQosAndReservation(who, spec, now));
@@ -467,7 +478,6 @@ Result<api::Json> Controller::Submit(const Identity& who, JobSpec spec, Time now
 
 Result<api::Json> Controller::SubmitAll(const Identity& who, std::vector<JobSpec> specs, Time now) {
   if (specs.empty()) return InvalidArgument("the batch has no jobs");
-  SettleLayout();
   std::vector<Admission> admitted;
   admitted.reserve(specs.size());
   size_t queued = 0;

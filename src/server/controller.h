@@ -92,7 +92,7 @@ struct ControllerConfig {
   // agents beat every second (their own interval) up to this many nodes,
   // and a larger fleet is told to beat less often, at most node_timeout / 3
   // apart (HeartbeatInterval). Steps' starts and ends still go out at once.
-  int max_heartbeat_rate = 2000;
+  int max_heartbeat_rate = 1500;
   // Fencing (docs/security.md): an agent that has not been heard for
   // node_timeout stops its requeueable jobs' steps itself (SIGTERM, SIGKILL
   // after kill_grace); the server requeues such a job of a lost node only
@@ -475,7 +475,9 @@ class Controller {
   void CancelOne(const Identity& who, JobId id, Time now);
   std::vector<JobId> ArrayTasks(JobId array) const;
   Status CancelArray(const Identity& who, JobId array, const std::vector<JobId>& tasks, Time now);
-  Status CompileAndCheck(const JobSpec& spec, sched::Request* out) const;
+  // May rebuild the inventory first (SettleLayout) when the job does not
+  // fit the one built before nodes registered.
+  Status CompileAndCheck(const JobSpec& spec, sched::Request* out);
   // At submit: the job's QoS (the default one when it names none, on a
   // cluster with QoS) and its right to the reservation it names.
   Status CheckQosAndReservation(const Identity& who, JobSpec& spec, Time now) const;
@@ -517,8 +519,7 @@ class Controller {
   };
   // Submit's checks of an ordinary (not acceptance) job, with `queued` more
   // jobs about to join the queue before it; changes nothing.
-  Result<Admission> CheckSubmission(const Identity& who, JobSpec spec, Time now,
-                                    size_t queued) const;
+  Result<Admission> CheckSubmission(const Identity& who, JobSpec spec, Time now, size_t queued);
   // Queues the jobs `a` makes; their ids go to `ids`.
   void Admit(const Admission& a, Time now, api::Json& ids);
   void StartJob(Job& j, Allocation allocation, Time now);

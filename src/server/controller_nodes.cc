@@ -16,6 +16,19 @@ namespace shoal::server {
 using internal::Denied;
 using internal::kAwaitingAcceptance;
 
+namespace {
+
+// Whether the scheduler's inventory would see the same node: all of it but
+// its state, which passes read from the node's record (a fleet that
+// re-registers after a controller restart changes only that).
+bool SameLayout(Node before, const Node& now) {
+  before.state = now.state;
+  before.state_reason = now.state_reason;
+  return api::ToJson(before) == api::ToJson(now);
+}
+
+}  // namespace
+
 Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time now) {
   if (!who.node() && !who.admin()) return Denied("only node agents register nodes");
   if (node.name.empty()) return InvalidArgument("node: a name is required");
@@ -52,7 +65,7 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
     node.state = NodeState::kDrained;
     node.state_reason = std::string(kAwaitingAcceptance);
   }
-  const bool layout_changed = it == nodes_.end() || api::ToJson(rec.node) != api::ToJson(node);
+  const bool layout_changed = it == nodes_.end() || !SameLayout(rec.node, node);
   rec.node = std::move(node);
   rec.last_seen = now;
   const std::string name = rec.node.name;

@@ -104,16 +104,20 @@ TEST_F(ControllerNodesTest, ALargeFleetIsAskedToBeatLessOftenWithinTheNodeTimeou
 
 TEST_F(ControllerNodesTest, AJobForANodeThatHasJustRegisteredIsAcceptedAndRuns) {
   Register("small", 2);
-  // Nothing could hold 8 GPUs on one node before "big" registered; the
-  // inventory is rebuilt for the submission, not at the next pass.
+  c_.SchedulePass(At(0));
+  EXPECT_FALSE(c_.Submit(kAlice, Spec(8), At(0)).ok());  // nothing holds 8 GPUs yet
+  // The inventory is rebuilt at the next pass, not at each registration;
+  // a job that does not fit the old one has it rebuilt at once.
   Register("big", 8, 1);
   const JobId id = Submit(kAlice, Spec(8), 1);
   ASSERT_NE(id, JobId(0));
   c_.SchedulePass(At(2));
   EXPECT_EQ(StateOf(id), JobState::kRunning);
   EXPECT_EQ((*c_.NodeJson("big"))["gpus_used"], 8);
-  // And one that nothing holds (11 GPUs of 10) is still refused.
-  EXPECT_FALSE(c_.Submit(kAlice, Spec(11), At(3)).ok());
+  // One that nothing holds (13 GPUs of 12) is refused all the same.
+  Register("other-small", 2, 3);
+  EXPECT_FALSE(c_.Submit(kAlice, Spec(13), At(3)).ok());
+  EXPECT_TRUE(c_.Submit(kAlice, Spec(12), At(3)).ok());
 }
 
 TEST_F(ControllerNodesTest, ALostNodeFailsOnlyItsOwnJobs) {
