@@ -216,6 +216,12 @@ Status HttpServer::EnableTls(const TlsServerOptions& options) {
         nullptr);
     SSL_CTX_set_verify_depth(ctx.get(), 2);
   }
+  // A client may resume its session from the ticket it was given (no
+  // certificate signed or checked again, and the resumed connection acts
+  // for the first one's certificate); with client certificates OpenSSL
+  // refuses a resumption outside a named session context.
+  static constexpr unsigned char kSessionContext[] = "shoal";
+  SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext - 1);
   ssl_ctx_ = std::move(ctx);
   return Status::Ok();
 }

@@ -4,14 +4,19 @@
 // client certificate and tell handlers whose it is.
 #include "net/tls.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "net/http_client.h"
@@ -163,6 +168,69 @@ TEST_F(TlsServerTest, AListenerThatRequiresACertificateRefusesClientsWithout) {
                                    {.connect_timeout_ms = 2000, .read_timeout_ms = 2000});
   ASSERT_TRUE(plain.ok());
   EXPECT_FALSE((*plain)->Get("/whoami").ok());
+}
+
+// One GET /whoami over a new TLS 1.2 connection with the node's certificate,
+// offering `resume` (may be null); the answer's body, whether the session
+// was resumed, and the session to offer next time.
+struct RawTls {
+  std::string body;
+  bool resumed = false;
+  SSL_SESSION* session = nullptr;  // the caller frees it
+};
+RawTls RawGet(int port, const std::string& ca, const std::string& cert, const std::string& key,
+              SSL_SESSION* resume) {
+  RawTls out;
+  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+  SSL_CTX_set_max_proto_version(ctx.get(), TLS1_2_VERSION);
+  // The server ends with a bare FIN (no close_notify), which this client
+  // reads to; OpenSSL would take that for an error and forget the session.
+  SSL_CTX_set_options(ctx.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  if (SSL_CTX_load_verify_locations(ctx.get(), ca.c_str(), nullptr) != 1 ||
+      SSL_CTX_use_certificate_file(ctx.get(), cert.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx.get(), key.c_str(), SSL_FILETYPE_PEM) != 1)
+    return out;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl(SSL_new(ctx.get()), SSL_free);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    SSL_set_fd(ssl.get(), fd);
+    if (resume != nullptr) SSL_set_session(ssl.get(), resume);
+    const std::string request = "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    if (SSL_connect(ssl.get()) == 1 &&
+        SSL_write(ssl.get(), request.data(), static_cast<int>(request.size())) > 0) {
+      char buf[4096];
+      for (int n; (n = SSL_read(ssl.get(), buf, sizeof buf)) > 0;)
+        out.body.append(buf, static_cast<size_t>(n));
+      out.resumed = SSL_session_reused(ssl.get()) == 1;
+      out.session = SSL_get1_session(ssl.get());
+      // Freed without a shutdown, the session would be marked unresumable.
+      SSL_set_shutdown(ssl.get(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    }
+  }
+  ::close(fd);
+  if (const size_t head_end = out.body.find("\r\n\r\n"); head_end != std::string::npos)
+    out.body.erase(0, head_end + 4);
+  return out;
+}
+
+// An agent beats over a new connection each time: the listener lets it
+// resume its TLS session (no certificate signed or checked again), and the
+// resumed connection still acts for the certificate of the first.
+TEST_F(TlsServerTest, AClientResumesItsSessionAndKeepsItsIdentity) {
+  RawTls first = RawGet(port_, ca_file_, node_cert_, node_key_, nullptr);
+  ASSERT_NE(first.session, nullptr);
+  EXPECT_EQ(first.body, "n1");
+  EXPECT_FALSE(first.resumed);
+  RawTls again = RawGet(port_, ca_file_, node_cert_, node_key_, first.session);
+  EXPECT_TRUE(again.resumed);
+  EXPECT_EQ(again.body, "n1");
+  SSL_SESSION_free(first.session);
+  SSL_SESSION_free(again.session);
 }
 
 TEST(TlsClientTest, HttpsWithoutTheClustersCaIsRefused) {
