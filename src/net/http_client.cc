@@ -47,6 +47,8 @@ struct HttpClient::Impl {
   int port = 0;
   ClientOptions options;
   bool tls = false;
+  // Declared before `client`, whose contexts point to it, so it goes last.
+  std::unique_ptr<SessionCache> sessions = std::make_unique<SessionCache>();
   std::unique_ptr<httplib::ClientImpl> client;
   httplib::Headers headers;
 
@@ -64,6 +66,7 @@ struct HttpClient::Impl {
                                            t.cert_file, t.key_file));
       }
       ssl->enable_server_certificate_verification(t.verify);
+      sessions->Attach(ssl->ssl_context());
       if (t.verify) {
         if (t.ca_file.empty()) return InvalidArgument("TLS needs the cluster's CA certificate");
         ssl->set_ca_cert_path(t.ca_file);

@@ -289,6 +289,54 @@ int VerifyChainAndName(X509_STORE_CTX* store, void* arg) {
 
 }  // namespace
 
+namespace {
+
+// Where a context's SessionCache is kept (SSL_CTX ex_data).
+int SessionCacheIndex() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+}  // namespace
+
+SessionCache::~SessionCache() {
+  if (session_ != nullptr) SSL_SESSION_free(session_);
+}
+
+void SessionCache::Attach(ssl_ctx_st* ctx) {
+  SSL_CTX_set_ex_data(ctx, SessionCacheIndex(), this);
+  // Sessions go to the callback, not to the context's own store (a client's
+  // connections each have a context of their own here).
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(ctx, Keep);
+  SSL_CTX_set_info_callback(ctx, OfferAtStart);
+}
+
+// A connection's handshake is about to write its hello: offer the session
+// (cpp-httplib's client has no hook before the handshake but this one).
+void SessionCache::OfferAtStart(const ssl_st* ssl, int where, int) {
+  if ((where & SSL_CB_HANDSHAKE_START) == 0 || SSL_is_server(ssl) ||
+      SSL_get_session(ssl) != nullptr)
+    return;
+  auto* cache =
+      static_cast<SessionCache*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), SessionCacheIndex()));
+  if (cache == nullptr) return;
+  std::lock_guard<std::mutex> lock(cache->mu_);
+  if (cache->session_ != nullptr && SSL_SESSION_is_resumable(cache->session_) == 1)
+    SSL_set_session(const_cast<SSL*>(ssl), cache->session_);
+}
+
+// The server gave a session (a ticket): keep it, dropping the one before.
+int SessionCache::Keep(ssl_st* ssl, ssl_session_st* session) {
+  auto* cache =
+      static_cast<SessionCache*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), SessionCacheIndex()));
+  if (cache == nullptr) return 0;  // not ours: OpenSSL frees it
+  std::lock_guard<std::mutex> lock(cache->mu_);
+  if (cache->session_ != nullptr) SSL_SESSION_free(cache->session_);
+  cache->session_ = session;
+  return 1;  // the reference is the cache's now
+}
+
 void RequirePeerName(ssl_ctx_st* ctx, const std::string* name) {
   SSL_CTX_set_cert_verify_callback(ctx, VerifyChainAndName, const_cast<std::string*>(name));
 }

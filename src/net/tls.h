@@ -3,6 +3,7 @@
 // common name (and SAN) is the node's name. OpenSSL stays in tls.cc.
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "core/status.h"
 
 struct ssl_ctx_st;
+struct ssl_st;
+struct ssl_session_st;
 
 namespace httplib {
 struct Request;
@@ -70,6 +73,31 @@ PeerCertificate PeerOf(const httplib::Request& req);
 // signed by the same CA as the controller's, so the chain alone does not
 // say who answered. `name` must outlive `ctx`.
 void RequirePeerName(ssl_ctx_st* ctx, const std::string* name);
+
+// The TLS session a client's server last gave it (a ticket), offered again
+// on the client's next connection, so that the server signs and checks no
+// certificate anew: an agent's heartbeat connects anew each time, and a
+// full handshake costs the controller about four times a resumed one
+// (docs/scale.md). One cache per server; it must outlive the contexts it
+// is attached to. Thread-safe.
+class SessionCache {
+ public:
+  SessionCache() = default;
+  ~SessionCache();
+  SessionCache(const SessionCache&) = delete;
+  SessionCache& operator=(const SessionCache&) = delete;
+
+  // Makes every connection of `ctx` (a client's) offer the cached session
+  // while it is resumable, and keep the newest one the server gives.
+  void Attach(ssl_ctx_st* ctx);
+
+ private:
+  static void OfferAtStart(const ssl_st* ssl, int where, int ret);
+  static int Keep(ssl_st* ssl, ssl_session_st* session);
+
+  std::mutex mu_;
+  ssl_session_st* session_ = nullptr;  // owned (one reference)
+};
 
 // The common name the cluster's controller has in its certificate. It is
 // not a valid node name (a colon), so no node's certificate can pass for it.

@@ -350,7 +350,8 @@ class Controller {
   api::Json QosJson() const;
   api::Json ReservationsJson(Time now) const;
   Result<api::Json> TokensJson(const Identity& who) const;
-  MetricsView Metrics() const;
+  // Settles the node layout first, so that nodes that have just registered are in it.
+  MetricsView Metrics();
   // Where a job's output is: the agent of its first node. `history` is the
   // stored record when the job has left memory.
   struct OutputSource {

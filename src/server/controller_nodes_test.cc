@@ -120,6 +120,17 @@ TEST_F(ControllerNodesTest, AJobForANodeThatHasJustRegisteredIsAcceptedAndRuns) 
   EXPECT_TRUE(c_.Submit(kAlice, Spec(12), At(3)).ok());
 }
 
+// A scrape right after a registration, before any pass, shows the node.
+TEST_F(ControllerNodesTest, MetricsShowANodeThatHasJustRegistered) {
+  Register("n1");
+  c_.SchedulePass(At(0));
+  Register("n2", 8, 1);
+  const MetricsView v = c_.Metrics();
+  ASSERT_EQ(v.nodes->size(), 2u);
+  EXPECT_EQ((*v.nodes)[1].name, "n2");
+  EXPECT_EQ(v.now.size(), 2u);
+}
+
 TEST_F(ControllerNodesTest, ALostNodeFailsOnlyItsOwnJobs) {
   Register("n1");
   Register("n2");

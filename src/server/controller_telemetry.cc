@@ -166,7 +166,8 @@ void Controller::SampleCluster(Time now) {
       total > 0 ? std::min(1.0, static_cast<double>(allocated) / total) : 0.0);
 }
 
-MetricsView Controller::Metrics() const {
+MetricsView Controller::Metrics() {
+  SettleLayout();
   MetricsView v;
   v.nodes = node_table_;
   v.now.reserve(node_table_->size());

@@ -88,6 +88,11 @@ class TlsServerTest : public ::testing::Test {
     http_.Get("/whoami", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(PeerOf(req).common_name, "text/plain");
     });
+    // Whether this connection resumed a session, and whose it is.
+    http_.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req).common_name,
+                      "text/plain");
+    });
     port_ = http_.Bind("127.0.0.1", 0);
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { http_.listen_after_bind(); });
@@ -231,6 +236,38 @@ TEST_F(TlsServerTest, AClientResumesItsSessionAndKeepsItsIdentity) {
   EXPECT_EQ(again.body, "n1");
   SSL_SESSION_free(first.session);
   SSL_SESSION_free(again.session);
+}
+
+// The agent's client offers its last session on each new connection: its
+// heartbeats, one connection each, cost the controller a resumed handshake.
+TEST_F(TlsServerTest, HttpClientsResumeTheirSessionOnEachNewConnection) {
+  auto c =
+      HttpClient::Connect("https://127.0.0.1:" + std::to_string(port_),
+                          {.connect_timeout_ms = 5000,
+                           .read_timeout_ms = 5000,
+                           .keep_alive = true,
+                           .tls = TlsClientOptions{.ca_file = ca_file_,
+                                                   .cert_file = node_cert_,
+                                                   .key_file = node_key_,
+                                                   .peer_name = std::string(kControllerName)}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  for (const char* want : {"0 n1", "1 n1", "1 n1"}) {
+    auto r = (*c)->Get("/resumed");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->body, want);
+    (*c)->CloseConnection();  // as an agent does between beats
+  }
+  // A client of another peer name gets nothing from this one's sessions,
+  // and still refuses the controller for not being the node it wanted.
+  auto other = HttpClient::Connect("https://127.0.0.1:" + std::to_string(port_),
+                                   {.connect_timeout_ms = 5000,
+                                    .read_timeout_ms = 5000,
+                                    .tls = TlsClientOptions{.ca_file = ca_file_,
+                                                            .cert_file = node_cert_,
+                                                            .key_file = node_key_,
+                                                            .peer_name = "n2"}});
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE((*other)->Get("/resumed").ok());
 }
 
 TEST(TlsClientTest, HttpsWithoutTheClustersCaIsRefused) {
