@@ -650,12 +650,15 @@ void LostNodes(Fleet& fleet, const Server& server, int timeout_s) {
     const auto last = *std::max_element(seen.begin(), seen.end());
     return last == Clock::time_point::max() ? -1.0 : Seconds(last - from);
   };
+  const double all_down = until(down, silent), all_up = until(up, resumed);
   std::printf(
       "  lost nodes: %zu fell silent (node timeout %d s): all down %.1f s later, %.1f-%.1f "
-      "s after their last heartbeat; all up %.1f s after beating again (-1: not all of "
-      "them within %d s / 60 s)\n",
-      lost.size(), timeout_s, until(down, silent), after_last_min, after_last_max,
-      until(up, resumed), timeout_s + 60);
+      "s after their last heartbeat; all up %.1f s after beating again%s\n",
+      lost.size(), timeout_s, all_down, after_last_min, after_last_max, all_up,
+      all_down < 0 || all_up < 0
+          ? (" (-1: not all of them within " + std::to_string(timeout_s + 60) + " s / 60 s)")
+                .c_str()
+          : "");
 }
 
 // Phase 5: the server's memory and its answers about the fleet (median of 3).
