@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "sched/earliest_fit.h"
 #include "sched/placement.h"
 #include "sched/speed.h"
 #include "sched/working_state.h"
@@ -57,73 +58,6 @@ struct Reservation {
   Time start;
   JobId job;
 };
-
-// Releases allocations into a state while counting the free whole GPUs on
-// the nodes a request may use, so that a placement is tried only once it
-// could succeed.
-class ReleaseCounter {
- public:
-  ReleaseCounter(WorkingState& state, const NodeBitset& eligible, const Request& req)
-      : state_(state),
-        eligible_(eligible),
-        need_(req.total_gpus),
-        counting_(req.shape != Shape::kCpuOnly && req.gpu_milli >= kMilliPerGpu) {
-    if (!counting_) return;
-    NodeBitset::ForEachAnd(state_.AtLeast(1), eligible_, [&](NodeIndex n) {
-      free_ += state_.FreeWhole(n);
-      return true;
-    });
-  }
-
-  void Release(const Allocation* a) {
-    if (a == nullptr) return;
-    const Inventory& inv = state_.inventory();
-    for (const NodeAllocation& na : a->nodes) {
-      auto n = inv.IndexOf(na.node);
-      if (!n) continue;
-      const int before = state_.FreeWhole(*n);
-      state_.Release(*n, na);
-      if (counting_ && eligible_.Test(*n) && state_.Usable(*n))
-        free_ += state_.FreeWhole(*n) - before;
-    }
-  }
-
-  bool MayFit() const { return !counting_ || free_ >= need_; }
-
- private:
-  WorkingState& state_;
-  const NodeBitset& eligible_;
-  const int64_t need_;
-  const bool counting_;
-  int64_t free_ = 0;
-};
-
-// An allocation that running work frees at `at` (none: only a moment to
-// try a placement at).
-struct Release {
-  Time at;
-  const Allocation* alloc;
-};
-
-// Applies `releases` to `shadow` in time order and tries `place` after each
-// moment that frees enough room: the first moment it succeeds and where.
-template <typename PlaceFn>
-std::optional<std::pair<Time, Allocation>> FirstFit(WorkingState& shadow,
-                                                    std::vector<Release> releases,
-                                                    const NodeBitset& eligible, const Request& req,
-                                                    PlaceFn place) {
-  std::stable_sort(releases.begin(), releases.end(),
-                   [](const Release& a, const Release& b) { return a.at < b.at; });
-  ReleaseCounter counter(shadow, eligible, req);
-  for (size_t i = 0; i < releases.size();) {
-    const Time at = releases[i].at;
-    for (; i < releases.size() && releases[i].at == at; ++i)
-      counter.Release(releases[i].alloc);
-    if (!counter.MayFit()) continue;
-    if (std::optional<Allocation> found = place(shadow)) return std::pair(at, std::move(*found));
-  }
-  return std::nullopt;
-}
 
 class Cycle {
  public:
@@ -639,7 +573,7 @@ class Cycle {
   // for `req`, and where it would run then.
   void Reserve(const Request& req, PendingDecision& d) {
     WorkingState shadow = now_state_;
-    std::vector<Release> releases;
+    std::vector<TimedRelease> releases;
     for (size_t k = 0; k < snap_.running.size(); ++k) {
       const JobInfo& r = snap_.running[k];
       if (preempted_[k] || r.allocation == nullptr) continue;
@@ -647,11 +581,11 @@ class Cycle {
     }
     for (const auto& [at, index] : ends_)
       releases.push_back({at, &plan_.starts[index].allocation});
-    auto found = FirstFit(shadow, std::move(releases), eligibility_.Eligible(req), req,
-                          [&](const WorkingState& s) {
-                            PlaceContext ctx = Ctx();
-                            return Place(s, req, ctx);
-                          });
+    auto found = EarliestFit(shadow, std::move(releases), eligibility_.Eligible(req), req,
+                             [&](const WorkingState& s) {
+                               PlaceContext ctx = Ctx();
+                               return Place(s, req, ctx);
+                             });
     if (!found) return;  // even an empty cluster would not do: nodes are down
     const Time at = found->first;
     SHOAL_CHECK(shadow.Allocate(found->second), "reservation outside the inventory");
@@ -810,7 +744,7 @@ Result<StartEstimate> EstimateStart(const Snapshot& snapshot, const Request& req
   if (!part.up) return FailedPrecondition(fmt::format("partition '{}' is down", part.name));
   WorkingState state(inv, snapshot.nodes);
   // The moment itself, then each running job's expected end after it.
-  std::vector<Release> releases = {{not_before, nullptr}};
+  std::vector<TimedRelease> releases = {{not_before, nullptr}};
   for (const JobInfo& r : snapshot.running) {
     if (r.allocation == nullptr || !state.Allocate(*r.allocation)) continue;
     releases.push_back({std::max(r.expected_end, not_before), r.allocation});
@@ -820,7 +754,7 @@ Result<StartEstimate> EstimateStart(const Snapshot& snapshot, const Request& req
   Rng rng(params.seed ^ static_cast<uint64_t>(not_before.time_since_epoch().count()));
   PassStats stats;
   std::unique_ptr<ScorePass> pass = policy.score().BeginPass(snapshot, params);
-  auto found = FirstFit(
+  auto found = EarliestFit(
       state, std::move(releases), eligibility.Eligible(req), req, [&](const WorkingState& s) {
         PlaceContext ctx{policy.score(), pass.get(), rng, params, eligibility, stats};
         return Place(s, req, ctx);
