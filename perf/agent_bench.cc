@@ -61,13 +61,6 @@ std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address,
   return std::move(*c);
 }
 
-double ChildrenCpuSeconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_CHILDREN, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 int64_t WallNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -142,10 +135,10 @@ Floor MeasureFloor(const std::string& work, const std::string& command, int samp
     ms.push_back(static_cast<double>(started - t0) / 1e6);
   }
   f.start = Percentiles(ms);
-  const double cpu0 = ChildrenCpuSeconds();
+  const double cpu0 = RusageCpuSeconds(RUSAGE_CHILDREN);
   for (int i = 0; i < runs; ++i)
     RunShell(command, work, ours, ours_mu);
-  f.cpu_ms_per_job = (ChildrenCpuSeconds() - cpu0) * 1e3 / runs;
+  f.cpu_ms_per_job = (RusageCpuSeconds(RUSAGE_CHILDREN) - cpu0) * 1e3 / runs;
   return f;
 }
 
@@ -332,7 +325,7 @@ int main(int argc, char** argv) {
   // Supervisors (with their jobs' CPU) count where they are reaped: by
   // their agent's launcher (a child of the agent), or by us when it has gone.
   auto steps_cpu_now = [&] {
-    double sum = ChildrenCpuSeconds();
+    double sum = RusageCpuSeconds(RUSAGE_CHILDREN);
     for (const auto& a : agents)
       sum += a->ChildrenCpuSeconds() + a->LiveChildrenCpuSeconds();
     return sum;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,6 +174,13 @@ Latency Percentiles(std::vector<double>& ms) {
   l.p99_ms = ms[std::min(ms.size() - 1, ms.size() * 99 / 100)];
   l.max_ms = ms.back();
   return l;
+}
+
+double RusageCpuSeconds(int who) {
+  rusage u{};
+  ::getrusage(who, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 // CPU seconds of each thread of `pid` so far, by thread id.

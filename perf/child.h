@@ -57,6 +57,10 @@ class Child {
 // "127.0.0.1:1234" from a line such as "... listening on http://127.0.0.1:1234 ...".
 std::string AddressIn(const std::string& line);
 
+// User + system CPU seconds of getrusage(2)'s `who`: RUSAGE_SELF (this
+// process) or RUSAGE_CHILDREN (its children it has waited for).
+double RusageCpuSeconds(int who);
+
 // CPU seconds of each thread of `pid` so far, by thread id (/proc/PID/task).
 std::map<int, double> ThreadCpu(pid_t pid);
 

@@ -84,13 +84,6 @@ Clock::duration After(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-double SelfCpuSeconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address,
                                                 const std::string& token) {
   auto c = shoal::net::HttpClient::Connect(address, {.token = token, .read_timeout_ms = 60000});
@@ -483,7 +476,7 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
   std::mutex mu;
   std::vector<double> all_ms;
   std::string first_failure;
-  const double cpu0 = server.child.CpuSeconds(), self0 = SelfCpuSeconds();
+  const double cpu0 = server.child.CpuSeconds(), self0 = RusageCpuSeconds(RUSAGE_SELF);
   const auto t0 = Clock::now();
   std::vector<std::thread> threads;
   for (int t = 0; t < connections; ++t) {
@@ -518,7 +511,7 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
       "  %s: %d nodes in %.2f s (%.0f/s); server CPU %.2f ms per registration; latency "
       "p50 %.1f ms p99 %.1f ms max %.1f ms; generator CPU %.0f us each\n",
       what, n, s, n / s, (server.child.CpuSeconds() - cpu0) * 1e3 / std::max(1, n), l.p50_ms,
-      l.p99_ms, l.max_ms, (SelfCpuSeconds() - self0) * 1e6 / std::max(1, n));
+      l.p99_ms, l.max_ms, (RusageCpuSeconds(RUSAGE_SELF) - self0) * 1e6 / std::max(1, n));
   if (failed > 0) std::printf("  %d failed; first: %s\n", failed.load(), first_failure.c_str());
   return n;
 }
@@ -529,14 +522,14 @@ struct Window {
   const Server& server;
   int beating;  // nodes
   Clock::time_point t0 = Clock::now();
-  double server0 = server.child.CpuSeconds(), self0 = SelfCpuSeconds();
+  double server0 = server.child.CpuSeconds(), self0 = RusageCpuSeconds(RUSAGE_SELF);
   std::map<int, double> threads0 = ThreadCpu(server.child.pid());
 
   void Print(const char* indent, BeatStats b) const {
     const double s = Seconds(Clock::now() - t0), n = std::max<double>(1, b.sent);
     const double rate = static_cast<double>(b.sent) / s, target = beating / fleet.Interval();
     const double server_cpu = server.child.CpuSeconds() - server0;
-    const double self = SelfCpuSeconds() - self0;
+    const double self = RusageCpuSeconds(RUSAGE_SELF) - self0;
     double busiest = 0;  // one server thread's CPU, in % of a core (the control loop's first)
     for (const auto& [tid, now] : ThreadCpu(server.child.pid()))
       busiest = std::max(busiest, (now - (threads0.count(tid) ? threads0.at(tid) : 0)) / s * 100);

@@ -186,13 +186,6 @@ void ArrayMemory(const std::string& shoal, const std::string& dir) {
       kTasks, rss[0], rss[1], rss[1] / rss[0]);
 }
 
-double SelfCpuSeconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 struct Measured {
   Latency latency;
   size_t bytes = 0;
@@ -277,7 +270,7 @@ int main(int argc, char** argv) {
   for (const ServerProcess* s : {&plain, &server}) {
     auto c = Connect(*s, "");
     constexpr int kProbes = 20000;
-    const double server0 = s->CpuSeconds(), client0 = SelfCpuSeconds();
+    const double server0 = s->CpuSeconds(), client0 = RusageCpuSeconds(RUSAGE_SELF);
     const auto t0 = Clock::now();
     for (int i = 0; i < kProbes; ++i) {
       if (auto r = c->Get("/healthz"); !r.ok() || r->status != 200) Die("healthz failed");
@@ -285,7 +278,7 @@ int main(int argc, char** argv) {
     std::printf("  GET /healthz, %s: %6.0f/s, server %.1f us and client %.1f us of CPU each\n",
                 s == &plain ? "plain" : "TLS  ", kProbes / (Ms(Clock::now() - t0) / 1000),
                 (s->CpuSeconds() - server0) * 1e6 / kProbes,
-                (SelfCpuSeconds() - client0) * 1e6 / kProbes);
+                (RusageCpuSeconds(RUSAGE_SELF) - client0) * 1e6 / kProbes);
   }
   // Rounds of the two servers alternating (which goes first alternates too),
   // and the median of each: the machine's other load shifts from second to
@@ -301,9 +294,9 @@ int main(int argc, char** argv) {
     // CPU of the server and of this process (the clients) per submission.
     auto flood = [&](const ServerProcess& s, const std::vector<std::string>& t,
                      std::vector<double>& rates, std::vector<double>& cpu) {
-      const double server0 = s.CpuSeconds(), client0 = SelfCpuSeconds();
+      const double server0 = s.CpuSeconds(), client0 = RusageCpuSeconds(RUSAGE_SELF);
       rates.push_back(Flood(s, t, n, connections));
-      cpu.push_back((s.CpuSeconds() - server0 + SelfCpuSeconds() - client0) * 1e6 / n);
+      cpu.push_back((s.CpuSeconds() - server0 + RusageCpuSeconds(RUSAGE_SELF) - client0) * 1e6 / n);
     };
     for (int round = 0; round < rounds; ++round) {
       if (round % 2 == 0) flood(plain, plain_tokens, plain_rates, plain_cpu);
