@@ -6,13 +6,17 @@
 //
 //   fleet_bench --shoal build/release/src/cli/shoal [--nodes 1000,5000,10000]
 //               [--heartbeat-seconds 10] [--interval 1] [--connections 8] [--gpus 8]
-//               [--node-timeout 30] [--fixed-interval] [--keep-alive]
+//               [--node-timeout 30] [--fixed-interval] [--tls]
+//               [--beat-connections node|beat|sender]
 //
 // A node beats every --interval s, or as seldom as the server's answers ask
 // (`heartbeat_s`, as real agents do) unless --fixed-interval, the beats spread
-// evenly over the interval; each beat on a new connection, as an agent's
-// periodic beat is (it keeps one open only through a burst of step ends),
-// unless --keep-alive. For each fleet size, against a fresh server:
+// evenly over the interval. Each node keeps a connection of its own open
+// between beats, as an agent does (--beat-connections node); `beat` opens a
+// new connection for each beat (agents before they kept theirs), `sender`
+// has the nodes of one sender thread share its connection. --tls: the
+// server speaks TLS (its own CA, as `shoal server` sets up), and nodes
+// present their token over it. For each fleet size, against a fresh server:
 //  1. registration of every node over --connections connections: seconds,
 //     server CPU per registration, latency;
 //  2. --heartbeat-seconds of beats (every GPU's telemetry, varying, and the
@@ -42,6 +46,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <queue>
 #include <sstream>
 #include <string>
@@ -55,6 +60,7 @@
 #include "child.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/tls.h"
 
 namespace {
 
@@ -74,7 +80,8 @@ struct Options {
   std::vector<int> sizes = {1000, 5000, 10000};
   double heartbeat_seconds = 10, interval = 1;
   int connections = 8, gpus = 8, node_timeout_s = 30;
-  bool fixed_interval = false, keep_alive = false;
+  bool fixed_interval = false, tls = false;
+  std::string beat_connections = "node";  // node, beat or sender
 };
 
 double Seconds(Clock::duration d) {
@@ -84,9 +91,16 @@ Clock::duration After(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
+// The server's CA certificate, for a TLS server (`shoal server` keeps it
+// in <state>/tls); empty for plain HTTP.
+std::string ca_file;  // NOLINT: set once, before any connection
+
 std::unique_ptr<shoal::net::HttpClient> Connect(const std::string& address,
                                                 const std::string& token) {
-  auto c = shoal::net::HttpClient::Connect(address, {.token = token, .read_timeout_ms = 60000});
+  std::optional<shoal::net::TlsClientOptions> tls;
+  if (!ca_file.empty()) tls = shoal::net::TlsClientOptions{.ca_file = ca_file};
+  auto c = shoal::net::HttpClient::Connect(address,
+                                           {.token = token, .read_timeout_ms = 60000, .tls = tls});
   if (!c.ok()) Die(c.status().ToString());
   return std::move(*c);
 }
@@ -95,21 +109,29 @@ std::string Failure(const shoal::Result<shoal::net::HttpResponse>& r) {
   return r.ok() ? std::to_string(r->status) + " " + r->body.substr(0, 300) : r.status().ToString();
 }
 
-// `shoal server` on a free loopback port, plain HTTP, state in `dir`.
+// `shoal server` on a free loopback port, plain HTTP or TLS, state in `dir`;
+// as many connections from this one address as the fleet makes.
 struct Server {
   std::string shoal, dir;
   int timeout_s = 10, starts = 0;
+  bool tls = false;
   std::string address, admin, node;  // and its tokens
   Child child;
 
   // Milliseconds until it serves (its state loaded).
   double Start() {
     const auto t0 = Clock::now();
-    address = "http://" +
-              AddressIn(child.Start(
-                  {shoal, "server", "--plain-http", "--state-dir", dir, "--listen", "127.0.0.1:0",
-                   "--socket", "none", "--node-timeout", std::to_string(timeout_s) + "s"},
-                  dir + "-" + std::to_string(starts++) + ".log", "listening on"));
+    const std::string config = dir + ".toml";
+    std::ofstream(config) << "[server]\nmax_connections = 100000\n"
+                             "connections_per_address = 100000\n";
+    std::vector<std::string> args = {shoal,      "server",         "--config",
+                                     config,     "--state-dir",    dir,
+                                     "--listen", "127.0.0.1:0",    "--socket",
+                                     "none",     "--node-timeout", std::to_string(timeout_s) + "s"};
+    if (!tls) args.push_back("--plain-http");
+    address =
+        (tls ? "https://" : "http://") +
+        AddressIn(child.Start(args, dir + "-" + std::to_string(starts++) + ".log", "listening on"));
     std::ifstream(dir + "/admin.token") >> admin;
     std::ifstream(dir + "/node.token") >> node;
     if (admin.empty() || node.empty()) Die("no tokens in " + dir);
@@ -167,6 +189,7 @@ class Fleet {
       f.noise = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1);
       by_name_[f.name] = i;
     }
+    own_.resize(nodes_.size());
     Listen();
   }
   ~Fleet() {
@@ -177,6 +200,19 @@ class Fleet {
 
   int size() const { return static_cast<int>(nodes_.size()); }
   FakeNode& node(int i) { return nodes_[static_cast<size_t>(i)]; }
+  // Node i's own connection to `server`, opened at its first use: over TLS
+  // with the node's certificate (IssueCertificates), else with `token`. One
+  // thread uses it at a time (the registering one, or the node's sender).
+  shoal::net::HttpClient& Own(int i, const std::string& server, const std::string& token);
+  // Over TLS a node proves itself with a certificate the cluster's CA
+  // signed for its name: one per node, signed here with the server's CA key
+  // (as `shoal agent --join` would have it signed), in `dir`.
+  void IssueCertificates(const std::string& state_dir, const std::string& dir);
+  // Closes every node's own connection (the server moved: a restart).
+  void DropConnections() {
+    for (auto& c : own_)
+      c.reset();
+  }
   std::string RegistrationBody(int i) const;
   // The interval the nodes beat at: ours, or the server's when longer.
   double Interval() const {
@@ -227,6 +263,8 @@ class Fleet {
 
   const Options& o_;
   std::vector<FakeNode> nodes_;
+  std::vector<std::unique_ptr<shoal::net::HttpClient>> own_;
+  std::string certs_;  // where node i's <name>.crt and .key are, over TLS
   std::unordered_map<std::string, int> by_name_;
   std::mutex mu_;
   std::vector<Wakes> wakes_;  // under mu_: each sender's
@@ -393,13 +431,55 @@ void Fleet::Beat(shoal::net::HttpClient& c, int i, double lag) {
   if (!ok && stats_.first_failure.empty()) stats_.first_failure = f.name + ": " + Failure(r);
 }
 
+shoal::net::HttpClient& Fleet::Own(int i, const std::string& server, const std::string& token) {
+  std::unique_ptr<shoal::net::HttpClient>& c = own_[static_cast<size_t>(i)];
+  if (c != nullptr) return *c;
+  if (!o_.tls) {
+    c = Connect(server, token);
+    return *c;
+  }
+  const std::string& name = node(i).name;
+  auto made = shoal::net::HttpClient::Connect(
+      server, {.read_timeout_ms = 60000,
+               .tls = shoal::net::TlsClientOptions{.ca_file = ca_file,
+                                                   .cert_file = certs_ + "/" + name + ".crt",
+                                                   .key_file = certs_ + "/" + name + ".key"}});
+  if (!made.ok()) Die(made.status().ToString());
+  c = std::move(*made);
+  return *c;
+}
+
+void Fleet::IssueCertificates(const std::string& state_dir, const std::string& dir) {
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  const shoal::net::KeyAndCert ca{read(state_dir + "/tls/ca.key"), read(state_dir + "/tls/ca.crt")};
+  if (ca.key_pem.empty() || ca.cert_pem.empty()) Die("no CA in " + state_dir + "/tls");
+  certs_ = dir;
+  std::filesystem::create_directories(dir);
+  for (const FakeNode& f : nodes_) {
+    auto issued = shoal::net::IssueCertificate(ca, f.name, {"127.0.0.1"}, 1);
+    if (!issued.ok()) Die(issued.status().ToString());
+    std::ofstream(dir + "/" + f.name + ".crt") << issued->cert_pem;
+    std::ofstream(dir + "/" + f.name + ".key") << issued->key_pem;
+  }
+}
+
 // Sender t: its nodes' beats at their places in each interval, and the
 // extra beats of ended steps meanwhile. Falling more than an interval
 // behind, it starts its schedule afresh (an agent waits an interval after
 // its last beat; none of them catches up).
 void Fleet::Send(int t, const std::string& server, const std::string& token) {
   Wakes& wakes = wakes_[static_cast<size_t>(t)];
-  auto client = Connect(server, token);
+  // Node i's connection: its own, or (plain HTTP) the sender's.
+  const bool per_node = o_.beat_connections == "node" || o_.tls;
+  auto shared = Connect(server, token);
+  auto client = [&](int i) -> shoal::net::HttpClient& {
+    return per_node ? Own(i, server, token) : *shared;
+  };
   Clock::time_point round = Clock::now();
   while (beating_) {
     const double interval = Interval();
@@ -414,7 +494,7 @@ void Fleet::Send(int t, const std::string& server, const std::string& token) {
           wakes.pop();
         }
         if (wake >= 0) {
-          if (!node(wake).silent) Beat(*client, wake, -1);
+          if (!node(wake).silent) Beat(client(wake), wake, -1);
           continue;
         }
         // A beat up to 2 ms early rather than a sleep each (a thread's
@@ -424,8 +504,9 @@ void Fleet::Send(int t, const std::string& server, const std::string& token) {
       }
       FakeNode& f = node(i);
       if (!beating_ || !f.registered || f.silent) continue;
-      Beat(*client, i, std::max(0.0, Seconds(Clock::now() - due)));
-      if (!o_.keep_alive) client->CloseConnection();  // an agent's next beat connects anew
+      shoal::net::HttpClient& c = client(i);
+      Beat(c, i, std::max(0.0, Seconds(Clock::now() - due)));
+      if (o_.beat_connections == "beat") c.CloseConnection();
     }
     round += After(interval);
     if (Clock::now() - round > After(interval)) round = Clock::now();
@@ -445,7 +526,11 @@ Submitted SubmitJobs(const Server& server, int max_jobs, double max_s,
                      const std::atomic<bool>& stop) {
   Submitted out;
   auto c = Connect(server.address, server.admin);
-  const std::string spec = Json{{"command", "true"}, {"gpus", 1}, {"time_limit_s", 600}}.dump();
+  // Over TLS the fleet's one listener cannot answer launch orders as each
+  // node (the controller checks the node's name in its certificate): the
+  // jobs are held, and only their submission is timed.
+  const std::string spec =
+      Json{{"command", "true"}, {"gpus", 1}, {"time_limit_s", 600}, {"hold", server.tls}}.dump();
   const auto t0 = Clock::now();
   for (int k = 0; k < max_jobs && !stop && Seconds(Clock::now() - t0) < max_s; ++k) {
     std::this_thread::sleep_until(t0 + After(k / kSubmitRate));
@@ -481,11 +566,14 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
   std::vector<std::thread> threads;
   for (int t = 0; t < connections; ++t) {
     threads.emplace_back([&] {
-      auto c = Connect(server.address, server.node);
+      auto shared = Connect(server.address, server.node);
       for (int i; Seconds(Clock::now() - t0) < kPhaseLimitS && (i = next++) < fleet.size();) {
+        // Over TLS each node registers with its certificate, on its own connection.
+        shoal::net::HttpClient& c =
+            server.tls ? fleet.Own(i, server.address, server.node) : *shared;
         const std::string body = fleet.RegistrationBody(i);
         const auto sent = Clock::now();
-        auto r = c->Post("/v1/nodes/register", body);
+        auto r = c.Post("/v1/nodes/register", body);
         const double ms = Ms(Clock::now() - sent);
         std::lock_guard<std::mutex> lock(mu);
         all_ms.push_back(ms);
@@ -565,6 +653,11 @@ void ControlLoop(Fleet& fleet, const Server& server, int beating) {
   std::atomic<bool> never{false};
   const Submitted sub = SubmitJobs(server, static_cast<int>(kSubmitRate * kSubmitSeconds),
                                    kSubmitSeconds + 30, never);
+  if (server.tls) {  // held jobs: nothing launches
+    PrintSubmitted("control loop while the fleet beats (held jobs)", sub);
+    w.Print("  meanwhile ", fleet.Take());
+    return;
+  }
   auto admin = Connect(server.address, server.admin);
   const auto waited = Clock::now();
   size_t active = 0;
@@ -692,6 +785,7 @@ void Restart(Fleet& fleet, Server& server, int connections) {
       "  restart: SIGTERM -> exited %.0f ms; serving again after %.0f ms (%.1f MiB, "
       "state loaded)\n",
       stop_ms, start_ms, server.child.RssMib());
+  fleet.DropConnections();
   for (int i = 0; i < fleet.size(); ++i)
     fleet.node(i).registered = false;
   std::atomic<bool> done{false};
@@ -711,13 +805,19 @@ void RunFleet(const Options& o, int n) {
   {
     Server server;
     server.shoal = o.shoal, server.dir = dir + "/state", server.timeout_s = o.node_timeout_s;
+    server.tls = o.tls;
     server.Start();
+    ca_file = o.tls ? server.dir + "/tls/ca.crt" : "";
     Fleet fleet(o, n);
+    if (o.tls) fleet.IssueCertificates(server.dir, dir + "/certs");
     std::printf(
-        "\n== %d nodes x %d GPUs: server %s on %s (plain HTTP, SQLite in %s, node timeout "
-        "%d s), %d connections\n",
-        n, o.gpus, o.shoal.c_str(), server.address.c_str(), dir.c_str(), o.node_timeout_s,
-        o.connections);
+        "\n== %d nodes x %d GPUs: server %s on %s (%s, SQLite in %s, node timeout %d s), %d "
+        "sender threads; heartbeats on %s\n",
+        n, o.gpus, o.shoal.c_str(), server.address.c_str(), o.tls ? "TLS" : "plain HTTP",
+        dir.c_str(), o.node_timeout_s, o.connections,
+        o.beat_connections == "node"   ? "a kept connection per node"
+        : o.beat_connections == "beat" ? "a new connection per beat"
+                                       : "one kept connection per sender thread");
     const int beating = RegisterAll(fleet, server, o.connections, "registration");
     std::printf(
         "  beating: the server asks for a beat every %.2f s, --interval %.2f s%s: each "
@@ -756,13 +856,14 @@ int main(int argc, char** argv) {
       {"--interval", [&](const char* v) { o.interval = std::atof(v); }},
       {"--connections", [&](const char* v) { o.connections = std::atoi(v); }},
       {"--gpus", [&](const char* v) { o.gpus = std::atoi(v); }},
-      {"--node-timeout", [&](const char* v) { o.node_timeout_s = std::atoi(v); }}};
+      {"--node-timeout", [&](const char* v) { o.node_timeout_s = std::atoi(v); }},
+      {"--beat-connections", [&](const char* v) { o.beat_connections = v; }}};
   for (int i = 1; i < argc; ++i) {
     auto it = flags.find(argv[i]);
     if (std::string(argv[i]) == "--fixed-interval")
       o.fixed_interval = true;
-    else if (std::string(argv[i]) == "--keep-alive")
-      o.keep_alive = true;
+    else if (std::string(argv[i]) == "--tls")
+      o.tls = true;
     else if (it == flags.end() || i + 1 >= argc)
       Die(std::string("unknown flag or missing value: ") + argv[i]);
     else
@@ -773,10 +874,12 @@ int main(int argc, char** argv) {
     sizes_ok = sizes_ok && n >= kLostNodes && n <= 100000;
   if (o.shoal.empty() || !sizes_ok || o.heartbeat_seconds <= 0 || o.heartbeat_seconds > 600 ||
       o.interval <= 0 || o.interval > 60 || o.connections < 1 || o.connections > 256 ||
-      o.gpus < 1 || o.gpus > shoal::kMaxGpusPerNode || o.node_timeout_s < 1) {
+      o.gpus < 1 || o.gpus > shoal::kMaxGpusPerNode || o.node_timeout_s < 1 ||
+      (o.beat_connections != "node" && o.beat_connections != "beat" &&
+       o.beat_connections != "sender")) {
     Die("usage: fleet_bench --shoal PATH [--nodes N,N,... (10-100000)] [--heartbeat-seconds S] "
         "[--interval S] [--connections N] [--gpus N] [--node-timeout S] [--fixed-interval] "
-        "[--keep-alive]");
+        "[--tls] [--beat-connections node|beat|sender]");
   }
   ::signal(SIGPIPE, SIG_IGN);
   shoal::net::RaiseOpenFileLimit();  // the server's order connections to the fleet's listener

@@ -11,7 +11,8 @@
 #  5. the fleet: 1,000 and 5,000 simulated agents (8 GPUs each, in one
 #     process) against one controller: registration, heartbeats/s and the
 #     server's CPU per beat, submit latency meanwhile, lost-node detection,
-#     GET /v1/nodes and /metrics, a restart (perf/fleet_bench.cc).
+#     GET /v1/nodes and /metrics, a restart (perf/fleet_bench.cc); and
+#     1,000 of them over TLS.
 set -eu
 BUILD=${1:-build/release}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,3 +77,6 @@ echo
 echo "== fleet: N simulated agents against one controller"
 load
 "$BUILD/perf/fleet_bench" --shoal "$BUILD/src/cli/shoal" --nodes 1000,5000 --heartbeat-seconds 10
+echo "-- the same over TLS (every node with its certificate, a kept connection each)"
+load
+"$BUILD/perf/fleet_bench" --shoal "$BUILD/src/cli/shoal" --nodes 1000 --heartbeat-seconds 10 --tls

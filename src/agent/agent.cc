@@ -65,8 +65,6 @@ Result<int64_t> IntParam(const httplib::Request& req, const char* name) {
 }
 
 constexpr size_t kMaxLogChunkBytes = 1 << 20;
-// A heartbeat connection is closed once no step has started or ended for this long.
-constexpr Duration kBurstPause = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -213,8 +211,8 @@ Status Agent::Impl::UseTls(const std::string& listen_host) {
 }
 
 std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
-  // Kept alive only through a burst of heartbeats (Loop closes it when they
-  // pause): an open connection holds one of the server's worker threads.
+  // Kept alive between heartbeats: an idle connection costs the server a
+  // descriptor, not a thread (net/http_server.h).
   auto c = net::HttpClient::Connect(options.server, {.token = options.token,
                                                      .connect_timeout_ms = 2000,
                                                      .read_timeout_ms = 10000,
@@ -574,7 +572,14 @@ void Agent::Impl::Loop() {
     const Json body =
         HeartbeatJson(reports, devices, samples, verdicts, tick || accepted_heartbeats == 0);
     const Time sent = clock->Now();
-    auto r = client->Post(fmt::format("/v1/nodes/{}/heartbeat", node.name), body.dump());
+    const std::string path = fmt::format("/v1/nodes/{}/heartbeat", node.name);
+    auto r = client->Post(path, body.dump());
+    if (!r.ok()) {
+      // The kept connection may have been closed under it (the server
+      // restarted, or the connection idled past its limit): once more, anew.
+      client->CloseConnection();
+      r = client->Post(path, body.dump());
+    }
     last_beat = clock->Now();
     if (r.ok() && r->status == 200) {
       ++accepted_heartbeats;
@@ -601,17 +606,9 @@ void Agent::Impl::Loop() {
     std::unique_lock<std::mutex> lock(mu);
     // Sleep to the next tick, or until a step starts or ends (but keep the
     // extra heartbeats at least min_event_gap apart). The connection stays
-    // open while steps keep ending; when they pause, it is closed.
-    auto woken = [this] { return stopping || wake; };
-    const auto until_tick = next_tick - clock->Now();
-    if (until_tick <= kBurstPause) {
-      cv.wait_for(lock, until_tick, woken);
-    } else if (!cv.wait_for(lock, kBurstPause, woken)) {
-      lock.unlock();
-      if (client != nullptr) client->CloseConnection();
-      lock.lock();
-      cv.wait_for(lock, next_tick - clock->Now(), woken);
-    }
+    // open: the server holds it without a thread, and over TLS a beat on it
+    // costs no handshake.
+    cv.wait_for(lock, next_tick - clock->Now(), [this] { return stopping || wake; });
     if (stopping) return;
     if (wake) {
       wake = false;

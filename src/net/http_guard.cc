@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "net/http_server.h"
+
 namespace shoal::net {
 namespace {
 
@@ -85,6 +87,7 @@ void GuardRequests(httplib::Server& http, RequestGuard guard) {
         return Refuse(res, denied ? 403 : 401, denied ? "permission_denied" : "unauthenticated",
                       who.message());
       }
+      TrustThisConnection();  // it may idle as long as an agent's between beats
     }
     if (is_public && length > 0) {
       return Refuse(res, 413, "resource_exhausted", "this request takes no body");

@@ -7,6 +7,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,7 +23,9 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <set>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "net/socket_stream.h"
@@ -64,15 +68,19 @@ void DrainRefusedBody(int sock, std::chrono::milliseconds deadline, std::chrono:
 // Threads that grow with the work: one per queued connection up to the
 // limit, down to `min_threads` after a minute idle. Exited threads are
 // joined by the next enqueue and at shutdown.
+// `before_shutdown` runs first when the pool shuts down; a job enqueued
+// after that is dropped unrun (a connection's job then closes it).
 class ElasticPool final : public httplib::TaskQueue {
  public:
-  ElasticPool(size_t min_threads, size_t max_threads) : min_(min_threads), max_(max_threads) {}
+  ElasticPool(size_t min_threads, size_t max_threads, std::function<void()> before_shutdown)
+      : min_(min_threads), max_(max_threads), before_shutdown_(std::move(before_shutdown)) {}
   ~ElasticPool() override { shutdown(); }
 
   void enqueue(std::function<void()> fn) override {
     std::vector<std::thread> finished;
     {
       std::lock_guard lock(mu_);
+      if (shut_) return;
       finished.swap(exited_);
       jobs_.push_back(std::move(fn));
       if (idle_ < jobs_.size() && threads_.size() < max_) {
@@ -91,6 +99,10 @@ class ElasticPool final : public httplib::TaskQueue {
     {
       std::lock_guard lock(mu_);
       if (shut_) return;
+    }
+    if (before_shutdown_) before_shutdown_();
+    {
+      std::lock_guard lock(mu_);
       shut_ = true;
       running.swap(threads_);
       finished.swap(exited_);
@@ -128,6 +140,7 @@ class ElasticPool final : public httplib::TaskQueue {
   }
 
   const size_t min_, max_;
+  const std::function<void()> before_shutdown_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
@@ -170,6 +183,162 @@ static_assert(
 
 }  // namespace
 
+// One admitted connection, with its TLS session. Whoever holds the last
+// reference (a serving thread, the idle set, a queued job) closes it.
+struct HttpServer::Connection {
+  Connection(HttpServer& owner, int socket, std::string address, size_t requests)
+      : server(owner), sock(socket), client(std::move(address)), left(requests) {}
+  ~Connection() {
+    ssl.reset();  // no close_notify: see Serve
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    server.Release(client);
+  }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  HttpServer& server;
+  const int sock;
+  const std::string client;
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, SSL_free};
+  size_t left;  // requests it may still make (keep_alive_max_count)
+  bool trusted = false;
+  // Whether its thread waits `linger` for its next request: while requests
+  // come back to back. One that came from the idle set (an agent's beat,
+  // seconds apart) goes back there at once after its answer.
+  bool lingers = true;
+};
+
+thread_local HttpServer::Connection* HttpServer::serving_ = nullptr;
+
+void TrustThisConnection() {
+  if (HttpServer::serving_ != nullptr) HttpServer::serving_->trusted = true;
+}
+
+// Idle connections, in one epoll set watched by one thread: a connection
+// whose next request starts arriving goes back to the thread pool
+// (`resume`); one idle past its deadline is closed.
+class HttpServer::IdleSet {
+ public:
+  explicit IdleSet(std::function<void(std::shared_ptr<Connection>)> resume)
+      : resume_(std::move(resume)),
+        epoll_(::epoll_create1(EPOLL_CLOEXEC)),
+        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = wake_;
+    (void)::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &e);
+    thread_ = std::thread([this] { Watch(); });
+  }
+  ~IdleSet() {
+    Stop();
+    ::close(epoll_);
+    ::close(wake_);
+  }
+
+  // Holds `c` until its socket is readable (or closed by the peer), or
+  // closes it at `until`. After Stop, closes it at once.
+  void Add(std::shared_ptr<Connection> c, SteadyClock::time_point until) {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    const int fd = c->sock;
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    e.data.fd = fd;
+    if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &e) != 0) return;
+    const bool soonest = deadlines_.empty() || until < deadlines_.begin()->first;
+    deadlines_.emplace(until, fd);
+    idle_.emplace(fd, Idle{std::move(c), until});
+    if (soonest) Wake();
+  }
+
+  // Closes every idle connection and refuses new ones; idempotent.
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      Wake();
+    }
+    thread_.join();
+  }
+
+  int size() const {
+    std::lock_guard lock(mu_);
+    return static_cast<int>(idle_.size());
+  }
+
+ private:
+  struct Idle {
+    std::shared_ptr<Connection> connection;
+    SteadyClock::time_point until;
+  };
+
+  void Wake() const {
+    const uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
+  }
+
+  // Takes `fd` out of the set; the caller holds mu_.
+  std::shared_ptr<Connection> Take(int fd) {
+    auto it = idle_.find(fd);
+    if (it == idle_.end()) return nullptr;
+    (void)::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+    deadlines_.erase({it->second.until, fd});
+    std::shared_ptr<Connection> c = std::move(it->second.connection);
+    idle_.erase(it);
+    return c;
+  }
+
+  void Watch() {
+    std::vector<epoll_event> events(256);
+    while (true) {
+      int timeout_ms = -1;
+      {
+        std::lock_guard lock(mu_);
+        if (stopped_) break;
+        if (!deadlines_.empty()) {
+          const auto left = deadlines_.begin()->first - SteadyClock::now();
+          timeout_ms = static_cast<int>(std::clamp<int64_t>(
+              std::chrono::ceil<std::chrono::milliseconds>(left).count(), 0, 60000));
+        }
+      }
+      const int n =
+          ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), timeout_ms);
+      std::vector<std::shared_ptr<Connection>> ready, expired;
+      {
+        std::lock_guard lock(mu_);
+        for (int i = 0; i < n; ++i) {
+          if (events[i].data.fd == wake_) {
+            uint64_t count;
+            (void)!::read(wake_, &count, sizeof count);
+          } else if (auto c = Take(events[i].data.fd)) {
+            ready.push_back(std::move(c));
+          }
+        }
+        const auto now = SteadyClock::now();
+        while (!deadlines_.empty() && deadlines_.begin()->first <= now)
+          expired.push_back(Take(deadlines_.begin()->second));
+      }
+      for (auto& c : ready)
+        resume_(std::move(c));
+      // `expired` closes its connections as it goes.
+    }
+    std::unordered_map<int, Idle> closing;
+    std::lock_guard lock(mu_);
+    closing.swap(idle_);
+    deadlines_.clear();
+  }
+
+  const std::function<void(std::shared_ptr<Connection>)> resume_;
+  const int epoll_, wake_;
+  mutable std::mutex mu_;
+  std::unordered_map<int, Idle> idle_;
+  std::set<std::pair<SteadyClock::time_point, int>> deadlines_;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
 uint64_t RaiseOpenFileLimit() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
@@ -180,14 +349,25 @@ uint64_t RaiseOpenFileLimit() {
   return limit.rlim_cur;
 }
 
-HttpServer::HttpServer() {
-  // Called once, when the server starts listening.
+HttpServer::HttpServer()
+    : idle_(std::make_unique<IdleSet>([this](std::shared_ptr<Connection> c) {
+        // Only connections the pool's threads served reach the idle set.
+        pool_.load()->enqueue([this, c = std::move(c)]() mutable { Serve(std::move(c)); });
+      })) {
+  // Called once, when the server starts listening; the idle set closes its
+  // connections before the pool's threads are joined.
   new_task_queue = [this] {
     const auto min_threads = static_cast<size_t>(std::max(1, limits_.min_threads));
     const auto max_threads =
-        static_cast<size_t>(std::max(limits_.min_threads, limits_.max_connections));
-    return new ElasticPool(min_threads, max_threads);
+        static_cast<size_t>(std::max(limits_.min_threads, limits_.max_threads));
+    auto* pool = new ElasticPool(min_threads, max_threads, [this] { idle_->Stop(); });
+    pool_ = pool;
+    return pool;
   };
+}
+
+HttpServer::~HttpServer() {
+  idle_->Stop();
 }
 
 Status HttpServer::EnableTls(const TlsServerOptions& options) {
@@ -198,6 +378,9 @@ Status HttpServer::EnableTls(const TlsServerOptions& options) {
   if (!ctx) return Internal("cannot create a TLS context (OpenSSL)");
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  // An idle connection gives its record buffers back (34 KB each), so that
+  // thousands of agents' kept connections cost little memory.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), options.cert_file.c_str()) != 1 ||
       SSL_CTX_use_PrivateKey_file(ctx.get(), options.key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
       SSL_CTX_check_private_key(ctx.get()) != 1) {
@@ -237,6 +420,15 @@ uint64_t HttpServer::refused_connections() const {
   return refused_;
 }
 
+int HttpServer::open_connections() const {
+  std::lock_guard lock(mu_);
+  return open_;
+}
+
+int HttpServer::idle_connections() const {
+  return idle_ ? idle_->size() : 0;
+}
+
 bool HttpServer::Admit(const std::string& client) {
   std::lock_guard lock(mu_);
   int& mine = per_client_[client];
@@ -260,62 +452,74 @@ void HttpServer::Release(const std::string& client) {
 bool HttpServer::process_and_close_socket(socket_t sock) {
   sockaddr_storage peer{};
   socklen_t length = sizeof peer;
-  const std::string client = ::getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) == 0
-                                 ? AddressText(peer)
-                                 : "";
-  bool served = false;
+  std::string client = ::getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) == 0
+                           ? AddressText(peer)
+                           : "";
   if (!Admit(client)) {
     // Non-blocking: a client that does not read its refusal loses nothing of ours.
     (void)!::send(sock, kBusyAnswer, sizeof kBusyAnswer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-  } else {
-    SocketStream stream(sock, limits_.write_timeout);
-    std::unique_ptr<SSL, void (*)(SSL*)> ssl(nullptr, SSL_free);
-    if (ssl_ctx_ != nullptr) {
-      ssl = Handshake(ssl_ctx_.get(), sock, SteadyClock::now() + limits_.request_deadline);
-      if (!ssl) {
-        Release(client);
-        ::close(sock);
-        return false;
-      }
-      stream.set_ssl(ssl.get());
-    }
-    for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-      // Between requests: idle for at most idle_timeout, looking up every
-      // 100 ms in case the server stops.
-      const auto idle_end = SteadyClock::now() + limits_.idle_timeout;
-      bool ready = stream.has_buffered();
-      while (!ready && svr_sock_ != INVALID_SOCKET && SteadyClock::now() < idle_end) {
-        ready = WaitUntil(sock, POLLIN,
-                          std::min(idle_end, SteadyClock::now() + std::chrono::milliseconds(100)));
-      }
-      if (!ready) break;
-      stream.set_deadline(SteadyClock::now() + limits_.request_deadline);
-      bool closed = false;
-      std::optional<uint64_t> body_end = stream.consumed();
-      served = process_request(stream, /*close_connection=*/left == 1, closed,
-                               [&](httplib::Request& req) {
-                                 req.ssl = ssl.get();
-                                 body_end = BodyEnd(req, stream.consumed());
-                               });
-      // The answer, gathered by the stream, goes out now (as one TLS record
-      // when it fits).
-      if (!stream.Flush()) break;
-      // A body refused before it was read (http_guard.h) is not the next
-      // request: the connection ends here, after the client has sent it.
-      if (served && (!body_end || stream.consumed() < *body_end)) {
-        DrainRefusedBody(sock, limits_.request_deadline, limits_.idle_timeout, svr_sock_);
-        break;
-      }
-      if (!served || closed) break;
-    }
-    // No close_notify: a kept-alive client (cpp-httplib's) takes a socket
-    // with unread bytes for a live one, and would write its next request
-    // into it; on a bare FIN it reconnects. Every answer has its length.
-    Release(client);
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return false;
   }
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
-  return served;
+  auto c = std::make_shared<Connection>(*this, sock, std::move(client), keep_alive_max_count_);
+  if (ssl_ctx_ != nullptr) {
+    c->ssl = Handshake(ssl_ctx_.get(), sock, SteadyClock::now() + limits_.request_deadline);
+    if (!c->ssl) return false;
+    // The handshake checked it against the cluster's CA: a node or the controller.
+    c->trusted = SSL_get0_peer_certificate(c->ssl.get()) != nullptr;
+  }
+  Serve(std::move(c));
+  return true;
+}
+
+void HttpServer::Serve(std::shared_ptr<Connection> c) {
+  SocketStream stream(c->sock, limits_.write_timeout);
+  if (c->ssl) stream.set_ssl(c->ssl.get());
+  int served = 0;  // on this thread, since it took the connection
+  while (c->left > 0 && svr_sock_ != INVALID_SOCKET) {
+    // Between requests: the next one may come at once (a client's burst);
+    // past the linger the connection waits without a thread. Nothing is
+    // left in `stream` then: its buffers are empty and its answer sent.
+    const auto now = SteadyClock::now();
+    const auto idle_end = now + (c->trusted ? limits_.trusted_idle_timeout : limits_.idle_timeout);
+    const auto linger = c->lingers ? limits_.linger : std::chrono::milliseconds(0);
+    if (!stream.has_buffered() && !WaitUntil(c->sock, POLLIN, std::min(idle_end, now + linger))) {
+      c->lingers = false;
+      idle_->Add(std::move(c), idle_end);
+      return;
+    }
+    if (served > 0) c->lingers = true;  // its next request followed an answer at once
+    ++served;
+    if (!ServeOne(*c, stream)) return;
+  }
+  // No close_notify when `c` goes: a kept-alive client (cpp-httplib's) takes
+  // a socket with unread bytes for a live one, and would write its next
+  // request into it; on a bare FIN it reconnects. Every answer has its length.
+}
+
+bool HttpServer::ServeOne(Connection& c, SocketStream& stream) {
+  stream.set_deadline(SteadyClock::now() + limits_.request_deadline);
+  bool closed = false;
+  std::optional<uint64_t> body_end = stream.consumed();
+  serving_ = &c;
+  const bool served =
+      process_request(stream, /*close_connection=*/c.left == 1, closed, [&](httplib::Request& req) {
+        req.ssl = c.ssl.get();
+        body_end = BodyEnd(req, stream.consumed());
+      });
+  serving_ = nullptr;
+  --c.left;
+  // The answer, gathered by the stream, goes out now (as one TLS record
+  // when it fits).
+  if (!stream.Flush()) return false;
+  // A body refused before it was read (http_guard.h) is not the next
+  // request: the connection ends here, after the client has sent it.
+  if (served && (!body_end || stream.consumed() < *body_end)) {
+    DrainRefusedBody(c.sock, limits_.request_deadline, limits_.idle_timeout, svr_sock_);
+    return false;
+  }
+  return served && !closed;
 }
 
 }  // namespace shoal::net

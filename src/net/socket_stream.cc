@@ -73,15 +73,15 @@ void Name(int sock, F get, std::string& ip, int& port) {
 }  // namespace
 
 bool WaitUntil(int sock, short events, SteadyClock::time_point deadline) {
+  // Looks at least once, even past the deadline: what is ready is taken.
   while (true) {
     const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now())
-            .count();
-    if (left <= 0) return false;
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
     pollfd p{sock, events, 0};
-    const int ready = SysPoll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000 * 60)));
+    const int ready = SysPoll(&p, 1, static_cast<int>(std::clamp<int64_t>(left, 0, 1000 * 60)));
     if (ready > 0) return (p.revents & (events | POLLHUP | POLLERR)) != 0;
     if (ready < 0 && errno != EINTR) return false;
+    if (ready == 0 && left <= 0) return false;
   }
 }
 

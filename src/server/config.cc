@@ -63,6 +63,12 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     auto n = ParseInt(value);
     if (!n.ok() || *n < 2 || *n > 256) return InvalidArgument("http_threads: 2 to 256");
     o.http_threads = static_cast<int>(*n);
+  } else if (key == "max_connections" || key == "connections_per_address") {
+    auto n = ParseInt(value);
+    if (!n.ok() || *n < 16 || *n > 1000000)
+      return InvalidArgument(fmt::format("{}: 16 to 1000000 connections", key));
+    (key == "max_connections" ? o.max_connections : o.connections_per_address) =
+        static_cast<int>(*n);
   } else if (key == "max_queue") {
     auto n = ParseInt(value);
     if (!n.ok() || *n < 1) return InvalidArgument("max_queue: a positive number");
@@ -102,7 +108,8 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
     return InvalidArgument(fmt::format(
         "unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, "
         "max_heartbeat_rate, kill_grace, launch_grace, rendezvous_ports, "
-        "usage_half_life, finished_retention, max_body, http_threads, max_queue, sync, "
+        "usage_half_life, finished_retention, max_body, http_threads, max_connections, "
+        "connections_per_address, max_queue, sync, "
         "metrics_public, metrics_per_gpu, tls, tls_names, node_cert_days, mail_program)",
         key));
   }

@@ -85,7 +85,7 @@ TEST(ServerConfigTest, RendezvousPorts) {
 
 TEST(ServerConfigTest, MaxHeartbeatRate) {
   ServerOptions o;
-  EXPECT_EQ(o.controller.max_heartbeat_rate, 1500);
+  EXPECT_EQ(o.controller.max_heartbeat_rate, 1000);
   ASSERT_TRUE(ApplyServerSetting("max_heartbeat_rate", "4000", o).ok());
   EXPECT_EQ(o.controller.max_heartbeat_rate, 4000);
   for (const char* bad : {"0", "9", "-5", "fast", "2000000"}) {
@@ -94,6 +94,25 @@ TEST(ServerConfigTest, MaxHeartbeatRate) {
     EXPECT_NE(s.message().find("heartbeats per second"), std::string::npos) << s.message();
   }
   EXPECT_EQ(o.controller.max_heartbeat_rate, 4000);
+}
+
+TEST(ServerConfigTest, ConnectionLimits) {
+  ServerOptions o;
+  EXPECT_EQ(o.max_connections, 16384);
+  EXPECT_EQ(o.connections_per_address, 256);
+  ASSERT_TRUE(ApplyServerSetting("max_connections", "40000", o).ok());
+  ASSERT_TRUE(ApplyServerSetting("connections_per_address", "1024", o).ok());
+  EXPECT_EQ(o.max_connections, 40000);
+  EXPECT_EQ(o.connections_per_address, 1024);
+  for (const char* key : {"max_connections", "connections_per_address"}) {
+    for (const char* bad : {"0", "15", "-1", "many", "2000000"}) {
+      Status s = ApplyServerSetting(key, bad, o);
+      EXPECT_FALSE(s.ok()) << key << "=" << bad;
+      EXPECT_NE(s.message().find("16 to 1000000 connections"), std::string::npos) << s.message();
+    }
+  }
+  EXPECT_EQ(o.max_connections, 40000);
+  EXPECT_EQ(o.connections_per_address, 1024);
 }
 
 }  // namespace

@@ -115,6 +115,7 @@ struct Server::Impl {
   }
 
   void Routes();
+  void GuardHttp();  // with `options`
   Result<net::LocalToken> IssueLocalToken(uid_t uid);
 };
 
@@ -154,6 +155,35 @@ void Server::Impl::Routes() {
   routes::AddQosRoutes(http, *route_context);
   routes::AddStepRoutes(http, *route_context);
   AnswerErrorsAsJson(http);
+}
+
+// The listener's limits (net/http_server.h) and its request guard.
+void Server::Impl::GuardHttp() {
+  http.set_tcp_nodelay(true);
+  http.set_keep_alive_max_count(100000);
+  // Slow and idle clients are cut off (see net/http_server.h); idle
+  // connections wait without a thread (agents keep theirs between beats),
+  // and Stop() closes them at once. The process's open-file limit bounds
+  // the connections too.
+  const auto files = static_cast<int64_t>(net::RaiseOpenFileLimit());
+  http.SetLimits({.per_client = options.connections_per_address,
+                  .max_connections = static_cast<int>(
+                      std::clamp<int64_t>(files - 256, 16, options.max_connections)),
+                  .min_threads = std::max(2, options.http_threads)});
+  // Credentials and the body's size are checked before any body is read.
+  const bool metrics_public = options.metrics_public;
+  net::GuardRequests(
+      http, {.max_body_bytes = options.max_body_bytes,
+             .is_public =
+                 [metrics_public](const httplib::Request& req) {
+                   if (req.method != "GET" && req.method != "HEAD") return false;
+                   if (req.path == "/metrics") return metrics_public;
+                   // The health check, the cluster CA's certificate (public by
+                   // nature) and the dashboard's static files (no data).
+                   return req.path == "/healthz" || req.path == "/v1/ca" ||
+                          !req.path.starts_with("/v1/");
+                 },
+             .authenticate = [this](const httplib::Request& req) { return Authenticated(req); }});
 }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, const Clock& clock) {
@@ -245,28 +275,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     impl->mailer = std::make_unique<Mailer>(mail_program);
     impl->loop->SetMailer(impl->mailer.get());
   }
-  // HTTP.
-  net::RaiseOpenFileLimit();
-  impl->http.set_tcp_nodelay(true);
-  impl->http.set_keep_alive_max_count(100000);
-  // Slow and idle clients are cut off (see net/http_server.h); idle
-  // connections close after 2 s, which also bounds how long Stop() waits.
-  impl->http.SetLimits({.min_threads = std::max(2, options.http_threads)});
-  // Credentials and the body's size are checked before any body is read.
-  const bool metrics_public = options.metrics_public;
-  net::GuardRequests(
-      impl->http,
-      {.max_body_bytes = options.max_body_bytes,
-       .is_public =
-           [metrics_public](const httplib::Request& req) {
-             if (req.method != "GET" && req.method != "HEAD") return false;
-             if (req.path == "/metrics") return metrics_public;
-             // The health check, the cluster CA's certificate (public by
-             // nature) and the dashboard's static files (no data).
-             return req.path == "/healthz" || req.path == "/v1/ca" || !req.path.starts_with("/v1/");
-           },
-       .authenticate =
-           [raw = impl.get()](const httplib::Request& req) { return raw->Authenticated(req); }});
+  impl->GuardHttp();
   impl->Routes();
   impl->port = impl->http.Bind(hp.first, hp.second);
   if (impl->port <= 0)

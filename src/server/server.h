@@ -41,7 +41,11 @@ struct ServerOptions {
   // Room for the largest job spec: a 4 MiB batch script (kMaxScriptBytes,
   // JSON-escaped) and a 1 MiB environment. Checked before the body is read.
   size_t max_body_bytes = 8 << 20;
-  int http_threads = 16;  // threads kept ready; more start with the connections
+  int http_threads = 16;  // threads kept ready; more start with the requests
+  // Open connections, from all clients and from one address (net::ConnectionLimits):
+  // every agent keeps one, so a fleet needs more than its node count.
+  int max_connections = 16384;
+  int connections_per_address = 256;
   bool sqlite_full_sync = true;
   // GET /metrics without a token (for a Prometheus that has none). The
   // metrics name nodes, users, accounts and job ids.

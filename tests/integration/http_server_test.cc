@@ -1,6 +1,8 @@
 // The listeners' HTTP server (net/http_server.h) behind the request guard,
 // over raw loopback sockets: a refused body is never read as the next
-// request, and a body that was read keeps the connection for the next one.
+// request, a body that was read keeps the connection for the next one, and
+// idle connections wait without a thread, a stranger's for less time than
+// one that showed credentials.
 #include "net/http_server.h"
 
 #include <arpa/inet.h>
@@ -10,8 +12,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "net/http_guard.h"
 
@@ -21,6 +25,11 @@ namespace {
 class HttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A short linger: threads that start while connections linger stay a
+    // minute, and the count of threads is what a test below looks at.
+    http_.SetLimits({.idle_timeout = std::chrono::milliseconds(300),
+                     .trusted_idle_timeout = std::chrono::seconds(20),
+                     .linger = std::chrono::milliseconds(1)});
     GuardRequests(http_,
                   {.max_body_bytes = 1 << 20,
                    .is_public = [](const httplib::Request& r) { return r.path == "/healthz"; },
@@ -49,9 +58,9 @@ class HttpServerTest : public ::testing::Test {
     if (thread_.joinable()) thread_.join();
   }
 
-  // Sends `request` on a new connection and returns all it gets back until
-  // the server closes it (a send or a read stalled for 10 s ends it too).
-  std::string Exchange(const std::string& request) {
+  // A new connection to the server (-1 when it could not be made); sends
+  // and reads stall for at most 10 s.
+  int Open() const {
     const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
     EXPECT_GE(sock, 0);
     sockaddr_in a{};
@@ -61,16 +70,61 @@ class HttpServerTest : public ::testing::Test {
     timeval timeout{10, 0};
     ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     ::setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    if (::connect(sock, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(sock);
+      return -1;
+    }
+    return sock;
+  }
+
+  // Sends `request` on `sock` and reads one answer (whose body has a
+  // Content-Length); "" when the connection closed first.
+  static std::string Ask(int sock, const std::string& request) {
+    if (::send(sock, request.data(), request.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(request.size()))
+      return "";
     std::string got;
-    if (::connect(sock, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::send(sock, request.data(), request.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    while (true) {
+      const size_t head = got.find("\r\n\r\n");
+      if (head != std::string::npos) {
+        const size_t at = got.find("Content-Length: ");
+        const size_t length = at < head ? std::stoul(got.substr(at + 16)) : 0;
+        if (got.size() >= head + 4 + length) return got;
+      }
+      const ssize_t n = ::recv(sock, buf, sizeof buf, 0);
+      if (n <= 0) return "";
+      got.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  // Whether the server has closed `sock` (a read sees its end at once).
+  static bool ClosedByServer(int sock) {
+    char c;
+    return ::recv(sock, &c, 1, MSG_DONTWAIT) == 0;
+  }
+
+  static int ThreadsOfThisProcess() {
+    int n = 0;
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/self/task"))
+      ++n;
+    return n;
+  }
+
+  // Sends `request` on a new connection and returns all it gets back until
+  // the server closes it (a send or a read stalled for 10 s ends it too).
+  std::string Exchange(const std::string& request) {
+    const int sock = Open();
+    std::string got;
+    if (sock >= 0 && ::send(sock, request.data(), request.size(), MSG_NOSIGNAL) ==
+                         static_cast<ssize_t>(request.size())) {
       char buf[4096];
       ssize_t n;
       while ((n = ::recv(sock, buf, sizeof buf, 0)) > 0)
         got.append(buf, static_cast<size_t>(n));
     }
-    ::close(sock);
+    if (sock >= 0) ::close(sock);
     return got;
   }
 
@@ -115,6 +169,66 @@ TEST_F(HttpServerTest, ABodyThatWasReadKeepsTheConnection) {
   EXPECT_EQ(Count(got, "HTTP/1.1 200"), 2) << got;
   EXPECT_NE(got.find("echo:one"), std::string::npos) << got;
   EXPECT_NE(got.find("echo:two"), std::string::npos) << got;
+}
+
+constexpr char kEcho[] =
+    "POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nContent-Length: 2\r\n\r\nhi";
+
+TEST_F(HttpServerTest, IdleConnectionsWaitWithoutAThreadAndAreServedAgain) {
+  // Agents keep their connection between heartbeats: 200 of them, each past
+  // the linger, must not hold 200 threads, and each must be answered when
+  // its next request comes.
+  constexpr int kConnections = 200;  // under the 256 one address may hold
+  std::vector<int> socks;
+  for (int i = 0; i < kConnections; ++i) {
+    const int sock = Open();
+    ASSERT_GE(sock, 0) << i;
+    ASSERT_NE(Ask(sock, kEcho).find("echo:hi"), std::string::npos) << i;
+    socks.push_back(sock);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (http_.idle_connections() < kConnections && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(http_.idle_connections(), kConnections);
+  EXPECT_EQ(http_.open_connections(), kConnections);
+  EXPECT_LT(ThreadsOfThisProcess(), 64);
+  for (int i = 0; i < kConnections; ++i) {
+    EXPECT_NE(Ask(socks[static_cast<size_t>(i)], kEcho).find("echo:hi"), std::string::npos) << i;
+    ::close(socks[static_cast<size_t>(i)]);
+  }
+}
+
+TEST_F(HttpServerTest, AStrangersIdleConnectionClosesBeforeOneThatShowedCredentials) {
+  const int stranger = Open();
+  const int member = Open();
+  const int silent = Open();  // has sent nothing at all
+  ASSERT_TRUE(stranger >= 0 && member >= 0 && silent >= 0);
+  ASSERT_NE(Ask(stranger, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").find("healthy"),
+            std::string::npos);
+  ASSERT_NE(Ask(member, kEcho).find("echo:hi"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the strangers' limit is 300 ms
+  EXPECT_TRUE(ClosedByServer(stranger));
+  EXPECT_TRUE(ClosedByServer(silent));
+  EXPECT_FALSE(ClosedByServer(member));
+  EXPECT_NE(Ask(member, kEcho).find("echo:hi"), std::string::npos);
+  EXPECT_EQ(http_.open_connections(), 1);
+  for (int sock : {stranger, member, silent})
+    ::close(sock);
+}
+
+TEST_F(HttpServerTest, StoppingClosesIdleConnectionsAtOnce) {
+  const int sock = Open();
+  ASSERT_GE(sock, 0);
+  ASSERT_NE(Ask(sock, kEcho).find("echo:hi"), std::string::npos);
+  while (http_.idle_connections() < 1)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto t0 = std::chrono::steady_clock::now();
+  http_.stop();
+  thread_.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  char c;
+  EXPECT_EQ(::recv(sock, &c, 1, 0), 0);  // its end, not a timeout
+  ::close(sock);
 }
 
 }  // namespace

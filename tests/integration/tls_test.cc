@@ -78,7 +78,9 @@ class TlsServerTest : public ::testing::Test {
     server_key_ = Write(dir_ / "server.key", server->key_pem);
     node_cert_ = Write(dir_ / "node.crt", node->cert_pem);
     node_key_ = Write(dir_ / "node.key", node->key_pem);
-    http_.SetLimits({.idle_timeout = std::chrono::milliseconds(200)});
+    // Nodes' connections are trusted: they may idle as long as strangers' here.
+    http_.SetLimits({.idle_timeout = std::chrono::milliseconds(200),
+                     .trusted_idle_timeout = std::chrono::milliseconds(200)});
     ASSERT_TRUE(http_
                     .EnableTls({.cert_file = server_cert_,
                                 .key_file = server_key_,
