@@ -6,7 +6,7 @@ BUILD := build/$(PRESET)
 SHOAL := $(BUILD)/src/cli/shoal
 
 .PHONY: all deps configure build run sim test perf bench sanitize tsan fuzz format format-check \
-  function-length clean
+  function-length clean deb
 
 # ccache hashes paths relative to the checkout, so that a clone in another
 # folder (CI's) reuses what a build here compiled.
@@ -87,6 +87,10 @@ perf: build
 	@./perf/run.sh $(BUILD)
 
 bench: perf
+
+# The Debian package (cmake/ShoalPackage.cmake, docs/deploy.md): $(BUILD)/shoal_<version>_amd64.deb.
+deb: build
+	@cd $(BUILD) && cpack -G DEB
 
 clean:
 	rm -rf build
