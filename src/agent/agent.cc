@@ -92,8 +92,23 @@ struct Agent::Impl {
   std::vector<StepReport> refused;          // launches that could not start, to report
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
   std::map<StepKey, GpuHold> step_holds;  // each running step's GPUs here, and whose they are
-  std::vector<GpuSample> last_samples;    // the last telemetry tick's, for GET /metrics
-  StepContext step_context;               // what each step is told of Shoal
+  // Each running step's last CPU reading, for the simulated GPUs' load (Loop's own).
+  struct CpuReading {
+    Time at{};
+    double seconds = 0;
+    double load = 0;
+  };
+  std::map<StepKey, CpuReading> step_cpu;
+  // Forgets the steps that ended and gives simulated GPUs the load of the
+  // steps that hold them (StepLoad); real GPUs ignore it.
+  void ShapeGpuLoad(const std::vector<StepReport>& reports);
+  // How busy a running step keeps its GPUs, from 0 to 1: the CPU its
+  // processes used since the last reading, in cores (a process that feeds
+  // a GPU keeps a core busy; a `sleep` keeps none). 0 at the first reading;
+  // 1 when the step's CPU time cannot be read.
+  double StepLoad(const StepKey& key, Time now);
+  std::vector<GpuSample> last_samples;  // the last telemetry tick's, for GET /metrics
+  StepContext step_context;             // what each step is told of Shoal
   std::atomic<bool> is_registered{false};
   std::atomic<uint64_t> accepted_heartbeats{0};
 
@@ -486,6 +501,52 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
       Json{{"job", step->job}, {"epoch", step->epoch}, {"step", step->step}, {"started", s.ok()}});
 }
 
+void Agent::Impl::ShapeGpuLoad(const std::vector<StepReport>& reports) {
+  std::vector<std::pair<StepKey, std::vector<int>>> held;  // running steps' GPUs
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const StepReport& rep : reports) {
+      const StepKey key{rep.job, rep.epoch, rep.step};
+      auto it = step_holds.find(key);
+      if (it == step_holds.end()) continue;
+      if (!rep.running) {
+        step_holds.erase(it);
+        step_cpu.erase(key);
+        continue;
+      }
+      held.emplace_back(key, it->second.gpus);
+    }
+  }
+  if (gpus->kind() != "simulated") return;
+  std::vector<double> load(devices.size(), 0.0);
+  const Time now = clock->Now();
+  for (const auto& [key, held_gpus] : held) {
+    const double step = StepLoad(key, now);
+    for (int g : held_gpus) {
+      if (g >= 0 && static_cast<size_t>(g) < load.size())
+        load[static_cast<size_t>(g)] = std::max(load[static_cast<size_t>(g)], step);
+    }
+  }
+  for (size_t i = 0; i < devices.size(); ++i)
+    gpus->SetLoad(devices[i].index, load[i]);
+}
+
+double Agent::Impl::StepLoad(const StepKey& key, Time now) {
+  const std::optional<double> cpu = steps->CpuSeconds(key);
+  if (!cpu) return 1.0;
+  auto [it, first] = step_cpu.try_emplace(key, CpuReading{now, *cpu, 0.0});
+  CpuReading& last = it->second;
+  const double dt = std::chrono::duration<double>(now - last.at).count();
+  // Readings at least a quarter second apart: the extra beats of step
+  // events come closer than that, and a tick's CPU time is coarse.
+  if (!first && dt >= 0.25) {
+    last.load = std::clamp((*cpu - last.seconds) / dt, 0.0, 1.0);
+    last.at = now;
+    last.seconds = *cpu;
+  }
+  return last.load;
+}
+
 void Agent::Impl::Loop() {
   std::unique_ptr<net::HttpClient> client = Client();
   Duration backoff = std::chrono::milliseconds(100);
@@ -550,24 +611,7 @@ void Agent::Impl::Loop() {
       refused_now = refused;
     }
     reports.insert(reports.end(), refused_now.begin(), refused_now.end());
-    // Load for simulated GPUs: a GPU is busy while a step that holds it runs.
-    {
-      std::vector<double> load(devices.size(), 0.0);
-      std::lock_guard<std::mutex> lock(mu);
-      for (const StepReport& rep : reports) {
-        auto it = step_holds.find({rep.job, rep.epoch, rep.step});
-        if (it == step_holds.end()) continue;
-        if (!rep.running) {
-          step_holds.erase(it);
-          continue;
-        }
-        for (int g : it->second.gpus) {
-          if (g >= 0 && static_cast<size_t>(g) < load.size()) load[static_cast<size_t>(g)] = 1.0;
-        }
-      }
-      for (size_t i = 0; i < devices.size(); ++i)
-        gpus->SetLoad(devices[i].index, load[i]);
-    }
+    ShapeGpuLoad(reports);
     // Telemetry on the tick (and always until the server has accepted a beat).
     const Json body =
         HeartbeatJson(reports, devices, samples, verdicts, tick || accepted_heartbeats == 0);

@@ -848,6 +848,33 @@ TEST_F(ClusterTest, RootJobsAreRefusedUnlessAllowed) {
   (*a)->Stop();
 }
 
+// A simulated GPU is as busy as the step that holds it (the CPU its
+// processes use): a step that spins shows its GPU busy, one that sleeps
+// shows its GPU idle, as the dashboard's idle detection needs.
+TEST_F(ClusterTest, SimulatedGpusAreAsBusyAsTheirSteps) {
+  StartAgent("n1");
+  const uint64_t sleeper = Submit(*admin_, {{"command", "sleep 8"}, {"gpus", 1}});
+  const uint64_t spinner = Submit(
+      *admin_, {{"command", "end=$(($(date +%s) + 8)); while [ $(date +%s) -lt $end ]; do :; done"},
+                {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(sleeper, "running"));
+  ASSERT_TRUE(WaitFor(spinner, "running"));
+  const size_t idle_gpu = Show(sleeper)["allocation"][0]["gpus"][0].get<size_t>();
+  const size_t busy_gpu = Show(spinner)["allocation"][0]["gpus"][0].get<size_t>();
+  // Utilisation as the server last heard it, once both readings have settled.
+  double idle = -1, busy = -1;
+  for (int i = 0; i < 100; ++i) {
+    const Json gpus = Node("n1")["gpus"];
+    idle = gpus[idle_gpu]["telemetry"].value("util", -1.0);
+    busy = gpus[busy_gpu]["telemetry"].value("util", -1.0);
+    if (idle >= 0 && idle < 20 && busy > 50) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_GE(idle, 0);
+  EXPECT_LT(idle, 20) << "GPU " << idle_gpu << " held by `sleep`";
+  EXPECT_GT(busy, 50) << "GPU " << busy_gpu << " held by a busy loop";
+}
+
 TEST_F(ClusterTest, GpuWithNewXidDrainsItsNode) {
   StartAgent("n1");
   EXPECT_EQ(Node("n1")["state"], "up");

@@ -388,6 +388,25 @@ std::vector<pid_t> StepCgroup::Pids() const {
   return pids;
 }
 
+std::optional<double> StepCgroup::CpuSeconds() const {
+  if (version_ == CgroupVersion::kV2 && !tracking_dir_.empty()) {
+    Result<std::string> stat = ReadFile(tracking_dir_ + "/cpu.stat");
+    if (!stat.ok()) return std::nullopt;
+    for (std::string_view line : Split(*stat, '\n')) {
+      if (!StartsWith(line, "usage_usec ")) continue;
+      Result<int64_t> usec = ParseInt(Trim(line.substr(11)));
+      if (usec.ok()) return static_cast<double>(*usec) / 1e6;
+    }
+    return std::nullopt;
+  }
+  if (version_ == CgroupVersion::kV1 && !cpu_dir_.empty()) {
+    Result<std::string> text = ReadFile(cpu_dir_ + "/cpuacct.usage");
+    Result<int64_t> ns = text.ok() ? ParseInt(Trim(*text)) : Result<int64_t>(text.status());
+    if (ns.ok()) return static_cast<double>(*ns) / 1e9;
+  }
+  return std::nullopt;
+}
+
 bool StepCgroup::Signal(int sig) const {
   std::vector<pid_t> pids = Pids();
   if (pids.empty()) return false;

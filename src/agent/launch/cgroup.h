@@ -20,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +123,10 @@ class StepCgroup {
   const std::vector<std::string>& JoinFiles() const { return join_files_; }
   // The processes in it now (empty when the cgroup does not exist).
   std::vector<pid_t> Pids() const;
+  // The CPU time its processes have used, past ones included, in seconds:
+  // v2's cpu.stat, or v1's cpuacct.usage where cpuacct is mounted with cpu;
+  // nullopt where the cgroup keeps no such count.
+  std::optional<double> CpuSeconds() const;
   // Sends `sig` to every process in it (SIGKILL through cgroup.kill where
   // v2 has it). Returns whether any process was there to signal.
   bool Signal(int sig) const;

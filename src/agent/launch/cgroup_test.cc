@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "agent/launch/device_fence.h"
 
@@ -102,6 +103,31 @@ TEST(DetectCgroups, NoneWhenConfiguredOrNotACgroup) {
   EXPECT_EQ(plain.version, CgroupVersion::kNone);
   EXPECT_TRUE(plain.description.starts_with("none: ")) << plain.description;
   std::filesystem::remove_all(dir);
+}
+
+// A step's CPU time comes from its cgroup's own count: v2's cpu.stat, v1's
+// cpuacct.usage where cpuacct shares the cpu hierarchy, else none.
+TEST(StepCgroupCpu, ReadsTheCountEachVersionKeeps) {
+  const std::string root = ::testing::TempDir() + "/cgroup-cpu";
+  std::filesystem::create_directories(root + "/v2/s1");
+  std::filesystem::create_directories(root + "/cpu/s1");
+  std::filesystem::create_directories(root + "/pids/s1");
+  std::ofstream(root + "/v2/s1/cpu.stat") << "usage_usec 2500000\nuser_usec 2000000\n";
+  CgroupLayout v2;
+  v2.version = CgroupVersion::kV2;
+  v2.v2_dir = root + "/v2";
+  EXPECT_EQ(StepCgroup(v2, "s1").CpuSeconds(), 2.5);
+  EXPECT_EQ(StepCgroup(v2, "gone").CpuSeconds(), std::nullopt);
+
+  CgroupLayout v1;
+  v1.version = CgroupVersion::kV1;
+  v1.v1_cpu_dir = root + "/cpu";
+  v1.v1_pids_dir = root + "/pids";
+  EXPECT_EQ(StepCgroup(v1, "s1").CpuSeconds(), std::nullopt);  // cpu without cpuacct
+  std::ofstream(root + "/cpu/s1/cpuacct.usage") << "750000000\n";
+  EXPECT_EQ(StepCgroup(v1, "s1").CpuSeconds(), 0.75);
+  EXPECT_EQ(StepCgroup(CgroupLayout{}, "s1").CpuSeconds(), std::nullopt);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -260,21 +260,46 @@ Result<StepRecord> DecodeRecord(std::string_view text) {
   });
 }
 
-Result<ProcessIdentity> IdentityOf(pid_t pid) {
+namespace {
+
+// The fields of /proc/<pid>/stat from field 3 (state) on: comm may hold
+// spaces and parentheses, so they are counted from the last ')'. NotFound
+// for a process that is gone or a zombie.
+Result<std::vector<std::string>> StatFields(pid_t pid) {
   Result<std::string> stat = ReadFile(fmt::format("/proc/{}/stat", pid));
   if (!stat.ok()) return NotFound(fmt::format("no process {}", pid));
-  // "pid (comm) state ppid ... starttime(22) ...": comm may hold spaces and
-  // parentheses, so the fields are counted from the last ')'.
   size_t close = stat->rfind(')');
   if (close == std::string::npos) return Internal(fmt::format("unreadable /proc/{}/stat", pid));
-  std::vector<std::string_view> fields = Fields(std::string_view(*stat).substr(close + 1));
-  // fields[0] is field 3 (state); starttime, field 22, is fields[19].
+  std::vector<std::string> fields;
+  for (std::string_view f : Fields(std::string_view(*stat).substr(close + 1)))
+    fields.emplace_back(f);
+  // Up to starttime, field 22 (fields[19]).
   if (fields.size() < 20) return Internal(fmt::format("unreadable /proc/{}/stat", pid));
   if (fields[0] == "Z" || fields[0] == "X")
     return NotFound(fmt::format("process {} has exited", pid));
-  std::optional<uint64_t> ticks = ParseU64(fields[19]);
+  return fields;
+}
+
+}  // namespace
+
+Result<ProcessIdentity> IdentityOf(pid_t pid) {
+  SHOAL_ASSIGN_OR_RETURN(std::vector<std::string> fields, StatFields(pid));
+  std::optional<uint64_t> ticks = ParseU64(fields[19]);  // starttime, field 22
   if (!ticks) return Internal(fmt::format("unreadable /proc/{}/stat", pid));
   return ProcessIdentity{pid, *ticks};
+}
+
+std::optional<double> ProcessCpuSeconds(pid_t pid) {
+  Result<std::vector<std::string>> fields = StatFields(pid);
+  if (!fields.ok()) return std::nullopt;
+  // utime, stime, cutime, cstime: fields 14 to 17, in clock ticks.
+  uint64_t ticks = 0;
+  for (size_t i = 11; i <= 14; ++i) {
+    std::optional<uint64_t> t = ParseU64((*fields)[i]);
+    if (!t) return std::nullopt;
+    ticks += *t;
+  }
+  return static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 bool IsAlive(const ProcessIdentity& process) {

@@ -97,6 +97,9 @@ struct ProcessIdentity {
 };
 // The identity of a running process (NotFound when it is gone or a zombie).
 Result<ProcessIdentity> IdentityOf(pid_t pid);
+// The CPU time a running process has used, with that of the children it
+// has waited for, in seconds (nullopt when it is gone or a zombie).
+std::optional<double> ProcessCpuSeconds(pid_t pid);
 bool IsAlive(const ProcessIdentity& process);
 // Sends `sig` to the process, or with `group` to the process group it
 // leads, only if it is still the process named; false when it is gone.

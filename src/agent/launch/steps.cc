@@ -166,6 +166,26 @@ class DirSteps final : public Steps {
 
   Result<StepState> Get(StepKey key) override { return ReadState(key); }
 
+  std::optional<double> CpuSeconds(StepKey key) const override {
+    std::vector<pid_t> pids;
+    if (const std::optional<StepCgroup> cgroup = CgroupOf(key)) {
+      if (std::optional<double> counted = cgroup->CpuSeconds()) return counted;
+      pids = cgroup->Pids();
+    }
+    if (pids.empty()) {  // no cgroup: the tasks' leaders, and the children they waited for
+      Result<std::string> tasks = ReadFile(StepDir(key) + "/" + kTasksFile);
+      if (!tasks.ok()) return std::nullopt;
+      for (const ProcessIdentity& task : DecodeTasksFile(*tasks)) {
+        if (IsAlive(task)) pids.push_back(task.pid);
+      }
+    }
+    if (pids.empty()) return std::nullopt;
+    double seconds = 0;
+    for (pid_t pid : pids)
+      seconds += ProcessCpuSeconds(pid).value_or(0);
+    return seconds;
+  }
+
   void Forget(StepKey key) override {
     Result<StepState> state = ReadState(key);
     if (!state.ok() || state->phase == StepPhase::kRunning ||
@@ -525,19 +545,23 @@ class DirSteps final : public Steps {
     children_.clear();
   }
 
+  // The step's cgroup, as its supervisor was told it (nullopt without a
+  // readable request).
+  std::optional<StepCgroup> CgroupOf(StepKey key) const {
+    Result<std::string> text = ReadFile(StepDir(key) + "/" + kRequestFile);
+    Result<SupervisorRequest> request =
+        text.ok() ? DecodeRequest(*text) : Result<SupervisorRequest>(text.status());
+    if (!request.ok()) return std::nullopt;
+    return StepCgroup(request->cgroup, StepDirName(key));
+  }
+
   // A step whose supervisor died without a record (SIGKILL, OOM) may have
   // left its tasks running: kill what its cgroup holds and the process
   // groups of its tasks that are still the same processes.
   void KillLostStep(StepKey key) const {
     const std::string dir = StepDir(key);
-    Result<std::string> text = ReadFile(dir + "/" + kRequestFile);
-    Result<SupervisorRequest> request =
-        text.ok() ? DecodeRequest(*text) : Result<SupervisorRequest>(text.status());
-    std::optional<StepCgroup> cgroup;
-    if (request.ok()) {
-      cgroup.emplace(request->cgroup, StepDirName(key));
-      cgroup->Signal(SIGKILL);
-    }
+    std::optional<StepCgroup> cgroup = CgroupOf(key);
+    if (cgroup) cgroup->Signal(SIGKILL);
     if (Result<std::string> tasks = ReadFile(dir + "/" + kTasksFile); tasks.ok()) {
       for (const ProcessIdentity& task : DecodeTasksFile(*tasks)) {
         SignalIfAlive(task, SIGKILL, /*group=*/true);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,11 @@ class Steps {
 
   // One step's state, as Scan reports it; NotFound when there is no such step.
   virtual Result<StepState> Get(StepKey key) = 0;
+  // The CPU time a running step's processes have used, in seconds: its
+  // cgroup's count, else the sum over its processes now (or its tasks'
+  // leaders without a cgroup); nullopt when there is nothing to read. The
+  // agent's simulated GPUs follow it, so that a `sleep` shows idle.
+  virtual std::optional<double> CpuSeconds(StepKey /*key*/) const { return std::nullopt; }
 
   // Change notifications, so that the agent learns at once that a step
   // ended. Each supervisor writes one line "<job>.<epoch>\n" to the FIFO
