@@ -59,12 +59,13 @@ else
 fi
 
 # The installed binaries with the installed configuration; only the
-# addresses and state folders change, on the command line (which wins).
+# addresses, state folders and the token socket change, on the command line
+# (which wins).
 export HOME="$TMP/home" SHOAL_STATE_DIR="$TMP/state"
 unset SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET SHOAL_SERVER SHOAL_CA_FILE
 mkdir -p "$HOME"
 "$SHOAL" server --config "$ROOT/etc/shoal/server.toml" --listen 127.0.0.1:0 \
-  --state-dir "$SHOAL_STATE_DIR" > "$TMP/server.log" 2>&1 &
+  --state-dir "$SHOAL_STATE_DIR" --socket "$SHOAL_STATE_DIR/shoal.sock" > "$TMP/server.log" 2>&1 &
 PIDS="$PIDS $!"
 for _ in $(seq 200); do grep -qs "fingerprint" "$TMP/server.log" && break; sleep 0.05; done
 URL=$(grep -o 'https://127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
@@ -73,7 +74,8 @@ echo "ok   the installed server runs with /etc/shoal/server.toml (policy backfil
 # The file is what the server read: a copy with a mistake in it is refused.
 sed 's/^policy = "backfill"/policy = "nonesuch"/' "$ROOT/etc/shoal/server.toml" > "$TMP/bad.toml"
 check "the server reads its configuration file (a wrong policy in it is refused)" 2 "nonesuch" -- \
-  "$SHOAL" server --config "$TMP/bad.toml" --listen 127.0.0.1:0 --state-dir "$TMP/bad-state"
+  "$SHOAL" server --config "$TMP/bad.toml" --listen 127.0.0.1:0 --state-dir "$TMP/bad-state" \
+  --socket none
 "$SHOAL" token create --role join --node pkgnode > "$TMP/join.token" 2> "$TMP/token.err"
 "$SHOAL" agent --config "$ROOT/etc/shoal/agent.toml" --server "$URL" \
   --ca-file "$SHOAL_STATE_DIR/tls/ca.crt" --join-token-file "$TMP/join.token" --name pkgnode \
