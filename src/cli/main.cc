@@ -49,6 +49,8 @@ constexpr Command kCommands[] = {
     {"up", shoal::cli::RunUp,
      "a whole cluster on this machine: server and agents (simulated or real GPUs)"},
     {"agent", shoal::cli::RunAgent, "run the node agent: GPUs, telemetry, job launch"},
+    {"doctor", shoal::cli::RunDoctor,
+     "check that this host is ready to be a GPU node: driver, fabric, libraries, links"},
     {"server", shoal::cli::RunServer, "run the controller: API, scheduler, durable state"},
     {"sim", shoal::cli::RunSim, "replay a job trace through the scheduler on a cluster"},
     {"bench", shoal::cli::RunBench,

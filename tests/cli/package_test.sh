@@ -43,6 +43,11 @@ check "the binaries are stripped" 1 "" -- sh -c "readelf -S '$SHOAL' '$ROOT/usr/
 check "the installed shoal finds its installed data" 0 "data: $ROOT/usr/share/shoal/data (install prefix)" -- \
   "$SHOAL" version
 
+mkdir -p "$TMP/empty"
+check "the installed shoal doctor tells a host without a driver what it lacks" 1 '"name": "NVIDIA driver"' -- \
+  "$SHOAL" doctor --json --nvml-library "$TMP/empty/libnvidia-ml.so.1" --sys "$TMP/empty" \
+  --dev "$TMP/empty" --proc "$TMP/empty" --state-dir "$TMP"
+
 # The units as systemd reads them; their commands pointed at the unpacked root.
 if command -v systemd-analyze > /dev/null; then
   mkdir -p "$TMP/units"

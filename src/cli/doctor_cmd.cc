@@ -1,0 +1,41 @@
+// `shoal doctor`: whether this host is ready to be a GPU node
+// (agent/doctor.h): pass, warn or fail for each check, with the fix.
+#include <cstdio>
+
+#include "agent/doctor.h"
+#include "cli/app.h"
+#include "cli/commands.h"
+
+namespace shoal::cli {
+
+int RunDoctor(const std::vector<std::string>& raw) {
+  CLI::App app{
+      "Checks that this host is ready to be a GPU node: the NVIDIA driver and its GPUs' health, "
+      "the NVSwitch fabric manager, the CUDA and NCCL libraries, InfiniBand/RoCE links and their "
+      "NUMA placement beside the GPUs, cgroups, clock sync, open-file limits and disk space. "
+      "Changes nothing. Exits 1 when a check fails.",
+      "shoal doctor"};
+  agent::DoctorOptions o;
+  bool json = false;
+  app.add_flag("--json", json, "the checks as JSON");
+  app.add_option("--nvml-library", o.nvml_library, "the NVML library to load")
+      ->capture_default_str();
+  app.add_option("--state-dir", o.state_dir, "where the agent keeps its state (for disk space)")
+      ->capture_default_str();
+  // Other roots for the host's files (tests give fake trees).
+  app.add_option("--sys", o.sys, "sysfs")->capture_default_str()->group("");
+  app.add_option("--dev", o.dev, "/dev")->capture_default_str()->group("");
+  app.add_option("--proc", o.proc, "procfs")->capture_default_str()->group("");
+  app.add_option("--cuda-library", o.cuda_library)->capture_default_str()->group("");
+  app.add_option("--nccl-library", o.nccl_library)->capture_default_str()->group("");
+  if (int code = ParseApp(app, raw, "shoal doctor"); code >= 0) return code;
+  const std::vector<agent::DoctorCheck> checks = agent::RunDoctor(o);
+  const std::string out = json ? agent::DoctorJson(checks) + "\n" : agent::DoctorText(checks);
+  std::fputs(out.c_str(), stdout);
+  for (const agent::DoctorCheck& c : checks) {
+    if (c.level == agent::DoctorCheck::Level::kFail) return 1;
+  }
+  return 0;
+}
+
+}  // namespace shoal::cli
