@@ -118,6 +118,26 @@ DoctorCheck HealthCheck(const Gpus& g) {
                            g.samples.size()));
 }
 
+// Without persistence mode the driver tears a GPU down when no process holds
+// it and sets it up again for the next: seconds at each job's start.
+DoctorCheck PersistenceCheck(const Gpus& g) {
+  std::vector<std::string> off;
+  int known = 0;
+  for (const GpuDevice& d : g.devices) {
+    if (d.persistence_mode >= 0) ++known;
+    if (d.persistence_mode == 0) off.push_back(std::to_string(d.index));
+  }
+  if (!off.empty()) {
+    return Check("GPU persistence mode", Level::kWarn,
+                 fmt::format("off on GPUs {}: each job's start waits for the driver to set them "
+                             "up again",
+                             Join(off, ",")),
+                 "run nvidia-persistenced (systemctl enable --now nvidia-persistenced)");
+  }
+  if (known == 0) return Check("GPU persistence mode", Level::kPass, "not reported by this driver");
+  return Check("GPU persistence mode", Level::kPass, fmt::format("on for all {} GPUs", known));
+}
+
 // NVSwitch systems (HGX/DGX) need NVIDIA's fabric manager before CUDA can
 // use the GPUs at all.
 DoctorCheck FabricManagerCheck(const DoctorOptions& o) {
@@ -319,7 +339,10 @@ std::vector<DoctorCheck> RunDoctor(const DoctorOptions& o) {
   std::vector<DoctorCheck> checks;
   const Gpus gpus = ReadGpus(o);
   checks.push_back(DriverCheck(gpus));
-  if (!gpus.devices.empty()) checks.push_back(HealthCheck(gpus));
+  if (!gpus.devices.empty()) {
+    checks.push_back(HealthCheck(gpus));
+    checks.push_back(PersistenceCheck(gpus));
+  }
   checks.push_back(FabricManagerCheck(o));
   for (DoctorCheck& c : LibraryChecks(o))
     checks.push_back(std::move(c));

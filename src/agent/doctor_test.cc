@@ -98,6 +98,8 @@ TEST_F(DoctorTest, AReadyNodePasses) {
   EXPECT_NE(checks.at("NVIDIA driver").detail.find("driver 550.54.15, 8 GPUs"), std::string::npos)
       << checks.at("NVIDIA driver").detail;
   EXPECT_EQ(checks.at("GPU health").level, Level::kPass);
+  EXPECT_EQ(checks.at("GPU persistence mode").level, Level::kPass);
+  EXPECT_EQ(checks.at("GPU persistence mode").detail, "on for all 8 GPUs");
   EXPECT_EQ(checks.at("NVSwitch fabric manager").level, Level::kPass);
   EXPECT_NE(checks.at("NVSwitch fabric manager").detail.find("4 NVSwitches"), std::string::npos);
   EXPECT_EQ(checks.at("CUDA driver library").level, Level::kPass);
@@ -123,6 +125,8 @@ TEST_F(DoctorTest, WhatIsMissingFailsOrWarnsAndSaysTheFix) {
   Port("mlx5_1", 0, "1: DOWN");        // node 1's GPUs have no NIC of their own
   state_->gpus[5].temperature_c = 95;  // past its 87 °C slowdown
   state_->gpus[2].ecc_uncorrected = 3;
+  state_->gpus[6].persistence_mode = 0;
+  state_->gpus[7].persistence_mode = 0;
   CgroupV2("cpuset io pids");  // no cpu, no memory
   auto checks = Run();
   const DoctorCheck& fm = checks.at("NVSwitch fabric manager");
@@ -139,6 +143,9 @@ TEST_F(DoctorTest, WhatIsMissingFailsOrWarnsAndSaysTheFix) {
   EXPECT_EQ(numa.level, Level::kWarn);
   EXPECT_NE(numa.detail.find("GPUs 4,5,6,7 on NUMA node 1"), std::string::npos) << numa.detail;
   EXPECT_EQ(checks.at("cgroups").level, Level::kWarn);
+  const DoctorCheck& persistence = checks.at("GPU persistence mode");
+  EXPECT_EQ(persistence.level, Level::kWarn);
+  EXPECT_NE(persistence.detail.find("off on GPUs 6,7"), std::string::npos) << persistence.detail;
   for (const auto& [name, c] : checks) {
     if (c.level != Level::kPass) {
       EXPECT_FALSE(c.fix.empty()) << name;

@@ -59,6 +59,7 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetTemperatureThreshold) nvmlDeviceGetTemperatureThreshold = nullptr;
   decltype(&::nvmlDeviceGetPowerUsage) nvmlDeviceGetPowerUsage = nullptr;
   decltype(&::nvmlDeviceGetEnforcedPowerLimit) nvmlDeviceGetEnforcedPowerLimit = nullptr;
+  decltype(&::nvmlDeviceGetPersistenceMode) nvmlDeviceGetPersistenceMode = nullptr;
   decltype(&::nvmlDeviceGetTotalEnergyConsumption) nvmlDeviceGetTotalEnergyConsumption = nullptr;
   decltype(&::nvmlDeviceGetClockInfo) nvmlDeviceGetClockInfo = nullptr;
   decltype(&::nvmlDeviceGetTotalEccErrors) nvmlDeviceGetTotalEccErrors = nullptr;
@@ -100,6 +101,7 @@ std::string ResolveAll(void* library, NvmlApi& api) {
   SHOAL_NVML_RESOLVE(nvmlDeviceGetTemperatureThreshold);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetPowerUsage);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetEnforcedPowerLimit);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetPersistenceMode);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetTotalEnergyConsumption);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetClockInfo);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetTotalEccErrors);
@@ -305,6 +307,9 @@ class NvmlProvider final : public GpuProvider {
       if (CallOptional(api_.nvmlDeviceGetMigMode, h, &mig_current, &mig_pending) == NVML_SUCCESS) {
         gpu.mig_enabled = mig_current == NVML_DEVICE_MIG_ENABLE;
       }
+      nvmlEnableState_t persistence = NVML_FEATURE_DISABLED;
+      if (CallOptional(api_.nvmlDeviceGetPersistenceMode, h, &persistence) == NVML_SUCCESS)
+        gpu.persistence_mode = persistence == NVML_FEATURE_ENABLED ? 1 : 0;
       unsigned int limit_mw = 0;
       if (CallOptional(api_.nvmlDeviceGetEnforcedPowerLimit, h, &limit_mw) == NVML_SUCCESS) {
         gpu.power_limit_w = limit_mw / 1000.0;

@@ -112,6 +112,7 @@ TEST_F(NvmlProviderTest, DiscoversADgxH100) {
   EXPECT_EQ(d.memory_mib, 81559);
   EXPECT_EQ(d.pci_bus_id, "00000000:52:00.0");
   EXPECT_EQ(d.driver_version, "550.54.15");
+  EXPECT_EQ(d.persistence_mode, 1);
   EXPECT_DOUBLE_EQ(d.power_limit_w, 700);
   EXPECT_DOUBLE_EQ(d.temperature_limit_c, 87);
   EXPECT_FALSE(d.mig_enabled);
@@ -182,6 +183,7 @@ TEST_F(NvmlProviderTest, CallsEveryDeclaredFunction) {
       "nvmlDeviceGetTemperatureThreshold",
       "nvmlDeviceGetPowerUsage",
       "nvmlDeviceGetEnforcedPowerLimit",
+      "nvmlDeviceGetPersistenceMode",
       "nvmlDeviceGetTotalEnergyConsumption",
       "nvmlDeviceGetClockInfo",
       "nvmlDeviceGetTotalEccErrors",

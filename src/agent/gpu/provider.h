@@ -31,6 +31,7 @@ struct GpuDevice {
   double power_limit_w = 0;
   double temperature_limit_c = 0;  // slowdown threshold; 0: unknown
   std::string driver_version;      // "550.54.15"; empty: unknown
+  int persistence_mode = -1;       // 1 on, 0 off (the driver unloads between uses), -1 unknown
 };
 
 // One reading of one GPU. Counters (ECC, XID, energy) are totals since the

@@ -133,6 +133,7 @@ void fake_nvml_reset(void) {
     for (int& link : g.nvlink)
       link = FAKE_NVML_NVSWITCH;
     g.mig_mode = NVML_DEVICE_MIG_DISABLE;
+    g.persistence_mode = 1;
     g.numa_node = -1;
   }
 }
@@ -272,6 +273,13 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
 
 nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit) {
   return ReadField(__func__, device, limit, &FakeNvmlGpu::power_limit_mw);
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) {
+  int on = 0;
+  const nvmlReturn_t rc = ReadField(__func__, device, &on, &FakeNvmlGpu::persistence_mode);
+  if (rc == NVML_SUCCESS) *mode = on != 0 ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return rc;
 }
 
 #ifndef SHOAL_FAKE_NVML_OLD

@@ -46,6 +46,7 @@ struct FakeNvmlGpu {
   unsigned int links;               // NVLinks the GPU has; 0: NVML_ERROR_NOT_SUPPORTED
   int nvlink[FAKE_NVML_MAX_LINKS];  // a peer GPU index, FAKE_NVML_NVSWITCH or FAKE_NVML_NO_LINK
   unsigned int mig_mode;            // NVML_DEVICE_MIG_DISABLE / _ENABLE
+  int persistence_mode;             // 1 (on) after a reset; 0: off
   int numa_node;                    // -1: nvmlDeviceGetNumaNodeId answers NOT_SUPPORTED
   int lost;                         // every call answers NVML_ERROR_GPU_IS_LOST
 };
