@@ -286,6 +286,19 @@ void AppendAccounts(Buffer& out, const MetricsView& v) {
 
 }  // namespace
 
+// The listener's connections: every agent keeps one (docs/scale.md).
+void AppendListener(Buffer& out, const ListenerCounts& c) {
+  Family(out, "shoal_http_connections", "gauge",
+         "Connections open to the API listener: serving a request (active), or waiting for the "
+         "next one without a thread (idle).");
+  Sample(out, "shoal_http_connections", Labels({{"state", "active"}}), c.open - c.idle);
+  Sample(out, "shoal_http_connections", Labels({{"state", "idle"}}), c.idle);
+  Family(out, "shoal_http_connections_refused_total", "counter",
+         "Connections refused because one address or all clients held as many as allowed "
+         "(connections_per_address, max_connections).");
+  Sample(out, "shoal_http_connections_refused_total", "", static_cast<double>(c.refused));
+}
+
 std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now,
                           MetricsOptions options) {
   const GpuHolders holders(v);
@@ -298,6 +311,7 @@ std::string RenderMetrics(const MetricsView& v, const LoopStats& loop, Time now,
   AppendNodeLines(out, v, now);
   AppendGpuTelemetry(out, v);
   AppendAccounts(out, v);
+  if (options.listener) AppendListener(out, *options.listener);
   return fmt::to_string(out);
 }
 

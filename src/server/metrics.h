@@ -14,6 +14,8 @@
 // (O(nodes x GPUs + jobs) with per_gpu) and holds up nothing.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "api/prometheus.h"
@@ -25,8 +27,17 @@ namespace shoal::server {
 
 inline constexpr const char* kMetricsContentType = api::prometheus::kContentType;
 
+// The API listener's connections now (net::HttpServer).
+struct ListenerCounts {
+  int open = 0;          // admitted and not closed
+  int idle = 0;          // of them, waiting between requests without a thread
+  uint64_t refused = 0;  // refused for a limit since the start
+};
+
 struct MetricsOptions {
   bool per_gpu = false;  // every GPU's dcgm-exporter series too
+  // shoal_http_connections and shoal_http_connections_refused_total, when given.
+  std::optional<ListenerCounts> listener{};
 };
 
 std::string RenderMetrics(const MetricsView& view, const LoopStats& loop, Time now,

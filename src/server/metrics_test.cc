@@ -147,6 +147,14 @@ TEST_F(MetricsTest, DefaultIsAggregatesAndNodeStates) {
   EXPECT_NE(text.find("shoal_job_gpu_idle{hpc_job=\"1\",user=\"alice\",account=\"\"} 0\n"),
             std::string::npos);
   ExpectEveryFamilyTyped(text);
+  EXPECT_EQ(text.find("shoal_http_connections"), std::string::npos);  // no listener given
+  const std::string with_listener =
+      RenderMetrics(c_.Metrics(), LoopStats{}, At(4),
+                    MetricsOptions{.listener = ListenerCounts{.open = 9, .idle = 7, .refused = 3}});
+  EXPECT_NE(with_listener.find("shoal_http_connections{state=\"active\"} 2\n"), std::string::npos);
+  EXPECT_NE(with_listener.find("shoal_http_connections{state=\"idle\"} 7\n"), std::string::npos);
+  EXPECT_NE(with_listener.find("shoal_http_connections_refused_total 3\n"), std::string::npos);
+  ExpectEveryFamilyTyped(with_listener);
   // Lines grow with nodes, not with GPUs x fields: the per-GPU view adds 11
   // series for each GPU that reports.
   const std::string per_gpu =

@@ -22,6 +22,10 @@
 #include "server/telemetry_store.h"
 #include "state/store.h"
 
+namespace shoal::net {
+class HttpServer;
+}  // namespace shoal::net
+
 namespace shoal::server::routes {
 
 using api::Json;
@@ -39,6 +43,9 @@ struct Context {
   // How requests to the agents (log reads) prove the controller; its pki
   // is the controller's TLS identity and CA, null on a plain-HTTP server.
   const AgentCredentials& agents;
+  // The API listener, for its connection counts on /metrics (null in tests
+  // that route without one).
+  const net::HttpServer* listener = nullptr;
 
   bool tls() const { return agents.pki != nullptr; }
   Result<Identity> Auth(const httplib::Request& req, bool allow_join = false) const {

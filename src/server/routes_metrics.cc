@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "net/http_server.h"
 #include "server/metrics.h"
 #include "server/routes.h"
 
@@ -52,8 +53,13 @@ void Metrics(const Context& ctx, const httplib::Request& req, httplib::Response&
       [](Controller& c, Time) -> Result<MetricsView> { return c.Metrics(); });
   if (!view.ok()) return Reply(res, view.status());
   res.status = 200;
-  res.set_content(RenderMetrics(*view, ctx.loop.Stats(), ctx.clock.Now(),
-                                {.per_gpu = ctx.options.metrics_per_gpu}),
+  MetricsOptions options{.per_gpu = ctx.options.metrics_per_gpu};
+  if (ctx.listener != nullptr) {
+    options.listener = ListenerCounts{.open = ctx.listener->open_connections(),
+                                      .idle = ctx.listener->idle_connections(),
+                                      .refused = ctx.listener->refused_connections()};
+  }
+  res.set_content(RenderMetrics(*view, ctx.loop.Stats(), ctx.clock.Now(), options),
                   kMetricsContentType);
 }
 

@@ -142,7 +142,8 @@ void Server::Impl::Routes() {
                                                                     .tokens = tokens,
                                                                     .clock = *clock,
                                                                     .options = options,
-                                                                    .agents = agent_credentials});
+                                                                    .agents = agent_credentials,
+                                                                    .listener = &http});
   // The web dashboard (web/, embedded): static files that hold no data, so no token.
   RegisterDashboard(http);
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

@@ -114,6 +114,10 @@ TEST_F(MetricsHttpTest, ScrapeNeedsATokenAndShowsTheTelemetrySent) {
             std::string::npos)
       << r->body;
   EXPECT_NE(r->body.find("shoal_nodes{state=\"up\"} 1\n"), std::string::npos);
+  // The scrape's own connection is serving a request.
+  EXPECT_EQ(r->body.find("shoal_http_connections{state=\"active\"} 0\n"), std::string::npos);
+  EXPECT_NE(r->body.find("shoal_http_connections{state=\"active\"} "), std::string::npos);
+  EXPECT_NE(r->body.find("shoal_http_connections_refused_total 0\n"), std::string::npos);
   alice.reset();
 }
 
