@@ -602,7 +602,24 @@ Status Controller::SetPriority(const Identity& who, JobId id, int64_t priority, 
   return Status::Ok();
 }
 
+void WaitHistogram::Add(double seconds) {
+  for (size_t b = 0; b < kBounds.size(); ++b) {
+    if (seconds <= kBounds[b]) {
+      ++buckets[b];
+      break;
+    }
+  }
+  ++count;
+  sum_s += seconds;
+}
+
 void Controller::StartJob(Job& j, Allocation allocation, Time now) {
+  if (j.epoch == 0) {  // its first start: a requeued job's later ones are not waits for a GPU
+    const Time from = std::max(j.submit_time, j.spec.begin_time.value_or(Time{}));
+    const Partition* p = PartitionOf(j);
+    waits_[p != nullptr ? p->name : j.spec.partition].Add(
+        std::max(0.0, std::chrono::duration<double>(now - from).count()));
+  }
   j.state = JobState::kRunning;
   j.start_time = now;
   j.allocation = std::move(allocation);

@@ -18,6 +18,7 @@
 // (GPU health, efficiency, idle GPUs, metrics).
 #pragma once
 
+#include <array>
 #include <deque>
 #include <map>
 #include <memory>
@@ -224,6 +225,18 @@ api::Json JobViewJson(const JobView& view);
 
 class TelemetryStore;
 
+// How long jobs waited from their submission (or --begin time) to their
+// first start, in one partition, as a Prometheus histogram's counts.
+struct WaitHistogram {
+  // Upper bounds in seconds: a second, 10 s, a minute, 5 and 15 minutes, an
+  // hour, 4 and 12 hours, a day; then +Inf.
+  static constexpr std::array<double, 9> kBounds = {1, 10, 60, 300, 900, 3600, 14400, 43200, 86400};
+  std::array<uint64_t, kBounds.size()> buckets{};  // not cumulative
+  uint64_t count = 0;
+  double sum_s = 0;
+  void Add(double seconds);
+};
+
 // What /metrics shows, captured on the loop thread by Controller::Metrics in
 // O(nodes + active jobs) pointer copies, and turned into text on another
 // thread (server/metrics.h). Everything it points to is immutable.
@@ -241,6 +254,7 @@ struct MetricsView {
   std::map<std::string, double> account_gpu_s;  // GPU-seconds by account since the server started
   uint64_t submissions = 0;                     // jobs submitted since the server started
   uint64_t plan_starts_dropped = 0;             // planned starts the commit's check refused
+  std::map<std::string, WaitHistogram> waits;   // by partition, since the server started
 };
 
 class Controller {
@@ -597,6 +611,7 @@ class Controller {
   Time last_cluster_sample_{};
   Time last_efficiency_commit_{};
   uint64_t submissions_ = 0;
+  std::map<std::string, WaitHistogram> waits_;  // first starts' waits, by partition
   uint64_t plan_starts_dropped_ = 0;  // since the server started: each one is a scheduler bug
   std::map<std::string, double> account_gpu_s_;  // not decayed: the metrics' counter
   std::vector<Partition> partitions_;

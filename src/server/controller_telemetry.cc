@@ -190,6 +190,7 @@ MetricsView Controller::Metrics() {
   v.account_gpu_s = account_gpu_s_;
   v.submissions = submissions_;
   v.plan_starts_dropped = plan_starts_dropped_;
+  v.waits = waits_;
   return v;
 }
 

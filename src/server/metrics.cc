@@ -126,6 +126,24 @@ void AppendJobs(Buffer& out, const MetricsView& v, Time now) {
   Sample(out, "shoal_queue_oldest_pending_age_seconds", "", oldest_s);
   Family(out, "shoal_job_submissions_total", "counter", "Jobs submitted since the server started.");
   Sample(out, "shoal_job_submissions_total", "", static_cast<double>(v.submissions));
+  Family(out, "shoal_job_wait_seconds", "histogram",
+         "How long jobs waited from submission (or their begin time) to their first start, by "
+         "partition, since the server started.");
+  for (const auto& [partition, h] : v.waits) {
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < WaitHistogram::kBounds.size(); ++b) {
+      cumulative += h.buckets[b];
+      Sample(
+          out, "shoal_job_wait_seconds_bucket",
+          Labels({{"partition", partition}, {"le", fmt::format("{}", WaitHistogram::kBounds[b])}}),
+          static_cast<double>(cumulative));
+    }
+    Sample(out, "shoal_job_wait_seconds_bucket", Labels({{"partition", partition}, {"le", "+Inf"}}),
+           static_cast<double>(h.count));
+    Sample(out, "shoal_job_wait_seconds_sum", Labels({{"partition", partition}}), h.sum_s);
+    Sample(out, "shoal_job_wait_seconds_count", Labels({{"partition", partition}}),
+           static_cast<double>(h.count));
+  }
 }
 
 // Scheduling passes.

@@ -165,6 +165,38 @@ TEST_F(MetricsTest, DefaultIsAggregatesAndNodeStates) {
       << "11 families of HELP and TYPE lines, 11 samples for each of the 2 GPUs";
 }
 
+// Each job's wait, from its submission or its begin time to its first start,
+// lands in its partition's histogram once.
+TEST_F(MetricsTest, WaitsToFirstStartByPartition) {
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode("gpu01", 2), At(0)).ok());
+  StartJob(1);  // started in the pass at once: under a second
+  JobSpec later;
+  later.gpus = 1;
+  later.command = "train.sh";
+  later.time_limit = std::chrono::hours(1);
+  later.begin_time = At(30);
+  auto r = c_.Submit(kAlice, later, At(0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  c_.SchedulePass(At(10));  // not yet: its begin time is to come
+  c_.SchedulePass(At(45));  // 15 s after its begin time
+  (void)c_.TakeOutbox();
+  const std::string text = RenderMetrics(c_.Metrics(), LoopStats{}, At(50));
+  EXPECT_NE(text.find("# TYPE shoal_job_wait_seconds histogram\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("shoal_job_wait_seconds_bucket{partition=\"gpu\",le=\"1\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("shoal_job_wait_seconds_bucket{partition=\"gpu\",le=\"10\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("shoal_job_wait_seconds_bucket{partition=\"gpu\",le=\"60\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("shoal_job_wait_seconds_bucket{partition=\"gpu\",le=\"+Inf\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("shoal_job_wait_seconds_sum{partition=\"gpu\"} 15\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("shoal_job_wait_seconds_count{partition=\"gpu\"} 2\n"), std::string::npos);
+  ExpectEveryFamilyTyped(text);
+}
+
 TEST_F(MetricsTest, DcgmNamesLabelsAndValues) {
   ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode("gpu01", 2), At(0)).ok());
   const JobId job = StartJob(1);
