@@ -17,6 +17,7 @@
 #include "agent/launch/pty_relay.h"
 #include "agent/launch/user_files.h"
 #include "agent/protocol.h"
+#include "agent/step_load.h"
 #include "api/json.h"
 #include "api/prometheus.h"
 #include "core/files.h"
@@ -92,21 +93,10 @@ struct Agent::Impl {
   std::vector<StepReport> refused;          // launches that could not start, to report
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
   std::map<StepKey, GpuHold> step_holds;  // each running step's GPUs here, and whose they are
-  // Each running step's last CPU reading, for the simulated GPUs' load (Loop's own).
-  struct CpuReading {
-    Time at{};
-    double seconds = 0;
-    double load = 0;
-  };
-  std::map<StepKey, CpuReading> step_cpu;
+  StepLoads step_loads;                   // Loop's own
   // Forgets the steps that ended and gives simulated GPUs the load of the
-  // steps that hold them (StepLoad); real GPUs ignore it.
+  // steps that hold them (step_load.h); real GPUs ignore it.
   void ShapeGpuLoad(const std::vector<StepReport>& reports);
-  // How busy a running step keeps its GPUs, from 0 to 1: the CPU its
-  // processes used since the last reading, in cores (a process that feeds
-  // a GPU keeps a core busy; a `sleep` keeps none). 0 at the first reading;
-  // 1 when the step's CPU time cannot be read.
-  double StepLoad(const StepKey& key, Time now);
   std::vector<GpuSample> last_samples;  // the last telemetry tick's, for GET /metrics
   StepContext step_context;             // what each step is told of Shoal
   std::atomic<bool> is_registered{false};
@@ -511,7 +501,7 @@ void Agent::Impl::ShapeGpuLoad(const std::vector<StepReport>& reports) {
       if (it == step_holds.end()) continue;
       if (!rep.running) {
         step_holds.erase(it);
-        step_cpu.erase(key);
+        step_loads.Forget(key);
         continue;
       }
       held.emplace_back(key, it->second.gpus);
@@ -521,7 +511,7 @@ void Agent::Impl::ShapeGpuLoad(const std::vector<StepReport>& reports) {
   std::vector<double> load(devices.size(), 0.0);
   const Time now = clock->Now();
   for (const auto& [key, held_gpus] : held) {
-    const double step = StepLoad(key, now);
+    const double step = step_loads.Of(*steps, key, now);
     for (int g : held_gpus) {
       if (g >= 0 && static_cast<size_t>(g) < load.size())
         load[static_cast<size_t>(g)] = std::max(load[static_cast<size_t>(g)], step);
@@ -529,22 +519,6 @@ void Agent::Impl::ShapeGpuLoad(const std::vector<StepReport>& reports) {
   }
   for (size_t i = 0; i < devices.size(); ++i)
     gpus->SetLoad(devices[i].index, load[i]);
-}
-
-double Agent::Impl::StepLoad(const StepKey& key, Time now) {
-  const std::optional<double> cpu = steps->CpuSeconds(key);
-  if (!cpu) return 1.0;
-  auto [it, first] = step_cpu.try_emplace(key, CpuReading{now, *cpu, 0.0});
-  CpuReading& last = it->second;
-  const double dt = std::chrono::duration<double>(now - last.at).count();
-  // Readings at least a quarter second apart: the extra beats of step
-  // events come closer than that, and a tick's CPU time is coarse.
-  if (!first && dt >= 0.25) {
-    last.load = std::clamp((*cpu - last.seconds) / dt, 0.0, 1.0);
-    last.at = now;
-    last.seconds = *cpu;
-  }
-  return last.load;
 }
 
 void Agent::Impl::Loop() {

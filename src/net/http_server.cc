@@ -203,10 +203,6 @@ struct HttpServer::Connection {
   std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, SSL_free};
   size_t left;  // requests it may still make (keep_alive_max_count)
   bool trusted = false;
-  // Whether its thread waits `linger` for its next request: while requests
-  // come back to back. One that came from the idle set (an agent's beat,
-  // seconds apart) goes back there at once after its answer.
-  bool lingers = true;
 };
 
 thread_local HttpServer::Connection* HttpServer::serving_ = nullptr;
@@ -352,7 +348,8 @@ uint64_t RaiseOpenFileLimit() {
 HttpServer::HttpServer()
     : idle_(std::make_unique<IdleSet>([this](std::shared_ptr<Connection> c) {
         // Only connections the pool's threads served reach the idle set.
-        pool_.load()->enqueue([this, c = std::move(c)]() mutable { Serve(std::move(c)); });
+        pool_.load()->enqueue(
+            [this, c = std::move(c)]() mutable { Serve(std::move(c), /*resumed=*/true); });
       })) {
   // Called once, when the server starts listening; the idle set closes its
   // connections before the pool's threads are joined.
@@ -426,7 +423,7 @@ int HttpServer::open_connections() const {
 }
 
 int HttpServer::idle_connections() const {
-  return idle_ ? idle_->size() : 0;
+  return idle_->size();
 }
 
 bool HttpServer::Admit(const std::string& client) {
@@ -469,28 +466,27 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     // The handshake checked it against the cluster's CA: a node or the controller.
     c->trusted = SSL_get0_peer_certificate(c->ssl.get()) != nullptr;
   }
-  Serve(std::move(c));
+  Serve(std::move(c), /*resumed=*/false);
   return true;
 }
 
-void HttpServer::Serve(std::shared_ptr<Connection> c) {
+void HttpServer::Serve(std::shared_ptr<Connection> c, bool resumed) {
   SocketStream stream(c->sock, limits_.write_timeout);
   if (c->ssl) stream.set_ssl(c->ssl.get());
-  int served = 0;  // on this thread, since it took the connection
-  while (c->left > 0 && svr_sock_ != INVALID_SOCKET) {
-    // Between requests: the next one may come at once (a client's burst);
-    // past the linger the connection waits without a thread. Nothing is
-    // left in `stream` then: its buffers are empty and its answer sent.
+  for (int served = 0; c->left > 0 && svr_sock_ != INVALID_SOCKET; ++served) {
+    // Between requests: the next one may come at once (a client's burst),
+    // so the thread waits `linger` for it, except after the first answer to
+    // a connection that came from the idle set (an agent's beat, seconds
+    // apart): that one goes back at once unless its next request is there
+    // already. Past the linger the connection waits without a thread;
+    // nothing is left in `stream` then (buffers empty, answer sent).
     const auto now = SteadyClock::now();
     const auto idle_end = now + (c->trusted ? limits_.trusted_idle_timeout : limits_.idle_timeout);
-    const auto linger = c->lingers ? limits_.linger : std::chrono::milliseconds(0);
+    const auto linger = resumed && served < 2 ? std::chrono::milliseconds(0) : limits_.linger;
     if (!stream.has_buffered() && !WaitUntil(c->sock, POLLIN, std::min(idle_end, now + linger))) {
-      c->lingers = false;
       idle_->Add(std::move(c), idle_end);
       return;
     }
-    if (served > 0) c->lingers = true;  // its next request followed an answer at once
-    ++served;
     if (!ServeOne(*c, stream)) return;
   }
   // No close_notify when `c` goes: a kept-alive client (cpp-httplib's) takes

@@ -99,8 +99,8 @@ class HttpServer : public httplib::Server {
   static thread_local Connection* serving_;
   bool process_and_close_socket(socket_t sock) override;
   // Serves `c`'s requests until it closes, or idles past the linger and
-  // goes to the idle set.
-  void Serve(std::shared_ptr<Connection> c);
+  // goes to the idle set; `resumed`: it comes from the idle set.
+  void Serve(std::shared_ptr<Connection> c, bool resumed);
   // One request on `c`; false when the connection ends after it.
   bool ServeOne(Connection& c, SocketStream& stream);
   // Takes a connection slot for `client`; false when a limit is reached.
