@@ -1,14 +1,23 @@
 # The Debian package (`make deb`: cpack -G DEB in the build folder): the
-# stripped `shoal` and `shoal-step` and the shipped data (the default
-# install), plus what only a system install has: /etc/shoal's
-# configuration and the systemd units. Those are the "system" component,
-# left out of a plain `cmake --install --prefix DIR`, which therefore never
-# writes outside DIR. docs/deploy.md says what the package does.
+# stripped `shoal` and `shoal-step`, the shipped data, the Prometheus rules
+# and Grafana dashboards (the default install), plus what only a system
+# install has: /etc/shoal's configuration and the systemd units. Those are
+# the "system" component, left out of a plain `cmake --install --prefix
+# DIR`, which therefore never writes outside DIR. docs/deploy.md says what
+# the package does.
 install(FILES deploy/etc/server.toml deploy/etc/agent.toml
         DESTINATION /etc/shoal COMPONENT system EXCLUDE_FROM_ALL)
 install(FILES deploy/systemd/shoal-server.service deploy/systemd/shoal-agent.service
         DESTINATION /lib/systemd/system COMPONENT system EXCLUDE_FROM_ALL)
 install(FILES docs/deploy.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Prometheus' alert rules (with their unit tests and an example scrape
+# configuration) and the Grafana dashboards: docs/deploy.md, "Prometheus and Grafana".
+install(FILES deploy/prometheus/shoal-alerts.yml deploy/prometheus/shoal-alerts.test.yml
+              deploy/prometheus/prometheus.yml.example
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/shoal/prometheus)
+install(FILES deploy/grafana/shoal-cluster.json deploy/grafana/shoal-node.json
+              deploy/grafana/shoal-job-efficiency.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/shoal/grafana)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME shoal)

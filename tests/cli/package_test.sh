@@ -32,13 +32,22 @@ check "control: postinst makes the shoal user" 0 "adduser --system" -- dpkg-deb 
 dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's#^\./#/#' > "$TMP/files"
 for f in /usr/bin/shoal /usr/bin/shoal-step /etc/shoal/server.toml /etc/shoal/agent.toml \
   /lib/systemd/system/shoal-server.service /lib/systemd/system/shoal-agent.service \
-  /usr/share/shoal/data/SHA256SUMS /usr/share/doc/shoal/deploy.md; do
+  /usr/share/shoal/data/SHA256SUMS /usr/share/doc/shoal/deploy.md \
+  /usr/share/shoal/prometheus/shoal-alerts.yml /usr/share/shoal/prometheus/shoal-alerts.test.yml \
+  /usr/share/shoal/prometheus/prometheus.yml.example /usr/share/shoal/grafana/shoal-cluster.json \
+  /usr/share/shoal/grafana/shoal-node.json /usr/share/shoal/grafana/shoal-job-efficiency.json; do
   check "the package holds $f" 0 "" -- grep -qx "$f" "$TMP/files"
 done
 
 ROOT="$TMP/root"
 check "dpkg -x unpacks it" 0 "" -- dpkg -x "$DEB" "$ROOT"
 SHOAL="$ROOT/usr/bin/shoal"
+if command -v promtool > /dev/null; then
+  check "the installed alert rules pass their unit tests" 0 "SUCCESS" -- \
+    promtool test rules "$ROOT/usr/share/shoal/prometheus/shoal-alerts.test.yml"
+else
+  echo "skip promtool test rules: promtool is not installed"
+fi
 check "the binaries are stripped" 1 "" -- sh -c "readelf -S '$SHOAL' '$ROOT/usr/bin/shoal-step' | grep -q debug_info"
 check "the installed shoal finds its installed data" 0 "data: $ROOT/usr/share/shoal/data (install prefix)" -- \
   "$SHOAL" version
