@@ -4,6 +4,8 @@
 //
 //   server_bench --shoal build/release/src/cli/shoal [--jobs 100000] [--users 100]
 //                [--compare-only] [--rounds 3]
+//   server_bench --shoal ... --postgres CONNINFO [--rounds 3]
+//     (perf/postgres-vs-sqlite.sh starts a PostgreSQL of its own for it)
 //
 // Prints:
 //  - durable submissions per second with 1, 4 and 16 connections (each
@@ -14,6 +16,8 @@
 //    user's queue and of the whole queue (admin), one request at a time;
 //  - the server's resident memory, empty and with --jobs jobs;
 //  - how long a restart takes to load them back.
+// With --postgres: durable submissions with SQLite and with PostgreSQL, side
+// by side (ComparePostgres), and nothing else.
 // No node is registered: jobs stay pending, and each scheduling pass screens
 // all of them. Everything runs on 127.0.0.1 and stops by itself.
 #include <signal.h>
@@ -44,8 +48,11 @@ using Json = nlohmann::json;
 // `state_dir`: TLS (the default) or plain HTTP.
 class ServerProcess {
  public:
-  ServerProcess(std::string shoal, std::string state_dir, bool tls)
-      : shoal_(std::move(shoal)), state_dir_(std::move(state_dir)), tls_(tls) {}
+  ServerProcess(std::string shoal, std::string state_dir, bool tls, std::string postgres = "")
+      : shoal_(std::move(shoal)),
+        state_dir_(std::move(state_dir)),
+        tls_(tls),
+        postgres_(std::move(postgres)) {}
 
   // Returns how long it took to serve (it has loaded its state by then).
   double Start() {
@@ -53,6 +60,7 @@ class ServerProcess {
     std::vector<std::string> argv = {shoal_,     "server",   "--state-dir",
                                      state_dir_, "--listen", "127.0.0.1:0"};
     if (!tls_) argv.push_back("--plain-http");
+    if (!postgres_.empty()) argv.insert(argv.end(), {"--postgres", postgres_});
     address_ = std::string(tls_ ? "https://" : "http://") +
                AddressIn(child_.Start(argv, state_dir_ + ".log", "listening on"));
     return Ms(Clock::now() - t0);
@@ -72,6 +80,7 @@ class ServerProcess {
   std::string shoal_;
   std::string state_dir_;
   bool tls_;
+  std::string postgres_;
   std::string address_;
   Child child_;
 };
@@ -186,6 +195,64 @@ void ArrayMemory(const std::string& shoal, const std::string& dir) {
       kTasks, rss[0], rss[1], rss[1] / rss[0]);
 }
 
+// Durable submissions with SQLite and with PostgreSQL (the database at
+// `postgres`, emptied by the caller), both over plain HTTP, rounds
+// alternating which goes first; one job per request and batches of 100.
+void ComparePostgres(const std::string& shoal, const std::string& dir, const std::string& postgres,
+                     int rounds) {
+  ServerProcess sqlite(shoal, dir + "-sqlite", /*tls=*/false);
+  ServerProcess pg(shoal, dir + "-postgres", /*tls=*/false, postgres);
+  sqlite.Start();
+  pg.Start();
+  const std::vector<std::string> sqlite_tokens = UserTokens(sqlite, dir + "-sqlite", 16);
+  const std::vector<std::string> pg_tokens = UserTokens(pg, dir + "-postgres", 16);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf(
+      "durable submissions, SQLite (WAL, synchronous=FULL) against PostgreSQL (synchronous_commit "
+      "on), plain HTTP on loopback, in this run:\n");
+  for (int connections : {1, 4, 16}) {
+    const int n = connections == 1 ? 1000 : 4000;
+    std::vector<double> a, b, a_cpu, b_cpu;
+    auto flood = [&](const ServerProcess& s, const std::vector<std::string>& t,
+                     std::vector<double>& rates, std::vector<double>& cpu) {
+      const double cpu0 = s.CpuSeconds();
+      rates.push_back(Flood(s, t, n, connections));
+      cpu.push_back((s.CpuSeconds() - cpu0) * 1e6 / n);
+    };
+    for (int round = 0; round < rounds; ++round) {
+      if (round % 2 == 0) flood(sqlite, sqlite_tokens, a, a_cpu);
+      flood(pg, pg_tokens, b, b_cpu);
+      if (round % 2 == 1) flood(sqlite, sqlite_tokens, a, a_cpu);
+    }
+    std::printf(
+        "  %2d connection%s  SQLite %6.0f/s (server %4.0f us CPU each)   PostgreSQL %6.0f/s "
+        "(%4.0f us)   PostgreSQL/SQLite %.2f  (median of %d x %d)\n",
+        connections, connections == 1 ? " " : "s", median(a), median(a_cpu), median(b),
+        median(b_cpu), median(b) / median(a), rounds, n);
+  }
+  std::string admin_sqlite, admin_pg;
+  std::ifstream(dir + "-sqlite/admin.token") >> admin_sqlite;
+  std::ifstream(dir + "-postgres/admin.token") >> admin_pg;
+  std::vector<double> a, b;
+  for (int round = 0; round < rounds; ++round) {
+    a.push_back(FloodBatches(sqlite, admin_sqlite, 100, 100, 4));
+    b.push_back(FloodBatches(pg, admin_pg, 100, 100, 4));
+  }
+  std::printf(
+      "  batches of 100 jobs, 4 connections: SQLite %6.0f jobs/s   PostgreSQL %6.0f jobs/s   "
+      "PostgreSQL/SQLite %.2f\n",
+      median(a), median(b), median(b) / median(a));
+  sqlite.Stop();
+  pg.Stop();
+  for (const char* s : {"-sqlite", "-postgres"}) {
+    std::filesystem::remove_all(dir + s);
+    std::filesystem::remove(dir + s + ".log");
+  }
+}
+
 struct Measured {
   Latency latency;
   size_t bytes = 0;
@@ -212,6 +279,7 @@ int main(int argc, char** argv) {
   int users = 100;
   bool compare_only = false;
   bool array_memory_only = false;  // ArrayMemory alone
+  std::string postgres;            // ComparePostgres alone, against this database
   int rounds = 3;
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
@@ -231,20 +299,27 @@ int main(int argc, char** argv) {
       users = std::atoi(argv[i + 1]);
     else if (flag == "--rounds")
       rounds = std::atoi(argv[i + 1]);
+    else if (flag == "--postgres")
+      postgres = argv[i + 1];
     else
       Die("unknown flag " + flag);
   }
   // The comparison submits 9,000 jobs a round to the TLS server; --jobs fills it further.
   if (shoal.empty() || users < 1 || rounds < 1 || rounds > 25 ||
-      (!compare_only && jobs < 9000 * rounds + 1000))
+      (!compare_only && postgres.empty() && jobs < 9000 * rounds + 1000))
     Die("usage: server_bench --shoal PATH [--jobs N>9000 x rounds] [--users N] [--compare-only] "
-        "[--array-memory-only] [--rounds 1-25]");
+        "[--array-memory-only] [--postgres CONNINFO] [--rounds 1-25]");
   ::signal(SIGPIPE, SIG_IGN);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures appear as they are measured
 
   char tmpl[] = "/tmp/shoal-server-bench-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) Die("mkdtemp");
   const std::string dir = tmpl;
+  if (!postgres.empty()) {
+    ComparePostgres(shoal, dir, postgres, rounds);
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   if (array_memory_only) {
     ArrayMemory(shoal, dir);
     std::filesystem::remove_all(dir);

@@ -5,8 +5,8 @@ set -eu
 
 PACKAGES="build-essential cmake ninja-build ccache pkg-config \
   libgtest-dev libgmock-dev \
-  nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev \
-  libsqlite3-dev libcpp-httplib-dev libssl-dev \
+  nlohmann-json3-dev libcli11-dev libtomlplusplus-dev libfmt-dev libspdlog-dev \
+  libsqlite3-dev libcpp-httplib-dev libssl-dev libpq-dev postgresql \
   clang libclang-rt-14-dev clang-format universal-ctags \
   python3-torch openmpi-bin libopenmpi-dev \
   prometheus curl systemd \

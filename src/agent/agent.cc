@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "api/json.h"
 #include "api/prometheus.h"
 #include "core/files.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "net/http_client.h"
 #include "net/http_guard.h"
@@ -134,11 +136,20 @@ struct Agent::Impl {
   // certificate the cluster CA issued to the controller (no node's
   // certificate passes: a node name has no colon); else the node token.
   bool Authorized(const httplib::Request& req) const {
-    if (credentials) return net::PeerOf(req).common_name == net::kControllerName;
-    const std::string h = req.get_header_value("Authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    return h.size() > kBearer.size() && std::string_view(h).substr(0, kBearer.size()) == kBearer &&
-           net::ConstantTimeEquals(std::string_view(h).substr(kBearer.size()), options.token);
+    const bool ok = [&] {
+      if (credentials) return net::PeerOf(req).common_name == net::kControllerName;
+      const std::string h = req.get_header_value("Authorization");
+      constexpr std::string_view kBearer = "Bearer ";
+      return h.size() > kBearer.size() &&
+             std::string_view(h).substr(0, kBearer.size()) == kBearer &&
+             net::ConstantTimeEquals(std::string_view(h).substr(kBearer.size()), options.token);
+    }();
+    if (ok) {
+      net::RequesterIs(credentials ? "controller" : "node token", false);
+    } else {
+      net::LogAuthRefused(req, "only the controller may ask this of an agent");
+    }
+    return ok;
   }
 
   // Joins the cluster unless this node has its certificate already, then
@@ -243,6 +254,15 @@ Status Agent::Impl::Register(net::HttpClient& client) {
       fence_after_ms = static_cast<int64_t>((*body)["node_timeout_s"].get<double>() * 1000);
     if ((*body)["kill_grace_s"].is_number())
       fence_grace_ms = static_cast<int64_t>((*body)["kill_grace_s"].get<double>() * 1000);
+    // A controller of another protocol version works with this agent when
+    // one apart (api/node_protocol.h); say so, as an upgrade is under way.
+    const Json& p = (*body)["protocol"];
+    const int theirs = p.is_number_integer() ? p.get<int>() : 1;
+    if (theirs != api::kNodeProtocol) {
+      log::Warning("protocol.mismatch", {{"server", theirs},
+                                         {"agent", api::kNodeProtocol},
+                                         {"works", std::abs(theirs - api::kNodeProtocol) <= 1}});
+    }
     TakeHeartbeatInterval(*body);
   }
   last_heard_ms = sent.time_since_epoch().count();
@@ -271,11 +291,11 @@ void Agent::Impl::FenceIfCutOff() {
     auto request = steps->Request(st.key());
     if (!request.ok() || !request->requeueable) continue;
     fenced.insert(st.key());
-    std::fprintf(stderr,
-                 "shoal agent: the server has not heard this node for %.1f s: stopping job %llu "
-                 "(requeueable; the server will run it again elsewhere)\n",
-                 static_cast<double>(clock->Now().time_since_epoch().count() - heard) / 1000,
-                 static_cast<unsigned long long>(st.job));
+    log::Warning(
+        "job.fenced",
+        {{"job", st.job},
+         {"unheard_s", static_cast<double>(clock->Now().time_since_epoch().count() - heard) / 1000},
+         {"why", "the server has not heard this node; requeueable, it runs elsewhere"}});
     (void)steps->Stop(st.key(), Duration(fence_grace_ms.load()));
   }
 }
@@ -538,14 +558,14 @@ void Agent::Impl::Loop() {
       Status s = client != nullptr ? Register(*client)
                                    : Status(StatusCode::kUnavailable, "bad server address");
       if (!s.ok()) {
-        if (!warned) std::fprintf(stderr, "shoal agent: %s; retrying\n", s.message().c_str());
+        if (!warned) log::Warning("register.failed", {{"error", s.message()}, {"action", "retry"}});
         warned = true;
         std::unique_lock<std::mutex> lock(mu);
         cv.wait_for(lock, backoff, [this] { return stopping; });
         backoff = std::min<Duration>(backoff * 2, std::chrono::seconds(5));
         continue;
       }
-      if (warned) std::fprintf(stderr, "shoal agent: registered with %s\n", options.server.c_str());
+      log::Info("registered", {{"server", client->base()}, {"node", node.name}});
       warned = false;
       backoff = std::chrono::milliseconds(100);
     }
@@ -615,9 +635,10 @@ void Agent::Impl::Loop() {
       is_registered = false;  // the server lost us (its state was reset): register again
       continue;
     } else if (!warned) {
-      std::fprintf(stderr, "shoal agent: heartbeat failed: %s\n",
-                   r.ok() ? fmt::format("HTTP {}: {}", r->status, r->body).c_str()
-                          : r.status().message().c_str());
+      log::Warning("heartbeat.failed",
+                   {{"server", client->base()},
+                    {"error", r.ok() ? fmt::format("HTTP {}: {}", r->status, r->body)
+                                     : r.status().message()}});
       warned = true;
     }
     if (r.ok() && r->status == 200) warned = false;
@@ -645,7 +666,11 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
     return InvalidArgument(
         "the agent needs a node token (--token or --token-file) to talk plain HTTP");
   }
-  SHOAL_RETURN_IF_ERROR(net::ParseHostPort(options.server, 6820).status());
+  // A controller and its standbys, in order (net::HttpClient follows the lead).
+  const std::vector<std::string> servers = net::SplitServers(options.server);
+  if (servers.empty()) return InvalidArgument("the agent needs the server's address");
+  for (const std::string& server : servers)
+    SHOAL_RETURN_IF_ERROR(net::ParseHostPort(server, 6820).status());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   SHOAL_ASSIGN_OR_RETURN(auto hp,
@@ -655,10 +680,13 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
   SHOAL_ASSIGN_OR_RETURN(impl->devices, gpus->Discover());
   // How the steps' tasks reach Shoal: the server as this agent reaches it,
   // a copy of the cluster CA they can read, and the job's srun.
-  impl->step_context.server =
-      net::SchemeOf(options.server).empty()
-          ? fmt::format("{}://{}", options.tls ? "https" : "http", options.server)
-          : options.server;
+  for (const std::string& server : servers) {
+    if (!impl->step_context.server.empty()) impl->step_context.server += ',';
+    impl->step_context.server +=
+        net::SchemeOf(server).empty()
+            ? fmt::format("{}://{}", options.tls ? "https" : "http", server)
+            : server;
+  }
   impl->step_context.slurm_commands = options.slurm_commands;
   if (impl->credentials) {
     const std::string ca = steps->dir() + "/ca.crt";

@@ -5,6 +5,7 @@
 #include "agent/gpu/simulated_provider.h"
 #include "catalog/profiles.h"
 #include "config/server_file.h"
+#include "core/log.h"
 #include "core/strings.h"
 
 namespace shoal::agent {
@@ -22,6 +23,8 @@ std::vector<std::string> List(const std::string& value) {
 }  // namespace
 
 Status ApplyAgentSetting(const std::string& key, const std::string& value, AgentConfig& c) {
+  SHOAL_ASSIGN_OR_RETURN(const bool logs, log::ApplySetting(key, value, c.log));
+  if (logs) return Status::Ok();
   AgentOptions& o = c.agent;
   if (key == "server") {
     o.server = value;
@@ -87,6 +90,7 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     c.slurm_commands = value == "true";
   } else if (key == "cgroup_root") {
     c.cgroup_root = value;
+
   } else if (key == "gpu_device_path") {
     if (value.find("%d") == std::string::npos) {
       return InvalidArgument(
@@ -109,7 +113,7 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
                     "advertise, state_dir, gpus, "
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
                     "allow_root_jobs, slurm_commands, metrics_public, cgroup_root, "
-                    "gpu_device_path, temperature_limit, sim_faults)",
+                    "gpu_device_path, temperature_limit, sim_faults, log_level, log_format)",
                     key));
   }
   return Status::Ok();

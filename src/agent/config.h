@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "core/log.h"
 #include "core/status.h"
 
 namespace shoal::agent {
@@ -47,6 +48,7 @@ struct AgentConfig {
   // Whether jobs get Shoal's `srun` and `scontrol` first on their PATH
   // (agent.slurm_commands is then the shoal binary).
   bool slurm_commands = true;
+  log::Options log{.program = "agent"};  // level and format (core/log.h)
 };
 
 // One setting; unknown settings are errors that list the known ones.

@@ -186,6 +186,74 @@ std::vector<DoctorCheck> LibraryChecks(const DoctorOptions& o) {
                        "`shoal bench` NCCL tests and MPI jobs install libnccl2")};
 }
 
+// A CUDA version as the driver API counts it: 1000 * major + 10 * minor
+// ("12.4" and "12.4.1" are 12040); 0 when `text` is not one.
+int CudaVersionNumber(std::string_view text) {
+  const std::vector<std::string_view> parts = Split(Trim(text), '.');
+  if (parts.size() < 2) return 0;
+  auto major = ParseInt(parts[0]);
+  auto minor = ParseInt(parts[1]);
+  if (!major.ok() || !minor.ok() || *major < 1 || *minor < 0 || *minor > 99) return 0;
+  return static_cast<int>(*major * 1000 + *minor * 10);
+}
+
+std::string CudaVersionText(int v) {
+  return fmt::format("{}.{}", v / 1000, v % 1000 / 10);
+}
+
+// The CUDA jobs need (given, or the installed toolkit's) against the
+// newest the driver supports (cuDriverGetVersion). Within one major
+// version an older driver still runs newer CUDA through minor version
+// compatibility, short of PTX JIT and the newest features (NVIDIA's CUDA
+// Compatibility guide); across major versions it does not.
+DoctorCheck CudaVersionCheck(const DoctorOptions& o) {
+  const std::string name = "CUDA version";
+  void* lib = ::dlopen(o.cuda_library.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (lib == nullptr)
+    return Check(name, Level::kWarn, "cannot tell: " + o.cuda_library + " does not load",
+                 "see the CUDA driver library check");
+  using GetVersion = int (*)(int*);
+  auto get = reinterpret_cast<GetVersion>(::dlsym(lib, "cuDriverGetVersion"));
+  int driver = 0;
+  const bool known = get != nullptr && get(&driver) == 0 && driver > 0;
+  ::dlclose(lib);
+  if (!known)
+    return Check(name, Level::kWarn, "the driver does not say which CUDA it supports",
+                 "check the driver's installation (nvidia-smi shows \"CUDA Version\")");
+  std::string source = "--cuda";
+  std::string needed_text = o.cuda_needed;
+  if (needed_text.empty()) {
+    source = o.cuda_home + "/version.json";
+    const auto j = nlohmann::json::parse(Read(source), nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("cuda") && j["cuda"].is_object() &&
+        j["cuda"].contains("version") && j["cuda"]["version"].is_string())
+      needed_text = j["cuda"]["version"].get<std::string>();
+  }
+  const std::string supports = "the driver supports CUDA " + CudaVersionText(driver);
+  if (needed_text.empty()) {
+    return Check(name, Level::kPass,
+                 supports + "; no CUDA toolkit at " + o.cuda_home +
+                     " (jobs bring their own: shoal doctor --cuda X.Y checks one)");
+  }
+  const int needed = CudaVersionNumber(needed_text);
+  if (needed == 0)
+    return Check(name, Level::kWarn, "'" + needed_text + "' (" + source + ") is not a CUDA version",
+                 "give it as MAJOR.MINOR, e.g. --cuda 12.4");
+  const std::string detail =
+      fmt::format("{}; jobs need {} ({})", supports, CudaVersionText(needed), source);
+  if (driver >= needed) return Check(name, Level::kPass, detail);
+  if (driver / 1000 == needed / 1000) {
+    return Check(name, Level::kWarn, detail,
+                 "it runs through minor version compatibility, except code that JIT-compiles "
+                 "PTX or needs the newer driver's features; update the driver to be sure");
+  }
+  return Check(name, Level::kFail, detail,
+               fmt::format("install a driver that supports CUDA {} (NVIDIA's CUDA Compatibility "
+                           "guide lists the minimum driver per release), or, on data-center "
+                           "GPUs, the cuda-compat forward compatibility package",
+                           CudaVersionText(needed)));
+}
+
 struct RdmaPort {
   std::string device, port, state, link_layer, rate;
   int numa = -1;
@@ -346,6 +414,7 @@ std::vector<DoctorCheck> RunDoctor(const DoctorOptions& o) {
   checks.push_back(FabricManagerCheck(o));
   for (DoctorCheck& c : LibraryChecks(o))
     checks.push_back(std::move(c));
+  checks.push_back(CudaVersionCheck(o));
   const std::vector<RdmaPort> ports = ReadRdmaPorts(o);
   checks.push_back(RdmaCheck(ports));
   if (!gpus.devices.empty() && !ports.empty()) checks.push_back(NumaCheck(gpus, ports));

@@ -23,6 +23,10 @@ struct DoctorOptions {
   // The CUDA driver library and NCCL, looked for with dlopen.
   std::string cuda_library = "libcuda.so.1";
   std::string nccl_library = "libnccl.so.2";
+  // The CUDA version jobs need ("12.4"), checked against what the driver
+  // supports; empty: the toolkit's at <cuda_home>/version.json, if any.
+  std::string cuda_needed;
+  std::string cuda_home = "/usr/local/cuda";
 };
 
 struct DoctorCheck {

@@ -41,6 +41,7 @@ class DoctorTest : public ::testing::Test {
     options_.state_dir = (root_ / "state").string();
     options_.cuda_library = SHOAL_FAKE_NVML;  // any library that loads
     options_.nccl_library = "libshoal-no-such-nccl.so.2";
+    options_.cuda_home = (root_ / "cuda").string();  // no toolkit until a test writes one
     fs::create_directories(root_ / "dev");
     fs::create_directories(root_ / "proc" / "self");
   }
@@ -154,6 +155,40 @@ TEST_F(DoctorTest, WhatIsMissingFailsOrWarnsAndSaysTheFix) {
   // A cooler GPU 5 leaves the ECC errors: a warning.
   state_->gpus[5].temperature_c = 40;
   EXPECT_EQ(Run().at("GPU health").level, Level::kWarn);
+}
+
+TEST_F(DoctorTest, TheDriverMustSupportTheCudaJobsNeed) {
+  auto cuda = [&] { return Run().at("CUDA version"); };
+  EXPECT_EQ(cuda().level, Level::kPass);
+  EXPECT_NE(cuda().detail.find("the driver supports CUDA 12.4; no CUDA toolkit"), std::string::npos)
+      << cuda().detail;
+
+  // The toolkit installed on the node, as NVIDIA's installer describes it.
+  Write(root_ / "cuda" / "version.json",
+        R"({"cuda": {"name": "CUDA SDK", "version": "12.2.140"}, "cuda_cudart": {}})");
+  EXPECT_EQ(cuda().level, Level::kPass);
+  EXPECT_EQ(cuda().detail, "the driver supports CUDA 12.4; jobs need 12.2 (" +
+                               (root_ / "cuda" / "version.json").string() + ")");
+
+  // An older driver of the same major version: minor version compatibility.
+  state_->cuda_driver_version = 12020;
+  options_.cuda_needed = "12.4";
+  EXPECT_EQ(cuda().level, Level::kWarn);
+  EXPECT_EQ(cuda().detail, "the driver supports CUDA 12.2; jobs need 12.4 (--cuda)");
+  EXPECT_NE(cuda().fix.find("minor version compatibility"), std::string::npos);
+
+  // Across a major version it does not run.
+  options_.cuda_needed = "13.0";
+  EXPECT_EQ(cuda().level, Level::kFail);
+  EXPECT_NE(cuda().fix.find("a driver that supports CUDA 13.0"), std::string::npos) << cuda().fix;
+
+  options_.cuda_needed = "twelve";
+  EXPECT_EQ(cuda().level, Level::kWarn);
+  EXPECT_NE(cuda().detail.find("is not a CUDA version"), std::string::npos);
+
+  options_.cuda_library = "libshoal-no-such-cuda.so.1";
+  EXPECT_EQ(cuda().level, Level::kWarn);
+  EXPECT_NE(cuda().detail.find("cannot tell"), std::string::npos);
 }
 
 TEST_F(DoctorTest, WithoutNvmlTheDriverFailsAndTheGpuChecksAreLeftOut) {

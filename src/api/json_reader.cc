@@ -7,8 +7,21 @@
 
 namespace shoal::api {
 
+namespace {
+thread_local bool tolerate_unknown_fields = false;
+}  // namespace
+
+TolerateUnknownFields::TolerateUnknownFields(bool tolerate) : previous_(tolerate_unknown_fields) {
+  tolerate_unknown_fields = previous_ || tolerate;
+}
+TolerateUnknownFields::~TolerateUnknownFields() {
+  tolerate_unknown_fields = previous_;
+}
+
 ObjectReader::ObjectReader(const Json& j, std::string path, UnknownFields unknown_fields)
-    : j_(j), path_(std::move(path)), unknown_fields_(unknown_fields) {
+    : j_(j),
+      path_(std::move(path)),
+      unknown_fields_(tolerate_unknown_fields ? UnknownFields::kIgnore : unknown_fields) {
   if (!j.is_object()) Fail(path_ + " must be a JSON object");
 }
 

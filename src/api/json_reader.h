@@ -31,6 +31,20 @@ enum class UnknownFields {
   kIgnore,  // files that newer binaries write (with more fields) still load
 };
 
+// Within its scope, on this thread, readers made with kReject ignore unknown
+// fields instead: for a message from a peer of a newer protocol version,
+// whose new fields are optional by rule (node_protocol.h). Nests.
+class TolerateUnknownFields {
+ public:
+  explicit TolerateUnknownFields(bool tolerate);
+  ~TolerateUnknownFields();
+  TolerateUnknownFields(const TolerateUnknownFields&) = delete;
+  TolerateUnknownFields& operator=(const TolerateUnknownFields&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Reads the fields of one JSON object, keeping the first error. Reading a
 // field marks it known. A null field counts as absent. Not thread-safe; it
 // refers to `j`, which must outlive it.

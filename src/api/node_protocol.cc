@@ -208,7 +208,8 @@ Json ToJson(const LaunchMessage& m) {
   Json j = {{"job", m.job.value()},     {"epoch", m.epoch},
             {"spec", ToJson(m.spec)},   {"allocation", ToJson(m.allocation)},
             {"node_rank", m.node_rank}, {"nodes", m.nodes},
-            {"addresses", m.addresses}, {"master_port", m.master_port}};
+            {"addresses", m.addresses}, {"master_port", m.master_port},
+            {"protocol", kNodeProtocol}};
   if (m.not_after != Time{}) j["not_after"] = ToSeconds(m.not_after);
   if (!m.node_cpus.empty()) j["node_cpus"] = m.node_cpus;
   if (m.array_task_id >= 0) {
@@ -228,7 +229,10 @@ Json ToJson(const LaunchMessage& m) {
 }
 
 Result<LaunchMessage> LaunchFromJson(const Json& j) {
+  SHOAL_ASSIGN_OR_RETURN(const int protocol, MessageProtocol(j));
+  TolerateUnknownFields newer(protocol > kNodeProtocol);
   ObjectReader f(j, "launch");
+  (void)f.Has("protocol");
   LaunchMessage m;
   uint64_t job = 0;
   Json spec, allocation;
@@ -299,8 +303,11 @@ Result<LaunchMessage> LaunchFromJson(const Json& j) {
 }
 
 Json ToJson(const KillMessage& m) {
-  Json j = {
-      {"job", m.job.value()}, {"epoch", m.epoch}, {"grace_s", ToSeconds(m.grace)}, {"why", m.why}};
+  Json j = {{"job", m.job.value()},
+            {"epoch", m.epoch},
+            {"grace_s", ToSeconds(m.grace)},
+            {"why", m.why},
+            {"protocol", kNodeProtocol}};
   if (m.step) j["step"] = *m.step;
   if (m.signal != 0) j["signal"] = m.signal;
   if (m.leader_only) j["leader_only"] = true;
@@ -308,7 +315,10 @@ Json ToJson(const KillMessage& m) {
 }
 
 Result<KillMessage> KillFromJson(const Json& j) {
+  SHOAL_ASSIGN_OR_RETURN(const int protocol, MessageProtocol(j));
+  TolerateUnknownFields newer(protocol > kNodeProtocol);
   ObjectReader f(j, "kill");
+  (void)f.Has("protocol");
   KillMessage m;
   uint64_t job = 0;
   double grace_s = ToSeconds(m.grace);
@@ -346,7 +356,8 @@ Json ToJson(const Heartbeat& hb) {
   Json events = Json::array();
   for (const JobEvent& e : hb.events)
     events.push_back(ToJson(e));
-  Json j = {{"running", std::move(running)}, {"events", std::move(events)}};
+  Json j = {
+      {"running", std::move(running)}, {"events", std::move(events)}, {"protocol", kNodeProtocol}};
   if (hb.has_gpus) {
     Json gpus = Json::array();
     for (const GpuReport& g : hb.gpus)
@@ -357,7 +368,10 @@ Json ToJson(const Heartbeat& hb) {
 }
 
 Result<Heartbeat> HeartbeatFromJson(const Json& j) {
+  SHOAL_ASSIGN_OR_RETURN(const int protocol, MessageProtocol(j));
+  TolerateUnknownFields newer(protocol > kNodeProtocol);
   ObjectReader f(j, "heartbeat");
+  (void)f.Has("protocol");
   Heartbeat hb;
   f.List("events", false, EventFromJson, &hb.events, kMaxHeartbeatSteps);
   f.List("running", false, RunningFromJson, &hb.running, kMaxHeartbeatSteps);
@@ -377,11 +391,33 @@ Result<Heartbeat> HeartbeatFromJson(const Json& j) {
 }
 
 Json RegistrationToJson(const Node& node) {
-  return ToJson(node);
+  Json j = ToJson(node);
+  j["protocol"] = kNodeProtocol;
+  return j;
+}
+
+Result<int> MessageProtocol(const Json& j) {
+  if (!j.is_object()) return 1;  // the decoder says what is wrong with it
+  auto it = j.find("protocol");
+  if (it == j.end() || it->is_null()) return 1;
+  if (!it->is_number_integer()) return InvalidArgument("protocol must be an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < kNodeProtocol - 1 || v > kNodeProtocol + 1) {
+    return InvalidArgument(fmt::format(
+        "the peer speaks node protocol {} and this shoal speaks {}: only adjacent versions work "
+        "together (upgrade the controller first, then the agents)",
+        v, kNodeProtocol));
+  }
+  return static_cast<int>(v);
 }
 
 Result<Node> RegistrationFromJson(const Json& j) {
-  SHOAL_ASSIGN_OR_RETURN(Node n, NodeFromJson(j));
+  SHOAL_ASSIGN_OR_RETURN(const int protocol, MessageProtocol(j));
+  TolerateUnknownFields newer(protocol > kNodeProtocol);
+  // The node's own decoder (json.h) knows no "protocol".
+  Json node = j;
+  if (node.is_object()) node.erase("protocol");
+  SHOAL_ASSIGN_OR_RETURN(Node n, NodeFromJson(node));
   if (n.address.empty())
     return InvalidArgument("node.address (where the agent listens) is missing");
   return n;

@@ -35,6 +35,17 @@ namespace shoal::api {
 
 using Json = nlohmann::json;
 
+// The node protocol's version. Every message carries it as "protocol"
+// (absent: 1, from before versions). A new version only adds optional
+// fields, so a message of the next version decodes here with the fields it
+// adds ignored, and a message of the previous one decodes as it always did:
+// a controller and agents one version apart work together (upgrade the
+// controller first, then the agents, node by node). Further apart is
+// refused, naming both versions.
+inline constexpr int kNodeProtocol = 2;
+// The version `j` says it speaks, when within one of kNodeProtocol.
+Result<int> MessageProtocol(const Json& j);
+
 // Limits of the decoders, beyond which a message is refused.
 inline constexpr size_t kMaxLaunchNodes = 100000;    // as JobSpec::Validate
 inline constexpr size_t kMaxHeartbeatSteps = 65536;  // running steps, and events, per beat

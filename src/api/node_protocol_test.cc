@@ -5,6 +5,7 @@
 // encoders against these decoders.
 #include "api/node_protocol.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -346,7 +347,10 @@ TEST(NodeProtocolTest, RegistrationIsTheNodeWithItsAddress) {
   n.cpu_milli = 64000;
   n.gpus.push_back({.index = 0, .uuid = "GPU-0", .model = "H100-SXM-80GB", .memory_mib = 81920});
   const Json j = RegistrationToJson(n);
-  EXPECT_EQ(j, ToJson(n));
+  Json bare = j;
+  bare.erase("protocol");
+  EXPECT_EQ(bare, ToJson(n)) << "the node's own form, and the protocol version";
+  EXPECT_EQ(j["protocol"], kNodeProtocol);
   auto back = RegistrationFromJson(Wire(j));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->name, "gpu01");
@@ -359,6 +363,63 @@ TEST(NodeProtocolTest, RegistrationIsTheNodeWithItsAddress) {
                      {"an unknown GPU field", [](Json& r) { r["gpus"][0]["colour"] = 1; },
                       "node.gpus[0]: unknown field 'colour'"},
                  });
+}
+
+// Adjacent versions work together: a message of the next version decodes with
+// the fields it adds ignored; one of the previous version (or of none: 1)
+// decodes strictly as before; further apart is refused, naming both.
+TEST(NodeProtocolTest, AdjacentProtocolVersionsWorkTogether) {
+  Heartbeat hb;
+  hb.running.push_back({JobId(7), 1});
+  Json newer = ToJson(hb);
+  EXPECT_EQ(newer["protocol"], kNodeProtocol);
+  newer["protocol"] = kNodeProtocol + 1;
+  newer["colour"] = "red";
+  newer["running"][0]["priority_hint"] = 3;
+  auto read = HeartbeatFromJson(Wire(newer));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->running.size(), 1u);
+  EXPECT_EQ(read->running[0].job, JobId(7));
+
+  Json older = newer;
+  older.erase("protocol");  // version 1: before versions
+  EXPECT_EQ(HeartbeatFromJson(Wire(older)).status().message(),
+            "heartbeat.running[0]: unknown field 'priority_hint'");
+  older["protocol"] = kNodeProtocol;
+  EXPECT_FALSE(HeartbeatFromJson(Wire(older)).ok()) << "its own version stays strict";
+
+  Json far = ToJson(hb);
+  far["protocol"] = kNodeProtocol + 2;
+  EXPECT_EQ(HeartbeatFromJson(Wire(far)).status().message(),
+            fmt::format("the peer speaks node protocol {} and this shoal speaks {}: only adjacent "
+                        "versions work together (upgrade the controller first, then the agents)",
+                        kNodeProtocol + 2, kNodeProtocol));
+  far["protocol"] = "2";
+  EXPECT_EQ(HeartbeatFromJson(Wire(far)).status().message(), "protocol must be an integer");
+
+  // The same for the other messages, nested decoders included.
+  Node n;
+  n.name = "gpu01";
+  n.address = "127.0.0.1:6821";
+  n.gpus.push_back({.index = 0, .uuid = "GPU-0", .model = "H100-SXM-80GB", .memory_mib = 81920});
+  Json reg = RegistrationToJson(n);
+  reg["protocol"] = kNodeProtocol + 1;
+  reg["gpus"][0]["mig_mode"] = false;
+  auto node = RegistrationFromJson(Wire(reg));
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ(node->gpus[0].uuid, "GPU-0");
+  reg["protocol"] = kNodeProtocol - 2;
+  EXPECT_FALSE(RegistrationFromJson(Wire(reg)).ok());
+
+  KillMessage k;
+  k.job = JobId(3);
+  k.epoch = 1;
+  Json kill = ToJson(k);
+  kill["protocol"] = kNodeProtocol + 1;
+  kill["reason_code"] = 9;
+  EXPECT_TRUE(KillFromJson(Wire(kill)).ok());
+  kill["protocol"] = kNodeProtocol;
+  EXPECT_FALSE(KillFromJson(Wire(kill)).ok());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "net/http_client.h"
 
@@ -116,6 +117,8 @@ int RunAgent(const std::vector<std::string>& raw) {
            {"cgroup-root",
             "where job cgroups go: a cgroup2 mount or a folder of v1 hierarchies (default: "
             "detect; none: process groups only)"},
+           {"log-level", "debug, info (the default), warning or error"},
+           {"log-format", "text (the default) or json, one event a line"},
        }) {
     app.add_option("--" + flag, flags[flag], help);
   }
@@ -152,6 +155,7 @@ int RunAgent(const std::vector<std::string>& raw) {
   if (!partitions.empty()) config.agent.partitions = partitions;
   if (allow_root) config.allow_root_jobs = true;
   if (metrics_public) config.agent.metrics_public = true;
+  log::Configure(config.log);
   SystemClock clock;
   auto gpus = agent::OpenGpus(config, clock);
   if (!gpus.ok()) {

@@ -20,6 +20,10 @@ int RunDoctor(const std::vector<std::string>& raw) {
   app.add_flag("--json", json, "the checks as JSON");
   app.add_option("--nvml-library", o.nvml_library, "the NVML library to load")
       ->capture_default_str();
+  app.add_option("--cuda", o.cuda_needed,
+                 "the CUDA version jobs need (MAJOR.MINOR); default: the toolkit's in "
+                 "--cuda-home, if there is one");
+  app.add_option("--cuda-home", o.cuda_home, "where the CUDA toolkit is")->capture_default_str();
   app.add_option("--state-dir", o.state_dir, "where the agent keeps its state (for disk space)")
       ->capture_default_str();
   // Other roots for the host's files (tests give fake trees).

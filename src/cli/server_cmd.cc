@@ -10,6 +10,7 @@
 #include "cli/app.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
+#include "core/log.h"
 #include "net/http_client.h"
 #include "server/config.h"
 #include "server/server.h"
@@ -40,7 +41,8 @@ Status CheckPlainHttp(const server::ServerOptions& options) {
 
 int RunServer(const std::vector<std::string>& raw) {
   CLI::App app{"The Shoal controller: API, scheduler and durable state.", "shoal server"};
-  std::string config, listen, state_dir, socket, policy, node_timeout;
+  std::string config, listen, state_dir, socket, policy, node_timeout, postgres, log_level,
+      log_format;
   bool memory = false;
   bool metrics_public = false;
   bool metrics_per_gpu = false;
@@ -52,6 +54,11 @@ int RunServer(const std::vector<std::string>& raw) {
                  "address to listen on (default 127.0.0.1:6820; 0.0.0.0 listens everywhere)");
   app.add_option("--state-dir", state_dir,
                  "where the database and tokens live (default ~/.local/share/shoal)");
+  app.add_option("--log-level", log_level, "debug, info (the default), warning or error");
+  app.add_option("--log-format", log_format, "text (the default) or json, one event a line");
+  app.add_option("--postgres", postgres,
+                 "keep the state in this PostgreSQL database (a libpq connection string) "
+                 "instead of SQLite; servers that share one stand by for its lead");
   app.add_option(
       "--socket", socket,
       "unix socket where local users get a token for their uid (default <state-dir>/shoal.sock; "
@@ -89,7 +96,10 @@ int RunServer(const std::vector<std::string>& raw) {
                                                         {"state_dir", state_dir},
                                                         {"socket", socket},
                                                         {"policy", policy},
-                                                        {"node_timeout", node_timeout}}) {
+                                                        {"node_timeout", node_timeout},
+                                                        {"postgres", postgres},
+                                                        {"log_level", log_level},
+                                                        {"log_format", log_format}}) {
     if (value.empty()) continue;
     Status s = server::ApplyServerSetting(key, value, options);
     if (!s.ok()) {
@@ -102,6 +112,7 @@ int RunServer(const std::vector<std::string>& raw) {
   if (metrics_per_gpu) options.metrics_per_gpu = true;
   if (plain_http) options.tls.enabled = false;
   if (!tls_names.empty()) options.tls.names = tls_names;
+  log::Configure(options.log);
   if (Status s = CheckPlainHttp(options); !s.ok()) {
     std::cerr << "shoal server: " << s.message() << "\n";
     return 2;

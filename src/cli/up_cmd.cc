@@ -22,6 +22,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "net/http_client.h"
 #include "net/local_socket.h"
@@ -216,6 +217,7 @@ int RunUp(const std::vector<std::string>& raw) {
   int nodes = 4;
   std::string profile = "dgx-h100", state_dir, listen, policy, config;
   bool real = false, demo = false, tls = false;
+  std::string log_level = "warning";  // the terminal is the user's: only what goes wrong
   std::vector<std::string> sim_faults;
   app.add_option("--nodes", nodes, "simulated nodes (default 4)")->check(CLI::Range(1, 256));
   app.add_option("--profile", profile, "their hardware: " + Join(catalog::ProfileNames(), ", "));
@@ -234,7 +236,16 @@ int RunUp(const std::vector<std::string>& raw) {
                  "NODE=FAULT: a fault on a simulated GPU, e.g. node02=ecc:1:14 or "
                  "node03=xid:5:79@30s (repeatable; docs/agent-gpus.md)")
       ->type_name("NODE=FAULT");
+  app.add_option("--log-level", log_level,
+                 "the server's and agents' logs on stderr: debug, info, warning (the default) "
+                 "or error");
   if (int code = ParseApp(app, raw, "shoal up"); code >= 0) return code;
+  auto level = log::ParseLevel(log_level);
+  if (!level.ok()) {
+    std::cerr << "shoal up: " << level.status().message() << "\n";
+    return 2;
+  }
+  log::Configure({.level = *level});
   auto faults = FaultsByNode(sim_faults, nodes, real);
   if (!faults.ok()) {
     std::cerr << "shoal up: " << faults.status().message() << "\n";

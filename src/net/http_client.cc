@@ -4,6 +4,9 @@
 #include <httplib.h>
 
 #include <csignal>
+#include <functional>
+#include <tuple>
+#include <vector>
 
 #include "core/strings.h"
 #include "net/socket_stream.h"
@@ -43,6 +46,10 @@ class GatheringClient final : public Base {
 // One httplib client (plain or TLS) for one server; remade by
 // CloseConnection, so that no call ever races httplib's own socket lock.
 struct HttpClient::Impl {
+  // The controllers to try, in order: one leads, the others stand by without
+  // listening (docs/deploy.md), so a refused connection means "the next".
+  std::vector<std::pair<std::string, int>> endpoints;
+  size_t current = 0;
   std::string host;
   int port = 0;
   ClientOptions options;
@@ -84,6 +91,19 @@ struct HttpClient::Impl {
     client = std::move(c);
     return Status::Ok();
   }
+
+  std::string base;  // "host:port" of the current endpoint
+
+  void Use(size_t i) {
+    current = i;
+    std::tie(host, port) = endpoints[i];
+    base = fmt::format("{}:{}", host, port);
+  }
+
+  // One request, sent to the next controller while the current one refuses
+  // the connection (nothing was sent, so any request may go again), each
+  // tried at most once.
+  Result<HttpResponse> Send(const std::function<httplib::Result(httplib::ClientImpl&)>& request);
 };
 
 std::string_view SchemeOf(std::string_view base) {
@@ -110,28 +130,40 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& base, int d
   return std::make_pair(std::string(s.substr(0, colon)), static_cast<int>(*port));
 }
 
+std::vector<std::string> SplitServers(std::string_view servers) {
+  std::vector<std::string> out;
+  for (std::string_view s : Split(servers, ',')) {
+    if (!Trim(s).empty()) out.emplace_back(Trim(s));
+  }
+  return out;
+}
+
 Result<std::unique_ptr<HttpClient>> HttpClient::Connect(const std::string& base,
                                                         const ClientOptions& options) {
-  SHOAL_ASSIGN_OR_RETURN(auto hp, ParseHostPort(base, 6820));
+  const std::vector<std::string> servers = SplitServers(base);
+  if (servers.empty()) return InvalidArgument("empty server address");
   auto impl = std::make_unique<Impl>();
-  impl->host = hp.first;
-  impl->port = hp.second;
+  const std::string_view scheme = SchemeOf(servers.front());
+  for (const std::string& server : servers) {
+    SHOAL_ASSIGN_OR_RETURN(auto hp, ParseHostPort(server, 6820));
+    if (SchemeOf(server) != scheme)
+      return InvalidArgument(fmt::format("{}: the servers' addresses mix schemes", base));
+    impl->endpoints.push_back(std::move(hp));
+  }
+  impl->Use(0);
   impl->options = options;
-  const std::string_view scheme = SchemeOf(base);
   impl->tls = scheme == "https" || (scheme.empty() && options.tls.has_value());
   if (impl->tls && !options.tls) {
     return InvalidArgument(fmt::format(
         "{}: https needs the cluster's CA certificate (--ca-file or $SHOAL_CA_FILE)", base));
   }
   SHOAL_RETURN_IF_ERROR(impl->Make());
-  auto client = std::unique_ptr<HttpClient>(
-      new HttpClient(std::move(impl), fmt::format("{}:{}", hp.first, hp.second)));
+  auto client = std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
   client->set_token(options.token);
   return client;
 }
 
-HttpClient::HttpClient(std::unique_ptr<Impl> impl, std::string base)
-    : impl_(std::move(impl)), base_(std::move(base)) {}
+HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpClient::~HttpClient() = default;
 
 void HttpClient::CloseConnection() {
@@ -165,21 +197,39 @@ Result<HttpResponse> Convert(const httplib::Result& r, const std::string& base) 
 
 }  // namespace
 
+Result<HttpResponse> HttpClient::Impl::Send(
+    const std::function<httplib::Result(httplib::ClientImpl&)>& request) {
+  for (size_t tried = 1;; ++tried) {
+    httplib::Result r = request(*client);
+    if (r || r.error() != httplib::Error::Connection || tried >= endpoints.size())
+      return Convert(r, base);
+    Use((current + 1) % endpoints.size());
+    SHOAL_RETURN_IF_ERROR(Make());
+  }
+}
+
 Result<HttpResponse> HttpClient::Get(const std::string& path) {
-  return Convert(impl_->client->Get(path, impl_->headers), base_);
+  return impl_->Send([&](httplib::ClientImpl& c) { return c.Get(path, impl_->headers); });
 }
 
 Result<HttpResponse> HttpClient::Post(const std::string& path, const std::string& body,
                                       const char* content_type) {
-  return Convert(impl_->client->Post(path, impl_->headers, body, content_type), base_);
+  return impl_->Send(
+      [&](httplib::ClientImpl& c) { return c.Post(path, impl_->headers, body, content_type); });
 }
 
 Result<HttpResponse> HttpClient::Patch(const std::string& path, const std::string& json_body) {
-  return Convert(impl_->client->Patch(path, impl_->headers, json_body, "application/json"), base_);
+  return impl_->Send([&](httplib::ClientImpl& c) {
+    return c.Patch(path, impl_->headers, json_body, "application/json");
+  });
 }
 
 Result<HttpResponse> HttpClient::Delete(const std::string& path) {
-  return Convert(impl_->client->Delete(path, impl_->headers), base_);
+  return impl_->Send([&](httplib::ClientImpl& c) { return c.Delete(path, impl_->headers); });
+}
+
+const std::string& HttpClient::base() const {
+  return impl_->base;
 }
 
 }  // namespace shoal::net

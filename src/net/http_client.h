@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -50,7 +52,9 @@ class HttpClient {
  public:
   // `base` is "https://host:port", "http://host:port" or "host:port" (TLS
   // when options.tls is set). https without options.tls is an error: Shoal's
-  // clients check the server against the cluster's own CA.
+  // clients check the server against the cluster's own CA. A comma-separated
+  // list names a controller and its standbys: a request whose connection is
+  // refused goes to the next, which the client then keeps using.
   static Result<std::unique_ptr<HttpClient>> Connect(const std::string& base,
                                                      const ClientOptions& options);
   ~HttpClient();
@@ -62,7 +66,8 @@ class HttpClient {
                             const char* content_type = "application/json");
   Result<HttpResponse> Patch(const std::string& path, const std::string& json_body);
   Result<HttpResponse> Delete(const std::string& path);
-  const std::string& base() const { return base_; }
+  // The server this client talks to now ("host:port").
+  const std::string& base() const;
   // Closes a kept-alive connection now (the next call opens another).
   void CloseConnection();
   // The token for later requests on this connection (a load generator acts
@@ -71,10 +76,12 @@ class HttpClient {
 
  private:
   struct Impl;
-  HttpClient(std::unique_ptr<Impl> impl, std::string base);
+  explicit HttpClient(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
-  std::string base_;
 };
+
+// The addresses of a comma-separated list of servers, blanks dropped.
+std::vector<std::string> SplitServers(std::string_view servers);
 
 // "host:port" for a base URL; "http://" and "https://" prefixes are stripped.
 // Port 0 (any free port) only when `allow_any_port`, for servers.

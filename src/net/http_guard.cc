@@ -4,13 +4,49 @@
 #include <httplib.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "core/log.h"
 #include "net/http_server.h"
 
 namespace shoal::net {
 namespace {
+
+// The request this thread serves: httplib calls the pre-routing handler,
+// the route and the logger on one thread, one request after another.
+struct Served {
+  std::chrono::steady_clock::time_point start{};
+  std::string who{};
+  bool routine = false;
+};
+thread_local Served served;
+
+std::string PeerAddress(const httplib::Request& req) {
+  return fmt::format("{}:{}", req.remote_addr, req.remote_port);
+}
+
+bool RoutinePath(const httplib::Request& req) {
+  return req.method == "GET" &&
+         (req.path == "/healthz" || req.path == "/metrics" || !req.path.starts_with("/v1/"));
+}
+
+void LogRequest(const httplib::Request& req, const httplib::Response& res) {
+  const log::Level level =
+      served.routine || RoutinePath(req) ? log::Level::kDebug : log::Level::kInfo;
+  if (!log::Enabled(level)) return;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - served.start)
+          .count();
+  log::Event(level, "http.request",
+             {{"method", req.method},
+              {"path", req.path},
+              {"status", res.status},
+              {"ms", ms},
+              {"who", served.who.empty() ? std::string("-") : served.who},
+              {"peer", PeerAddress(req)}});
+}
 
 // `text` as the inside of a JSON string.
 std::string JsonEscaped(std::string_view text) {
@@ -61,6 +97,7 @@ void GuardRequests(httplib::Server& http, RequestGuard guard) {
   http.set_payload_max_length(guard.max_body_bytes);
   http.set_pre_routing_handler([guard = std::move(guard)](const httplib::Request& req,
                                                           httplib::Response& res) {
+    served = Served{.start = std::chrono::steady_clock::now()};
     if (req.has_header("Transfer-Encoding")) {
       return Refuse(res, 411, "invalid_argument",
                     "a request body must come with Content-Length; chunked bodies are "
@@ -83,6 +120,7 @@ void GuardRequests(httplib::Server& http, RequestGuard guard) {
                              ? guard.authenticate(req)
                              : Status(StatusCode::kUnauthenticated, "a valid token is required");
       if (!who.ok()) {
+        LogAuthRefused(req, who.message());
         const bool denied = who.code() == StatusCode::kPermissionDenied;
         return Refuse(res, denied ? 403 : 401, denied ? "permission_denied" : "unauthenticated",
                       who.message());
@@ -100,6 +138,18 @@ void GuardRequests(httplib::Server& http, RequestGuard guard) {
     NormaliseBodyHeaders(req);
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  http.set_logger(LogRequest);
+}
+
+void RequesterIs(std::string who, bool routine) {
+  served.who = std::move(who);
+  served.routine = routine;
+}
+
+void LogAuthRefused(const httplib::Request& req, std::string_view why) {
+  log::Warning(
+      "auth.refused",
+      {{"method", req.method}, {"path", req.path}, {"peer", PeerAddress(req)}, {"why", why}});
 }
 
 }  // namespace shoal::net

@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -31,7 +33,19 @@ struct RequestGuard {
   std::function<Status(const httplib::Request&)> authenticate;
 };
 
-// Installs the guard as the server's pre-routing handler.
+// Installs the guard as the server's pre-routing handler, and the access
+// log: each request once, after its answer, as an `http.request` event
+// (core/log.h) with its method, path, status, time and who asked (the
+// query string and headers never: they may carry secrets). Requests that
+// RequesterIs marks routine (agents' beats), health checks, scrapes and the
+// dashboard's files are logged at debug, the others at info. A refusal for
+// credentials is an `auth.refused` warning too.
 void GuardRequests(httplib::Server& http, RequestGuard guard);
+
+// Who the request this thread serves comes from ("alice (user)"), for its
+// access log line; `routine`: log it at debug.
+void RequesterIs(std::string who, bool routine);
+// A request refused for its credentials: logged as an `auth.refused` warning.
+void LogAuthRefused(const httplib::Request& req, std::string_view why);
 
 }  // namespace shoal::net

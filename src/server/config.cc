@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include "config/server_file.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "sched/policy.h"
 
 namespace shoal::server {
 
 Status ApplyServerSetting(const std::string& key, const std::string& value, ServerOptions& o) {
+  SHOAL_ASSIGN_OR_RETURN(const bool logs, log::ApplySetting(key, value, o.log));
+  if (logs) return Status::Ok();
   auto duration = [&](Duration* out) -> Status {
     auto d = ParseDuration(value);
     if (!d.ok()) return InvalidArgument(fmt::format("{}: {}", key, d.status().message()));
@@ -84,6 +87,9 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
       return InvalidArgument("metrics_per_gpu: true or false");
     }
     o.metrics_per_gpu = value == "true" || value == "1";
+  } else if (key == "postgres") {
+    // Empty: the embedded SQLite store in state_dir.
+    o.postgres = value;
   } else if (key == "sync") {
     if (value != "full" && value != "normal") return InvalidArgument("sync: full or normal");
     o.sqlite_full_sync = value == "full";
@@ -109,7 +115,7 @@ Status ApplyServerSetting(const std::string& key, const std::string& value, Serv
         "unknown server setting '{}' (listen, state_dir, socket, policy, node_timeout, "
         "max_heartbeat_rate, kill_grace, launch_grace, rendezvous_ports, "
         "usage_half_life, finished_retention, max_body, http_threads, max_connections, "
-        "connections_per_address, max_queue, sync, "
+        "connections_per_address, max_queue, sync, postgres, log_level, log_format, "
         "metrics_public, metrics_per_gpu, tls, tls_names, node_cert_days, mail_program)",
         key));
   }

@@ -237,6 +237,15 @@ struct WaitHistogram {
   void Add(double seconds);
 };
 
+// Where scheduling passes spend their time, summed since the server started:
+// rebuilding the inventory after nodes changed, gathering the pending and
+// running jobs, the policy's Schedule, and checking and applying its plan.
+struct PassPhases {
+  static constexpr std::array<const char*, 4> kNames = {"inventory", "snapshot", "schedule",
+                                                        "apply"};
+  std::array<double, kNames.size()> seconds{};
+};
+
 // What /metrics shows, captured on the loop thread by Controller::Metrics in
 // O(nodes + active jobs) pointer copies, and turned into text on another
 // thread (server/metrics.h). Everything it points to is immutable.
@@ -255,6 +264,7 @@ struct MetricsView {
   uint64_t submissions = 0;                     // jobs submitted since the server started
   uint64_t plan_starts_dropped = 0;             // planned starts the commit's check refused
   std::map<std::string, WaitHistogram> waits;   // by partition, since the server started
+  PassPhases pass_phases;
 };
 
 class Controller {
@@ -613,6 +623,7 @@ class Controller {
   uint64_t submissions_ = 0;
   std::map<std::string, WaitHistogram> waits_;  // first starts' waits, by partition
   uint64_t plan_starts_dropped_ = 0;  // since the server started: each one is a scheduler bug
+  PassPhases pass_phases_;
   std::map<std::string, double> account_gpu_s_;  // not decayed: the metrics' counter
   std::vector<Partition> partitions_;
   std::vector<Account> accounts_;

@@ -87,7 +87,8 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
                    {"running", running},
                    {"node_timeout_s", ToSeconds(config_.node_timeout)},
                    {"heartbeat_s", ToSeconds(HeartbeatInterval())},
-                   {"kill_grace_s", ToSeconds(config_.kill_grace)}};
+                   {"kill_grace_s", ToSeconds(config_.kill_grace)},
+                   {"protocol", api::kNodeProtocol}};
 }
 
 Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::string& name,

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -259,7 +260,15 @@ sched::Snapshot Controller::RunningSnapshot(
 }
 
 sched::PassStats Controller::SchedulePass(Time now) {
+  // Each phase's time, measured on the steady clock (PassPhases).
+  auto mark = std::chrono::steady_clock::now();
+  auto phase_done = [&](size_t phase) {
+    const auto t = std::chrono::steady_clock::now();
+    pass_phases_.seconds[phase] += std::chrono::duration<double>(t - mark).count();
+    mark = t;
+  };
   SettleLayout();
+  phase_done(0);
   dirty_ = false;
   // Pending jobs in submission order (compacting the list of those that
   // left); acceptance tests apart.
@@ -305,8 +314,10 @@ sched::PassStats Controller::SchedulePass(Time now) {
     }
     snap.pending.push_back(info);
   }
+  phase_done(1);
 
   sched::Plan plan = sched::Schedule(snap, now, *policy_);
+  phase_done(2);
 
   // Verify the plan against the state once more before committing it (one
   // writer makes this cheap, and a scheduler bug is caught here, not on a node).
@@ -361,6 +372,7 @@ sched::PassStats Controller::SchedulePass(Time now) {
     }
     decisions_[d.job.value()] = std::make_shared<const sched::PendingDecision>(std::move(d));
   }
+  phase_done(3);
   return plan.stats;
 }
 

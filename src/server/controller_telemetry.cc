@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/log.h"
 #include "server/controller.h"
 #include "server/controller_internal.h"
 #include "server/telemetry_store.h"
@@ -110,8 +111,7 @@ void Controller::AccountGpuUse(const std::string& name, NodeRecord& n, const Hea
     j.idle = false;
     j.idle_since = Time{};
     Record(j);
-    std::fprintf(stderr, "shoal server: job %llu: its GPUs are busy again\n",
-                 static_cast<unsigned long long>(id));
+    log::Info("job.busy_again", {{"job", id}, {"user", j.spec.user}});
   }
 }
 
@@ -134,9 +134,10 @@ void Controller::CheckIdle(Time now) {
     j.idle_since = running_[id].last_busy;
     Record(j);
     const bool cancel = part != nullptr && part->idle_action == "cancel";
-    std::fprintf(stderr, "shoal server: job %llu (%s): its GPUs have been idle since %.0f%s\n",
-                 static_cast<unsigned long long>(id), j.spec.user.c_str(), ToSeconds(j.idle_since),
-                 cancel ? "; cancelling it" : "");
+    log::Info("job.idle", {{"job", id},
+                           {"user", j.spec.user},
+                           {"idle_since", ToSeconds(j.idle_since)},
+                           {"action", cancel ? "cancel" : "notify"}});
     if (cancel) StopJob(j, JobState::kCancelled, now, "idle GPUs");
   }
 }
@@ -190,6 +191,7 @@ MetricsView Controller::Metrics() {
   v.account_gpu_s = account_gpu_s_;
   v.submissions = submissions_;
   v.plan_starts_dropped = plan_starts_dropped_;
+  v.pass_phases = pass_phases_;
   v.waits = waits_;
   return v;
 }

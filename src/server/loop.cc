@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/log.h"
 #include "server/agent_link.h"
 #include "server/auth.h"
+#include "server/change_log.h"
 #include "server/mailer.h"
 
 namespace shoal::server {
@@ -116,10 +118,11 @@ void ControlLoop::Run() {
     }
     bool passed = false;
     double pass_ms = 0;
+    sched::PassStats pass_stats;
     if ((controller_.WantsPass() && now - last_pass >= pass_gap) ||
         now - last_pass >= options_.idle_pass) {
       const auto t0 = std::chrono::steady_clock::now();
-      controller_.SchedulePass(now);
+      pass_stats = controller_.SchedulePass(now);
       const auto took = std::chrono::steady_clock::now() - t0;
       pass_ms = std::chrono::duration<double, std::milli>(took).count();
       pass_gap = std::max(options_.pass_interval,
@@ -133,11 +136,12 @@ void ControlLoop::Run() {
       if (!s.ok()) {
         // The state in memory is ahead of the state on disk; going on would
         // acknowledge what a restart forgets. Stop here; a restart recovers.
-        std::fprintf(stderr, "shoal server: cannot commit to the store: %s\n",
-                     s.ToString().c_str());
+        log::Error("store.commit_failed", {{"error", s.ToString()}});
         std::abort();
       }
+      if (change_log_ != nullptr) change_log_->Committed(changes);
     }
+    if (passed && change_log_ != nullptr) change_log_->Pass(pass_stats, pass_ms);
     // A new token works as soon as its creator hears of it.
     if (tokens_ != nullptr && controller_.TokensChanged()) tokens_->Replace(controller_.Tokens());
     for (Task& t : batch)

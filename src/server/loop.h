@@ -26,6 +26,7 @@
 namespace shoal::server {
 
 class AgentLink;
+class ChangeLog;
 class Mailer;
 class TokenCache;
 
@@ -69,6 +70,8 @@ class ControlLoop {
 
   // Where the controller's mail goes (null: none is sent); before Start().
   void SetMailer(Mailer* mailer) { mailer_ = mailer; }
+  // Where committed changes and pass summaries are logged (null: nowhere).
+  void SetChangeLog(ChangeLog* log) { change_log_ = log; }
   void Start();
   void Stop();
 
@@ -105,6 +108,7 @@ class ControlLoop {
   state::Store& store_;
   AgentLink* agents_;
   Mailer* mailer_ = nullptr;
+  ChangeLog* change_log_ = nullptr;
   TokenCache* tokens_;
   const Clock& clock_;
   const LoopOptions options_;

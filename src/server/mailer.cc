@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/log.h"
+
 extern char** environ;
 
 namespace shoal::server {
@@ -154,8 +156,7 @@ void Mailer::Work() {
     lock.unlock();
     const Status s = RunMailProgram(program_, Message(m), timeout_);
     if (!s.ok()) {
-      std::fprintf(stderr, "shoal server: mail to %s not sent: %s\n", m.to.c_str(),
-                   s.message().c_str());
+      log::Warning("mail.failed", {{"to", m.to}, {"error", s.message()}});
     }
     lock.lock();
     busy_ = false;

@@ -161,6 +161,13 @@ void AppendPasses(Buffer& out, const MetricsView& v, const LoopStats& loop) {
          static_cast<double>(loop.passes));
   Sample(out, "shoal_scheduling_pass_duration_seconds_sum", "", loop.pass_ms_total / 1000.0);
   Sample(out, "shoal_scheduling_pass_duration_seconds_count", "", static_cast<double>(loop.passes));
+  Family(out, "shoal_scheduling_phase_seconds_total", "counter",
+         "Time scheduling passes spent in each phase: inventory (rebuilt after nodes changed), "
+         "snapshot (gathering jobs), schedule (the policy), apply (checking and starting).");
+  for (size_t p = 0; p < PassPhases::kNames.size(); ++p) {
+    Sample(out, "shoal_scheduling_phase_seconds_total", Labels({{"phase", PassPhases::kNames[p]}}),
+           v.pass_phases.seconds[p]);
+  }
   // Each one is a scheduler bug the commit's check caught: alert on any increase.
   Family(out, "shoal_scheduler_plan_starts_dropped_total", "counter",
          "Starts from a scheduling plan that failed the check before commit and were dropped.");

@@ -2,6 +2,7 @@
 // through the controller with a fixed clock (no threads, no HTTP).
 #include "server/metrics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -194,6 +195,35 @@ TEST_F(MetricsTest, WaitsToFirstStartByPartition) {
   EXPECT_NE(text.find("shoal_job_wait_seconds_sum{partition=\"gpu\"} 15\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("shoal_job_wait_seconds_count{partition=\"gpu\"} 2\n"), std::string::npos);
+  ExpectEveryFamilyTyped(text);
+}
+
+// Scheduling passes' time by phase, summed: every phase is a counter, and
+// the passes' time went somewhere.
+TEST_F(MetricsTest, SchedulingTimeByPhase) {
+  for (double spent : c_.Metrics().pass_phases.seconds)
+    EXPECT_EQ(spent, 0.0);
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, MakeNode("gpu01", 2), At(0)).ok());
+  StartJob(1);
+  for (int i = 0; i < 20; ++i)
+    c_.SchedulePass(At(1 + i));
+  const MetricsView after = c_.Metrics();
+  double total = 0;
+  for (size_t p = 0; p < PassPhases::kNames.size(); ++p) {
+    EXPECT_GE(after.pass_phases.seconds[p], 0.0) << PassPhases::kNames[p];
+    total += after.pass_phases.seconds[p];
+  }
+  EXPECT_GT(total, 0.0);
+  EXPECT_GT(after.pass_phases.seconds[2], 0.0) << "the policy ran in every pass";
+  const std::string text = RenderMetrics(after, LoopStats{}, At(30));
+  EXPECT_NE(text.find("# TYPE shoal_scheduling_phase_seconds_total counter\n"), std::string::npos);
+  for (const char* phase : PassPhases::kNames) {
+    EXPECT_NE(
+        text.find(fmt::format("shoal_scheduling_phase_seconds_total{{phase=\"{}\"}} ", phase)),
+        std::string::npos)
+        << phase << "\n"
+        << text;
+  }
   ExpectEveryFamilyTyped(text);
 }
 

@@ -4,6 +4,7 @@
 // brings httplib and nlohmann/json along).
 #pragma once
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <functional>
@@ -15,6 +16,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/time.h"
+#include "net/http_guard.h"
 #include "server/agent_link.h"
 #include "server/auth.h"
 #include "server/loop.h"
@@ -48,9 +50,20 @@ struct Context {
   const net::HttpServer* listener = nullptr;
 
   bool tls() const { return agents.pki != nullptr; }
+  // Who asks, noted for the access log (net/http_guard.h); a refusal is logged.
   Result<Identity> Auth(const httplib::Request& req, bool allow_join = false) const {
-    return tokens.IdentityOf(net::PeerOf(req), req.get_header_value("Authorization"), clock.Now(),
-                             tls(), allow_join);
+    Result<Identity> who = tokens.IdentityOf(
+        net::PeerOf(req), req.get_header_value("Authorization"), clock.Now(), tls(), allow_join);
+    if (!who.ok()) {
+      net::LogAuthRefused(req, who.status().message());
+    } else {
+      net::RequesterIs(
+          fmt::format("{} ({})",
+                      who->node() && !who->node_name.empty() ? who->node_name : who->user,
+                      who->role),
+          who->node());
+    }
+    return who;
   }
 };
 

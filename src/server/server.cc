@@ -16,6 +16,7 @@
 
 #include "api/json.h"
 #include "core/files.h"
+#include "core/log.h"
 #include "net/http_client.h"
 #include "net/http_guard.h"
 #include "net/http_server.h"
@@ -23,11 +24,13 @@
 #include "net/token.h"
 #include "server/agent_link.h"
 #include "server/auth.h"
+#include "server/change_log.h"
 #include "server/dashboard.h"
 #include "server/mailer.h"
 #include "server/routes.h"
 #include "server/state_dir.h"
 #include "server/telemetry_store.h"
+#include "state/postgres_store.h"
 
 namespace shoal::server {
 
@@ -66,6 +69,8 @@ struct Server::Impl {
   // and its SQLite database.
   Status OpenStore(const ServerOptions& o) {
     if (o.state_dir.empty()) {
+      if (!o.postgres.empty())
+        return InvalidArgument("a server on PostgreSQL needs a state directory for its keys");
       store = state::NewMemoryStore();
       return Status::Ok();
     }
@@ -77,7 +82,29 @@ struct Server::Impl {
       return FailedPrecondition(
           fmt::format("another shoal server uses {} (it holds {})", o.state_dir, lock_path));
     }
-    SHOAL_ASSIGN_OR_RETURN(store, state::OpenSqliteStore(o.state_dir, {o.sqlite_full_sync}));
+    if (o.postgres.empty()) {
+      SHOAL_ASSIGN_OR_RETURN(store, state::OpenSqliteStore(o.state_dir, {o.sqlite_full_sync}));
+      return Status::Ok();
+    }
+    state::PostgresOptions pg{.url = o.postgres};
+    pg.log = [](std::string_view line) { log::Info("store.lead", {{"status", line}}); };
+    SHOAL_ASSIGN_OR_RETURN(store, state::OpenPostgresStore(pg));
+    return Status::Ok();
+  }
+  // A controller that shares its store took the lead from another: it needs
+  // the secrets that one made at the first start (docs/deploy.md).
+  Status CheckSharedSecrets(const ServerOptions& o) const {
+    if (o.postgres.empty()) return Status::Ok();
+    for (const char* name : {"node.token", "job.key"}) {
+      const std::string path = o.state_dir + "/" + name;
+      if (::access(path.c_str(), R_OK) != 0) {
+        return FailedPrecondition(fmt::format(
+            "{} is missing: a controller that shares a PostgreSQL database needs the first "
+            "controller's node.token, admin.token, job.key and tls/ca.* in its state directory "
+            "(docs/deploy.md, \"A standby controller\")",
+            path));
+      }
+    }
     return Status::Ok();
   }
   std::atomic<bool> listen_returned{false};
@@ -92,6 +119,7 @@ struct Server::Impl {
   TokenCache tokens;
   std::unique_ptr<AgentLink> agents;
   std::unique_ptr<Mailer> mailer;  // null: no mail program
+  ChangeLog change_log;
   std::unique_ptr<ControlLoop> loop;
   std::unique_ptr<net::PeerCredListener> local;
   std::map<uid_t, net::LocalToken>
@@ -204,6 +232,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   SHOAL_ASSIGN_OR_RETURN(state::Loaded loaded,
                          impl->store->Load(clock.Now() - options.controller.dependency_horizon));
   SHOAL_RETURN_IF_ERROR(impl->controller->Restore(loaded, clock.Now()));
+  impl->change_log.Seed(loaded);
   if (impl->controller->UsesServiceHistory()) {
     state::HistoryQuery completed;
     completed.states = {JobState::kCompleted};
@@ -232,6 +261,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
       SHOAL_RETURN_IF_ERROR(WriteSecretFile(options.state_dir + "/node.token", impl->node_token));
     }
   } else if (!options.state_dir.empty()) {
+    SHOAL_RETURN_IF_ERROR(impl->CheckSharedSecrets(options));
     std::ifstream in(options.state_dir + "/node.token");
     std::getline(in, impl->node_token);
     std::ifstream admin_in(options.state_dir + "/admin.token");
@@ -272,6 +302,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   impl->agents = std::make_unique<AgentLink>(impl->agent_credentials);
   impl->loop = std::make_unique<ControlLoop>(*impl->controller, *impl->store, impl->agents.get(),
                                              &impl->tokens, clock, options.loop);
+  impl->loop->SetChangeLog(&impl->change_log);
   if (mail) {
     impl->mailer = std::make_unique<Mailer>(mail_program);
     impl->loop->SetMailer(impl->mailer.get());

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "core/status.h"
 #include "core/time.h"
 #include "server/controller.h"
@@ -47,6 +48,12 @@ struct ServerOptions {
   int max_connections = 16384;
   int connections_per_address = 256;
   bool sqlite_full_sync = true;
+  // A PostgreSQL database (libpq connection string) instead of SQLite in
+  // state_dir, which still holds this controller's keys and tokens. Several
+  // servers may share one database: one leads, the others stand by in
+  // Start() and take over when it dies (state/postgres_store.h).
+  std::string postgres;
+  log::Options log{.program = "server"};  // level and format (core/log.h)
   // GET /metrics without a token (for a Prometheus that has none). The
   // metrics name nodes, users, accounts and job ids.
   bool metrics_public = false;

@@ -1,5 +1,5 @@
-// The Store contract, run against both stores: the SQLite one and the memory
-// one the controller's tests use must answer alike.
+// The Store contract, run against every store: the SQLite and PostgreSQL ones
+// and the memory one the controller's tests use must answer alike.
 #include "state/store.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+#include "state/postgres_store.h"
+#include "state/postgres_testing.h"
 #include "state/store_testing.h"
 
 namespace shoal::state {
@@ -22,6 +24,16 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     if (GetParam() == "sqlite") {
       Result<std::unique_ptr<Store>> opened = OpenSqliteStore(dir_.Sub("state"));
+      ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+      store_ = std::move(opened).value();
+    } else if (GetParam() == "postgres") {
+      // One server for the process (ctest runs each case in its own), a
+      // database per case.
+      static TestPostgres server;
+      if (!server.skip_reason().empty()) GTEST_SKIP() << server.skip_reason();
+      static int databases = 0;
+      Result<std::unique_ptr<Store>> opened =
+          OpenPostgresStore({.url = server.NewDatabase("store_" + std::to_string(++databases))});
       ASSERT_TRUE(opened.ok()) << opened.status().ToString();
       store_ = std::move(opened).value();
     } else {
@@ -527,7 +539,7 @@ TEST_P(StoreTest, ReadersSeeEachCommitWhileTheWriterGoesOn) {
   EXPECT_EQ(MustLoad().next_job_id, kLastId + 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("sqlite", "memory"),
+INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, ::testing::Values("sqlite", "memory", "postgres"),
                          [](const ::testing::TestParamInfo<std::string>& param) {
                            return param.param;
                          });

@@ -114,6 +114,7 @@ void fake_nvml_reset(void) {
   g_calls.clear();
   g_state.device_count = 8;
   std::snprintf(g_state.driver_version, sizeof g_state.driver_version, "550.54.15");
+  g_state.cuda_driver_version = 12040;  // CUDA 12.4, as driver 550 supports
   for (unsigned int i = 0; i < 8; ++i) {
     FakeNvmlGpu& g = g_state.gpus[i];
     std::snprintf(g.name, sizeof g.name, "NVIDIA H100 80GB HBM3");
@@ -435,6 +436,13 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
   std::unique_ptr<EventSet> owned(reinterpret_cast<EventSet*>(set));
   g_state.event_sets_open--;
   return NVML_SUCCESS;
+}
+
+// libcuda's cuDriverGetVersion: the newest CUDA the driver supports.
+int cuDriverGetVersion(int* version) {
+  if (version == nullptr) return 1;  // CUDA_ERROR_INVALID_VALUE
+  *version = fake_nvml_state()->cuda_driver_version;
+  return 0;
 }
 
 }  // extern "C"

@@ -68,6 +68,9 @@ struct FakeNvmlState {
   // Bookkeeping the tests check.
   int init_depth;       // nvmlInit_v2 calls minus nvmlShutdown calls
   int event_sets_open;  // created minus freed
+  // The fake stands for libcuda too: what cuDriverGetVersion answers
+  // (1000 * major + 10 * minor; 12040 after a reset).
+  int cuda_driver_version;
 };
 
 // The state the fake's functions read and write.
