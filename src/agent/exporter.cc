@@ -50,7 +50,7 @@ std::string RenderNodeMetrics(const std::string& node, const std::vector<GpuDevi
                            .driver_version = d->driver_version,
                            .jobs = held != jobs.end() ? std::span<const prom::GpuJob>(held->second)
                                                       : std::span<const prom::GpuJob>()}),
-         &readings.back()});
+         &readings.back(), &s.counters});
   }
   prom::Buffer out;
   prom::AppendDcgmFields(out, lines);

@@ -60,6 +60,32 @@ TEST(NodeMetricsTest, DcgmLabelsAndJobs) {
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"), std::string::npos);
 }
 
+// dcgm-exporter's other default counters: a series for each GPU that has
+// the value, none (not a 0) for one that does not, no family when no GPU has it.
+TEST(NodeMetricsTest, OtherCountersOnlyWhereKnown) {
+  const std::vector<GpuDevice> devices = {Device(0), Device(1)};
+  GpuSample a = Reading(0, 50);
+  a.counters.mem_clock_mhz = 2619;
+  a.counters.nvlink_kib = 123456;
+  a.counters.row_remap_failed = false;
+  a.counters.remapped_rows_uncorrectable = 2;
+  GpuSample b = Reading(1, 50);
+  b.counters.mem_clock_mhz = 2619;  // and no NVLink
+  const std::string text = RenderNodeMetrics("gpu01", devices, {a, b}, {});
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_MEM_CLOCK gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("DCGM_FI_DEV_MEM_CLOCK{gpu=\"1\","), std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL counter\n"), std::string::npos);
+  EXPECT_NE(text.find("hostname=\"gpu01\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 123456\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu=\"1\""), std::string::npos);
+  EXPECT_NE(text.find("DCGM_FI_DEV_ROW_REMAP_FAILURE{gpu=\"0\""), std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS counter\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find("DCGM_FI_DEV_ENC_UTIL"), std::string::npos) << "no GPU gave it";
+  EXPECT_EQ(text.find("DCGM_FI_DEV_MEMORY_TEMP"), std::string::npos);
+}
+
 TEST(NodeMetricsTest, NothingBeforeTheFirstSampleAndUnknownGpusLeftOut) {
   EXPECT_EQ(RenderNodeMetrics("gpu01", {Device(0)}, {}, {}), "");
   GpuDevice bare = Device(0);

@@ -1,6 +1,7 @@
 #include "api/prometheus.h"
 
 #include <iterator>
+#include <optional>
 
 namespace shoal::api::prometheus {
 
@@ -54,6 +55,44 @@ constexpr DcgmField kDcgmFields[] = {
      [](const GpuTelemetry& t) { return static_cast<double>(t.ecc_corrected); }},
     {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
      [](const GpuTelemetry& t) { return static_cast<double>(t.ecc_uncorrected); }},
+};
+
+// The rest of dcgm-exporter's default counters, from GpuCounters: a family
+// only when some GPU has the value, a sample only for the GPUs that do.
+struct DcgmCounter {
+  const char* name;
+  const char* type;
+  const char* help;
+  std::optional<double> (*value)(const GpuCounters&);
+};
+
+template <typename T>
+std::optional<double> AsDouble(const std::optional<T>& v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+}
+
+constexpr DcgmCounter kDcgmCounters[] = {
+    {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
+     [](const GpuCounters& c) { return c.mem_clock_mhz; }},
+    {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
+     [](const GpuCounters& c) { return c.memory_temp_c; }},
+    {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
+     [](const GpuCounters& c) { return AsDouble(c.pcie_replays); }},
+    {"DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).",
+     [](const GpuCounters& c) { return c.enc_util_pct; }},
+    {"DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).",
+     [](const GpuCounters& c) { return c.dec_util_pct; }},
+    {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+     "NVLink data sent and received over all links (in KiB).",
+     [](const GpuCounters& c) { return AsDouble(c.nvlink_kib); }},
+    {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+     "Number of remapped rows for correctable errors.",
+     [](const GpuCounters& c) { return AsDouble(c.remapped_rows_correctable); }},
+    {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+     "Number of remapped rows for uncorrectable errors.",
+     [](const GpuCounters& c) { return AsDouble(c.remapped_rows_uncorrectable); }},
+    {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed (1: yes).",
+     [](const GpuCounters& c) { return AsDouble(c.row_remap_failed); }},
 };
 
 }  // namespace
@@ -133,6 +172,17 @@ void AppendDcgmFields(Buffer& out, std::span<const DcgmLine> lines) {
     Family(out, f.name, f.type, f.help);
     for (const DcgmLine& l : lines)
       Sample(out, f.name, l.labels, f.value(*l.telemetry));
+  }
+  for (const DcgmCounter& f : kDcgmCounters) {
+    bool family = false;
+    for (const DcgmLine& l : lines) {
+      if (l.counters == nullptr) continue;
+      const std::optional<double> v = f.value(*l.counters);
+      if (!v) continue;
+      if (!family) Family(out, f.name, f.type, f.help);
+      family = true;
+      Sample(out, f.name, l.labels, *v);
+    }
   }
 }
 

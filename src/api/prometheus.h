@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/gpu_counters.h"
 #include "api/node_protocol.h"
 
 namespace shoal::api::prometheus {
@@ -65,6 +66,7 @@ std::string DcgmLabels(const DcgmGpu& gpu);
 struct DcgmLine {
   std::string labels;
   const GpuTelemetry* telemetry = nullptr;
+  const GpuCounters* counters = nullptr;  // the agent's own readings; null: none
 };
 
 // Every dcgm-exporter field Shoal's agents read, as a family with one

@@ -8,15 +8,17 @@ namespace shoal::log {
 namespace {
 
 TEST(LogTest, TextLinesQuoteWhatIsNotOnePlainWord) {
-  EXPECT_EQ(Format("job.state", {{"job", uint64_t{12}}, {"user", "alice"}, {"to", "running"}}, false),
-            "job.state job=12 user=alice to=running");
+  EXPECT_EQ(
+      Format("job.state", {{"job", uint64_t{12}}, {"user", "alice"}, {"to", "running"}}, false),
+      "job.state job=12 user=alice to=running");
   // A value with a space, a quote, an equals sign or a newline is quoted, so
   // that it cannot pass for another field or start another line.
   EXPECT_EQ(Format("job.state", {{"why", "cancelled by bob"}, {"name", "a=b"}}, false),
             R"(job.state why="cancelled by bob" name="a=b")");
   EXPECT_EQ(Format("e", {{"why", "x\nfake.event user=root"}}, false),
             R"(e why="x\nfake.event user=root")");
-  EXPECT_EQ(Format("e", {{"empty", ""}, {"ok", true}, {"ms", 1.5}}, false), R"(e empty="" ok=true ms=1.5)");
+  EXPECT_EQ(Format("e", {{"empty", ""}, {"ok", true}, {"ms", 1.5}}, false),
+            R"(e empty="" ok=true ms=1.5)");
 }
 
 TEST(LogTest, JsonLinesAreFieldsOfOneObject) {

@@ -140,6 +140,38 @@ typedef struct nvmlEventData_st {
 #define nvmlClocksEventReasonSwThermalSlowdown 0x0000000000000020ULL
 #define nvmlClocksEventReasonHwThermalSlowdown 0x0000000000000040ULL
 
+// "Field Value Queries": the field ids the agent asks for.
+#define NVML_FI_DEV_MEMORY_TEMP 82
+// NVLink data throughput in KiB since the driver loaded; scopeId is a link,
+// or UINT_MAX for the sum over all links.
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
+typedef enum nvmlValueType_enum {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+} nvmlValueType_t;
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+} nvmlValue_t;
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;  // set by the caller
+  unsigned int scopeId;  // set by the caller where the field has a scope (a link)
+  long long timestamp;   // microseconds since 1970
+  long long latencyUsec;
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;  // this field's own result: `value` is good only on NVML_SUCCESS
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
 // "Initialization and Cleanup".
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);
@@ -178,6 +210,17 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
 nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
                                                        unsigned long long* clocksThrottleReasons);
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci);
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                      nvmlFieldValue_t* values);
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int* value);
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs);
+// Rows of HBM remapped after errors (Ampere on); `failureOccurred`: a remap failed.
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows,
+                                       unsigned int* uncRows, unsigned int* isPending,
+                                       unsigned int* failureOccurred);
 // Only on platforms where the GPU's memory is itself a NUMA node (Grace
 // Hopper); elsewhere NVML_ERROR_NOT_SUPPORTED.
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node);

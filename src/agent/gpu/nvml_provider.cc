@@ -17,7 +17,9 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -76,6 +78,11 @@ struct NvmlApi {
   decltype(&::nvmlDeviceRegisterEvents) nvmlDeviceRegisterEvents = nullptr;
   decltype(&::nvmlEventSetWait_v2) nvmlEventSetWait_v2 = nullptr;
   decltype(&::nvmlEventSetFree) nvmlEventSetFree = nullptr;
+  decltype(&::nvmlDeviceGetFieldValues) nvmlDeviceGetFieldValues = nullptr;
+  decltype(&::nvmlDeviceGetPcieReplayCounter) nvmlDeviceGetPcieReplayCounter = nullptr;
+  decltype(&::nvmlDeviceGetEncoderUtilization) nvmlDeviceGetEncoderUtilization = nullptr;
+  decltype(&::nvmlDeviceGetDecoderUtilization) nvmlDeviceGetDecoderUtilization = nullptr;
+  decltype(&::nvmlDeviceGetRemappedRows) nvmlDeviceGetRemappedRows = nullptr;
 };
 
 template <typename Fn>
@@ -112,6 +119,11 @@ std::string ResolveAll(void* library, NvmlApi& api) {
   SHOAL_NVML_RESOLVE(nvmlDeviceGetNvLinkState);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetNvLinkRemotePciInfo_v2);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetMigMode);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetFieldValues);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetPcieReplayCounter);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetEncoderUtilization);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetDecoderUtilization);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetRemappedRows);
   SHOAL_NVML_RESOLVE(nvmlEventSetCreate);
   SHOAL_NVML_RESOLVE(nvmlDeviceRegisterEvents);
   SHOAL_NVML_RESOLVE(nvmlEventSetWait_v2);
@@ -376,6 +388,7 @@ class NvmlProvider final : public GpuProvider {
         rc = CallOptional(api_.nvmlDeviceGetCurrentClocksThrottleReasons, h, &counter);
       }
       if (ok(rc)) s.clock_event_reasons = counter;
+      ReadCounters(h, s.counters, ok);
 
       if (gone && !d.lost) {
         d.lost = true;
@@ -390,6 +403,59 @@ class NvmlProvider final : public GpuProvider {
   }
 
  private:
+  // The rest of dcgm-exporter's default counters (api::GpuCounters), each
+  // only when the GPU gives it.
+  template <typename Ok>
+  void ReadCounters(nvmlDevice_t h, api::GpuCounters& c, Ok&& ok) {
+    unsigned int value = 0, period = 0;
+    if (ok(CallOptional(api_.nvmlDeviceGetClockInfo, h, NVML_CLOCK_MEM, &value))) {
+      c.mem_clock_mhz = value;
+    }
+    if (ok(CallOptional(api_.nvmlDeviceGetPcieReplayCounter, h, &value))) c.pcie_replays = value;
+    if (ok(CallOptional(api_.nvmlDeviceGetEncoderUtilization, h, &value, &period))) {
+      c.enc_util_pct = value;
+    }
+    if (ok(CallOptional(api_.nvmlDeviceGetDecoderUtilization, h, &value, &period))) {
+      c.dec_util_pct = value;
+    }
+    unsigned int corrected = 0, uncorrected = 0, pending = 0, failed = 0;
+    if (ok(CallOptional(api_.nvmlDeviceGetRemappedRows, h, &corrected, &uncorrected, &pending,
+                        &failed))) {
+      c.remapped_rows_correctable = corrected;
+      c.remapped_rows_uncorrectable = uncorrected;
+      c.row_remap_failed = failed != 0;
+    }
+    nvmlFieldValue_t fields[3] = {};
+    fields[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
+    fields[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+    fields[2].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+    fields[1].scopeId = fields[2].scopeId = std::numeric_limits<unsigned int>::max();  // all links
+    if (!ok(CallOptional(api_.nvmlDeviceGetFieldValues, h, 3, fields))) return;
+    if (auto v = FieldNumber(fields[0])) c.memory_temp_c = *v;
+    auto tx = FieldNumber(fields[1]), rx = FieldNumber(fields[2]);
+    if (tx && rx) c.nvlink_kib = static_cast<uint64_t>(*tx + *rx);
+  }
+
+  // A field's value as a number, when NVML gave it.
+  static std::optional<double> FieldNumber(const nvmlFieldValue_t& f) {
+    if (f.nvmlReturn != NVML_SUCCESS) return std::nullopt;
+    switch (f.valueType) {
+      case NVML_VALUE_TYPE_DOUBLE:
+        return f.value.dVal;
+      case NVML_VALUE_TYPE_UNSIGNED_INT:
+        return f.value.uiVal;
+      case NVML_VALUE_TYPE_UNSIGNED_LONG:
+        return static_cast<double>(f.value.ulVal);
+      case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+        return static_cast<double>(f.value.ullVal);
+      case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        return static_cast<double>(f.value.sllVal);
+      case NVML_VALUE_TYPE_SIGNED_INT:
+        return f.value.siVal;
+    }
+    return std::nullopt;
+  }
+
   Status Failure(std::string_view call, nvmlReturn_t rc) const {
     return Status(StatusCode::kUnavailable,
                   fmt::format("NVML: {} failed: {}", call, ErrorText(rc)));

@@ -197,10 +197,57 @@ TEST_F(NvmlProviderTest, CallsEveryDeclaredFunction) {
       "nvmlDeviceRegisterEvents",
       "nvmlEventSetWait_v2",
       "nvmlEventSetFree",
+      "nvmlDeviceGetFieldValues",
+      "nvmlDeviceGetPcieReplayCounter",
+      "nvmlDeviceGetEncoderUtilization",
+      "nvmlDeviceGetDecoderUtilization",
+      "nvmlDeviceGetRemappedRows",
   };
   for (const char* f : functions)
     EXPECT_GT(fake_.calls(f), 0u) << f;
   EXPECT_EQ(fake_.calls("nvmlDeviceGetCurrentClocksThrottleReasons"), 0u);
+}
+
+// dcgm-exporter's other default counters, each when the GPU gives it.
+TEST_F(NvmlProviderTest, ReadsDcgmExportersOtherCounters) {
+  FakeNvmlGpu& g = fake_.gpu(2);
+  g.mem_clock_mhz = 2619;
+  g.memory_temp_c = 41;
+  g.pcie_replays = 3;
+  g.enc_util_pct = 12;
+  g.dec_util_pct = 34;
+  g.nvlink_tx_kib = 1000;
+  g.nvlink_rx_kib = 2500;
+  g.remapped_correctable = 5;
+  g.remapped_uncorrectable = 1;
+  g.remap_failure = 1;
+  fake_.gpu(3).links = 0;  // a GPU without NVLink
+  auto provider = Open();
+  ASSERT_NE(provider, nullptr);
+  ASSERT_TRUE(provider->Discover().ok());
+  auto samples = provider->Sample();
+  ASSERT_TRUE(samples.ok()) << samples.status().ToString();
+  const api::GpuCounters& c = (*samples)[2].counters;
+  EXPECT_EQ(c.mem_clock_mhz, 2619);
+  EXPECT_EQ(c.memory_temp_c, 41);
+  EXPECT_EQ(c.pcie_replays, 3u);
+  EXPECT_EQ(c.enc_util_pct, 12);
+  EXPECT_EQ(c.dec_util_pct, 34);
+  EXPECT_EQ(c.nvlink_kib, 3500u);
+  EXPECT_EQ(c.remapped_rows_correctable, 5u);
+  EXPECT_EQ(c.remapped_rows_uncorrectable, 1u);
+  EXPECT_EQ(c.row_remap_failed, true);
+  EXPECT_FALSE((*samples)[3].counters.nvlink_kib.has_value()) << "no NVLink, no NVLink counter";
+  EXPECT_EQ((*samples)[3].counters.memory_temp_c, 35) << "its other fields still answer";
+
+  // A driver that answers none of them: every counter absent, none zero.
+  fake_.state().optional_fail = NVML_ERROR_NOT_SUPPORTED;
+  samples = provider->Sample();
+  ASSERT_TRUE(samples.ok());
+  const api::GpuCounters& none = (*samples)[2].counters;
+  EXPECT_FALSE(none.mem_clock_mhz || none.memory_temp_c || none.pcie_replays || none.enc_util_pct ||
+               none.dec_util_pct || none.nvlink_kib || none.remapped_rows_correctable ||
+               none.remapped_rows_uncorrectable || none.row_remap_failed);
 }
 
 TEST_F(NvmlProviderTest, MissingLibraryIsAPlainError) {
@@ -457,6 +504,10 @@ TEST(NvmlProviderOldDriverTest, OptionalFunctionsMissingDegradeToZero) {
     EXPECT_EQ((*samples)[0].energy_j, 0);
     EXPECT_EQ((*samples)[0].xid_errors, 0u);
     EXPECT_DOUBLE_EQ((*samples)[0].power_w, 70);
+    // No remapped rows or field values on this driver; the rest still answer.
+    EXPECT_FALSE((*samples)[0].counters.remapped_rows_correctable.has_value());
+    EXPECT_FALSE((*samples)[0].counters.memory_temp_c.has_value());
+    EXPECT_EQ((*samples)[0].counters.mem_clock_mhz, 2619);
   }
   EXPECT_GT(fake.calls("nvmlDeviceGetCurrentClocksThrottleReasons"), 0u);
   EXPECT_EQ(fake.calls("nvmlEventSetCreate"), 0u);  // no way to wait, so no set

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/gpu_counters.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -51,6 +52,7 @@ struct GpuSample {
   uint64_t xid_errors = 0;           // XID events seen
   int last_xid = 0;                  // the most recent XID code; 0: none
   uint64_t clock_event_reasons = 0;  // NVML's throttle/clock-event bit mask
+  api::GpuCounters counters;         // for this node's /metrics only, each when known
 };
 
 class GpuProvider {

@@ -33,27 +33,33 @@ constexpr double kBusyMemoryFraction = 0.90;   // PyTorch's caching allocator ke
 constexpr int64_t kMemoryNoiseMib = 64;
 constexpr double kIdleSmClockMhz = 345;          // the idle clock nvidia-smi shows on Hopper
 constexpr double kThrottledClockFraction = 0.7;  // of boost, when at the thermal limit
+constexpr double kMemoryWarmerC = 3;             // HBM runs a little warmer than the die
+// NVLink data each way at full load: gradient all-reduces of a data-parallel
+// step, well under a link's capacity (100 GiB/s, in KiB/s).
+constexpr double kNvlinkKibPerSecond = 100.0 * 1024 * 1024;
 
 // What the profiles' GPU models look like to a driver: the name NVML reports
-// (the names the catalogue test checks, from nvidia-smi on each part) and the
+// (the names the catalogue test checks, from nvidia-smi on each part), the
 // maximum SM boost clock from NVIDIA's datasheets and architecture
-// whitepapers.
+// whitepapers, and the memory clock nvidia-smi shows under load (0: not
+// known here; the simulated GPU then reports none).
 struct Model {
   std::string_view model;
   std::string_view driver_name;
   double boost_mhz;
+  double mem_clock_mhz;
 };
 
 constexpr Model kModels[] = {
-    {"H100-SXM-80GB", "NVIDIA H100 80GB HBM3", 1980},
-    {"H200-SXM-141GB", "NVIDIA H200", 1980},
-    {"B200-SXM-180GB", "NVIDIA B200", 1965},
-    {"A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 1410},
-    {"A100-PCIE-80GB", "NVIDIA A100 80GB PCIe", 1410},
-    {"L40S-48GB", "NVIDIA L40S", 2520},
-    {"V100-SXM2-32GB", "Tesla V100-SXM2-32GB", 1530},
-    {"T4-16GB", "Tesla T4", 1590},
-    {"A10-24GB", "NVIDIA A10", 1695},
+    {"H100-SXM-80GB", "NVIDIA H100 80GB HBM3", 1980, 2619},
+    {"H200-SXM-141GB", "NVIDIA H200", 1980, 3201},
+    {"B200-SXM-180GB", "NVIDIA B200", 1965, 0},
+    {"A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB", 1410, 1593},
+    {"A100-PCIE-80GB", "NVIDIA A100 80GB PCIe", 1410, 1512},
+    {"L40S-48GB", "NVIDIA L40S", 2520, 9001},
+    {"V100-SXM2-32GB", "Tesla V100-SXM2-32GB", 1530, 877},
+    {"T4-16GB", "Tesla T4", 1590, 5001},
+    {"A10-24GB", "NVIDIA A10", 1695, 6251},
 };
 
 // A model not in kModels (a profile added later) still simulates, with a
@@ -117,6 +123,9 @@ Result<SimFault> SimFault::Parse(std::string_view text) {
 struct SimulatedProvider::GpuState {
   GpuDevice device;
   double boost_mhz = kDefaultBoostMhz;
+  double mem_clock_mhz = 0;  // 0: not known
+  bool nvlink = false;       // joined to another GPU by NVLink
+  double nvlink_kib = 0;     // sent and received
   double load = 0;
   double temperature_c = kIdleTemperatureC;  // the lagged state
   double energy_j = 0;
@@ -167,8 +176,16 @@ Result<std::unique_ptr<SimulatedProvider>> SimulatedProvider::Create(const std::
     d.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + 0x10 * gpu.index);
     d.power_limit_w = tdp_w;
     d.temperature_limit_c = kTemperatureLimitC;
-    if (model != nullptr) state.boost_mhz = model->boost_mhz;
+    if (model != nullptr) {
+      state.boost_mhz = model->boost_mhz;
+      state.mem_clock_mhz = model->mem_clock_mhz;
+    }
     gpus.push_back(std::move(state));
+  }
+  for (GpuState& g : gpus) {
+    g.nvlink = std::count_if(gpus.begin(), gpus.end(), [&](const GpuState& other) {
+                 return other.device.nvlink_island == g.device.nvlink_island;
+               }) > 1;
   }
   return std::make_unique<SimulatedProvider>(std::move(gpus), seed, clock);
 }
@@ -196,6 +213,7 @@ void SimulatedProvider::AdvanceTo(Time now) {
     const double target_c = g.TargetTemperatureC();
     g.temperature_c = target_c + (g.temperature_c - target_c) * decay;
     g.energy_j += g.MeanPowerW() * dt_s;
+    if (g.nvlink) g.nvlink_kib += 2 * kNvlinkKibPerSecond * g.load * dt_s;
   }
   updated_ = now;
 }
@@ -256,6 +274,17 @@ Result<std::vector<GpuSample>> SimulatedProvider::Sample() {
     s.ecc_uncorrected = g.ecc_uncorrected;
     s.xid_errors = g.xid_errors;
     s.last_xid = g.last_xid;
+    // dcgm-exporter's other counters: a healthy part's, with no video work.
+    api::GpuCounters& c = s.counters;
+    if (g.mem_clock_mhz > 0) c.mem_clock_mhz = g.mem_clock_mhz;
+    c.memory_temp_c = s.temperature_c + kMemoryWarmerC;
+    c.enc_util_pct = 0;
+    c.dec_util_pct = 0;
+    c.pcie_replays = 0;
+    if (g.nvlink) c.nvlink_kib = static_cast<uint64_t>(g.nvlink_kib);
+    c.remapped_rows_correctable = 0;
+    c.remapped_rows_uncorrectable = 0;
+    c.row_remap_failed = false;
     samples.push_back(s);
   }
   return samples;

@@ -158,6 +158,32 @@ TEST_F(SimulatedProviderTest, EnergyIntegratesPower) {
   EXPECT_NEAR(SampleOf(*p, 0).energy_j, 0.12 * 700 * 100 + 0.9 * 700 * 10, 1e-6);
 }
 
+// dcgm-exporter's other counters: NVLink traffic only on GPUs joined by
+// NVLink, and only under load; the memory clock of the part; no video work.
+TEST_F(SimulatedProviderTest, OtherCountersFollowLoadAndTheParts) {
+  auto p = Make("dgx-h100");
+  p->SetLoad(0, 1.0);
+  clock_.Advance(seconds(10));
+  const api::GpuCounters busy = SampleOf(*p, 0).counters;
+  const api::GpuCounters idle = SampleOf(*p, 1).counters;
+  ASSERT_TRUE(busy.nvlink_kib.has_value());
+  // 100 GiB/s each way for 10 s.
+  EXPECT_EQ(*busy.nvlink_kib, uint64_t{2} * 100 * 1024 * 1024 * 10);
+  EXPECT_EQ(idle.nvlink_kib, uint64_t{0});
+  EXPECT_EQ(busy.mem_clock_mhz, 2619);
+  EXPECT_EQ(busy.enc_util_pct, 0);
+  EXPECT_EQ(busy.row_remap_failed, false);
+  ASSERT_TRUE(busy.memory_temp_c.has_value());
+  EXPECT_GT(*busy.memory_temp_c, SampleOf(*p, 1).temperature_c);
+
+  auto pcie = Make("pcie-l40s-4");  // no NVLink
+  pcie->SetLoad(0, 1.0);
+  clock_.Advance(seconds(10));
+  EXPECT_FALSE(SampleOf(*pcie, 0).counters.nvlink_kib.has_value());
+  auto blackwell = Make("dgx-b200");  // a memory clock not known here: none
+  EXPECT_FALSE(SampleOf(*blackwell, 0).counters.mem_clock_mhz.has_value());
+}
+
 TEST_F(SimulatedProviderTest, SameSeedSameReadings) {
   auto run = [this](uint64_t seed) {
     FakeClock clock;

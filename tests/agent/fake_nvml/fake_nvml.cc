@@ -136,6 +136,8 @@ void fake_nvml_reset(void) {
     g.mig_mode = NVML_DEVICE_MIG_DISABLE;
     g.persistence_mode = 1;
     g.numa_node = -1;
+    g.mem_clock_mhz = 2619;
+    g.memory_temp_c = 35;
   }
 }
 
@@ -294,10 +296,72 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
   Count(__func__);
   FakeNvmlGpu* g = nullptr;
   if (nvmlReturn_t rc = CheckDevice(device, &g, true); rc != NVML_SUCCESS) return rc;
+  if (type == NVML_CLOCK_MEM) {
+    *clock = g->mem_clock_mhz;
+    return NVML_SUCCESS;
+  }
   if (type != NVML_CLOCK_SM && type != NVML_CLOCK_GRAPHICS) return NVML_ERROR_NOT_SUPPORTED;
   *clock = g->sm_clock_mhz;
   return NVML_SUCCESS;
 }
+
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int* value) {
+  return ReadField(__func__, device, value, &FakeNvmlGpu::pcie_replays);
+}
+
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs) {
+  *samplingPeriodUs = 167'000;
+  return ReadField(__func__, device, utilization, &FakeNvmlGpu::enc_util_pct);
+}
+
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs) {
+  *samplingPeriodUs = 167'000;
+  return ReadField(__func__, device, utilization, &FakeNvmlGpu::dec_util_pct);
+}
+
+#ifndef SHOAL_FAKE_NVML_OLD
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows,
+                                       unsigned int* uncRows, unsigned int* isPending,
+                                       unsigned int* failureOccurred) {
+  Count(__func__);
+  FakeNvmlGpu* g = nullptr;
+  if (nvmlReturn_t rc = CheckDevice(device, &g, true); rc != NVML_SUCCESS) return rc;
+  *corrRows = g->remapped_correctable;
+  *uncRows = g->remapped_uncorrectable;
+  *isPending = 0;
+  *failureOccurred = g->remap_failure;
+  return NVML_SUCCESS;
+}
+
+// Memory temperature and NVLink throughput over all links; any other field
+// or scope is NVML_ERROR_NOT_SUPPORTED in its own result.
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                      nvmlFieldValue_t* values) {
+  Count(__func__);
+  FakeNvmlGpu* g = nullptr;
+  if (nvmlReturn_t rc = CheckDevice(device, &g, true); rc != NVML_SUCCESS) return rc;
+  for (int i = 0; i < valuesCount; ++i) {
+    nvmlFieldValue_t& f = values[i];
+    f.nvmlReturn = NVML_SUCCESS;
+    const bool all_links = f.scopeId == 0xFFFFFFFFu;
+    if (f.fieldId == NVML_FI_DEV_MEMORY_TEMP) {
+      f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+      f.value.uiVal = g->memory_temp_c;
+    } else if (f.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX && all_links && g->links > 0) {
+      f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+      f.value.ullVal = g->nvlink_tx_kib;
+    } else if (f.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX && all_links && g->links > 0) {
+      f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+      f.value.ullVal = g->nvlink_rx_kib;
+    } else {
+      f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    }
+  }
+  return NVML_SUCCESS;
+}
+#endif
 
 nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
                                          nvmlEccCounterType_t counterType,

@@ -10,7 +10,7 @@
 //   fake_nvml         every function;
 //   fake_nvml_old     without the optional functions an older driver lacks
 //                     (clocks event reasons, NUMA node id, MIG mode, total
-//                     energy, nvmlEventSetWait_v2);
+//                     energy, nvmlEventSetWait_v2, remapped rows, field values);
 //   fake_nvml_broken  without nvmlDeviceGetUUID, which every driver has.
 #pragma once
 
@@ -49,6 +49,17 @@ struct FakeNvmlGpu {
   int persistence_mode;             // 1 (on) after a reset; 0: off
   int numa_node;                    // -1: nvmlDeviceGetNumaNodeId answers NOT_SUPPORTED
   int lost;                         // every call answers NVML_ERROR_GPU_IS_LOST
+  // dcgm-exporter's other default counters (api::GpuCounters).
+  unsigned int mem_clock_mhz;
+  unsigned int memory_temp_c;  // field NVML_FI_DEV_MEMORY_TEMP
+  unsigned int pcie_replays;
+  unsigned int enc_util_pct;
+  unsigned int dec_util_pct;
+  unsigned long long nvlink_tx_kib;  // fields NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, all links
+  unsigned long long nvlink_rx_kib;
+  unsigned int remapped_correctable;
+  unsigned int remapped_uncorrectable;
+  unsigned int remap_failure;
 };
 
 struct FakeNvmlXid {

@@ -1,0 +1,26 @@
+// The readings of a GPU that only its agent's GET /metrics shows: the rest
+// of dcgm-exporter's default counters, beyond what heartbeats carry
+// (api::GpuTelemetry). Each is absent when the GPU or its driver cannot
+// give it, and its series is then left out rather than shown as 0.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace shoal::api {
+
+struct GpuCounters {
+  std::optional<double> mem_clock_mhz;   // DCGM_FI_DEV_MEM_CLOCK
+  std::optional<double> memory_temp_c;   // DCGM_FI_DEV_MEMORY_TEMP (HBM)
+  std::optional<double> enc_util_pct;    // DCGM_FI_DEV_ENC_UTIL
+  std::optional<double> dec_util_pct;    // DCGM_FI_DEV_DEC_UTIL
+  std::optional<uint64_t> pcie_replays;  // DCGM_FI_DEV_PCIE_REPLAY_COUNTER
+  // NVLink data sent and received over all links since the driver loaded,
+  // in KiB (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL).
+  std::optional<uint64_t> nvlink_kib;
+  std::optional<uint64_t> remapped_rows_correctable;    // DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS
+  std::optional<uint64_t> remapped_rows_uncorrectable;  // DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS
+  std::optional<bool> row_remap_failed;                 // DCGM_FI_DEV_ROW_REMAP_FAILURE
+};
+
+}  // namespace shoal::api
