@@ -69,6 +69,7 @@ TEST(NodeMetricsTest, OtherCountersOnlyWhereKnown) {
   a.counters.nvlink_kib = 123456;
   a.counters.row_remap_failed = false;
   a.counters.remapped_rows_uncorrectable = 2;
+  a.counters.prof_tensor_active = 0.375;  // from DCGM, when libdcgm is there
   GpuSample b = Reading(1, 50);
   b.counters.mem_clock_mhz = 2619;  // and no NVLink
   const std::string text = RenderNodeMetrics("gpu01", devices, {a, b}, {});
@@ -82,6 +83,9 @@ TEST(NodeMetricsTest, OtherCountersOnlyWhereKnown) {
   EXPECT_NE(text.find("DCGM_FI_DEV_ROW_REMAP_FAILURE{gpu=\"0\""), std::string::npos);
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS counter\n"),
             std::string::npos);
+  EXPECT_NE(text.find("# TYPE DCGM_FI_PROF_PIPE_TENSOR_ACTIVE gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("\"550.54.15\"} 0.375\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("DCGM_FI_PROF_DRAM_ACTIVE"), std::string::npos);
   EXPECT_EQ(text.find("DCGM_FI_DEV_ENC_UTIL"), std::string::npos) << "no GPU gave it";
   EXPECT_EQ(text.find("DCGM_FI_DEV_MEMORY_TEMP"), std::string::npos);
 }

@@ -21,6 +21,15 @@ struct GpuCounters {
   std::optional<uint64_t> remapped_rows_correctable;    // DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS
   std::optional<uint64_t> remapped_rows_uncorrectable;  // DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS
   std::optional<bool> row_remap_failed;                 // DCGM_FI_DEV_ROW_REMAP_FAILURE
+  // DCGM's profiling fields, when libdcgm is installed (agent/gpu/dcgm_profiler.h):
+  // ratios 0..1 of the sampling interval, and bytes per second.
+  std::optional<double> prof_gr_engine_active;  // DCGM_FI_PROF_GR_ENGINE_ACTIVE
+  std::optional<double> prof_sm_active;         // DCGM_FI_PROF_SM_ACTIVE
+  std::optional<double> prof_sm_occupancy;      // DCGM_FI_PROF_SM_OCCUPANCY
+  std::optional<double> prof_tensor_active;     // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
+  std::optional<double> prof_dram_active;       // DCGM_FI_PROF_DRAM_ACTIVE
+  std::optional<double> prof_pcie_tx_bytes;     // DCGM_FI_PROF_PCIE_TX_BYTES
+  std::optional<double> prof_pcie_rx_bytes;     // DCGM_FI_PROF_PCIE_RX_BYTES
 };
 
 }  // namespace shoal::api

@@ -26,6 +26,7 @@
 
 #include "agent/gpu/nvml_api.h"
 #include "catalog/gpus.h"
+#include "core/log.h"
 #include "core/strings.h"
 
 namespace shoal::agent {
@@ -239,6 +240,7 @@ class NvmlProvider final : public GpuProvider {
   NvmlProvider(void* library, NvmlApi api, NvmlOptions options)
       : library_(library), api_(api), options_(std::move(options)) {}
   ~NvmlProvider() override {
+    profiler_.reset();  // DCGM stops before NVML shuts down under it
     if (event_set_ != nullptr) (void)api_.nvmlEventSetFree(event_set_);
     (void)api_.nvmlShutdown();
     dlclose(library_);
@@ -270,6 +272,11 @@ class NvmlProvider final : public GpuProvider {
                            static_cast<unsigned long long>(nvmlEventTypeXidCriticalError),
                            event_set_);
       }
+    }
+    if (count > 0 && !options_.dcgm_libraries.empty()) {
+      std::string why;
+      profiler_ = OpenDcgmProfiler(options_.dcgm_libraries, &why);
+      if (profiler_ == nullptr) log::Info("dcgm.profiling_off", {{"why", why}});
     }
     return Status::Ok();
   }
@@ -398,6 +405,12 @@ class NvmlProvider final : public GpuProvider {
       s.xid_errors = d.xid_errors;
       s.last_xid = d.last_xid;
       samples.push_back(s);
+    }
+    if (profiler_ != nullptr) {
+      std::vector<api::GpuCounters*> counters;
+      for (GpuSample& s : samples)
+        counters.push_back(&s.counters);
+      profiler_->Read(counters);
     }
     return samples;
   }
@@ -542,6 +555,7 @@ class NvmlProvider final : public GpuProvider {
   NvmlOptions options_;
   std::vector<Device> devices_;
   nvmlEventSet_t event_set_ = nullptr;
+  std::unique_ptr<DcgmProfiler> profiler_;  // null: no DCGM profiling fields
 };
 
 }  // namespace

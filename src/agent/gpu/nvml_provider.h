@@ -5,7 +5,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "agent/gpu/dcgm_profiler.h"
 #include "agent/gpu/provider.h"
 #include "core/status.h"
 
@@ -17,6 +19,9 @@ struct NvmlOptions {
   // Where each GPU's PCI device directory is found, for its NUMA node
   // (<root>/<domain:bus:device.function>/numa_node).
   std::string sysfs_pci_root = "/sys/bus/pci/devices";
+  // libdcgm for DCGM's profiling fields, the first that loads; none: not
+  // looked for (agent/gpu/dcgm_profiler.h).
+  std::vector<std::string> dcgm_libraries = DefaultDcgmLibraries();
 };
 
 // NVML through dlopen. The provider calls nvmlInit_v2 here and nvmlShutdown

@@ -49,6 +49,7 @@ class FakeNvml {
     NvmlOptions options;
     options.library = path_;
     options.sysfs_pci_root = sysfs_root;
+    options.dcgm_libraries = {};  // the DCGM test gives its fake
     return options;
   }
 
@@ -248,6 +249,50 @@ TEST_F(NvmlProviderTest, ReadsDcgmExportersOtherCounters) {
   EXPECT_FALSE(none.mem_clock_mhz || none.memory_temp_c || none.pcie_replays || none.enc_util_pct ||
                none.dec_util_pct || none.nvlink_kib || none.remapped_rows_correctable ||
                none.remapped_rows_uncorrectable || none.row_remap_failed);
+}
+
+// DCGM's profiling fields when libdcgm loads (the fake, after a name that
+// does not), each only where DCGM measured it; DCGM stops with the provider.
+TEST_F(NvmlProviderTest, ReadsDcgmProfilingFieldsWhenLibdcgmIsThere) {
+  void* dcgm = dlopen(SHOAL_FAKE_DCGM, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(dcgm, nullptr) << dlerror();
+  auto embedded = reinterpret_cast<int (*)()>(dlsym(dcgm, "fake_dcgm_embedded"));
+  auto initialised = reinterpret_cast<int (*)()>(dlsym(dcgm, "fake_dcgm_initialised"));
+  auto fail_start = reinterpret_cast<void (*)(int)>(dlsym(dcgm, "fake_dcgm_fail_start"));
+  NvmlOptions options = fake_.Options();
+  options.dcgm_libraries = {"libshoal-no-such-dcgm.so.4", SHOAL_FAKE_DCGM};
+  {
+    auto provider = OpenNvml(options);
+    ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+    EXPECT_EQ(embedded(), 1);
+    auto samples = (*provider)->Sample();
+    ASSERT_TRUE(samples.ok());
+    const api::GpuCounters& c = (*samples)[2].counters;
+    ASSERT_TRUE(c.prof_gr_engine_active.has_value());
+    EXPECT_DOUBLE_EQ(*c.prof_gr_engine_active, 0.52);
+    EXPECT_FALSE(c.prof_sm_active.has_value()) << "DCGM's blank value: not measured";
+    EXPECT_FALSE(c.prof_sm_occupancy.has_value()) << "an error status: not measured";
+    EXPECT_EQ(c.prof_pcie_tx_bytes, 2000.0);
+    EXPECT_EQ(c.prof_dram_active, 0.25);
+    EXPECT_EQ(c.mem_clock_mhz, 2619) << "NVML's readings as before";
+  }
+  EXPECT_EQ(embedded(), 0) << "DCGM stops with the provider";
+  EXPECT_EQ(initialised(), 0);
+
+  // A DCGM that refuses to start (no profiling module): no profiling
+  // fields, and NVML's readings as ever.
+  fail_start(-5);
+  {
+    auto provider = OpenNvml(options);
+    ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+    auto samples = (*provider)->Sample();
+    ASSERT_TRUE(samples.ok());
+    EXPECT_FALSE((*samples)[0].counters.prof_gr_engine_active.has_value());
+    EXPECT_EQ((*samples)[0].counters.mem_clock_mhz, 2619);
+  }
+  EXPECT_EQ(initialised(), 0) << "shut down after the failed start";
+  fail_start(0);
+  dlclose(dcgm);
 }
 
 TEST_F(NvmlProviderTest, MissingLibraryIsAPlainError) {
