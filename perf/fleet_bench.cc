@@ -118,15 +118,18 @@ struct Server {
   std::string address, admin, node;  // and its tokens
   Child child;
 
-  // Milliseconds until it serves (its state loaded).
+  // Milliseconds until it serves (its state loaded). A restart listens where
+  // the first start did, as a real controller's address stays.
   double Start() {
     const auto t0 = Clock::now();
+    const std::string listen =
+        address.empty() ? "127.0.0.1:0" : address.substr(address.find("://") + 3);
     const std::string config = dir + ".toml";
     std::ofstream(config) << "[server]\nmax_connections = 100000\n"
                              "connections_per_address = 100000\n";
     std::vector<std::string> args = {shoal,      "server",         "--config",
                                      config,     "--state-dir",    dir,
-                                     "--listen", "127.0.0.1:0",    "--socket",
+                                     "--listen", listen,           "--socket",
                                      "none",     "--node-timeout", std::to_string(timeout_s) + "s"};
     if (!tls) args.push_back("--plain-http");
     address =
@@ -208,10 +211,13 @@ class Fleet {
   // signed for its name: one per node, signed here with the server's CA key
   // (as `shoal agent --join` would have it signed), in `dir`.
   void IssueCertificates(const std::string& state_dir, const std::string& dir);
-  // Closes every node's own connection (the server moved: a restart).
+  // Closes every node's own connection (the server restarted), keeping
+  // each client's TLS session as an agent keeps it: nodes resume theirs when
+  // the server kept its ticket keys.
   void DropConnections() {
-    for (auto& c : own_)
-      c.reset();
+    for (auto& c : own_) {
+      if (c != nullptr) c->CloseConnection();
+    }
   }
   std::string RegistrationBody(int i) const;
   // The interval the nodes beat at: ours, or the server's when longer.

@@ -28,7 +28,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/files.h"
+#include "core/strings.h"
 #include "net/socket_stream.h"
+#include "net/token.h"
 
 namespace shoal::net {
 namespace {
@@ -367,6 +370,34 @@ HttpServer::~HttpServer() {
   idle_->Stop();
 }
 
+namespace {
+
+// 16 bytes of key name, 32 of HMAC key, 32 of AES key: OpenSSL's ticket keys.
+constexpr size_t kTicketKeyBytes = 80;
+constexpr long kTicketLifetimeS = 7 * 24 * 3600;  // TLS 1.3's most
+
+Status UseTicketKeys(SSL_CTX* ctx, const std::string& path) {
+  std::string hex;
+  if (auto text = ReadFile(path); text.ok()) hex = std::string(Trim(*text));
+  if (hex.size() != 2 * kTicketKeyBytes) {
+    SHOAL_ASSIGN_OR_RETURN(hex, RandomHex(kTicketKeyBytes));
+    SHOAL_RETURN_IF_ERROR(WriteFileDurably(path, hex + "\n", 0600));
+  }
+  unsigned char keys[kTicketKeyBytes];
+  for (size_t i = 0; i < kTicketKeyBytes; ++i) {
+    auto [end, error] = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, keys[i], 16);
+    if (error != std::errc() || end != hex.data() + 2 * i + 2)
+      return InvalidArgument(fmt::format("{} is not {} hex bytes", path, kTicketKeyBytes));
+  }
+  const long set = SSL_CTX_set_tlsext_ticket_keys(ctx, keys, sizeof keys);
+  OPENSSL_cleanse(keys, sizeof keys);
+  if (set != 1) return Internal("cannot set the TLS session ticket keys (OpenSSL)");
+  SSL_CTX_set_timeout(ctx, kTicketLifetimeS);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status HttpServer::EnableTls(const TlsServerOptions& options) {
   // OpenSSL writes with write(2): a client gone mid-answer would raise
   // SIGPIPE, whose default action ends the process.
@@ -402,6 +433,8 @@ Status HttpServer::EnableTls(const TlsServerOptions& options) {
   // refuses a resumption outside a named session context.
   static constexpr unsigned char kSessionContext[] = "shoal";
   SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext - 1);
+  if (!options.ticket_key_file.empty())
+    SHOAL_RETURN_IF_ERROR(UseTicketKeys(ctx.get(), options.ticket_key_file));
   ssl_ctx_ = std::move(ctx);
   return Status::Ok();
 }

@@ -111,6 +111,11 @@ struct TlsServerOptions {
   std::string ca_file;
   // Refuse a client without a certificate (agents' listeners).
   bool require_client_cert = false;
+  // Where the keys that seal session tickets are kept (made at the first
+  // start, 0600): clients then resume their sessions across a restart, and
+  // on a standby that has the same file, for a week. Empty: keys of this
+  // process's own, and tickets that die with it.
+  std::string ticket_key_file{};
 };
 
 }  // namespace shoal::net

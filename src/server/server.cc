@@ -295,9 +295,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     impl->agent_credentials.pki = &*impl->pki;
     // Client certificates are asked for, not required: users come with
     // tokens, nodes with their certificates.
-    SHOAL_RETURN_IF_ERROR(impl->http.EnableTls({.cert_file = impl->pki->cert_file,
-                                                .key_file = impl->pki->key_file,
-                                                .ca_file = impl->pki->ca_cert_file}));
+    // Ticket keys kept beside the CA: agents resume their sessions after a
+    // restart (or on a standby given the file) instead of a full handshake each.
+    SHOAL_RETURN_IF_ERROR(
+        impl->http.EnableTls({.cert_file = impl->pki->cert_file,
+                              .key_file = impl->pki->key_file,
+                              .ca_file = impl->pki->ca_cert_file,
+                              .ticket_key_file = impl->pki->dir + "/ticket.key"}));
   }
   impl->agents = std::make_unique<AgentLink>(impl->agent_credentials);
   impl->loop = std::make_unique<ControlLoop>(*impl->controller, *impl->store, impl->agents.get(),

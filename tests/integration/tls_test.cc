@@ -5,6 +5,7 @@
 #include "net/tls.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -19,6 +20,8 @@
 #include <memory>
 #include <thread>
 
+#include "core/files.h"
+#include "core/strings.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 
@@ -270,6 +273,74 @@ TEST_F(TlsServerTest, HttpClientsResumeTheirSessionOnEachNewConnection) {
                                                             .peer_name = "n2"}});
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE((*other)->Get("/resumed").ok());
+}
+
+// Ticket keys kept in a file: a client resumes its session on a server that
+// started again with the same file (a restart, or a standby given it), and
+// not on one with keys of its own.
+TEST_F(TlsServerTest, TicketKeysInAFileLetClientsResumeAcrossARestart) {
+  struct Running {
+    HttpServer http;
+    std::thread thread;
+    int port = 0;
+    ~Running() {
+      http.stop();
+      if (thread.joinable()) thread.join();
+    }
+  };
+  auto start = [&](Running& r, const std::string& key_file) {
+    ASSERT_TRUE(r.http
+                    .EnableTls({.cert_file = server_cert_,
+                                .key_file = server_key_,
+                                .ca_file = ca_file_,
+                                .require_client_cert = true,
+                                .ticket_key_file = key_file})
+                    .ok());
+    r.http.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req).common_name,
+                      "text/plain");
+    });
+    r.port = r.http.Bind("127.0.0.1", 0);
+    ASSERT_GT(r.port, 0);
+    r.thread = std::thread([&r] { r.http.listen_after_bind(); });
+    while (!r.http.is_running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  const std::string keys = (dir_ / "ticket.key").string();
+  auto first = std::make_unique<Running>();
+  Running same_keys, own_keys;
+  start(*first, keys);
+  start(same_keys, keys);
+  start(own_keys, (dir_ / "other.key").string());
+  Result<std::string> text = ReadFile(keys);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(Trim(*text).size(), 160u) << "80 bytes in hex";
+  EXPECT_EQ(std::filesystem::status(keys).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto client = [&](int then) {
+    auto c = HttpClient::Connect(
+        fmt::format("https://127.0.0.1:{},https://127.0.0.1:{}", first->port, then),
+        {.connect_timeout_ms = 5000,
+         .read_timeout_ms = 5000,
+         .tls = TlsClientOptions{
+             .ca_file = ca_file_, .cert_file = node_cert_, .key_file = node_key_}});
+    EXPECT_TRUE(c.ok());
+    return std::move(c).value();
+  };
+  auto a = client(same_keys.port), b = client(own_keys.port);
+  for (HttpClient* c : {a.get(), b.get()}) {
+    auto r = c->Get("/resumed");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->body, "0 n1");
+    c->CloseConnection();
+  }
+  first.reset();  // the server goes; the clients move on to the next address
+  auto resumed = a->Get("/resumed");
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->body, "1 n1") << "the same ticket keys: the session goes on";
+  auto full = b->Get("/resumed");
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->body, "0 n1") << "keys of its own: a full handshake";
 }
 
 TEST(TlsClientTest, HttpsWithoutTheClustersCaIsRefused) {
