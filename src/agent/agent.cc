@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -254,15 +253,7 @@ Status Agent::Impl::Register(net::HttpClient& client) {
       fence_after_ms = static_cast<int64_t>((*body)["node_timeout_s"].get<double>() * 1000);
     if ((*body)["kill_grace_s"].is_number())
       fence_grace_ms = static_cast<int64_t>((*body)["kill_grace_s"].get<double>() * 1000);
-    // A controller of another protocol version works with this agent when
-    // one apart (api/node_protocol.h); say so, as an upgrade is under way.
-    const Json& p = (*body)["protocol"];
-    const int theirs = p.is_number_integer() ? p.get<int>() : 1;
-    if (theirs != api::kNodeProtocol) {
-      log::Warning("protocol.mismatch", {{"server", theirs},
-                                         {"agent", api::kNodeProtocol},
-                                         {"works", std::abs(theirs - api::kNodeProtocol) <= 1}});
-    }
+    NoteServerProtocol(*body);
     TakeHeartbeatInterval(*body);
   }
   last_heard_ms = sent.time_since_epoch().count();

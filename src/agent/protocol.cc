@@ -4,13 +4,24 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 
 #include "agent/launch/task_env.h"
 #include "api/node_protocol.h"
 #include "core/hostlist.h"
+#include "core/log.h"
 #include "core/strings.h"
 
 namespace shoal::agent {
+
+void NoteServerProtocol(const api::Json& answer) {
+  const auto it = answer.find("protocol");
+  const int theirs = it != answer.end() && it->is_number_integer() ? it->get<int>() : 1;
+  if (theirs == api::kNodeProtocol) return;
+  log::Warning("protocol.mismatch", {{"server", theirs},
+                                     {"agent", api::kNodeProtocol},
+                                     {"works", std::abs(theirs - api::kNodeProtocol) <= 1}});
+}
 
 std::string HostOf(const std::string& address) {
   const size_t colon = address.rfind(':');

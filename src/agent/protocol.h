@@ -48,6 +48,12 @@ Result<KillRequest> KillFromJson(const api::Json& kill);
 // The host part of "host:port".
 std::string HostOf(const std::string& address);
 
+// Logs a `protocol.mismatch` warning when the server's answer to a
+// registration names a node protocol other than this agent's: one apart
+// works (api/node_protocol.h), as while an upgrade is under way; further
+// apart does not.
+void NoteServerProtocol(const api::Json& registration_answer);
+
 // What the agent knows about one step for the heartbeat.
 struct StepReport {
   uint64_t job = 0;

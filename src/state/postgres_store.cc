@@ -48,7 +48,9 @@ struct Libpq {
 #undef SHOAL_LIBPQ_FIELD
 };
 
-const Libpq* pq = nullptr;  // set once by LoadLibpq, before any store exists
+// Set once, inside LoadLibpq's static initialisation, which every store's
+// opening passes through first (so every thread that uses it sees it set).
+const Libpq* pq = nullptr;
 
 Status LoadLibpq() {
   static const Result<const Libpq*> loaded = []() -> Result<const Libpq*> {
@@ -64,11 +66,10 @@ Status LoadLibpq() {
   if (functions.name == nullptr) return FailedPrecondition("libpq.so.5 lacks " #name);
     SHOAL_LIBPQ_FUNCTIONS(SHOAL_LIBPQ_LOAD)
 #undef SHOAL_LIBPQ_LOAD
+    pq = &functions;
     return &functions;
   }();
-  if (!loaded.ok()) return loaded.status();
-  pq = *loaded;
-  return Status::Ok();
+  return loaded.status();
 }
 
 struct ConnCloser {
