@@ -144,7 +144,7 @@ struct Agent::Impl {
              net::ConstantTimeEquals(std::string_view(h).substr(kBearer.size()), options.token);
     }();
     if (ok) {
-      net::RequesterIs(credentials ? "controller" : "node token", false);
+      net::RequesterIs(credentials ? "controller" : "node token holder", "", false);
     } else {
       net::LogAuthRefused(req, "only the controller may ask this of an agent");
     }

@@ -18,7 +18,8 @@ namespace {
 // the route and the logger on one thread, one request after another.
 struct Served {
   std::chrono::steady_clock::time_point start{};
-  std::string who{};
+  std::string name{};  // empty: no credentials seen
+  std::string role{};
   bool routine = false;
 };
 thread_local Served served;
@@ -44,7 +45,9 @@ void LogRequest(const httplib::Request& req, const httplib::Response& res) {
               {"path", req.path},
               {"status", res.status},
               {"ms", ms},
-              {"who", served.who.empty() ? std::string("-") : served.who},
+              {"who", served.name.empty()   ? std::string("-")
+                      : served.role.empty() ? served.name
+                                            : fmt::format("{} ({})", served.name, served.role)},
               {"peer", PeerAddress(req)}});
 }
 
@@ -97,7 +100,10 @@ void GuardRequests(httplib::Server& http, RequestGuard guard) {
   http.set_payload_max_length(guard.max_body_bytes);
   http.set_pre_routing_handler([guard = std::move(guard)](const httplib::Request& req,
                                                           httplib::Response& res) {
-    served = Served{.start = std::chrono::steady_clock::now()};
+    served.start = std::chrono::steady_clock::now();
+    served.name.clear();
+    served.role.clear();
+    served.routine = false;
     if (req.has_header("Transfer-Encoding")) {
       return Refuse(res, 411, "invalid_argument",
                     "a request body must come with Content-Length; chunked bodies are "
@@ -141,8 +147,9 @@ void GuardRequests(httplib::Server& http, RequestGuard guard) {
   http.set_logger(LogRequest);
 }
 
-void RequesterIs(std::string who, bool routine) {
-  served.who = std::move(who);
+void RequesterIs(std::string_view name, std::string_view role, bool routine) {
+  served.name = name;
+  served.role = role;
   served.routine = routine;
 }
 

@@ -42,9 +42,10 @@ struct RequestGuard {
 // credentials is an `auth.refused` warning too.
 void GuardRequests(httplib::Server& http, RequestGuard guard);
 
-// Who the request this thread serves comes from ("alice (user)"), for its
-// access log line; `routine`: log it at debug.
-void RequesterIs(std::string who, bool routine);
+// Who the request this thread serves comes from (`name` and `role`, shown
+// as "alice (user)"), for its access log line; `routine`: log it at debug.
+// Cheap: the line is only formatted when it is written.
+void RequesterIs(std::string_view name, std::string_view role, bool routine);
 // A request refused for its credentials: logged as an `auth.refused` warning.
 void LogAuthRefused(const httplib::Request& req, std::string_view why);
 

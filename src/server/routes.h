@@ -4,7 +4,6 @@
 // brings httplib and nlohmann/json along).
 #pragma once
 
-#include <fmt/format.h>
 #include <httplib.h>
 
 #include <functional>
@@ -57,11 +56,8 @@ struct Context {
     if (!who.ok()) {
       net::LogAuthRefused(req, who.status().message());
     } else {
-      net::RequesterIs(
-          fmt::format("{} ({})",
-                      who->node() && !who->node_name.empty() ? who->node_name : who->user,
-                      who->role),
-          who->node());
+      net::RequesterIs(who->node() && !who->node_name.empty() ? who->node_name : who->user,
+                       who->role, who->node());
     }
     return who;
   }
