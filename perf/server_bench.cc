@@ -195,6 +195,12 @@ void ArrayMemory(const std::string& shoal, const std::string& dir) {
       kTasks, rss[0], rss[1], rss[1] / rss[0]);
 }
 
+// The middle of `v` (of an odd count; the upper middle of an even one).
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // Durable submissions with SQLite and with PostgreSQL (the database at
 // `postgres`, emptied by the caller), both over plain HTTP, rounds
 // alternating which goes first; one job per request and batches of 100.
@@ -206,10 +212,6 @@ void ComparePostgres(const std::string& shoal, const std::string& dir, const std
   pg.Start();
   const std::vector<std::string> sqlite_tokens = UserTokens(sqlite, dir + "-sqlite", 16);
   const std::vector<std::string> pg_tokens = UserTokens(pg, dir + "-postgres", 16);
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   std::printf(
       "durable submissions, SQLite (WAL, synchronous=FULL) against PostgreSQL (synchronous_commit "
       "on), plain HTTP on loopback, in this run:\n");
@@ -230,8 +232,8 @@ void ComparePostgres(const std::string& shoal, const std::string& dir, const std
     std::printf(
         "  %2d connection%s  SQLite %6.0f/s (server %4.0f us CPU each)   PostgreSQL %6.0f/s "
         "(%4.0f us)   PostgreSQL/SQLite %.2f  (median of %d x %d)\n",
-        connections, connections == 1 ? " " : "s", median(a), median(a_cpu), median(b),
-        median(b_cpu), median(b) / median(a), rounds, n);
+        connections, connections == 1 ? " " : "s", Median(a), Median(a_cpu), Median(b),
+        Median(b_cpu), Median(b) / Median(a), rounds, n);
   }
   std::string admin_sqlite, admin_pg;
   std::ifstream(dir + "-sqlite/admin.token") >> admin_sqlite;
@@ -244,7 +246,7 @@ void ComparePostgres(const std::string& shoal, const std::string& dir, const std
   std::printf(
       "  batches of 100 jobs, 4 connections: SQLite %6.0f jobs/s   PostgreSQL %6.0f jobs/s   "
       "PostgreSQL/SQLite %.2f\n",
-      median(a), median(b), median(b) / median(a));
+      Median(a), Median(b), Median(b) / Median(a));
   sqlite.Stop();
   pg.Stop();
   for (const char* s : {"-sqlite", "-postgres"}) {
@@ -359,10 +361,6 @@ int main(int argc, char** argv) {
   // and the median of each: the machine's other load shifts from second to
   // second.
   int submitted = 0;
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   for (int connections : {1, 4, 16}) {
     const int n = connections == 1 ? 1000 : 4000;
     std::vector<double> tls_rates, plain_rates, tls_cpu, plain_cpu;
@@ -379,12 +377,12 @@ int main(int argc, char** argv) {
       if (round % 2 == 1) flood(plain, plain_tokens, plain_rates, plain_cpu);
       submitted += n;
     }
-    const double rate = median(tls_rates), plain_rate = median(plain_rates);
+    const double rate = Median(tls_rates), plain_rate = Median(plain_rates);
     std::printf(
         "  %2d connection%s  TLS %6.0f/s %5.0f us CPU each   plain %6.0f/s %5.0f us   TLS/plain "
         "%.2f rate, %.2f CPU  (median of %d x %d)\n",
-        connections, connections == 1 ? " " : "s", rate, median(tls_cpu), plain_rate,
-        median(plain_cpu), rate / plain_rate, median(tls_cpu) / median(plain_cpu), rounds, n);
+        connections, connections == 1 ? " " : "s", rate, Median(tls_cpu), plain_rate,
+        Median(plain_cpu), rate / plain_rate, Median(tls_cpu) / Median(plain_cpu), rounds, n);
   }
   plain.Stop();
   std::filesystem::remove_all(plain_dir);

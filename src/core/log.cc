@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 
+#include "core/strings.h"
+
 namespace shoal::log {
 
 namespace {
@@ -56,31 +58,7 @@ std::shared_ptr<spdlog::logger> Logger() {
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
+  out += JsonEscaped(s);
   out += '"';
 }
 

@@ -64,9 +64,6 @@ class Field {
 // Writes the event when its level is enabled.
 void Event(Level level, std::string_view event, std::initializer_list<Field> fields = {});
 
-inline void Debug(std::string_view event, std::initializer_list<Field> fields = {}) {
-  if (Enabled(Level::kDebug)) Event(Level::kDebug, event, fields);
-}
 inline void Info(std::string_view event, std::initializer_list<Field> fields = {}) {
   Event(Level::kInfo, event, fields);
 }

@@ -19,6 +19,10 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 // Levenshtein distance, for "did you mean" hints on unknown keys and options.
 size_t EditDistance(std::string_view a, std::string_view b);
 
+// `text` as the inside of a JSON string: quotes, backslashes and control
+// characters escaped (\n, \t, \r by name, the others as \u00XX).
+std::string JsonEscaped(std::string_view text);
+
 // Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
 // points past U+10FFFF): JSON carries nothing else.
 bool IsValidUtf8(std::string_view s);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/strings.h"
 #include "net/http_server.h"
 
 namespace shoal::net {
@@ -49,22 +50,6 @@ void LogRequest(const httplib::Request& req, const httplib::Response& res) {
                       : served.role.empty() ? served.name
                                             : fmt::format("{} ({})", served.name, served.role)},
               {"peer", PeerAddress(req)}});
-}
-
-// `text` as the inside of a JSON string.
-std::string JsonEscaped(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 httplib::Server::HandlerResponse Refuse(httplib::Response& res, int status, const char* error,
