@@ -484,10 +484,16 @@
       const chartCard = h('div', { class: 'card', id: 'cluster-chart' },
         h('div', { class: 'toolbar' }, h('h2', { style: 'margin: 0' }, 'Cluster utilisation'), rangePicker()));
       this.clusterChart = this.chart(chartCard, { yRange: [0, 100], fmt: fmtPct, height: 200 });
+      // Power budgets (docs/power.md): shown only when the server has some.
+      this.powerCard = h('div', { class: 'card', id: 'power-budgets', hidden: true },
+        h('h2', null, 'Power budgets'),
+        h('p', { class: 'muted' }, 'kW: the draw the scheduler counts (idle nodes, running jobs at their expected power), what the GPUs measured, and the cap.'));
+      this.powerCharts = new Map();
       const stops = Array.from({ length: 11 }, (_, i) => `${viridis(i / 10)} ${i * 10}%`).join(',');
       main.append(
         h('h1', null, 'Cluster'),
         h('div', { class: 'card' }, this.figures),
+        this.powerCard,
         h('div', { class: 'grid2 even' },
           chartCard,
           h('div', { class: 'card' }, h('h2', null, 'GPUs by model'), h('div', { class: 'table-wrap' },
@@ -506,11 +512,13 @@
     async refresh() {
       const admin = isAdmin();
       const range = timeRange();
-      const [nodes, jobs, series] = await Promise.all([
+      const [nodes, jobs, series, power] = await Promise.all([
         getJson('/v1/nodes'),
         getJson(`/v1/jobs${admin ? '?all=1' : ''}`),
         getSeries(`/v1/cluster/series?${rangeQuery(range)}`),
+        getSeries(`/v1/power/series?${rangeQuery(range)}`),
       ]);
+      this.renderPower(power, range);
       this.renderFigures(nodes.nodes, jobs.jobs);
       this.renderModels(nodes.nodes);
       this.renderNodes(nodes.nodes);
@@ -518,6 +526,24 @@
       this.clusterChart.xWindow = rangeWindow(range, pts.length ? pts[0][0] : null);
       this.clusterChart.update(['Mean GPU utilisation', 'GPUs allocated'],
         pts.length ? [pts.map((p) => p[0]), pts.map((p) => p[1]), pts.map((p) => (p[2] == null ? null : p[2] * 100))] : null);
+    }
+
+    // One chart per budget, in kW: expected, GPUs measured, and the cap.
+    renderPower(power, range) {
+      const budgets = (power && power.budgets) || [];
+      this.powerCard.hidden = budgets.length === 0;
+      for (const b of budgets) {
+        let chart = this.powerCharts.get(b.name);
+        if (!chart) {
+          chart = this.chart(this.powerCard, { title: `${b.name} (cap ${fmtNum(b.cap_w / 1000)} kW)`, fmt: (v) => `${fmtNum(v)} kW`, height: 160 });
+          this.powerCharts.set(b.name, chart);
+        }
+        const pts = b.points || [];
+        chart.xWindow = rangeWindow(range, pts.length ? pts[0][0] : null);
+        const kw = (w) => Math.round(w) / 1000;
+        chart.update(['Expected (scheduler)', 'GPUs measured', 'Cap'], pts.length
+          ? [pts.map((p) => p[0]), pts.map((p) => kw(p[1])), pts.map((p) => kw(p[2])), pts.map(() => kw(b.cap_w))] : null);
+      }
     }
 
     renderFigures(nodes, jobs) {

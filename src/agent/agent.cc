@@ -16,6 +16,7 @@
 #include "agent/exporter.h"
 #include "agent/launch/pty_relay.h"
 #include "agent/launch/user_files.h"
+#include "agent/power_caps.h"
 #include "agent/protocol.h"
 #include "agent/step_load.h"
 #include "api/json.h"
@@ -42,12 +43,6 @@ void Reply(httplib::Response& res, int status, const Json& body) {
 
 void ReplyError(httplib::Response& res, const Status& s) {
   Reply(res, api::HttpStatus(s), api::ErrorBody(s));
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
 }
 
 // The step of a route /v1/jobs/{job}/steps/{step}/...?epoch=E (step > 0).
@@ -95,8 +90,9 @@ struct Agent::Impl {
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
   std::map<StepKey, GpuHold> step_holds;  // each running step's GPUs here, and whose they are
   StepLoads step_loads;                   // Loop's own
-  // Forgets the steps that ended and gives simulated GPUs the load of the
-  // steps that hold them (step_load.h); real GPUs ignore it.
+  PowerCaps power_caps;                   // Loop's own: jobs' --gpu-power-cap
+  // Forgets the steps that ended, holds GPUs to their jobs' power caps, and
+  // gives simulated GPUs the load of the steps on them (step_load.h).
   void ShapeGpuLoad(const std::vector<StepReport>& reports);
   std::vector<GpuSample> last_samples;  // the last telemetry tick's, for GET /metrics
   StepContext step_context;             // what each step is told of Shoal
@@ -186,6 +182,7 @@ Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& d
     g.memory_mib = d.memory_mib;
     g.nvlink_island = d.nvlink_island;
     g.numa_node = d.numa_node;
+    g.rated_w = d.power_limit_w;
     n.gpus.push_back(std::move(g));
   }
   return n;
@@ -503,7 +500,7 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
 }
 
 void Agent::Impl::ShapeGpuLoad(const std::vector<StepReport>& reports) {
-  std::vector<std::pair<StepKey, std::vector<int>>> held;  // running steps' GPUs
+  std::vector<std::pair<StepKey, GpuHold>> held;  // running steps' GPUs
   {
     std::lock_guard<std::mutex> lock(mu);
     for (const StepReport& rep : reports) {
@@ -515,15 +512,16 @@ void Agent::Impl::ShapeGpuLoad(const std::vector<StepReport>& reports) {
         step_loads.Forget(key);
         continue;
       }
-      held.emplace_back(key, it->second.gpus);
+      held.emplace_back(key, it->second);
     }
   }
+  power_caps.Apply(*gpus, devices, held);
   if (gpus->kind() != "simulated") return;
   std::vector<double> load(devices.size(), 0.0);
   const Time now = clock->Now();
-  for (const auto& [key, held_gpus] : held) {
+  for (const auto& [key, hold] : held) {
     const double step = step_loads.Of(*steps, key, now);
-    for (int g : held_gpus) {
+    for (int g : hold.gpus) {
       if (g >= 0 && static_cast<size_t>(g) < load.size())
         load[static_cast<size_t>(g)] = std::max(load[static_cast<size_t>(g)], step);
     }

@@ -11,7 +11,11 @@ namespace shoal::agent {
 namespace prom = api::prometheus;
 
 GpuHold HoldOf(const StepRequest& step) {
-  return {.job = step.job, .user = step.user, .account = step.job_account, .gpus = step.gpus};
+  return {.job = step.job,
+          .user = step.user,
+          .account = step.job_account,
+          .gpus = step.gpus,
+          .power_cap_w = step.gpu_power_cap_w};
 }
 
 std::string RenderNodeMetrics(const std::string& node, const std::vector<GpuDevice>& devices,

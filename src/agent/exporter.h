@@ -20,6 +20,7 @@ struct GpuHold {
   std::string user;
   std::string account;
   std::vector<int> gpus;
+  int power_cap_w = 0;  // the job's --gpu-power-cap; 0: none
 };
 
 GpuHold HoldOf(const StepRequest& step);

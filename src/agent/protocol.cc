@@ -1,6 +1,7 @@
 #include "agent/protocol.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -26,6 +27,12 @@ void NoteServerProtocol(const api::Json& answer) {
 std::string HostOf(const std::string& address) {
   const size_t colon = address.rfind(':');
   return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
 }
 
 namespace {
@@ -145,6 +152,7 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
   s.user = spec.user;
   s.job_account = spec.account;
   s.job_name = spec.name;
+  s.gpu_power_cap_w = spec.gpu_power_cap_w;
   s.command = spec.command;
   s.script = spec.script && m.step == 0;
   s.work_dir = spec.work_dir;

@@ -47,6 +47,8 @@ Result<KillRequest> KillFromJson(const api::Json& kill);
 
 // The host part of "host:port".
 std::string HostOf(const std::string& address);
+// This machine's host name; "localhost" when it has none.
+std::string HostName();
 
 // Logs a `protocol.mismatch` warning when the server's answer to a
 // registration names a node protocol other than this agent's: one apart

@@ -12,6 +12,9 @@ namespace shoal::api {
 
 namespace {
 
+// No GPU is rated above this; a node that says otherwise is refused.
+constexpr double kMaxGpuRatedW = 5000;
+
 int64_t MilliFromCpus(double cpus) {
   return static_cast<int64_t>(std::llround(cpus * 1000));
 }
@@ -112,6 +115,7 @@ Json ToJson(const JobSpec& s) {
       speeds[model] = speed;
     j["gpu_speeds"] = std::move(speeds);
   }
+  if (s.gpu_power_cap_w > 0) j["gpu_power_cap_w"] = s.gpu_power_cap_w;
   j["cpus_per_gpu"] = CpusFromMilli(s.cpu_milli_per_gpu);
   j["mem_per_gpu_mib"] = s.mem_mib_per_gpu;
   j["cpus_per_node"] = CpusFromMilli(s.cpu_milli_per_node);
@@ -180,6 +184,7 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("gpu_models", &s.gpu_models);
   Json speeds;
   f.Optional("gpu_speeds", &speeds);
+  f.Optional("gpu_power_cap_w", &s.gpu_power_cap_w);
   f.Optional("cpus_per_gpu", &cpus_per_gpu);
   f.Optional("mem_per_gpu_mib", &s.mem_mib_per_gpu);
   f.Optional("cpus_per_node", &cpus_per_node);
@@ -588,6 +593,7 @@ Json ToJson(const Node& n) {
                     {"numa_node", g.numa_node},
                     {"pcie_switch", g.pcie_switch},
                     {"healthy", g.healthy}});
+    if (g.rated_w > 0) gpus.back()["rated_w"] = g.rated_w;
   }
   j["gpus"] = gpus;
   j["labels"] = n.labels;
@@ -690,7 +696,10 @@ Result<Node> NodeFromJson(const Json& j) {
       gf.Optional("numa_node", &gpu.numa_node);
       gf.Optional("pcie_switch", &gpu.pcie_switch);
       gf.Optional("healthy", &gpu.healthy);
+      gf.Optional("rated_w", &gpu.rated_w);
       SHOAL_RETURN_IF_ERROR(gf.Finish());
+      if (!(gpu.rated_w >= 0 && gpu.rated_w <= kMaxGpuRatedW))
+        return InvalidArgument(fmt::format("node: rated_w is 0 to {} watts", kMaxGpuRatedW));
       if (gpu.index != static_cast<int>(n.gpus.size()))
         return InvalidArgument("node: GPU indices must be 0, 1, 2, ...");
       if (gpu.model.empty()) return InvalidArgument("node: every GPU needs a model");

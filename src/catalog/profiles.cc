@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "catalog/gpus.h"
+
 namespace shoal::catalog {
 
 namespace {
@@ -207,6 +209,9 @@ Node MakeNode(const NodeProfile& profile, std::string name) {
   int island =
       profile.nvlink_island_size > 0 ? profile.nvlink_island_size : std::max(profile.gpus, 1);
   int numa = std::max(profile.numa_nodes, 1);
+  // The catalogue's TDP for the model (a cluster file may name another model than the profile's).
+  const GpuSpec* spec = FindGpu(profile.gpu_model);
+  const double rated_w = spec != nullptr ? spec->tdp_w : profile.gpu_tdp_w;
   node.gpus.reserve(static_cast<size_t>(std::max(profile.gpus, 0)));
   for (int i = 0; i < profile.gpus; ++i) {
     Gpu gpu;
@@ -215,6 +220,7 @@ Node MakeNode(const NodeProfile& profile, std::string name) {
     gpu.model = std::string(profile.gpu_model);
     gpu.memory_mib = profile.gpu_memory_mib;
     gpu.nvlink_island = i / island;
+    gpu.rated_w = rated_w;
     // GPUs are split into equal consecutive blocks, one per NUMA node, as
     // vendors wire them (GPUs 0-3 on socket 0 of a DGX).
     gpu.numa_node = static_cast<int>(static_cast<int64_t>(i) * numa / profile.gpus);

@@ -11,7 +11,9 @@
 #include "cli/commands.h"
 #include "cli/paths.h"
 #include "core/strings.h"
+#include "sched/inventory.h"
 #include "sched/policy.h"
+#include "sched/power.h"
 #include "sim/engine.h"
 #include "sim/inputs.h"
 #include "sim/report.h"
@@ -31,6 +33,7 @@ struct SimArgs {
   std::string restart_cost = "30s";
   std::string series;
   std::string profile = "dgx-a100";
+  std::string power_budget;
   int nodes = 0;
   int nodes_per_leaf = 16;
   uint64_t seed = 1;
@@ -95,6 +98,9 @@ void AddSimOptions(CLI::App& app, SimArgs& a) {
   app.add_option("--seed", a.seed, "seed for every random choice");
   app.add_option("--fill-target", a.fill_target,
                  "fill mode: arrived GPU demand to reach, as a multiple of the cluster's GPUs");
+  app.add_option("--power-budget", a.power_budget,
+                 "a power budget for the whole cluster: a share of its peak draw (80%) or "
+                 "kilowatts (500kW); see docs/power.md");
   app.add_option("--max-jobs", a.max_jobs, "use only the first N jobs of the trace");
   app.add_option("--series", a.series,
                  "write the utilisation series (or fill curve) to this CSV file");
@@ -263,6 +269,39 @@ int Report(const SimArgs& a, const Cluster& cluster, const trace::Trace& tr,
 
 }  // namespace
 
+// --power-budget: a budget named "site" over every node, as a share of the
+// cluster's peak draw or in kilowatts.
+int AddPowerBudget(const SimArgs& a, Cluster& cluster) {
+  if (a.power_budget.empty()) return kGoOn;
+  auto inv = sched::Inventory::Build(cluster);
+  if (!inv.ok()) {
+    std::cerr << "shoal sim: " << inv.status().message() << "\n";
+    return 1;
+  }
+  const double peak_w = sched::PeakClusterPower(**inv);
+  std::string_view text = Trim(a.power_budget);
+  double watts = 0;
+  if (text.ends_with('%')) {
+    auto pct = ParseDouble(text.substr(0, text.size() - 1));
+    if (pct.ok() && *pct > 0 && *pct <= 100) watts = *pct / 100 * peak_w;
+  } else if (text.ends_with("kW") || text.ends_with("kw")) {
+    auto kw = ParseDouble(text.substr(0, text.size() - 2));
+    if (kw.ok() && *kw > 0) watts = *kw * 1000;
+  }
+  if (!(watts > 0)) {
+    std::cerr << "shoal sim: --power-budget is a share of the peak draw (80%) or kilowatts "
+                 "(500kW), not '"
+              << a.power_budget << "'\n";
+    return 2;
+  }
+  if (!(peak_w > 0)) {
+    std::cerr << "shoal sim: --power-budget: this cluster's GPUs have no rated power\n";
+    return 2;
+  }
+  cluster.power_budgets.push_back({"site", "", watts});
+  return kGoOn;
+}
+
 int RunSim(const std::vector<std::string>& raw) {
   SimArgs a;
   CLI::App app{
@@ -287,6 +326,7 @@ int RunSim(const std::vector<std::string>& raw) {
   }
   Cluster cluster;
   if (int code = MakeCluster(a, *tr, cluster); code != kGoOn) return code;
+  if (int code = AddPowerBudget(a, cluster); code != kGoOn) return code;
   std::vector<sim::SimResult> results;
   if (int code = SimulateAll(a, cluster, *tr, policies, opts, results); code != kGoOn) return code;
   return Report(a, cluster, *tr, opts, results);

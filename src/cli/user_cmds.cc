@@ -353,6 +353,8 @@ int RunShow(const std::vector<std::string>& raw) {
         speeds.push_back(fmt::format("{}={:g}", model, speed.get<double>()));
       line("gpu speeds", Join(speeds, ", ") + " (--gpu-speed)");
     }
+    if (spec.contains("gpu_power_cap_w"))
+      line("gpu power cap", fmt::format("{} W per GPU", spec["gpu_power_cap_w"].get<int>()));
     line("nodes", NodeList(j));
     for (const Json& a2 : j.value("allocation", Json::array())) {
       std::vector<std::string> g;

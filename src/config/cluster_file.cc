@@ -235,10 +235,52 @@ Result<bool> ReadPartitionsAndAccounts(const TableReader& top, Cluster& cluster)
   return implied;
 }
 
+Status ReadPower(const TableReader& top, Cluster& cluster) {
+  SHOAL_ASSIGN_OR_RETURN(std::vector<TableReader> budget_tables, top.Tables("power_budget"));
+  if (budget_tables.size() > kMaxPowerBudgets) {
+    return budget_tables[kMaxPowerBudgets].Error(
+        "", fmt::format("at most {} power budgets are supported", kMaxPowerBudgets));
+  }
+  for (const TableReader& r : budget_tables) {
+    SHOAL_RETURN_IF_ERROR(r.CheckKeys({"name", "kw", "label"}));
+    PowerBudget b;
+    SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> name, r.String("name"));
+    if (!name || name->empty()) return r.Error("", "a power budget needs a name");
+    b.name = *name;
+    for (const PowerBudget& other : cluster.power_budgets) {
+      if (other.name == b.name)
+        return r.Error("name", fmt::format("power budget '{}' is defined twice", b.name));
+    }
+    SHOAL_ASSIGN_OR_RETURN(std::optional<double> kw, r.Number("kw"));
+    if (!kw) return r.Error("", "a power budget needs 'kw'");
+    if (!(*kw > 0) || *kw > 1e7) return r.Error("kw", "must be more than 0 (kilowatts)");
+    b.watts = *kw * 1000;
+    SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> label, r.String("label"));
+    b.label = label.value_or("");
+    cluster.power_budgets.push_back(std::move(b));
+  }
+  SHOAL_ASSIGN_OR_RETURN(std::optional<TableReader> power, top.Table("power"));
+  if (!power) return Status::Ok();
+  SHOAL_RETURN_IF_ERROR(power->CheckKeys({"gpu_idle_fraction", "node_idle_w"}));
+  SHOAL_ASSIGN_OR_RETURN(std::optional<double> idle, power->Number("gpu_idle_fraction"));
+  if (idle) {
+    if (!(*idle >= 0 && *idle <= 1)) return power->Error("gpu_idle_fraction", "must be 0 to 1");
+    cluster.power.gpu_idle_fraction = *idle;
+  }
+  SHOAL_ASSIGN_OR_RETURN(std::optional<double> node_w, power->Number("node_idle_w"));
+  if (node_w) {
+    if (!(*node_w >= 0) || *node_w > 1e6)
+      return power->Error("node_idle_w", "must be 0 or more (watts)");
+    cluster.power.node_idle_w = *node_w;
+  }
+  return Status::Ok();
+}
+
 Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin) {
   SHOAL_ASSIGN_OR_RETURN(TomlDocument doc, TomlDocument::Parse(text, origin));
   const TableReader top = doc.Root();
-  SHOAL_RETURN_IF_ERROR(top.CheckKeys({"name", "network", "partition", "account", "nodes"}));
+  SHOAL_RETURN_IF_ERROR(
+      top.CheckKeys({"name", "network", "partition", "account", "nodes", "power_budget", "power"}));
 
   Cluster cluster;
   SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> name, top.String("name"));
@@ -256,6 +298,7 @@ Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin)
   }
 
   SHOAL_ASSIGN_OR_RETURN(bool implicit_partition, ReadPartitionsAndAccounts(top, cluster));
+  SHOAL_RETURN_IF_ERROR(ReadPower(top, cluster));
   const Partition* default_partition = cluster.DefaultPartition();
 
   SHOAL_ASSIGN_OR_RETURN(std::vector<TableReader> readers, top.Tables("nodes"));

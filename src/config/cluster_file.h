@@ -69,6 +69,10 @@ Result<Cluster> ParseClusterToml(std::string_view text, std::string_view origin)
 // whether the default partition was implied.
 Result<bool> ReadPartitionsAndAccounts(const TableReader& top, Cluster& cluster);
 
+// Reads the [[power_budget]] tables (name, kw, label) and the [power] table
+// (gpu_idle_fraction, node_idle_w) of `top` into `cluster` (docs/power.md).
+Status ReadPower(const TableReader& top, Cluster& cluster);
+
 // Puts the nodes whose `placed` is false under leaves in order,
 // `nodes_per_leaf` to a leaf and `leaves_per_spine` leaves to a spine.
 void PlaceInOrder(std::vector<Node>& nodes, const std::vector<bool>& placed,

@@ -148,6 +148,35 @@ TEST(ClusterTomlTest, ALonePartitionIsTheDefault) {
   EXPECT_EQ(c->nodes[0].partitions, std::vector<std::string>{"p"});
 }
 
+TEST(ClusterTomlTest, PowerBudgetsAndTheIdleModel) {
+  auto c = ParseClusterToml(R"(
+[[power_budget]]
+name = "site"
+kw = 40
+[[power_budget]]
+name = "row1"
+kw = 12.5
+label = "row=1"
+[power]
+gpu_idle_fraction = 0.15
+node_idle_w = 800
+[[nodes]]
+profile = "dgx-h100"
+labels = ["row=1"]
+)",
+                            "p.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->power_budgets.size(), 2u);
+  EXPECT_EQ(c->power_budgets[0].name, "site");
+  EXPECT_EQ(c->power_budgets[0].label, "");
+  EXPECT_DOUBLE_EQ(c->power_budgets[0].watts, 40000);
+  EXPECT_EQ(c->power_budgets[1].label, "row=1");
+  EXPECT_DOUBLE_EQ(c->power_budgets[1].watts, 12500);
+  EXPECT_DOUBLE_EQ(c->power.gpu_idle_fraction, 0.15);
+  EXPECT_DOUBLE_EQ(c->power.node_idle_w, 800);
+  EXPECT_DOUBLE_EQ(c->nodes[0].gpus[0].rated_w, 700);  // the catalogue's H100 SXM TDP
+}
+
 // Each bad file must be refused with the file, the line and what is wrong.
 TEST(ClusterTomlTest, ErrorsNameFileLineAndKey) {
   struct Case {
@@ -207,6 +236,18 @@ TEST(ClusterTomlTest, ErrorsNameFileLineAndKey) {
        "bad.toml:3: nodes[1].labels: must be a list"},
       {"negative shares", "[[account]]\nname = \"a\"\nshares = -1.0\n" + ok_nodes,
        "bad.toml:3: account[1].shares: must be greater than 0"},
+      {"power budget without kw", "[[power_budget]]\nname = \"site\"\n" + ok_nodes,
+       "bad.toml:1: power_budget[1]: a power budget needs 'kw'"},
+      {"power budget of 0 kW", "[[power_budget]]\nname = \"site\"\nkw = 0\n" + ok_nodes,
+       "bad.toml:3: power_budget[1].kw: must be more than 0"},
+      {"power budget twice",
+       "[[power_budget]]\nname = \"a\"\nkw = 1\n[[power_budget]]\nname = \"a\"\nkw = 2\n" +
+           ok_nodes,
+       "bad.toml:5: power_budget[2].name: power budget 'a' is defined twice"},
+      {"idle fraction above 1", "[power]\ngpu_idle_fraction = 1.5\n" + ok_nodes,
+       "bad.toml:2: power.gpu_idle_fraction: must be 0 to 1"},
+      {"typo in a power key", "[power]\nnode_idle = 5\n" + ok_nodes,
+       "bad.toml:2: power: unknown key 'node_idle'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

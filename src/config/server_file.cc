@@ -24,9 +24,10 @@ Result<Settings> ReadSettings(const TableReader& top, std::string_view name) {
 
 Result<ServerFile> ReadServerFile(const TomlDocument& doc) {
   const TableReader top = doc.Root();
-  SHOAL_RETURN_IF_ERROR(top.CheckKeys({"server", "partition", "account"}));
+  SHOAL_RETURN_IF_ERROR(top.CheckKeys({"server", "partition", "account", "power_budget", "power"}));
   ServerFile out;
   SHOAL_RETURN_IF_ERROR(ReadPartitionsAndAccounts(top, out.cluster).status());
+  SHOAL_RETURN_IF_ERROR(ReadPower(top, out.cluster));
   SHOAL_ASSIGN_OR_RETURN(out.server, ReadSettings(top, "server"));
   return out;
 }

@@ -16,6 +16,10 @@ name = "ml"
 [[partition]]
 name = "gpu"
 allowed_accounts = ["ml"]
+[[power_budget]]
+name = "row-a"
+label = "row=a"
+kw = 120
 )",
                            "server.toml");
   ASSERT_TRUE(f.ok()) << f.status().ToString();
@@ -26,13 +30,18 @@ allowed_accounts = ["ml"]
   EXPECT_TRUE(f->cluster.partitions[0].is_default);
   ASSERT_EQ(f->cluster.accounts.size(), 1u);
   EXPECT_TRUE(f->cluster.nodes.empty());
+  ASSERT_EQ(f->cluster.power_budgets.size(), 1u);
+  EXPECT_EQ(f->cluster.power_budgets[0].label, "row=a");
+  EXPECT_DOUBLE_EQ(f->cluster.power_budgets[0].watts, 120000);
 }
 
 TEST(ServerFileTest, ErrorsNameFileLineAndKey) {
   const std::pair<std::string, std::string> cases[] = {
       {"[sever]\nlisten = \"x\"\n", "s.toml:1: unknown key 'sever' (did you mean 'server'?)"},
       {"[[nodes]]\ncount = 1\n",
-       "s.toml:1: unknown key 'nodes' (known: server, partition, account)"},
+       "s.toml:1: unknown key 'nodes' (known: server, partition, account, power_budget, power)"},
+      {"[[power_budget]]\nname = \"site\"\nkw = -3\n",
+       "s.toml:3: power_budget[1].kw: must be more than 0 (kilowatts)"},
       {"[server]\nlisten = { a = 1 }\n",
        "s.toml:2: server.listen: must be a string, number, boolean or list of strings"},
       {"server = 1\n", "s.toml:1: server: must be a table, written [server]"},

@@ -119,6 +119,24 @@ Status Cluster::Validate() const {
     if (!(a.shares > 0))
       return InvalidArgument(fmt::format("account '{}' needs shares > 0", a.name));
   }
+  if (power_budgets.size() > kMaxPowerBudgets) {
+    return InvalidArgument(fmt::format("{} power budgets; at most {} are supported",
+                                       power_budgets.size(), kMaxPowerBudgets));
+  }
+  std::set<std::string_view> budget_names;
+  for (const PowerBudget& b : power_budgets) {
+    if (b.name.empty()) return InvalidArgument("a power budget has no name");
+    if (!budget_names.insert(b.name).second) {
+      return InvalidArgument(fmt::format("power budget '{}' is defined twice", b.name));
+    }
+    if (!(b.watts > 0)) {
+      return InvalidArgument(fmt::format("power budget '{}' needs kw > 0", b.name));
+    }
+  }
+  if (!(power.gpu_idle_fraction >= 0 && power.gpu_idle_fraction <= 1)) {
+    return InvalidArgument("power gpu_idle_fraction: 0 to 1");
+  }
+  if (!(power.node_idle_w >= 0)) return InvalidArgument("power node_idle_w: 0 or more watts");
   return Status::Ok();
 }
 

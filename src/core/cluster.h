@@ -38,6 +38,10 @@ struct Gpu {
   int numa_node = 0;
   int pcie_switch = 0;
   bool healthy = true;
+  // What it may draw, in watts: its power limit as NVML enforces it, else
+  // the catalogue's TDP for its model; 0: unknown (power budgets then count
+  // nothing for it).
+  double rated_w = 0;
 };
 
 // Where a node sits in a two-level (leaf/spine) network tree.
@@ -156,11 +160,35 @@ struct Reservation {
   bool Overlaps(Time from, Time to) const { return start < to && from < end; }
 };
 
+// A cap on the power that the nodes of a site, a row or a rack may be
+// expected to draw (docs/power.md). The scheduler keeps, for each budget, the
+// expected draw of the running jobs' GPUs plus the idle draw of everything
+// else it covers under `watts`; a job that would cross it waits with reason
+// power_budget.
+struct PowerBudget {
+  std::string name;
+  std::string label;  // the node label that marks its nodes ("row=r1"); empty: every node
+  double watts = 0;
+};
+
+// How the scheduler counts power where nothing was measured: an idle GPU
+// draws `gpu_idle_fraction` of its rated power, and each node `node_idle_w`
+// besides its GPUs (CPUs, memory, fans, NICs).
+struct PowerModel {
+  double gpu_idle_fraction = 0.1;
+  double node_idle_w = 0;
+};
+
+// At most this many power budgets: a node keeps the budgets it is in as a 64-bit mask.
+inline constexpr size_t kMaxPowerBudgets = 64;
+
 struct Cluster {
   std::string name;
   std::vector<Node> nodes;
   std::vector<Partition> partitions;
   std::vector<Account> accounts;
+  std::vector<PowerBudget> power_budgets;
+  PowerModel power;
 
   // Checks names are unique, GPU counts within kMaxGpusPerNode, every node's
   // partitions exist, and exactly one partition is the default.

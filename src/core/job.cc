@@ -184,6 +184,8 @@ std::string_view PendingReasonName(PendingReason reason) {
       return "qos_limit";
     case PendingReason::kReservation:
       return "reservation";
+    case PendingReason::kPowerBudget:
+      return "power_budget";
     case PendingReason::kPlanConflict:
       return "plan_conflict";
   }
@@ -427,6 +429,11 @@ Status CheckTextFields(const JobSpec& s) {
           "--gpu-speed: '{}={}' needs a model and a speed above 0 (e.g. h100=1,a100=0.55)", model,
           speed));
     }
+  }
+  if (s.gpu_power_cap_w != 0 &&
+      (s.gpu_power_cap_w < kMinGpuPowerCapW || s.gpu_power_cap_w > kMaxGpuPowerCapW)) {
+    return InvalidArgument(fmt::format("--gpu-power-cap: {} W is outside {} to {} W",
+                                       s.gpu_power_cap_w, kMinGpuPowerCapW, kMaxGpuPowerCapW));
   }
   for (const auto& [what, list] :
        {std::pair<std::string_view, const std::vector<std::string>&>{"--nodelist", s.node_list},

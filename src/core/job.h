@@ -61,6 +61,7 @@ enum class PendingReason : uint8_t {
   kQosLimit,                  // exceeds a limit of its QoS (per job, or what its user holds)
   kReservation,               // its reservation has not begun (or is gone), or the nodes
                               // it could use are reserved for others
+  kPowerBudget,               // starting it would cross a power budget (site, row or rack)
   kPlanConflict,              // placed by a pass, but the placement failed the commit's check
                               // (kept last: parsers loop up to it)
 };
@@ -135,7 +136,11 @@ inline constexpr size_t kMaxNameBytes =
 inline constexpr size_t kMaxPathBytes = 4096;    // work_dir, stdout, stderr (PATH_MAX)
 inline constexpr size_t kMaxEnvBytes = 1 << 20;  // all variables, keys and values together
 inline constexpr size_t kMaxEnvVariables = 4096;
-inline constexpr size_t kMaxListEntries = 64;         // GPU models, constraints
+inline constexpr size_t kMaxListEntries = 64;  // GPU models, constraints
+// --gpu-power-cap, in watts: a first check; the agent holds a cap to the
+// range NVML gives for each GPU.
+inline constexpr int kMinGpuPowerCapW = 50;
+inline constexpr int kMaxGpuPowerCapW = 2000;
 inline constexpr int kMaxTasksPerNode = 512;          // Slurm's MAX_TASKS_PER_NODE
 inline constexpr size_t kMaxNodeListEntries = 10000;  // --nodelist, --exclude
 inline constexpr size_t kMaxScriptArgs = 4096;        // a batch script's arguments
@@ -175,6 +180,10 @@ struct JobSpec {
   // ratios matter); speed-aware policies run it where it ends soonest and
   // never on a model it does not name. Empty: estimated (server/speeds.h).
   std::vector<std::pair<std::string, double>> gpu_speeds;
+  // --gpu-power-cap 500W: each of its GPUs is held to this many watts while
+  // it runs (the agent sets the power limit through NVML and restores it
+  // afterwards); power budgets count the cap. 0: no cap.
+  int gpu_power_cap_w = 0;  // kMinGpuPowerCapW to kMaxGpuPowerCapW
   int64_t cpu_milli_per_gpu = 0;
   int64_t mem_mib_per_gpu = 0;
   int64_t cpu_milli_per_node = 0;  // in addition to the per-GPU amounts

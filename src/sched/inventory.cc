@@ -101,6 +101,18 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
     }
     for (auto& [island, mask] : islands)
       n.island_masks.push_back(mask);
+    n.idle_w = cluster.power.node_idle_w;
+    for (const Gpu& gpu : node.gpus) {
+      n.gpu_rated_w.push_back(gpu.rated_w);
+      n.idle_w += cluster.power.gpu_idle_fraction * gpu.rated_w;
+    }
+    for (size_t b = 0; b < cluster.power_budgets.size() && b < kMaxPowerBudgets; ++b) {
+      const std::string& label = cluster.power_budgets[b].label;
+      if (label.empty() ||
+          std::find(node.labels.begin(), node.labels.end(), label) != node.labels.end()) {
+        n.power_budgets |= uint64_t{1} << b;
+      }
+    }
     n.leaf = static_cast<uint32_t>(topology.LeafOf(node.id));
     n.spine = inv->leaf_spine_[n.leaf];
     inv->leaf_nodes_[n.leaf].push_back(static_cast<NodeIndex>(inv->nodes_.size()));
@@ -123,6 +135,15 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
     inv->labels_[i] = name;
   for (const Partition& p : inv->partitions_)
     version = Mix(version, HashString(p.name));
+  inv->gpu_idle_fraction_ = cluster.power.gpu_idle_fraction;
+  for (size_t b = 0; b < cluster.power_budgets.size(); ++b) {
+    InvPowerBudget budget{cluster.power_budgets[b].name, cluster.power_budgets[b].watts,
+                          NodeBitset(inv->nodes_.size())};
+    for (const InvNode& n : inv->nodes_) {
+      if (n.power_budgets >> b & 1) budget.nodes.Set(n.index);
+    }
+    inv->power_budgets_.push_back(std::move(budget));
+  }
   inv->version_ = version;
   return std::shared_ptr<const Inventory>(std::move(inv));
 }

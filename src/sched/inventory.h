@@ -16,6 +16,7 @@
 #include "core/cluster.h"
 #include "core/constraints.h"
 #include "core/status.h"
+#include "sched/bitset.h"
 
 namespace shoal::sched {
 
@@ -65,9 +66,21 @@ struct InvNode {
   std::vector<uint64_t> island_masks;  // GPUs of each NVLink island
   std::vector<uint64_t>
       model_gpus;  // per model index present: GPUs of that model (kMaxModels long if mixed)
+  // Power (sched/power.h): bit b of `power_budgets` when budget b covers
+  // it; what it draws with nothing running; each GPU's rated draw.
+  uint64_t power_budgets = 0;
+  double idle_w = 0;
+  std::vector<double> gpu_rated_w;
 
   // GPUs whose model is in `model_mask`.
   uint64_t GpusOfModels(uint64_t model_mask) const;
+};
+
+// A power budget compiled: the nodes it covers and its cap.
+struct InvPowerBudget {
+  std::string name;
+  double watts = 0;
+  NodeBitset nodes;
 };
 
 class Inventory {
@@ -83,6 +96,8 @@ class Inventory {
   const std::vector<std::string>& spines() const { return spines_; }
   uint32_t SpineOfLeaf(uint32_t leaf) const { return leaf_spine_[leaf]; }
   const std::vector<NodeIndex>& LeafNodes(uint32_t leaf) const { return leaf_nodes_[leaf]; }
+  const std::vector<InvPowerBudget>& power_budgets() const { return power_budgets_; }
+  double gpu_idle_fraction() const { return gpu_idle_fraction_; }
   int max_gpus_per_node() const { return max_gpus_per_node_; }
   int total_gpus() const { return total_gpus_; }
   // Changes whenever the layout changes, so compiled requests can tell they are stale.
@@ -121,6 +136,8 @@ class Inventory {
   std::vector<std::string> spines_;
   std::vector<uint32_t> leaf_spine_;
   std::vector<std::vector<NodeIndex>> leaf_nodes_;
+  std::vector<InvPowerBudget> power_budgets_;
+  double gpu_idle_fraction_ = 0;
   std::unordered_map<uint32_t, NodeIndex> by_id_;
   std::unordered_map<std::string, NodeIndex> by_name_;
   int default_partition_ = -1;

@@ -10,7 +10,9 @@
 
 #include "core/check.h"
 #include "sched/earliest_fit.h"
+#include "sched/limits.h"
 #include "sched/placement.h"
+#include "sched/power.h"
 #include "sched/speed.h"
 #include "sched/working_state.h"
 
@@ -68,6 +70,7 @@ class Cycle {
         policy_(policy),
         params_(policy.params()),
         now_state_(inv_, snap.nodes),
+        power_(inv_),
         eligibility_(inv_, &policy.filters()),
         rng_(params_.seed ^
              static_cast<uint64_t>(now.time_since_epoch().count()) * 0x9e3779b97f4a7c15ULL),
@@ -108,6 +111,7 @@ class Cycle {
       // A running job on a node the inventory no longer has keeps nothing here;
       // the caller reconciles it.
       if (now_state_.Allocate(*r.allocation)) ChargeAccount(r, r.allocation->TotalGpus(), 1);
+      power_.Charge(r.id, *r.allocation, r.gpu_power_w, 1, std::max(r.expected_end, now_));
     }
   }
 
@@ -230,11 +234,11 @@ class Cycle {
         Wait(j, PendingReason::kPartitionLimit, std::move(limit));
         continue;
       }
-      if (std::string limit = QosJobLimit(j, *req); !limit.empty()) {
+      if (std::string limit = QosJobLimit(snap_, j, *req); !limit.empty()) {
         Wait(j, PendingReason::kQosLimit, std::move(limit));
         continue;
       }
-      if (std::string why = ReservationWait(j); !why.empty()) {
+      if (std::string why = ReservationWait(snap_, now_, j); !why.empty()) {
         PendingDecision d;
         d.job = j.id;
         d.reason = PendingReason::kReservation;
@@ -252,20 +256,6 @@ class Cycle {
       order.push_back(e);
     }
     return order;
-  }
-
-  std::string QosJobLimit(const JobInfo& j, const Request& req) const {
-    if (j.qos < 0 || static_cast<size_t>(j.qos) >= snap_.qos.size()) return {};
-    const QosInfo& q = snap_.qos[static_cast<size_t>(j.qos)];
-    if (q.max_time.count() > 0 && req.time_limit > q.max_time) {
-      return fmt::format("time limit {} exceeds QoS '{}' maximum {}",
-                         FormatDuration(req.time_limit), q.name, FormatDuration(q.max_time));
-    }
-    if (q.max_gpus_per_job > 0 && req.total_gpus > q.max_gpus_per_job) {
-      return fmt::format("{} GPUs exceed QoS '{}' maximum {} per job", req.total_gpus, q.name,
-                         q.max_gpus_per_job);
-    }
-    return {};
   }
 
   bool OverQosLimit(const JobInfo& j, const Request& req, std::string* detail) const {
@@ -286,22 +276,6 @@ class Cycle {
       return true;
     }
     return false;
-  }
-
-  // Why a job that asked for a reservation cannot use it now; empty when it can.
-  std::string ReservationWait(const JobInfo& j) const {
-    if (j.reservation_gone) {
-      return fmt::format("reservation '{}' does not exist",
-                         j.spec != nullptr ? j.spec->reservation : std::string("?"));
-    }
-    if (j.reservation < 0 || static_cast<size_t>(j.reservation) >= snap_.reservations.size())
-      return {};
-    const ReservationInfo& r = snap_.reservations[static_cast<size_t>(j.reservation)];
-    if (now_ < r.start) {
-      return fmt::format("reservation '{}' begins at {}", r.name, FormatTime(r.start));
-    }
-    if (now_ >= r.end) return fmt::format("reservation '{}' has ended", r.name);
-    return {};
   }
 
   // The request as it may run now: within its own reservation's nodes, and
@@ -342,38 +316,6 @@ class Cycle {
     recompiled_.push_back(*req);
     recompiled_.back().allowed_nodes = mask;
     return &recompiled_.back();
-  }
-
-  // Names the reservations of `off` for people: "'maint' (from ... to ...)".
-  std::string ReservationNames(uint64_t off) const {
-    std::string out;
-    for (size_t r = 0; r < snap_.reservations.size() && r < 64; ++r) {
-      if ((off >> r & 1) == 0) continue;
-      const ReservationInfo& resv = snap_.reservations[r];
-      if (!out.empty()) out += ", ";
-      out +=
-          fmt::format("'{}' ({} to {})", resv.name, FormatTime(resv.start), FormatTime(resv.end));
-    }
-    return out;
-  }
-
-  static std::string PartitionLimit(const Partition& part, const JobInfo& j, const Request& req) {
-    if (part.max_time.count() > 0 && req.time_limit > part.max_time) {
-      return fmt::format("time limit {} exceeds partition '{}' maximum {}",
-                         FormatDuration(req.time_limit), part.name, FormatDuration(part.max_time));
-    }
-    if (part.max_nodes_per_job > 0 && req.nodes > part.max_nodes_per_job) {
-      return fmt::format("{} nodes exceed partition '{}' maximum {}", req.nodes, part.name,
-                         part.max_nodes_per_job);
-    }
-    if (part.max_gpus_per_job > 0 && req.total_gpus > part.max_gpus_per_job) {
-      return fmt::format("{} GPUs exceed partition '{}' maximum {}", req.total_gpus, part.name,
-                         part.max_gpus_per_job);
-    }
-    if (j.spec != nullptr && !part.AllowsAccount(j.spec->account)) {
-      return fmt::format("account '{}' may not use partition '{}'", j.spec->account, part.name);
-    }
-    return {};
   }
 
   bool OverAccountLimit(const JobInfo& j, const Request& req, std::string* detail) const {
@@ -449,9 +391,11 @@ class Cycle {
       return;
     }
     const bool long_job = reservation_ && now_ + req.time_limit > reservation_->start;
+    if (PowerBlockedBefore(j, req)) return;
     if (timeline_ && j.model_speed && WalkBySpeed(j, req, long_job)) return;
     std::optional<Allocation> alloc =
         long_job ? TryPlace(*long_ok_, req, long_memo_) : TryPlace(now_state_, req, now_memo_);
+    if (alloc && !PowerAllows(j, req, alloc, long_job ? *long_ok_ : now_state_, &e)) return;
     if (alloc) {
       Commit(j, std::move(*alloc), long_job, /*after_preemption=*/false);
       return;
@@ -468,16 +412,68 @@ class Cycle {
       // It would fit now, but only on nodes reserved for others.
       reason = PendingReason::kReservation;
       why = fmt::format("the nodes it could use now are reserved: {}",
-                        ReservationNames(e.reserved_off));
+                        ReservationNames(snap_, e.reserved_off));
     }
-    PendingDecision d;
-    d.job = j.id;
-    d.reason = reason;
-    d.detail = std::move(why);
+    PendingDecision d{j.id, reason, std::move(why), kTimeNever, {}};
     if (mode == QueueMode::kBackfill && !reservation_ && reason == PendingReason::kResources)
       Reserve(req, d);
     if (mode == QueueMode::kStrict) blocked_partition_ |= uint64_t{1} << req.partition;
     plan_.pending.push_back(std::move(d));
+  }
+
+  // A job of a shape and draw that a budget refused earlier in the pass
+  // waits as that one did: the budgets' draw only grows within a pass (but
+  // for preemption, which forgets what was refused), so placing it again
+  // would only be refused again.
+  bool PowerBlockedBefore(const JobInfo& j, const Request& req) {
+    auto it = power_blocked_.find(j.gpu_power_w);
+    if (it == power_blocked_.end()) return false;
+    const PendingDecision* before = it->second.Find(req);
+    if (before == nullptr) return false;
+    PendingDecision d = *before;
+    d.job = j.id;
+    plan_.pending.push_back(std::move(d));
+    if (policy_.queue_mode() == QueueMode::kStrict)
+      blocked_partition_ |= uint64_t{1} << req.partition;
+    return true;
+  }
+
+  // True when `alloc` (or another placement off the budgets it would cross)
+  // may start under every power budget and a power reservation. False when
+  // the job was dealt with here: it waits (power_budget, or priority behind
+  // a reservation), or a `preemptor` started by displacing lower-ranked jobs.
+  bool PowerAllows(const JobInfo& j, const Request& req, std::optional<Allocation>& alloc,
+                   const WorkingState& state, const Entry* preemptor = nullptr) {
+    const double w = j.gpu_power_w;
+    const Time end = now_ + req.time_limit;
+    const bool fits = power_.Crossed(*alloc, w) < 0;
+    if (fits && power_.KeepsReservation(*alloc, w, end)) return true;
+    std::optional<Allocation> elsewhere;
+    if (!fits) {
+      elsewhere = PlaceUnderBudgets(power_, req, *alloc, w, [&](const Request& r) {
+        PlaceContext ctx = Ctx();
+        return Place(state, r, ctx);
+      });
+      if (elsewhere && power_.KeepsReservation(*elsewhere, w, end)) {
+        alloc = std::move(elsewhere);
+        return true;
+      }
+    }
+    if (fits || elsewhere) {  // it would take the power a job waiting for it has reserved
+      Wait(j, PendingReason::kPriority, "it would delay a job that waits for power");
+    } else if (preemptor != nullptr && policy_.preempt() != nullptr && TryPreempt(*preemptor)) {
+      return false;  // started in the power of lower-ranked jobs
+    } else {
+      PendingDecision d = power_.Wait(j.id, *alloc, w, now_);
+      if (policy_.queue_mode() == QueueMode::kBackfill && !power_.reserved() &&
+          d.estimated_start != kTimeNever)
+        power_.Reserve(*alloc, w, d.estimated_start);
+      power_blocked_[w].Put(req, d);
+      plan_.pending.push_back(std::move(d));
+    }
+    if (policy_.queue_mode() == QueueMode::kStrict)
+      blocked_partition_ |= uint64_t{1} << req.partition;
+    return false;
   }
 
   // The GPUs of each model that running work frees, and when.
@@ -515,6 +511,9 @@ class Cycle {
     ModelOption& best = c.options[static_cast<size_t>(c.best)];
     const std::string& best_name = inv_.models()[static_cast<size_t>(best.model)];
     if (best.now) {
+      Request on_best = req;  // placed again for power, it stays on the model chosen
+      on_best.model_mask = uint64_t{1} << best.model;
+      if (!PowerAllows(j, on_best, best.now, long_job ? *long_ok_ : now_state_)) return true;
       std::string why;
       if (c.runner_up >= 0) {
         const ModelOption& other = c.options[static_cast<size_t>(c.runner_up)];
@@ -552,6 +551,7 @@ class Cycle {
       }
     }
     ChargeAccount(j, alloc.TotalGpus(), 1);
+    power_.Charge(j.id, alloc, j.gpu_power_w, 1, now_ + j.request.time_limit);
     if (j.array_id != 0) ++array_running_[j.array_id];
     if (timeline_) {
       const int model = AllocationModel(inv_, alloc);
@@ -625,6 +625,26 @@ class Cycle {
     });
   }
 
+  // With power budgets, the victims' draw leaves them: whether `alloc` then
+  // fits. When it does, the job is charged (victims not needed after all
+  // come back only where the budgets still allow); when not, nothing changed.
+  bool PowerAfterPreemption(const JobInfo& j, const std::vector<size_t>& released,
+                            const Allocation& alloc) {
+    if (!power_.active()) return true;
+    for (size_t k : released)
+      power_.Charge(snap_.running[k].id, *snap_.running[k].allocation, snap_.running[k].gpu_power_w,
+                    -1);
+    if (power_.Crossed(alloc, j.gpu_power_w) < 0) {
+      power_.Charge(j.id, alloc, j.gpu_power_w, 1);
+      return true;
+    }
+    for (size_t k : released) {
+      const JobInfo& v = snap_.running[k];
+      power_.Charge(v.id, *v.allocation, v.gpu_power_w, 1, std::max(v.expected_end, now_));
+    }
+    return false;
+  }
+
   // Frees lower-ranked running jobs, worst first, until `e` fits; keeps only
   // the victims whose resources the placement needs.
   bool TryPreempt(const Entry& e) {
@@ -654,6 +674,7 @@ class Cycle {
       alloc = Place(now_state_, req, ctx);
       if (alloc) break;
     }
+    if (alloc && !PowerAfterPreemption(j, released, *alloc)) alloc.reset();
     if (!alloc) {
       for (size_t k : released)
         now_state_.Allocate(*snap_.running[k].allocation);
@@ -663,8 +684,10 @@ class Cycle {
     now_state_.Allocate(*alloc);
     for (auto it = released.rbegin(); it != released.rend(); ++it) {
       const JobInfo& v = snap_.running[*it];
-      if (now_state_.CanAllocate(*v.allocation).ok()) {
+      if (now_state_.CanAllocate(*v.allocation).ok() &&
+          power_.Crossed(*v.allocation, v.gpu_power_w) < 0) {
         now_state_.Allocate(*v.allocation);  // not needed after all
+        power_.Charge(v.id, *v.allocation, v.gpu_power_w, 1, std::max(v.expected_end, now_));
         continue;
       }
       preempted_[*it] = true;
@@ -673,7 +696,9 @@ class Cycle {
       ChargeAccount(v, -v.allocation->TotalGpus(), -1);
       plan_.preemptions.push_back({v.id, j.id});
     }
+    power_.Charge(j.id, *alloc, j.gpu_power_w, -1);  // Commit charges it
     now_memo_.Clear();
+    power_blocked_.clear();
     Commit(j, std::move(*alloc), false, /*after_preemption=*/true);
     return true;
   }
@@ -684,6 +709,7 @@ class Cycle {
   const Policy& policy_;
   const PolicyParams& params_;
   WorkingState now_state_;
+  PowerLedger power_;
   EligibilityCache eligibility_;
   Rng rng_;
   SortContext sort_ctx_;
@@ -708,6 +734,7 @@ class Cycle {
   };
   std::map<ReservedKey, std::shared_ptr<const NodeBitset>> reserved_masks_;
   ShapeMemo<bool> base_memo_;
+  std::map<double, ShapeMemo<PendingDecision>> power_blocked_;  // by the job's draw per GPU
   std::unordered_map<uint64_t, int> array_running_;
   std::vector<bool> preempted_;
   std::vector<JobRank> running_ranks_;

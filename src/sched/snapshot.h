@@ -68,6 +68,10 @@ struct JobInfo {
   // matter; 0: it cannot run there); null: not known. Read by speed-aware
   // policies (sched/speed.h).
   std::shared_ptr<const std::vector<double>> model_speed;
+  // What each of its GPUs is expected to draw, in watts (its history, or
+  // its power cap, whichever is lower); 0: each GPU's rated power. Read
+  // only where the cluster has power budgets (sched/power.h).
+  double gpu_power_w = 0;
   uint64_t array_id = 0;      // tasks of one job array share it; 0: not an array task
   int array_max_running = 0;  // tasks of the array that may run at once; 0: no limit
   int qos = -1;               // index into Snapshot::qos; -1: none

@@ -129,6 +129,8 @@ Status LoadServerConfig(const std::string& path, ServerOptions& options) {
   }
   options.controller.partitions = file.cluster.partitions;
   options.controller.accounts = file.cluster.accounts;
+  options.controller.power_budgets = file.cluster.power_budgets;
+  options.controller.power = file.cluster.power;
   return Status::Ok();
 }
 

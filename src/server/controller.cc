@@ -320,6 +320,8 @@ void Controller::RebuildInventory() {
   c.name = "shoal";
   c.partitions = partitions_;
   c.accounts = accounts_;
+  c.power_budgets = config_.power_budgets;
+  c.power = config_.power;
   for (const auto& [name, n] : nodes_) {
     Node node = n.node;
     // Partitions a node names but the cluster no longer has are dropped, not fatal.
@@ -694,6 +696,7 @@ void Controller::Finish(Job& job, JobState state, Time now) {
   decisions_.erase(job.id.value());
   finished_[job.id.value()] = state;
   if (state == JobState::kCompleted) RecordService(job.gpu_seconds);
+  if (was_running && UsesPowerHistory()) power_history_.Record(job);
   evict_order_.push_back({now, job.id.value()});
   forget_order_.push_back({now, job.id.value()});
   --active_;

@@ -39,6 +39,8 @@
 #include "sched/plan.h"
 #include "sched/policy.h"
 #include "server/port_book.h"
+#include "server/power_history.h"
+#include "server/telemetry_store.h"
 #include "state/store.h"
 
 namespace shoal::server {
@@ -119,6 +121,10 @@ struct ControllerConfig {
   bool mail_enabled = false;          // the server has a mail program (sbatch --mail-type)
   std::vector<Partition> partitions;  // from the configuration file
   std::vector<Account> accounts;
+  // Power budgets for the site, rows or racks, and how idle power is counted
+  // (docs/power.md).
+  std::vector<PowerBudget> power_budgets;
+  PowerModel power;
   // Where the policy's plugins are looked up; null: sched::BuiltinRegistry().
   // Tests add plugins here (a faulty one stands in for a scheduler bug).
   std::shared_ptr<const sched::Registry> registry;
@@ -223,8 +229,6 @@ struct JobView {
 // nodes). Safe on any thread.
 api::Json JobViewJson(const JobView& view);
 
-class TelemetryStore;
-
 // How long jobs waited from their submission (or --begin time) to their
 // first start, in one partition, as a Prometheus histogram's counts.
 struct WaitHistogram {
@@ -265,6 +269,9 @@ struct MetricsView {
   uint64_t plan_starts_dropped = 0;             // planned starts the commit's check refused
   std::map<std::string, WaitHistogram> waits;   // by partition, since the server started
   PassPhases pass_phases;
+  // Each power budget: its cap, the draw the scheduler expects (idle nodes
+  // and running jobs, docs/power.md), and what its GPUs measured.
+  std::vector<TelemetryStore::PowerBudgetNow> power_budgets;
 };
 
 class Controller {
@@ -279,6 +286,11 @@ class Controller {
   bool UsesServiceHistory() const { return policy_->sort().UsesServiceHistory(); }
   void SeedServiceHistory(const std::vector<Job>& completed);
   size_t ServiceHistorySize() const { return service_.size(); }
+  // With power budgets, what jobs of the same user and name drew per GPU
+  // (server/power_history.h); at start, the store's last finished jobs.
+  bool UsesPowerHistory() const { return !config_.power_budgets.empty(); }
+  void SeedPowerHistory(const std::vector<Job>& finished) { power_history_.Seed(finished); }
+  double ExpectedGpuPower(const JobSpec& spec) const { return power_history_.Expected(spec); }
 
   // --- commands (each returns its reply body or an error; none throws) ---
   Result<api::Json> Submit(const Identity& who, JobSpec spec, Time now);
@@ -379,6 +391,8 @@ class Controller {
   Result<api::Json> TokensJson(const Identity& who) const;
   // Settles the node layout first, so that nodes that have just registered are in it.
   MetricsView Metrics();
+  // Each power budget's cap, expected and measured draw (MetricsView).
+  std::vector<TelemetryStore::PowerBudgetNow> PowerBudgetsNow() const;
   // Where a job's output is: the agent of its first node. `history` is the
   // stored record when the job has left memory.
   struct OutputSource {
@@ -595,6 +609,7 @@ class Controller {
   ControllerConfig config_;
   std::optional<sched::Policy> policy_;
   sched::ServiceHistory service_;  // with a policy that uses it (gittins)
+  PowerHistory power_history_;     // with power budgets
   std::shared_ptr<const sched::Inventory> inventory_;
   // Speed-aware policies: each job's speeds on the inventory's models
   // (server/speeds.h), with the inventory version they were made for.

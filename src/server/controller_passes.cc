@@ -201,6 +201,7 @@ sched::JobInfo Controller::InfoOf(const Job& job,
   info.account = a == account_index.end() ? -1 : a->second;
   info.admin_priority = job.priority;
   info.attained_gpu_s = job.gpu_seconds;
+  if (UsesPowerHistory()) info.gpu_power_w = power_history_.Expected(job.spec);
   if (job.array_task_id >= 0 && job.spec.array) {
     info.array_id = job.array_job_id.value();
     info.array_max_running = job.spec.array->max_running;

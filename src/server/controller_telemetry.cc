@@ -7,6 +7,7 @@
 #include <array>
 
 #include "core/log.h"
+#include "sched/power.h"
 #include "server/controller.h"
 #include "server/controller_internal.h"
 #include "server/telemetry_store.h"
@@ -165,6 +166,7 @@ void Controller::SampleCluster(Time now) {
   telemetry_->RecordCluster(
       now, reporting > 0 ? util / reporting : 0.0,
       total > 0 ? std::min(1.0, static_cast<double>(allocated) / total) : 0.0);
+  if (UsesPowerHistory()) telemetry_->RecordPower(now, PowerBudgetsNow());
 }
 
 MetricsView Controller::Metrics() {
@@ -193,7 +195,33 @@ MetricsView Controller::Metrics() {
   v.plan_starts_dropped = plan_starts_dropped_;
   v.pass_phases = pass_phases_;
   v.waits = waits_;
+  v.power_budgets = PowerBudgetsNow();
   return v;
+}
+
+std::vector<TelemetryStore::PowerBudgetNow> Controller::PowerBudgetsNow() const {
+  std::vector<TelemetryStore::PowerBudgetNow> out;
+  if (inventory_ == nullptr || inventory_->power_budgets().empty()) return out;
+  sched::PowerLedger ledger(*inventory_);
+  for (const auto& [id, run] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job != nullptr) {
+      ledger.Charge(job->id, job->allocation, power_history_.Expected(job->spec), 1);
+    }
+  }
+  for (size_t b = 0; b < inventory_->power_budgets().size(); ++b) {
+    const sched::InvPowerBudget& budget = inventory_->power_budgets()[b];
+    TelemetryStore::PowerBudgetNow now{budget.name, budget.watts, ledger.loads_w()[b], 0};
+    sched::NodeBitset::ForEachAnd(budget.nodes, budget.nodes, [&](uint32_t n) {
+      auto it = nodes_.find(inventory_->node(n).name);
+      if (it == nodes_.end() || it->second.gpus_now == nullptr) return true;
+      for (const GpuReport& g : *it->second.gpus_now)
+        now.gpu_measured_w += g.telemetry.power_w;
+      return true;
+    });
+    out.push_back(std::move(now));
+  }
+  return out;
 }
 
 }  // namespace shoal::server

@@ -175,6 +175,32 @@ void AppendPasses(Buffer& out, const MetricsView& v, const LoopStats& loop) {
          static_cast<double>(v.plan_starts_dropped));
 }
 
+// Each power budget (docs/power.md): its cap, the draw the scheduler counts,
+// and what its GPUs measured.
+void AppendPowerBudgetLines(Buffer& out, const MetricsView& v) {
+  if (v.power_budgets.empty()) return;
+  const struct {
+    const char* name;
+    const char* help;
+    double TelemetryStore::PowerBudgetNow::*value;
+  } kFamilies[] = {
+      {"shoal_power_budget_watts", "Each power budget's cap.",
+       &TelemetryStore::PowerBudgetNow::cap_w},
+      {"shoal_power_budget_expected_watts",
+       "The draw the scheduler counts against each power budget: its nodes idle, and the "
+       "running jobs' GPUs at their expected power.",
+       &TelemetryStore::PowerBudgetNow::expected_w},
+      {"shoal_power_budget_gpu_watts",
+       "What the GPUs under each power budget drew in their last heartbeats.",
+       &TelemetryStore::PowerBudgetNow::gpu_measured_w},
+  };
+  for (const auto& f : kFamilies) {
+    Family(out, f.name, "gauge", f.help);
+    for (const TelemetryStore::PowerBudgetNow& b : v.power_budgets)
+      Sample(out, f.name, Labels({{"budget", b.name}}), b.*f.value);
+  }
+}
+
 // Nodes by state, GPUs by model and state.
 void AppendNodes(Buffer& out, const MetricsView& v, const GpuHolders& holders) {
   const std::vector<Node>& nodes = *v.nodes;
@@ -215,6 +241,7 @@ void AppendNodes(Buffer& out, const MetricsView& v, const GpuHolders& holders) {
       Sample(out, "shoal_gpus", Labels({{"model", model}, {"state", kGpuStates[s]}}), counts[s]);
     }
   }
+  AppendPowerBudgetLines(out, v);
 }
 
 // Each node: one series for its current state (kube-state-metrics' style

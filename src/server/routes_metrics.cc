@@ -78,18 +78,48 @@ void LoopStatistics(const Context& ctx, const Identity& who, const httplib::Requ
                    st.passes == 0 ? 0.0 : st.pass_ms_total / static_cast<double>(st.passes)}});
 }
 
+// Appends `points` as [[t,a,b],...]: whole Unix seconds and two figures.
+template <typename P>
+void AppendPoints(std::string& body, const std::vector<P>& points, double P::*a, double P::*b) {
+  body += '[';
+  bool first = true;
+  for (const P& p : points) {
+    if (!first) body += ',';
+    first = false;
+    fmt::format_to(std::back_inserter(body), "[{},{},{}]", static_cast<int64_t>(p.t), p.*a, p.*b);
+  }
+  body += ']';
+}
+
 void ClusterSeries(const Context& ctx, const Identity&, const httplib::Request& req,
                    httplib::Response& res) {
   auto range = RangeOf(req);
   if (!range.ok()) return Reply(res, range.status());
   const TelemetryStore::ClusterSeriesResult series = ctx.telemetry.ClusterSeries(*range);
-  std::string body = fmt::format("{{\"step_s\":{},\"points\":[", series.step_s);
-  bool first = true;
-  for (const TelemetryStore::ClusterPoint& p : series.points) {
-    if (!first) body += ',';
-    first = false;
-    fmt::format_to(std::back_inserter(body), "[{},{},{}]", static_cast<int64_t>(p.t),
-                   p.mean_util_pct, p.allocated_fraction);
+  std::string body = fmt::format("{{\"step_s\":{},\"points\":", series.step_s);
+  AppendPoints(body, series.points, &TelemetryStore::ClusterPoint::mean_util_pct,
+               &TelemetryStore::ClusterPoint::allocated_fraction);
+  body += "}";
+  res.status = 200;
+  res.set_content(std::move(body), "application/json");
+}
+
+// Each power budget's cap and, over the range, its expected and measured draw.
+void PowerSeries(const Context& ctx, const Identity&, const httplib::Request& req,
+                 httplib::Response& res) {
+  auto range = RangeOf(req);
+  if (!range.ok()) return Reply(res, range.status());
+  std::string body = fmt::format("{{\"step_s\":{},\"budgets\":[",
+                                 static_cast<int64_t>(ToSeconds(ctx.telemetry.interval())));
+  bool first_budget = true;
+  for (const TelemetryStore::PowerSeries& s : ctx.telemetry.PowerBudgetSeries(*range)) {
+    if (!first_budget) body += ',';
+    first_budget = false;
+    fmt::format_to(std::back_inserter(body),
+                   "{{\"name\":{},\"cap_w\":{},\"points\":", Json(s.name).dump(), s.cap_w);
+    AppendPoints(body, s.points, &TelemetryStore::PowerPoint::expected_w,
+                 &TelemetryStore::PowerPoint::gpu_w);
+    body += "}";
   }
   body += "]}";
   res.status = 200;
@@ -187,6 +217,7 @@ void AddMetricsRoutes(httplib::Server& http, const Context& ctx) {
   http.Get("/v1/stats", HandleAuthed(ctx, LoopStatistics));
   http.Get("/metrics", Handle(ctx, Metrics));
   http.Get("/v1/cluster/series", HandleAuthed(ctx, ClusterSeries));
+  http.Get("/v1/power/series", HandleAuthed(ctx, PowerSeries));
   http.Get(R"(/v1/nodes/([A-Za-z0-9._-]+)/series)", HandleAuthed(ctx, NodeSeries));
   http.Get(R"(/v1/jobs/(\d+)/series)", HandleAuthed(ctx, JobSeries));
 }

@@ -240,6 +240,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     SHOAL_ASSIGN_OR_RETURN(std::vector<Job> past, impl->store->History(completed));
     impl->controller->SeedServiceHistory(past);
   }
+  if (impl->controller->UsesPowerHistory()) {
+    state::HistoryQuery finished;
+    finished.states = {JobState::kCompleted, JobState::kFailed, JobState::kTimeout,
+                       JobState::kCancelled};
+    finished.limit = 2000;
+    SHOAL_ASSIGN_OR_RETURN(std::vector<Job> past, impl->store->History(finished));
+    impl->controller->SeedPowerHistory(past);
+  }
   // Bootstrap: the first start creates an admin and a node token.
   const bool fresh = loaded.tokens.empty();
   Identity bootstrap{"bootstrap", "admin"};

@@ -177,4 +177,29 @@ TelemetryStore::ClusterSeriesResult TelemetryStore::ClusterSeries(Range range) c
   return out;
 }
 
+void TelemetryStore::RecordPower(Time now, const std::vector<PowerBudgetNow>& budgets) {
+  const double t = std::floor(ToSeconds(now));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (power_last_t_ >= 0 && t < power_last_t_ + ToSeconds(interval_)) return;
+  power_last_t_ = t;
+  for (const PowerBudgetNow& b : budgets) {
+    PowerRing& ring = power_[b.name];
+    ring.cap_w = b.cap_w;
+    ring.points.Push({t, b.expected_w, b.gpu_measured_w}, capacity_);
+  }
+}
+
+std::vector<TelemetryStore::PowerSeries> TelemetryStore::PowerBudgetSeries(Range range) const {
+  const double lo = ToSeconds(range.from), hi = ToSeconds(range.to);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PowerSeries> out;
+  for (const auto& [name, ring] : power_) {
+    PowerSeries& s = out.emplace_back(PowerSeries{name, ring.cap_w, {}});
+    ring.points.ForEach([&](const PowerPoint& p) {
+      if (p.t >= lo && p.t <= hi) s.points.push_back(p);
+    });
+  }
+  return out;
+}
+
 }  // namespace shoal::server

@@ -10,6 +10,8 @@
 // the whole range asked (its oldest sample at most one rollup step after the
 // range's start, or every sample ever taken), else from the rollup tier,
 // whose last point is the mean of the step under way; `step_s` says which.
+// Power budgets (docs/power.md) have the fine tier only: each one's
+// expected draw and its GPUs' measured draw, for six hours.
 //
 // The series live in memory only: they are observations, not state, and a
 // restart starts them afresh. A GPU's rings cost 16 bytes a sample (about
@@ -77,9 +79,30 @@ class TelemetryStore {
 
   // One heartbeat's GPUs: a sample per GPU with telemetry, unless the node's
   // last sample is younger than the interval.
+  // One power budget at one moment: its cap, the draw the scheduler counts,
+  // and what its GPUs measured in their last heartbeats (watts).
+  struct PowerBudgetNow {
+    std::string name;
+    double cap_w = 0;
+    double expected_w = 0;
+    double gpu_measured_w = 0;
+  };
+  struct PowerPoint {
+    double t = 0;
+    double expected_w = 0;
+    double gpu_w = 0;
+  };
+  struct PowerSeries {
+    std::string name;
+    double cap_w = 0;  // the newest sample's
+    std::vector<PowerPoint> points;
+  };
+
   void Record(const std::string& node, Time now, const std::vector<GpuReport>& gpus);
   // A cluster-wide sample, unless the last one is younger than the interval.
   void RecordCluster(Time now, double mean_util_pct, double allocated_fraction);
+  // Every power budget's sample, unless the last one is younger than the interval.
+  void RecordPower(Time now, const std::vector<PowerBudgetNow>& budgets);
 
   // A node's GPUs (by index) with their points in `range`; nullopt when the
   // node never reported telemetry.
@@ -87,6 +110,8 @@ class TelemetryStore {
   // One GPU's points in `range`.
   std::vector<Point> GpuPoints(const std::string& node, int index, Range range) const;
   ClusterSeriesResult ClusterSeries(Range range) const;
+  // Each power budget's points in `range` (fine tier only), by name.
+  std::vector<PowerSeries> PowerBudgetSeries(Range range) const;
 
   Duration interval() const { return interval_; }
   size_t capacity() const { return capacity_; }
@@ -168,6 +193,12 @@ class TelemetryStore {
   std::map<std::string, NodeRings> nodes_;
   Ring<ClusterPoint> cluster_, cluster_rollup_;
   StepMean<2> cluster_mean_;
+  struct PowerRing {
+    double cap_w = 0;
+    Ring<PowerPoint> points;
+  };
+  std::map<std::string, PowerRing> power_;  // by budget name
+  double power_last_t_ = -1;
 };
 
 }  // namespace shoal::server

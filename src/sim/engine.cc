@@ -12,6 +12,7 @@
 #include "core/strings.h"
 #include "sched/fragmentation.h"
 #include "sched/inventory.h"
+#include "sched/power.h"
 #include "sched/schedule.h"
 #include "sched/speed.h"
 #include "sim/ledger.h"
@@ -141,6 +142,8 @@ class Simulator {
     result_.seed = opts.seed;
     result_.cluster_gpus = inv_->total_gpus();
     result_.cluster_nodes = static_cast<int>(inv_->size());
+    result_.peak_power_w = sched::PeakClusterPower(*inv_);
+    idle_power_w_ = sched::ExpectedClusterPower(*inv_, {});
     result_.notes = trace.notes;
     snap_.inventory = inv_;
   }
@@ -194,6 +197,7 @@ class Simulator {
       if (!r.ok()) return r.status().WithContext(fmt::format("trace job {} ('{}')", i + 1, t.name));
       j.req = *r;
       Status sat = sched::CheckSatisfiable(*inv_, j.req);
+      if (sat.ok()) sat = sched::CheckPowerFits(*inv_, j.req, 0);
       if (!sat.ok()) {
         return sat.WithContext(
             fmt::format("trace job {} ('{}') can never run on this cluster", i + 1, t.name));
@@ -521,6 +525,11 @@ class Simulator {
       s.at = next_sample_;
       s.allocated_gpus = ledger_.AllocatedGpus();
       s.fragmented_gpus = Fragmented();
+      if (result_.peak_power_w > 0) {
+        s.power_w = idle_power_w_;
+        for (uint32_t idx : running_)
+          s.power_w += sched::AddedPower(*inv_, jobs_[idx].alloc, 0);
+      }
       s.pending = static_cast<int>(pending_.size());
       s.running = static_cast<int>(running_.size());
       result_.samples.push_back(s);
@@ -746,6 +755,7 @@ class Simulator {
   sched::Policy policy_;
   const SimOptions& opts_;
   std::shared_ptr<const sched::Inventory> inv_;
+  double idle_power_w_ = 0;  // every node idle
   Ledger ledger_;
   SimResult result_;
   sched::Snapshot snap_;

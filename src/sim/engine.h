@@ -86,6 +86,9 @@ struct UtilSample {
   Time at{};
   double allocated_gpus = 0;
   double fragmented_gpus = 0;  // free GPU capacity the workload mix cannot use (FGD's measure)
+  // Expected draw in watts: running jobs' GPUs at their rated power (or cap),
+  // everything else idle (the power budgets' own count); 0 when no GPU has a rated power.
+  double power_w = 0;
   int pending = 0;
   int running = 0;
 };
@@ -112,6 +115,7 @@ struct SimResult {
   uint64_t seed = 0;
   int cluster_gpus = 0;
   int cluster_nodes = 0;
+  double peak_power_w = 0;  // the cluster with every GPU at its rated power
   std::vector<JobRecord> jobs;
   std::vector<UtilSample> samples;
   std::vector<FillPoint> fill;

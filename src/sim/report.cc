@@ -133,6 +133,15 @@ Summary Summarize(const SimResult& r) {
     util /= static_cast<double>(r.samples.size()) * r.cluster_gpus;
   s.utilisation = util;
   s.fragmentation = frag_n > 0 ? frag / frag_n : 0;
+  s.power_peak_w = r.peak_power_w;
+  if (r.peak_power_w > 0 && !r.samples.empty()) {
+    for (const UtilSample& u : r.samples) {
+      s.power_mean_w += u.power_w;
+      s.power_max_w = std::max(s.power_max_w, u.power_w);
+    }
+    s.power_mean_w /= static_cast<double>(r.samples.size());
+    s.energy_mwh = s.power_mean_w * s.makespan_s / 3600 / 1e6;
+  }
   double sum = 0, sum2 = 0;
   for (auto& [name, a] : accounts) {
     a.mean_jct_s /= a.jobs;
@@ -237,6 +246,16 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
     row("makespan", [](const Summary& s) { return Hours(s.makespan_s); });
     row("GPU utilisation", [](const Summary& s) { return Pct(s.utilisation); });
     row("fragmented free GPUs", [](const Summary& s) { return Pct(s.fragmentation); });
+    if (!sums.empty() && sums[0].power_peak_w > 0) {
+      row("power mean / highest", [](const Summary& s) {
+        return fmt::format("{:.0f} / {:.0f} kW", s.power_mean_w / 1000, s.power_max_w / 1000);
+      });
+      row("  of peak", [](const Summary& s) {
+        return fmt::format("{} / {}", Pct(s.power_mean_w / s.power_peak_w),
+                           Pct(s.power_max_w / s.power_peak_w));
+      });
+      row("energy", [](const Summary& s) { return fmt::format("{:.1f} MWh", s.energy_mwh); });
+    }
     row("preemptions", [](const Summary& s) { return std::to_string(s.preemptions); });
     row("backfilled starts", [](const Summary& s) { return std::to_string(s.backfilled); });
     row("timeouts", [](const Summary& s) { return std::to_string(s.timeouts); });
@@ -328,6 +347,12 @@ std::string RenderJson(const ReportContext& ctx, const std::vector<SimResult>& r
       p["makespan_s"] = s.makespan_s;
       p["utilisation"] = s.utilisation;
       p["fragmentation"] = s.fragmentation;
+      if (s.power_peak_w > 0) {
+        p["power_mean_kw"] = s.power_mean_w / 1000;
+        p["power_max_kw"] = s.power_max_w / 1000;
+        p["power_peak_kw"] = s.power_peak_w / 1000;
+        p["energy_mwh"] = s.energy_mwh;
+      }
       p["preemptions"] = s.preemptions;
       p["backfilled"] = s.backfilled;
       p["multi_node_jobs"] = s.multi_node_jobs;

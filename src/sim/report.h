@@ -50,6 +50,12 @@ struct Summary {
   double makespan_s = 0;
   double utilisation = 0;    // mean allocated GPUs / cluster GPUs over the run
   double fragmentation = 0;  // mean fragmented GPUs / free GPUs, where any were free
+  // Expected draw (docs/power.md), when the GPUs have ratings: the mean and
+  // the highest sample, the cluster's peak, and the energy over the makespan.
+  double power_mean_w = 0;
+  double power_max_w = 0;
+  double power_peak_w = 0;
+  double energy_mwh = 0;
   std::vector<AccountSummary> accounts;
   double jain_fairness = 0;  // Jain's index over the accounts' mean slowdowns (1 is fair)
   int multi_node_jobs = 0;

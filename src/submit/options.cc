@@ -309,6 +309,20 @@ constexpr OptionDef kOptions[] = {
        r.gpu_speeds = std::move(speeds);
        return Status::Ok();
      }},
+    {"gpu-power-cap", 0, "WATTS",
+     "Shoal's own: hold each of the job's GPUs to this power (e.g. 500W) while it runs; "
+     "power budgets count the cap",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       std::string_view text = Trim(c.value);
+       if (!text.empty() && (text.back() == 'W' || text.back() == 'w')) text.remove_suffix(1);
+       auto watts = ParseInt(text);
+       if (!watts.ok() || *watts < kMinGpuPowerCapW || *watts > kMaxGpuPowerCapW) {
+         return Invalid(c, fmt::format("'{}' is not a power in watts from {} to {} (e.g. 500W)",
+                                       Printable(c.value), kMinGpuPowerCapW, kMaxGpuPowerCapW));
+       }
+       r.gpu_power_cap_w = static_cast<int>(*watts);
+       return Status::Ok();
+     }},
     {"comment", 0, "TEXT", "a comment kept with the job",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/true));

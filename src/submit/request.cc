@@ -240,6 +240,7 @@ void Overlay(const Request& high, Request& low) {
   Take(high.tasks_per_gpu, low.tasks_per_gpu);
   Take(high.comment, low.comment);
   Take(high.gpu_speeds, low.gpu_speeds);
+  Take(high.gpu_power_cap_w, low.gpu_power_cap_w);
   Take(high.append_output, low.append_output);
   Take(high.strict, low.strict);
   Take(high.parsable, low.parsable);
@@ -293,6 +294,7 @@ Status Resolve(const Request& r, JobSpec& spec) {
   if (r.exported) spec.env = r.exported->values;
   if (r.comment) spec.comment = *r.comment;
   if (r.gpu_speeds) spec.gpu_speeds = *r.gpu_speeds;
+  if (r.gpu_power_cap_w) spec.gpu_power_cap_w = *r.gpu_power_cap_w;
   if (r.append_output) spec.append_output = *r.append_output;
   return Status::Ok();
 }

@@ -117,6 +117,7 @@ struct Request {
   std::optional<int> tasks_per_gpu;
   std::optional<std::string> comment;
   std::optional<std::vector<std::pair<std::string, double>>> gpu_speeds;  // --gpu-speed
+  std::optional<int> gpu_power_cap_w;                                     // --gpu-power-cap
   std::optional<bool> append_output;                                      // --open-mode=append
   // Slurm's options that mean nothing to Shoal, as given ("--hint=compute_bound"):
   // accepted with a note, or refused under --strict. Every source's add up.

@@ -15,6 +15,11 @@ check "json" 0 '"policies"' -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE
 check "csv" 0 "^policy,jobs" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy backfill --max-jobs 300 --csv
 check "series" 0 "policy" -- "$SHOAL" sim --nodes 16 --trace "$TRACE" --policy fifo --max-jobs 100 --series "$TMP/s.csv"
 check "series file" 0 "allocated_gpus" -- cat "$TMP/s.csv"
+# A power budget of 60 % of the cluster's peak draw: the expected draw never
+# crosses it, and the report says what was drawn.
+check "power budget" 0 "power mean / highest" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy backfill --max-jobs 300 --power-budget 60%
+check "power budget held" 0 "^ok$" -- sh -c "'$SHOAL' sim --cluster '$CLUSTER' --trace '$TRACE' --policy backfill --max-jobs 300 --power-budget 60% --json | python3 -c 'import json,sys; p=json.load(sys.stdin)[\"policies\"][0]; assert 0 < p[\"power_max_kw\"] <= 0.6 * p[\"power_peak_kw\"] + 1e-9, p; print(\"ok\")'"
+check "bad power budget" 2 "--power-budget" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --power-budget 120%
 check "list policies" 0 "oracle" -- "$SHOAL" sim --list-policies
 check "help" 0 "--time-limits" -- "$SHOAL" sim --help
 check "no command" 2 "usage" -- "$SHOAL"

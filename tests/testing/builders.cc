@@ -20,6 +20,12 @@ NodeBuilder& NodeBuilder::Gpus(int count, const std::string& model) {
   return *this;
 }
 
+NodeBuilder& NodeBuilder::RatedW(double watts) {
+  for (Gpu& g : node_->gpus)
+    g.rated_w = watts;
+  return *this;
+}
+
 NodeBuilder& NodeBuilder::Islands(int islands) {
   const int per = std::max(1, static_cast<int>(node_->gpus.size()) / std::max(1, islands));
   for (Gpu& g : node_->gpus)

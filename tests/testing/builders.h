@@ -33,6 +33,8 @@ class NodeBuilder {
   NodeBuilder& Partitions(std::vector<std::string> partitions);
   NodeBuilder& Labels(std::vector<std::string> labels);
   NodeBuilder& State(NodeState state);
+  // Every GPU's rated power (power budgets).
+  NodeBuilder& RatedW(double watts);
 
  private:
   Node* node_;

@@ -145,6 +145,12 @@ try {
     expect(/H100/.test(models), `models table: ${models}`);
   });
 
+  await check('the overview charts each power budget against its cap', async () => {
+    await page.waitForSelector('#power-budgets:not([hidden]) .chart canvas', { timeout: 20000 });
+    const title = await page.locator('#power-budgets .chart-title').first().textContent();
+    expect(title === 'site (cap 20 kW)', `title ${title}`);
+  });
+
   await check('static files need no token; the API does', async () => {
     const statuses = await page.evaluate(async () => [(await fetch('/app.js')).status, (await fetch('/v1/nodes')).status]);
     expect(statuses[0] === 200 && statuses[1] === 401, `statuses ${statuses}`);

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The dashboard in a real browser: starts `shoal up` (3 simulated DGX H100
 # nodes on loopback), then drives Debian's chromium headless with the vendored
-# playwright-core (dashboard_test.mjs): overview, jobs, a job's page with its
-# chart and log, a node's page. Screenshots and load figures go to ARTIFACTS.
+# playwright-core (dashboard_test.mjs): overview (with a power budget's
+# chart), jobs, a job's page with its chart and log, a node's page. Screenshots and load figures go to ARTIFACTS.
 #   dashboard_test.sh SHOAL_BINARY ARTIFACTS_DIR WORK_DIR
 # Exits 77 (skipped) when node or chromium is missing. Downloads nothing.
 set -u
@@ -44,11 +44,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
+# A site power budget that never holds a job back (3 nodes peak at 16.8 kW),
+# for the overview's power chart.
+printf '[[power_budget]]\nname = "site"\nkw = 20\n' > "$TMP/server.toml"
 # Port 0: the server picks a free loopback port and prints it.
 # node03's GPU 1 has ECC errors and an XID on record from before its agent
 # started (counts the health check takes as the baseline, so it stays in use).
 "$SHOAL" up --nodes 3 --profile dgx-h100 --state-dir "$TMP/state" --listen 127.0.0.1:0 \
-  --sim-fault node03=ecc:1:14:1 --sim-fault node03=xid:1:79 > "$TMP/up.log" 2>&1 &
+  --sim-fault node03=ecc:1:14:1 --sim-fault node03=xid:1:79 --config "$TMP/server.toml" > "$TMP/up.log" 2>&1 &
 UP_PID=$!
 i=0
 until grep -q "Ctrl-C stops" "$TMP/up.log" 2>/dev/null; do

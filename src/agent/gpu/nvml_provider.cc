@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -62,6 +63,11 @@ struct NvmlApi {
   decltype(&::nvmlDeviceGetTemperatureThreshold) nvmlDeviceGetTemperatureThreshold = nullptr;
   decltype(&::nvmlDeviceGetPowerUsage) nvmlDeviceGetPowerUsage = nullptr;
   decltype(&::nvmlDeviceGetEnforcedPowerLimit) nvmlDeviceGetEnforcedPowerLimit = nullptr;
+  decltype(&::nvmlDeviceGetPowerManagementLimitConstraints)
+      nvmlDeviceGetPowerManagementLimitConstraints = nullptr;
+  decltype(&::nvmlDeviceGetPowerManagementDefaultLimit) nvmlDeviceGetPowerManagementDefaultLimit =
+      nullptr;
+  decltype(&::nvmlDeviceSetPowerManagementLimit) nvmlDeviceSetPowerManagementLimit = nullptr;
   decltype(&::nvmlDeviceGetPersistenceMode) nvmlDeviceGetPersistenceMode = nullptr;
   decltype(&::nvmlDeviceGetTotalEnergyConsumption) nvmlDeviceGetTotalEnergyConsumption = nullptr;
   decltype(&::nvmlDeviceGetClockInfo) nvmlDeviceGetClockInfo = nullptr;
@@ -109,6 +115,9 @@ std::string ResolveAll(void* library, NvmlApi& api) {
   SHOAL_NVML_RESOLVE(nvmlDeviceGetTemperatureThreshold);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetPowerUsage);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetEnforcedPowerLimit);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetPowerManagementLimitConstraints);
+  SHOAL_NVML_RESOLVE(nvmlDeviceGetPowerManagementDefaultLimit);
+  SHOAL_NVML_RESOLVE(nvmlDeviceSetPowerManagementLimit);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetPersistenceMode);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetTotalEnergyConsumption);
   SHOAL_NVML_RESOLVE(nvmlDeviceGetClockInfo);
@@ -227,7 +236,8 @@ struct Device {
   nvmlDevice_t handle = nullptr;
   uint64_t xid_errors = 0;
   int last_xid = 0;
-  bool lost = false;  // NVML said NVML_ERROR_GPU_IS_LOST once
+  bool lost = false;              // NVML said NVML_ERROR_GPU_IS_LOST once
+  unsigned int own_limit_mw = 0;  // the power limit it was discovered with (a cap restores it)
 };
 
 // NVML behind the GpuProvider interface. It owns the dlopen handle, NVML's
@@ -332,6 +342,7 @@ class NvmlProvider final : public GpuProvider {
       unsigned int limit_mw = 0;
       if (CallOptional(api_.nvmlDeviceGetEnforcedPowerLimit, h, &limit_mw) == NVML_SUCCESS) {
         gpu.power_limit_w = limit_mw / 1000.0;
+        if (devices_[i].own_limit_mw == 0) devices_[i].own_limit_mw = limit_mw;
       }
       unsigned int slowdown_c = 0;
       if (CallOptional(api_.nvmlDeviceGetTemperatureThreshold, h,
@@ -342,6 +353,34 @@ class NvmlProvider final : public GpuProvider {
     }
     AssignIslands(pci_keys, gpus);
     return gpus;
+  }
+
+  // NVML needs root for this (the agent runs as root); the GPU's own range
+  // comes from its constraints.
+  Status SetPowerCap(int index, double watts) override {
+    if (index < 0 || static_cast<size_t>(index) >= devices_.size())
+      return InvalidArgument(fmt::format("no GPU {}", index));
+    Device& d = devices_[static_cast<size_t>(index)];
+    unsigned int target_mw = d.own_limit_mw;
+    if (watts == 0 && target_mw == 0) {
+      const nvmlReturn_t rc =
+          CallOptional(api_.nvmlDeviceGetPowerManagementDefaultLimit, d.handle, &target_mw);
+      if (rc != NVML_SUCCESS) return Failure("nvmlDeviceGetPowerManagementDefaultLimit", rc);
+    } else if (watts != 0) {
+      target_mw = static_cast<unsigned int>(std::llround(watts * 1000));
+      unsigned int min_mw = 0;
+      unsigned int max_mw = 0;
+      if (CallOptional(api_.nvmlDeviceGetPowerManagementLimitConstraints, d.handle, &min_mw,
+                       &max_mw) == NVML_SUCCESS &&
+          (target_mw < min_mw || target_mw > max_mw)) {
+        return InvalidArgument(fmt::format("GPU {} takes a power limit from {} to {} W, not {:.0f}",
+                                           index, min_mw / 1000, max_mw / 1000, watts));
+      }
+    }
+    const nvmlReturn_t rc =
+        CallOptional(api_.nvmlDeviceSetPowerManagementLimit, d.handle, target_mw);
+    if (rc != NVML_SUCCESS) return Failure("nvmlDeviceSetPowerManagementLimit", rc);
+    return Status::Ok();
   }
 
   Result<std::vector<GpuSample>> Sample() override {

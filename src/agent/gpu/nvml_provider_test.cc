@@ -122,6 +122,25 @@ TEST_F(NvmlProviderTest, DiscoversADgxH100) {
     EXPECT_EQ(gpu.nvlink_island, 0) << gpu.index;
 }
 
+TEST_F(NvmlProviderTest, CapsAGpusPowerWithinItsRangeAndGivesItsOwnLimitBack) {
+  fake_.gpu(1).power_limit_mw = 650'000;  // an admin's own limit, below the default
+  auto provider = Open();
+  ASSERT_NE(provider, nullptr);
+  ASSERT_TRUE(provider->Discover().ok());
+  ASSERT_TRUE(provider->SetPowerCap(1, 300).ok());
+  EXPECT_EQ(fake_.gpu(1).power_limit_mw, 300'000u);
+  EXPECT_EQ(fake_.gpu(0).power_limit_mw, 700'000u);  // only that GPU
+  const Status low = provider->SetPowerCap(1, 100);
+  EXPECT_EQ(low.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(low.message().find("GPU 1 takes a power limit from 200 to 700 W, not 100"),
+            std::string::npos)
+      << low.message();
+  EXPECT_EQ(fake_.gpu(1).power_limit_mw, 300'000u);
+  ASSERT_TRUE(provider->SetPowerCap(1, 0).ok());
+  EXPECT_EQ(fake_.gpu(1).power_limit_mw, 650'000u);  // the limit it was found with
+  EXPECT_EQ(provider->SetPowerCap(9, 300).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(NvmlProviderTest, SamplesEveryReading) {
   FakeNvmlGpu& g = fake_.gpu(5);
   g.util_gpu_pct = 97;

@@ -67,6 +67,14 @@ class GpuProvider {
     (void)index;
     (void)load;
   }
+  // Holds a GPU to `watts` (a job's --gpu-power-cap), within the range the
+  // GPU allows; 0 gives it back the limit it was discovered with. An error
+  // says why the GPU refused.
+  virtual Status SetPowerCap(int index, double watts) {
+    (void)index;
+    (void)watts;
+    return FailedPrecondition("this GPU provider cannot cap power");
+  }
 };
 
 // NVML through dlopen (there is no nvml.h at build time). `library` is a

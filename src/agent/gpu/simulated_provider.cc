@@ -21,6 +21,7 @@ namespace {
 // gives the grounds for each.
 constexpr double kIdlePowerFraction = 0.12;    // of TDP, an idle GPU in a P0/P8 state
 constexpr double kBusyPowerFraction = 0.90;    // of TDP, a training step at full load
+constexpr double kMinCapFraction = 0.25;       // the lowest power limit, as a share of TDP
 constexpr double kPowerNoiseFraction = 0.015;  // of TDP, busy; a third of it idle
 constexpr double kIdleTemperatureC = 33;       // air- or liquid-cooled chassis, idle
 constexpr double kBusyTemperatureRiseC = 37;   // over idle at full load: ~70 degC
@@ -127,6 +128,7 @@ struct SimulatedProvider::GpuState {
   bool nvlink = false;       // joined to another GPU by NVLink
   double nvlink_kib = 0;     // sent and received
   double load = 0;
+  double cap_w = 0;                          // a job's power cap; 0: the rated limit
   double temperature_c = kIdleTemperatureC;  // the lagged state
   double energy_j = 0;
   uint64_t ecc_corrected = 0;
@@ -137,8 +139,9 @@ struct SimulatedProvider::GpuState {
 
   double MeanPowerW() const {
     const double fraction = kIdlePowerFraction + (kBusyPowerFraction - kIdlePowerFraction) * load;
-    return device.power_limit_w * fraction;
+    return std::min(device.power_limit_w * fraction, LimitW());
   }
+  double LimitW() const { return cap_w > 0 ? cap_w : device.power_limit_w; }
   double TargetTemperatureC() const { return kIdleTemperatureC + kBusyTemperatureRiseC * load; }
 };
 
@@ -253,7 +256,7 @@ Result<std::vector<GpuSample>> SimulatedProvider::Sample() {
     s.fb_used_mib = std::clamp<int64_t>(std::llround(used_mib), 0, d.memory_mib);
     s.fb_free_mib = d.memory_mib - s.fb_used_mib;
     s.power_w =
-        std::clamp(g.MeanPowerW() + (busy ? power_noise : power_noise / 3), 0.0, d.power_limit_w);
+        std::clamp(g.MeanPowerW() + (busy ? power_noise : power_noise / 3), 0.0, g.LimitW());
     // NVML reports whole degrees.
     s.temperature_c = g.held_temperature_c ? *g.held_temperature_c
                                            : std::round(g.temperature_c + temperature_noise);
@@ -296,6 +299,21 @@ void SimulatedProvider::SetLoad(int index, double load) {
   // The old load shaped the interval up to now.
   AdvanceTo(clock_.Now());
   gpus_[static_cast<size_t>(index)].load = std::isfinite(load) ? std::clamp(load, 0.0, 1.0) : 0.0;
+}
+
+Status SimulatedProvider::SetPowerCap(int index, double watts) {
+  std::lock_guard lock(mu_);
+  SHOAL_RETURN_IF_ERROR(CheckIndex(index));
+  GpuState& g = gpus_[static_cast<size_t>(index)];
+  const double rated = g.device.power_limit_w;
+  if (watts != 0 && !(watts >= kMinCapFraction * rated && watts <= rated)) {
+    return InvalidArgument(
+        fmt::format("GPU {} takes a power limit from {:.0f} to {:.0f} W, not {:.0f}", index,
+                    kMinCapFraction * rated, rated, watts));
+  }
+  AdvanceTo(clock_.Now());  // the old limit held up to now
+  g.cap_w = watts;
+  return Status::Ok();
 }
 
 Status SimulatedProvider::CheckIndex(int index) const {

@@ -64,6 +64,9 @@ class SimulatedProvider final : public GpuProvider {
   // Load is clamped to [0, 1]; an index out of range is ignored (real GPUs
   // ignore loads too, and a stale index must not crash the agent).
   void SetLoad(int index, double load) override;
+  // Between 25 % and 100 % of the rated power, as NVML's constraints for
+  // data-centre GPUs roughly are; draw is then held to the cap.
+  Status SetPowerCap(int index, double watts) override;
 
   // Faults. Each fails with kInvalidArgument for an index the node lacks.
   // Counters only grow, as on real GPUs until the driver reloads.

@@ -137,6 +137,21 @@ TEST_F(SimulatedProviderTest, TelemetryFollowsLoadAndConverges) {
   EXPECT_GT(cooling.temperature_c, 55);
 }
 
+TEST_F(SimulatedProviderTest, APowerCapHoldsTheDrawUntilItIsGivenBack) {
+  auto p = Make();
+  p->SetLoad(0, 1.0);
+  ASSERT_TRUE(p->SetPowerCap(0, 300).ok());
+  clock_.Advance(seconds(10));
+  EXPECT_LE(SampleOf(*p, 0).power_w, 300);
+  EXPECT_GT(SampleOf(*p, 0).power_w, 300 - 0.015 * 700 - 0.5);
+  const Status low = p->SetPowerCap(0, 100);
+  EXPECT_EQ(low.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(low.message().find("from 175 to 700 W"), std::string::npos) << low.message();
+  ASSERT_TRUE(p->SetPowerCap(0, 0).ok());
+  clock_.Advance(seconds(10));
+  EXPECT_NEAR(SampleOf(*p, 0).power_w, 0.9 * 700, 0.015 * 700 + 0.5);
+}
+
 TEST_F(SimulatedProviderTest, TemperatureLagsWithTheTimeConstant) {
   auto p = Make();
   p->SetLoad(3, 1.0);

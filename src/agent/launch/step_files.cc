@@ -82,6 +82,7 @@ std::string EncodeRequest(const SupervisorRequest& request) {
       {"user", s.user},
       {"job_account", s.job_account},
       {"job_name", s.job_name},
+      {"gpu_power_cap_w", s.gpu_power_cap_w},
       {"command", s.command},
       {"script", s.script},
       {"work_dir", s.work_dir},
@@ -158,6 +159,7 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     s.array_task_id = j.value("array_task_id", -1);
     s.requeueable = j.value("requeueable", false);
     s.job_account = j.value("job_account", std::string());
+    s.gpu_power_cap_w = j.value("gpu_power_cap_w", 0);
     s.step = j.value("step", uint32_t{0});
     s.batch = j.value("batch", false);
     s.has_batch_step = j.value("has_batch_step", false);

@@ -60,7 +60,8 @@ struct StepRequest {
   // labels the step's GPUs with it.
   std::string job_account;
   std::string job_name;
-  std::string command;  // shell command, or the batch script's text when `script`
+  int gpu_power_cap_w = 0;  // the job's --gpu-power-cap: the agent holds its GPUs to it
+  std::string command;      // shell command, or the batch script's text when `script`
   bool script = false;
   std::string work_dir;          // empty: the user's home directory
   std::string stdout_path;       // absolute or relative to work_dir, with sbatch's %-patterns

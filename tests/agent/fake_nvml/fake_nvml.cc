@@ -126,6 +126,9 @@ void fake_nvml_reset(void) {
     g.slowdown_c = 87;
     g.power_mw = 70'000;
     g.power_limit_mw = 700'000;
+    g.power_min_mw = 200'000;
+    g.power_max_mw = 700'000;
+    g.power_default_mw = 700'000;
     g.energy_mj = 1'000'000;
     g.sm_clock_mhz = 345;
     g.ecc_supported = 1;
@@ -276,6 +279,30 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
 
 nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit) {
   return ReadField(__func__, device, limit, &FakeNvmlGpu::power_limit_mw);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device,
+                                                          unsigned int* min_limit,
+                                                          unsigned int* max_limit) {
+  Count(__func__);
+  FakeNvmlGpu* g = nullptr;
+  if (nvmlReturn_t rc = CheckDevice(device, &g, true); rc != NVML_SUCCESS) return rc;
+  *min_limit = g->power_min_mw;
+  *max_limit = g->power_max_mw;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int* limit) {
+  return ReadField(__func__, device, limit, &FakeNvmlGpu::power_default_mw);
+}
+
+nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit) {
+  Count(__func__);
+  FakeNvmlGpu* g = nullptr;
+  if (nvmlReturn_t rc = CheckDevice(device, &g, false); rc != NVML_SUCCESS) return rc;
+  if (limit < g->power_min_mw || limit > g->power_max_mw) return NVML_ERROR_INVALID_ARGUMENT;
+  g->power_limit_mw = limit;
+  return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) {

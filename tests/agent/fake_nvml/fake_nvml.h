@@ -36,7 +36,10 @@ struct FakeNvmlGpu {
   unsigned int temperature_c;
   unsigned int slowdown_c;
   unsigned int power_mw;
-  unsigned int power_limit_mw;
+  unsigned int power_limit_mw;  // enforced; nvmlDeviceSetPowerManagementLimit changes it
+  unsigned int power_min_mw;    // nvmlDeviceGetPowerManagementLimitConstraints
+  unsigned int power_max_mw;
+  unsigned int power_default_mw;
   unsigned long long energy_mj;
   unsigned int sm_clock_mhz;
   int ecc_supported;  // 0: ECC counters answer NVML_ERROR_NOT_SUPPORTED
