@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <utility>
 
 namespace shoal::agent {
@@ -67,6 +69,46 @@ TEST(PowerCapsTest, ARefusedCapIsNotAskedForAgainUntilTheCapChanges) {
   EXPECT_EQ(gpus.calls.size(), 1u);
   caps.Apply(gpus, devices, {Hold(2, {3}, 260)});
   EXPECT_EQ(gpus.calls.size(), 2u);
+}
+
+TEST(PowerCapsTest, AGpuWithoutACapGetsItsOwnLimitBack) {
+  std::vector<GpuDevice> devices = FourGpus();
+  devices[1].power_limit_w = 650;
+  RecordingProvider gpus;
+  PowerCaps caps;
+  caps.Apply(gpus, devices, {Hold(1, {1}, 300)});
+  caps.Apply(gpus, devices, {});
+  EXPECT_EQ(gpus.calls, (std::vector<std::pair<int, double>>{{1, 300}, {1, 650}}));
+}
+
+// An agent restarted while a job held GPU 0 at 300 W finds 300 W there; the
+// file it kept says 700 W, which the GPU gets back and registers as its rating.
+TEST(PowerCapsTest, OwnLimitsOutliveAnAgentRestartedWhileACapHeld) {
+  const std::string dir = ::testing::TempDir() + "/own-power-limits";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/gpu-power-limits.json";
+  auto gpu = [](int index, std::string uuid, double watts) {
+    GpuDevice d;
+    d.index = index;
+    d.uuid = std::move(uuid);
+    d.power_limit_w = watts;
+    return d;
+  };
+  std::vector<GpuDevice> first = {gpu(0, "GPU-a", 700), gpu(1, "GPU-b", 700)};
+  ASSERT_TRUE(KeepOwnPowerLimits(path, first).ok());
+  std::vector<GpuDevice> after_restart = first;
+  after_restart[0].power_limit_w = 300;           // still capped
+  after_restart.push_back(gpu(2, "GPU-c", 400));  // a new GPU
+  ASSERT_TRUE(KeepOwnPowerLimits(path, after_restart).ok());
+  EXPECT_EQ(after_restart[0].power_limit_w, 700);
+  EXPECT_EQ(after_restart[2].power_limit_w, 400);
+  std::vector<GpuDevice> again = {gpu(2, "GPU-c", 250)};
+  ASSERT_TRUE(KeepOwnPowerLimits(path, again).ok());
+  EXPECT_EQ(again[0].power_limit_w, 400);  // kept from the second start
+  std::ofstream(path) << "not json";
+  EXPECT_FALSE(KeepOwnPowerLimits(path, again).ok());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
