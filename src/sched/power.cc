@@ -208,6 +208,31 @@ Status CheckPowerFits(const Inventory& inv, const Request& req, double gpu_w) {
   return Status::Ok();
 }
 
+Result<Time> PowerStart(const Snapshot& snapshot, const Allocation& alloc, double gpu_w,
+                        Time from) {
+  PowerLedger power(*snapshot.inventory);
+  if (!power.active()) return from;
+  for (const JobInfo& r : snapshot.running) {
+    if (r.allocation != nullptr)
+      power.Charge(r.id, *r.allocation, r.gpu_power_w, 1, std::max(r.expected_end, from));
+  }
+  const std::vector<double> added = power.Added(alloc, gpu_w);
+  Time start = from;
+  for (size_t b = 0; b < added.size(); ++b) {
+    if (added[b] <= 0) continue;
+    const Time fits = power.WhenFits(static_cast<int>(b), alloc, gpu_w, from);
+    if (fits == kTimeNever) {
+      const InvPowerBudget& budget = snapshot.inventory->power_budgets()[b];
+      return Unsatisfiable(fmt::format(
+          "power budget '{}' ({}) never has the {} it needs, even when every running job has "
+          "ended",
+          budget.name, Kw(budget.watts), Kw(added[b])));
+    }
+    start = std::max(start, fits);
+  }
+  return start;
+}
+
 double AddedPower(const Inventory& inv, const Allocation& alloc, double gpu_w) {
   double w = 0;
   for (const NodeAllocation& na : alloc.nodes) {

@@ -106,6 +106,11 @@ std::optional<Allocation> PlaceUnderBudgets(
 // of lowest rating) is over its cap. Ok does not promise a fit.
 Status CheckPowerFits(const Inventory& inv, const Request& req, double gpu_w);
 
+// The first time from `from` at which `alloc` at `gpu_w` fits every budget,
+// the snapshot's running jobs counted as gone at their expected ends;
+// `from` without budgets. An error when some budget never has the room.
+Result<Time> PowerStart(const Snapshot& snapshot, const Allocation& alloc, double gpu_w, Time from);
+
 // What `alloc`, drawing `gpu_w` per GPU (0: rated), adds to its nodes' idle draw.
 double AddedPower(const Inventory& inv, const Allocation& alloc, double gpu_w);
 

@@ -205,6 +205,27 @@ TEST_F(PowerBudgetTest, APreemptingJobMayTakeTheLowerTiersPower) {
   EXPECT_EQ(plan.preemptions[0].victim, snap_->IdOf("low"));
 }
 
+TEST_F(PowerBudgetTest, TestOnlyEstimatesWaitForPowerAsWellAsGpus) {
+  Budget("site", "", kIdleW + kJobW + 100);
+  inv_ = c_.Inventory();
+  snap_ = std::make_unique<testing::SnapshotBuilder>(inv_);
+  snap_->Running(testing::JobBuilder("r").Gpus(8), {"n1:0-7"}, kTimeZero - hours(1),
+                 kTimeZero + hours(3));
+  auto policy = Policy::Create(*Policy::Preset("backfill"), BuiltinRegistry());
+  ASSERT_TRUE(policy.ok());
+  auto req = CompileRequest(*inv_, testing::JobBuilder("j").Gpus(8).spec());
+  ASSERT_TRUE(req.ok());
+  auto rated = EstimateStart(snap_->Build(), *req, kTimeZero, *policy);
+  ASSERT_TRUE(rated.ok()) << rated.status().ToString();
+  EXPECT_EQ(rated->start, kTimeZero + hours(3));  // n2 is free now, the power at +3h
+  auto capped = EstimateStart(snap_->Build(), *req, kTimeZero, *policy, 80);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ(capped->start, kTimeZero);  // 8 x (80 - 70) W fit now
+  auto two = CompileRequest(*inv_, testing::JobBuilder("j").Gang(2, 8).spec());
+  auto never = EstimateStart(snap_->Build(), *two, kTimeZero, *policy);
+  EXPECT_EQ(never.status().code(), StatusCode::kUnsatisfiable);
+}
+
 TEST_F(PowerBudgetTest, ASharedGpuCountsItsShareOfTheDraw) {
   inv_ = c_.Inventory();
   PowerLedger ledger(*inv_);

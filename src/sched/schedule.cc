@@ -761,7 +761,7 @@ Plan Schedule(const Snapshot& snapshot, Time now, const Policy& policy) {
 }
 
 Result<StartEstimate> EstimateStart(const Snapshot& snapshot, const Request& req, Time not_before,
-                                    const Policy& policy) {
+                                    const Policy& policy, double gpu_power_w) {
   SHOAL_CHECK(snapshot.inventory != nullptr, "a snapshot needs an inventory");
   const Inventory& inv = *snapshot.inventory;
   if (req.inventory_version != inv.version())
@@ -791,7 +791,9 @@ Result<StartEstimate> EstimateStart(const Snapshot& snapshot, const Request& req
         fmt::format("it cannot start even when every running job has ended: {}",
                     CheckCapacity(inv, req, snapshot.nodes).message()));
   }
-  return StartEstimate{found->first, std::move(found->second)};
+  SHOAL_ASSIGN_OR_RETURN(Time start,
+                         PowerStart(snapshot, found->second, gpu_power_w, found->first));
+  return StartEstimate{start, std::move(found->second)};
 }
 
 }  // namespace shoal::sched

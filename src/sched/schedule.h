@@ -33,13 +33,16 @@ Plan Schedule(const Snapshot& snapshot, Time now, const Policy& policy);
 // snapshot's running jobs leave free, else at the first of their expected
 // ends (start + time limit) after which it fits, placed as the policy's
 // score plugin places it (the search the backfill reservation makes).
-// Other pending jobs, preemption, account limits and the running jobs'
-// early ends are not considered. An error says why it could not start at all.
+// With power budgets, the start is also when the running jobs' expected ends
+// leave each budget room for the job's draw (`gpu_power_w` per GPU; 0: the
+// GPUs' rated power). Other pending jobs, preemption, account limits and the
+// running jobs' early ends are not considered. An error says why it could
+// not start at all.
 struct StartEstimate {
   Time start;
   Allocation allocation;
 };
 Result<StartEstimate> EstimateStart(const Snapshot& snapshot, const Request& req, Time not_before,
-                                    const Policy& policy);
+                                    const Policy& policy, double gpu_power_w = 0);
 
 }  // namespace shoal::sched

@@ -296,7 +296,8 @@ Result<api::Json> Controller::TestSubmit(const Identity& who, JobSpec spec, Time
   const sched::Snapshot snap = RunningSnapshot(account_index);
   const Time not_before = spec.begin_time ? std::max(now, *spec.begin_time) : now;
   SHOAL_ASSIGN_OR_RETURN(sched::StartEstimate e,
-                         sched::EstimateStart(snap, req, not_before, *policy_));
+                         sched::EstimateStart(snap, req, not_before, *policy_,
+                                              UsesPowerHistory() ? ExpectedGpuPower(spec) : 0));
   api::Json nodes = api::Json::array();
   int cpus = 0;
   for (const NodeAllocation& na : e.allocation.nodes) {

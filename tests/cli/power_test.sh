@@ -64,6 +64,8 @@ check "a second one waits for the power budget" 0 "power_budget" -- "$SHOAL" sho
 check "and says which budget and by how much" 0 "power budget 'site' would reach 11.2 kW of its 8.5 kW" -- "$SHOAL" show "$B"
 check "the queue shows the reason" 0 "power_budget" -- "$SHOAL" queue
 check "a power cap out of range is refused" 2 "--gpu-power-cap" -- "$SHOAL" submit -G 8 --gpu-power-cap 5W --wrap true
+check "--test-only knows a job the budget can never hold" 1 "power budget 'site' (8.5 kW) never has the 10.1 kW it needs" -- \
+  "$SHOAL" submit --test-only -N 2 --gpus-per-node 8 -t 10 --wrap true
 C=$("$SHOAL" submit --parsable -G 8 -t 10 -J capped --gpu-power-cap 300W \
   --wrap "timeout 60 sh -c 'while :; do :; done'")
 check "a job capped at 300 W per GPU fits beside it" 0 "" -- wait_state "$C" running
