@@ -355,6 +355,11 @@ int RunShow(const std::vector<std::string>& raw) {
     }
     if (spec.contains("gpu_power_cap_w"))
       line("gpu power cap", fmt::format("{} W per GPU", spec["gpu_power_cap_w"].get<int>()));
+    if (j.contains("expected_gpu_power_w")) {
+      const double w = j["expected_gpu_power_w"].get<double>();
+      line("power counted", w > 0 ? fmt::format("{:.0f} W per GPU (earlier runs or its cap)", w)
+                                  : std::string("each GPU's rated power (no earlier runs)"));
+    }
     line("nodes", NodeList(j));
     for (const Json& a2 : j.value("allocation", Json::array())) {
       std::vector<std::string> g;

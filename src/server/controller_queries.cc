@@ -99,6 +99,10 @@ Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
   auto r = running_.find(id.value());
   if (r != running_.end() && r->second.ending_as)
     j["ending_as"] = std::string(JobStateName(*r->second.ending_as));
+  // With power budgets, what the scheduler counts each of its GPUs as drawing
+  // (0: the GPU's rated power).
+  if (UsesPowerHistory() && IsActive(job->state))
+    j["expected_gpu_power_w"] = power_history_.Expected(job->spec);
   return j;
 }
 

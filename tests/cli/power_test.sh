@@ -70,6 +70,8 @@ C=$("$SHOAL" submit --parsable -G 8 -t 10 -J capped --gpu-power-cap 300W \
   --wrap "timeout 60 sh -c 'while :; do :; done'")
 check "a job capped at 300 W per GPU fits beside it" 0 "" -- wait_state "$C" running
 check "show gives the cap" 0 "300 W per GPU" -- "$SHOAL" show "$C"
+check "and what the budgets count for it" 0 "power counted .*300 W per GPU (earlier runs or its cap)" -- "$SHOAL" show "$C"
+check "a job without history or cap counts the rated power" 0 "power counted .*each GPU's rated power" -- "$SHOAL" show "$A"
 check "metrics: the budget's cap" 0 "^8500$" -- metric shoal_power_budget_watts
 check "metrics: the draw counted (1,120 + 5,040 + 1,840 W)" 0 "^8000$" -- metric shoal_power_budget_expected_watts
 # Busy and capped: 8 x 300 W, the other node's 8 idle GPUs at ~84 W (uncapped it would be ~5.7 kW).
