@@ -214,7 +214,9 @@ std::vector<TelemetryStore::PowerBudgetNow> Controller::PowerBudgetsNow() const 
     TelemetryStore::PowerBudgetNow now{budget.name, budget.watts, ledger.loads_w()[b], 0};
     sched::NodeBitset::ForEachAnd(budget.nodes, budget.nodes, [&](uint32_t n) {
       auto it = nodes_.find(inventory_->node(n).name);
-      if (it == nodes_.end() || it->second.gpus_now == nullptr) return true;
+      if (it == nodes_.end() || it->second.gpus_now == nullptr ||
+          it->second.node.state == NodeState::kDown)
+        return true;  // a node that is down reports nothing now
       for (const GpuReport& g : *it->second.gpus_now)
         now.gpu_measured_w += g.telemetry.power_w;
       return true;

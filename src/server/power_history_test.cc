@@ -3,8 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include "server/controller_testing.h"
+
 namespace shoal::server {
 namespace {
+
+using testing::kAdmin;
+using testing::kAlice;
+using testing::kNodeAgent;
+using testing::MakeNode;
+using testing::Spec;
 
 Job Ended(const std::string& user, const std::string& name, double gpu_s, double energy_wh) {
   Job j;
@@ -60,6 +68,46 @@ TEST(PowerHistoryTest, KeepsABoundedNumberOfKindsAndForgetsTheOldestFirst) {
   EXPECT_EQ(h.Expected(first), 0);
   first.name = "job" + std::to_string(PowerHistory::kMaxEntries + 9);
   EXPECT_DOUBLE_EQ(h.Expected(first), 300);
+}
+
+// The controller with a site budget of one node idle plus one 4-GPU job at
+// rated power (700 W GPUs, 70 W idle): a second such job waits for power, a
+// job whose kind drew 100 W a GPU before fits, and the budget's count shows
+// it. Seeded as the server seeds it from the store at start.
+class ControllerPowerTest : public testing::ControllerFixture {};
+
+TEST_F(ControllerPowerTest, ABudgetHoldsJobsBackAndKnowsWhatTheirKindDraws) {
+  ControllerConfig cfg = Config();
+  cfg.power_budgets.push_back({"site", "", 8 * 70 + 4 * 630 + 200});
+  Controller c(cfg);
+  ASSERT_TRUE(c.UsesPowerHistory());
+  c.SeedPowerHistory({Ended("alice", "train", 4 * 3600, 4 * 100)});
+  Node n = MakeNode("n1", 8);
+  for (Gpu& g : n.gpus)
+    g.rated_w = 700;
+  ASSERT_TRUE(c.RegisterNode(kNodeAgent, n, At(0)).ok());
+  auto submit = [&](const std::string& name) {
+    JobSpec s = Spec(4);
+    s.name = name;
+    auto r = c.Submit(kAlice, s, At(0));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return JobId((*r)["jobs"][0].get<uint64_t>());
+  };
+  const JobId first = submit("eval");
+  const JobId second = submit("eval");
+  const JobId known = submit("train");
+  c.SchedulePass(At(1));
+  EXPECT_EQ((*c.ShowJob(kAdmin, first))["state"], "running");
+  const api::Json waits = *c.ShowJob(kAdmin, second);
+  EXPECT_EQ(waits["reason"], "power_budget");
+  EXPECT_EQ(waits["expected_gpu_power_w"], 0);  // no history: the rated power
+  const api::Json fits = *c.ShowJob(kAdmin, known);
+  EXPECT_EQ(fits["state"], "running") << fits.dump();  // it adds 4 x (100 - 70) W
+  EXPECT_EQ(fits["expected_gpu_power_w"], 100);
+  const MetricsView v = c.Metrics();
+  ASSERT_EQ(v.power_budgets.size(), 1u);
+  EXPECT_DOUBLE_EQ(v.power_budgets[0].expected_w, 8 * 70 + 4 * 630 + 4 * 30);
+  EXPECT_FALSE(c_.ShowJob(kAdmin, Submit(kAlice, Spec(1)))->contains("expected_gpu_power_w"));
 }
 
 }  // namespace
