@@ -45,9 +45,9 @@ node_of() { "$SHOAL" show "$1" --json | python3 -c 'import json,sys; print(json.
 metric() {  # metric NAME: its value for budget "site"
   curl -sS "$SHOAL_SERVER/metrics" 2>/dev/null | sed -n "s/^$1{budget=\"site\"} //p"
 }
-# The GPUs' draw under the budget, once it is within [LOW, HIGH] watts (20 s at most).
+# The GPUs' draw under the budget, once it is within [LOW, HIGH] watts (40 s at most).
 measured_between() {
-  for _ in $(seq 100); do
+  for _ in $(seq 200); do
     w=$(metric shoal_power_budget_gpu_watts)
     [ -n "$w" ] && python3 -c "import sys; sys.exit(0 if $2 <= $w <= $3 else 1)" && { echo "$w W"; return 0; }
     sleep 0.2
@@ -84,6 +84,8 @@ wait_state "$C" cancelled
 D=$("$SHOAL" submit --parsable -G 8 -t 10 -J uncapped -w "$CAPPED_NODE" \
   --wrap "timeout 60 sh -c 'while :; do :; done'")
 check "a busy job after it runs on the same node" 0 "" -- wait_state "$D" running
-check "and its GPUs draw more than the old cap again" 0 "W" -- measured_between "$D" 4500 7000
+# Above what 8 GPUs held to 300 W and 8 idle ones can draw together (3,072 W);
+# busy and uncapped they reach ~5.7 kW, and half busy (a loaded machine) ~3.5 kW.
+check "and its GPUs draw more than the old cap again" 0 "W" -- measured_between "$D" 3300 7000
 "$SHOAL" cancel "$D" > /dev/null
 exit $fail
