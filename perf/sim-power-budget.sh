@@ -26,7 +26,7 @@ for run in "cluster02 16" "cluster04 80"; do
     "$BUILD/src/cli/shoal" sim --nodes "$2" --profile dgx-a100 \
       --trace "data/traces/microsoft-itp-2021/raw/$1.csv" --policy fifo,backfill,gittins $flag \
       --json > "$TMP/$1-$budget.json"
-    echo "$(date +%s.%N) - $start" | bc > "$TMP/$1-$budget.wall"
+    awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }' > "$TMP/$1-$budget.wall"
   done
 done
 python3 - "$TMP" <<'PY'
