@@ -242,13 +242,10 @@ double AddedPower(const Inventory& inv, const Allocation& alloc, double gpu_w) {
   return w;
 }
 
-double ExpectedClusterPower(const Inventory& inv, const std::vector<JobInfo>& running) {
+double IdleClusterPower(const Inventory& inv) {
   double w = 0;
   for (const InvNode& n : inv.nodes())
     w += n.idle_w;
-  for (const JobInfo& j : running) {
-    if (j.allocation != nullptr) w += AddedPower(inv, *j.allocation, j.gpu_power_w);
-  }
   return w;
 }
 

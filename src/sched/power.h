@@ -114,10 +114,9 @@ Result<Time> PowerStart(const Snapshot& snapshot, const Allocation& alloc, doubl
 // What `alloc`, drawing `gpu_w` per GPU (0: rated), adds to its nodes' idle draw.
 double AddedPower(const Inventory& inv, const Allocation& alloc, double gpu_w);
 
-// The expected draw of the whole cluster, in watts, with the snapshot's
-// running jobs as they are (idle draw everywhere else); what the simulator
-// samples. Counts every node, with or without budgets.
-double ExpectedClusterPower(const Inventory& inv, const std::vector<JobInfo>& running);
+// What the whole cluster draws with nothing running: every node's idle
+// draw. Counts every node, with or without budgets.
+double IdleClusterPower(const Inventory& inv);
 
 // Every GPU at its rated power and every node's own idle draw: the most the
 // cluster can be expected to draw.

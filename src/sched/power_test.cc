@@ -53,7 +53,7 @@ class PowerBudgetTest : public ::testing::Test {
 
 TEST_F(PowerBudgetTest, IdleAndPeakDrawFollowTheRatingsAndTheIdleModel) {
   inv_ = c_.Inventory();
-  EXPECT_DOUBLE_EQ(ExpectedClusterPower(*inv_, {}), kIdleW);
+  EXPECT_DOUBLE_EQ(IdleClusterPower(*inv_), kIdleW);
   EXPECT_DOUBLE_EQ(PeakClusterPower(*inv_), kIdleW + 2 * kJobW);
 }
 

@@ -143,7 +143,7 @@ class Simulator {
     result_.cluster_gpus = inv_->total_gpus();
     result_.cluster_nodes = static_cast<int>(inv_->size());
     result_.peak_power_w = sched::PeakClusterPower(*inv_);
-    idle_power_w_ = sched::ExpectedClusterPower(*inv_, {});
+    idle_power_w_ = sched::IdleClusterPower(*inv_);
     result_.notes = trace.notes;
     snap_.inventory = inv_;
   }
