@@ -32,8 +32,14 @@ Cluster MakeCluster(int nodes) {
     n.memory_mib = 2048 * 1024;
     n.place.spine = "s" + std::to_string(i / 512);
     n.place.leaf = "l" + std::to_string(i / 32);
-    for (int g = 0; g < 8; ++g)
-      n.gpus.push_back(Gpu{g, "", "H100-SXM-80GB", 81920, 0, g / 4, g / 4, true});
+    for (int g = 0; g < 8; ++g) {
+      Gpu& gpu = n.gpus.emplace_back();
+      gpu.index = g;
+      gpu.model = "H100-SXM-80GB";
+      gpu.memory_mib = 81920;
+      gpu.numa_node = g / 4;
+      gpu.pcie_switch = g / 4;
+    }
     c.nodes.push_back(n);
   }
   return c;

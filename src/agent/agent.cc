@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/agent_impl.h"
 #include "agent/exporter.h"
 #include "agent/launch/pty_relay.h"
 #include "agent/launch/user_files.h"
@@ -34,17 +35,6 @@ namespace shoal::agent {
 
 namespace {
 
-using api::Json;
-
-void Reply(httplib::Response& res, int status, const Json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
-
-void ReplyError(httplib::Response& res, const Status& s) {
-  Reply(res, api::HttpStatus(s), api::ErrorBody(s));
-}
-
 // The step of a route /v1/jobs/{job}/steps/{step}/...?epoch=E (step > 0).
 Result<StepKey> StepKeyOf(const httplib::Request& req) {
   auto job = ParseInt(req.matches[1].str());
@@ -65,99 +55,6 @@ constexpr size_t kMaxLogChunkBytes = 1 << 20;
 
 }  // namespace
 
-struct Agent::Impl {
-  AgentOptions options;
-  std::unique_ptr<GpuProvider> gpus;
-  std::unique_ptr<Steps> steps;
-  const Clock* clock = nullptr;
-  std::vector<GpuDevice> devices;
-  std::unique_ptr<HealthMonitor> health;
-  Node node;  // what we register
-
-  net::HttpServer http;
-  std::thread http_thread;
-  std::thread loop_thread;
-  std::thread events_thread;  // wakes the loop when a supervisor says its step ended
-  std::atomic<bool> listen_returned{false};
-  int port = 0;
-
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;
-  bool wake = false;                        // a step started or ended: report now
-  std::map<uint64_t, uint64_t> last_epoch;  // job -> the newest epoch this agent was given
-  std::vector<StepReport> refused;          // launches that could not start, to report
-  std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
-  std::map<StepKey, GpuHold> step_holds;  // each running step's GPUs here, and whose they are
-  StepLoads step_loads;                   // Loop's own
-  PowerCaps power_caps;                   // Loop's own: jobs' --gpu-power-cap
-  // Forgets the steps that ended, holds GPUs to their jobs' power caps, and
-  // gives simulated GPUs the load of the steps on them (step_load.h).
-  void ShapeGpuLoad(const std::vector<StepReport>& reports);
-  std::vector<GpuSample> last_samples;  // the last telemetry tick's, for GET /metrics
-  StepContext step_context;             // what each step is told of Shoal
-  std::atomic<bool> is_registered{false};
-  std::atomic<uint64_t> accepted_heartbeats{0};
-
-  // Fencing (docs/security.md): the server's node timeout and kill grace,
-  // from its answer to the registration (0: not known yet), and when it
-  // last accepted a heartbeat of ours (the time it was sent).
-  std::atomic<int64_t> fence_after_ms{0};
-  std::atomic<int64_t> fence_grace_ms{0};
-  std::atomic<int64_t> last_heard_ms{0};  // Unix ms; 0: never
-  std::set<StepKey> fenced;               // steps stopped so; events thread only
-  // The interval the server asks for (0 until it says); heartbeat thread only.
-  Duration server_heartbeat{0};
-  void TakeHeartbeatInterval(const Json& answer);
-
-  // Stops the steps of requeueable jobs once the server has not heard this
-  // node for its node timeout: the server will run them again elsewhere
-  // after node timeout + kill grace + a margin, and they must be gone by then.
-  void FenceIfCutOff();
-
-  void Wake() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      wake = true;
-    }
-    cv.notify_all();
-  }
-
-  // TLS: the node's own credentials, and how to reach the server with them.
-  std::optional<NodeCredentials> credentials;
-  std::optional<net::TlsClientOptions> client_tls;
-
-  // Orders come from the controller only: over TLS, the peer whose
-  // certificate the cluster CA issued to the controller (no node's
-  // certificate passes: a node name has no colon); else the node token.
-  bool Authorized(const httplib::Request& req) const {
-    const bool ok = [&] {
-      if (credentials) return net::PeerOf(req).common_name == net::kControllerName;
-      const std::string h = req.get_header_value("Authorization");
-      constexpr std::string_view kBearer = "Bearer ";
-      return h.size() > kBearer.size() &&
-             std::string_view(h).substr(0, kBearer.size()) == kBearer &&
-             net::ConstantTimeEquals(std::string_view(h).substr(kBearer.size()), options.token);
-    }();
-    if (ok) {
-      net::RequesterIs(credentials ? "controller" : "node token holder", "", false);
-    } else {
-      net::LogAuthRefused(req, "only the controller may ask this of an agent");
-    }
-    return ok;
-  }
-
-  // Joins the cluster unless this node has its certificate already, then
-  // serves and calls with it; the node's name is the certificate's.
-  Status UseTls(const std::string& listen_host);
-  void Routes();
-  void HandleLaunch(const httplib::Request& req, httplib::Response& res);
-  void HandleMetrics(const httplib::Request& req, httplib::Response& res);
-  void Loop();
-  Status Register(net::HttpClient& client);
-  std::unique_ptr<net::HttpClient> Client() const;
-};
-
 Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& devices,
                           const std::string& address) {
   Node n;
@@ -174,17 +71,7 @@ Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& d
   if (!o.place.empty()) {
     SHOAL_ASSIGN_OR_RETURN(n.place, NetworkPlace::Parse(o.place));
   }
-  for (const GpuDevice& d : devices) {
-    Gpu g;
-    g.index = d.index;
-    g.uuid = d.uuid;
-    g.model = d.model;
-    g.memory_mib = d.memory_mib;
-    g.nvlink_island = d.nvlink_island;
-    g.numa_node = d.numa_node;
-    g.rated_w = d.power_limit_w;
-    n.gpus.push_back(std::move(g));
-  }
+  n.gpus = NodeGpus(devices);
   return n;
 }
 
@@ -300,6 +187,9 @@ void Agent::Impl::Routes() {
   http.Post("/v1/launch", [this](const httplib::Request& req, httplib::Response& res) {
     HandleLaunch(req, res);
   });
+
+  http.Post("/v1/mig",
+            [this](const httplib::Request& req, httplib::Response& res) { HandleMig(req, res); });
 
   http.Post("/v1/kill", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorized(req))
@@ -428,14 +318,17 @@ void Agent::Impl::HandleMetrics(const httplib::Request& req, httplib::Response& 
     return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
   std::vector<GpuSample> now;
   std::vector<GpuHold> holds;
+  std::vector<GpuDevice> gpus_now;
   {
     std::lock_guard<std::mutex> lock(mu);
     now = last_samples;
+    gpus_now = devices;
     for (const auto& [key, hold] : step_holds)
       holds.push_back(hold);
   }
   res.status = 200;
-  res.set_content(RenderNodeMetrics(node.name, devices, now, holds), api::prometheus::kContentType);
+  res.set_content(RenderNodeMetrics(node.name, gpus_now, now, holds),
+                  api::prometheus::kContentType);
 }
 
 void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& res) {
@@ -463,6 +356,7 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
     // one seen here: a repeated or late launch is ignored (a step's folder,
     // made once, is the second gate).
     std::lock_guard<std::mutex> lock(mu);
+    if (Status s = DescribeStepGpus(*step, devices); !s.ok()) return ReplyError(res, s);
     auto it = last_epoch.find(step->job);
     const bool seen = it != last_epoch.end() &&
                       (it->second > step->epoch || (it->second == step->epoch && step->step == 0));
@@ -557,6 +451,17 @@ void Agent::Impl::Loop() {
       log::Info("registered", {{"server", client->base()}, {"node", node.name}});
       warned = false;
       backoff = std::chrono::milliseconds(100);
+    }
+    std::shared_ptr<MigPending> mig;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      mig = std::move(mig_pending);
+    }
+    if (mig) {
+      mig->done.set_value(ApplyMig(mig->order, *client));
+      samples.clear();
+      verdicts.assign(devices.size(), GpuHealth{});
+      next_tick = clock->Now();
     }
     Time now = clock->Now();
     const bool tick = now >= next_tick;
@@ -666,6 +571,8 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
                          net::ParseHostPort(options.listen, 6821, /*allow_any_port=*/true));
   if (options.tls) SHOAL_RETURN_IF_ERROR(impl->UseTls(hp.first));
   impl->clock = &clock;
+  if (gpus->kind() == "simulated")
+    SHOAL_RETURN_IF_ERROR(RestoreMigLayouts(MigLayoutFile(*steps), *gpus));
   SHOAL_ASSIGN_OR_RETURN(impl->devices, gpus->Discover());
   SHOAL_RETURN_IF_ERROR(KeepOwnPowerLimits(
       std::filesystem::path(steps->dir()).parent_path() / "gpu-power-limits.json", impl->devices));

@@ -159,6 +159,11 @@ Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& c, const std::string
   o.allow_root_jobs = c.allow_root_jobs;
   o.cgroup_root = c.cgroup_root;
   o.gpu_devices = FindGpuDeviceNodes(c.gpu_device_path);
+  // MIG instances' capability files: only where the GPUs are the host's own.
+  if (c.gpus == "nvml") {
+    std::vector<GpuDeviceNode> caps = FindMigCapNodes();
+    o.gpu_devices.insert(o.gpu_devices.end(), caps.begin(), caps.end());
+  }
   return Steps::Open(o);
 }
 

@@ -46,12 +46,14 @@ std::string RenderNodeMetrics(const std::string& node, const std::vector<GpuDevi
     readings.push_back(TelemetryOf(s));
     auto held = jobs.find(s.index);
     lines.push_back(
-        {prom::DcgmLabels({.index = s.index,
+        {prom::DcgmLabels({.index = d->device,
                            .uuid = d->uuid,
                            .pci_bus_id = d->pci_bus_id,
                            .model = d->model,
                            .hostname = node,
                            .driver_version = d->driver_version,
+                           .mig_profile = d->mig_profile,
+                           .mig_gi = d->mig_gi,
                            .jobs = held != jobs.end() ? std::span<const prom::GpuJob>(held->second)
                                                       : std::span<const prom::GpuJob>()}),
          &readings.back(), &s.counters});

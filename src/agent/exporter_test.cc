@@ -10,6 +10,7 @@ namespace {
 GpuDevice Device(int index) {
   GpuDevice d;
   d.index = index;
+  d.device = index;
   d.uuid = "GPU-" + std::to_string(index);
   d.model = "H100-SXM-80GB";
   d.pci_bus_id = "00000000:1" + std::to_string(index) + ":00.0";
@@ -58,6 +59,27 @@ TEST(NodeMetricsTest, DcgmLabelsAndJobs) {
   EXPECT_NE(text.find("} 2500\n"), std::string::npos) << "2.5 J in mJ";
   EXPECT_NE(text.find("DCGM_FI_DEV_FB_USED{gpu=\"1\""), std::string::npos);
   EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"), std::string::npos);
+}
+
+// A MIG slice's series carry its physical GPU and dcgm-exporter's
+// GPU_I_PROFILE and GPU_I_ID, and its own UUID.
+TEST(NodeMetricsTest, MigSlicesNameTheirGpuAndInstance) {
+  GpuDevice slice = Device(3);
+  slice.device = 1;
+  slice.uuid = "MIG-3";
+  slice.model = "H100-SXM-80GB/1g.10gb";
+  slice.mig_profile = "1g.10gb";
+  slice.mig_gi = 9;
+  slice.mig_ci = 0;
+  const std::string text =
+      RenderNodeMetrics("gpu01", {slice}, {Reading(3, 40)}, {{7, "alice", "physics", {3}}});
+  EXPECT_NE(
+      text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"MIG-3\",pci_bus_id=\"00000000:13:00.0\","
+                "device=\"nvidia1\",modelName=\"H100-SXM-80GB/1g.10gb\","
+                "GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"9\",Hostname=\"gpu01\","),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hpc_job=\"7\""), std::string::npos) << text;
 }
 
 // dcgm-exporter's other default counters: a series for each GPU that has

@@ -49,8 +49,12 @@ void PowerCaps::Apply(GpuProvider& gpus, const std::vector<GpuDevice>& devices,
   refused_.resize(devices.size(), -1);
   for (size_t i = 0; i < devices.size(); ++i) {
     if (want[i] == applied_[i] || want[i] == refused_[i]) continue;
+    // A slice's GPU draws for every slice: its limit is not one job's to set.
     const Status s =
-        gpus.SetPowerCap(devices[i].index, want[i] > 0 ? want[i] : devices[i].power_limit_w);
+        devices[i].mig_profile.empty()
+            ? gpus.SetPowerCap(devices[i].index, want[i] > 0 ? want[i] : devices[i].power_limit_w)
+            : FailedPrecondition(fmt::format(
+                  "GPU {} is a MIG slice: a power cap would hold its whole GPU", devices[i].index));
     refused_[i] = s.ok() ? -1 : want[i];
     if (!s.ok()) {
       log::Warning("gpu.power_cap_refused",

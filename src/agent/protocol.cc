@@ -35,6 +35,43 @@ std::string HostName() {
   return name;
 }
 
+std::vector<Gpu> NodeGpus(const std::vector<GpuDevice>& devices) {
+  std::vector<Gpu> gpus;
+  gpus.reserve(devices.size());
+  for (const GpuDevice& d : devices) {
+    Gpu g;
+    g.index = d.index;
+    g.device = d.device;
+    g.uuid = d.uuid;
+    g.model = d.model;
+    g.memory_mib = d.memory_mib;
+    g.nvlink_island = d.nvlink_island;
+    g.numa_node = d.numa_node;
+    g.rated_w = d.power_limit_w;
+    g.mig_profile = d.mig_profile;
+    g.mig_gi = d.mig_gi;
+    g.mig_ci = d.mig_ci;
+    gpus.push_back(std::move(g));
+  }
+  return gpus;
+}
+
+Status DescribeStepGpus(StepRequest& step, const std::vector<GpuDevice>& devices) {
+  step.gpu_units.clear();
+  for (int index : step.gpus) {
+    auto d = std::find_if(devices.begin(), devices.end(),
+                          [index](const GpuDevice& g) { return g.index == index; });
+    if (d == devices.end()) {
+      return FailedPrecondition(
+          fmt::format("this node has no GPU {} (its GPUs changed; {} now)", index, devices.size()));
+    }
+    step.gpu_units.push_back(
+        {.fence = {.device = d->device, .gi = d->mig_gi, .ci = d->mig_ci},
+         .cuda_name = d->mig_profile.empty() ? std::to_string(d->device) : d->uuid});
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 // Tasks of the job on each of its nodes, in blocks (the first `tasks % n`

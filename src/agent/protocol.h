@@ -50,6 +50,15 @@ std::string HostOf(const std::string& address);
 // This machine's host name; "localhost" when it has none.
 std::string HostName();
 
+// The node's GPUs and MIG slices as the server schedules them.
+std::vector<Gpu> NodeGpus(const std::vector<GpuDevice>& devices);
+
+// Fills in what each of the step's GPUs is on this host (StepRequest::
+// gpu_units) from the agent's devices: its physical GPU, and for a MIG
+// slice its instance ids and "MIG-<uuid>". An index the host lacks is an
+// error (a stale order after a re-partition).
+Status DescribeStepGpus(StepRequest& step, const std::vector<GpuDevice>& devices);
+
 // Logs a `protocol.mismatch` warning when the server's answer to a
 // registration names a node protocol other than this agent's: one apart
 // works (api/node_protocol.h), as while an upgrade is under way; further

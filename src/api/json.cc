@@ -594,6 +594,12 @@ Json ToJson(const Node& n) {
                     {"pcie_switch", g.pcie_switch},
                     {"healthy", g.healthy}});
     if (g.rated_w > 0) gpus.back()["rated_w"] = g.rated_w;
+    if (g.device >= 0 && g.device != g.index) gpus.back()["device"] = g.device;
+    if (g.IsMigSlice()) {
+      gpus.back()["mig_profile"] = g.mig_profile;
+      gpus.back()["mig_gi"] = g.mig_gi;
+      gpus.back()["mig_ci"] = g.mig_ci;
+    }
   }
   j["gpus"] = gpus;
   j["labels"] = n.labels;
@@ -697,7 +703,18 @@ Result<Node> NodeFromJson(const Json& j) {
       gf.Optional("pcie_switch", &gpu.pcie_switch);
       gf.Optional("healthy", &gpu.healthy);
       gf.Optional("rated_w", &gpu.rated_w);
+      gf.Optional("device", &gpu.device);
+      gf.Optional("mig_profile", &gpu.mig_profile);
+      gf.Optional("mig_gi", &gpu.mig_gi);
+      gf.Optional("mig_ci", &gpu.mig_ci);
       SHOAL_RETURN_IF_ERROR(gf.Finish());
+      if (gpu.device < -1 || gpu.device >= kMaxGpusPerNode)
+        return InvalidArgument(fmt::format("node: device is 0 to {}", kMaxGpusPerNode - 1));
+      if (gpu.IsMigSlice() && (gpu.mig_gi < 0 || gpu.mig_ci < 0 || gpu.mig_profile.size() > 32 ||
+                               gpu.model.find('/') == std::string::npos))
+        return InvalidArgument(
+            "node: a MIG slice has a profile of up to 32 characters, instance ids and a model "
+            "'GPU/profile'");
       if (!(gpu.rated_w >= 0 && gpu.rated_w <= kMaxGpuRatedW))
         return InvalidArgument(fmt::format("node: rated_w is 0 to {} watts", kMaxGpuRatedW));
       if (gpu.index != static_cast<int>(n.gpus.size()))

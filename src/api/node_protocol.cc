@@ -314,6 +314,31 @@ Json ToJson(const KillMessage& m) {
   return j;
 }
 
+Json ToJson(const MigOrder& m) {
+  Json j{{"layout", m.layout}};
+  if (!m.gpus.empty()) j["gpus"] = m.gpus;
+  return j;
+}
+
+Result<MigOrder> MigOrderFromJson(const Json& j) {
+  ObjectReader f(j, "mig");
+  MigOrder m;
+  f.Required("layout", &m.layout);
+  f.List(
+      "gpus", false,
+      [](const Json& g, const std::string& path) -> Result<int> {
+        if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() >= kMaxGpusPerNode)
+          return InvalidArgument(
+              fmt::format("{} is a GPU number, 0 to {}", path, kMaxGpusPerNode - 1));
+        return g.get<int>();
+      },
+      &m.gpus, kMaxGpusPerNode);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (m.layout.empty() || m.layout.size() > 256)
+    return InvalidArgument("mig.layout is one GPU's layout, such as 7x1g.10gb, or none");
+  return m;
+}
+
 Result<KillMessage> KillFromJson(const Json& j) {
   SHOAL_ASSIGN_OR_RETURN(const int protocol, MessageProtocol(j));
   TolerateUnknownFields newer(protocol > kNodeProtocol);

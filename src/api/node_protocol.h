@@ -184,6 +184,15 @@ Result<LaunchMessage> LaunchFromJson(const Json& j);
 Json ToJson(const KillMessage& m);
 Result<KillMessage> KillFromJson(const Json& j);
 
+// POST /v1/nodes/{name}/mig (an admin's) and the agent's POST /v1/mig: a
+// new MIG layout for a drained node's GPUs (catalog/mig.h, docs/mig.md).
+struct MigOrder {
+  std::string layout;     // one GPU's layout, "7x1g.10gb"; "none": MIG off
+  std::vector<int> gpus;  // physical GPUs by driver index; empty: every GPU
+};
+Json ToJson(const MigOrder& m);
+Result<MigOrder> MigOrderFromJson(const Json& j);
+
 Json ToJson(const Heartbeat& hb);
 Result<Heartbeat> HeartbeatFromJson(const Json& j);
 

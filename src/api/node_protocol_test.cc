@@ -345,7 +345,10 @@ TEST(NodeProtocolTest, RegistrationIsTheNodeWithItsAddress) {
   n.name = "gpu01";
   n.address = "127.0.0.1:6821";
   n.cpu_milli = 64000;
-  n.gpus.push_back({.index = 0, .uuid = "GPU-0", .model = "H100-SXM-80GB", .memory_mib = 81920});
+  Gpu& gpu = n.gpus.emplace_back();
+  gpu.uuid = "GPU-0";
+  gpu.model = "H100-SXM-80GB";
+  gpu.memory_mib = 81920;
   const Json j = RegistrationToJson(n);
   Json bare = j;
   bare.erase("protocol");
@@ -401,7 +404,10 @@ TEST(NodeProtocolTest, AdjacentProtocolVersionsWorkTogether) {
   Node n;
   n.name = "gpu01";
   n.address = "127.0.0.1:6821";
-  n.gpus.push_back({.index = 0, .uuid = "GPU-0", .model = "H100-SXM-80GB", .memory_mib = 81920});
+  Gpu& gpu = n.gpus.emplace_back();
+  gpu.uuid = "GPU-0";
+  gpu.model = "H100-SXM-80GB";
+  gpu.memory_mib = 81920;
   Json reg = RegistrationToJson(n);
   reg["protocol"] = kNodeProtocol + 1;
   reg["gpus"][0]["mig_mode"] = false;

@@ -162,6 +162,10 @@ std::string DcgmLabels(const DcgmGpu& gpu) {
   if (!gpu.pci_bus_id.empty()) Label(b, "pci_bus_id", gpu.pci_bus_id);
   fmt::format_to(std::back_inserter(b), ",device=\"nvidia{}\"", gpu.index);
   Label(b, "modelName", gpu.model);
+  if (!gpu.mig_profile.empty()) {
+    Label(b, "GPU_I_PROFILE", gpu.mig_profile);
+    fmt::format_to(std::back_inserter(b), ",GPU_I_ID=\"{}\"", gpu.mig_gi);
+  }
   Label(b, "Hostname", gpu.hostname);
   Label(b, "hostname", gpu.hostname);
   if (!gpu.driver_version.empty()) Label(b, "DCGM_FI_DRIVER_VERSION", gpu.driver_version);

@@ -48,12 +48,16 @@ struct GpuJob {
 // What dcgm-exporter's labels say of one GPU. Empty optional values leave
 // their label out (the controller knows no PCI address or driver version).
 struct DcgmGpu {
-  int index = 0;
+  int index = 0;  // the physical GPU's (the `gpu` and `device` labels)
   std::string_view uuid;
   std::string_view pci_bus_id;  // optional
   std::string_view model;
   std::string_view hostname;        // the node's name
   std::string_view driver_version;  // optional
+  // A MIG slice: its profile and GPU instance id (dcgm-exporter's
+  // GPU_I_PROFILE and GPU_I_ID labels); empty for a whole GPU.
+  std::string_view mig_profile;
+  int mig_gi = -1;
   // The jobs on the GPU, in id order; several when jobs share it (the
   // labels are then comma-separated lists); none: no job labels.
   std::span<const GpuJob> jobs;

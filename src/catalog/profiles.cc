@@ -172,14 +172,6 @@ uint64_t Fnv1a(std::string_view text, uint64_t seed) {
   return h;
 }
 
-std::string GpuUuid(std::string_view node_name, int index) {
-  std::string key = fmt::format("{}#{}", node_name, index);
-  uint64_t hi = Fnv1a(key, 0xcbf29ce484222325ULL);
-  uint64_t lo = Fnv1a(key, hi ^ 0x9e3779b97f4a7c15ULL);
-  return fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff,
-                     hi & 0xffff, lo >> 48, lo & 0xffffffffffffULL);
-}
-
 }  // namespace
 
 const std::vector<NodeProfile>& Profiles() {
@@ -200,6 +192,13 @@ std::vector<std::string> ProfileNames() {
   return names;
 }
 
+std::string DerivedUuid(std::string_view prefix, std::string_view key) {
+  uint64_t hi = Fnv1a(key, 0xcbf29ce484222325ULL);
+  uint64_t lo = Fnv1a(key, hi ^ 0x9e3779b97f4a7c15ULL);
+  return fmt::format("{}-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", prefix, hi >> 32,
+                     (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48, lo & 0xffffffffffffULL);
+}
+
 Node MakeNode(const NodeProfile& profile, std::string name) {
   Node node;
   node.name = std::move(name);
@@ -216,7 +215,7 @@ Node MakeNode(const NodeProfile& profile, std::string name) {
   for (int i = 0; i < profile.gpus; ++i) {
     Gpu gpu;
     gpu.index = i;
-    gpu.uuid = GpuUuid(node.name, i);
+    gpu.uuid = DerivedUuid("GPU", fmt::format("{}#{}", node.name, i));
     gpu.model = std::string(profile.gpu_model);
     gpu.memory_mib = profile.gpu_memory_mib;
     gpu.nvlink_island = i / island;

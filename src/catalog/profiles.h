@@ -35,4 +35,8 @@ std::vector<std::string> ProfileNames();
 // nodes filled in, and UUIDs derived from the node name.
 Node MakeNode(const NodeProfile& profile, std::string name);
 
+// A UUID in NVIDIA's form ("GPU-5f2c1a3b-..."), stable for `key`: the same
+// key gives the same UUID on every run and platform.
+std::string DerivedUuid(std::string_view prefix, std::string_view key);
+
 }  // namespace shoal::catalog

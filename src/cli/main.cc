@@ -35,6 +35,7 @@ constexpr Command kCommands[] = {
     {"nodes", shoal::cli::RunNodes, "nodes, their GPUs in use and their state"},
     {"top", shoal::cli::RunTop,
      "every GPU, live: utilisation, memory, power, temperature, job (like nvtop)"},
+    {"node", shoal::cli::RunNode, "re-partition a node's GPUs into MIG slices (admins)"},
     {"drain", shoal::cli::RunDrain, "take nodes out of service (admins)"},
     {"resume", shoal::cli::RunResume, "put drained nodes back in service (admins)"},
     {"token", shoal::cli::RunToken, "create, list and revoke API tokens (admins)"},

@@ -120,4 +120,46 @@ int RunNodes(const std::vector<std::string>& raw) {
   });
 }
 
+int RunNode(const std::vector<std::string>& raw) {
+  ServerCommand cmd("node", "Change one node's hardware set-up (admins).");
+  CLI::App& app = cmd.app();
+  std::string name, layout, gpus;
+  CLI::App* mig = app.add_subcommand(
+      "mig",
+      "re-partition a drained node's GPUs into MIG slices (7x1g.10gb, 3g.40gb+2x2g.20gb), or "
+      "join them again (none); each slice is then a GPU of its own for jobs that name its "
+      "profile (--gres=gpu:1g.10gb:1)");
+  mig->add_option("NODE", name, "the node's name")->required();
+  mig->add_option("--layout", layout, "each GPU's slices, or none")
+      ->required()
+      ->type_name("LAYOUT");
+  mig->add_option("--gpus", gpus, "only these GPUs, by index (0-3,5; default: all)")
+      ->type_name("LIST");
+  mig->fallthrough();
+  app.require_subcommand(1);
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
+    if (!IsValidNodeName(name))
+      return Fail("node mig", InvalidArgument(fmt::format("'{}' is not a node name", name)));
+    Json body{{"layout", layout}};
+    if (!gpus.empty()) {
+      auto list = ParseIntRanges(gpus);
+      if (!list.ok()) return Fail("node mig", list.status());
+      body["gpus"] = *list;
+    }
+    auto r = c.Post(fmt::format("/v1/nodes/{}/mig", name), body);
+    if (!r.ok()) return Fail("node mig", r.status());
+    if (cmd.flags().json) {
+      std::printf("%s\n", r->dump(2).c_str());
+      return kExitOk;
+    }
+    std::map<std::string, int> by_model;
+    for (const Json& g : (*r)["gpus"])
+      by_model[Str(g, "model")]++;
+    std::printf("%s: %s\n", name.c_str(), layout.c_str());
+    for (const auto& [model, count] : by_model)
+      std::printf("  %d x %s\n", count, model.c_str());
+    return kExitOk;
+  });
+}
+
 }  // namespace shoal::cli

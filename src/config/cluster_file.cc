@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "catalog/mig.h"
 #include "catalog/profiles.h"
 #include "config/toml_reader.h"
 #include "core/strings.h"
@@ -96,7 +97,7 @@ struct NodeGroup {
 Result<NodeGroup> ReadNodeGroup(const TableReader& r) {
   SHOAL_RETURN_IF_ERROR(r.CheckKeys({"count", "profile", "prefix", "name", "partitions", "labels",
                                      "place", "gpus", "gpu_model", "gpu_memory",
-                                     "nvlink_island_size", "numa_nodes", "cpus", "memory"}));
+                                     "nvlink_island_size", "numa_nodes", "cpus", "memory", "mig"}));
   SHOAL_ASSIGN_OR_RETURN(std::optional<int64_t> count, r.Int("count", 1, kMaxNodesPerGroup));
   SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> profile_name, r.String("profile"));
 
@@ -147,6 +148,15 @@ Result<NodeGroup> ReadNodeGroup(const TableReader& r) {
     return r.Error("name", "names one node; use 'prefix' with 'count'");
   if (name && name->empty()) return r.Error("name", "must not be empty");
 
+  // Every GPU of the group split into MIG slices: "7x1g.10gb".
+  SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> mig, r.String("mig"));
+  std::vector<std::string> slices;
+  if (mig) {
+    auto profiles = catalog::ParseMigLayout(*mig, spec.gpu_model);
+    if (!profiles.ok()) return r.Error("mig", profiles.status().message());
+    slices = std::move(*profiles);
+  }
+
   SHOAL_ASSIGN_OR_RETURN(std::optional<std::vector<std::string>> labels, r.StringList("labels"));
   NodeGroup group;
   SHOAL_ASSIGN_OR_RETURN(group.partitions, r.StringList("partitions"));
@@ -164,6 +174,14 @@ Result<NodeGroup> ReadNodeGroup(const TableReader& r) {
     std::string node_name =
         name ? *name : fmt::format("{}{:0{}}", prefix.value_or(default_prefix), i, width);
     Node node = catalog::MakeNode(spec, std::move(node_name));
+    if (!slices.empty()) {
+      catalog::MigLayouts layouts;
+      for (const Gpu& g : node.gpus)
+        layouts.emplace_back(g.index, slices);
+      auto split = catalog::PartitionGpus(node.gpus, layouts);
+      if (!split.ok()) return r.Error("mig", split.status().message());
+      node.gpus = std::move(*split);
+    }
     if (labels) node.labels = *labels;
     group.nodes.push_back(std::move(node));
   }

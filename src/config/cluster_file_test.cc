@@ -177,6 +177,31 @@ labels = ["row=1"]
   EXPECT_DOUBLE_EQ(c->nodes[0].gpus[0].rated_w, 700);  // the catalogue's H100 SXM TDP
 }
 
+// A node group's GPUs split into MIG slices, each a GPU of its own.
+TEST(ClusterTomlTest, MigSlicesFromALayout) {
+  auto c = ParseClusterToml(R"(
+[[nodes]]
+profile = "dgx-h100"
+count = 2
+mig = "3g.40gb+2x2g.20gb"
+[[nodes]]
+profile = "dgx-h100"
+prefix = "whole-"
+)",
+                            "p.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->nodes[0].GpuCount(), 24);
+  EXPECT_EQ(CountGpus(*c, "H100-SXM-80GB/3g.40gb"), 16);
+  EXPECT_EQ(CountGpus(*c, "H100-SXM-80GB/2g.20gb"), 32);
+  EXPECT_EQ(CountGpus(*c, "H100-SXM-80GB"), 8);
+  EXPECT_EQ(c->nodes[0].gpus[23].Device(), 7);
+  auto bad = ParseClusterToml("[[nodes]]\nprofile = \"dgx-h100\"\nmig = \"8x1g.10gb\"\n", "b.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("nodes[1].mig: '8x1g.10gb': a count is 1 to 7"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 // Each bad file must be refused with the file, the line and what is wrong.
 TEST(ClusterTomlTest, ErrorsNameFileLineAndKey) {
   struct Case {

@@ -168,15 +168,26 @@ int Cluster::TotalGpus() const {
   return total;
 }
 
+namespace {
+
+// "h100" names "H100-SXM-80GB": equal, or a prefix that ends at a '-'.
+bool NamesGpu(std::string_view requested, std::string_view gpu) {
+  if (requested.size() > gpu.size()) return false;
+  return EqualsIgnoreCase(requested, gpu.substr(0, requested.size())) &&
+         (requested.size() == gpu.size() || gpu[requested.size()] == '-');
+}
+
+}  // namespace
+
 bool GpuModelMatches(std::string_view requested, std::string_view model) {
-  if (requested.size() > model.size()) return false;
-  for (size_t i = 0; i < requested.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(requested[i])) !=
-        std::tolower(static_cast<unsigned char>(model[i]))) {
-      return false;
-    }
-  }
-  return requested.size() == model.size() || model[requested.size()] == '-';
+  const size_t slash = model.find('/');
+  const size_t asked = requested.find('/');
+  if (slash == std::string_view::npos)
+    return asked == std::string_view::npos && NamesGpu(requested, model);
+  const std::string_view profile = model.substr(slash + 1);
+  if (asked == std::string_view::npos) return EqualsIgnoreCase(requested, profile);
+  return NamesGpu(requested.substr(0, asked), model.substr(0, slash)) &&
+         EqualsIgnoreCase(requested.substr(asked + 1), profile);
 }
 
 }  // namespace shoal

@@ -42,6 +42,18 @@ struct Gpu {
   // the catalogue's TDP for its model; 0: unknown (power budgets then count
   // nothing for it).
   double rated_w = 0;
+  // The physical GPU, by its driver's index (what /dev/nvidiaN and NVML
+  // count); -1: `index` (a node whose GPUs are all whole).
+  int device = -1;
+  // A MIG slice: a GPU instance of the physical GPU `device`, scheduled as
+  // a GPU of its own. Its model is the GPU's with the profile after a '/'
+  // ("H100-SXM-80GB/1g.10gb"), its UUID "MIG-...". Empty: a whole GPU.
+  std::string mig_profile;
+  int mig_gi = -1;  // GPU instance id
+  int mig_ci = -1;  // compute instance id within it
+
+  bool IsMigSlice() const { return !mig_profile.empty(); }
+  int Device() const { return device >= 0 ? device : index; }
 };
 
 // Where a node sits in a two-level (leaf/spine) network tree.
@@ -201,7 +213,10 @@ struct Cluster {
 };
 
 // Whether a requested GPU model names `model`: equal ignoring case, or a prefix
-// of it that ends at a '-' ("h100" names "H100-SXM-80GB").
+// of it that ends at a '-' ("h100" names "H100-SXM-80GB"). A MIG slice's
+// model ("H100-SXM-80GB/1g.10gb") is named by its profile ("1g.10gb") or by
+// a GPU name and the profile ("h100/1g.10gb"), never by a GPU name alone:
+// a request for H100s wants whole ones.
 bool GpuModelMatches(std::string_view requested, std::string_view model);
 
 }  // namespace shoal

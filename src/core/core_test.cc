@@ -175,6 +175,22 @@ TEST(ClusterTest, GpuModelMatching) {
   EXPECT_TRUE(GpuModelMatches("V100M16", "v100m16"));
 }
 
+TEST(ClusterTest, MigSlicesAreNamedByTheirProfile) {
+  const std::string_view slice = "H100-SXM-80GB/1g.10gb";
+  EXPECT_TRUE(GpuModelMatches("1g.10gb", slice));
+  EXPECT_TRUE(GpuModelMatches("1G.10GB", slice));
+  EXPECT_TRUE(GpuModelMatches("h100/1g.10gb", slice));
+  EXPECT_TRUE(GpuModelMatches("H100-SXM-80GB/1g.10gb", slice));
+  // A whole GPU's name never takes a slice, nor a slice's a whole GPU.
+  EXPECT_FALSE(GpuModelMatches("h100", slice));
+  EXPECT_FALSE(GpuModelMatches("H100-SXM-80GB", slice));
+  EXPECT_FALSE(GpuModelMatches("1g.10gb", "H100-SXM-80GB"));
+  EXPECT_FALSE(GpuModelMatches("h100/1g.10gb", "H100-SXM-80GB"));
+  EXPECT_FALSE(GpuModelMatches("a100/1g.10gb", slice));
+  EXPECT_FALSE(GpuModelMatches("2g.20gb", slice));
+  EXPECT_FALSE(GpuModelMatches("1g.10", slice));
+}
+
 TEST(ClusterTest, Validation) {
   Cluster c;
   c.nodes.resize(2);

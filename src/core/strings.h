@@ -14,6 +14,8 @@ std::string_view Trim(std::string_view s);
 std::vector<std::string_view> Split(std::string_view s, char sep);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 std::string ToLower(std::string_view s);
+// Equal but for the case of ASCII letters.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 bool StartsWith(std::string_view s, std::string_view prefix);
 
 // Levenshtein distance, for "did you mean" hints on unknown keys and options.

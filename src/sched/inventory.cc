@@ -169,7 +169,14 @@ std::optional<NodeIndex> Inventory::IndexOfName(std::string_view name) const {
 
 Result<uint64_t> Inventory::ModelMask(const std::vector<std::string>& requested) const {
   uint64_t all = models_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << models_.size()) - 1;
-  if (requested.empty()) return all;
+  if (requested.empty()) {
+    // Any whole GPU: a MIG slice is only for a job that names its profile.
+    uint64_t whole = 0;
+    for (size_t m = 0; m < models_.size(); ++m) {
+      if (models_[m].find('/') == std::string::npos) whole |= uint64_t{1} << m;
+    }
+    return whole;
+  }
   uint64_t mask = 0;
   for (const std::string& r : requested) {
     uint64_t matched = 0;

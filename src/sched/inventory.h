@@ -109,8 +109,9 @@ class Inventory {
   std::optional<NodeIndex> IndexOf(NodeId id) const;
   std::optional<NodeIndex> IndexOfName(std::string_view name) const;
 
-  // The models that `requested` names (all models when `requested` is empty);
-  // an error naming the first model no node has.
+  // The models that `requested` names (when it is empty, every model of
+  // whole GPUs: MIG slices are asked for by profile); an error naming the
+  // first model no node has.
   Result<uint64_t> ModelMask(const std::vector<std::string>& requested) const;
   // The labels a job needs; an error naming the first label no node has.
   // A job's constraints: the labels every node needs (entries without '|'),

@@ -128,6 +128,13 @@ Result<Request> CompileRequest(const Inventory& inv, const JobSpec& spec) {
       return InvalidArgument(fmt::format("unknown partition '{}'", spec.partition));
   }
   SHOAL_ASSIGN_OR_RETURN(r.model_mask, inv.ModelMask(spec.gpu_models));
+  if (r.model_mask == 0 && spec.TotalGpus() > 0 && !inv.models().empty()) {
+    const std::string& slice = inv.models().front();
+    return Unsatisfiable(fmt::format(
+        "every GPU of the cluster is a MIG slice: name a profile, as in --gres=gpu:{}:1 (the "
+        "cluster has: {})",
+        slice.substr(slice.find('/') + 1), inv.ModelNames(~uint64_t{0})));
+  }
   SHOAL_ASSIGN_OR_RETURN(r.labels, inv.Labels(spec.constraints));
   SHOAL_ASSIGN_OR_RETURN(r.label_choices, inv.LabelChoices(spec.constraints));
   r.matching_choices = inv.MatchingChoices(spec.constraints);

@@ -37,6 +37,51 @@ TEST(RequestTest, ConstraintChoicesLetEachNodeHaveEither) {
   EXPECT_FALSE(other->SameShape(*r));
 }
 
+// MIG slices are GPUs of their own, taken only by a job that names their
+// profile; a job that names no model takes whole GPUs.
+TEST(RequestTest, MigSlicesGoOnlyToJobsThatNameTheirProfile) {
+  testing::ClusterBuilder cb;
+  cb.AddPartition("gpu", true);
+  cb.Node("m1").Gpus(7, "H100-SXM-80GB/1g.10gb").Partitions({"gpu"});
+  cb.Node("h1").Gpus(8, "H100-SXM-80GB").Partitions({"gpu"});
+  auto inv = cb.Inventory();
+  auto eligible = [&](const std::vector<std::string>& models) {
+    JobSpec s;
+    s.gpus = 2;
+    s.command = "x";
+    s.gpu_models = models;
+    auto r = CompileRequest(*inv, s);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<std::string> out;
+    for (NodeIndex n = 0; r.ok() && n < inv->size(); ++n) {
+      if (NodeEligible(inv->node(n), *r)) out.push_back(inv->node(n).name);
+    }
+    return out;
+  };
+  EXPECT_EQ(eligible({}), (std::vector<std::string>{"h1"}));
+  EXPECT_EQ(eligible({"h100"}), (std::vector<std::string>{"h1"}));
+  EXPECT_EQ(eligible({"1g.10gb"}), (std::vector<std::string>{"m1"}));
+  EXPECT_EQ(eligible({"h100/1g.10gb"}), (std::vector<std::string>{"m1"}));
+
+  testing::ClusterBuilder sliced;
+  sliced.AddPartition("gpu", true);
+  sliced.Node("m1").Gpus(7, "H100-SXM-80GB/1g.10gb").Partitions({"gpu"});
+  auto only_slices = sliced.Inventory();
+  JobSpec s;
+  s.gpus = 1;
+  s.command = "x";
+  auto r = CompileRequest(*only_slices, s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(
+      r.status().message().find("every GPU of the cluster is a MIG slice: name a profile, as in "
+                                "--gres=gpu:1g.10gb:1 (the cluster has: H100-SXM-80GB/1g.10gb)"),
+      std::string::npos)
+      << r.status().message();
+  s.gpus = 0;
+  s.cpu_milli_per_node = 1000;
+  EXPECT_TRUE(CompileRequest(*only_slices, s).ok()) << "a CPU job needs no GPU model";
+}
+
 // --constraint [a|b]: a node with either is eligible, but all of a job's
 // nodes share one; the request is satisfiable when one choice is.
 TEST(RequestTest, MatchingChoicesNeedOneLabelOnEveryNode) {

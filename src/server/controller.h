@@ -316,6 +316,11 @@ class Controller {
                                      const Heartbeat& hb, Time now);
   Status Drain(const Identity& who, const std::string& node, const std::string& reason, Time now);
   Status Resume(const Identity& who, const std::string& node, Time now);
+  // Where an admin's MIG order for `node` goes: its agent's address, once
+  // `layout` fits each of `gpus` (physical, by driver index; empty: all)
+  // and the node is drained (or draining) with no job on it.
+  Result<std::string> MigTarget(const Identity& who, const std::string& node,
+                                const std::string& layout, const std::vector<int>& gpus) const;
   // Stores a node's acceptance result (admins only). A pass resumes a node
   // drained for acceptance ("awaiting acceptance" or a failed one); a failure
   // drains it with "acceptance failed: <summary>". A drain for any other

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "catalog/mig.h"
 #include "core/check.h"
 #include "core/strings.h"
 #include "server/controller.h"
@@ -264,6 +265,27 @@ Status Controller::Resume(const Identity& who, const std::string& name, Time) {
   RecordNode(n);
   dirty_ = true;
   return Status::Ok();
+}
+
+Result<std::string> Controller::MigTarget(const Identity& who, const std::string& name,
+                                          const std::string& layout,
+                                          const std::vector<int>& gpus) const {
+  if (!who.admin()) return Denied("only admins re-partition GPUs");
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
+  const Node& n = it->second.node;
+  SHOAL_RETURN_IF_ERROR(
+      catalog::PlanMigLayouts(catalog::PhysicalGpus(n.gpus), layout, gpus).status());
+  if (n.state != NodeState::kDrained && n.state != NodeState::kDraining) {
+    return FailedPrecondition(
+        fmt::format("node {} is {}: drain it first (shoal drain {} --reason ...)", name,
+                    NodeStateName(n.state), name));
+  }
+  if (const std::vector<uint64_t>& running = RunningOn(name); !running.empty()) {
+    return FailedPrecondition(fmt::format("node {} still runs job {}: re-partition it once empty",
+                                          name, running.front()));
+  }
+  return n.address;
 }
 
 void Controller::NodeLost(NodeRecord& n, Time now) {

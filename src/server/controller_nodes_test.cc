@@ -152,5 +152,63 @@ TEST_F(ControllerNodesTest, ALostNodeFailsOnlyItsOwnJobs) {
   EXPECT_EQ((*c_.NodeJson(other))["jobs"].size(), 1u);
 }
 
+// `shoal node mig`: an admin's, for a drained node with no job, with a
+// layout its GPUs take; the node's re-registration with slices then
+// schedules jobs that name their profile.
+TEST_F(ControllerNodesTest, MigOrdersGoToDrainedEmptyNodesAndSlicesRunJobs) {
+  Register("n1", 2);
+  const std::vector<int> all;
+  EXPECT_EQ(c_.MigTarget(kAlice, "n1", "7x1g.10gb", all).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(c_.MigTarget(kAdmin, "nx", "7x1g.10gb", all).status().code(), StatusCode::kNotFound);
+  auto up = c_.MigTarget(kAdmin, "n1", "7x1g.10gb", all);
+  EXPECT_NE(up.status().message().find("is up: drain it first"), std::string::npos)
+      << up.status().message();
+  EXPECT_NE(c_.MigTarget(kAdmin, "n1", "8x1g.10gb", all).status().message().find("GPU 0"),
+            std::string::npos);
+  EXPECT_NE(c_.MigTarget(kAdmin, "n1", "none", {5}).status().message().find("no GPU 5"),
+            std::string::npos);
+  const JobId busy = Submit(kAlice, Spec(1), 1);
+  c_.SchedulePass(At(2));
+  ASSERT_EQ(StateOf(busy), JobState::kRunning);
+  ASSERT_TRUE(c_.Drain(kAdmin, "n1", "MIG", At(3)).ok());
+  auto running = c_.MigTarget(kAdmin, "n1", "7x1g.10gb", all);
+  EXPECT_NE(running.status().message().find("still runs job"), std::string::npos)
+      << running.status().message();
+  Exit("n1", busy, 0, 4);
+  auto target = c_.MigTarget(kAdmin, "n1", "7x1g.10gb", {1});
+  ASSERT_TRUE(target.ok()) << target.status().message();
+  EXPECT_EQ(*target, "127.0.0.1:1");
+
+  // The agent re-registers with GPU 1 split; the admin resumes the node.
+  Node sliced = MakeNode("n1", 1);
+  for (int gi = 1; gi <= 7; ++gi) {
+    Gpu g = sliced.gpus[0];
+    g.index = gi;
+    g.device = 1;
+    g.model = "H100-SXM-80GB/1g.10gb";
+    g.uuid = "MIG-" + std::to_string(gi);
+    g.mig_profile = "1g.10gb";
+    g.mig_gi = gi;
+    g.mig_ci = 0;
+    sliced.gpus.push_back(g);
+  }
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, sliced, At(5)).ok());
+  ASSERT_TRUE(c_.Resume(kAdmin, "n1", At(5)).ok());
+  JobSpec two_slices = Spec(2);
+  two_slices.gpu_models = {"1g.10gb"};
+  const JobId inference = Submit(kAlice, two_slices, 6);
+  const JobId whole = Submit(kAlice, Spec(1), 6);
+  c_.SchedulePass(At(7));
+  EXPECT_EQ(StateOf(inference), JobState::kRunning);
+  EXPECT_EQ(StateOf(whole), JobState::kRunning);
+  const api::Json slices = (*c_.ShowJob(kAdmin, inference))["allocation"][0];
+  EXPECT_EQ(slices["gpus"], (api::Json{1, 2})) << slices.dump();
+  const api::Json gpu = (*c_.ShowJob(kAdmin, whole))["allocation"][0];
+  EXPECT_EQ(gpu["gpus"], (api::Json{0})) << "the one whole GPU: " << gpu.dump();
+  // Two whole GPUs are more than the node has now.
+  EXPECT_EQ(c_.Submit(kAlice, Spec(2), At(8)).status().code(), StatusCode::kUnsatisfiable);
+}
+
 }  // namespace
 }  // namespace shoal::server

@@ -88,12 +88,14 @@ std::vector<api::prometheus::DcgmLine> DcgmLines(const MetricsView& v, const Gpu
       for (const Job* j : holders.Of(i, static_cast<size_t>(g.index)))
         jobs.push_back({j->id.value(), j->spec.user, j->spec.account});
       // The controller knows no PCI address or driver version: those labels are the agents'.
-      lines.push_back({api::prometheus::DcgmLabels({.index = g.index,
+      lines.push_back({api::prometheus::DcgmLabels({.index = gpu->Device(),
                                                     .uuid = gpu->uuid,
                                                     .pci_bus_id = {},
                                                     .model = gpu->model,
                                                     .hostname = node.name,
                                                     .driver_version = {},
+                                                    .mig_profile = gpu->mig_profile,
+                                                    .mig_gi = gpu->mig_gi,
                                                     .jobs = jobs}),
                        &g.telemetry});
     }

@@ -154,7 +154,8 @@ void ProxyAgentOutput(const Context& ctx, const std::string& node, const std::st
                       const std::string& path, httplib::Response& res);
 // Posts `body` (bytes) to `path` on the agent of `node` and answers as it did.
 void ProxyAgentPost(const Context& ctx, const std::string& node, const std::string& address,
-                    const std::string& path, const std::string& body, httplib::Response& res);
+                    const std::string& path, const std::string& body, httplib::Response& res,
+                    int read_timeout_ms = 10000);
 // What one request may type into a --pty step's terminal.
 inline constexpr size_t kMaxTerminalInputBytes = 64 * 1024;
 

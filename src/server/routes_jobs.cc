@@ -337,9 +337,9 @@ void History(const Context& ctx, const Identity& who, const httplib::Request& re
 template <typename Send>
 std::optional<net::HttpResponse> AskAgent(const Context& ctx, const std::string& node,
                                           const std::string& address, httplib::Response& res,
-                                          Send&& send) {
-  auto agent =
-      net::HttpClient::Connect(address, ctx.agents.For(node, 2000, 10000, /*keep_alive=*/false));
+                                          Send&& send, int read_timeout_ms = 10000) {
+  auto agent = net::HttpClient::Connect(
+      address, ctx.agents.For(node, 2000, read_timeout_ms, /*keep_alive=*/false));
   if (!agent.ok()) {
     Reply(res, agent.status());
     return std::nullopt;
@@ -373,10 +373,12 @@ void ProxyAgentOutput(const Context& ctx, const std::string& node, const std::st
 }
 
 void ProxyAgentPost(const Context& ctx, const std::string& node, const std::string& address,
-                    const std::string& path, const std::string& body, httplib::Response& res) {
-  auto r = AskAgent(ctx, node, address, res, [&](net::HttpClient& a) {
-    return a.Post(path, body, "application/octet-stream");
-  });
+                    const std::string& path, const std::string& body, httplib::Response& res,
+                    int read_timeout_ms) {
+  auto r = AskAgent(
+      ctx, node, address, res,
+      [&](net::HttpClient& a) { return a.Post(path, body, "application/octet-stream"); },
+      read_timeout_ms);
   if (!r) return;
   res.status = 200;
   res.set_content(std::move(r->body), "application/json");

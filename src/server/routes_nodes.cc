@@ -13,6 +13,9 @@ namespace shoal::server::routes {
 
 namespace {
 
+// An agent partitions its GPUs within two minutes (agent_mig.cc).
+constexpr int kMigReadTimeoutMs = 130'000;
+
 // The page of nodes `f` selects: captured on the loop, written as JSON here.
 Result<ListingPage> ReadNodePage(const Context& ctx, const NodeFilter& f) {
   SHOAL_ASSIGN_OR_RETURN(NodePage nodes, ctx.loop.Call<NodePage>([f](Controller& c, Time) {
@@ -111,6 +114,24 @@ void DrainOrResume(const Context& ctx, const Identity& who, const httplib::Reque
         }));
 }
 
+// POST /v1/nodes/{name}/mig {"layout": "7x1g.10gb", "gpus": [0]}: checked
+// here, applied by the node's agent, which registers the new GPUs before
+// it answers; its answer (the GPUs now) is the reply.
+void PartitionNode(const Context& ctx, const Identity& who, const httplib::Request& req,
+                   httplib::Response& res) {
+  auto body = api::Parse(req.body);
+  if (!body.ok()) return Reply(res, body.status());
+  auto order = api::MigOrderFromJson(*body);
+  if (!order.ok()) return Reply(res, order.status());
+  const std::string name = req.matches[1].str();
+  auto address = ctx.loop.Call<std::string>([who, name, o = *order](Controller& c, Time) {
+    return c.MigTarget(who, name, o.layout, o.gpus);
+  });
+  if (!address.ok()) return Reply(res, address.status());
+  ProxyAgentPost(ctx, name, *address, "/v1/mig", api::ToJson(*order).dump(), res,
+                 kMigReadTimeoutMs);
+}
+
 void RecordAcceptance(const Context& ctx, const Identity& who, const httplib::Request& req,
                       httplib::Response& res) {
   auto body = api::Parse(req.body);
@@ -174,6 +195,7 @@ void AddNodeRoutes(httplib::Server& http, const Context& ctx) {
   http.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/heartbeat)", HandleAuthed(ctx, ReceiveHeartbeat));
   http.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/(drain|resume))", HandleAuthed(ctx, DrainOrResume));
   http.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/acceptance)", HandleAuthed(ctx, RecordAcceptance));
+  http.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/mig)", HandleAuthed(ctx, PartitionNode));
 }
 
 }  // namespace shoal::server::routes

@@ -18,15 +18,11 @@ Cluster OneNode(int gpus = 8, const std::string& model = "H100") {
   n.name = "n1";
   n.cpu_milli = 64000;
   n.memory_mib = 512 * 1024;
-  for (int i = 0; i < gpus; ++i)
-    n.gpus.push_back(Gpu{.index = i,
-                         .uuid = "",
-                         .model = model,
-                         .memory_mib = 0,
-                         .nvlink_island = 0,
-                         .numa_node = 0,
-                         .pcie_switch = 0,
-                         .healthy = true});
+  for (int i = 0; i < gpus; ++i) {
+    Gpu& g = n.gpus.emplace_back();
+    g.index = i;
+    g.model = model;
+  }
   c.nodes.push_back(n);
   return c;
 }

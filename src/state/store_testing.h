@@ -86,14 +86,13 @@ inline Node TestNode(const std::string& name, uint32_t id = 1, int gpus = 2) {
   node.cpu_milli = 64'000;
   node.memory_mib = 512 * 1024;
   for (int i = 0; i < gpus; ++i) {
-    node.gpus.push_back(Gpu{.index = i,
-                            .uuid = "GPU-" + name + "-" + std::to_string(i),
-                            .model = "H100-SXM-80GB",
-                            .memory_mib = 81'559,
-                            .nvlink_island = 0,
-                            .numa_node = i / 4,
-                            .pcie_switch = i / 2,
-                            .healthy = true});
+    Gpu& g = node.gpus.emplace_back();
+    g.index = i;
+    g.uuid = "GPU-" + name + "-" + std::to_string(i);
+    g.model = "H100-SXM-80GB";
+    g.memory_mib = 81'559;
+    g.numa_node = i / 4;
+    g.pcie_switch = i / 2;
   }
   node.labels = {"ib", "rack=r1"};
   node.partitions = {"gpu"};

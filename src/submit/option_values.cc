@@ -83,7 +83,8 @@ Result<int64_t> Count(const Call& c, std::string_view text, int64_t lo, int64_t 
 
 bool IsModelName(std::string_view s) {
   return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' ||
+           ch == '/';
   });
 }
 
@@ -95,7 +96,7 @@ Result<GpuRequest> ParseGpuCount(const Call& c, bool per_node) {
   if (parts.size() == 2) {
     if (!IsModelName(parts[0])) {
       return Invalid(
-          c, fmt::format("'{}' is not a GPU type (letters, digits, - _ .)", Printable(parts[0])));
+          c, fmt::format("'{}' is not a GPU type (letters, digits, - _ . /)", Printable(parts[0])));
     }
     g.model = std::string(parts[0]);
   }
@@ -134,7 +135,7 @@ Result<GpuRequest> ParseGres(const Call& c) {
   if (has_model) {
     if (!IsModelName(parts[1])) {
       return Invalid(
-          c, fmt::format("'{}' is not a GPU type (letters, digits, - _ .)", Printable(parts[1])));
+          c, fmt::format("'{}' is not a GPU type (letters, digits, - _ . /)", Printable(parts[1])));
     }
     g.model = std::string(parts[1]);
   }

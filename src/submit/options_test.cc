@@ -413,7 +413,7 @@ TEST(OptionsTest, ErrorsSayWhatIsWrong) {
       {{"--gpus-per-node=65"}, "GPUs per node must be between 0 and 64"},
       {{"--gpus=a:b:3"}, "give [TYPE:]COUNT"},
       {{"--gpus=a100:"}, "'' is not a whole number"},
-      {{"--gpus=a/b:3"}, "'a/b' is not a GPU type"},
+      {{"--gpus=a*b:3"}, "'a*b' is not a GPU type"},
       {{"--gres=gpu:a100:2:3"}, "give gpu[:TYPE][:COUNT]"},
       {{"--gres=shard:2"}, "Shoal knows only the gpu resource, not 'shard'"},
       {{"--gres=gpu:1,shard:1"}, "give one GPU request"},

@@ -183,6 +183,68 @@ TEST(NodeProtocolCrossTest, TheServersKillIsTheAgentsStop) {
 
 // A simulated DGX's real readings, through the agent's encoder and the
 // server's decoder: every figure arrives, none read as a default.
+// A node with MIG slices registers them as GPUs the server reads back
+// whole (profile, instance ids, physical GPU), and a launch on slices
+// becomes a step that names them to CUDA by MIG UUID.
+TEST(NodeProtocolCrossTest, MigSlicesRegisterAndLaunchAsTheirOwnGpus) {
+  testing::JumpingClock clock;
+  auto provider = agent::MakeSimulated("dgx-h100", "n1", 7, clock);
+  ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+  ASSERT_TRUE((*provider)->SetMigLayout(1, {"3g.40gb", "2g.20gb", "2g.20gb"}).ok());
+  auto devices = (*provider)->Discover();
+  ASSERT_TRUE(devices.ok());
+  Node node;
+  node.name = "n1";
+  node.address = "127.0.0.1:6821";
+  node.cpu_milli = 8000;
+  node.memory_mib = 1024;
+  node.gpus = agent::NodeGpus(*devices);
+  auto back = api::RegistrationFromJson(Parsed(api::RegistrationToJson(node).dump()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->gpus.size(), 10u);
+  const Gpu& slice = back->gpus[2];
+  EXPECT_EQ(slice.model, "H100-SXM-80GB/2g.20gb");
+  EXPECT_EQ(slice.mig_profile, "2g.20gb");
+  EXPECT_EQ(slice.Device(), 1);
+  EXPECT_EQ(slice.mig_gi, (*devices)[2].mig_gi);
+  EXPECT_EQ(slice.mig_ci, 0);
+  EXPECT_EQ(back->gpus[4].Device(), 2);
+  EXPECT_FALSE(back->gpus[4].IsMigSlice());
+
+  agent::StepRequest step;
+  step.gpus = {2, 4};
+  ASSERT_TRUE(agent::DescribeStepGpus(step, *devices).ok());
+  ASSERT_EQ(step.gpu_units.size(), 2u);
+  EXPECT_EQ(step.gpu_units[0].cuda_name, (*devices)[2].uuid);
+  EXPECT_EQ(step.gpu_units[0].fence.device, 1);
+  EXPECT_EQ(step.gpu_units[0].fence.gi, (*devices)[2].mig_gi);
+  EXPECT_EQ(step.gpu_units[1].cuda_name, "2");
+  EXPECT_EQ(step.gpu_units[1].fence.gi, -1);
+  step.gpus = {10};
+  EXPECT_FALSE(agent::DescribeStepGpus(step, *devices).ok()) << "a GPU the node no longer has";
+
+  // A slice without its instance ids, or named like a whole GPU, is refused.
+  api::Json bad = api::RegistrationToJson(node);
+  bad["gpus"][2].erase("mig_gi");
+  bad["gpus"][2]["mig_gi"] = -1;
+  EXPECT_FALSE(api::RegistrationFromJson(bad).ok());
+  bad = api::RegistrationToJson(node);
+  bad["gpus"][2]["model"] = "H100-SXM-80GB";
+  EXPECT_FALSE(api::RegistrationFromJson(bad).ok());
+}
+
+TEST(NodeProtocolCrossTest, MigOrdersAreReadStrictly) {
+  auto order = api::MigOrderFromJson(Parsed(R"({"layout": "7x1g.10gb", "gpus": [0, 3]})"));
+  ASSERT_TRUE(order.ok()) << order.status().ToString();
+  EXPECT_EQ(order->layout, "7x1g.10gb");
+  EXPECT_EQ(order->gpus, (std::vector<int>{0, 3}));
+  EXPECT_EQ(api::ToJson(*order), Parsed(R"({"layout": "7x1g.10gb", "gpus": [0, 3]})"));
+  for (const char* text : {R"({"gpus": [0]})", R"({"layout": ""})", R"({"layout": "none", "x": 1})",
+                           R"({"layout": "none", "gpus": [64]})", R"({"layout": 7})", "[]"}) {
+    EXPECT_FALSE(api::MigOrderFromJson(Parsed(text)).ok()) << text;
+  }
+}
+
 TEST(NodeProtocolCrossTest, TheAgentsHeartbeatIsWhatTheServerReads) {
   testing::JumpingClock clock;
   auto provider = agent::MakeSimulated("dgx-h100", "n1", 7, clock);

@@ -35,6 +35,8 @@ typedef enum nvmlReturn_enum {
   NVML_ERROR_FUNCTION_NOT_FOUND = 13,
   NVML_ERROR_GPU_IS_LOST = 15,
   NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+  NVML_ERROR_IN_USE = 19,
+  NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
   NVML_ERROR_UNKNOWN = 999,
 } nvmlReturn_t;
 
@@ -120,6 +122,58 @@ typedef struct nvmlPciInfo_st {
 // "Multi Instance GPU Management" / nvmlDeviceGetMigMode's modes.
 #define NVML_DEVICE_MIG_DISABLE 0x0
 #define NVML_DEVICE_MIG_ENABLE 0x1
+
+// MIG: GPU instance profiles (NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0 to
+// _1_SLICE_REV2 0x9; the REV1 ones add media engines), compute instance
+// profiles (NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0 to _1_SLICE_REV1 0x7)
+// and the shared-engine profile of a compute instance.
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0xA
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x8
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
+
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
+
+typedef struct nvmlGpuInstanceProfileInfo_st {
+  unsigned int id;  // what nvmlDeviceCreateGpuInstance takes
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;  // MiB
+} nvmlGpuInstanceProfileInfo_t;
+
+typedef struct nvmlComputeInstanceProfileInfo_st {
+  unsigned int id;  // what nvmlGpuInstanceCreateComputeInstance takes
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+// Of a MIG device: its instance's slices and memory.
+typedef struct nvmlDeviceAttributes_st {
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  unsigned int gpuInstanceSliceCount;
+  unsigned int computeInstanceSliceCount;
+  unsigned long long memorySizeMB;  // MiB
+} nvmlDeviceAttributes_t;
 
 // "Event Handling Methods" / "Event Types" and nvmlEventData_t.
 typedef struct nvmlEventSet_st* nvmlEventSet_t;
@@ -240,6 +294,38 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned i
 // "Multi Instance GPU Management".
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
                                   unsigned int* pendingMode);
+// Needs root; on some GPUs the new mode is pending until the GPU is reset
+// (`activationStatus` then says why it is not active yet).
+nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
+                                  nvmlReturn_t* activationStatus);
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count);
+// A MIG device (a compute instance, as CUDA sees it) by index 0..max-1;
+// NVML_ERROR_NOT_FOUND for an index no instance holds.
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                 nvmlDevice_t* migDevice);
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id);
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id);
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t* attributes);
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                                 nvmlGpuInstanceProfileInfo_t* info);
+nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profileId,
+                                         nvmlGpuInstance_t* gpuInstance);
+// The GPU instances of a profile id; `count` in: room in the array, out: found.
+nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
+                                       nvmlGpuInstance_t* gpuInstances, unsigned int* count);
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance,
+                                                          unsigned int profile,
+                                                          unsigned int engProfile,
+                                                          nvmlComputeInstanceProfileInfo_t* info);
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance,
+                                                  unsigned int profileId,
+                                                  nvmlComputeInstance_t* computeInstance);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
+                                                unsigned int profileId,
+                                                nvmlComputeInstance_t* computeInstances,
+                                                unsigned int* count);
+nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance);
 
 // "Event Handling Methods".
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);

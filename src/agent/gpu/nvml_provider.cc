@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "agent/gpu/nvml_api.h"
+#include "agent/gpu/nvml_mig.h"
+#include "agent/gpu/nvml_table.h"
 #include "catalog/gpus.h"
 #include "core/log.h"
 #include "core/strings.h"
@@ -33,6 +35,9 @@
 namespace shoal::agent {
 
 namespace {
+
+using nvml::CallOptional;
+using nvml::NvmlApi;
 
 constexpr double kMib = 1024.0 * 1024.0;
 // The XID the driver logs when a GPU stops answering ("GPU has fallen off
@@ -43,125 +48,6 @@ constexpr int kXidFallenOffBus = 79;
 // Events drained per Sample at most: a GPU in an XID storm must not stall
 // telemetry (a limit on every loop).
 constexpr int kMaxEventsPerSample = 1024;
-
-// The NVML functions the provider calls, resolved by name when the library
-// is opened. Members carry NVML's own names so that each can be checked
-// against the reference; a null member is a function this library lacks.
-struct NvmlApi {
-  decltype(&::nvmlInit_v2) nvmlInit_v2 = nullptr;
-  decltype(&::nvmlShutdown) nvmlShutdown = nullptr;
-  decltype(&::nvmlErrorString) nvmlErrorString = nullptr;
-  decltype(&::nvmlDeviceGetCount_v2) nvmlDeviceGetCount_v2 = nullptr;
-  decltype(&::nvmlDeviceGetHandleByIndex_v2) nvmlDeviceGetHandleByIndex_v2 = nullptr;
-  decltype(&::nvmlDeviceGetName) nvmlDeviceGetName = nullptr;
-  decltype(&::nvmlDeviceGetUUID) nvmlDeviceGetUUID = nullptr;
-  decltype(&::nvmlDeviceGetMemoryInfo) nvmlDeviceGetMemoryInfo = nullptr;
-  // Optional from here on.
-  decltype(&::nvmlSystemGetDriverVersion) nvmlSystemGetDriverVersion = nullptr;
-  decltype(&::nvmlDeviceGetUtilizationRates) nvmlDeviceGetUtilizationRates = nullptr;
-  decltype(&::nvmlDeviceGetTemperature) nvmlDeviceGetTemperature = nullptr;
-  decltype(&::nvmlDeviceGetTemperatureThreshold) nvmlDeviceGetTemperatureThreshold = nullptr;
-  decltype(&::nvmlDeviceGetPowerUsage) nvmlDeviceGetPowerUsage = nullptr;
-  decltype(&::nvmlDeviceGetEnforcedPowerLimit) nvmlDeviceGetEnforcedPowerLimit = nullptr;
-  decltype(&::nvmlDeviceGetPowerManagementLimitConstraints)
-      nvmlDeviceGetPowerManagementLimitConstraints = nullptr;
-  decltype(&::nvmlDeviceGetPowerManagementDefaultLimit) nvmlDeviceGetPowerManagementDefaultLimit =
-      nullptr;
-  decltype(&::nvmlDeviceSetPowerManagementLimit) nvmlDeviceSetPowerManagementLimit = nullptr;
-  decltype(&::nvmlDeviceGetPersistenceMode) nvmlDeviceGetPersistenceMode = nullptr;
-  decltype(&::nvmlDeviceGetTotalEnergyConsumption) nvmlDeviceGetTotalEnergyConsumption = nullptr;
-  decltype(&::nvmlDeviceGetClockInfo) nvmlDeviceGetClockInfo = nullptr;
-  decltype(&::nvmlDeviceGetTotalEccErrors) nvmlDeviceGetTotalEccErrors = nullptr;
-  decltype(&::nvmlDeviceGetCurrentClocksEventReasons) nvmlDeviceGetCurrentClocksEventReasons =
-      nullptr;
-  decltype(&::nvmlDeviceGetCurrentClocksThrottleReasons) nvmlDeviceGetCurrentClocksThrottleReasons =
-      nullptr;
-  decltype(&::nvmlDeviceGetPciInfo_v3) nvmlDeviceGetPciInfo_v3 = nullptr;
-  decltype(&::nvmlDeviceGetNumaNodeId) nvmlDeviceGetNumaNodeId = nullptr;
-  decltype(&::nvmlDeviceGetNvLinkState) nvmlDeviceGetNvLinkState = nullptr;
-  decltype(&::nvmlDeviceGetNvLinkRemotePciInfo_v2) nvmlDeviceGetNvLinkRemotePciInfo_v2 = nullptr;
-  decltype(&::nvmlDeviceGetMigMode) nvmlDeviceGetMigMode = nullptr;
-  decltype(&::nvmlEventSetCreate) nvmlEventSetCreate = nullptr;
-  decltype(&::nvmlDeviceRegisterEvents) nvmlDeviceRegisterEvents = nullptr;
-  decltype(&::nvmlEventSetWait_v2) nvmlEventSetWait_v2 = nullptr;
-  decltype(&::nvmlEventSetFree) nvmlEventSetFree = nullptr;
-  decltype(&::nvmlDeviceGetFieldValues) nvmlDeviceGetFieldValues = nullptr;
-  decltype(&::nvmlDeviceGetPcieReplayCounter) nvmlDeviceGetPcieReplayCounter = nullptr;
-  decltype(&::nvmlDeviceGetEncoderUtilization) nvmlDeviceGetEncoderUtilization = nullptr;
-  decltype(&::nvmlDeviceGetDecoderUtilization) nvmlDeviceGetDecoderUtilization = nullptr;
-  decltype(&::nvmlDeviceGetRemappedRows) nvmlDeviceGetRemappedRows = nullptr;
-};
-
-template <typename Fn>
-void Resolve(void* library, const char* symbol, Fn& out) {
-  out = reinterpret_cast<Fn>(dlsym(library, symbol));
-}
-
-// Looks every function up; the name of the first required one missing, or
-// empty when all required ones are there.
-std::string ResolveAll(void* library, NvmlApi& api) {
-#define SHOAL_NVML_RESOLVE(name) Resolve(library, #name, api.name)
-  SHOAL_NVML_RESOLVE(nvmlInit_v2);
-  SHOAL_NVML_RESOLVE(nvmlShutdown);
-  SHOAL_NVML_RESOLVE(nvmlErrorString);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetCount_v2);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetHandleByIndex_v2);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetName);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetUUID);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetMemoryInfo);
-  SHOAL_NVML_RESOLVE(nvmlSystemGetDriverVersion);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetUtilizationRates);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetTemperature);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetTemperatureThreshold);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetPowerUsage);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetEnforcedPowerLimit);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetPowerManagementLimitConstraints);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetPowerManagementDefaultLimit);
-  SHOAL_NVML_RESOLVE(nvmlDeviceSetPowerManagementLimit);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetPersistenceMode);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetTotalEnergyConsumption);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetClockInfo);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetTotalEccErrors);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetCurrentClocksEventReasons);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetCurrentClocksThrottleReasons);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetPciInfo_v3);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetNumaNodeId);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetNvLinkState);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetNvLinkRemotePciInfo_v2);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetMigMode);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetFieldValues);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetPcieReplayCounter);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetEncoderUtilization);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetDecoderUtilization);
-  SHOAL_NVML_RESOLVE(nvmlDeviceGetRemappedRows);
-  SHOAL_NVML_RESOLVE(nvmlEventSetCreate);
-  SHOAL_NVML_RESOLVE(nvmlDeviceRegisterEvents);
-  SHOAL_NVML_RESOLVE(nvmlEventSetWait_v2);
-  SHOAL_NVML_RESOLVE(nvmlEventSetFree);
-#undef SHOAL_NVML_RESOLVE
-  const std::array<std::pair<const char*, bool>, 8> required = {{
-      {"nvmlInit_v2", api.nvmlInit_v2 != nullptr},
-      {"nvmlShutdown", api.nvmlShutdown != nullptr},
-      {"nvmlErrorString", api.nvmlErrorString != nullptr},
-      {"nvmlDeviceGetCount_v2", api.nvmlDeviceGetCount_v2 != nullptr},
-      {"nvmlDeviceGetHandleByIndex_v2", api.nvmlDeviceGetHandleByIndex_v2 != nullptr},
-      {"nvmlDeviceGetName", api.nvmlDeviceGetName != nullptr},
-      {"nvmlDeviceGetUUID", api.nvmlDeviceGetUUID != nullptr},
-      {"nvmlDeviceGetMemoryInfo", api.nvmlDeviceGetMemoryInfo != nullptr},
-  }};
-  for (const auto& [name, found] : required) {
-    if (!found) return name;
-  }
-  return "";
-}
-
-// Calls an optional function: NVML_ERROR_FUNCTION_NOT_FOUND when the library
-// lacks it, so that callers treat "missing" and "not supported" alike.
-template <typename Fn, typename... Args>
-nvmlReturn_t CallOptional(Fn fn, Args... args) {
-  if (fn == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  return fn(args...);
-}
 
 Status NvmlUnavailable(std::string message) {
   return Status(StatusCode::kUnavailable, "NVML is not available: " + std::move(message));
@@ -238,6 +124,15 @@ struct Device {
   int last_xid = 0;
   bool lost = false;              // NVML said NVML_ERROR_GPU_IS_LOST once
   unsigned int own_limit_mw = 0;  // the power limit it was discovered with (a cap restores it)
+  int64_t memory_mib = 0;         // as discovered
+};
+
+// What the provider reports as one GPU: a whole physical GPU, or a MIG
+// device of one.
+struct Unit {
+  size_t device = 0;           // into devices_
+  nvmlDevice_t mig = nullptr;  // the MIG device; null: the whole GPU
+  double share = 1;            // of the GPU's power and energy
 };
 
 // NVML behind the GpuProvider interface. It owns the dlopen handle, NVML's
@@ -270,6 +165,7 @@ class NvmlProvider final : public GpuProvider {
       rc = api_.nvmlDeviceGetHandleByIndex_v2(i, &devices_[i].handle);
       if (rc != NVML_SUCCESS)
         return Failure(fmt::format("nvmlDeviceGetHandleByIndex_v2({})", i), rc);
+      units_.push_back({.device = i});  // whole until Discover finds MIG devices
     }
     // Without the event API the XID count stays 0; the other health signals
     // (ECC, temperature) still work.
@@ -291,7 +187,52 @@ class NvmlProvider final : public GpuProvider {
     return Status::Ok();
   }
 
+  // The GPUs and the MIG devices of GPUs in MIG mode (a GPU in MIG mode
+  // without instances offers nothing to run on).
   Result<std::vector<GpuDevice>> Discover() override {
+    SHOAL_ASSIGN_OR_RETURN(const std::vector<GpuDevice> physical, DiscoverPhysical());
+    std::vector<GpuDevice> out;
+    units_.clear();
+    for (size_t i = 0; i < physical.size(); ++i) {
+      const GpuDevice& gpu = physical[i];
+      if (!gpu.mig_enabled) {
+        units_.push_back({.device = i});
+        out.push_back(gpu);
+        continue;
+      }
+      auto slices = nvml::ListMigDevices(api_, devices_[i].handle, gpu.memory_mib);
+      if (!slices.ok()) {
+        log::Warning("gpu.mig_unreadable",
+                     {{"gpu", gpu.index}, {"error", slices.status().message()}});
+        continue;
+      }
+      for (const nvml::MigDevice& m : *slices) {
+        GpuDevice slice = gpu;
+        slice.uuid = m.uuid;
+        slice.name = fmt::format("{} MIG {}", gpu.name, m.profile);
+        slice.model = fmt::format("{}/{}", gpu.model, m.profile);
+        slice.memory_mib = m.memory_mib;
+        slice.power_limit_w = gpu.power_limit_w * m.share;
+        slice.mig_profile = m.profile;
+        slice.mig_gi = m.gi;
+        slice.mig_ci = m.ci;
+        units_.push_back({.device = i, .mig = m.handle, .share = m.share});
+        out.push_back(std::move(slice));
+      }
+    }
+    for (size_t u = 0; u < out.size(); ++u)
+      out[u].index = static_cast<int>(u);
+    return out;
+  }
+
+  Status SetMigLayout(int device, const std::vector<std::string>& profiles) override {
+    if (device < 0 || static_cast<size_t>(device) >= devices_.size())
+      return InvalidArgument(fmt::format("no GPU {}", device));
+    const Device& d = devices_[static_cast<size_t>(device)];
+    return nvml::ApplyMigLayout(api_, d.handle, d.memory_mib, profiles);
+  }
+
+  Result<std::vector<GpuDevice>> DiscoverPhysical() {
     std::vector<GpuDevice> gpus;
     std::vector<PciKey> pci_keys;
     gpus.reserve(devices_.size());
@@ -304,6 +245,7 @@ class NvmlProvider final : public GpuProvider {
       nvmlDevice_t h = devices_[i].handle;
       GpuDevice gpu;
       gpu.index = static_cast<int>(i);
+      gpu.device = static_cast<int>(i);
       gpu.driver_version = driver.data();
 
       std::array<char, NVML_DEVICE_NAME_V2_BUFFER_SIZE> name{};
@@ -318,6 +260,7 @@ class NvmlProvider final : public GpuProvider {
       rc = api_.nvmlDeviceGetMemoryInfo(h, &memory);
       if (rc != NVML_SUCCESS) return Failure(fmt::format("nvmlDeviceGetMemoryInfo(GPU {})", i), rc);
       gpu.memory_mib = static_cast<int64_t>(memory.total / (1024ULL * 1024ULL));
+      devices_[i].memory_mib = gpu.memory_mib;
 
       const catalog::GpuSpec* spec = catalog::FindGpuByDeviceName(gpu.name, gpu.memory_mib);
       gpu.model = spec != nullptr ? std::string(spec->model) : gpu.name;
@@ -358,9 +301,12 @@ class NvmlProvider final : public GpuProvider {
   // NVML needs root for this (the agent runs as root); the GPU's own range
   // comes from its constraints.
   Status SetPowerCap(int index, double watts) override {
-    if (index < 0 || static_cast<size_t>(index) >= devices_.size())
+    if (index < 0 || static_cast<size_t>(index) >= units_.size())
       return InvalidArgument(fmt::format("no GPU {}", index));
-    Device& d = devices_[static_cast<size_t>(index)];
+    const Unit& unit = units_[static_cast<size_t>(index)];
+    if (unit.mig != nullptr)
+      return FailedPrecondition(fmt::format("GPU {} is a MIG slice of a shared GPU", index));
+    Device& d = devices_[unit.device];
     unsigned int target_mw = d.own_limit_mw;
     if (watts == 0 && target_mw == 0) {
       const nvmlReturn_t rc =
@@ -383,7 +329,40 @@ class NvmlProvider final : public GpuProvider {
     return Status::Ok();
   }
 
+  // Each unit's reading: a MIG device's own memory (and utilisation where
+  // the driver gives it per instance), the rest its GPU's, with power and
+  // energy in proportion to its compute slices.
   Result<std::vector<GpuSample>> Sample() override {
+    SHOAL_ASSIGN_OR_RETURN(const std::vector<GpuSample> physical, SamplePhysical());
+    std::vector<GpuSample> out;
+    out.reserve(units_.size());
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const Unit& unit = units_[u];
+      GpuSample s = physical[unit.device];
+      s.index = static_cast<int>(u);
+      if (unit.mig != nullptr) {
+        s.power_w *= unit.share;
+        s.energy_j *= unit.share;
+        s.counters = {};
+        s.util_pct = 0;
+        s.mem_copy_util_pct = 0;
+        nvmlUtilization_t util{};
+        if (CallOptional(api_.nvmlDeviceGetUtilizationRates, unit.mig, &util) == NVML_SUCCESS) {
+          s.util_pct = util.gpu;
+          s.mem_copy_util_pct = util.memory;
+        }
+        nvmlMemory_t memory{};
+        if (api_.nvmlDeviceGetMemoryInfo(unit.mig, &memory) == NVML_SUCCESS) {
+          s.fb_used_mib = static_cast<int64_t>(static_cast<double>(memory.used) / kMib);
+          s.fb_free_mib = static_cast<int64_t>(static_cast<double>(memory.free) / kMib);
+        }
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  Result<std::vector<GpuSample>> SamplePhysical() {
     DrainXidEvents();
     std::vector<GpuSample> samples;
     samples.reserve(devices_.size());
@@ -509,14 +488,7 @@ class NvmlProvider final : public GpuProvider {
   }
 
   Status Failure(std::string_view call, nvmlReturn_t rc) const {
-    return Status(StatusCode::kUnavailable,
-                  fmt::format("NVML: {} failed: {}", call, ErrorText(rc)));
-  }
-
-  std::string ErrorText(nvmlReturn_t rc) const {
-    const char* text = api_.nvmlErrorString(rc);
-    return fmt::format("{} (NVML error {})", text != nullptr ? text : "unknown error",
-                       static_cast<int>(rc));
+    return nvml::Failure(api_, call, rc);
   }
 
   // The CPU NUMA node nearest the GPU, which is what CPU placement needs:
@@ -593,6 +565,7 @@ class NvmlProvider final : public GpuProvider {
   NvmlApi api_;
   NvmlOptions options_;
   std::vector<Device> devices_;
+  std::vector<Unit> units_;  // what Discover reported, in its order
   nvmlEventSet_t event_set_ = nullptr;
   std::unique_ptr<DcgmProfiler> profiler_;  // null: no DCGM profiling fields
 };
@@ -609,7 +582,7 @@ Result<std::unique_ptr<GpuProvider>> OpenNvml(const NvmlOptions& options) {
                                        error != nullptr ? error : options.library));
   }
   NvmlApi api;
-  const std::string missing = ResolveAll(library, api);
+  const std::string missing = nvml::ResolveAll(library, api);
   if (!missing.empty()) {
     dlclose(library);
     return NvmlUnavailable(

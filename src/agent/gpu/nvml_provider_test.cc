@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/gpu/nvml_api.h"
+#include "agent/gpu/nvml_mig.h"
 #include "fake_nvml.h"
 
 namespace shoal::agent {
@@ -184,6 +185,11 @@ TEST_F(NvmlProviderTest, CallsEveryDeclaredFunction) {
     ASSERT_NE(provider, nullptr);
     ASSERT_TRUE(provider->Discover().ok());
     ASSERT_TRUE(provider->Sample().ok());
+    // MIG: split a GPU, read its slice, join it again.
+    ASSERT_TRUE(provider->SetMigLayout(7, {"1g.10gb"}).ok());
+    ASSERT_TRUE(provider->Discover().ok());
+    ASSERT_TRUE(provider->Sample().ok());
+    ASSERT_TRUE(provider->SetMigLayout(7, {}).ok());
   }
   fake_.state().init_result = NVML_ERROR_DRIVER_NOT_LOADED;  // for nvmlErrorString
   EXPECT_FALSE(OpenNvml(fake_.Options()).ok());
@@ -213,6 +219,20 @@ TEST_F(NvmlProviderTest, CallsEveryDeclaredFunction) {
       "nvmlDeviceGetNvLinkState",
       "nvmlDeviceGetNvLinkRemotePciInfo_v2",
       "nvmlDeviceGetMigMode",
+      "nvmlDeviceGetMaxMigDeviceCount",
+      "nvmlDeviceGetMigDeviceHandleByIndex",
+      "nvmlDeviceGetGpuInstanceId",
+      "nvmlDeviceGetComputeInstanceId",
+      "nvmlDeviceGetAttributes_v2",
+      "nvmlDeviceSetMigMode",
+      "nvmlDeviceGetGpuInstanceProfileInfo",
+      "nvmlDeviceCreateGpuInstance",
+      "nvmlDeviceGetGpuInstances",
+      "nvmlGpuInstanceDestroy",
+      "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+      "nvmlGpuInstanceCreateComputeInstance",
+      "nvmlGpuInstanceGetComputeInstances",
+      "nvmlComputeInstanceDestroy",
       "nvmlEventSetCreate",
       "nvmlDeviceRegisterEvents",
       "nvmlEventSetWait_v2",
@@ -465,14 +485,96 @@ TEST_F(NvmlProviderTest, NumaNodeFromSysfsThenNvml) {
   fs::remove_all(root);
 }
 
-TEST_F(NvmlProviderTest, MigModeIsReported) {
+// A GPU in MIG mode offers its MIG devices, each a GPU of its own with its
+// MIG UUID, memory, profile and instance ids; without instances, nothing.
+TEST_F(NvmlProviderTest, MigDevicesAreGpusOfTheirOwn) {
   fake_.gpu(1).mig_mode = NVML_DEVICE_MIG_ENABLE;
   auto provider = Open();
   ASSERT_NE(provider, nullptr);
   auto devices = provider->Discover();
   ASSERT_TRUE(devices.ok());
-  EXPECT_FALSE((*devices)[0].mig_enabled);
-  EXPECT_TRUE((*devices)[1].mig_enabled);
+  ASSERT_EQ(devices->size(), 7u) << "GPU 1 has no instances yet";
+  EXPECT_EQ((*devices)[1].device, 2);
+  EXPECT_EQ((*devices)[1].index, 1);
+
+  ASSERT_TRUE(provider->SetMigLayout(1, {"3g.40gb", "2g.20gb", "2g.20gb"}).ok());
+  devices = provider->Discover();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 10u);
+  const GpuDevice& big = (*devices)[1];
+  EXPECT_EQ(big.device, 1);
+  EXPECT_EQ(big.model, "H100-SXM-80GB/3g.40gb");
+  EXPECT_EQ(big.mig_profile, "3g.40gb");
+  EXPECT_EQ(big.memory_mib, 40192);
+  EXPECT_EQ(big.uuid.rfind("MIG-", 0), 0u);
+  EXPECT_EQ(big.mig_ci, 0);
+  EXPECT_NEAR(big.power_limit_w, 700.0 * 3 / 7, 1e-6);
+  EXPECT_EQ((*devices)[2].mig_profile, "2g.20gb");
+  EXPECT_EQ((*devices)[3].mig_profile, "2g.20gb");
+  EXPECT_NE((*devices)[2].mig_gi, (*devices)[3].mig_gi);
+  EXPECT_EQ((*devices)[4].device, 2);
+  EXPECT_TRUE((*devices)[4].mig_profile.empty());
+  for (size_t i = 0; i < devices->size(); ++i)
+    EXPECT_EQ((*devices)[i].index, static_cast<int>(i));
+
+  // A slice's reading: its own memory, its GPU's temperature, its share of the power.
+  fake_.gpu(1).power_mw = 350'000;
+  fake_.gpu(1).temperature_c = 55;
+  fake_.gpu(1).mig[0].used_mib = 2048;
+  auto samples = provider->Sample();
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->size(), 10u);
+  const GpuSample& s = (*samples)[1];
+  EXPECT_EQ(s.index, 1);
+  EXPECT_EQ(s.temperature_c, 55);
+  EXPECT_NEAR(s.power_w, 350.0 * 3 / 7, 1e-6);
+  EXPECT_EQ(s.fb_used_mib + s.fb_free_mib, 40192);
+  EXPECT_EQ(s.util_pct, 0) << "the fake gives no per-instance utilisation";
+  // A power cap on a slice would hold the whole GPU: refused.
+  EXPECT_FALSE(provider->SetPowerCap(1, 300).ok());
+  EXPECT_TRUE(provider->SetPowerCap(4, 300).ok());
+  EXPECT_TRUE(provider->SetPowerCap(4, 0).ok());
+
+  // Back to whole: instances destroyed, MIG off.
+  ASSERT_TRUE(provider->SetMigLayout(1, {}).ok());
+  EXPECT_EQ(fake_.gpu(1).mig_mode, static_cast<unsigned>(NVML_DEVICE_MIG_DISABLE));
+  devices = provider->Discover();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 8u);
+  EXPECT_TRUE((*devices)[1].mig_profile.empty());
+}
+
+// What the driver refuses comes back as the error, and a mode change that
+// waits for a GPU reset says so.
+TEST_F(NvmlProviderTest, MigLayoutsTheDriverRefusesAreErrors) {
+  auto provider = Open();
+  ASSERT_NE(provider, nullptr);
+  ASSERT_TRUE(provider->Discover().ok());
+  ASSERT_TRUE(provider->SetMigLayout(0, std::vector<std::string>(7, "1g.10gb")).ok());
+  EXPECT_EQ(fake_.gpu(0).mig_mode, static_cast<unsigned>(NVML_DEVICE_MIG_ENABLE));
+  Status s = provider->SetMigLayout(0, std::vector<std::string>(8, "1g.10gb"));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("nvmlDeviceCreateGpuInstance(1g.10gb)"), std::string::npos)
+      << s.message();
+  s = provider->SetMigLayout(0, {"1g.5gb"});
+  EXPECT_NE(s.message().find("no MIG profile '1g.5gb'"), std::string::npos) << s.message();
+  fake_.gpu(2).mig_needs_reset = 1;
+  s = provider->SetMigLayout(2, {"7g.80gb"});
+  EXPECT_NE(s.message().find("pending until the GPU is reset"), std::string::npos) << s.message();
+  EXPECT_FALSE(provider->SetMigLayout(9, {}).ok());
+}
+
+TEST(NvmlMigTest, ProfileNamesAsNvidiaSmiGivesThem) {
+  constexpr int64_t kH100 = 81559;
+  EXPECT_EQ(nvml::MigProfileName(1, 1, 9856, kH100), "1g.10gb");
+  EXPECT_EQ(nvml::MigProfileName(1, 1, 19968, kH100), "1g.20gb");
+  EXPECT_EQ(nvml::MigProfileName(2, 2, 19968, kH100), "2g.20gb");
+  EXPECT_EQ(nvml::MigProfileName(3, 3, 40192, kH100), "3g.40gb");
+  EXPECT_EQ(nvml::MigProfileName(7, 7, 80896, kH100), "7g.80gb");
+  EXPECT_EQ(nvml::MigProfileName(3, 1, 40192, kH100), "1c.3g.40gb");
+  constexpr int64_t kA100_40 = 40536;
+  EXPECT_EQ(nvml::MigProfileName(1, 1, 4864, kA100_40), "1g.5gb");
+  EXPECT_EQ(nvml::MigProfileName(3, 3, 19968, kA100_40), "3g.20gb");
 }
 
 TEST_F(NvmlProviderTest, XidEventsAreCountedPerGpu) {

@@ -18,17 +18,24 @@
 
 namespace shoal::agent {
 
-// One GPU as discovered.
+// One GPU as discovered: a whole GPU, or a MIG slice of one (a GPU
+// instance, scheduled as a GPU of its own).
 struct GpuDevice {
-  int index = 0;      // the driver's index (what CUDA_VISIBLE_DEVICES names)
-  std::string uuid;   // "GPU-5f2c..."
+  int index = 0;      // its place among the node's GPUs and slices: 0, 1, 2, ...
+  int device = 0;     // the physical GPU's driver index (what /dev/nvidiaN and NVML count)
+  std::string uuid;   // "GPU-5f2c...", "MIG-..." for a slice
   std::string name;   // as the driver says: "NVIDIA H100 80GB HBM3"
   std::string model;  // the catalogue's name ("H100-SXM-80GB"), else `name`
   int64_t memory_mib = 0;
   int nvlink_island = 0;  // GPUs joined by NVLink/NVSwitch share an island number
   int numa_node = 0;
-  std::string pci_bus_id;  // "00000000:1B:00.0"
-  bool mig_enabled = false;
+  std::string pci_bus_id;    // "00000000:1B:00.0"
+  bool mig_enabled = false;  // the physical GPU is in MIG mode
+  // A MIG slice: its profile ("1g.10gb"; the model then ends in
+  // "/1g.10gb") and its GPU and compute instance ids; empty: a whole GPU.
+  std::string mig_profile;
+  int mig_gi = -1;
+  int mig_ci = -1;
   double power_limit_w = 0;
   double temperature_limit_c = 0;  // slowdown threshold; 0: unknown
   std::string driver_version;      // "550.54.15"; empty: unknown
@@ -74,6 +81,15 @@ class GpuProvider {
     (void)index;
     (void)watts;
     return FailedPrecondition("this GPU provider cannot cap power");
+  }
+  // Splits the physical GPU `device` (driver index) into MIG slices of
+  // `profiles` ("1g.10gb", ...; catalog/mig.h checked them against its
+  // model), destroying the slices it had; an empty list turns MIG off. No
+  // job may run on it. Discover then reports the new GPUs and slices.
+  virtual Status SetMigLayout(int device, const std::vector<std::string>& profiles) {
+    (void)device;
+    (void)profiles;
+    return FailedPrecondition("this GPU provider cannot partition GPUs");
   }
 };
 

@@ -9,6 +9,7 @@
 
 #include "agent/gpu/nvml_api.h"
 #include "catalog/gpus.h"
+#include "catalog/mig.h"
 #include "catalog/profiles.h"
 #include "core/strings.h"
 
@@ -159,44 +160,92 @@ Result<std::unique_ptr<SimulatedProvider>> SimulatedProvider::Create(const std::
   double tdp_w = p->gpu_tdp_w;
   const catalog::GpuSpec* spec = catalog::FindGpu(p->gpu_model);
   if (tdp_w <= 0 && spec != nullptr) tdp_w = spec->tdp_w;
-
-  const Model* model = nullptr;
-  for (const Model& m : kModels) {
-    if (m.model == p->gpu_model) model = &m;
+  Hardware hw;
+  hw.gpus = catalog::MakeNode(*p, node_name).gpus;
+  for (Gpu& gpu : hw.gpus) {
+    gpu.device = gpu.index;
+    gpu.rated_w = tdp_w;
   }
+  hw.driver_name = "NVIDIA " + std::string(p->gpu_model);
+  hw.boost_mhz = kDefaultBoostMhz;
+  for (const Model& m : kModels) {
+    if (m.model != p->gpu_model) continue;
+    hw.driver_name = m.driver_name;
+    hw.boost_mhz = m.boost_mhz;
+    hw.mem_clock_mhz = m.mem_clock_mhz;
+  }
+  auto provider = std::make_unique<SimulatedProvider>(std::move(hw), seed, clock);
+  SHOAL_RETURN_IF_ERROR(provider->Rebuild());
+  return provider;
+}
+
+SimulatedProvider::SimulatedProvider(Hardware hardware, uint64_t seed, const Clock& clock)
+    : clock_(clock), hardware_(std::move(hardware)), rng_(seed), updated_(clock.Now()) {}
+
+SimulatedProvider::~SimulatedProvider() = default;
+
+Status SimulatedProvider::Rebuild() {
+  SHOAL_ASSIGN_OR_RETURN(const std::vector<Gpu> units,
+                         catalog::PartitionGpus(hardware_.gpus, layouts_));
   std::vector<GpuState> gpus;
-  for (Gpu& gpu : catalog::MakeNode(*p, node_name).gpus) {
+  for (const Gpu& gpu : units) {
     GpuState state;
     GpuDevice& d = state.device;
     d.index = gpu.index;
-    d.uuid = std::move(gpu.uuid);
-    d.name = model != nullptr ? std::string(model->driver_name) : "NVIDIA " + gpu.model;
-    d.model = std::move(gpu.model);
+    d.device = gpu.Device();
+    d.uuid = gpu.uuid;
+    d.name = hardware_.driver_name;
+    if (gpu.IsMigSlice()) d.name += " MIG " + gpu.mig_profile;  // as NVML names a MIG device
+    d.model = gpu.model;
     d.memory_mib = gpu.memory_mib;
     d.nvlink_island = gpu.nvlink_island;
     d.numa_node = gpu.numa_node;
     // Synthetic but well-formed and distinct, in NVML's spelling.
-    d.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + 0x10 * gpu.index);
-    d.power_limit_w = tdp_w;
+    d.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + 0x10 * d.device);
+    d.power_limit_w = gpu.rated_w;
     d.temperature_limit_c = kTemperatureLimitC;
-    if (model != nullptr) {
-      state.boost_mhz = model->boost_mhz;
-      state.mem_clock_mhz = model->mem_clock_mhz;
-    }
+    d.mig_enabled = gpu.IsMigSlice();
+    d.mig_profile = gpu.mig_profile;
+    d.mig_gi = gpu.mig_gi;
+    d.mig_ci = gpu.mig_ci;
+    state.boost_mhz = hardware_.boost_mhz;
+    state.mem_clock_mhz = hardware_.mem_clock_mhz;
     gpus.push_back(std::move(state));
   }
+  // NVLink counts for whole GPUs that share an island; MIG instances have
+  // no NVLink of their own.
   for (GpuState& g : gpus) {
-    g.nvlink = std::count_if(gpus.begin(), gpus.end(), [&](const GpuState& other) {
+    g.nvlink = !g.device.mig_enabled &&
+               std::count_if(gpus.begin(), gpus.end(), [&](const GpuState& other) {
                  return other.device.nvlink_island == g.device.nvlink_island;
                }) > 1;
   }
-  return std::make_unique<SimulatedProvider>(std::move(gpus), seed, clock);
+  gpus_ = std::move(gpus);
+  return Status::Ok();
 }
 
-SimulatedProvider::SimulatedProvider(std::vector<GpuState> gpus, uint64_t seed, const Clock& clock)
-    : clock_(clock), gpus_(std::move(gpus)), rng_(seed), updated_(clock.Now()) {}
-
-SimulatedProvider::~SimulatedProvider() = default;
+Status SimulatedProvider::SetMigLayout(int device, const std::vector<std::string>& profiles) {
+  std::lock_guard lock(mu_);
+  if (device < 0 || static_cast<size_t>(device) >= hardware_.gpus.size()) {
+    return InvalidArgument(
+        fmt::format("no GPU {} on this node (it has {})", device, hardware_.gpus.size()));
+  }
+  for (const GpuState& g : gpus_) {
+    if (g.device.device == device && g.load > 0)
+      return FailedPrecondition(fmt::format("GPU {} is busy", device));
+  }
+  const catalog::MigLayouts before = layouts_;
+  std::erase_if(layouts_, [device](const auto& l) { return l.first == device; });
+  if (!profiles.empty()) layouts_.emplace_back(device, profiles);
+  std::sort(layouts_.begin(), layouts_.end());
+  AdvanceTo(clock_.Now());
+  if (Status s = Rebuild(); !s.ok()) {
+    layouts_ = before;
+    return s;
+  }
+  scheduled_.clear();  // faults were aimed at GPU indices that have changed
+  return Status::Ok();
+}
 
 Result<std::vector<GpuDevice>> SimulatedProvider::Discover() {
   std::lock_guard lock(mu_);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agent/gpu/provider.h"
+#include "core/cluster.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "core/time.h"
@@ -67,6 +68,10 @@ class SimulatedProvider final : public GpuProvider {
   // Between 25 % and 100 % of the rated power, as NVML's constraints for
   // data-centre GPUs roughly are; draw is then held to the cap.
   Status SetPowerCap(int index, double watts) override;
+  // Any layout catalog/mig.h accepts for the model; the GPU's slices then
+  // start idle and cool, their telemetry as a whole GPU's scaled to their
+  // share. Refused while a job's load is on the GPU.
+  Status SetMigLayout(int device, const std::vector<std::string>& profiles) override;
 
   // Faults. Each fails with kInvalidArgument for an index the node lacks.
   // Counters only grow, as on real GPUs until the driver reloads.
@@ -88,6 +93,16 @@ class SimulatedProvider final : public GpuProvider {
 
  private:
   struct GpuState;  // one GPU: its device, model figures, load, thermal state, counters
+  // The node's physical GPUs, whole, and what a driver says of their model.
+  struct Hardware {
+    std::vector<Gpu> gpus;
+    std::string driver_name;
+    double boost_mhz = 0;
+    double mem_clock_mhz = 0;
+  };
+
+  // gpus_ anew from hardware_ and layouts_ (mu_ held or not yet shared).
+  Status Rebuild();
 
   Status CheckIndex(int index) const;
   void Apply(const SimFault& fault);  // mu_ held, index checked
@@ -97,6 +112,8 @@ class SimulatedProvider final : public GpuProvider {
 
   const Clock& clock_;
   mutable std::mutex mu_;
+  Hardware hardware_;
+  std::vector<std::pair<int, std::vector<std::string>>> layouts_;  // catalog::MigLayouts
   std::vector<GpuState> gpus_;
   Rng rng_;
   Time updated_;
@@ -104,7 +121,7 @@ class SimulatedProvider final : public GpuProvider {
 
  public:
   // For Create only (nobody else can name GpuState); public for make_unique.
-  SimulatedProvider(std::vector<GpuState> gpus, uint64_t seed, const Clock& clock);
+  SimulatedProvider(Hardware hardware, uint64_t seed, const Clock& clock);
 };
 
 }  // namespace shoal::agent

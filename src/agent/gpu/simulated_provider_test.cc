@@ -152,6 +152,45 @@ TEST_F(SimulatedProviderTest, APowerCapHoldsTheDrawUntilItIsGivenBack) {
   EXPECT_NEAR(SampleOf(*p, 0).power_w, 0.9 * 700, 0.015 * 700 + 0.5);
 }
 
+// MIG: a GPU splits into slices that are GPUs of their own (their memory,
+// their share of the power), is refused while busy, and joins back.
+TEST_F(SimulatedProviderTest, MigSlicesAreGpusOfTheirOwn) {
+  auto p = Make();
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p->SetMigLayout(2, std::vector<std::string>(7, "1g.10gb")).ok());
+  auto devices = p->Discover();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 14u);
+  const GpuDevice& slice = (*devices)[2];
+  EXPECT_EQ(slice.index, 2);
+  EXPECT_EQ(slice.device, 2);
+  EXPECT_EQ(slice.model, "H100-SXM-80GB/1g.10gb");
+  EXPECT_EQ(slice.name, "NVIDIA H100 80GB HBM3 MIG 1g.10gb");
+  EXPECT_EQ(slice.memory_mib, 10 * 1024);
+  EXPECT_EQ(slice.mig_gi, 1);
+  EXPECT_EQ(slice.uuid.rfind("MIG-", 0), 0u);
+  EXPECT_NEAR(slice.power_limit_w, 700.0 / 7, 1e-9);
+  EXPECT_EQ((*devices)[9].device, 3);
+  p->SetLoad(2, 1.0);
+  clock_.Advance(minutes(5));
+  const GpuSample busy = SampleOf(*p, 2);
+  EXPECT_GT(busy.util_pct, 80);
+  EXPECT_LE(busy.power_w, 100.0);
+  EXPECT_LE(busy.fb_used_mib, 10 * 1024);
+  EXPECT_EQ(SampleOf(*p, 3).util_pct, 0) << "its neighbour slice is idle";
+  // A busy GPU is not re-partitioned; an idle one is, and joins back whole.
+  EXPECT_FALSE(p->SetMigLayout(2, {}).ok());
+  p->SetLoad(2, 0);
+  EXPECT_FALSE(p->SetMigLayout(2, std::vector<std::string>(8, "1g.10gb")).ok());
+  EXPECT_FALSE(p->SetMigLayout(8, {}).ok());
+  ASSERT_TRUE(p->SetMigLayout(2, {}).ok());
+  devices = p->Discover();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 8u);
+  EXPECT_EQ((*devices)[2].model, "H100-SXM-80GB");
+  EXPECT_EQ((*devices)[2].device, 2);
+}
+
 TEST_F(SimulatedProviderTest, TemperatureLagsWithTheTimeConstant) {
   auto p = Make();
   p->SetLoad(3, 1.0);

@@ -258,20 +258,65 @@ std::vector<GpuDeviceNode> FindGpuDeviceNodes(const std::string& pattern) {
 }
 
 std::vector<GpuDeviceNode> DeniedGpus(const std::vector<GpuDeviceNode>& node_gpus,
-                                      const std::vector<int>& given) {
+                                      const std::vector<FencedGpu>& given) {
   std::vector<GpuDeviceNode> denied;
   for (const GpuDeviceNode& d : node_gpus) {
-    if (std::find(given.begin(), given.end(), d.index) == given.end()) denied.push_back(d);
+    const bool allowed = std::any_of(given.begin(), given.end(), [&d](const FencedGpu& g) {
+      if (g.device != d.index) return false;
+      if (d.gi < 0) return true;  // the GPU's own file: every slice of it needs it
+      return g.gi == d.gi && (d.ci < 0 || g.ci == d.ci);
+    });
+    if (!allowed) denied.push_back(d);
   }
   return denied;
 }
 
 std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus,
-                                      const std::vector<int>& given) {
+                                      const std::vector<FencedGpu>& given) {
   std::vector<std::string> rules;
   for (const GpuDeviceNode& d : DeniedGpus(node_gpus, given))
     rules.push_back(fmt::format("c {}:{} rwm", d.major, d.minor));
   return rules;
+}
+
+std::vector<GpuDeviceNode> ParseMigMinors(std::string_view text, unsigned major) {
+  std::vector<GpuDeviceNode> out;
+  for (std::string_view line : Split(text, '\n')) {
+    const std::vector<std::string_view> fields = Split(Trim(line), ' ');
+    if (fields.size() != 2) continue;
+    const std::vector<std::string_view> path = Split(fields[0], '/');
+    if (path.size() < 3 || path.size() > 4 || path.back() != "access") continue;
+    auto number = [](std::string_view part, std::string_view prefix) -> int {
+      if (!StartsWith(part, prefix)) return -1;
+      auto n = ParseInt(part.substr(prefix.size()));
+      return n.ok() && *n >= 0 && *n < 1 << 20 ? static_cast<int>(*n) : -1;
+    };
+    auto minor = ParseInt(fields[1]);
+    GpuDeviceNode d{.index = number(path[0], "gpu"),
+                    .major = major,
+                    .minor = minor.ok() && *minor >= 0 ? static_cast<unsigned>(*minor) : 0,
+                    .gi = number(path[1], "gi"),
+                    .ci = path.size() == 4 ? number(path[2], "ci") : -1};
+    if (d.index < 0 || d.gi < 0 || !minor.ok() || *minor < 0 || (path.size() == 4 && d.ci < 0))
+      continue;
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<GpuDeviceNode> FindMigCapNodes(const std::string& mig_minors,
+                                           const std::string& proc_devices) {
+  auto minors = ReadFile(mig_minors);
+  auto devices = ReadFile(proc_devices);
+  if (!minors.ok() || !devices.ok()) return {};
+  // "/proc/devices": "Character devices:" then "MAJOR NAME" lines.
+  for (std::string_view line : Split(*devices, '\n')) {
+    const std::vector<std::string_view> fields = Split(Trim(line), ' ');
+    if (fields.size() != 2 || fields[1] != "nvidia-caps") continue;
+    auto major = ParseInt(fields[0]);
+    if (major.ok() && *major > 0) return ParseMigMinors(*minors, static_cast<unsigned>(*major));
+  }
+  return {};
 }
 
 void RemoveAgentCgroups(const CgroupLayout& layout) {

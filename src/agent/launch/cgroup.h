@@ -56,10 +56,16 @@ struct CgroupLayout {
 };
 
 // A GPU's device file (/dev/nvidiaN) as the kernel numbers it.
+// A GPU's device file (/dev/nvidiaN), or with gi >= 0 one of the MIG
+// capability files that open a GPU instance (ci -1) or a compute instance
+// in it (/dev/nvidia-caps/nvidia-capM; the driver lists their minor numbers
+// in /proc/driver/nvidia-caps/mig-minors).
 struct GpuDeviceNode {
-  int index = 0;  // the GPU's index on the node
+  int index = 0;  // the physical GPU's driver index
   unsigned major = 0;
   unsigned minor = 0;
+  int gi = -1;
+  int ci = -1;
   friend bool operator==(const GpuDeviceNode&, const GpuDeviceNode&) = default;
 };
 
@@ -67,12 +73,31 @@ struct GpuDeviceNode {
 // the index, e.g. "/dev/nvidia%d"), those that exist as character devices.
 std::vector<GpuDeviceNode> FindGpuDeviceNodes(const std::string& pattern);
 
-// The node's GPUs a step was not given. Pure.
+// The MIG capability files of /proc/driver/nvidia-caps/mig-minors' text
+// ("gpu0/gi3/access 30", "gpu0/gi3/ci0/access 31"; other lines, such as
+// "config 1", are not a GPU's), with `major`, the nvidia-caps device's. Pure.
+std::vector<GpuDeviceNode> ParseMigMinors(std::string_view text, unsigned major);
+// From the driver's files; empty where there is no MIG-capable driver.
+std::vector<GpuDeviceNode> FindMigCapNodes(
+    const std::string& mig_minors = "/proc/driver/nvidia-caps/mig-minors",
+    const std::string& proc_devices = "/proc/devices");
+
+// A GPU a step was given, as the fence sees it: its physical GPU, and for
+// a MIG slice its GPU instance and compute instance.
+struct FencedGpu {
+  int device = 0;
+  int gi = -1;
+  int ci = -1;
+};
+
+// The node's GPU files a step may not open: the GPUs it was not given, and
+// the MIG instances it was not given (on a given GPU too: another job's
+// slice). Pure.
 std::vector<GpuDeviceNode> DeniedGpus(const std::vector<GpuDeviceNode>& node_gpus,
-                                      const std::vector<int>& given);
+                                      const std::vector<FencedGpu>& given);
 // The v1 devices-controller rules ("c MAJOR:MINOR rwm") that deny them. Pure.
 std::vector<std::string> GpuDenyRules(const std::vector<GpuDeviceNode>& node_gpus,
-                                      const std::vector<int>& given);
+                                      const std::vector<FencedGpu>& given);
 
 // One line of /proc/self/mountinfo.
 struct MountEntry {

@@ -60,10 +60,19 @@ TEST(LimitWrites, PerVersion) {
   }
 }
 
+// Whole GPUs, by driver index.
+std::vector<FencedGpu> Whole(std::initializer_list<int> devices) {
+  std::vector<FencedGpu> out;
+  for (int d : devices)
+    out.push_back({.device = d});
+  return out;
+}
+
 TEST(GpuDenyRules, DenyEveryGpuButTheGivenOnes) {
   const std::vector<GpuDeviceNode> node = {{0, 195, 0}, {1, 195, 1}, {2, 195, 2}, {3, 195, 7}};
-  EXPECT_EQ(GpuDenyRules(node, {1, 2}), (std::vector<std::string>{"c 195:0 rwm", "c 195:7 rwm"}));
-  EXPECT_TRUE(GpuDenyRules(node, {0, 1, 2, 3}).empty());
+  EXPECT_EQ(GpuDenyRules(node, Whole({1, 2})),
+            (std::vector<std::string>{"c 195:0 rwm", "c 195:7 rwm"}));
+  EXPECT_TRUE(GpuDenyRules(node, Whole({0, 1, 2, 3})).empty());
   EXPECT_EQ(GpuDenyRules(node, {}).size(), 4u);
   EXPECT_TRUE(FindGpuDeviceNodes("/nonexistent/nvidia%d").empty());
   EXPECT_TRUE(FindGpuDeviceNodes("/dev/null").empty()) << "a pattern without %d names no GPU";
@@ -89,7 +98,31 @@ TEST(DeviceDenyProgram, DeniesEachGivenCharacterDeviceAndAllowsTheRest) {
   }
   EXPECT_EQ(p[p.size() - 2].imm, 1);  // allow
   EXPECT_EQ(p.back().code, BPF_JMP | BPF_EXIT);
-  EXPECT_EQ(DeniedGpus(deny, {3}), (std::vector<GpuDeviceNode>{{0, 195, 0}}));
+  EXPECT_EQ(DeniedGpus(deny, Whole({3})), (std::vector<GpuDeviceNode>{{0, 195, 0}}));
+}
+
+// A MIG slice's step opens its GPU's file and its own instance's capability
+// files, never another slice's on the same GPU nor any other GPU's.
+TEST(GpuDenyRules, MigSlicesOpenOnlyTheirOwnInstances) {
+  const std::string minors =
+      "config 1\nmonitor 2\n"
+      "gpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
+      "gpu0/gi2/access 21\ngpu0/gi2/ci0/access 22\n"
+      "gpu1/gi1/access 147\ngpu1/gi1/ci0/access 148\n"
+      "gpu1/gi1/ci/access 9\nbogus line here\ngpu2/gix/access 3\n";
+  std::vector<GpuDeviceNode> caps = ParseMigMinors(minors, 508);
+  ASSERT_EQ(caps.size(), 6u);
+  EXPECT_EQ(caps[0], (GpuDeviceNode{.index = 0, .major = 508, .minor = 12, .gi = 1, .ci = -1}));
+  EXPECT_EQ(caps[1], (GpuDeviceNode{.index = 0, .major = 508, .minor = 13, .gi = 1, .ci = 0}));
+  std::vector<GpuDeviceNode> node = {{0, 195, 0}, {1, 195, 1}};
+  node.insert(node.end(), caps.begin(), caps.end());
+  const std::vector<FencedGpu> slice = {{.device = 0, .gi = 2, .ci = 0}};
+  EXPECT_EQ(GpuDenyRules(node, slice),
+            (std::vector<std::string>{"c 195:1 rwm", "c 508:12 rwm", "c 508:13 rwm",
+                                      "c 508:147 rwm", "c 508:148 rwm"}));
+  // A whole GPU's step opens no instance at all.
+  EXPECT_EQ(GpuDenyRules(node, Whole({1})).size(), 1u + caps.size());
+  EXPECT_TRUE(FindMigCapNodes("/nonexistent/mig-minors").empty());
 }
 
 TEST(DetectCgroups, NoneWhenConfiguredOrNotACgroup) {

@@ -31,6 +31,14 @@ std::optional<uint64_t> ParseU64(std::string_view s) {
   return v;
 }
 
+// [[device, gi, ci, cuda name], ...]
+Json GpuUnitsJson(const std::vector<StepGpu>& units) {
+  Json out = Json::array();
+  for (const StepGpu& u : units)
+    out.push_back({u.fence.device, u.fence.gi, u.fence.ci, u.cuda_name});
+  return out;
+}
+
 std::vector<std::string_view> Fields(std::string_view line) {
   std::vector<std::string_view> out;
   for (std::string_view f : Split(Trim(line), ' ')) {
@@ -109,6 +117,7 @@ std::string EncodeRequest(const SupervisorRequest& request) {
       {"master_addr", s.master_addr},
       {"master_port", s.master_port},
       {"gpus", s.gpus},
+      {"gpu_units", GpuUnitsJson(s.gpu_units)},
       {"cpu_milli", s.cpu_milli},
       {"memory_mib", s.memory_mib},
       {"grace_ms", s.grace.count()},
@@ -134,7 +143,7 @@ std::string EncodeRequest(const SupervisorRequest& request) {
   };
   Json devices = Json::array();
   for (const GpuDeviceNode& d : request.gpu_devices)
-    devices.push_back({d.index, d.major, d.minor});
+    devices.push_back({d.index, d.major, d.minor, d.gi, d.ci});
   j["gpu_devices"] = std::move(devices);
   return j.dump();
 }
@@ -177,6 +186,14 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     s.master_addr = j.at("master_addr").get<std::string>();
     s.master_port = j.at("master_port").get<int>();
     s.gpus = j.at("gpus").get<std::vector<int>>();
+    if (auto units = j.find("gpu_units"); units != j.end()) {
+      for (const Json& u : *units) {
+        s.gpu_units.push_back({.fence = {.device = u.at(0).get<int>(),
+                                         .gi = u.at(1).get<int>(),
+                                         .ci = u.at(2).get<int>()},
+                               .cuda_name = u.at(3).get<std::string>()});
+      }
+    }
     s.cpu_milli = j.at("cpu_milli").get<int64_t>();
     s.memory_mib = j.at("memory_mib").get<int64_t>();
     s.grace = Duration(j.at("grace_ms").get<int64_t>());
@@ -206,8 +223,11 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
     r.cgroup.v2_device_fence = c.value("v2_device_fence", false);
     if (auto d = j.find("gpu_devices"); d != j.end()) {
       for (const Json& e : *d) {
-        r.gpu_devices.push_back(
-            {e.at(0).get<int>(), e.at(1).get<unsigned>(), e.at(2).get<unsigned>()});
+        r.gpu_devices.push_back({.index = e.at(0).get<int>(),
+                                 .major = e.at(1).get<unsigned>(),
+                                 .minor = e.at(2).get<unsigned>(),
+                                 .gi = e.size() > 4 ? e.at(3).get<int>() : -1,
+                                 .ci = e.size() > 4 ? e.at(4).get<int>() : -1});
       }
     }
     return Result<SupervisorRequest>(std::move(r));

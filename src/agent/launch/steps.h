@@ -33,6 +33,17 @@
 
 namespace shoal::agent {
 
+// One GPU of a step as this host knows it.
+struct StepGpu {
+  FencedGpu fence;
+  std::string cuda_name;
+};
+
+// The GPUs the fence lets a step open: its gpu_units, else its GPU indices
+// as whole GPUs.
+struct StepRequest;
+std::vector<FencedGpu> FencedGpusOf(const StepRequest& step);
+
 // What one node runs for one job.
 struct StepRequest {
   uint64_t job = 0;
@@ -81,7 +92,12 @@ struct StepRequest {
   std::vector<int> tasks_per_node;  // tasks on each node, same order (sum: the world size)
   std::string master_addr;          // rank 0's host
   int master_port = 0;
-  std::vector<int> gpus;                     // GPU indices on this node, for CUDA_VISIBLE_DEVICES
+  std::vector<int> gpus;  // GPU indices on this node (the scheduler's)
+  // What each of `gpus` is on this host, in the same order (the agent fills
+  // them in from its devices): the physical GPU the fence lets the step
+  // open, and what CUDA_VISIBLE_DEVICES names ("3", or "MIG-<uuid>" for a
+  // MIG slice). Empty: each of `gpus` is the whole GPU of that index.
+  std::vector<StepGpu> gpu_units;
   int64_t cpu_milli = 0;                     // CPU limit; 0: none
   int64_t memory_mib = 0;                    // memory limit; 0: none
   Duration grace{std::chrono::seconds(10)};  // between SIGTERM and SIGKILL

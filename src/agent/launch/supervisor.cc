@@ -311,7 +311,7 @@ class Supervisor {
     cgroup_.emplace(request_.cgroup, name_);
     if (cgroup_->enabled()) {
       Status created = cgroup_->Create(step.cpu_milli, step.memory_mib,
-                                       DeniedGpus(request_.gpu_devices, step.gpus));
+                                       DeniedGpus(request_.gpu_devices, FencedGpusOf(step)));
       if (!created.ok()) return created.WithContext("cgroup");
     }
     return Status::Ok();

@@ -96,6 +96,8 @@ Status ValidateStepRequest(const StepRequest& step) {
       return InvalidArgument(fmt::format("environment entry '{}' is not KEY=VALUE", entry));
     }
   }
+  if (!step.gpu_units.empty() && step.gpu_units.size() != step.gpus.size())
+    return InvalidArgument("the step's GPU units do not match its GPUs");
   for (int gpu : step.gpus) {
     if (gpu < 0) return InvalidArgument(fmt::format("GPU index {} is negative", gpu));
   }
@@ -104,6 +106,15 @@ Status ValidateStepRequest(const StepRequest& step) {
   }
   return Status::Ok();
 }
+
+namespace {
+
+// What CUDA_VISIBLE_DEVICES names the step's i-th GPU by.
+std::string CudaName(const StepRequest& step, size_t i) {
+  return i < step.gpu_units.size() ? step.gpu_units[i].cuda_name : std::to_string(step.gpus[i]);
+}
+
+}  // namespace
 
 std::string SlurmTaskCounts(const std::vector<int>& counts) {
   std::string out;
@@ -124,6 +135,18 @@ int SlurmStepId(const StepRequest& step) {
   return step.has_batch_step ? static_cast<int>(step.step) - 1 : static_cast<int>(step.step);
 }
 
+std::vector<FencedGpu> FencedGpusOf(const StepRequest& step) {
+  std::vector<FencedGpu> out;
+  if (!step.gpu_units.empty()) {
+    for (const StepGpu& g : step.gpu_units)
+      out.push_back(g.fence);
+    return out;
+  }
+  for (int gpu : step.gpus)
+    out.push_back({.device = gpu});
+  return out;
+}
+
 std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank,
                                          const std::string& hostfile) {
   const int nodes = NodeCount(step);
@@ -140,12 +163,12 @@ std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank
     const size_t per = static_cast<size_t>(step.gpus_per_task);
     if (per == 0 || (i >= static_cast<size_t>(local_rank) * per &&
                      i < static_cast<size_t>(local_rank + 1) * per)) {
-      gpus.push_back(std::to_string(step.gpus[i]));
+      gpus.push_back(CudaName(step, i));
     }
   }
   std::vector<std::string> step_gpus;
-  for (int gpu : step.gpus)
-    step_gpus.push_back(std::to_string(gpu));
+  for (size_t i = 0; i < step.gpus.size(); ++i)
+    step_gpus.push_back(CudaName(step, i));
 
   std::vector<std::string> shoal = {
       Var("SHOAL_JOB_ID", step.job),           Var("SHOAL_JOB_NAME", step.job_name),

@@ -150,6 +150,27 @@ TEST(TaskEnvironment, BatchStepAndStepNumbers) {
   EXPECT_FALSE(ValidateStepRequest(step).ok());
 }
 
+// MIG slices are named to CUDA by their MIG UUIDs, each task its own with
+// --gpus-per-task; the fence sees their GPU and instances.
+TEST(TaskEnvironment, MigSlicesAreNamedByUuid) {
+  StepRequest s = TwoNodeStep();
+  s.gpu_units = {{.fence = {.device = 1, .gi = 3, .ci = 0}, .cuda_name = "MIG-aaa"},
+                 {.fence = {.device = 1, .gi = 4, .ci = 0}, .cuda_name = "MIG-bbb"},
+                 {.fence = {.device = 2}, .cuda_name = "2"}};
+  ASSERT_TRUE(ValidateStepRequest(s).ok()) << ValidateStepRequest(s).message();
+  EXPECT_EQ(AsMap(TaskEnvironment(s, 0, ""))["CUDA_VISIBLE_DEVICES"], "MIG-aaa,MIG-bbb,2");
+  s.gpus_per_task = 1;
+  s.node_rank = 1;
+  s.tasks_per_node = {2, 3};
+  EXPECT_EQ(AsMap(TaskEnvironment(s, 1, ""))["CUDA_VISIBLE_DEVICES"], "MIG-bbb");
+  const std::vector<FencedGpu> fenced = FencedGpusOf(s);
+  ASSERT_EQ(fenced.size(), 3u);
+  EXPECT_EQ(fenced[0].gi, 3);
+  EXPECT_EQ(fenced[2].device, 2);
+  s.gpu_units.pop_back();
+  EXPECT_FALSE(ValidateStepRequest(s).ok()) << "one unit per GPU";
+}
+
 TEST(TaskEnvironment, TfConfigListsEveryTaskOnPortsAfterTheMaster) {
   StepRequest s = TwoNodeStep();
   auto env = AsMap(TaskEnvironment(s, 1, ""));

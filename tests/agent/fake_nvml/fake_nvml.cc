@@ -30,6 +30,17 @@ void Count(const char* function) {
   g_calls[function]++;
 }
 
+// A MIG device's slot, when `device` is one (the handles point at slots).
+FakeNvmlMig* Mig(nvmlDevice_t device) {
+  auto* m = reinterpret_cast<FakeNvmlMig*>(device);
+  for (unsigned int i = 0; i < g_state.device_count && i < FAKE_NVML_MAX_GPUS; ++i) {
+    for (FakeNvmlMig& slot : g_state.gpus[i].mig) {
+      if (m == &slot && slot.used && slot.has_ci) return m;
+    }
+  }
+  return nullptr;
+}
+
 FakeNvmlGpu* Gpu(nvmlDevice_t device) {
   auto* gpu = reinterpret_cast<FakeNvmlGpu*>(device);
   for (unsigned int i = 0; i < g_state.device_count && i < FAKE_NVML_MAX_GPUS; ++i) {
@@ -100,6 +111,10 @@ FakeNvmlState* fake_nvml_state(void) {
   return &g_state;
 }
 
+void fake_nvml_count(const char* function) {
+  Count(function);
+}
+
 unsigned int fake_nvml_calls(const char* function) {
   auto it = g_calls.find(function);
   return it == g_calls.end() ? 0 : it->second;
@@ -137,6 +152,8 @@ void fake_nvml_reset(void) {
     for (int& link : g.nvlink)
       link = FAKE_NVML_NVSWITCH;
     g.mig_mode = NVML_DEVICE_MIG_DISABLE;
+    g.mig_capable = 1;
+    g.mig_next_gi = 1;
     g.persistence_mode = 1;
     g.numa_node = -1;
     g.mem_clock_mhz = 2619;
@@ -220,6 +237,7 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int len
 #ifndef SHOAL_FAKE_NVML_BROKEN
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
   Count(__func__);
+  if (const FakeNvmlMig* m = Mig(device)) return CopyString(m->uuid, uuid, length);
   FakeNvmlGpu* g = nullptr;
   if (nvmlReturn_t rc = CheckDevice(device, &g, false); rc != NVML_SUCCESS) return rc;
   return CopyString(g->uuid, uuid, length);
@@ -228,6 +246,12 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int len
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   Count(__func__);
+  if (const FakeNvmlMig* m = Mig(device)) {
+    memory->total = m->memory_mib << 20;
+    memory->used = m->used_mib << 20;
+    memory->free = memory->total - memory->used;
+    return NVML_SUCCESS;
+  }
   FakeNvmlGpu* g = nullptr;
   if (nvmlReturn_t rc = CheckDevice(device, &g, false); rc != NVML_SUCCESS) return rc;
   memory->total = g->memory_total_bytes;
@@ -238,6 +262,12 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
   Count(__func__);
+  if (const FakeNvmlMig* m = Mig(device)) {
+    if (m->util_pct == 0) return NVML_ERROR_NOT_SUPPORTED;
+    utilization->gpu = m->util_pct;
+    utilization->memory = 0;
+    return NVML_SUCCESS;
+  }
   FakeNvmlGpu* g = nullptr;
   if (nvmlReturn_t rc = CheckDevice(device, &g, true); rc != NVML_SUCCESS) return rc;
   utilization->gpu = g->util_gpu_pct;

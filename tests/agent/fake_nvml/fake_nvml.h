@@ -10,7 +10,8 @@
 //   fake_nvml         every function;
 //   fake_nvml_old     without the optional functions an older driver lacks
 //                     (clocks event reasons, NUMA node id, MIG mode, total
-//                     energy, nvmlEventSetWait_v2, remapped rows, field values);
+//                     energy, nvmlEventSetWait_v2, remapped rows, field values,
+//                     the MIG calls);
 //   fake_nvml_broken  without nvmlDeviceGetUUID, which every driver has.
 #pragma once
 
@@ -22,6 +23,20 @@ extern "C" {
 // nvlink[] values besides a peer GPU's index.
 #define FAKE_NVML_NO_LINK (-1)
 #define FAKE_NVML_NVSWITCH (-2)
+
+// One GPU instance of a GPU in MIG mode, with its one compute instance
+// (a MIG device; handles of all three kinds point here).
+#define FAKE_NVML_MAX_MIG 7
+struct FakeNvmlMig {
+  int used;         // the slot holds an instance
+  int has_ci;       // its compute instance exists
+  unsigned int gi;  // GPU instance id (1, 2, ... in order of creation)
+  unsigned int slices;
+  unsigned long long memory_mib;
+  unsigned long long used_mib;
+  unsigned int util_pct;  // 0: NVML_ERROR_NOT_SUPPORTED, as most drivers answer for MIG
+  char uuid[96];
+};
 
 struct FakeNvmlGpu {
   char name[96];
@@ -49,9 +64,13 @@ struct FakeNvmlGpu {
   unsigned int links;               // NVLinks the GPU has; 0: NVML_ERROR_NOT_SUPPORTED
   int nvlink[FAKE_NVML_MAX_LINKS];  // a peer GPU index, FAKE_NVML_NVSWITCH or FAKE_NVML_NO_LINK
   unsigned int mig_mode;            // NVML_DEVICE_MIG_DISABLE / _ENABLE
-  int persistence_mode;             // 1 (on) after a reset; 0: off
-  int numa_node;                    // -1: nvmlDeviceGetNumaNodeId answers NOT_SUPPORTED
-  int lost;                         // every call answers NVML_ERROR_GPU_IS_LOST
+  int mig_capable;                  // 1 after a reset (an H100): the MIG calls answer
+  int mig_needs_reset;              // nvmlDeviceSetMigMode leaves the new mode pending
+  unsigned int mig_next_gi;         // the next GPU instance id
+  struct FakeNvmlMig mig[FAKE_NVML_MAX_MIG];
+  int persistence_mode;  // 1 (on) after a reset; 0: off
+  int numa_node;         // -1: nvmlDeviceGetNumaNodeId answers NOT_SUPPORTED
+  int lost;              // every call answers NVML_ERROR_GPU_IS_LOST
   // dcgm-exporter's other default counters (api::GpuCounters).
   unsigned int mem_clock_mhz;
   unsigned int memory_temp_c;  // field NVML_FI_DEV_MEMORY_TEMP
@@ -94,6 +113,8 @@ struct FakeNvmlState* fake_nvml_state(void);
 void fake_nvml_reset(void);
 // How often an NVML function has been called since the last reset.
 unsigned int fake_nvml_calls(const char* function);
+// Counts a call (the fake's MIG functions, in their own file, use it too).
+void fake_nvml_count(const char* function);
 
 typedef struct FakeNvmlState* (*FakeNvmlStateFn)(void);
 typedef void (*FakeNvmlResetFn)(void);
