@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "catalog/mig.h"
 #include "core/strings.h"
 
 namespace shoal::plan {
@@ -140,6 +141,44 @@ Result<InferenceEstimate> SizeInference(const ModelShape& m, const InferenceTarg
   best->replicas = static_cast<int>(std::ceil(want / best->tokens_per_s_per_replica));
   best->gpus = best->replicas * best->tp;
   return *best;
+}
+
+std::optional<MigServing> SizeInferenceOnMig(const ModelShape& m, const InferenceTarget& target,
+                                             const TrainingSystem& sys) {
+  std::optional<MigServing> best;
+  for (const catalog::MigProfile& p : catalog::MigProfilesOf(sys.gpu->model)) {
+    if (p.compute_slices >= catalog::kMigComputeSlices) continue;  // the whole GPU
+    // The slice as a GPU of its own: its eighths of the memory and its
+    // bandwidth, its sevenths of the compute.
+    catalog::GpuSpec slice = *sys.gpu;
+    const double memory = static_cast<double>(p.memory_eighths) / catalog::kMigMemoryEighths;
+    const double compute = static_cast<double>(p.compute_slices) / catalog::kMigComputeSlices;
+    slice.memory_mib = static_cast<int64_t>(static_cast<double>(slice.memory_mib) * memory);
+    slice.memory_bw_gbps *= memory;
+    for (double* tflops : {&slice.fp64_tflops, &slice.fp64_tensor_tflops, &slice.fp32_tflops,
+                           &slice.tf32_tflops, &slice.bf16_tflops, &slice.fp16_tflops,
+                           &slice.fp8_tflops, &slice.fp4_tflops, &slice.int8_tops}) {
+      *tflops *= compute;
+    }
+    TrainingSystem on_slice = sys;
+    on_slice.gpu = &slice;
+    on_slice.comm.scaleup_domain = 1;  // a slice has no NVLink of its own: TP 1
+    auto e = SizeInference(m, target, on_slice);
+    if (!e.ok()) continue;
+    MigServing s;
+    s.profile = std::string(p.name);
+    s.replicas = e->replicas;
+    s.replica = *e;
+    s.replica.gpus = 0;
+    s.gpus = std::max({(s.replicas * p.compute_slices + catalog::kMigComputeSlices - 1) /
+                           catalog::kMigComputeSlices,
+                       (s.replicas * p.memory_eighths + catalog::kMigMemoryEighths - 1) /
+                           catalog::kMigMemoryEighths,
+                       (s.replicas + p.max_count - 1) / p.max_count});
+    s.gpu_share = static_cast<double>(s.replicas * p.compute_slices) / catalog::kMigComputeSlices;
+    if (!best || s.gpu_share < best->gpu_share) best = s;
+  }
+  return best;
 }
 
 }  // namespace shoal::plan

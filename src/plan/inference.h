@@ -3,6 +3,8 @@
 // needs under a latency target. Pure; thread-safe.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -42,6 +44,24 @@ struct InferenceEstimate {
 // with what binds: the model does not fit, or the latency cannot be met.
 Result<InferenceEstimate> SizeInference(const ModelShape& model, const InferenceTarget& target,
                                         const TrainingSystem& sys);
+
+// A service that needs less than a GPU's worth on MIG slices: replicas of
+// one profile (one slice each, TP 1), packed onto as few GPUs as their
+// compute slices, memory and the profile's count per GPU allow.
+struct MigServing {
+  std::string profile;  // "1g.10gb"
+  int replicas = 0;
+  int gpus = 0;               // whole GPUs the slices take
+  double gpu_share = 0;       // their compute slices over 7: what other services cannot use
+  InferenceEstimate replica;  // one slice's estimate (batch, latency, tokens/s)
+};
+
+// The smallest share of GPUs that serves the target on slices of the
+// system's GPU, each slice a GPU of its profile's memory and bandwidth
+// (eighths) and compute (sevenths). nullopt where the GPU has no MIG, or
+// no profile holds the model within the latency.
+std::optional<MigServing> SizeInferenceOnMig(const ModelShape& model, const InferenceTarget& target,
+                                             const TrainingSystem& sys);
 
 // One configuration, for tests and reports.
 InferenceEstimate EstimateInference(const ModelShape& model, const InferenceTarget& target,

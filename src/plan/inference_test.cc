@@ -102,6 +102,45 @@ TEST(InferenceTest, ImpossibleTargetsSayWhatBinds) {
       << too_fast.status().message();
 }
 
+// A service that needs a fraction of a GPU runs on MIG slices: the
+// smallest share that holds the model within the latency, packed by compute
+// slices; a service that needs whole GPUs gains nothing there.
+TEST(InferenceTest, SmallServicesPackOntoMigSlices) {
+  const ModelShape m = *FindModelPreset("llama3-8b");
+  const TrainingSystem h100 = System("H100");
+  InferenceTarget t;
+  t.output_tokens_per_s = 200;
+  t.context = 512;
+  t.output = 128;
+  t.tpot_ms = 100;
+  t.weight_bytes = 1;  // fp8: 8 GB of weights fit a 1g.10gb slice barely; 1g.20gb well
+  auto whole = SizeInference(m, t, h100);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->gpus, 1);
+  auto mig = SizeInferenceOnMig(m, t, h100);
+  ASSERT_TRUE(mig.has_value());
+  EXPECT_LT(mig->gpu_share, 1.0) << mig->profile;
+  EXPECT_EQ(mig->gpus, 1);
+  EXPECT_EQ(mig->replica.tp, 1);
+  EXPECT_LE(mig->replica.decode_step_s * 1e3, t.tpot_ms);
+  EXPECT_GE(mig->replicas * mig->replica.tokens_per_s_per_replica, t.output_tokens_per_s);
+  // The slice is slower than the whole GPU: a seventh of its compute, an
+  // eighth (or a quarter) of its bandwidth.
+  EXPECT_GT(mig->replica.decode_step_s, whole->decode_step_s);
+
+  // Much more traffic: the slices take as many GPUs as whole ones, or more.
+  InferenceTarget busy = t;
+  busy.output_tokens_per_s = 200000;
+  auto many = SizeInferenceOnMig(m, busy, h100);
+  auto many_whole = SizeInference(m, busy, h100);
+  ASSERT_TRUE(many.has_value());
+  ASSERT_TRUE(many_whole.ok());
+  EXPECT_GE(many->gpus, many_whole->gpus / 2) << "packing never beats the hardware by much";
+  // No MIG on an L40S; a 70B model fits no slice.
+  EXPECT_FALSE(SizeInferenceOnMig(m, t, System("L40S")).has_value());
+  EXPECT_FALSE(SizeInferenceOnMig(*FindModelPreset("llama3-70b"), t, h100).has_value());
+}
+
 TEST(InferenceTest, ServingPrecisions) {
   for (auto [text, bytes] : {std::pair{"bf16", 2.0}, {"fp8", 1.0}, {"FP4", 0.5}}) {
     auto b = ParseServingBytes(text);

@@ -191,8 +191,11 @@ Design PlanDesign(const Workload& w, const catalog::GpuSpec& gpu) {
       d.problem = fmt::format("inference '{}': {}", inf.name, e.status().message());
       return d;
     }
-    d.inference.push_back(InferencePlan{inf.name, inf.model.name, *e});
-    fixed_gpus += WholeNodes(e->gpus, node);
+    std::optional<MigServing> mig = SizeInferenceOnMig(inf.model, inf.target, sys);
+    // Worth it when the slices leave part of a GPU to other services.
+    if (mig && (mig->gpus > e->gpus || mig->gpu_share >= e->gpus)) mig.reset();
+    d.inference.push_back(InferencePlan{inf.name, inf.model.name, *e, mig});
+    fixed_gpus += WholeNodes(d.inference.back().Gpus(), node);
   }
   for (const GeneralWorkload& g : w.general) {
     d.general.push_back(g);

@@ -95,6 +95,10 @@ struct InferencePlan {
   std::string name;
   std::string model;
   InferenceEstimate estimate;
+  // On MIG slices, where those take less than the whole GPUs would (a
+  // service that needs part of a GPU); the design then counts their GPUs.
+  std::optional<MigServing> mig;
+  int Gpus() const { return mig ? mig->gpus : estimate.gpus; }
 };
 
 struct Design {

@@ -7,11 +7,24 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/gpus.h"
+#include "catalog/mig.h"
 #include "core/strings.h"
 
 namespace shoal::plan {
 
 namespace {
+
+// A node group's layout for serving on one profile: as many instances of it
+// as one GPU holds ("7x1g.10gb", "3x2g.20gb").
+std::string MigFillLayout(std::string_view gpu_model, std::string_view profile) {
+  for (const catalog::MigProfile& p : catalog::MigProfilesOf(gpu_model)) {
+    if (p.name != profile) continue;
+    const int n = std::min({p.max_count, catalog::kMigComputeSlices / p.compute_slices,
+                            catalog::kMigMemoryEighths / p.memory_eighths});
+    return fmt::format("{}x{}", n, p.name);
+  }
+  return "";
+}
 
 using Json = nlohmann::json;
 
@@ -140,7 +153,7 @@ std::string SideBySide(const PlanResult& r) {
   row("inference GPUs", [](const Design& d) {
     int n = 0;
     for (const InferencePlan& p : d.inference)
-      n += p.estimate.gpus;
+      n += p.Gpus();
     return d.inference.empty() ? std::string("-") : fmt::format("{}", n);
   });
   row("switches (leaf/spine/core)", [](const Design& d) {
@@ -203,6 +216,14 @@ std::string Details(const Design& d) {
         p.name, p.model, e.replicas, e.tp, e.batch, e.gpus, e.decode_step_s * 1e3,
         e.decode_memory_bound ? "memory" : "compute", e.prefill_s * 1e3,
         Big(e.tokens_per_s_per_replica), e.weights_bytes_per_gpu / kGib, e.kv_bytes_per_gpu / kGib);
+    if (p.mig) {
+      const InferenceEstimate& r = p.mig->replica;
+      out += fmt::format(
+          "    on MIG: {} replicas on {} slices x batch {} = {:.2f} of a GPU ({} GPU{} counted); "
+          "{:.1f} ms per token, {} tokens/s per replica\n",
+          p.mig->replicas, p.mig->profile, r.batch, p.mig->gpu_share, p.mig->gpus,
+          p.mig->gpus == 1 ? "" : "s", r.decode_step_s * 1e3, Big(r.tokens_per_s_per_replica));
+    }
   }
   for (const GeneralWorkload& g : d.general)
     out += fmt::format("  general '{}': {} GPUs ({})\n", g.name, g.gpus, g.from);
@@ -322,6 +343,16 @@ Json DesignJson(const Design& d) {
                              {"memory_bound", e.decode_memory_bound},
                              {"weights_gib_per_gpu", e.weights_bytes_per_gpu / kGib},
                              {"kv_gib_per_gpu", e.kv_bytes_per_gpu / kGib}});
+    if (p.mig) {
+      inference.back()["mig"] =
+          Json{{"profile", p.mig->profile},
+               {"replicas", p.mig->replicas},
+               {"gpus", p.mig->gpus},
+               {"gpu_share", p.mig->gpu_share},
+               {"batch", p.mig->replica.batch},
+               {"tpot_ms", p.mig->replica.decode_step_s * 1e3},
+               {"tokens_per_s_per_replica", p.mig->replica.tokens_per_s_per_replica}};
+    }
   }
   Json general = Json::array();
   for (const GeneralWorkload& g : d.general)
@@ -426,12 +457,15 @@ std::string ClusterToml(const Workload& workload, const Design& d) {
   struct Group {
     std::string label;
     int gpus;
+    std::string mig = {};  // each GPU's MIG layout; empty: whole GPUs
   };
   std::vector<Group> groups;
   for (const TrainingPlan& p : d.training)
     groups.push_back({"train", p.gpus});
-  for (const InferencePlan& p : d.inference)
-    groups.push_back({"serve", p.estimate.gpus});
+  for (const InferencePlan& p : d.inference) {
+    groups.push_back({"serve", p.Gpus()});
+    if (p.mig) groups.back().mig = MigFillLayout(c.gpu->model, p.mig->profile);
+  }
   for (const GeneralWorkload& g : d.general)
     groups.push_back({"general", g.gpus});
   int assigned = 0;
@@ -454,6 +488,7 @@ std::string ClusterToml(const Workload& workload, const Design& d) {
     out += fmt::format("prefix = {}\nlabels = [{}]\n",
                        TomlString(fmt::format("{}{}-", groups[i].label, i + 1)),
                        TomlString(groups[i].label));
+    if (!groups[i].mig.empty()) out += fmt::format("mig = {}\n", TomlString(groups[i].mig));
   }
   return out;
 }

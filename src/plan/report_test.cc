@@ -67,6 +67,33 @@ TEST(ReportTest, ClusterFileGroupsNodesByWorkload) {
   EXPECT_NE(described.find("gpu_memory"), std::string::npos);
 }
 
+// A small service on MIG slices: the text says so, and the cluster file
+// splits its nodes' GPUs for `shoal sim`, which reads it back.
+TEST(ReportTest, SmallServicesShowAndExportTheirMigSlices) {
+  Workload w;
+  InferenceWorkload serve;
+  serve.name = "chat";
+  serve.model = *FindModelPreset("llama3-8b");
+  serve.target.output_tokens_per_s = 300;
+  serve.target.tpot_ms = 60;
+  serve.target.weight_bytes = 1;
+  serve.target.kv_bytes = 1;
+  w.name = "mig";
+  w.inference.push_back(serve);
+  w.gpu_models = {"H100"};
+  auto r = PlanWorkload(w);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Design& d = r->designs[0];
+  ASSERT_TRUE(d.inference[0].mig.has_value());
+  EXPECT_EQ(d.inference[0].Gpus(), 1);
+  const std::string text = PlanText(w, *r);
+  EXPECT_NE(text.find("on MIG: "), std::string::npos) << text;
+  const std::string toml = ClusterToml(w, d);
+  EXPECT_NE(toml.find("mig = \""), std::string::npos) << toml;
+  const auto j = nlohmann::json::parse(PlanJson(w, *r));
+  EXPECT_LT(j["designs"][0]["inference"][0]["mig"]["gpu_share"].get<double>(), 1.0);
+}
+
 TEST(ReportTest, ValidationReportStatesTheTargets) {
   ValidationReport report;
   auto row = [](std::string group, std::string label, double error) {
