@@ -683,6 +683,14 @@ void Agent::Stop() {
   }
   impl_->cv.notify_all();
   if (impl_->loop_thread.joinable()) impl_->loop_thread.join();
+  {
+    // A MIG order the loop did not take: its caller is told, not kept waiting.
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->mig_pending) {
+      impl_->mig_pending->done.set_value(Unavailable("the agent is stopping"));
+      impl_->mig_pending.reset();
+    }
+  }
   if (impl_->events_thread.joinable()) impl_->events_thread.join();
   impl_->http.stop();
   if (impl_->http_thread.joinable()) impl_->http_thread.join();

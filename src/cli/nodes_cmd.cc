@@ -38,15 +38,34 @@ int PrintSummary(const Json& s) {
   return kExitOk;
 }
 
+// The node's GPU model, with its MIG slices by profile when it has any:
+// "H100-SXM-80GB (MIG 14x1g.10gb)".
+std::string ModelOf(const Json& gpus) {
+  std::string base = "-";
+  std::map<std::string, int> slices;
+  for (const Json& g : gpus) {
+    const std::string model = Str(g, "model");
+    const size_t slash = model.find('/');
+    base = model.substr(0, slash);
+    if (slash != std::string::npos) slices[model.substr(slash + 1)]++;
+  }
+  if (slices.empty()) return base;
+  std::vector<std::string> parts;
+  for (const auto& [profile, count] : slices)
+    parts.push_back(fmt::format("{}x{}", count, profile));
+  return fmt::format("{} (MIG {})", base, Join(parts, "+"));
+}
+
 int PrintNodes(const Json& list) {
   std::vector<std::vector<std::string>> rows;
   std::map<std::string, std::pair<int, int>> by_model;
   for (const Json& n : list["nodes"]) {
     const int total = static_cast<int>(n["gpus"].size());
     const int used = static_cast<int>(Num(n, "gpus_used"));
-    const std::string model = total > 0 ? Str(n["gpus"][0], "model") : "-";
-    by_model[model].first += used;
-    by_model[model].second += total;
+    const std::string model = ModelOf(n["gpus"]);
+    const std::string base = model.substr(0, model.find(' '));
+    by_model[base].first += used;
+    by_model[base].second += total;
     std::vector<std::string> parts;
     for (const Json& p : n["partitions"])
       parts.push_back(p.get<std::string>());

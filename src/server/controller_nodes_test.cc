@@ -195,6 +195,11 @@ TEST_F(ControllerNodesTest, MigOrdersGoToDrainedEmptyNodesAndSlicesRunJobs) {
   }
   ASSERT_TRUE(c_.RegisterNode(kNodeAgent, sliced, At(5)).ok());
   ASSERT_TRUE(c_.Resume(kAdmin, "n1", At(5)).ok());
+  NodeFilter h100;
+  h100.model = "H100-SXM-80GB";
+  EXPECT_EQ(Names(c_.ListNodes(h100)), (std::vector<std::string>{"n1"}));
+  h100.model = "H100-SXM-80GB/1g.10gb";
+  EXPECT_EQ(Names(c_.ListNodes(h100)), (std::vector<std::string>{"n1"}));
   JobSpec two_slices = Spec(2);
   two_slices.gpu_models = {"1g.10gb"};
   const JobId inference = Submit(kAlice, two_slices, 6);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "catalog/mig.h"
 #include "sched/request.h"
 #include "sched/schedule.h"
 #include "server/controller.h"
@@ -156,7 +157,13 @@ NodePage Controller::ListNodes(const NodeFilter& f) const {
       if (!f.partition.empty() && std::find(n.node.partitions.begin(), n.node.partitions.end(),
                                             f.partition) == n.node.partitions.end())
         continue;
-      if (!f.model.empty() && (n.node.gpus.empty() || n.node.gpus[0].model != f.model)) continue;
+      // A node of that model: a GPU of it, whole or split into MIG slices.
+      if (!f.model.empty() &&
+          std::none_of(n.node.gpus.begin(), n.node.gpus.end(), [&f](const Gpu& g) {
+            return g.model == f.model || catalog::BaseModel(g.model) == f.model;
+          })) {
+        continue;
+      }
     }
     if (f.limit != 0 && page.nodes.size() == f.limit) {
       page.next_after = page.nodes.back().node.name;

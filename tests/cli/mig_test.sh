@@ -45,6 +45,13 @@ for n in json.load(sys.stdin)['nodes']:
 check "refused on a node that is up" 1 "is up: drain it first" -- "$SHOAL" node mig "$N1" --layout 7x1g.10gb
 A=$("$SHOAL" submit --parsable -G 1 -t 10 -w "$N1" --wrap "sleep 300")
 check "a job runs on the node" 0 "" -- wait_state "$A" running
+# The agent itself refuses while a step runs, and takes orders from the controller only.
+ADDRESS=$("$SHOAL" nodes --all --json | python3 -c "import json,sys; print([n['address'] for n in json.load(sys.stdin)['nodes'] if n['name'] == '$N1'][0])")
+check "the agent refuses while a step runs" 0 "job $A runs on this node" -- \
+  curl -sS -X POST -H "Authorization: Bearer $(cat "$SHOAL_STATE_DIR/node.token")" \
+  -d '{"layout":"7x1g.10gb"}' "http://$ADDRESS/v1/mig"
+check "an anonymous order is refused" 0 "^401$" -- \
+  curl -sS -o /dev/null -w '%{http_code}' -X POST -d '{"layout":"none"}' "http://$ADDRESS/v1/mig"
 "$SHOAL" drain "$N1" --reason "MIG for inference" > /dev/null
 check "refused while a job runs there" 1 "still runs job $A" -- "$SHOAL" node mig "$N1" --layout 7x1g.10gb
 "$SHOAL" cancel "$A" > /dev/null
@@ -55,6 +62,7 @@ check "GPUs 0-1 split into 7 x 1g.10gb" 0 "14 x H100-SXM-80GB/1g.10gb" -- \
   "$SHOAL" node mig "$N1" --layout 7x1g.10gb --gpus 0-1
 cp "$TMP/out" "$TMP/split"
 check "six GPUs stay whole" 0 "6 x H100-SXM-80GB$" -- cat "$TMP/split"
+check "shoal nodes shows the slices" 0 "0/20 *H100-SXM-80GB (MIG 14x1g.10gb)" -- "$SHOAL" nodes --all
 check "the node lists its slices" 0 "H100-SXM-80GB/1g.10gb 1g.10gb 1" -- gpus_of "$N1"
 check "whole GPUs keep their driver index" 0 "^H100-SXM-80GB  7$" -- gpus_of "$N1"
 "$SHOAL" resume "$N1" > /dev/null
