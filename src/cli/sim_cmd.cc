@@ -34,6 +34,7 @@ struct SimArgs {
   std::string series;
   std::string profile = "dgx-a100";
   std::string power_budget;
+  bool mig_shares = false;
   int nodes = 0;
   int nodes_per_leaf = 16;
   uint64_t seed = 1;
@@ -101,6 +102,9 @@ void AddSimOptions(CLI::App& app, SimArgs& a) {
   app.add_option("--power-budget", a.power_budget,
                  "a power budget for the whole cluster: a share of its peak draw (80%) or "
                  "kilowatts (500kW); see docs/power.md");
+  app.add_flag("--mig-shares", a.mig_shares,
+               "jobs that ask for a share of one GPU (GPU sharing) ask for the smallest MIG slice "
+               "of the cluster that covers it instead, or a whole GPU (docs/mig.md)");
   app.add_option("--max-jobs", a.max_jobs, "use only the first N jobs of the trace");
   app.add_option("--series", a.series,
                  "write the utilisation series (or fill curve) to this CSV file");
@@ -327,6 +331,12 @@ int RunSim(const std::vector<std::string>& raw) {
   Cluster cluster;
   if (int code = MakeCluster(a, *tr, cluster); code != kGoOn) return code;
   if (int code = AddPowerBudget(a, cluster); code != kGoOn) return code;
+  if (a.mig_shares) {
+    if (Status s = sim::MapSharesToMigSlices(*tr, cluster); !s.ok()) {
+      std::cerr << "shoal sim: " << s.message() << "\n";
+      return 2;
+    }
+  }
   std::vector<sim::SimResult> results;
   if (int code = SimulateAll(a, cluster, *tr, policies, opts, results); code != kGoOn) return code;
   return Report(a, cluster, *tr, opts, results);

@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "catalog/mig.h"
 #include "sched/placement.h"
 #include "sched/working_state.h"
+#include "sim/inputs.h"
 #include "sim/report.h"
 
 namespace shoal::sim {
@@ -52,6 +54,41 @@ const JobRecord& Find(const SimResult& r, const std::string& name) {
   static JobRecord none;
   ADD_FAILURE() << "no job " << name;
   return none;
+}
+
+// --mig-shares: GPU-sharing jobs take the smallest slice that covers their
+// share, or a whole GPU; then they run there, one job per slice.
+TEST(SimReplayTest, SharesRunOnMigSlices) {
+  Cluster c = OneNode(2, "H100-SXM-80GB");
+  catalog::MigLayouts layouts = {{0, {"1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"}}};
+  auto split = catalog::PartitionGpus(c.nodes[0].gpus, layouts);
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  c.nodes[0].gpus = *split;  // 4 slices of GPU 0, GPU 1 whole
+  trace::Trace t;
+  for (auto [name, milli] :
+       {std::pair{"tiny", 100}, {"small", 150}, {"third", 400}, {"most", 900}, {"whole", 1000}}) {
+    t.jobs.push_back(Job(name, 0, 100, 1));
+    t.jobs.back().gpu_milli = milli;
+  }
+  trace::Trace plain;
+  EXPECT_FALSE(MapSharesToMigSlices(plain, OneNode()).ok()) << "no slices: an error";
+  ASSERT_TRUE(MapSharesToMigSlices(t, c).ok());
+  EXPECT_EQ(t.jobs[0].gpu_models, std::vector<std::string>{"H100-SXM-80GB/1g.10gb"});
+  EXPECT_EQ(t.jobs[0].gpu_milli, kMilliPerGpu);
+  EXPECT_EQ(t.jobs[1].gpu_models, std::vector<std::string>{"H100-SXM-80GB/2g.20gb"})
+      << "0.15 is more than a seventh";
+  EXPECT_EQ(t.jobs[2].gpu_models, std::vector<std::string>{"H100-SXM-80GB/3g.40gb"});
+  EXPECT_TRUE(t.jobs[3].gpu_models.empty()) << "no slice covers 0.9: a whole GPU";
+  ASSERT_EQ(t.notes.size(), 1u);
+  EXPECT_NE(t.notes[0].find("1 on H100-SXM-80GB/1g.10gb"), std::string::npos) << t.notes[0];
+  EXPECT_NE(t.notes[0].find("1 on whole GPUs"), std::string::npos) << t.notes[0];
+  const SimResult r = RunSim(c, t, "fifo");
+  EXPECT_EQ(Find(r, "tiny").first_start, TimeFromSeconds(0));
+  EXPECT_EQ(Find(r, "small").first_start, TimeFromSeconds(0));
+  EXPECT_EQ(Find(r, "third").first_start, TimeFromSeconds(0));
+  // "most" and "whole" both want GPU 1: one waits for the other.
+  EXPECT_EQ(std::max(Find(r, "most").first_start, Find(r, "whole").first_start),
+            TimeFromSeconds(100));
 }
 
 TEST(SimReplayTest, FifoByHand) {

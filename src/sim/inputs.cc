@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+
+#include "catalog/mig.h"
 
 namespace shoal::sim {
 
@@ -48,6 +51,77 @@ Result<trace::Trace> LoadTraceInput(const std::string& path, const trace::TraceO
   merged.notes.push_back(
       fmt::format("{} trace files merged; each file is an account", files.size()));
   return merged;
+}
+
+namespace {
+
+// A slice model of the cluster and its compute share of its GPU.
+struct SliceModel {
+  std::string model;
+  double compute = 0;
+};
+
+std::vector<SliceModel> SliceModels(const Cluster& cluster) {
+  std::vector<SliceModel> out;
+  for (const Node& n : cluster.nodes) {
+    for (const Gpu& g : n.gpus) {
+      if (!g.IsMigSlice() || std::any_of(out.begin(), out.end(), [&g](const SliceModel& s) {
+            return s.model == g.model;
+          })) {
+        continue;
+      }
+      for (const catalog::MigProfile& p : catalog::MigProfilesOf(catalog::BaseModel(g.model))) {
+        if (p.name == g.mig_profile)
+          out.push_back(
+              {g.model, static_cast<double>(p.compute_slices) / catalog::kMigComputeSlices});
+      }
+    }
+  }
+  // Smallest first; of equal compute, the one with less memory comes first
+  // in the catalogue (1g.10gb before 1g.20gb).
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SliceModel& a, const SliceModel& b) { return a.compute < b.compute; });
+  return out;
+}
+
+}  // namespace
+
+Status MapSharesToMigSlices(trace::Trace& trace, const Cluster& cluster) {
+  const std::vector<SliceModel> slices = SliceModels(cluster);
+  if (slices.empty()) {
+    return InvalidArgument(
+        "--mig-shares: the cluster has no MIG slices (a cluster file's node group takes mig = "
+        "\"7x1g.10gb\")");
+  }
+  std::map<std::string, int> placed;
+  int whole = 0;
+  for (trace::TraceJob& j : trace.jobs) {
+    const int gpus = j.gpus > 0 ? j.gpus : std::max(j.nodes, 1) * j.gpus_per_node;
+    if (j.gpu_milli >= kMilliPerGpu || gpus != 1) continue;
+    const double share = static_cast<double>(j.gpu_milli) / kMilliPerGpu;
+    j.gpu_milli = kMilliPerGpu;
+    auto fit = std::find_if(slices.begin(), slices.end(), [&](const SliceModel& s) {
+      return s.compute + 1e-9 >= share &&
+             (j.gpu_models.empty() ||
+              std::any_of(j.gpu_models.begin(), j.gpu_models.end(), [&](const std::string& m) {
+                return GpuModelMatches(m, catalog::BaseModel(s.model));
+              }));
+    });
+    if (fit == slices.end()) {
+      ++whole;
+      continue;
+    }
+    j.gpu_models = {fit->model};
+    placed[fit->model]++;
+  }
+  std::string where;
+  for (const auto& [model, count] : placed)
+    where += fmt::format("{}{} on {}", where.empty() ? "" : ", ", count, model);
+  trace.notes.push_back(fmt::format(
+      "--mig-shares: jobs asking for a share of one GPU ask for a MIG slice instead: {}; {} on "
+      "whole GPUs (no slice covers their share); nothing is time-shared",
+      where.empty() ? "none" : where, whole));
+  return Status::Ok();
 }
 
 }  // namespace shoal::sim

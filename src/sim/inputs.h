@@ -5,11 +5,20 @@
 
 #include <string>
 
+#include "core/cluster.h"
 #include "core/status.h"
 #include "trace/trace.h"
 
 namespace shoal::sim {
 
 Result<trace::Trace> LoadTraceInput(const std::string& path, const trace::TraceOptions& options);
+
+// `shoal sim --mig-shares`: a cluster whose GPUs are (partly) MIG slices
+// time-shares none of them, so each job that asks for a share of one GPU
+// (Alibaba's GPU-sharing pods, gpu_milli < 1000) asks instead for the
+// smallest slice of the cluster whose compute covers its share (a 0.4 share:
+// 3g of 7), or for a whole GPU where no slice does. Adds a note to the trace
+// saying how many went where; an error when the cluster has no slices.
+Status MapSharesToMigSlices(trace::Trace& trace, const Cluster& cluster);
 
 }  // namespace shoal::sim

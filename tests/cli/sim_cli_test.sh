@@ -20,6 +20,13 @@ check "series file" 0 "allocated_gpus" -- cat "$TMP/s.csv"
 check "power budget" 0 "power mean / highest" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy backfill --max-jobs 300 --power-budget 60%
 check "power budget held" 0 "^ok$" -- sh -c "'$SHOAL' sim --cluster '$CLUSTER' --trace '$TRACE' --policy backfill --max-jobs 300 --power-budget 60% --json | python3 -c 'import json,sys; p=json.load(sys.stdin)[\"policies\"][0]; assert 0 < p[\"power_max_kw\"] <= 0.6 * p[\"power_peak_kw\"] + 1e-9, p; print(\"ok\")'"
 check "bad power budget" 2 "--power-budget" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --power-budget 120%
+# MIG: GPU-sharing pods (Alibaba openb) on slices of half the nodes; refused without slices.
+OPENB="$ROOT/data/traces/alibaba-gpu-v2023-openb/openb_pod_list_cpu050.csv"
+printf '[[nodes]]\nprofile = "dgx-h100"\ncount = 5\nprefix = "whole-"\n[[nodes]]\nprofile = "dgx-h100"\ncount = 5\nprefix = "mig-"\nmig = "4g.40gb+3g.40gb"\n' > "$TMP/mig.toml"
+check "--mig-shares puts sharing jobs on slices" 0 "on H100-SXM-80GB/4g.40gb" -- \
+  "$SHOAL" sim --cluster "$TMP/mig.toml" --trace "$OPENB" --policy backfill --max-jobs 500 --mig-shares --no-progress
+check "--mig-shares needs slices" 2 "the cluster has no MIG slices" -- \
+  "$SHOAL" sim --nodes 4 --trace "$OPENB" --max-jobs 100 --mig-shares
 check "list policies" 0 "oracle" -- "$SHOAL" sim --list-policies
 check "help" 0 "--time-limits" -- "$SHOAL" sim --help
 check "no command" 2 "usage" -- "$SHOAL"
