@@ -6,8 +6,10 @@
 # - on a drained, empty node it splits GPUs 0-1 into 7 x 1g.10gb each, and
 #   the node registers 14 slices and 6 whole GPUs;
 # - a job that asks for two slices (--gres=gpu:1g.10gb:2) runs on them and
-#   sees them in CUDA_VISIBLE_DEVICES by MIG UUID; a job that names no GPU
-#   type gets a whole GPU, by its driver index;
+#   sees them in CUDA_VISIBLE_DEVICES by MIG UUID, as do --gpus=1g.10gb:1 and
+#   a batch script's #SBATCH --gres=gpu:h100/1g.10gb:3; a job that names no
+#   GPU type gets a whole GPU, by its driver index;
+# - the agent itself refuses an order while a step runs, and an anonymous one;
 # - /metrics labels the slices with GPU_I_PROFILE and GPU_I_ID;
 # - `--layout none` makes the GPUs whole again.
 set -u
@@ -71,6 +73,13 @@ S=$("$SHOAL" submit --parsable --gres=gpu:1g.10gb:2 -t 10 --wrap 'echo "CVD=$CUD
 check "a job asking for two slices runs" 0 "" -- wait_state "$S" completed
 check "on the partitioned node" 0 "$N1" -- "$SHOAL" show "$S"
 check "and sees its two slices by MIG UUID" 0 "^CVD=MIG-[0-9a-f-]*,MIG-[0-9a-f-]*$" -- "$SHOAL" logs "$S"
+G=$("$SHOAL" submit --parsable --gpus=1g.10gb:1 -t 10 --wrap 'echo "CVD=$CUDA_VISIBLE_DEVICES"')
+check "--gpus=PROFILE:N asks for slices too" 0 "" -- wait_state "$G" completed
+check "and sees one" 0 "^CVD=MIG-[0-9a-f-]*$" -- "$SHOAL" logs "$G"
+check "#SBATCH --gres names a profile" 0 "" -- sh -c "printf '#!/bin/sh\n#SBATCH --gres=gpu:h100/1g.10gb:3\n#SBATCH -t 10\necho \"CVD=\$CUDA_VISIBLE_DEVICES\"\n' > '$TMP/slices.sh'"
+B=$("$SHOAL" submit --parsable "$TMP/slices.sh")
+check "a batch script's three slices" 0 "" -- wait_state "$B" completed
+check "are three MIG UUIDs" 0 "^CVD=MIG-[0-9a-f-]*,MIG-[0-9a-f-]*,MIG-[0-9a-f-]*$" -- "$SHOAL" logs "$B"
 W=$("$SHOAL" submit --parsable -G 1 -t 10 -w "$N1" --wrap 'echo "CVD=$CUDA_VISIBLE_DEVICES"')
 check "a job naming no GPU type runs there too" 0 "" -- wait_state "$W" completed
 check "on a whole GPU, by its driver index" 0 "^CVD=[2-7]$" -- "$SHOAL" logs "$W"
