@@ -487,6 +487,33 @@ TEST_F(ClusterTest, TimeLimitTermsThenKills) {
   EXPECT_FALSE(Alive(std::stoi(pid[0])));
 }
 
+// `shoal node mig` through a real server and agent: the drained node's GPU 0
+// becomes seven slices, registered before the answer, and a job that names
+// the profile runs on two of them, seeing their MIG UUIDs.
+TEST_F(ClusterTest, AMigOrderSplitsAGpuAndJobsRunOnItsSlices) {
+  StartAgent("n1");
+  auto order = [&] {
+    return admin_->Post("/v1/nodes/n1/mig", Json{{"layout", "7x1g.10gb"}, {"gpus", {0}}}.dump());
+  };
+  auto up = order();
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(up->status, 409) << up->body;
+  ASSERT_TRUE(admin_->Post("/v1/nodes/n1/drain", Json{{"reason", "MIG"}}.dump()).ok());
+  auto r = order();
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(Json::parse(r->body)["gpus"].size(), 14u);
+  EXPECT_EQ(Node("n1")["gpus"].size(), 14u) << "registered before the answer";
+  ASSERT_TRUE(admin_->Post("/v1/nodes/n1/resume", "{}").ok());
+  const uint64_t id = Submit(
+      *admin_,
+      {{"command", "echo cvd=$CUDA_VISIBLE_DEVICES"}, {"gpus", 2}, {"gpu_models", {"1g.10gb"}}});
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  const std::string log = Log(*admin_, id);
+  EXPECT_NE(log.find("cvd=MIG-"), std::string::npos) << log;
+  EXPECT_NE(log.find(",MIG-"), std::string::npos) << log;
+}
+
 TEST_F(ClusterTest, AgentRestartLeavesJobsRunningAndAccounted) {
   StartAgent("n1");
   const uint64_t id =
