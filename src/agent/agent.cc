@@ -6,7 +6,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -572,10 +571,10 @@ Result<std::unique_ptr<Agent>> Agent::Start(const AgentOptions& options,
   if (options.tls) SHOAL_RETURN_IF_ERROR(impl->UseTls(hp.first));
   impl->clock = &clock;
   if (gpus->kind() == "simulated")
-    SHOAL_RETURN_IF_ERROR(RestoreMigLayouts(MigLayoutFile(*steps), *gpus));
+    SHOAL_RETURN_IF_ERROR(RestoreMigLayouts(StateFile(*steps, kMigLayoutFile), *gpus));
   SHOAL_ASSIGN_OR_RETURN(impl->devices, gpus->Discover());
-  SHOAL_RETURN_IF_ERROR(KeepOwnPowerLimits(
-      std::filesystem::path(steps->dir()).parent_path() / "gpu-power-limits.json", impl->devices));
+  SHOAL_RETURN_IF_ERROR(
+      KeepOwnPowerLimits(StateFile(*steps, "gpu-power-limits.json"), impl->devices));
   // How the steps' tasks reach Shoal: the server as this agent reaches it,
   // a copy of the cluster CA they can read, and the job's srun.
   for (const std::string& server : servers) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -45,8 +47,12 @@ inline void ReplyError(httplib::Response& res, const Status& s) {
   Reply(res, api::HttpStatus(s), api::ErrorBody(s));
 }
 
-// Where simulated GPUs keep their MIG layouts: beside the steps' folder.
-std::string MigLayoutFile(const Steps& steps);
+// A file of the agent's own state, beside the steps' folder
+// ("gpu-power-limits.json", "mig-layout.json").
+inline std::string StateFile(const Steps& steps, std::string_view name) {
+  return (std::filesystem::path(steps.dir()).parent_path() / name).string();
+}
+inline constexpr std::string_view kMigLayoutFile = "mig-layout.json";
 
 struct Agent::Impl {
   AgentOptions options;

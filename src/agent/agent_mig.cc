@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 
 #include "agent/agent_impl.h"
 #include "core/log.h"
@@ -16,10 +15,6 @@ namespace {
 constexpr auto kMigOrderTimeout = std::chrono::seconds(120);
 
 }  // namespace
-
-std::string MigLayoutFile(const Steps& steps) {
-  return (std::filesystem::path(steps.dir()).parent_path() / "mig-layout.json").string();
-}
 
 void Agent::Impl::HandleMig(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req))
@@ -56,15 +51,14 @@ Result<Json> Agent::Impl::ApplyMig(const api::MigOrder& order, net::HttpClient& 
           fmt::format("job {} runs on this node: re-partition it once it is empty", st.job));
     }
   }
-  SHOAL_ASSIGN_OR_RETURN(
-      const catalog::MigLayouts plan,
-      catalog::PlanMigLayouts(catalog::PhysicalGpus(NodeGpus(devices)), order.layout, order.gpus));
+  SHOAL_ASSIGN_OR_RETURN(const catalog::MigLayouts plan,
+                         catalog::PlanMigLayouts(NodeGpus(devices), order.layout, order.gpus));
   Result<std::vector<GpuDevice>> now = ApplyMigPlan(*gpus, plan);
   // Whatever was applied before an error is what the GPUs are now.
   Result<std::vector<GpuDevice>> found = now.ok() ? now : gpus->Discover();
   if (found.ok()) {
     if (gpus->kind() == "simulated") {
-      if (Status s = SaveMigLayouts(MigLayoutFile(*steps), *found); !s.ok())
+      if (Status s = SaveMigLayouts(StateFile(*steps, kMigLayoutFile), *found); !s.ok())
         log::Warning("mig.layout_not_kept", {{"error", s.message()}});
     }
     std::lock_guard<std::mutex> lock(mu);

@@ -22,8 +22,7 @@ TEST(MigOrderTest, APlanIsAppliedAndKeptAcrossARestart) {
   StillClock clock;
   auto gpus = SimulatedProvider::Create("dgx-h100", "n1", 1, clock);
   ASSERT_TRUE(gpus.ok());
-  auto plan = catalog::PlanMigLayouts(catalog::PhysicalGpus(NodeGpus(*(*gpus)->Discover())),
-                                      "3g.40gb+4g.40gb", {0, 5});
+  auto plan = catalog::PlanMigLayouts(NodeGpus(*(*gpus)->Discover()), "3g.40gb+4g.40gb", {0, 5});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto now = ApplyMigPlan(**gpus, *plan);
   ASSERT_TRUE(now.ok()) << now.status().ToString();

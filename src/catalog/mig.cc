@@ -174,17 +174,12 @@ Result<std::vector<Gpu>> PartitionGpus(const std::vector<Gpu>& gpus, const MigLa
       out.back().device = gpu.Device();
       continue;
     }
+    // The same checks as an admin's layout text gets.
+    SHOAL_ASSIGN_OR_RETURN(const std::vector<std::string> names,
+                           ParseMigLayout(MigLayoutText(layout->second), gpu.model));
     const std::vector<MigProfile> profiles = MigProfilesOf(gpu.model);
-    if (profiles.empty()) return InvalidArgument(fmt::format("a {} has no MIG", gpu.model));
-    for (const std::string& name : layout->second) {
-      if (FindProfile(profiles, name) == nullptr) {
-        return InvalidArgument(fmt::format("a {} has no MIG profile '{}' (it has: {})", gpu.model,
-                                           name, ProfileNames(profiles)));
-      }
-    }
-    SHOAL_RETURN_IF_ERROR(CheckFits(layout->second, profiles, gpu.model));
     int gi = 0;
-    for (const std::string& name : layout->second) {
+    for (const std::string& name : names) {
       const MigProfile* p = FindProfile(profiles, name);
       Gpu slice = gpu;
       slice.device = gpu.Device();
@@ -203,15 +198,12 @@ Result<std::vector<Gpu>> PartitionGpus(const std::vector<Gpu>& gpus, const MigLa
   return out;
 }
 
-std::vector<std::pair<int, std::string>> PhysicalGpus(const std::vector<Gpu>& gpus) {
+Result<MigLayouts> PlanMigLayouts(const std::vector<Gpu>& gpus, std::string_view layout,
+                                  std::vector<int> devices) {
+  // The physical GPUs: driver index -> model without a profile.
   std::map<int, std::string> physical;
   for (const Gpu& g : gpus)
     physical.emplace(g.Device(), std::string(BaseModel(g.model)));
-  return {physical.begin(), physical.end()};
-}
-
-Result<MigLayouts> PlanMigLayouts(const std::vector<std::pair<int, std::string>>& physical,
-                                  std::string_view layout, std::vector<int> devices) {
   if (devices.empty()) {
     for (const auto& [device, model] : physical)
       devices.push_back(device);
@@ -220,8 +212,7 @@ Result<MigLayouts> PlanMigLayouts(const std::vector<std::pair<int, std::string>>
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
   MigLayouts plan;
   for (int device : devices) {
-    auto gpu = std::find_if(physical.begin(), physical.end(),
-                            [device](const auto& p) { return p.first == device; });
+    auto gpu = physical.find(device);
     if (gpu == physical.end())
       return InvalidArgument(fmt::format("the node has no GPU {}", device));
     auto profiles = ParseMigLayout(layout, gpu->second);

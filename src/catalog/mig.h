@@ -58,14 +58,11 @@ using MigLayouts = std::vector<std::pair<int, std::vector<std::string>>>;
 // ParseMigLayout does.
 Result<std::vector<Gpu>> PartitionGpus(const std::vector<Gpu>& gpus, const MigLayouts& layouts);
 
-// A node's physical GPUs (driver index -> model without a profile), from
-// its GPUs and slices.
-std::vector<std::pair<int, std::string>> PhysicalGpus(const std::vector<Gpu>& gpus);
-
-// `layout` for each of the physical GPUs `devices` (empty: all of them),
-// checked against its model: a GPU the node lacks, or a layout that does
-// not fit one, is an error naming the GPU.
-Result<MigLayouts> PlanMigLayouts(const std::vector<std::pair<int, std::string>>& physical,
-                                  std::string_view layout, std::vector<int> devices);
+// `layout` for each of the node's physical GPUs `devices` (driver indices;
+// empty: all of them), from its GPUs and slices, checked against each GPU's
+// model: a GPU the node lacks, or a layout that does not fit one, is an
+// error naming the GPU.
+Result<MigLayouts> PlanMigLayouts(const std::vector<Gpu>& gpus, std::string_view layout,
+                                  std::vector<int> devices);
 
 }  // namespace shoal::catalog

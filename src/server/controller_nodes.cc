@@ -274,8 +274,7 @@ Result<std::string> Controller::MigTarget(const Identity& who, const std::string
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return NotFound(fmt::format("no node {}", name));
   const Node& n = it->second.node;
-  SHOAL_RETURN_IF_ERROR(
-      catalog::PlanMigLayouts(catalog::PhysicalGpus(n.gpus), layout, gpus).status());
+  SHOAL_RETURN_IF_ERROR(catalog::PlanMigLayouts(n.gpus, layout, gpus).status());
   if (n.state != NodeState::kDrained && n.state != NodeState::kDraining) {
     return FailedPrecondition(
         fmt::format("node {} is {}: drain it first (shoal drain {} --reason ...)", name,

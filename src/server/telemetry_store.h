@@ -67,18 +67,6 @@ class TelemetryStore {
     int64_t step_s = 0;
     std::vector<ClusterPoint> points;
   };
-  // The range of a query, both ends included.
-  struct Range {
-    Time from;
-    Time to = Time::max();
-  };
-
-  explicit TelemetryStore(Duration interval = std::chrono::seconds(10), size_t capacity = 2160,
-                          Duration rollup = std::chrono::minutes(10),
-                          size_t rollup_capacity = 1008);
-
-  // One heartbeat's GPUs: a sample per GPU with telemetry, unless the node's
-  // last sample is younger than the interval.
   // One power budget at one moment: its cap, the draw the scheduler counts,
   // and what its GPUs measured in their last heartbeats (watts).
   struct PowerBudgetNow {
@@ -97,7 +85,18 @@ class TelemetryStore {
     double cap_w = 0;  // the newest sample's
     std::vector<PowerPoint> points;
   };
+  // The range of a query, both ends included.
+  struct Range {
+    Time from;
+    Time to = Time::max();
+  };
 
+  explicit TelemetryStore(Duration interval = std::chrono::seconds(10), size_t capacity = 2160,
+                          Duration rollup = std::chrono::minutes(10),
+                          size_t rollup_capacity = 1008);
+
+  // One heartbeat's GPUs: a sample per GPU with telemetry, unless the node's
+  // last sample is younger than the interval.
   void Record(const std::string& node, Time now, const std::vector<GpuReport>& gpus);
   // A cluster-wide sample, unless the last one is younger than the interval.
   void RecordCluster(Time now, double mean_util_pct, double allocated_fraction);
