@@ -97,6 +97,18 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
           "gpu_device_path: a path with %d for the GPU's index, such as /dev/nvidia%d");
     }
     c.gpu_device_path = value;
+  } else if (key == "container_runtime") {
+    if (value.empty() || value.find_first_of(" \t\n") != std::string::npos)
+      return InvalidArgument("container_runtime: a command such as runc or /usr/bin/crun");
+    c.container.runtime = value;
+  } else if (key == "image_dir" || key == "image_cache") {
+    if (!value.starts_with('/')) return InvalidArgument(key + ": an absolute path");
+    (key == "image_dir" ? c.container.image_dir : c.container.cache_dir) = value;
+  } else if (key == "image_cache_size") {
+    auto v = ParseMemoryMib(value);
+    if (!v.ok() || *v < 64)
+      return InvalidArgument("image_cache_size: a size of 64M or more, such as 20G");
+    c.container.cache_mib = *v;
   } else if (key == "sim_faults") {
     c.sim_faults = List(value);
     for (const std::string& f : c.sim_faults)
@@ -113,7 +125,8 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
                     "advertise, state_dir, gpus, "
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
                     "allow_root_jobs, slurm_commands, metrics_public, cgroup_root, "
-                    "gpu_device_path, temperature_limit, sim_faults, log_level, log_format)",
+                    "gpu_device_path, temperature_limit, sim_faults, container_runtime, "
+                    "image_dir, image_cache, image_cache_size, log_level, log_format)",
                     key));
   }
   return Status::Ok();
@@ -159,6 +172,10 @@ Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& c, const std::string
   o.allow_root_jobs = c.allow_root_jobs;
   o.cgroup_root = c.cgroup_root;
   o.gpu_devices = FindGpuDeviceNodes(c.gpu_device_path);
+  o.container = c.container;
+  if (o.container.cache_dir.empty()) o.container.cache_dir = c.state_dir + "/images";
+  // shoal-image unpacks images; it is installed beside shoal-step.
+  o.container.image_tool = supervisor.substr(0, supervisor.rfind('/') + 1) + "shoal-image";
   // MIG instances' capability files: only where the GPUs are the host's own.
   if (c.gpus == "nvml") {
     std::vector<GpuDeviceNode> caps = FindMigCapNodes();

@@ -48,6 +48,8 @@ struct AgentConfig {
   // Whether jobs get Shoal's `srun` and `scontrol` first on their PATH
   // (agent.slurm_commands is then the shoal binary).
   bool slurm_commands = true;
+  // Containers: the runtime, the image folder, the unpacked images' cache.
+  ContainerHost container;
   log::Options log{.program = "agent"};  // level and format (core/log.h)
 };
 

@@ -190,6 +190,7 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
   s.job_account = spec.account;
   s.job_name = spec.name;
   s.gpu_power_cap_w = spec.gpu_power_cap_w;
+  s.container = spec.container;
   s.command = spec.command;
   s.script = spec.script && m.step == 0;
   s.work_dir = spec.work_dir;
@@ -238,6 +239,7 @@ Result<StepRequest> StepFromLaunch(const api::Json& j, const std::string& node_n
     s.pty_rows = run.pty_rows;
     s.pty_cols = run.pty_cols;
     if (!run.work_dir.empty()) s.work_dir = run.work_dir;
+    if (!run.container.image.empty()) s.container = run.container;
     for (size_t i = 0; i < m.step_nodes.size(); ++i) {
       s.nodes.push_back(hosts[static_cast<size_t>(m.step_nodes[i])]);
       s.tasks_per_node.push_back(m.step_tasks[i]);

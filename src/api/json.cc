@@ -86,6 +86,42 @@ Time TimeFromJson(double seconds) {
   return TimeFromSeconds(seconds);
 }
 
+Json ContainerToJson(const ContainerSpec& c) {
+  Json j = {{"image", c.image}};
+  if (!c.mounts.empty()) {
+    Json mounts = Json::array();
+    for (const ContainerMount& m : c.mounts)
+      mounts.push_back(FormatContainerMount(m));
+    j["mounts"] = std::move(mounts);
+  }
+  if (!c.work_dir.empty()) j["workdir"] = c.work_dir;
+  if (!c.env.empty()) j["env"] = c.env;
+  if (!c.mount_home) j["mount_home"] = false;
+  return j;
+}
+
+Result<ContainerSpec> ContainerFromJson(const Json& j) {
+  ContainerSpec c;
+  ObjectReader f(j, "job.container");
+  std::vector<std::string> mounts;
+  f.Optional("image", &c.image);
+  f.Optional("mounts", &mounts);
+  f.Optional("workdir", &c.work_dir);
+  f.Optional("env", &c.env);
+  f.Optional("mount_home", &c.mount_home);
+  SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (mounts.size() > kMaxContainerMounts) {
+    return InvalidArgument(fmt::format("job.container.mounts: {} mounts; at most {}", mounts.size(),
+                                       kMaxContainerMounts));
+  }
+  for (const std::string& text : mounts) {
+    auto parsed = ParseContainerMounts(text);
+    if (!parsed.ok()) return parsed.status().WithContext("job.container.mounts");
+    c.mounts.insert(c.mounts.end(), parsed->begin(), parsed->end());
+  }
+  return c;
+}
+
 Json ToJson(const JobSpec& s) {
   Json j;
   j["name"] = s.name;
@@ -151,6 +187,7 @@ Json ToJson(const JobSpec& s) {
   }
   if (s.array) j["array"] = ArrayText(s.array);
   if (!s.acceptance_node.empty()) j["acceptance_node"] = s.acceptance_node;
+  if (!s.container.image.empty()) j["container"] = ContainerToJson(s.container);
   return j;
 }
 
@@ -212,7 +249,12 @@ Result<JobSpec> JobSpecFromJson(const Json& j) {
   f.Optional("signal_batch_only", &s.signal_batch_only);
   f.Optional("array", &array);
   f.Optional("acceptance_node", &s.acceptance_node);
+  Json container;
+  f.Optional("container", &container);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (!container.is_null()) {
+    SHOAL_ASSIGN_OR_RETURN(s.container, ContainerFromJson(container));
+  }
   if (!mail_type.empty()) {
     auto types = ParseMailTypes(mail_type);
     if (!types.ok()) return InvalidArgument("job.mail_type: " + types.status().message());
@@ -349,6 +391,7 @@ Json ToJson(const StepSpec& s) {
   if (s.pty) j["pty"] = Json{{"rows", s.pty_rows}, {"cols", s.pty_cols}};
   if (!s.env.empty()) j["env"] = s.env;
   if (!s.work_dir.empty()) j["work_dir"] = s.work_dir;
+  if (!s.container.image.empty()) j["container"] = ContainerToJson(s.container);
   return j;
 }
 
@@ -368,7 +411,13 @@ Result<StepSpec> StepSpecFromJson(const Json& j) {
   const bool pty = f.Has("pty");
   f.Optional("env", &s.env);
   f.Optional("work_dir", &s.work_dir);
+  Json container;
+  f.Optional("container", &container);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (!container.is_null()) {
+    SHOAL_ASSIGN_OR_RETURN(s.container, ContainerFromJson(container));
+    SHOAL_RETURN_IF_ERROR(ValidateContainer(s.container).WithContext("step"));
+  }
   if (pty) {
     // {"rows": R, "cols": C}: the terminal's size (0: its default).
     if (!j.at("pty").is_object()) return InvalidArgument("step.pty must be an object");

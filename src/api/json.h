@@ -30,6 +30,9 @@ struct NodeNames {
 // Parses text into JSON; a syntax error says where.
 Result<Json> Parse(std::string_view text);
 
+// A job's --container-* options as the API carries them ("container").
+Json ContainerToJson(const ContainerSpec& c);
+Result<ContainerSpec> ContainerFromJson(const Json& j);
 Json ToJson(const JobSpec& spec);
 Result<JobSpec> JobSpecFromJson(const Json& j);
 

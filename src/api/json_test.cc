@@ -181,4 +181,28 @@ TEST(JsonTest, PartitionIdleOptions) {
 }
 
 }  // namespace
+TEST(JsonTest, ContainerRoundTripsAndIsChecked) {
+  JobSpec spec;
+  spec.command = std::string("true");
+  spec.container = {"busybox",
+                    {{"/data", "/in", true}, {"/scratch", "/scratch", false}},
+                    "/work",
+                    {"PATH"},
+                    false};
+  auto back = JobSpecFromJson(ToJson(spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->container, spec.container);
+  EXPECT_EQ(ToJson(spec)["container"]["mounts"][0], "/data:/in:ro");
+  EXPECT_FALSE(ToJson(JobSpec{}).contains("container"));
+  for (const char* bad : {R"({"command":"x","container":{"image":"a","mount":[]}})",
+                          R"({"command":"x","container":{"image":"a","mounts":["rel:/x"]}})",
+                          R"({"command":"x","container":{"image":"","workdir":"/w"}})",
+                          R"({"command":"x","container":{"image":"a","workdir":"w"}})",
+                          R"({"command":"x","container":{"image":"-rf"}})"}) {
+    auto j = Parse(bad);
+    ASSERT_TRUE(j.ok());
+    EXPECT_FALSE(JobSpecFromJson(*j).ok()) << bad;
+  }
+}
+
 }  // namespace shoal::api

@@ -117,6 +117,11 @@ int RunAgent(const std::vector<std::string>& raw) {
            {"cgroup-root",
             "where job cgroups go: a cgroup2 mount or a folder of v1 hierarchies (default: "
             "detect; none: process groups only)"},
+           {"container-runtime", "the OCI runtime for --container-image jobs (default runc)"},
+           {"image-dir",
+            "where container images are found by name (default /var/lib/shoal/images)"},
+           {"image-cache", "where unpacked images are kept (default <state dir>/images)"},
+           {"image-cache-size", "the unpacked images' size limit (default 20G)"},
            {"log-level", "debug, info (the default), warning or error"},
            {"log-format", "text (the default) or json, one event a line"},
        }) {

@@ -69,6 +69,9 @@ struct RunOptions {
   std::string time, partition, account, mem, constraint;
   uint64_t jobid = 0;  // --jobid: a step in this running job of yours
   bool pty = false;
+  // pyxis' options: the step's tasks run in this image.
+  std::string container_image, container_mounts, container_workdir, container_env;
+  bool no_container_mount_home = false;
   std::vector<std::string> ignored;  // options accepted without a meaning in Shoal
   std::vector<std::string> command;
 };
@@ -106,6 +109,22 @@ void AddRunOptions(CLI::App& app, RunOptions& o) {
       ->type_name("JOB");
   app.add_flag("--pty", o.pty,
                "task 0 on a terminal that you type into from here: an interactive shell");
+  app.add_option("--container-image", o.container_image,
+                 "run the tasks in this OCI image (a file on the nodes, or a name in their image "
+                 "folder; docs/containers.md)")
+      ->type_name("IMAGE");
+  app.add_option("--container-mounts", o.container_mounts, "bind node paths into the container")
+      ->type_name("SRC:DST[:ro],...");
+  app.add_option("--container-workdir", o.container_workdir, "the working folder in the container")
+      ->type_name("PATH");
+  app.add_option("--container-env", o.container_env,
+                 "variables whose values here win over the image's")
+      ->type_name("NAME,...");
+  app.add_flag("--no-container-mount-home", o.no_container_mount_home,
+               "do not mount your home folder in the container");
+  app.add_flag_callback(
+      "--container-mount-home", [&o] { o.no_container_mount_home = false; },
+      "mount your home folder in the container (the default)");
   // What mpirun, torchrun and scripts pass to srun that has no meaning in a
   // Shoal step: accepted, so that they run unchanged.
   for (const char* flag : {"--mpi", "--cpu-bind", "--cpu_bind", "--distribution,-m", "--mem-bind",
@@ -169,6 +188,18 @@ Result<std::map<std::string, std::string>> ExportedEnvironment(const std::string
   return out;
 }
 
+Result<ContainerSpec> ContainerFromOptions(const RunOptions& o) {
+  ContainerSpec c;
+  c.image = o.container_image;
+  SHOAL_ASSIGN_OR_RETURN(c.mounts, ParseContainerMounts(o.container_mounts));
+  c.work_dir = o.container_workdir;
+  for (std::string_view name : Split(o.container_env, ','))
+    if (!Trim(name).empty()) c.env.emplace_back(Trim(name));
+  c.mount_home = !o.no_container_mount_home;
+  SHOAL_RETURN_IF_ERROR(ValidateContainer(c));
+  return c;
+}
+
 Result<StepSpec> StepFromOptions(const RunOptions& o) {
   StepSpec s;
   s.name = o.name;
@@ -187,6 +218,7 @@ Result<StepSpec> StepFromOptions(const RunOptions& o) {
     s.pty = true;
     std::tie(s.pty_rows, s.pty_cols) = TerminalSession::WindowSize();
   }
+  SHOAL_ASSIGN_OR_RETURN(s.container, ContainerFromOptions(o));
   SHOAL_ASSIGN_OR_RETURN(s.node_list, Hosts(o.nodelist));
   SHOAL_ASSIGN_OR_RETURN(s.exclude, Hosts(o.exclude));
   SHOAL_ASSIGN_OR_RETURN(s.env, ExportedEnvironment(o.exported));

@@ -109,6 +109,7 @@ struct UpAgents {
   bool root = false;  // jobs run as their submitter; root's must be allowed when that is us
   // Faults for the simulated GPUs, by node name (--sim-fault NODE=FAULT).
   std::map<std::string, std::vector<std::string>> faults;
+  std::string image_dir;  // --image-dir: the nodes' container images (empty: the default)
 };
 
 // Starts the agents (node01.., or one for this host's real GPUs), each
@@ -129,6 +130,7 @@ Status StartAgents(const UpAgents& up, const Clock& clock, std::vector<agent::Ag
     c.agent.slurm_commands = CompanionPath("shoal");
     c.state_dir = fmt::format("{}/agents/{}", up.state_dir, up.real ? "local" : c.agent.name);
     if (auto f = up.faults.find(c.agent.name); f != up.faults.end()) c.sim_faults = f->second;
+    if (!up.image_dir.empty()) c.container.image_dir = up.image_dir;
     if (up.tls) {
       SHOAL_ASSIGN_OR_RETURN(std::string join, JoinToken(up.url, up.server.ca_file(),
                                                          up.server.admin_token(), c.agent.name));
@@ -210,6 +212,15 @@ Result<std::map<std::string, std::vector<std::string>>> FaultsByNode(
   return faults;
 }
 
+// As the server makes it (server::SecureStateDir): others may pass
+// through to the local socket, never list or read.
+void MakeStateDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
+}
+
 }  // namespace
 
 int RunUp(const std::vector<std::string>& raw) {
@@ -219,6 +230,7 @@ int RunUp(const std::vector<std::string>& raw) {
   bool real = false, demo = false, tls = false;
   std::string log_level = "warning";  // the terminal is the user's: only what goes wrong
   std::vector<std::string> sim_faults;
+  std::string image_dir;
   app.add_option("--nodes", nodes, "simulated nodes (default 4)")->check(CLI::Range(1, 256));
   app.add_option("--profile", profile, "their hardware: " + Join(catalog::ProfileNames(), ", "));
   app.add_flag("--real", real,
@@ -236,6 +248,9 @@ int RunUp(const std::vector<std::string>& raw) {
                  "NODE=FAULT: a fault on a simulated GPU, e.g. node02=ecc:1:14 or "
                  "node03=xid:5:79@30s (repeatable; docs/agent-gpus.md)")
       ->type_name("NODE=FAULT");
+  app.add_option("--image-dir", image_dir,
+                 "where the nodes find container images by name (default /var/lib/shoal/images; "
+                 "docs/containers.md)");
   app.add_option("--log-level", log_level,
                  "the server's and agents' logs on stderr: debug, info, warning (the default) "
                  "or error");
@@ -257,16 +272,10 @@ int RunUp(const std::vector<std::string>& raw) {
               << "' (known: " << Join(catalog::ProfileNames(), ", ") << ")\n";
     return 2;
   }
-  const std::string default_state_dir =
-      DefaultStateDir();  // before this process sets SHOAL_STATE_DIR
+  // Before this process sets SHOAL_STATE_DIR.
+  const std::string default_state_dir = DefaultStateDir();
   if (state_dir.empty()) state_dir = default_state_dir;
-  std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
-  // As the server makes it (server::SecureStateDir): others may pass
-  // through to the local socket, never list or read.
-  namespace fs = std::filesystem;
-  fs::permissions(state_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
-                  ec);
+  MakeStateDir(state_dir);
 
   server::ServerOptions so;
   // A few nodes on one host: the controller's /metrics may as well show
@@ -311,7 +320,8 @@ int RunUp(const std::vector<std::string>& raw) {
                                .real = real,
                                .tls = tls,
                                .root = root,
-                               .faults = *faults},
+                               .faults = *faults,
+                               .image_dir = image_dir},
                               clock, configs, agents);
       !st.ok()) {
     std::cerr << "shoal up: " << st.message() << "\n";
@@ -337,6 +347,7 @@ int RunUp(const std::vector<std::string>& raw) {
   std::fflush(stdout);
   if (demo && !real) {
     const std::string work_dir = state_dir + "/demo";
+    std::error_code ec;
     std::filesystem::create_directories(work_dir, ec);
     std::string token = (*srv)->admin_token();
     if (auto local = net::RequestLocalToken((*srv)->socket_path()); local.ok())

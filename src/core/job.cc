@@ -525,6 +525,7 @@ Status CheckConstraintCounts(const JobSpec& s) {
 
 Status JobSpec::Validate() const {
   SHOAL_RETURN_IF_ERROR(CheckTextFields(*this));
+  SHOAL_RETURN_IF_ERROR(ValidateContainer(container));
   if (nodes < 0 || gpus_per_node < 0 || gpus < 0)
     return InvalidArgument("counts cannot be negative");
   if (gpus_per_node > kMaxGpusPerNode) {

@@ -145,6 +145,33 @@ inline constexpr int kMaxTasksPerNode = 512;          // Slurm's MAX_TASKS_PER_N
 inline constexpr size_t kMaxNodeListEntries = 10000;  // --nodelist, --exclude
 inline constexpr size_t kMaxScriptArgs = 4096;        // a batch script's arguments
 
+// A bind mount into a job's container: --container-mounts' SRC[:DST[:ro|rw]].
+struct ContainerMount {
+  std::string source;  // on the node; opened with the job user's rights
+  std::string target;  // in the container (same as source when not given)
+  bool read_only = false;
+  friend bool operator==(const ContainerMount&, const ContainerMount&) = default;
+};
+inline constexpr size_t kMaxContainerMounts = 64;
+
+// Parses --container-mounts' comma-separated list. Both paths absolute,
+// without ".." or commas; flags ro or rw.
+Result<std::vector<ContainerMount>> ParseContainerMounts(std::string_view text);
+std::string FormatContainerMount(const ContainerMount& m);
+
+// The OCI image a job's tasks run in, with pyxis' options (docs/containers.md).
+struct ContainerSpec {
+  std::string image;  // --container-image; empty: no container
+  std::vector<ContainerMount> mounts{};
+  std::string work_dir{};  // --container-workdir; empty: the job's work folder
+  // --container-env: variables the job's environment sets over the image's.
+  std::vector<std::string> env{};
+  bool mount_home = true;  // --no-container-mount-home turns it off
+  friend bool operator==(const ContainerSpec&, const ContainerSpec&) = default;
+};
+// Checks a container spec on its own (JobSpec::Validate calls it).
+Status ValidateContainer(const ContainerSpec& c);
+
 // What a user asks for. Resources come in one of three shapes:
 //  - nodes x gpus_per_node: a gang of `nodes` nodes with the same GPUs on each;
 //  - gpus (total) with nodes == 0: as few nodes as the GPUs need;
@@ -229,6 +256,7 @@ struct JobSpec {
   // test), whole and exclusive, when each is drained for acceptance or up and
   // idle; the scheduler never sees it.
   std::string acceptance_node;
+  ContainerSpec container{};
 
   // GPUs over all nodes: nodes x gpus_per_node, or `gpus`.
   int TotalGpus() const;
@@ -258,6 +286,7 @@ struct StepSpec {
   int pty_cols = 0;
   std::map<std::string, std::string> env{};  // on top of the job's environment
   std::string work_dir{};                    // empty: the job's
+  ContainerSpec container{};                 // srun's --container-*; no image: the job's
   friend bool operator==(const StepSpec&, const StepSpec&) = default;
 };
 

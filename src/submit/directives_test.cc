@@ -253,4 +253,49 @@ TEST(DirectivesTest, ApplyScriptDirectivesKeepsWhatItDoesNotSet) {
 }
 
 }  // namespace
+TEST(DirectivesTest, PyxisContainerOptions) {
+  const std::string script =
+      "#!/bin/sh\n"
+      "#SBATCH --container-image=nvcr.io#nvidia/pytorch:24.01-py3\n"
+      "#SBATCH --container-mounts=/data:/data:ro,/scratch\n"
+      "#SBATCH --container-workdir=/workspace --container-env=PATH,NCCL_DEBUG\n"
+      "#SBATCH --no-container-mount-home\n"
+      "python train.py\n";
+  auto sub = Script(script);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  const ContainerSpec& c = sub->spec.container;
+  EXPECT_EQ(c.image, "nvcr.io#nvidia/pytorch:24.01-py3");
+  EXPECT_EQ(c.mounts, (std::vector<ContainerMount>{{"/data", "/data", true},
+                                                   {"/scratch", "/scratch", false}}));
+  EXPECT_EQ(c.work_dir, "/workspace");
+  EXPECT_EQ(c.env, (std::vector<std::string>{"PATH", "NCCL_DEBUG"}));
+  EXPECT_FALSE(c.mount_home);
+  // The command line wins over the script, as for every option.
+  auto over =
+      Script(script, {"--container-image=/images/other.tar", "--container-mount-home", "job.sh"});
+  ASSERT_TRUE(over.ok()) << over.status().ToString();
+  EXPECT_EQ(over->spec.container.image, "/images/other.tar");
+  EXPECT_TRUE(over->spec.container.mount_home);
+
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"#SBATCH --container-mounts=data:/data\n", "not an absolute path"},
+           {"#SBATCH --container-mounts=/a:/b:rx\n", "the flag is ro or rw"},
+           {"#SBATCH --container-mounts=/a/../etc:/b\n", "climbs"},
+           {"#SBATCH --container-mounts=/etc:/\n", "cannot cover the image's /"},
+           {"#SBATCH --container-mounts=/a:/b:ro:x\n", "not SRC[:DST[:ro|rw]]"},
+       }) {
+    auto r = Script("#!/bin/sh\n#SBATCH --container-image=x\n" + bad + "true\n");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
+  }
+  auto lone = Script("#!/bin/sh\n#SBATCH --container-mounts=/data\ntrue\n");
+  ASSERT_FALSE(lone.ok());
+  EXPECT_NE(lone.status().message().find("need --container-image"), std::string::npos)
+      << lone.status().message();
+  auto env = Script("#!/bin/sh\n#SBATCH --container-image=x --container-env=1BAD\ntrue\n");
+  ASSERT_FALSE(env.ok());
+  EXPECT_NE(env.status().message().find("'1BAD' is not a variable name"), std::string::npos)
+      << env.status().message();
+}
+
 }  // namespace shoal::submit

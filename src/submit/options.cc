@@ -323,6 +323,48 @@ constexpr OptionDef kOptions[] = {
        r.gpu_power_cap_w = static_cast<int>(*watts);
        return Status::Ok();
      }},
+    {"container-image", 0, "IMAGE",
+     "run the job's tasks in this OCI image: a file on the nodes, or a name in their image "
+     "folder (pyxis' option; docs/containers.md)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, 1024, /*allow_spaces=*/false));
+       r.container_image = std::string(Trim(c.value));
+       return Status::Ok();
+     }},
+    {"container-mounts", 0, "SRC:DST[:ro],...",
+     "bind these node paths into the container (the job's user must reach each)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       auto mounts = ParseContainerMounts(c.value);
+       if (!mounts.ok()) return Invalid(c, mounts.status().message());
+       r.container_mounts = std::move(*mounts);
+       return Status::Ok();
+     }},
+    {"container-workdir", 0, "PATH",
+     "the tasks' working folder in the container (default: the job's, mounted)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/false));
+       r.container_workdir = std::string(c.value);
+       return Status::Ok();
+     }},
+    {"container-env", 0, "NAME[,NAME...]",
+     "variables whose job values win over the image's own (else the image's win)",
+     [](const Call& c, Request& r, std::vector<std::string>&) {
+       std::vector<std::string> names;
+       for (std::string_view name : Split(c.value, ','))
+         if (!Trim(name).empty()) names.emplace_back(Trim(name));
+       r.container_env = std::move(names);
+       return Status::Ok();
+     }},
+    {"container-mount-home", 0, "", "mount the user's home folder in the container (the default)",
+     [](const Call&, Request& r, std::vector<std::string>&) {
+       r.container_mount_home = true;
+       return Status::Ok();
+     }},
+    {"no-container-mount-home", 0, "", "do not mount the user's home folder in the container",
+     [](const Call&, Request& r, std::vector<std::string>&) {
+       r.container_mount_home = false;
+       return Status::Ok();
+     }},
     {"comment", 0, "TEXT", "a comment kept with the job",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        SHOAL_RETURN_IF_ERROR(CheckText(c, kMaxPathBytes, /*allow_spaces=*/true));

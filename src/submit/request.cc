@@ -239,6 +239,11 @@ void Overlay(const Request& high, Request& low) {
   Take(high.gpus_per_task, low.gpus_per_task);
   Take(high.tasks_per_gpu, low.tasks_per_gpu);
   Take(high.comment, low.comment);
+  Take(high.container_image, low.container_image);
+  Take(high.container_mounts, low.container_mounts);
+  Take(high.container_workdir, low.container_workdir);
+  Take(high.container_env, low.container_env);
+  Take(high.container_mount_home, low.container_mount_home);
   Take(high.gpu_speeds, low.gpu_speeds);
   Take(high.gpu_power_cap_w, low.gpu_power_cap_w);
   Take(high.append_output, low.append_output);
@@ -293,6 +298,11 @@ Status Resolve(const Request& r, JobSpec& spec) {
   }
   if (r.exported) spec.env = r.exported->values;
   if (r.comment) spec.comment = *r.comment;
+  if (r.container_image) spec.container.image = *r.container_image;
+  if (r.container_mounts) spec.container.mounts = *r.container_mounts;
+  if (r.container_workdir) spec.container.work_dir = *r.container_workdir;
+  if (r.container_env) spec.container.env = *r.container_env;
+  if (r.container_mount_home) spec.container.mount_home = *r.container_mount_home;
   if (r.gpu_speeds) spec.gpu_speeds = *r.gpu_speeds;
   if (r.gpu_power_cap_w) spec.gpu_power_cap_w = *r.gpu_power_cap_w;
   if (r.append_output) spec.append_output = *r.append_output;

@@ -119,6 +119,12 @@ struct Request {
   std::optional<std::vector<std::pair<std::string, double>>> gpu_speeds;  // --gpu-speed
   std::optional<int> gpu_power_cap_w;                                     // --gpu-power-cap
   std::optional<bool> append_output;                                      // --open-mode=append
+  // --container-*: pyxis' options (docs/containers.md).
+  std::optional<std::string> container_image;
+  std::optional<std::vector<ContainerMount>> container_mounts;
+  std::optional<std::string> container_workdir;
+  std::optional<std::vector<std::string>> container_env;
+  std::optional<bool> container_mount_home;
   // Slurm's options that mean nothing to Shoal, as given ("--hint=compute_bound"):
   // accepted with a note, or refused under --strict. Every source's add up.
   std::vector<std::string> ignored;

@@ -1,5 +1,6 @@
 #include "agent/launch/step_files.h"
 
+#include <dirent.h>
 #include <fmt/format.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <charconv>
 #include <csignal>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "core/files.h"
 #include "core/strings.h"
@@ -56,6 +58,53 @@ Result<T> ParseJson(std::string_view text, std::string_view what, F&& from_json)
   } catch (const Json::exception& e) {
     return Internal(fmt::format("unreadable {}: {}", what, e.what()));
   }
+}
+
+Json ContainerJson(const ContainerSpec& c) {
+  Json mounts = Json::array();
+  for (const ContainerMount& m : c.mounts)
+    mounts.push_back({m.source, m.target, m.read_only});
+  return {{"image", c.image},
+          {"mounts", mounts},
+          {"work_dir", c.work_dir},
+          {"env", c.env},
+          {"mount_home", c.mount_home}};
+}
+
+void DecodeContainer(const Json& j, SupervisorRequest& r) {
+  const auto found = j.find("container");
+  if (found == j.end()) return;
+  const Json& c = *found;
+  ContainerSpec& spec = r.step.container;
+  spec.image = c.at("image").get<std::string>();
+  for (const Json& m : c.at("mounts"))
+    spec.mounts.push_back(
+        {m.at(0).get<std::string>(), m.at(1).get<std::string>(), m.at(2).get<bool>()});
+  spec.work_dir = c.at("work_dir").get<std::string>();
+  spec.env = c.at("env").get<std::vector<std::string>>();
+  spec.mount_home = c.at("mount_home").get<bool>();
+  const Json& h = j.at("container_host");
+  r.container.runtime = h.at("runtime").get<std::string>();
+  r.container.image_dir = h.at("image_dir").get<std::string>();
+  r.container.cache_dir = h.at("cache_dir").get<std::string>();
+  r.container.cache_mib = h.at("cache_mib").get<int64_t>();
+  r.container.image_tool = h.at("image_tool").get<std::string>();
+}
+
+// The parent of `pid` from /proc/<pid>/stat; 0 when it is gone.
+pid_t ParentOf(pid_t pid) {
+  Result<std::string> stat = ReadFile(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return 0;
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos) return 0;
+  std::vector<std::string_view> fields;
+  for (std::string_view f : Split(std::string_view(*stat).substr(close + 2), ' ')) {
+    fields.push_back(f);
+    if (fields.size() == 2) break;
+  }
+  if (fields.size() < 2) return 0;
+  Result<int64_t> ppid = ParseInt(fields[1]);
+  return ppid.ok() ? static_cast<pid_t>(*ppid) : 0;
 }
 
 }  // namespace
@@ -145,6 +194,15 @@ std::string EncodeRequest(const SupervisorRequest& request) {
   for (const GpuDeviceNode& d : request.gpu_devices)
     devices.push_back({d.index, d.major, d.minor, d.gi, d.ci});
   j["gpu_devices"] = std::move(devices);
+  if (!s.container.image.empty()) {
+    j["container"] = ContainerJson(s.container);
+    const ContainerHost& h = request.container;
+    j["container_host"] = {{"runtime", h.runtime},
+                           {"image_dir", h.image_dir},
+                           {"cache_dir", h.cache_dir},
+                           {"cache_mib", h.cache_mib},
+                           {"image_tool", h.image_tool}};
+  }
   return j.dump();
 }
 
@@ -230,6 +288,7 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
                                  .ci = e.size() > 4 ? e.at(4).get<int>() : -1});
       }
     }
+    DecodeContainer(j, r);
     return Result<SupervisorRequest>(std::move(r));
   });
 }
@@ -386,6 +445,34 @@ std::vector<ProcessIdentity> DecodeTasksFile(std::string_view text) {
 
 Time WallNow() {
   return SystemClock().Now();
+}
+
+// Every process below `root`. Read from /proc as a whole, so it costs a
+// read per process on the host: used only when something was left behind.
+std::vector<pid_t> Descendants(pid_t root) {
+  std::unordered_multimap<pid_t, pid_t> children;
+  if (DIR* proc = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(proc)) {
+      Result<int64_t> pid = ParseInt(e->d_name);
+      if (!pid.ok()) continue;
+      if (pid_t parent = ParentOf(static_cast<pid_t>(*pid)); parent > 0) {
+        children.emplace(parent, static_cast<pid_t>(*pid));
+      }
+    }
+    ::closedir(proc);
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [begin, end] = children.equal_range(p);
+    for (auto it = begin; it != end; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
 }
 
 }  // namespace shoal::agent

@@ -71,6 +71,7 @@ struct SupervisorRequest {
   bool allow_root_jobs = false;
   CgroupLayout cgroup;
   std::vector<GpuDeviceNode> gpu_devices;  // every GPU device file of the node, for the fence
+  ContainerHost container;
 };
 std::string EncodeRequest(const SupervisorRequest& request);
 Result<SupervisorRequest> DecodeRequest(std::string_view text);
@@ -104,6 +105,9 @@ bool IsAlive(const ProcessIdentity& process);
 // Sends `sig` to the process, or with `group` to the process group it
 // leads, only if it is still the process named; false when it is gone.
 bool SignalIfAlive(const ProcessIdentity& process, int sig, bool group = false);
+// Every process below `root`. Read from /proc as a whole, so it costs a
+// read per process on the host: for what a step left behind.
+std::vector<pid_t> Descendants(pid_t root);
 
 // The pid file: the supervisor's identity and when it started.
 std::string EncodePidFile(const ProcessIdentity& supervisor, Time started);

@@ -52,6 +52,18 @@ TEST(StepFiles, RequestRoundTrip) {
   EXPECT_EQ(back->cgroup.v1_memory_dir, r.cgroup.v1_memory_dir);
   EXPECT_EQ(back->cgroup.v1_devices_dir, r.cgroup.v1_devices_dir);
   EXPECT_EQ(back->gpu_devices, r.gpu_devices);
+  EXPECT_TRUE(back->step.container.image.empty());
+
+  r.step.container = {"/images/bb.tar", {{"/data", "/in", true}}, "/w", {"PATH"}, false};
+  r.container = {"crun", "/srv/images", "/var/cache/shoal", 1024, "/opt/shoal/shoal-image"};
+  back = DecodeRequest(EncodeRequest(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->step.container, r.step.container);
+  EXPECT_EQ(back->container.runtime, "crun");
+  EXPECT_EQ(back->container.image_dir, "/srv/images");
+  EXPECT_EQ(back->container.cache_dir, "/var/cache/shoal");
+  EXPECT_EQ(back->container.cache_mib, 1024);
+  EXPECT_EQ(back->container.image_tool, "/opt/shoal/shoal-image");
 
   EXPECT_FALSE(DecodeRequest("{").ok());
   EXPECT_FALSE(DecodeRequest(R"({"job": "nine"})").ok());  // wrong type: a Status, not a throw

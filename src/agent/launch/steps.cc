@@ -74,8 +74,8 @@ class DirSteps final : public Steps {
     SHOAL_RETURN_IF_ERROR(ValidateStepRequest(request));
     SHOAL_ASSIGN_OR_RETURN(UserAccount account,
                            LookUpJobUser(request.user, options_.allow_root_jobs));
-    SupervisorRequest supervised{request, std::move(account), options_.allow_root_jobs, layout_,
-                                 options_.gpu_devices};
+    SupervisorRequest supervised{request, std::move(account),   options_.allow_root_jobs,
+                                 layout_, options_.gpu_devices, options_.container};
     std::string& work_dir = supervised.step.work_dir;
     if (work_dir.empty()) {
       work_dir = supervised.account.home;

@@ -28,6 +28,7 @@
 
 #include "agent/launch/cgroup.h"
 #include "agent/launch/users.h"
+#include "core/job.h"
 #include "core/status.h"
 #include "core/time.h"
 
@@ -72,6 +73,7 @@ struct StepRequest {
   std::string job_account;
   std::string job_name;
   int gpu_power_cap_w = 0;  // the job's --gpu-power-cap: the agent holds its GPUs to it
+  ContainerSpec container;  // the job's --container-*: its tasks run in that image
   std::string command;      // shell command, or the batch script's text when `script`
   bool script = false;
   std::string work_dir;          // empty: the user's home directory
@@ -158,6 +160,17 @@ struct StepOutput {
   UserAccount owner;
 };
 
+// What this node offers jobs that run in a container (docs/containers.md).
+struct ContainerHost {
+  // An OCI runtime's command: runc, or crun (which refuses hosts with the
+  // hybrid cgroup layout). Run as root; the job's processes are the user's.
+  std::string runtime = "runc";
+  std::string image_dir = "/var/lib/shoal/images";  // where image names are found
+  std::string cache_dir;                            // unpacked images; empty: <state_dir>/images
+  int64_t cache_mib = 20480;                        // the cache's size limit
+  std::string image_tool;                           // the shoal-image binary
+};
+
 struct StepsOptions {
   std::string dir;               // <steps_dir>
   std::string supervisor;        // path of the shoal-step binary
@@ -166,6 +179,7 @@ struct StepsOptions {
   std::string cgroup_root;                 // empty: detect (v2, else v1 cpu/memory/pids, else none)
                                            // a path: a cgroup2 mount, or a folder of v1 hierarchies
                                            // (cpu/, memory/, pids/); "none": process groups only
+  ContainerHost container;
 };
 
 class Steps {

@@ -7,6 +7,7 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -18,10 +19,10 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "agent/launch/cgroup.h"
+#include "agent/launch/container.h"
 #include "agent/launch/launcher.h"
 #include "agent/launch/pty_relay.h"
 #include "agent/launch/step_files.h"
@@ -76,6 +77,9 @@ struct TaskPlan {
   // its own command line; empty: the step's.
   std::vector<std::string> argv;
   std::vector<char*> argv_pointers;
+  // In a container: the runtime's command line that runs this task.
+  std::vector<std::string> runtime_argv;
+  std::vector<char*> runtime_argv_pointers;
 };
 
 struct Task {
@@ -140,50 +144,6 @@ Status MakeUserDir(const std::string& dir, const UserAccount& user) {
 std::string SignalName(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
   return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
-}
-
-// The parent of `pid` from /proc/<pid>/stat; 0 when it is gone.
-pid_t ParentOf(pid_t pid) {
-  Result<std::string> stat = ReadFile(fmt::format("/proc/{}/stat", pid));
-  if (!stat.ok()) return 0;
-  size_t close = stat->rfind(')');
-  if (close == std::string::npos) return 0;
-  std::vector<std::string_view> fields;
-  for (std::string_view f : Split(std::string_view(*stat).substr(close + 2), ' ')) {
-    fields.push_back(f);
-    if (fields.size() == 2) break;
-  }
-  if (fields.size() < 2) return 0;
-  Result<int64_t> ppid = ParseInt(fields[1]);
-  return ppid.ok() ? static_cast<pid_t>(*ppid) : 0;
-}
-
-// Every process below `root`. Read from /proc as a whole, so it costs a
-// read per process on the host: used only when something was left behind.
-std::vector<pid_t> Descendants(pid_t root) {
-  std::unordered_multimap<pid_t, pid_t> children;
-  if (DIR* proc = ::opendir("/proc")) {
-    while (dirent* e = ::readdir(proc)) {
-      Result<int64_t> pid = ParseInt(e->d_name);
-      if (!pid.ok()) continue;
-      if (pid_t parent = ParentOf(static_cast<pid_t>(*pid)); parent > 0) {
-        children.emplace(parent, static_cast<pid_t>(*pid));
-      }
-    }
-    ::closedir(proc);
-  }
-  std::vector<pid_t> out;
-  std::vector<pid_t> todo = {root};
-  while (!todo.empty()) {
-    pid_t p = todo.back();
-    todo.pop_back();
-    auto [begin, end] = children.equal_range(p);
-    for (auto it = begin; it != end; ++it) {
-      out.push_back(it->second);
-      todo.push_back(it->second);
-    }
-  }
-  return out;
 }
 
 // Formats a pid into `out` without allocating (for a forked child).
@@ -314,6 +274,27 @@ class Supervisor {
                                        DeniedGpus(request_.gpu_devices, FencedGpusOf(step)));
       if (!created.ok()) return created.WithContext("cgroup");
     }
+    if (!step.container.image.empty()) return PrepareContainer(step, hostfile);
+    return Status::Ok();
+  }
+
+  // --container-image: every task runs under the OCI runtime (container.h).
+  Status PrepareContainer(const StepRequest& step, const std::string& hostfile) {
+    std::vector<std::string> files = {hostfile};
+    if (step.script) files.push_back(dir_ + "/" + kScriptFile);
+    SHOAL_ASSIGN_OR_RETURN(container_,
+                           StepContainer::Prepare(request_, dir_, name_, work_dir_, files));
+    // A program is found on the container's PATH, not the host's.
+    const std::vector<std::string>& argv = step.script || step.argv.empty() ? argv_ : step.argv;
+    for (TaskPlan& plan : plans_) {
+      SHOAL_ASSIGN_OR_RETURN(
+          plan.runtime_argv,
+          container_->TaskCommand(plan.rank, plan.env,
+                                  TaskEnvironment(step, plan.local_rank, hostfile), argv));
+      plan.runtime_argv_pointers = PointersTo(plan.runtime_argv);
+    }
+    runtime_env_ = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+    runtime_envp_ = PointersTo(runtime_env_);
     return Status::Ok();
   }
 
@@ -401,11 +382,19 @@ class Supervisor {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) fail(ChildStage::kStdin);
+    const bool in_container = !plan.runtime_argv.empty();
     if (drop_privileges_) {
       const UserAccount& user = request_.account;
       if (::setgroups(user.groups.size(), user.groups.data()) != 0) fail(ChildStage::kGroups);
-      if (::setgid(user.gid) != 0) fail(ChildStage::kGid);
-      if (::setuid(user.uid) != 0) fail(ChildStage::kUid);
+      if (in_container) {
+        // The runtime runs as root; the files below are still opened with
+        // the user's rights (file-system ids), and the task is the user's.
+        ::setfsgid(user.gid);
+        ::setfsuid(user.uid);
+      } else {
+        if (::setgid(user.gid) != 0) fail(ChildStage::kGid);
+        if (::setuid(user.uid) != 0) fail(ChildStage::kUid);
+      }
     }
     // As the user from here on: the work folder and output files are
     // reached with the user's rights, and the files are the user's.
@@ -419,6 +408,16 @@ class Supervisor {
       int err =
           ::open(plan.stderr_path.c_str(), flags | (plan.truncate_stderr ? O_TRUNC : 0), 0644);
       if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(ChildStage::kStderr);
+    }
+    if (in_container) {
+      if (drop_privileges_) {
+        ::setfsuid(0);
+        ::setfsgid(0);
+        if (::setgroups(0, nullptr) != 0) fail(ChildStage::kGroups);
+      }
+      ::execve(plan.runtime_argv[0].c_str(), plan.runtime_argv_pointers.data(),
+               runtime_envp_.data());
+      fail(ChildStage::kExec);
     }
     char* const* argv = plan.argv.empty() ? argv_pointers_.data() : plan.argv_pointers.data();
     ::execve(argv[0], argv, plan.envp.data());
@@ -458,7 +457,8 @@ class Supervisor {
         what = fmt::format("cannot open error file {} as user '{}'", plan.stderr_path, user);
         break;
       case ChildStage::kExec:
-        what = fmt::format("cannot run {}", argv_[0]);
+        what = fmt::format("cannot run {}",
+                           plan.runtime_argv.empty() ? argv_[0] : plan.runtime_argv[0]);
         break;
     }
     return fmt::format("task {} (rank {}) did not start: {}: {}", plan.local_rank, plan.rank, what,
@@ -704,6 +704,9 @@ class Supervisor {
   std::string work_dir_;
   std::vector<std::string> argv_;
   std::vector<char*> argv_pointers_;
+  std::unique_ptr<StepContainer> container_;  // --container-image
+  std::vector<std::string> runtime_env_;      // the runtime's own environment
+  std::vector<char*> runtime_envp_;
   std::vector<TaskPlan> plans_;
   std::optional<StepCgroup> cgroup_;
   std::vector<Task> tasks_;

@@ -1,0 +1,457 @@
+#include "agent/launch/container.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/file.h>
+#include <sys/fsuid.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "agent/launch/image_store.h"
+#include "agent/launch/step_files.h"
+#include "core/files.h"
+#include "core/strings.h"
+
+namespace shoal::agent {
+namespace {
+
+using Json = nlohmann::json;
+
+// Where a runtime named without a slash is looked for (the agent's own
+// PATH may be a service manager's minimal one).
+constexpr char kRuntimePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+// The control files every CUDA process opens besides its GPUs' own.
+constexpr const char* kControlDevices[] = {"/dev/nvidiactl", "/dev/nvidia-uvm",
+                                           "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"};
+// The writable layer over the image (a tmpfs: its pages count against the
+// job's memory, and it goes with the step).
+constexpr int64_t kDefaultOverlayMib = 4096;
+
+std::string VariableName(const std::string& entry) {
+  return entry.substr(0, entry.find('='));
+}
+
+// The job's user's file-system rights for this thread (the supervisor has
+// one) while it lives: opens and lookups are checked as the user's, while
+// the supervisor stays root for what follows.
+class AsUser {
+ public:
+  explicit AsUser(const UserAccount& user) {
+    ok_ = ::setgroups(user.groups.size(), user.groups.data()) == 0;
+    ::setfsgid(user.gid);
+    ::setfsuid(user.uid);
+  }
+  ~AsUser() {
+    ::setfsuid(0);
+    ::setfsgid(0);
+    ::setgroups(0, nullptr);
+  }
+  AsUser(const AsUser&) = delete;
+  AsUser& operator=(const AsUser&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+Json Mount(std::string destination, std::string type, std::string source,
+           std::vector<std::string> options) {
+  return {{"destination", std::move(destination)},
+          {"type", std::move(type)},
+          {"source", std::move(source)},
+          {"options", std::move(options)}};
+}
+
+Json BaseMounts() {
+  Json mounts = Json::array();
+  mounts.push_back(Mount("/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}));
+  mounts.push_back(
+      Mount("/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"}));
+  mounts.push_back(Mount("/dev/pts", "devpts", "devpts",
+                         {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}));
+  // The host's: NCCL and MPI share memory between the tasks of a node.
+  mounts.push_back(Mount("/dev/shm", "bind", "/dev/shm", {"rbind", "nosuid", "nodev"}));
+  mounts.push_back(Mount("/sys", "bind", "/sys", {"rbind", "nosuid", "noexec", "nodev", "ro"}));
+  for (const char* file : {"/etc/hosts", "/etc/resolv.conf"}) {
+    if (::access(file, R_OK) == 0)
+      mounts.push_back(Mount(file, "bind", file, {"bind", "nosuid", "nodev", "ro"}));
+  }
+  return mounts;
+}
+
+Json NoCapabilities() {
+  const Json none = Json::array();
+  return {{"bounding", none},
+          {"effective", none},
+          {"inheritable", none},
+          {"permitted", none},
+          {"ambient", none}};
+}
+
+Result<ContainerDevice> HostDevice(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode))
+    return NotFound(path + " is not a character device");
+  return ContainerDevice{path, major(st.st_rdev), minor(st.st_rdev)};
+}
+
+// Runs shoal-image on the open image; its one-line message on failure.
+Status RunImageTool(const ContainerHost& host, const std::string& key, int image_fd) {
+  int err[2];
+  if (::pipe2(err, O_CLOEXEC) != 0) return Internal(ErrnoMessage("pipe"));
+  const std::string limit = std::to_string(host.cache_mib);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(image_fd, STDIN_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::execl(host.image_tool.c_str(), host.image_tool.c_str(), "unpack", "--cache",
+            host.cache_dir.c_str(), "--key", key.c_str(), "--limit-mib", limit.c_str(), nullptr);
+    ::_exit(127);
+  }
+  ::close(err[1]);
+  if (pid < 0) {
+    ::close(err[0]);
+    return Internal(ErrnoMessage("fork"));
+  }
+  std::string message;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(err[0], buffer, sizeof buffer)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    if (message.size() < 4096) message.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(err[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  message = std::string(Trim(message));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && message.empty())
+    message = "cannot run " + host.image_tool;
+  if (message.starts_with("shoal-image: ")) message.erase(0, 13);
+  return FailedPrecondition(message.empty() ? "unpacking failed" : message);
+}
+
+}  // namespace
+
+std::string RuntimeConfigJson(const RuntimeSpec& s) {
+  Json mounts = BaseMounts();
+  for (const ContainerBind& b : s.binds) {
+    std::vector<std::string> options = {"rbind", "nosuid", "nodev"};
+    if (b.read_only) options.push_back("ro");
+    mounts.push_back(Mount(b.target, "bind", b.source, std::move(options)));
+  }
+  Json devices = Json::array();
+  Json allowed = Json::array({{{"allow", false}, {"access", "rwm"}}});
+  for (const ContainerDevice& d : s.devices) {
+    devices.push_back({{"path", d.path},
+                       {"type", "c"},
+                       {"major", d.major},
+                       {"minor", d.minor},
+                       {"fileMode", 0666},
+                       {"uid", 0},
+                       {"gid", 0}});
+    allowed.push_back({{"allow", true},
+                       {"type", "c"},
+                       {"major", d.major},
+                       {"minor", d.minor},
+                       {"access", "rwm"}});
+  }
+  Json process = {
+      {"terminal", false},
+      {"user", {{"uid", s.uid}, {"gid", s.gid}, {"additionalGids", s.groups}}},
+      {"args", s.argv},
+      {"env", s.env},
+      {"cwd", s.cwd.empty() ? "/" : s.cwd},
+      {"capabilities", NoCapabilities()},
+      {"noNewPrivileges", true},
+  };
+  Json linux = {
+      {"namespaces", Json::array({{{"type", "mount"}}})},
+      {"devices", devices},
+      {"resources", {{"devices", allowed}}},
+      {"cgroupsPath", s.cgroups_path},
+      {"maskedPaths",
+       {"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+        "/proc/sched_debug", "/proc/scsi", "/sys/firmware"}},
+      {"readonlyPaths",
+       {"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}},
+  };
+  Json config = {{"ociVersion", "1.0.2"},
+                 {"process", std::move(process)},
+                 {"root", {{"path", s.root}, {"readonly", false}}},
+                 {"mounts", std::move(mounts)},
+                 {"linux", std::move(linux)}};
+  return config.dump(1);
+}
+
+std::vector<std::string> ContainerEnvironment(const std::vector<std::string>& task_env,
+                                              const std::vector<std::string>& image_env,
+                                              const std::vector<std::string>& job_wins,
+                                              const std::vector<std::string>& shoal_env) {
+  std::set<std::string> keep(job_wins.begin(), job_wins.end());
+  for (const std::string& e : shoal_env)
+    keep.insert(VariableName(e));
+  keep.insert({"HOME", "USER", "LOGNAME"});
+  std::vector<std::string> env = task_env;
+  for (const std::string& entry : image_env) {
+    const std::string name = VariableName(entry);
+    if (name.empty() || name.size() == entry.size() || keep.contains(name)) continue;
+    auto same = std::find_if(env.begin(), env.end(),
+                             [&name](const std::string& e) { return VariableName(e) == name; });
+    if (same != env.end()) {
+      *same = entry;
+    } else {
+      env.push_back(entry);
+    }
+  }
+  return env;
+}
+
+std::string RuntimeCgroupPath(const CgroupLayout& layout, const std::string& step_name) {
+  for (const std::string* dir : {&layout.v2_dir, &layout.v1_memory_dir, &layout.v1_cpu_dir,
+                                 &layout.v1_pids_dir, &layout.v1_devices_dir}) {
+    if (layout.version == CgroupVersion::kV2 && dir != &layout.v2_dir) break;
+    const size_t at = dir->rfind("/shoal/");
+    if (!dir->empty() && at != std::string::npos) return dir->substr(at) + "/" + step_name;
+  }
+  return "/shoal/containers/" + step_name;
+}
+
+std::vector<ContainerDevice> StepGpuDevices(const std::vector<GpuDeviceNode>& node_gpus,
+                                            const std::vector<FencedGpu>& given) {
+  const std::vector<GpuDeviceNode> denied = DeniedGpus(node_gpus, given);
+  std::vector<ContainerDevice> devices;
+  for (const GpuDeviceNode& d : node_gpus) {
+    if (std::find(denied.begin(), denied.end(), d) != denied.end()) continue;
+    devices.push_back({d.gi < 0 ? fmt::format("/dev/nvidia{}", d.index)
+                                : fmt::format("/dev/nvidia-caps/nvidia-cap{}", d.minor),
+                       d.major, d.minor});
+  }
+  return devices;
+}
+
+Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
+    const SupervisorRequest& request, const std::string& step_dir, const std::string& step_name,
+    const std::string& work_dir, const std::vector<std::string>& step_files) {
+  if (::geteuid() != 0) return FailedPrecondition("containers need the agent to run as root");
+  if (request.step.pty) return InvalidArgument("--pty does not run in a container yet");
+  std::unique_ptr<StepContainer> c(new StepContainer());
+  c->request_ = &request;
+  c->dir_ = step_dir + "/ctr";
+  c->work_dir_ = work_dir;
+  SHOAL_RETURN_IF_ERROR(c->FindRuntime());
+  SHOAL_RETURN_IF_ERROR(c->TakeImage());
+  SHOAL_RETURN_IF_ERROR(c->MountRoot());
+  SHOAL_RETURN_IF_ERROR(c->StageBinds(step_files));
+  c->devices_ = StepGpuDevices(request.gpu_devices, FencedGpusOf(request.step));
+  if (!c->devices_.empty()) {
+    for (const char* path : kControlDevices) {
+      if (Result<ContainerDevice> d = HostDevice(path); d.ok()) c->devices_.push_back(*d);
+    }
+  }
+  c->cgroups_path_ = RuntimeCgroupPath(request.cgroup, step_name);
+  return c;
+}
+
+StepContainer::~StepContainer() {
+  if (image_lock_ >= 0) ::close(image_lock_);
+}
+
+Status StepContainer::FindRuntime() {
+  const std::string& name = request_->container.runtime;
+  if (name.find('/') != std::string::npos) {
+    runtime_ = name;
+  } else {
+    for (std::string_view dir : Split(kRuntimePath, ':')) {
+      const std::string candidate = std::string(dir) + "/" + name;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        runtime_ = candidate;
+        break;
+      }
+    }
+  }
+  if (runtime_.empty() || ::access(runtime_.c_str(), X_OK) != 0) {
+    return FailedPrecondition(
+        fmt::format("the container runtime '{}' is not installed on this node (the agent's "
+                    "container_runtime)",
+                    name));
+  }
+  return Status::Ok();
+}
+
+Status StepContainer::TakeImage() {
+  const ContainerHost& host = request_->container;
+  const std::string& image = request_->step.container.image;
+  SHOAL_ASSIGN_OR_RETURN(const std::string file, ImageFileFor(image, host.image_dir));
+  int fd;
+  {
+    // A path the job names is read with the user's rights; the node's
+    // image folder is the admins', read as root.
+    std::optional<AsUser> as_user;
+    if (image.starts_with('/')) as_user.emplace(request_->account);
+    fd = as_user && !as_user->ok()
+             ? -1
+             : ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  }
+  if (fd < 0) {
+    return FailedPrecondition(fmt::format("container image {}: {} (as user '{}')", file,
+                                          std::strerror(errno), request_->account.name));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return FailedPrecondition(fmt::format("container image {}: not a file", file));
+  }
+  const std::string key = ImageKey(st);
+  const ImagePaths paths = PathsOf(host.cache_dir, key);
+  if (::mkdir(host.cache_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    ::close(fd);
+    return Internal(ErrnoMessage("mkdir " + host.cache_dir));
+  }
+  image_lock_ = ::open(paths.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (image_lock_ < 0 || ::flock(image_lock_, LOCK_SH) != 0) {
+    ::close(fd);
+    return Internal(ErrnoMessage("lock " + paths.lock));
+  }
+  Status unpacked =
+      ::access(paths.ready.c_str(), F_OK) == 0 ? Status::Ok() : RunImageTool(host, key, fd);
+  ::close(fd);
+  if (!unpacked.ok()) return unpacked.WithContext("container image " + image);
+  ::utimensat(AT_FDCWD, paths.ready.c_str(), nullptr, 0);  // recently used: evicted last
+  SHOAL_ASSIGN_OR_RETURN(const std::string text, ReadFile(paths.config));
+  SHOAL_ASSIGN_OR_RETURN(const ImageConfig config, ParseImageConfig(text));
+  image_env_ = config.env;
+  image_work_dir_ = config.work_dir;
+  rootfs_ = paths.rootfs;
+  return Status::Ok();
+}
+
+Status StepContainer::MountRoot() {
+  // A mount namespace of the supervisor's own, which receives the host's
+  // mounts and gives none back.
+  if (::unshare(CLONE_NEWNS) != 0) return Internal(ErrnoMessage("unshare(CLONE_NEWNS)"));
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
+    return Internal(ErrnoMessage("mount --make-rslave /"));
+  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
+    return Internal(ErrnoMessage("mkdir " + dir_));
+  const int64_t mib =
+      request_->step.memory_mib > 0 ? request_->step.memory_mib : kDefaultOverlayMib;
+  const std::string tmpfs_options = fmt::format("mode=0700,size={}m", mib);
+  if (::mount("tmpfs", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_options.c_str()) != 0)
+    return Internal(ErrnoMessage("mount tmpfs on " + dir_));
+  for (const char* sub : {"upper", "work", "root", "mnt", "state"}) {
+    const std::string path = dir_ + "/" + sub;
+    if (::mkdir(path.c_str(), 0700) != 0) return Internal(ErrnoMessage("mkdir " + path));
+  }
+  // The overlay's root takes its owner and mode from the upper folder's:
+  // give it the image's.
+  struct stat image_root {};
+  if (::stat(rootfs_.c_str(), &image_root) != 0) return Internal(ErrnoMessage("stat " + rootfs_));
+  const std::string upper = dir_ + "/upper";
+  if (::chmod(upper.c_str(), image_root.st_mode & 07777) != 0 ||
+      ::chown(upper.c_str(), image_root.st_uid, image_root.st_gid) != 0) {
+    return Internal(ErrnoMessage("chmod " + upper));
+  }
+  const std::string overlay =
+      fmt::format("lowerdir={},upperdir={}/upper,workdir={}/work", rootfs_, dir_, dir_);
+  if (::mount("overlay", (dir_ + "/root").c_str(), "overlay", MS_NOSUID | MS_NODEV,
+              overlay.c_str()) != 0) {
+    return Internal(ErrnoMessage("mount the image's overlay"));
+  }
+  return Status::Ok();
+}
+
+Status StepContainer::StageBinds(const std::vector<std::string>& step_files) {
+  const UserAccount& user = request_->account;
+  const ContainerSpec& spec = request_->step.container;
+  std::vector<ContainerMount> wanted;
+  if (spec.mount_home && !user.home.empty()) wanted.push_back({user.home, user.home, false});
+  // The work folder, unless the home holds it or is not to be mounted.
+  const bool in_home = work_dir_ == user.home || work_dir_.starts_with(user.home + "/");
+  work_dir_mounted_ = !work_dir_.empty() && (in_home ? spec.mount_home : true);
+  if (work_dir_mounted_ && !(in_home && spec.mount_home))
+    wanted.push_back({work_dir_, work_dir_, false});
+  wanted.insert(wanted.end(), spec.mounts.begin(), spec.mounts.end());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const ContainerMount& m = wanted[i];
+    int fd;
+    {
+      AsUser as_user(user);
+      fd = as_user.ok() ? ::open(m.source.c_str(), O_PATH | O_CLOEXEC) : -1;
+    }
+    if (fd < 0) {
+      return FailedPrecondition(fmt::format("container mount {}: {} (as user '{}')", m.source,
+                                            std::strerror(errno), user.name));
+    }
+    struct stat st {};
+    ::fstat(fd, &st);
+    const std::string staged = fmt::format("{}/mnt/{}", dir_, i);
+    const int made = S_ISDIR(st.st_mode)
+                         ? ::mkdir(staged.c_str(), 0700)
+                         : ::close(::open(staged.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+    const std::string from = fmt::format("/proc/self/fd/{}", fd);
+    const int bound =
+        made == 0 ? ::mount(from.c_str(), staged.c_str(), nullptr, MS_BIND | MS_REC, nullptr) : -1;
+    const int error = errno;
+    ::close(fd);
+    if (bound != 0) {
+      return Internal(
+          fmt::format("container mount {}: staging: {}", m.source, std::strerror(error)));
+    }
+    binds_.push_back({staged, m.target, m.read_only});
+  }
+  for (const std::string& file : step_files)
+    binds_.push_back({file, file, true});
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> StepContainer::TaskCommand(
+    int rank, const std::vector<std::string>& task_env, const std::vector<std::string>& shoal_env,
+    const std::vector<std::string>& argv) const {
+  const UserAccount& user = request_->account;
+  const ContainerSpec& spec = request_->step.container;
+  RuntimeSpec s;
+  s.root = dir_ + "/root";
+  s.uid = user.uid;
+  s.gid = user.gid;
+  s.groups = user.groups;
+  s.argv = argv;
+  s.env = ContainerEnvironment(task_env, image_env_, spec.env, shoal_env);
+  s.cwd = !spec.work_dir.empty() ? spec.work_dir : work_dir_mounted_ ? work_dir_ : image_work_dir_;
+  s.binds = binds_;
+  s.devices = devices_;
+  s.cgroups_path = cgroups_path_;
+  const std::string bundle = fmt::format("{}/task{}", dir_, rank);
+  if (::mkdir(bundle.c_str(), 0700) != 0 && errno != EEXIST)
+    return Internal(ErrnoMessage("mkdir " + bundle));
+  SHOAL_RETURN_IF_ERROR(WriteFile(bundle + "/config.json", RuntimeConfigJson(s), 0600));
+  const StepRequest& step = request_->step;
+  // The runtime's own warnings go to a log beside the bundle, not into the
+  // job's output; why a task could not start still reaches its stderr.
+  return std::vector<std::string>{
+      runtime_,
+      "--root",
+      dir_ + "/state",
+      "--log",
+      bundle + "/runtime.log",
+      "run",
+      "--bundle",
+      bundle,
+      fmt::format("shoal-{}.{}.{}.{}", step.job, step.epoch, step.step, rank)};
+}
+
+}  // namespace shoal::agent

@@ -1,0 +1,108 @@
+#include "agent/launch/container.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace shoal::agent {
+namespace {
+
+using Json = nlohmann::json;
+
+TEST(ContainerTest, RuntimeConfigRunsTheUserWithoutPrivileges) {
+  RuntimeSpec s;
+  s.root = "/steps/7.1/ctr/root";
+  s.uid = 1001;
+  s.gid = 1002;
+  s.groups = {1002, 27};
+  s.argv = {"/bin/sh", "/steps/7.1/script"};
+  s.env = {"PATH=/usr/bin", "RANK=0"};
+  s.cwd = "/home/alice/run";
+  s.binds = {{"/steps/7.1/ctr/mnt/0", "/home/alice", false},
+             {"/steps/7.1/ctr/mnt/1", "/data", true}};
+  s.devices = {{"/dev/nvidia2", 195, 2}, {"/dev/nvidiactl", 195, 255}};
+  s.cgroups_path = "/shoal/ab12/7.1";
+  const Json j = Json::parse(RuntimeConfigJson(s));
+  const Json& p = j["process"];
+  EXPECT_EQ(p["user"]["uid"], 1001);
+  EXPECT_EQ(p["user"]["gid"], 1002);
+  EXPECT_EQ(p["user"]["additionalGids"], Json({1002, 27}));
+  EXPECT_TRUE(p["noNewPrivileges"].get<bool>());
+  for (const char* set : {"bounding", "effective", "inheritable", "permitted", "ambient"})
+    EXPECT_TRUE(p["capabilities"][set].empty()) << set;
+  EXPECT_EQ(p["args"], Json(s.argv));
+  EXPECT_EQ(p["env"], Json(s.env));
+  EXPECT_EQ(p["cwd"], "/home/alice/run");
+  EXPECT_EQ(j["root"]["path"], s.root);
+  // Only a mount namespace: the host's PID, network and IPC namespaces.
+  EXPECT_EQ(j["linux"]["namespaces"], Json::parse(R"([{"type":"mount"}])"));
+  EXPECT_EQ(j["linux"]["cgroupsPath"], "/shoal/ab12/7.1");
+  // Every device denied, then the step's GPUs allowed and created.
+  const Json& rules = j["linux"]["resources"]["devices"];
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_FALSE(rules[0]["allow"].get<bool>());
+  EXPECT_EQ(rules[1]["minor"], 2);
+  EXPECT_EQ(j["linux"]["devices"][0]["path"], "/dev/nvidia2");
+  bool home = false, data_ro = false;
+  for (const Json& m : j["mounts"]) {
+    const auto options = m["options"].get<std::vector<std::string>>();
+    const bool ro = std::find(options.begin(), options.end(), "ro") != options.end();
+    if (m["destination"] == "/home/alice") home = m["source"] == "/steps/7.1/ctr/mnt/0" && !ro;
+    if (m["destination"] == "/data") data_ro = ro;
+    if (m["type"] == "bind") {
+      EXPECT_NE(std::find(options.begin(), options.end(), "nosuid"), options.end());
+      EXPECT_NE(std::find(options.begin(), options.end(), "nodev"), options.end());
+    }
+  }
+  EXPECT_TRUE(home);
+  EXPECT_TRUE(data_ro);
+}
+
+TEST(ContainerTest, ImageVariablesYieldToShoalsAndTheNamedOnes) {
+  const std::vector<std::string> task = {"PATH=/usr/bin:/bin", "HOME=/home/alice",
+                                         "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=0,1",
+                                         "LD_LIBRARY_PATH=/host"};
+  const std::vector<std::string> image = {"PATH=/opt/conda/bin:/usr/bin",
+                                          "HOME=/root",
+                                          "NCCL_DEBUG=WARN",
+                                          "CUDA_VISIBLE_DEVICES=all",
+                                          "LD_LIBRARY_PATH=/usr/local/cuda/lib64",
+                                          "PYTHONPATH=/app",
+                                          "NOVALUE"};
+  const std::vector<std::string> shoal = {"CUDA_VISIBLE_DEVICES=0,1", "RANK=0"};
+  EXPECT_EQ(ContainerEnvironment(task, image, {"NCCL_DEBUG"}, shoal),
+            (std::vector<std::string>{"PATH=/opt/conda/bin:/usr/bin", "HOME=/home/alice",
+                                      "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=0,1",
+                                      "LD_LIBRARY_PATH=/usr/local/cuda/lib64", "PYTHONPATH=/app"}));
+}
+
+TEST(ContainerTest, CgroupPathIsTheStepsOwn) {
+  CgroupLayout v1;
+  v1.version = CgroupVersion::kV1;
+  v1.v1_memory_dir = "/sys/fs/cgroup/memory/shoal/ab12";
+  v1.v1_devices_dir = "/sys/fs/cgroup/devices/shoal/ab12";
+  EXPECT_EQ(RuntimeCgroupPath(v1, "7.1"), "/shoal/ab12/7.1");
+  CgroupLayout v2;
+  v2.version = CgroupVersion::kV2;
+  v2.v2_dir = "/sys/fs/cgroup/shoal/cd34";
+  EXPECT_EQ(RuntimeCgroupPath(v2, "8.1.2"), "/shoal/cd34/8.1.2");
+  EXPECT_EQ(RuntimeCgroupPath(CgroupLayout{}, "9.1"), "/shoal/containers/9.1");
+}
+
+TEST(ContainerTest, OnlyTheStepsGpusAreDevices) {
+  const std::vector<GpuDeviceNode> node = {{0, 195, 0},        {1, 195, 1},
+                                           {2, 195, 2},        {1, 510, 30, 3, -1},
+                                           {1, 510, 31, 3, 0}, {1, 510, 40, 4, -1}};
+  EXPECT_EQ(StepGpuDevices(node, {{2}}).size(), 1u);
+  EXPECT_EQ(StepGpuDevices(node, {{2}})[0].path, "/dev/nvidia2");
+  // A MIG slice: its GPU's file and its own instance's capability files.
+  const std::vector<ContainerDevice> slice = StepGpuDevices(node, {{1, 3, 0}});
+  ASSERT_EQ(slice.size(), 3u);
+  EXPECT_EQ(slice[0].path, "/dev/nvidia1");
+  EXPECT_EQ(slice[1].path, "/dev/nvidia-caps/nvidia-cap30");
+  EXPECT_EQ(slice[2].path, "/dev/nvidia-caps/nvidia-cap31");
+  EXPECT_TRUE(StepGpuDevices(node, {}).empty());
+}
+
+}  // namespace
+}  // namespace shoal::agent

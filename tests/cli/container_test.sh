@@ -1,0 +1,178 @@
+#!/bin/sh
+# Jobs in containers (--container-image, pyxis' options) through a real
+# server and two real agents on loopback, as an ordinary user: a tiny image
+# made here from Debian's busybox-static, found by name in the nodes' image
+# folder or as the user's own file, unpacked once per node, run under runc
+# as the user. Then what a hostile user would try: images and mounts the
+# user cannot read, writes to the image, privileges. And `shoal up` runs one.
+# Needs root (throwaway users), runc and busybox-static; exits 77 otherwise.
+set -u
+SHOAL=$1
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP [privilege] container jobs need root (the agent runs the runtime)"
+  exit 77
+fi
+for tool in runc busybox; do
+  command -v "$tool" > /dev/null || { echo "SKIP [program] $tool is not installed"; exit 77; }
+done
+TMP=$(mktemp -d)
+chmod 755 "$TMP"
+ALICE=shoalctr$$
+cleanup() {
+  [ -n "${AGENT2_PID:-}" ] && kill "$AGENT2_PID" 2>/dev/null && wait "$AGENT2_PID" 2>/dev/null
+  stop_cluster
+  stop_up
+  userdel "$ALICE" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../security/lib.sh"
+
+# The image: busybox and its applets, and a file that says which image it is.
+ROOTFS="$TMP/rootfs"
+mkdir -p "$ROOTFS/bin" "$ROOTFS/etc" "$ROOTFS/tmp" "$ROOTFS/proc" "$ROOTFS/dev" "$ROOTFS/sys"
+cp "$(command -v busybox)" "$ROOTFS/bin/busybox"
+for applet in sh cat id ls echo pwd sleep test grep touch env printenv; do
+  ln -s busybox "$ROOTFS/bin/$applet"
+done
+echo "ID=shoal-test-image" > "$ROOTFS/etc/os-release"
+chmod 1777 "$ROOTFS/tmp"
+mkdir -p "$TMP/images"
+tar -C "$ROOTFS" -czf "$TMP/images/bbox.tar.gz" .
+
+HOME_A="$TMP/alice"
+useradd -M -d "$HOME_A" -s /bin/sh "$ALICE" || { echo "FAIL useradd $ALICE"; exit 1; }
+mkdir -p "$HOME_A/data"
+echo "input-$$" > "$HOME_A/data/x"
+cp "$TMP/images/bbox.tar.gz" "$HOME_A/mine.tar.gz"
+chown -R "$ALICE" "$HOME_A"
+# What the user may not reach: a root-only folder with an image and a file.
+mkdir -m 700 "$TMP/secret"
+cp "$TMP/images/bbox.tar.gz" "$TMP/secret/img.tar.gz"
+echo "secret-$$" > "$TMP/secret/file"
+chmod 644 "$TMP/secret/file"
+
+start_cluster --heartbeat 200ms --image-dir "$TMP/images"
+"$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n2 \
+  --listen 127.0.0.1:0 --state-dir "$TMP/agent2" --gpus simulated:dgx-h100 --heartbeat 200ms \
+  --image-dir "$TMP/images" > "$TMP/agent2.log" 2>&1 &
+AGENT2_PID=$!
+for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q '^n2 *up' && break; sleep 0.05; done
+TOKEN=$(user_token "$ALICE")
+as_alice() { env SHOAL_TOKEN="$TOKEN" "$SHOAL" "$@"; }
+submit() {  # prints the job id
+  as_alice submit -D "$HOME_A" "$@" 2>&1 | sed -n 's/^Submitted job \([0-9]*\).*/\1/p'
+}
+job_state() { as_alice show "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+wait_state() {  # wait_state <job> <state pattern>
+  for _ in $(seq 400); do job_state "$1" | grep -Eq "$2" && return 0; sleep 0.05; done
+  echo "FAIL job $1 never reached $2 (it is $(job_state "$1"))"
+  as_alice show "$1"
+  fail=1
+}
+
+# 1. By name from the image folder: the image's files, the user's uid, the
+#    job's folder as the working folder, the job's GPUs and Shoal's variables.
+J=$(submit -G 2 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u); echo pwd=$(pwd); echo cvd=$CUDA_VISIBLE_DEVICES jobid=$SLURM_JOB_ID; test -e /usr/bin/apt-get && echo host-root-visible; cat data/x')
+wait_state "$J" completed
+check "runs in the image" 0 "ID=shoal-test-image" -- as_alice logs "$J"
+check "as the job's user" 0 "uid=$(id -u "$ALICE")" -- as_alice logs "$J"
+check "in the job's folder, mounted" 0 "pwd=$HOME_A" -- as_alice logs "$J"
+check "with its GPUs and Shoal's variables" 0 "cvd=0,1 jobid=$J" -- as_alice logs "$J"
+check "home is mounted" 0 "input-$$" -- as_alice logs "$J"
+check "the host's root is not there" 1 "" -- grep -q host-root-visible "$HOME_A/slurm-$J.out"
+
+# 2. The user's own image file, from a batch script, with pyxis' options.
+cat > "$HOME_A/job.sh" <<EOF
+#!/bin/sh
+#SBATCH --container-image=$HOME_A/mine.tar.gz
+#SBATCH --container-mounts=$HOME_A/data:/in:ro
+#SBATCH --container-workdir=/in
+echo pwd=\$(pwd)
+cat x
+touch /in/new 2>/dev/null && echo wrote-read-only || echo read-only-holds
+echo written > /tmp/mine && echo root-writable
+EOF
+chown "$ALICE" "$HOME_A/job.sh"
+J=$(submit "$HOME_A/job.sh")
+wait_state "$J" completed
+check "a batch script runs in the user's image" 0 "pwd=/in" -- as_alice logs "$J"
+check "a read-only mount stays read-only" 0 "read-only-holds" -- as_alice logs "$J"
+check "the container's root is writable where the image lets the user" 0 "root-writable" -- as_alice logs "$J"
+# ...but what a job writes there is its own: the next job sees the image.
+J=$(submit --container-image="$HOME_A/mine.tar.gz" --wrap 'test -e /tmp/mine && echo leaked || echo clean')
+wait_state "$J" completed
+check "writes do not reach the cached image" 0 "clean" -- as_alice logs "$J"
+
+# ...and pyxis' way: a batch script on the host whose srun steps run in the image.
+cat > "$HOME_A/steps.sh" <<EOF
+#!/bin/sh
+#SBATCH -N 2 --ntasks-per-node=1
+echo host-side
+srun --container-image=bbox --container-mounts=$HOME_A/data:/in:ro sh -c 'echo step-rank=\$SLURM_PROCID; cat /in/x; cat /etc/os-release'
+EOF
+chown "$ALICE" "$HOME_A/steps.sh"
+J=$(submit "$HOME_A/steps.sh")
+wait_state "$J" completed
+check "srun runs its step in the image from a host batch script" 0 "step-rank=1" -- as_alice logs "$J"
+check "...every task of it" 0 "step-rank=0" -- as_alice logs "$J"
+check "...with its mounts" 0 "input-$$" -- as_alice logs "$J"
+
+# 3. Two nodes, one image (`shoal run`: a job whose command is every
+#    task's): each task runs in it and gets the torch variables.
+# (from the user's home: the allocation's own output goes to the folder it is made from)
+from_home() { (cd "$HOME_A" && as_alice "$@"); }
+check "two nodes run in the image" 0 "rank=1 world=2 node_rank=1 master=127.0.0.1:[0-9]* ID=shoal-test-image" -- \
+  from_home run -N 2 --ntasks-per-node=1 -D "$HOME_A" --container-image=bbox -- \
+  sh -c 'echo rank=$RANK world=$WORLD_SIZE node_rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT $(cat /etc/os-release)'
+cp "$TMP/out" "$TMP/two.out"
+check "...rank 0 too, with the master's address" 0 "rank=0 world=2 node_rank=0 master=127.0.0.1:[0-9]* ID=shoal" -- cat "$TMP/two.out"
+
+# 4. What fails fails at launch, with a reason, not a hang.
+J=$(submit --container-image=no-such-image --wrap true)
+wait_state "$J" failed
+check "a missing image is the job's failure reason" 0 "is not on this node" -- as_alice show "$J"
+J=$(submit --container-image="$TMP/secret/img.tar.gz" --wrap true)
+wait_state "$J" failed
+check "an image the user cannot read is refused" 0 "Permission denied (as user '$ALICE')" -- as_alice show "$J"
+J=$(submit --container-image=bbox --container-mounts="$TMP/secret/file:/s" --wrap 'cat /s')
+wait_state "$J" failed
+check "a mount the user cannot reach is refused" 0 "container mount $TMP/secret/file" -- as_alice show "$J"
+check "...and nothing leaked" 1 "" -- sh -c "cat '$HOME_A/slurm-$J.out' 2>/dev/null | grep -q secret-$$"
+check "a mount that climbs is refused at submit" 2 "climbs" -- \
+  as_alice submit --container-image=bbox --container-mounts=/tmp/../etc:/e --wrap true
+
+# 5. No privileges in the container: no_new_privs and no capabilities.
+J=$(submit --container-image=bbox --wrap 'grep -E "^(NoNewPrivs|CapEff|CapBnd)" /proc/self/status')
+wait_state "$J" completed
+check "no new privileges" 0 "NoNewPrivs:.1" -- as_alice logs "$J"
+check "no capabilities" 0 "CapBnd:.0000000000000000" -- as_alice logs "$J"
+
+# 6. Cancel stops the container's processes.
+J=$(submit --container-image=bbox --wrap 'echo started; sleep 300')
+wait_state "$J" running
+for _ in $(seq 100); do grep -qs started "$HOME_A/slurm-$J.out" && break; sleep 0.05; done
+as_alice cancel "$J" > /dev/null
+wait_state "$J" cancelled
+gone=1
+for _ in $(seq 100); do pgrep -u "$ALICE" sleep > /dev/null || { gone=0; break; }; sleep 0.1; done
+check "cancel stops what ran in the container" 0 "" -- test "$gone" -eq 0
+check "the image was unpacked once per node" 0 "" -- \
+  test "$(ls -d "$TMP"/agent/images/*/rootfs "$TMP"/agent2/images/*/rootfs | wc -l)" -le 4
+
+AGENT_LOG="$TMP/agent.log"
+[ "$fail" -ne 0 ] && tail -20 "$AGENT_LOG"
+kill "$AGENT2_PID" 2>/dev/null && wait "$AGENT2_PID" 2>/dev/null
+AGENT2_PID=
+stop_cluster
+
+# 7. `shoal up`, as root on a one-person machine.
+rm -rf "$TMP/state"  # shoal up's own state, not the server's above
+start_up --nodes 1 --image-dir "$TMP/images"
+OUT=$("$SHOAL" submit --container-image=bbox -D "$TMP/work" --wrap 'cat /etc/os-release' 2>&1)
+J=$(echo "$OUT" | sed -n 's/^Submitted job \([0-9]*\).*/\1/p')
+for _ in $(seq 200); do grep -qs shoal-test "$TMP/work/slurm-$J.out" && break; sleep 0.05; done
+[ -s "$TMP/work/slurm-$J.out" ] || { echo "$OUT"; "$SHOAL" show "$J"; }
+check "shoal up runs a container job" 0 "shoal-test-image" -- cat "$TMP/work/slurm-$J.out"
+exit $fail
