@@ -104,6 +104,10 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
   } else if (key == "image_dir" || key == "image_cache") {
     if (!value.starts_with('/')) return InvalidArgument(key + ": an absolute path");
     (key == "image_dir" ? c.container.image_dir : c.container.cache_dir) = value;
+  } else if (key == "cdi_dirs") {
+    c.container.cdi_dirs = List(value);
+    for (const std::string& dir : c.container.cdi_dirs)
+      if (!dir.starts_with('/')) return InvalidArgument("cdi_dirs: absolute paths");
   } else if (key == "image_cache_size") {
     auto v = ParseMemoryMib(value);
     if (!v.ok() || *v < 64)
@@ -126,7 +130,7 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
                     "allow_root_jobs, slurm_commands, metrics_public, cgroup_root, "
                     "gpu_device_path, temperature_limit, sim_faults, container_runtime, "
-                    "image_dir, image_cache, image_cache_size, log_level, log_format)",
+                    "image_dir, image_cache, image_cache_size, cdi_dirs, log_level, log_format)",
                     key));
   }
   return Status::Ok();

@@ -122,6 +122,8 @@ int RunAgent(const std::vector<std::string>& raw) {
             "where container images are found by name (default /var/lib/shoal/images)"},
            {"image-cache", "where unpacked images are kept (default <state dir>/images)"},
            {"image-cache-size", "the unpacked images' size limit (default 20G)"},
+           {"cdi-dirs",
+            "where the NVIDIA container toolkit's CDI specs are (default /etc/cdi,/var/run/cdi)"},
            {"log-level", "debug, info (the default), warning or error"},
            {"log-format", "text (the default) or json, one event a line"},
        }) {

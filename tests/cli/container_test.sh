@@ -53,10 +53,31 @@ cp "$TMP/images/bbox.tar.gz" "$TMP/secret/img.tar.gz"
 echo "secret-$$" > "$TMP/secret/file"
 chmod 644 "$TMP/secret/file"
 
-start_cluster --heartbeat 200ms --image-dir "$TMP/images"
+# A CDI spec as the NVIDIA container toolkit writes one (nvidia-ctk cdi
+# generate), with stand-ins: each GPU's device file (a copy of /dev/null's
+# numbers), a "driver library" to bind in, a variable and a hook.
+mkdir -p "$TMP/cdi" "$TMP/driver"
+echo "fake-libcuda-$$" > "$TMP/driver/libcuda.so.1"
+{
+  echo "cdiVersion: 0.5.0"
+  echo "kind: nvidia.com/gpu"
+  echo "devices:"
+  for i in 0 1 2 3 4 5 6 7; do
+    printf -- '- name: "%s"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia-fake%s\n      hostPath: /dev/null\n' "$i" "$i"
+  done
+  echo "containerEdits:"
+  echo "  env: [NVIDIA_CDI_TEST=on]"
+  echo "  mounts:"
+  echo "  - {hostPath: $TMP/driver/libcuda.so.1, containerPath: /usr/lib/libcuda.so.1, options: [ro, nosuid, nodev, bind]}"
+  echo "  hooks:"
+  echo "  - {hookName: createRuntime, path: /bin/sh, args: [sh, -c, 'echo ran >> $TMP/hook-ran']}"
+} > "$TMP/cdi/nvidia.yaml"
+chmod 644 "$TMP/cdi/nvidia.yaml"
+
+start_cluster --heartbeat 200ms --image-dir "$TMP/images" --cdi-dirs "$TMP/cdi"
 "$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n2 \
   --listen 127.0.0.1:0 --state-dir "$TMP/agent2" --gpus simulated:dgx-h100 --heartbeat 200ms \
-  --image-dir "$TMP/images" > "$TMP/agent2.log" 2>&1 &
+  --image-dir "$TMP/images" --cdi-dirs "$TMP/cdi" > "$TMP/agent2.log" 2>&1 &
 AGENT2_PID=$!
 for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q '^n2 *up' && break; sleep 0.05; done
 TOKEN=$(user_token "$ALICE")
@@ -82,6 +103,15 @@ check "in the job's folder, mounted" 0 "pwd=$HOME_A" -- as_alice logs "$J"
 check "with its GPUs and Shoal's variables" 0 "cvd=0,1 jobid=$J" -- as_alice logs "$J"
 check "home is mounted" 0 "input-$$" -- as_alice logs "$J"
 check "the host's root is not there" 1 "" -- grep -q host-root-visible "$HOME_A/slurm-$J.out"
+
+# The node's CDI specs: the job's GPU's device file and no other GPU's, the
+# driver's files, the variables; the hooks ran.
+J=$(submit -G 1 --container-image=bbox --wrap 'echo devs=$(ls /dev | grep nvidia-fake) cvd=$CUDA_VISIBLE_DEVICES; echo cdi=$NVIDIA_CDI_TEST; cat /usr/lib/libcuda.so.1')
+wait_state "$J" completed
+check "CDI: the job's GPU's device file only" 0 'devs=nvidia-fake\([0-7]\) cvd=\1$' -- as_alice logs "$J"
+check "CDI: the variables" 0 "cdi=on" -- as_alice logs "$J"
+check "CDI: the driver's library is bound in" 0 "fake-libcuda-$$" -- as_alice logs "$J"
+check "CDI: the hooks ran" 0 "ran" -- cat "$TMP/hook-ran"
 
 # 2. The user's own image file, from a batch script, with pyxis' options.
 cat > "$HOME_A/job.sh" <<EOF

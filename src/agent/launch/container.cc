@@ -100,6 +100,18 @@ Json NoCapabilities() {
           {"ambient", none}};
 }
 
+// A CDI mount's options, as a bind mount that carries no set-uid files or
+// devices whatever the spec says.
+std::vector<std::string> HardenedBindOptions(std::vector<std::string> options) {
+  auto has = [&options](std::string_view o) {
+    return std::find(options.begin(), options.end(), o) != options.end();
+  };
+  if (!has("bind") && !has("rbind")) options.push_back("rbind");
+  for (const char* flag : {"nosuid", "nodev"})
+    if (!has(flag)) options.push_back(flag);
+  return options;
+}
+
 Result<ContainerDevice> HostDevice(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode))
@@ -190,11 +202,19 @@ std::string RuntimeConfigJson(const RuntimeSpec& s) {
       {"readonlyPaths",
        {"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}},
   };
+  for (const CdiEdits::Mount& m : s.cdi_mounts)
+    mounts.push_back(Mount(m.container_path, "bind", m.host_path, HardenedBindOptions(m.options)));
   Json config = {{"ociVersion", "1.0.2"},
                  {"process", std::move(process)},
                  {"root", {{"path", s.root}, {"readonly", false}}},
                  {"mounts", std::move(mounts)},
                  {"linux", std::move(linux)}};
+  for (const CdiEdits::Hook& h : s.hooks) {
+    Json hook = {{"path", h.path}};
+    if (!h.args.empty()) hook["args"] = h.args;
+    if (!h.env.empty()) hook["env"] = h.env;
+    config["hooks"][h.stage].push_back(std::move(hook));
+  }
   return config.dump(1);
 }
 
@@ -263,8 +283,23 @@ Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
       if (Result<ContainerDevice> d = HostDevice(path); d.ok()) c->devices_.push_back(*d);
     }
   }
+  SHOAL_RETURN_IF_ERROR(c->AddCdiDevices());
   c->cgroups_path_ = RuntimeCgroupPath(request.cgroup, step_name);
   return c;
+}
+
+// The CDI specs' device files, as the host has them.
+Status StepContainer::AddCdiDevices() {
+  for (const CdiEdits::DeviceNode& node : request_->cdi.devices) {
+    Result<ContainerDevice> d = HostDevice(node.host_path.empty() ? node.path : node.host_path);
+    if (!d.ok())
+      return FailedPrecondition(fmt::format("CDI device {}: {}", node.path, d.status().message()));
+    d->path = node.path;
+    const bool known = std::any_of(devices_.begin(), devices_.end(),
+                                   [&d](const ContainerDevice& e) { return e.path == d->path; });
+    if (!known) devices_.push_back(*d);
+  }
+  return Status::Ok();
 }
 
 StepContainer::~StepContainer() {
@@ -430,7 +465,12 @@ Result<std::vector<std::string>> StepContainer::TaskCommand(
   s.gid = user.gid;
   s.groups = user.groups;
   s.argv = argv;
-  s.env = ContainerEnvironment(task_env, image_env_, spec.env, shoal_env);
+  // The CDI specs' variables count as the image's: Shoal's own win.
+  std::vector<std::string> image_env = image_env_;
+  image_env.insert(image_env.end(), request_->cdi.env.begin(), request_->cdi.env.end());
+  s.env = ContainerEnvironment(task_env, image_env, spec.env, shoal_env);
+  s.cdi_mounts = request_->cdi.mounts;
+  s.hooks = request_->cdi.hooks;
   s.cwd = !spec.work_dir.empty() ? spec.work_dir : work_dir_mounted_ ? work_dir_ : image_work_dir_;
   s.binds = binds_;
   s.devices = devices_;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/launch/cgroup.h"
+#include "agent/launch/steps.h"
 #include "core/status.h"
 
 namespace shoal::agent {
@@ -56,6 +57,9 @@ struct RuntimeSpec {
   std::vector<ContainerBind> binds;
   std::vector<ContainerDevice> devices;
   std::string cgroups_path;  // relative to the hierarchies' roots
+  // From the node's CDI specs: the driver's files, and hooks the runtime runs.
+  std::vector<CdiEdits::Mount> cdi_mounts;
+  std::vector<CdiEdits::Hook> hooks;
 };
 
 // The config.json of an OCI bundle for `s`. Pure.
@@ -103,6 +107,7 @@ class StepContainer {
   Status TakeImage();
   Status MountRoot();
   Status StageBinds(const std::vector<std::string>& step_files);
+  Status AddCdiDevices();
 
   const SupervisorRequest* request_ = nullptr;
   std::string dir_;  // <step>/ctr: a tmpfs in the supervisor's mount namespace

@@ -22,7 +22,12 @@ TEST(ContainerTest, RuntimeConfigRunsTheUserWithoutPrivileges) {
              {"/steps/7.1/ctr/mnt/1", "/data", true}};
   s.devices = {{"/dev/nvidia2", 195, 2}, {"/dev/nvidiactl", 195, 255}};
   s.cgroups_path = "/shoal/ab12/7.1";
+  s.cdi_mounts = {{"/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", {"ro", "bind"}}};
+  s.hooks = {{"createContainer", "/usr/bin/nvidia-ctk", {"nvidia-ctk", "hook"}, {}}};
   const Json j = Json::parse(RuntimeConfigJson(s));
+  EXPECT_EQ(j["hooks"]["createContainer"][0]["path"], "/usr/bin/nvidia-ctk");
+  EXPECT_EQ(j["hooks"]["createContainer"][0]["args"], Json({"nvidia-ctk", "hook"}));
+  EXPECT_EQ(j["mounts"].back()["destination"], "/usr/lib/libcuda.so.1");
   const Json& p = j["process"];
   EXPECT_EQ(p["user"]["uid"], 1001);
   EXPECT_EQ(p["user"]["gid"], 1002);

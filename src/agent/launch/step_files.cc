@@ -71,6 +71,34 @@ Json ContainerJson(const ContainerSpec& c) {
           {"mount_home", c.mount_home}};
 }
 
+Json CdiJson(const CdiEdits& e) {
+  Json devices = Json::array(), mounts = Json::array(), hooks = Json::array();
+  for (const CdiEdits::DeviceNode& d : e.devices)
+    devices.push_back({d.path, d.host_path});
+  for (const CdiEdits::Mount& m : e.mounts)
+    mounts.push_back({m.host_path, m.container_path, m.options});
+  for (const CdiEdits::Hook& h : e.hooks)
+    hooks.push_back({h.stage, h.path, h.args, h.env});
+  return {{"devices", devices}, {"mounts", mounts}, {"env", e.env}, {"hooks", hooks}};
+}
+
+CdiEdits DecodeCdi(const Json& j) {
+  CdiEdits e;
+  for (const Json& d : j.at("devices"))
+    e.devices.push_back({d.at(0).get<std::string>(), d.at(1).get<std::string>()});
+  for (const Json& m : j.at("mounts")) {
+    e.mounts.push_back({m.at(0).get<std::string>(), m.at(1).get<std::string>(),
+                        m.at(2).get<std::vector<std::string>>()});
+  }
+  e.env = j.at("env").get<std::vector<std::string>>();
+  for (const Json& h : j.at("hooks")) {
+    e.hooks.push_back({h.at(0).get<std::string>(), h.at(1).get<std::string>(),
+                       h.at(2).get<std::vector<std::string>>(),
+                       h.at(3).get<std::vector<std::string>>()});
+  }
+  return e;
+}
+
 void DecodeContainer(const Json& j, SupervisorRequest& r) {
   const auto found = j.find("container");
   if (found == j.end()) return;
@@ -89,6 +117,7 @@ void DecodeContainer(const Json& j, SupervisorRequest& r) {
   r.container.cache_dir = h.at("cache_dir").get<std::string>();
   r.container.cache_mib = h.at("cache_mib").get<int64_t>();
   r.container.image_tool = h.at("image_tool").get<std::string>();
+  r.cdi = DecodeCdi(j.at("cdi"));
 }
 
 // The parent of `pid` from /proc/<pid>/stat; 0 when it is gone.
@@ -202,6 +231,7 @@ std::string EncodeRequest(const SupervisorRequest& request) {
                            {"cache_dir", h.cache_dir},
                            {"cache_mib", h.cache_mib},
                            {"image_tool", h.image_tool}};
+    j["cdi"] = CdiJson(request.cdi);
   }
   return j.dump();
 }

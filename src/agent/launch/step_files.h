@@ -72,6 +72,7 @@ struct SupervisorRequest {
   CgroupLayout cgroup;
   std::vector<GpuDeviceNode> gpu_devices;  // every GPU device file of the node, for the fence
   ContainerHost container;
+  CdiEdits cdi;  // for the step's GPUs, from the node's CDI specs
 };
 std::string EncodeRequest(const SupervisorRequest& request);
 Result<SupervisorRequest> DecodeRequest(std::string_view text);

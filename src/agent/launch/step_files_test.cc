@@ -55,7 +55,11 @@ TEST(StepFiles, RequestRoundTrip) {
   EXPECT_TRUE(back->step.container.image.empty());
 
   r.step.container = {"/images/bb.tar", {{"/data", "/in", true}}, "/w", {"PATH"}, false};
-  r.container = {"crun", "/srv/images", "/var/cache/shoal", 1024, "/opt/shoal/shoal-image"};
+  r.container = {"crun", "/srv/images", "/var/cache/shoal", 1024, "/opt/shoal/shoal-image", {}};
+  r.cdi.devices = {{"/dev/nvidia0", ""}};
+  r.cdi.mounts = {{"/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", {"ro", "bind"}}};
+  r.cdi.env = {"NVIDIA_VISIBLE_DEVICES=void"};
+  r.cdi.hooks = {{"createContainer", "/usr/bin/nvidia-ctk", {"nvidia-ctk", "hook"}, {"A=1"}}};
   back = DecodeRequest(EncodeRequest(r));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->step.container, r.step.container);
@@ -64,6 +68,11 @@ TEST(StepFiles, RequestRoundTrip) {
   EXPECT_EQ(back->container.cache_dir, "/var/cache/shoal");
   EXPECT_EQ(back->container.cache_mib, 1024);
   EXPECT_EQ(back->container.image_tool, "/opt/shoal/shoal-image");
+  EXPECT_EQ(back->cdi.devices[0].path, "/dev/nvidia0");
+  EXPECT_EQ(back->cdi.mounts[0].options, r.cdi.mounts[0].options);
+  EXPECT_EQ(back->cdi.env, r.cdi.env);
+  EXPECT_EQ(back->cdi.hooks[0].args, r.cdi.hooks[0].args);
+  EXPECT_EQ(back->cdi.hooks[0].env, r.cdi.hooks[0].env);
 
   EXPECT_FALSE(DecodeRequest("{").ok());
   EXPECT_FALSE(DecodeRequest(R"({"job": "nine"})").ok());  // wrong type: a Status, not a throw

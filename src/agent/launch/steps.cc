@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "agent/launch/cdi.h"
 #include "agent/launch/cgroup.h"
 #include "agent/launch/launcher.h"
 #include "agent/launch/pty_relay.h"
@@ -28,6 +29,7 @@
 #include "agent/launch/task_env.h"
 #include "agent/launch/users.h"
 #include "core/files.h"
+#include "core/log.h"
 #include "core/strings.h"
 
 namespace shoal::agent {
@@ -74,8 +76,13 @@ class DirSteps final : public Steps {
     SHOAL_RETURN_IF_ERROR(ValidateStepRequest(request));
     SHOAL_ASSIGN_OR_RETURN(UserAccount account,
                            LookUpJobUser(request.user, options_.allow_root_jobs));
-    SupervisorRequest supervised{request, std::move(account),   options_.allow_root_jobs,
-                                 layout_, options_.gpu_devices, options_.container};
+    SupervisorRequest supervised{request,
+                                 std::move(account),
+                                 options_.allow_root_jobs,
+                                 layout_,
+                                 options_.gpu_devices,
+                                 options_.container,
+                                 request.container.image.empty() ? CdiEdits{} : CdiFor(request)};
     std::string& work_dir = supervised.step.work_dir;
     if (work_dir.empty()) {
       work_dir = supervised.account.home;
@@ -310,6 +317,15 @@ class DirSteps final : public Steps {
 
  private:
   std::string StepDir(StepKey key) const { return dir_ + "/" + StepDirName(key); }
+
+  // What the node's CDI specs add to a container for the step's GPUs.
+  CdiEdits CdiFor(const StepRequest& request) const {
+    std::vector<std::string> problems;
+    const std::vector<CdiSpec> specs = LoadCdiSpecs(options_.container.cdi_dirs, problems);
+    for (const std::string& problem : problems)
+      log::Warning("cdi.spec_skipped", {{"why", problem}});
+    return CdiEditsFor(specs, FencedGpusOf(request));
+  }
 
   std::string StepOutputFolder(uint64_t job, uint64_t epoch, uint32_t step) const {
     return fmt::format("{}/{}/{}.{}.{}", dir_, kStepOutputsDir, job, epoch, step);

@@ -160,6 +160,31 @@ struct StepOutput {
   UserAccount owner;
 };
 
+// What the NVIDIA container toolkit's CDI specs add to a container for a
+// step's GPUs (agent/cdi.h): device files, bind mounts, variables, hooks.
+struct CdiEdits {
+  struct DeviceNode {
+    std::string path;       // in the container
+    std::string host_path;  // empty: the same
+  };
+  struct Mount {
+    std::string host_path;
+    std::string container_path;
+    std::vector<std::string> options;
+  };
+  struct Hook {
+    std::string stage;  // an OCI hook stage: createRuntime, createContainer, ...
+    std::string path;
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+  };
+  std::vector<DeviceNode> devices;
+  std::vector<Mount> mounts;
+  std::vector<std::string> env;
+  std::vector<Hook> hooks;
+  bool empty() const { return devices.empty() && mounts.empty() && env.empty() && hooks.empty(); }
+};
+
 // What this node offers jobs that run in a container (docs/containers.md).
 struct ContainerHost {
   // An OCI runtime's command: runc, or crun (which refuses hosts with the
@@ -169,6 +194,8 @@ struct ContainerHost {
   std::string cache_dir;                            // unpacked images; empty: <state_dir>/images
   int64_t cache_mib = 20480;                        // the cache's size limit
   std::string image_tool;                           // the shoal-image binary
+  // Where CDI specs are read (root's files only); none: no CDI.
+  std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};
 };
 
 struct StepsOptions {
