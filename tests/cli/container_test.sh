@@ -20,12 +20,14 @@ chmod 755 "$TMP"
 ALICE=shoalctr$$
 cleanup() {
   [ -n "${AGENT2_PID:-}" ] && kill "$AGENT2_PID" 2>/dev/null && wait "$AGENT2_PID" 2>/dev/null
+  [ -n "${AGENT3_PID:-}" ] && kill "$AGENT3_PID" 2>/dev/null && wait "$AGENT3_PID" 2>/dev/null
   stop_cluster
   stop_up
   userdel "$ALICE" 2>/dev/null
   rm -rf "$TMP"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../security/lib.sh"
 
@@ -33,7 +35,7 @@ trap cleanup EXIT
 ROOTFS="$TMP/rootfs"
 mkdir -p "$ROOTFS/bin" "$ROOTFS/etc" "$ROOTFS/tmp" "$ROOTFS/proc" "$ROOTFS/dev" "$ROOTFS/sys"
 cp "$(command -v busybox)" "$ROOTFS/bin/busybox"
-for applet in sh cat id ls echo pwd sleep test grep touch env printenv; do
+for applet in sh cat id ls echo pwd sleep test grep touch env printenv tr; do
   ln -s busybox "$ROOTFS/bin/$applet"
 done
 echo "ID=shoal-test-image" > "$ROOTFS/etc/os-release"
@@ -55,7 +57,9 @@ chmod 644 "$TMP/secret/file"
 
 # A CDI spec as the NVIDIA container toolkit writes one (nvidia-ctk cdi
 # generate), with stand-ins: each GPU's device file (a copy of /dev/null's
-# numbers), a "driver library" to bind in, a variable and a hook.
+# numbers), a "driver library" to bind in, a variable and a hook (which
+# reads the container's state from its stdin, as OCI hooks do: runc passes
+# on to the task a SIGPIPE it gets from a hook that does not).
 mkdir -p "$TMP/cdi" "$TMP/driver"
 echo "fake-libcuda-$$" > "$TMP/driver/libcuda.so.1"
 {
@@ -70,14 +74,21 @@ echo "fake-libcuda-$$" > "$TMP/driver/libcuda.so.1"
   echo "  mounts:"
   echo "  - {hostPath: $TMP/driver/libcuda.so.1, containerPath: /usr/lib/libcuda.so.1, options: [ro, nosuid, nodev, bind]}"
   echo "  hooks:"
-  echo "  - {hookName: createRuntime, path: /bin/sh, args: [sh, -c, 'echo ran >> $TMP/hook-ran']}"
+  echo "  - {hookName: createRuntime, path: /bin/sh, args: [sh, -c, 'cat > /dev/null; echo ran >> $TMP/hook-ran']}"
 } > "$TMP/cdi/nvidia.yaml"
 chmod 644 "$TMP/cdi/nvidia.yaml"
 
-start_cluster --heartbeat 200ms --image-dir "$TMP/images" --cdi-dirs "$TMP/cdi"
+# Stand-ins for the GPUs' device files (the NVIDIA major; no driver behind
+# them: opening one that the device cgroup allows fails with ENXIO).
+mkdir -p "$TMP/dev"
+for i in 0 1 2 3 4 5 6 7; do mknod "$TMP/dev/nvidia$i" c 195 "$i"; done
+
+start_cluster --heartbeat 200ms --image-dir "$TMP/images" --cdi-dirs "$TMP/cdi" \
+  --gpu-device-path "$TMP/dev/nvidia%d"
 "$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n2 \
   --listen 127.0.0.1:0 --state-dir "$TMP/agent2" --gpus simulated:dgx-h100 --heartbeat 200ms \
-  --image-dir "$TMP/images" --cdi-dirs "$TMP/cdi" > "$TMP/agent2.log" 2>&1 &
+  --image-dir "$TMP/images" --cdi-dirs "$TMP/cdi" --gpu-device-path "$TMP/dev/nvidia%d" \
+  > "$TMP/agent2.log" 2>&1 &
 AGENT2_PID=$!
 for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q '^n2 *up' && break; sleep 0.05; done
 TOKEN=$(user_token "$ALICE")
@@ -87,32 +98,31 @@ submit() {  # prints the job id
 }
 job_state() { as_alice show "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
 wait_state() {  # wait_state <job> <state pattern>
-  for _ in $(seq 400); do job_state "$1" | grep -Eq "$2" && return 0; sleep 0.05; done
+  for _ in $(seq 300); do job_state "$1" | grep -Eq "$2" && return 0; sleep 0.2; done
   echo "FAIL job $1 never reached $2 (it is $(job_state "$1"))"
   as_alice show "$1"
   fail=1
 }
+# finish <job> <state pattern>: waits for it, then keeps what `shoal logs`
+# and `shoal show` say of it in $TMP/log.<job> and $TMP/show.<job> (each
+# CLI call is slow under the sanitizers: once per job).
+finish() {
+  wait_state "$1" "$2"
+  as_alice logs "$1" > "$TMP/log.$1" 2>&1
+  as_alice show "$1" > "$TMP/show.$1" 2>&1
+}
 
+# The jobs of 1 and 2 run at once (they are independent), then each is
+# checked.
 # 1. By name from the image folder: the image's files, the user's uid, the
 #    job's folder as the working folder, the job's GPUs and Shoal's variables.
-J=$(submit -G 2 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u); echo pwd=$(pwd); echo cvd=$CUDA_VISIBLE_DEVICES jobid=$SLURM_JOB_ID; test -e /usr/bin/apt-get && echo host-root-visible; cat data/x')
-wait_state "$J" completed
-check "runs in the image" 0 "ID=shoal-test-image" -- as_alice logs "$J"
-check "as the job's user" 0 "uid=$(id -u "$ALICE")" -- as_alice logs "$J"
-check "in the job's folder, mounted" 0 "pwd=$HOME_A" -- as_alice logs "$J"
-check "with its GPUs and Shoal's variables" 0 "cvd=0,1 jobid=$J" -- as_alice logs "$J"
-check "home is mounted" 0 "input-$$" -- as_alice logs "$J"
-check "the host's root is not there" 1 "" -- grep -q host-root-visible "$HOME_A/slurm-$J.out"
-
+J1=$(submit -G 2 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u); echo pwd=$(pwd); echo cvd=$CUDA_VISIBLE_DEVICES jobid=$SLURM_JOB_ID; test -e /usr/bin/apt-get && echo host-root-visible; cat data/x')
+# Its GPUs' device files, and no others, are in the container, and the
+# device cgroup lets it open them (ENXIO: no driver behind the stand-ins).
+J_DEV=$(submit -G 2 --container-image=bbox --wrap 'IFS=,; set -- $CUDA_VISIBLE_DEVICES; IFS=" "; echo "gpus=$(ls /dev | grep "^nvidia[0-9]" | tr "\n" " ")want=nvidia$1 nvidia$2 "; cat /dev/nvidia$2 2>&1')
 # The node's CDI specs: the job's GPU's device file and no other GPU's, the
 # driver's files, the variables; the hooks ran.
-J=$(submit -G 1 --container-image=bbox --wrap 'echo devs=$(ls /dev | grep nvidia-fake) cvd=$CUDA_VISIBLE_DEVICES; echo cdi=$NVIDIA_CDI_TEST; cat /usr/lib/libcuda.so.1')
-wait_state "$J" completed
-check "CDI: the job's GPU's device file only" 0 'devs=nvidia-fake\([0-7]\) cvd=\1$' -- as_alice logs "$J"
-check "CDI: the variables" 0 "cdi=on" -- as_alice logs "$J"
-check "CDI: the driver's library is bound in" 0 "fake-libcuda-$$" -- as_alice logs "$J"
-check "CDI: the hooks ran" 0 "ran" -- cat "$TMP/hook-ran"
-
+J_CDI=$(submit -G 1 --container-image=bbox --wrap 'echo devs=$(ls /dev | grep nvidia-fake) cvd=$CUDA_VISIBLE_DEVICES; echo cdi=$NVIDIA_CDI_TEST; cat /usr/lib/libcuda.so.1')
 # 2. The user's own image file, from a batch script, with pyxis' options.
 cat > "$HOME_A/job.sh" <<EOF
 #!/bin/sh
@@ -124,17 +134,6 @@ cat x
 touch /in/new 2>/dev/null && echo wrote-read-only || echo read-only-holds
 echo written > /tmp/mine && echo root-writable
 EOF
-chown "$ALICE" "$HOME_A/job.sh"
-J=$(submit "$HOME_A/job.sh")
-wait_state "$J" completed
-check "a batch script runs in the user's image" 0 "pwd=/in" -- as_alice logs "$J"
-check "a read-only mount stays read-only" 0 "read-only-holds" -- as_alice logs "$J"
-check "the container's root is writable where the image lets the user" 0 "root-writable" -- as_alice logs "$J"
-# ...but what a job writes there is its own: the next job sees the image.
-J=$(submit --container-image="$HOME_A/mine.tar.gz" --wrap 'test -e /tmp/mine && echo leaked || echo clean')
-wait_state "$J" completed
-check "writes do not reach the cached image" 0 "clean" -- as_alice logs "$J"
-
 # ...and pyxis' way: a batch script on the host whose srun steps run in the image.
 cat > "$HOME_A/steps.sh" <<EOF
 #!/bin/sh
@@ -142,12 +141,40 @@ cat > "$HOME_A/steps.sh" <<EOF
 echo host-side
 srun --container-image=bbox --container-mounts=$HOME_A/data:/in:ro sh -c 'echo step-rank=\$SLURM_PROCID; cat /in/x; cat /etc/os-release'
 EOF
-chown "$ALICE" "$HOME_A/steps.sh"
-J=$(submit "$HOME_A/steps.sh")
-wait_state "$J" completed
-check "srun runs its step in the image from a host batch script" 0 "step-rank=1" -- as_alice logs "$J"
-check "...every task of it" 0 "step-rank=0" -- as_alice logs "$J"
-check "...with its mounts" 0 "input-$$" -- as_alice logs "$J"
+chown "$ALICE" "$HOME_A/job.sh" "$HOME_A/steps.sh"
+J_BATCH=$(submit "$HOME_A/job.sh")
+J_SRUN=$(submit "$HOME_A/steps.sh")
+
+finish "$J1" completed
+check "runs in the image" 0 "ID=shoal-test-image" -- cat "$TMP/log.$J1"
+check "as the job's user" 0 "uid=$(id -u "$ALICE")" -- cat "$TMP/log.$J1"
+check "in the job's folder, mounted" 0 "pwd=$HOME_A" -- cat "$TMP/log.$J1"
+check "with its GPUs and Shoal's variables" 0 "cvd=[0-7],[0-7] jobid=$J1" -- cat "$TMP/log.$J1"
+check "home is mounted" 0 "input-$$" -- cat "$TMP/log.$J1"
+check "the host's root is not there" 1 "" -- grep -q host-root-visible "$TMP/log.$J1"
+
+finish "$J_DEV" "completed|failed"
+check "only the job's GPU device files are there" 0 'gpus=\(nvidia[0-7] nvidia[0-7] \)want=\1$' -- cat "$TMP/log.$J_DEV"
+check "...and the device cgroup lets it open them" 0 "No such device or address" -- cat "$TMP/log.$J_DEV"
+
+finish "$J_CDI" completed
+check "CDI: the job's GPU's device file only" 0 'devs=nvidia-fake\([0-7]\) cvd=\1$' -- cat "$TMP/log.$J_CDI"
+check "CDI: the variables" 0 "cdi=on" -- cat "$TMP/log.$J_CDI"
+check "CDI: the driver's library is bound in" 0 "fake-libcuda-$$" -- cat "$TMP/log.$J_CDI"
+check "CDI: the hooks ran" 0 "ran" -- cat "$TMP/hook-ran"
+
+finish "$J_BATCH" completed
+check "a batch script runs in the user's image" 0 "pwd=/in" -- cat "$TMP/log.$J_BATCH"
+check "a read-only mount stays read-only" 0 "read-only-holds" -- cat "$TMP/log.$J_BATCH"
+check "the container's root is writable where the image lets the user" 0 "root-writable" -- cat "$TMP/log.$J_BATCH"
+# ...but what a job writes there is its own: the next job sees the image.
+J=$(submit --container-image="$HOME_A/mine.tar.gz" --wrap 'test -e /tmp/mine && echo leaked || echo clean')
+finish "$J_SRUN" completed
+check "srun runs its step in the image from a host batch script" 0 "step-rank=1" -- cat "$TMP/log.$J_SRUN"
+check "...every task of it" 0 "step-rank=0" -- cat "$TMP/log.$J_SRUN"
+check "...with its mounts" 0 "input-$$" -- cat "$TMP/log.$J_SRUN"
+finish "$J" completed
+check "writes do not reach the cached image" 0 "clean" -- cat "$TMP/log.$J"
 
 # 3. Two nodes, one image (`shoal run`: a job whose command is every
 #    task's): each task runs in it and gets the torch variables.
@@ -159,25 +186,44 @@ check "two nodes run in the image" 0 "rank=1 world=2 node_rank=1 master=127.0.0.
 cp "$TMP/out" "$TMP/two.out"
 check "...rank 0 too, with the master's address" 0 "rank=0 world=2 node_rank=0 master=127.0.0.1:[0-9]* ID=shoal" -- cat "$TMP/two.out"
 
+# Tasks of a node end one by one: each task's end leaves the others running
+# (runc empties the cgroup of a container whose task ended).
+check "tasks that end early leave the others running" 0 "task=2 ended" -- \
+  from_home run -N 1 -n 3 --container-image=bbox -- sh -c 'sleep 0.$((RANK * 4)); echo task=$RANK ended'
+cp "$TMP/out" "$TMP/three.out"
+check "...all of them" 0 "task=0 ended" -- cat "$TMP/three.out"
+
 # 4. What fails fails at launch, with a reason, not a hang.
-J=$(submit --container-image=no-such-image --wrap true)
-wait_state "$J" failed
-check "a missing image is the job's failure reason" 0 "is not on this node" -- as_alice show "$J"
-J=$(submit --container-image="$TMP/secret/img.tar.gz" --wrap true)
-wait_state "$J" failed
-check "an image the user cannot read is refused" 0 "Permission denied (as user '$ALICE')" -- as_alice show "$J"
-J=$(submit --container-image=bbox --container-mounts="$TMP/secret/file:/s" --wrap 'cat /s')
-wait_state "$J" failed
-check "a mount the user cannot reach is refused" 0 "container mount $TMP/secret/file" -- as_alice show "$J"
-check "...and nothing leaked" 1 "" -- sh -c "cat '$HOME_A/slurm-$J.out' 2>/dev/null | grep -q secret-$$"
+J_NOIMG=$(submit --container-image=no-such-image --wrap true)
+J_SECRET=$(submit --container-image="$TMP/secret/img.tar.gz" --wrap true)
+J_MOUNT=$(submit --container-image=bbox --container-mounts="$TMP/secret/file:/s" --wrap 'cat /s')
+finish "$J_NOIMG" failed
+check "a missing image is the job's failure reason" 0 "is not on this node" -- cat "$TMP/show.$J_NOIMG"
+finish "$J_SECRET" failed
+check "an image the user cannot read is refused" 0 "Permission denied (as user '$ALICE')" -- cat "$TMP/show.$J_SECRET"
+finish "$J_MOUNT" failed
+check "a mount the user cannot reach is refused" 0 "container mount $TMP/secret/file" -- cat "$TMP/show.$J_MOUNT"
+check "...and nothing leaked" 1 "" -- grep -q "secret-$$" "$TMP/log.$J_MOUNT"
 check "a mount that climbs is refused at submit" 2 "climbs" -- \
   as_alice submit --container-image=bbox --container-mounts=/tmp/../etc:/e --wrap true
 
+# ...and so does a node without the runtime.
+"$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n3 \
+  --listen 127.0.0.1:0 --state-dir "$TMP/agent3" --gpus simulated:dgx-h100 --heartbeat 200ms \
+  --label no-runtime --container-runtime /nonexistent/runc > "$TMP/agent3.log" 2>&1 &
+AGENT3_PID=$!
+for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q '^n3 *up' && break; sleep 0.05; done
+J=$(submit -C no-runtime --container-image=bbox --wrap true)
+finish "$J" failed
+check "a missing runtime is the job's failure reason" 0 "runtime '/nonexistent/runc' is not installed" -- cat "$TMP/show.$J"
+kill "$AGENT3_PID" 2>/dev/null && wait "$AGENT3_PID" 2>/dev/null
+AGENT3_PID=
+
 # 5. No privileges in the container: no_new_privs and no capabilities.
 J=$(submit --container-image=bbox --wrap 'grep -E "^(NoNewPrivs|CapEff|CapBnd)" /proc/self/status')
-wait_state "$J" completed
-check "no new privileges" 0 "NoNewPrivs:.1" -- as_alice logs "$J"
-check "no capabilities" 0 "CapBnd:.0000000000000000" -- as_alice logs "$J"
+finish "$J" completed
+check "no new privileges" 0 "NoNewPrivs:.1" -- cat "$TMP/log.$J"
+check "no capabilities" 0 "CapBnd:.0000000000000000" -- cat "$TMP/log.$J"
 
 # 6. Cancel stops the container's processes.
 J=$(submit --container-image=bbox --wrap 'echo started; sleep 300')
@@ -197,12 +243,14 @@ kill "$AGENT2_PID" 2>/dev/null && wait "$AGENT2_PID" 2>/dev/null
 AGENT2_PID=
 stop_cluster
 
-# 7. `shoal up`, as root on a one-person machine.
+# 7. `shoal up`, as root on a one-person machine: one node, then two.
 rm -rf "$TMP/state"  # shoal up's own state, not the server's above
-start_up --nodes 1 --image-dir "$TMP/images"
+start_up --nodes 2 --image-dir "$TMP/images"
 OUT=$("$SHOAL" submit --container-image=bbox -D "$TMP/work" --wrap 'cat /etc/os-release' 2>&1)
 J=$(echo "$OUT" | sed -n 's/^Submitted job \([0-9]*\).*/\1/p')
-for _ in $(seq 200); do grep -qs shoal-test "$TMP/work/slurm-$J.out" && break; sleep 0.05; done
+for _ in $(seq 300); do grep -qs shoal-test "$TMP/work/slurm-$J.out" && break; sleep 0.2; done
 [ -s "$TMP/work/slurm-$J.out" ] || { echo "$OUT"; "$SHOAL" show "$J"; }
 check "shoal up runs a container job" 0 "shoal-test-image" -- cat "$TMP/work/slurm-$J.out"
+check "shoal up runs a two-node container step" 0 "node_rank=1 ID=shoal-test-image" -- \
+  sh -c "cd '$TMP/work' && '$SHOAL' run -N 2 --ntasks-per-node=1 --container-image=bbox -- sh -c 'echo node_rank=\$NODE_RANK \$(cat /etc/os-release)'"
 exit $fail

@@ -1,5 +1,6 @@
 #include "agent/launch/cgroup.h"
 
+#include <dirent.h>
 #include <fmt/format.h>
 #include <linux/magic.h>
 #include <signal.h>
@@ -17,6 +18,19 @@
 
 namespace shoal::agent {
 namespace {
+
+// The cgroups right below `dir` (its sub-folders), by name.
+std::vector<std::string> ChildDirs(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (e->d_type == DT_DIR && name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  return names;
+}
 
 constexpr int64_t kCpuPeriodUs = 100000;
 constexpr int64_t kMinCpuQuotaUs = 1000;  // the kernel's floor for a quota
@@ -425,10 +439,17 @@ Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib,
 std::vector<pid_t> StepCgroup::Pids() const {
   std::vector<pid_t> pids;
   if (tracking_dir_.empty()) return pids;
-  Result<std::string> text = ReadFile(tracking_dir_ + "/cgroup.procs");
-  if (!text.ok()) return pids;
-  for (std::string_view line : Split(*text, '\n')) {
-    if (int pid = ParsePid(line); pid > 0) pids.push_back(pid);
+  // The step's own processes, and those of the cgroups below it (a
+  // container's tasks, each in one of its own: container.h).
+  std::vector<std::string> dirs = {tracking_dir_};
+  for (const std::string& child : ChildDirs(tracking_dir_))
+    dirs.push_back(tracking_dir_ + "/" + child);
+  for (const std::string& dir : dirs) {
+    Result<std::string> text = ReadFile(dir + "/cgroup.procs");
+    if (!text.ok()) continue;
+    for (std::string_view line : Split(*text, '\n')) {
+      if (int pid = ParsePid(line); pid > 0) pids.push_back(pid);
+    }
   }
   return pids;
 }
@@ -467,6 +488,8 @@ bool StepCgroup::Signal(int sig) const {
 
 Status StepCgroup::Remove() {
   for (const std::string& dir : dirs_) {
+    for (const std::string& child : ChildDirs(dir))
+      ::rmdir((dir + "/" + child).c_str());  // what a killed runtime left: empty by now
     if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
       return Internal(ErrnoMessage("cannot remove cgroup " + dir));
     }

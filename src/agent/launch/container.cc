@@ -474,7 +474,9 @@ Result<std::vector<std::string>> StepContainer::TaskCommand(
   s.cwd = !spec.work_dir.empty() ? spec.work_dir : work_dir_mounted_ ? work_dir_ : image_work_dir_;
   s.binds = binds_;
   s.devices = devices_;
-  s.cgroups_path = cgroups_path_;
+  // Each task in a cgroup of its own below the step's (whose limits and
+  // device fence hold for it): the runtime empties it when the task ends.
+  s.cgroups_path = fmt::format("{}/task{}", cgroups_path_, rank);
   const std::string bundle = fmt::format("{}/task{}", dir_, rank);
   if (::mkdir(bundle.c_str(), 0700) != 0 && errno != EEXIST)
     return Internal(ErrnoMessage("mkdir " + bundle));

@@ -14,7 +14,8 @@
 //    checked, whatever the user swaps into the path after;
 //  - each task runs under the OCI runtime (runc) with a config of its own:
 //    the user's uid, gids and no capabilities (no_new_privs), the job's GPU
-//    device files and no other, the step's cgroup, the host's network, PID
+//    device files and no other, a cgroup of its own below the step's (runc
+//    kills what is left in it when the task ends), the host's network, PID
 //    and IPC namespaces (as pyxis runs containers, so that NCCL, MPI and
 //    signals work as they do outside).
 #pragma once

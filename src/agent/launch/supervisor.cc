@@ -41,6 +41,7 @@ constexpr auto kKillWait = std::chrono::seconds(5);
 constexpr auto kNotifyWait = std::chrono::seconds(1);
 constexpr int kNotStartedExitCode = 127;  // as a shell reports a command it could not run
 constexpr int kSetupExitCode = 1;
+const std::vector<std::string> kNoCgroupFiles;
 
 // Where a task's child failed before exec; sent to the supervisor through
 // a close-on-exec pipe that exec closes when it succeeds.
@@ -270,8 +271,14 @@ class Supervisor {
 
     cgroup_.emplace(request_.cgroup, name_);
     if (cgroup_->enabled()) {
-      Status created = cgroup_->Create(step.cpu_milli, step.memory_mib,
-                                       DeniedGpus(request_.gpu_devices, FencedGpusOf(step)));
+      // In a container the runtime fences the devices itself, with an
+      // allow list on each task's cgroup below this one, which v1 refuses
+      // under a parent with exceptions of its own.
+      const bool container = !step.container.image.empty();
+      Status created =
+          cgroup_->Create(step.cpu_milli, step.memory_mib,
+                          container ? std::vector<GpuDeviceNode>{}
+                                    : DeniedGpus(request_.gpu_devices, FencedGpusOf(step)));
       if (!created.ok()) return created.WithContext("cgroup");
     }
     if (!step.container.image.empty()) return PrepareContainer(step, hostfile);
@@ -368,7 +375,10 @@ class Supervisor {
     if (::setsid() < 0) fail(ChildStage::kSession);
     char pid_text[24];
     const size_t pid_length = FormatPid(::getpid(), pid_text);
-    for (const std::string& file : cgroup_->JoinFiles()) {
+    // A container's runtime puts the task in a cgroup of its own below the
+    // step's, and must not be in the cgroup it empties when the task ends.
+    for (const std::string& file :
+         plan.runtime_argv.empty() ? cgroup_->JoinFiles() : kNoCgroupFiles) {
       int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd < 0 || ::write(fd, pid_text, pid_length) < 0) fail(ChildStage::kCgroup);
       ::close(fd);
