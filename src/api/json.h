@@ -84,6 +84,9 @@ Result<Reservation> ReservationFromJson(const Json& j);
 // Times on the wire are Unix seconds (fractions allowed); durations seconds.
 double TimeToJson(Time t);
 Time TimeFromJson(double seconds);
+// CPUs as the API writes them (2.5), and in thousandths as Shoal counts them.
+int64_t MilliFromCpus(double cpus);
+double CpusFromMilli(int64_t milli);
 
 // The error body of every failed request: {"error": code, "detail": message}.
 Json ErrorBody(const Status& s);

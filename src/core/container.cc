@@ -37,6 +37,13 @@ Status CheckContainerPath(std::string_view what, std::string_view path) {
   return Status::Ok();
 }
 
+Status CheckMount(const ContainerMount& m) {
+  SHOAL_RETURN_IF_ERROR(CheckContainerPath("a container mount's source", m.source));
+  SHOAL_RETURN_IF_ERROR(CheckContainerPath("a container mount's target", m.target));
+  if (m.target == "/") return InvalidArgument("a container mount cannot cover the image's /");
+  return Status::Ok();
+}
+
 Result<ContainerMount> ParseMount(std::string_view item) {
   const std::vector<std::string_view> parts = Split(item, ':');
   if (parts.size() > 3) {
@@ -52,9 +59,7 @@ Result<ContainerMount> ParseMount(std::string_view item) {
     }
     m.read_only = parts[2] == "ro";
   }
-  SHOAL_RETURN_IF_ERROR(CheckContainerPath("a container mount's source", m.source));
-  SHOAL_RETURN_IF_ERROR(CheckContainerPath("a container mount's target", m.target));
-  if (m.target == "/") return InvalidArgument("a container mount cannot cover the image's /");
+  SHOAL_RETURN_IF_ERROR(CheckMount(m));
   return m;
 }
 
@@ -102,11 +107,8 @@ Status ValidateContainer(const ContainerSpec& c) {
     return InvalidArgument(
         fmt::format("{} container mounts; at most {}", c.mounts.size(), kMaxContainerMounts));
   }
-  for (const ContainerMount& m : c.mounts) {
-    SHOAL_RETURN_IF_ERROR(CheckContainerPath("a container mount's source", m.source));
-    SHOAL_RETURN_IF_ERROR(CheckContainerPath("a container mount's target", m.target));
-    if (m.target == "/") return InvalidArgument("a container mount cannot cover the image's /");
-  }
+  for (const ContainerMount& m : c.mounts)
+    SHOAL_RETURN_IF_ERROR(CheckMount(m));
   if (!c.work_dir.empty())
     SHOAL_RETURN_IF_ERROR(CheckContainerPath("--container-workdir", c.work_dir));
   if (c.env.size() > kMaxContainerEnv) {
