@@ -1,14 +1,16 @@
 #!/bin/sh
 # What a container costs a job (docs/containers.md): `shoal run` of a trivial
-# command on `shoal up` (one simulated node), without and with
-# --container-image (a busybox image from Debian's busybox-static, unpacked
-# once first), alternated, N times each. Prints the median and p90 wall
-# time of each from the client's side (submit, schedule, launch, run, end,
-# output), and the median difference: the container's share (the image
+# command against a real server and two agents on loopback, without a
+# container, in one under the rootless runtime (crun as the job's user, the
+# default) and in one under a root runtime (runc, container_rootless =
+# false), alternated, N times each, the image (a busybox one from Debian's
+# busybox-static) unpacked once first. Prints the median and p90 wall time
+# of each from the client's side (submit, schedule, launch, run, end,
+# output) and the median differences: the container's share (the image
 # found and held, a mount namespace with an overlay and staged mounts, a
-# runc bundle, runc run).
+# bundle, the runtime).
 #
-#   perf/container-start.sh [build-dir] [N]   (as root; needs runc and busybox)
+#   perf/container-start.sh [build-dir] [N]   (as root; needs crun, runc and busybox)
 set -eu
 BUILD=${1:-build/release}
 N=${2:-20}
@@ -17,9 +19,10 @@ SHOAL="$ROOT/$BUILD/src/cli/shoal"
 [ "$(id -u)" -eq 0 ] || { echo "container-start: needs root (the agent runs the runtime)"; exit 2; }
 TMP=$(mktemp -d)
 chmod 755 "$TMP"
-UP=
+SERVER=
+AGENTS=
 cleanup() {
-  [ -n "$UP" ] && kill -INT "$UP" 2>/dev/null && wait "$UP" 2>/dev/null
+  for pid in $AGENTS $SERVER; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -32,13 +35,28 @@ ln -s busybox "$TMP/rootfs/bin/true"
 tar -C "$TMP/rootfs" -czf "$TMP/images/bbox.tar.gz" .
 
 export HOME="$TMP" SHOAL_STATE_DIR="$TMP/state"
-unset SHOAL_SERVER SHOAL_TOKEN SHOAL_TOKEN_FILE
-"$SHOAL" up --nodes 1 --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 \
-  --image-dir "$TMP/images" > "$TMP/up.log" 2>&1 &
-UP=$!
-for _ in $(seq 200); do grep -qs "Shoal is up" "$TMP/up.log" && break; sleep 0.05; done
-SHOAL_SERVER=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$TMP/up.log" | head -1)
+unset SHOAL_SERVER SHOAL_TOKEN SHOAL_TOKEN_FILE SHOAL_SOCKET
+"$SHOAL" server --plain-http --state-dir "$SHOAL_STATE_DIR" --listen 127.0.0.1:0 \
+  > "$TMP/server.log" 2>&1 &
+SERVER=$!
+for _ in $(seq 200); do grep -qs "listening on" "$TMP/server.log" && break; sleep 0.05; done
+SHOAL_SERVER=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
 export SHOAL_SERVER
+# n1: the default (crun, rootless); n2: runc as root.
+agent() {  # agent NAME LABEL [flags...]
+  name=$1 label=$2
+  shift 2
+  "$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" \
+    --name "$name" --label "$label" --listen 127.0.0.1:0 --state-dir "$TMP/$name" \
+    --gpus simulated:dgx-h100 --allow-root-jobs --image-dir "$TMP/images" "$@" \
+    > "$TMP/$name.log" 2>&1 &
+  AGENTS="$AGENTS $!"
+}
+agent n1 rootless
+agent n2 rootful --container-runtime runc --container-rootless false
+for node in n1 n2; do
+  for _ in $(seq 200); do "$SHOAL" nodes 2>/dev/null | grep -q "^$node *up" && break; sleep 0.05; done
+done
 cd "$TMP/work"
 
 run_once() {  # prints the wall time of one `shoal run` in seconds
@@ -46,10 +64,20 @@ run_once() {  # prints the wall time of one `shoal run` in seconds
   "$SHOAL" run "$@" -- true > /dev/null 2>&1 || echo "container-start: a run failed" >&2
   awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.4f\n", b - a }'
 }
-run_once --container-image=bbox > /dev/null  # the image unpacked once
+# Each image unpacked once, and what is timed runs in it (its root has no
+# /usr; the host's has).
+for label in rootless rootful; do
+  ROOT_LIST=$("$SHOAL" run -C "$label" --container-image=bbox -- sh -c 'echo /*' 2>&1)
+  case "$ROOT_LIST" in
+    */usr*) echo "container-start: not in the image: $ROOT_LIST"; exit 1 ;;
+    */bin*) ;;
+    *) echo "container-start: the container did not run on $label: $ROOT_LIST"; exit 1 ;;
+  esac
+done
 for _ in $(seq "$N"); do
-  run_once >> "$TMP/plain"
-  run_once --container-image=bbox >> "$TMP/container"
+  run_once -C rootless >> "$TMP/plain"
+  run_once -C rootless --container-image=bbox >> "$TMP/crun"
+  run_once -C rootful --container-image=bbox >> "$TMP/runc"
 done
 
 stats() {  # median and p90 of a file of numbers
@@ -61,6 +89,10 @@ echo "|---|---|---|"
 set -- $(stats "$TMP/plain")
 plain=$1
 echo "| plain | $1 | $2 |"
-set -- $(stats "$TMP/container")
-echo "| --container-image (runc) | $1 | $2 |"
-awk -v a="$plain" -v b="$1" 'BEGIN { printf "container: +%.1f ms median\n", b - a }'
+set -- $(stats "$TMP/crun")
+crun=$1
+echo "| --container-image, crun rootless (the default) | $1 | $2 |"
+set -- $(stats "$TMP/runc")
+echo "| --container-image, runc as root | $1 | $2 |"
+awk -v a="$plain" -v b="$crun" -v c="$1" \
+  'BEGIN { printf "container: rootless crun %+.1f ms median, runc as root %+.1f ms\n", b - a, c - a }'

@@ -9,7 +9,7 @@ PACKAGES="build-essential cmake ninja-build ccache pkg-config \
   libsqlite3-dev libcpp-httplib-dev libssl-dev libpq-dev postgresql \
   clang libclang-rt-14-dev clang-format universal-ctags \
   python3-torch openmpi-bin libopenmpi-dev \
-  prometheus curl systemd libarchive-dev libyaml-cpp-dev runc busybox-static \
+  prometheus curl systemd libarchive-dev libyaml-cpp-dev crun runc busybox-static \
   chromium nodejs"
 
 missing=""

@@ -99,8 +99,12 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     c.gpu_device_path = value;
   } else if (key == "container_runtime") {
     if (value.empty() || value.find_first_of(" \t\n") != std::string::npos)
-      return InvalidArgument("container_runtime: a command such as runc or /usr/bin/crun");
+      return InvalidArgument("container_runtime: a command such as crun or /usr/bin/runc");
     c.container.runtime = value;
+  } else if (key == "container_rootless") {
+    if (value != "true" && value != "false")
+      return InvalidArgument("container_rootless: true or false");
+    c.container.rootless = value == "true";
   } else if (key == "image_dir" || key == "image_cache") {
     if (!value.starts_with('/')) return InvalidArgument(key + ": an absolute path");
     (key == "image_dir" ? c.container.image_dir : c.container.cache_dir) = value;
@@ -130,7 +134,8 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
                     "allow_root_jobs, slurm_commands, metrics_public, cgroup_root, "
                     "gpu_device_path, temperature_limit, sim_faults, container_runtime, "
-                    "image_dir, image_cache, image_cache_size, cdi_dirs, log_level, log_format)",
+                    "container_rootless, image_dir, image_cache, image_cache_size, cdi_dirs, "
+                    "log_level, log_format)",
                     key));
   }
   return Status::Ok();

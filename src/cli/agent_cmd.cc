@@ -117,7 +117,10 @@ int RunAgent(const std::vector<std::string>& raw) {
            {"cgroup-root",
             "where job cgroups go: a cgroup2 mount or a folder of v1 hierarchies (default: "
             "detect; none: process groups only)"},
-           {"container-runtime", "the OCI runtime for --container-image jobs (default runc)"},
+           {"container-runtime", "the OCI runtime for --container-image jobs (default crun)"},
+           {"container-rootless",
+            "true (the default): the runtime runs as the job's user; false: as root "
+            "(docs/containers.md)"},
            {"image-dir",
             "where container images are found by name (default /var/lib/shoal/images)"},
            {"image-cache", "where unpacked images are kept (default <state dir>/images)"},

@@ -2,17 +2,19 @@
 # Jobs in containers (--container-image, pyxis' options) through a real
 # server and two real agents on loopback, as an ordinary user: a tiny image
 # made here from Debian's busybox-static, found by name in the nodes' image
-# folder or as the user's own file, unpacked once per node, run under runc
-# as the user. Then what a hostile user would try: images and mounts the
+# folder or as the user's own file, unpacked once per node and user, run
+# rootless under crun as the user (and, on one node, under runc as root with
+# the user inside). Then what a hostile user would try: images and mounts the
 # user cannot read, writes to the image, privileges. And `shoal up` runs one.
-# Needs root (throwaway users), runc and busybox-static; exits 77 otherwise.
+# Needs root (throwaway users), crun, runc and busybox-static; exits 77
+# otherwise.
 set -u
 SHOAL=$1
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIP [privilege] container jobs need root (the agent runs the runtime)"
   exit 77
 fi
-for tool in runc busybox; do
+for tool in crun runc busybox; do
   command -v "$tool" > /dev/null || { echo "SKIP [program] $tool is not installed"; exit 77; }
 done
 TMP=$(mktemp -d)
@@ -21,6 +23,7 @@ ALICE=shoalctr$$
 cleanup() {
   [ -n "${AGENT2_PID:-}" ] && kill "$AGENT2_PID" 2>/dev/null && wait "$AGENT2_PID" 2>/dev/null
   [ -n "${AGENT3_PID:-}" ] && kill "$AGENT3_PID" 2>/dev/null && wait "$AGENT3_PID" 2>/dev/null
+  [ -n "${AGENT4_PID:-}" ] && kill "$AGENT4_PID" 2>/dev/null && wait "$AGENT4_PID" 2>/dev/null
   stop_cluster
   stop_up
   userdel "$ALICE" 2>/dev/null
@@ -45,6 +48,8 @@ tar -C "$ROOTFS" -czf "$TMP/images/bbox.tar.gz" .
 
 HOME_A="$TMP/alice"
 useradd -M -d "$HOME_A" -s /bin/sh "$ALICE" || { echo "FAIL useradd $ALICE"; exit 1; }
+mkdir -p "$TMP/hook"
+chown "$ALICE" "$TMP/hook"
 mkdir -p "$HOME_A/data"
 echo "input-$$" > "$HOME_A/data/x"
 cp "$TMP/images/bbox.tar.gz" "$HOME_A/mine.tar.gz"
@@ -59,7 +64,8 @@ chmod 644 "$TMP/secret/file"
 # generate), with stand-ins: each GPU's device file (a copy of /dev/null's
 # numbers), a "driver library" to bind in, a variable and a hook (which
 # reads the container's state from its stdin, as OCI hooks do: runc passes
-# on to the task a SIGPIPE it gets from a hook that does not).
+# on to the task a SIGPIPE it gets from a hook that does not; a rootless
+# runtime runs it as the job's user, who may write to the file).
 mkdir -p "$TMP/cdi" "$TMP/driver"
 echo "fake-libcuda-$$" > "$TMP/driver/libcuda.so.1"
 {
@@ -74,7 +80,7 @@ echo "fake-libcuda-$$" > "$TMP/driver/libcuda.so.1"
   echo "  mounts:"
   echo "  - {hostPath: $TMP/driver/libcuda.so.1, containerPath: /usr/lib/libcuda.so.1, options: [ro, nosuid, nodev, bind]}"
   echo "  hooks:"
-  echo "  - {hookName: createRuntime, path: /bin/sh, args: [sh, -c, 'cat > /dev/null; echo ran >> $TMP/hook-ran']}"
+  echo "  - {hookName: createRuntime, path: /bin/sh, args: [sh, -c, 'cat > /dev/null; echo ran >> $TMP/hook/ran']}"
 } > "$TMP/cdi/nvidia.yaml"
 chmod 644 "$TMP/cdi/nvidia.yaml"
 
@@ -116,7 +122,7 @@ finish() {
 # checked.
 # 1. By name from the image folder: the image's files, the user's uid, the
 #    job's folder as the working folder, the job's GPUs and Shoal's variables.
-J1=$(submit -G 2 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u); echo pwd=$(pwd); echo cvd=$CUDA_VISIBLE_DEVICES jobid=$SLURM_JOB_ID; test -e /usr/bin/apt-get && echo host-root-visible; cat data/x')
+J1=$(submit -G 2 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u); echo pwd=$(pwd); echo cvd=$CUDA_VISIBLE_DEVICES jobid=$SLURM_JOB_ID; test -e /usr/bin/apt-get && echo host-root-visible; cat data/x; echo uid_map=$(cat /proc/self/uid_map)')
 # Its GPUs' device files, and no others, are in the container, and the
 # device cgroup lets it open them (ENXIO: no driver behind the stand-ins).
 J_DEV=$(submit -G 2 --container-image=bbox --wrap 'IFS=,; set -- $CUDA_VISIBLE_DEVICES; IFS=" "; echo "gpus=$(ls /dev | grep "^nvidia[0-9]" | tr "\n" " ")want=nvidia$1 nvidia$2 "; cat /dev/nvidia$2 2>&1')
@@ -152,6 +158,8 @@ check "in the job's folder, mounted" 0 "pwd=$HOME_A" -- cat "$TMP/log.$J1"
 check "with its GPUs and Shoal's variables" 0 "cvd=[0-7],[0-7] jobid=$J1" -- cat "$TMP/log.$J1"
 check "home is mounted" 0 "input-$$" -- cat "$TMP/log.$J1"
 check "the host's root is not there" 1 "" -- grep -q host-root-visible "$TMP/log.$J1"
+U_A=$(id -u "$ALICE")
+check "rootless: a user namespace that maps only the user" 0 "uid_map= *$U_A $U_A 1\$" -- cat "$TMP/log.$J1"
 
 finish "$J_DEV" "completed|failed"
 check "only the job's GPU device files are there" 0 'gpus=\(nvidia[0-7] nvidia[0-7] \)want=\1$' -- cat "$TMP/log.$J_DEV"
@@ -161,7 +169,7 @@ finish "$J_CDI" completed
 check "CDI: the job's GPU's device file only" 0 'devs=nvidia-fake\([0-7]\) cvd=\1$' -- cat "$TMP/log.$J_CDI"
 check "CDI: the variables" 0 "cdi=on" -- cat "$TMP/log.$J_CDI"
 check "CDI: the driver's library is bound in" 0 "fake-libcuda-$$" -- cat "$TMP/log.$J_CDI"
-check "CDI: the hooks ran" 0 "ran" -- cat "$TMP/hook-ran"
+check "CDI: the hooks ran" 0 "ran" -- cat "$TMP/hook/ran"
 
 finish "$J_BATCH" completed
 check "a batch script runs in the user's image" 0 "pwd=/in" -- cat "$TMP/log.$J_BATCH"
@@ -212,12 +220,27 @@ check "a mount that climbs is refused at submit" 2 "climbs" -- \
   --listen 127.0.0.1:0 --state-dir "$TMP/agent3" --gpus simulated:dgx-h100 --heartbeat 200ms \
   --label no-runtime --container-runtime /nonexistent/runc > "$TMP/agent3.log" 2>&1 &
 AGENT3_PID=$!
-for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q '^n3 *up' && break; sleep 0.05; done
+# ...and a node whose runtime runs as root (runc, container_rootless = false).
+"$SHOAL" agent --server "$SHOAL_SERVER" --token-file "$SHOAL_STATE_DIR/node.token" --name n4 \
+  --listen 127.0.0.1:0 --state-dir "$TMP/agent4" --gpus simulated:dgx-h100 --heartbeat 200ms \
+  --label root-runtime --container-runtime runc --container-rootless false \
+  --image-dir "$TMP/images" --gpu-device-path "$TMP/dev/nvidia%d" > "$TMP/agent4.log" 2>&1 &
+AGENT4_PID=$!
+for node in n3 n4; do
+  for _ in $(seq 100); do "$SHOAL" nodes 2>/dev/null | grep -q "^$node *up" && break; sleep 0.05; done
+done
 J=$(submit -C no-runtime --container-image=bbox --wrap true)
+J_ROOT=$(submit -C root-runtime -G 1 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u) uid_map=$(cat /proc/self/uid_map); ls /dev | grep "^nvidia[0-7]"; grep CapEff /proc/self/status')
 finish "$J" failed
 check "a missing runtime is the job's failure reason" 0 "runtime '/nonexistent/runc' is not installed" -- cat "$TMP/show.$J"
-kill "$AGENT3_PID" 2>/dev/null && wait "$AGENT3_PID" 2>/dev/null
+finish "$J_ROOT" completed
+check "runc as root runs the image" 0 "ID=shoal-test-image" -- cat "$TMP/log.$J_ROOT"
+check "...the task as the user, in no user namespace" 0 "uid=$U_A uid_map= *0 0 4294967295" -- cat "$TMP/log.$J_ROOT"
+check "...with its GPU's device file" 0 "^nvidia[0-7]\$" -- cat "$TMP/log.$J_ROOT"
+check "...and no capabilities" 0 "CapEff:.0000000000000000" -- cat "$TMP/log.$J_ROOT"
+for pid in "$AGENT3_PID" "$AGENT4_PID"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
 AGENT3_PID=
+AGENT4_PID=
 
 # 5. No privileges in the container: no_new_privs and no capabilities.
 J=$(submit --container-image=bbox --wrap 'grep -E "^(NoNewPrivs|CapEff|CapBnd)" /proc/self/status')
@@ -229,6 +252,8 @@ check "no capabilities" 0 "CapBnd:.0000000000000000" -- cat "$TMP/log.$J"
 J=$(submit --container-image=bbox --wrap 'echo started; sleep 300')
 wait_state "$J" running
 for _ in $(seq 100); do grep -qs started "$HOME_A/slurm-$J.out" && break; sleep 0.05; done
+check "rootless: the runtime runs as the job's user" 0 "^$ALICE\$" -- \
+  sh -c "ps -eo user:32=,args= | grep '[c]run .*shoal-$J\\.' | awk '{print \$1}' | sort -u"
 as_alice cancel "$J" > /dev/null
 wait_state "$J" cancelled
 gone=1

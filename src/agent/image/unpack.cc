@@ -380,6 +380,7 @@ struct Extraction {
   bool oci = false;  // whiteout entries are instructions, not files
   int64_t written_bytes = 0;
   int64_t limit_bytes = 0;
+  std::optional<ImageOwner> owner;  // every entry's owner, else the image's
 };
 
 // Whether an entry is left out: device nodes, FIFOs and sockets (runc
@@ -422,6 +423,10 @@ Status CopyData(archive* in, archive* disk, std::string_view name) {
 
 Status ExtractEntry(archive* in, archive_entry* entry, archive* disk, Extraction& x) {
   Sanitize(entry);
+  if (x.owner) {
+    archive_entry_set_uid(entry, x.owner->uid);
+    archive_entry_set_gid(entry, x.owner->gid);
+  }
   const std::string name(EntryName(entry));
   if (archive_entry_filetype(entry) == AE_IFREG) {
     x.written_bytes += archive_entry_size(entry);
@@ -574,14 +579,17 @@ Status UnpackRootfs(int fd, Extraction& x) {
 }
 
 // Unpacks into `dir` (rootfs, config.json, size).
-Status UnpackInto(int fd, const std::string& dir, int64_t limit_bytes) {
+Status UnpackInto(int fd, const std::string& dir, int64_t limit_bytes,
+                  std::optional<ImageOwner> owner) {
   const std::string rootfs = dir + "/rootfs";
   if (::mkdir(rootfs.c_str(), 0755) != 0) return Internal(ErrnoMessage("mkdir " + rootfs));
   UniqueFd root(::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (root.get() < 0) return Internal(ErrnoMessage("open " + rootfs));
+  if (owner && ::fchown(root.get(), owner->uid, owner->gid) != 0)
+    return Internal(ErrnoMessage("chown " + rootfs));
   Result<ImageKind> kind = DetectKind(fd);
   if (!kind.ok()) return kind.status().WithContext("not an image");
-  Extraction x{.limit_bytes = limit_bytes};
+  Extraction x{.limit_bytes = limit_bytes, .owner = owner};
   ImageConfig config;
   {
     SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<WorkingDirectory> cwd,
@@ -688,7 +696,7 @@ Result<bool> EvictOne(const std::string& cache_dir, const std::string& key) {
 }  // namespace
 
 Status UnpackImage(int fd, const std::string& cache_dir, const std::string& key,
-                   int64_t limit_bytes) {
+                   int64_t limit_bytes, std::optional<ImageOwner> owner) {
   SHOAL_RETURN_IF_ERROR(CheckKey(key));
   SHOAL_RETURN_IF_ERROR(MakeDirs(cache_dir, 0755));
   const ImagePaths paths = PathsOf(cache_dir, key);
@@ -698,7 +706,7 @@ Status UnpackImage(int fd, const std::string& cache_dir, const std::string& key,
   // 0700: the image may be a user's private file; runc (root) needs no more.
   const std::string tmp = fmt::format("{}.tmp-{}", paths.dir, ::getpid());
   if (::mkdir(tmp.c_str(), 0700) != 0) return Internal(ErrnoMessage("mkdir " + tmp));
-  Status status = UnpackInto(fd, tmp, limit_bytes);
+  Status status = UnpackInto(fd, tmp, limit_bytes, owner);
   if (status.ok()) status = Publish(tmp, paths);
   if (!status.ok()) {
     (void)RemoveTree(tmp);  // the error that matters is the unpack's

@@ -12,15 +12,29 @@
 // Archives are hostile input: nothing is written outside the new rootfs
 // (".." and paths through symbolic links are refused, leading '/' dropped),
 // device nodes and FIFOs are skipped (runc makes /dev), whiteouts never
-// follow a symbolic link. Files keep their numeric owners and modes.
+// follow a symbolic link. Files keep their numeric owners and modes, or all
+// become one user's (ImageOwner: an image for a rootless runtime).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
 
 namespace shoal::agent {
+
+// Whose every file and folder of an unpacked image is: a rootless runtime
+// runs as the job's user in a user namespace that maps only that user, in
+// which files of any other owner (root's /etc, /usr) could not be changed
+// even by the runtime and its hooks (a CDI hook's ld.so.cache, the mount
+// points it makes). As enroot unpacks images for pyxis.
+struct ImageOwner {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
 
 // Unpacks the image in `fd` (a seekable regular file; read from offset 0,
 // several times) as <cache_dir>/<key>, unless that is ready already, then
@@ -33,8 +47,9 @@ namespace shoal::agent {
 // Changes the process's working directory while it extracts (libarchive
 // resolves hard links against it): call it from a single-threaded process.
 // Errors name the stage: "not an image: ...", "image layer 2 of 3: ...".
+// With `owner`, every entry is that user's whatever the image records.
 Status UnpackImage(int fd, const std::string& cache_dir, const std::string& key,
-                   int64_t limit_bytes);
+                   int64_t limit_bytes, std::optional<ImageOwner> owner = std::nullopt);
 
 // While the ready images in `cache_dir` (their `size` files) add up to more
 // than `limit_bytes`, removes the least recently used one (by the mtime of

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "agent/launch/image_store.h"
@@ -174,12 +175,13 @@ class UnpackTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  Status Unpack(const std::string& image, const std::string& key, int64_t limit = 1 << 30) {
+  Status Unpack(const std::string& image, const std::string& key, int64_t limit = 1 << 30,
+                std::optional<ImageOwner> owner = std::nullopt) {
     const std::string path = dir_ + "/image-" + key;
     EXPECT_TRUE(WriteFile(path, image, 0644).ok());
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     EXPECT_GE(fd, 0);
-    Status status = UnpackImage(fd, cache_, key, limit);
+    Status status = UnpackImage(fd, cache_, key, limit, owner);
     ::close(fd);
     return status;
   }
@@ -237,6 +239,31 @@ TEST_F(UnpackTest, RootfsTarball) {
   ASSERT_EQ(::stat(paths.dir.c_str(), &dir), 0);
   EXPECT_EQ(dir.st_mode & 0777, 0700u) << "a user's private image stays private";
   EXPECT_EQ(Names(cache_), (std::set<std::string>{"k1", "k1.unpack"})) << "no temporary left";
+}
+
+// For a rootless runtime: every file the user's, whatever the image says
+// (root's /etc included), set-uid bits kept (the container's root is
+// nosuid) but now of the user's own files.
+TEST_F(UnpackTest, AnOwnerTakesEveryFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "SKIP [privilege] setting owners needs root";
+  const std::string image = Tar({{"./", 'd', "", 0755, 0},
+                                 {"./etc/", 'd', "", 0755, 0},
+                                 {"./etc/passwd", 'f', "root:x:0:0::/root:/bin/sh\n", 0644, 0},
+                                 {"./bin/", 'd', "", 0755, 0},
+                                 {"./bin/tool", 'f', "#!/bin/sh\n", 04755, 1234},
+                                 {"./bin/sh", 'l', "tool"}},
+                                /*gzip=*/false);
+  ASSERT_TRUE(Unpack(image, "k1-u4321", 1 << 30, ImageOwner{4321, 4322}).ok());
+  const std::string root = Rootfs("k1-u4321");
+  for (const char* path : {"", "/etc", "/etc/passwd", "/bin", "/bin/tool", "/bin/sh"}) {
+    struct stat st {};
+    ASSERT_EQ(::lstat((root + path).c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_uid, 4321u) << path;
+    EXPECT_EQ(st.st_gid, 4322u) << path;
+  }
+  struct stat tool {};
+  ASSERT_EQ(::stat((root + "/bin/tool").c_str(), &tool), 0);
+  EXPECT_EQ(tool.st_mode & 07777, 04755u);
 }
 
 TEST_F(UnpackTest, OciLayersApplyWhiteoutsWhateverTheirOrder) {

@@ -74,9 +74,13 @@ Json Mount(std::string destination, std::string type, std::string source,
           {"options", std::move(options)}};
 }
 
-Json BaseMounts() {
+Json BaseMounts(bool rootless) {
   Json mounts = Json::array();
-  mounts.push_back(Mount("/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}));
+  // The host's PID namespace: a user namespace may not mount its proc
+  // afresh, only bind it.
+  mounts.push_back(rootless
+                       ? Mount("/proc", "bind", "/proc", {"rbind", "nosuid", "noexec", "nodev"})
+                       : Mount("/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}));
   mounts.push_back(
       Mount("/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"}));
   mounts.push_back(Mount("/dev/pts", "devpts", "devpts",
@@ -116,20 +120,26 @@ Result<ContainerDevice> HostDevice(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode))
     return NotFound(path + " is not a character device");
-  return ContainerDevice{path, major(st.st_rdev), minor(st.st_rdev)};
+  return ContainerDevice{path, major(st.st_rdev), minor(st.st_rdev), ""};
 }
 
 // Runs shoal-image on the open image; its one-line message on failure.
-Status RunImageTool(const ContainerHost& host, const std::string& key, int image_fd) {
+// With `owner` ("UID:GID"), every file is that user's (a rootless runtime).
+Status RunImageTool(const ContainerHost& host, const std::string& key, int image_fd,
+                    const std::string& owner) {
   int err[2];
   if (::pipe2(err, O_CLOEXEC) != 0) return Internal(ErrnoMessage("pipe"));
   const std::string limit = std::to_string(host.cache_mib);
+  std::vector<const char*> argv = {host.image_tool.c_str(), "unpack",     "--cache",
+                                   host.cache_dir.c_str(),  "--key",      key.c_str(),
+                                   "--limit-mib",           limit.c_str()};
+  if (!owner.empty()) argv.insert(argv.end(), {"--owner", owner.c_str()});
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(image_fd, STDIN_FILENO);
     ::dup2(err[1], STDERR_FILENO);
-    ::execl(host.image_tool.c_str(), host.image_tool.c_str(), "unpack", "--cache",
-            host.cache_dir.c_str(), "--key", key.c_str(), "--limit-mib", limit.c_str(), nullptr);
+    ::execv(argv[0], const_cast<char* const*>(argv.data()));
     ::_exit(127);
   }
   ::close(err[1]);
@@ -160,7 +170,7 @@ Status RunImageTool(const ContainerHost& host, const std::string& key, int image
 }  // namespace
 
 std::string RuntimeConfigJson(const RuntimeSpec& s) {
-  Json mounts = BaseMounts();
+  Json mounts = BaseMounts(s.rootless);
   for (const ContainerBind& b : s.binds) {
     std::vector<std::string> options = {"rbind", "nosuid", "nodev"};
     if (b.read_only) options.push_back("ro");
@@ -169,6 +179,12 @@ std::string RuntimeConfigJson(const RuntimeSpec& s) {
   Json devices = Json::array();
   Json allowed = Json::array({{{"allow", false}, {"access", "rwm"}}});
   for (const ContainerDevice& d : s.devices) {
+    if (s.rootless) {
+      // Bound from the host: the step's cgroup fences what may be opened.
+      mounts.push_back(Mount(d.path, "bind", d.host_path.empty() ? d.path : d.host_path,
+                             {"bind", "nosuid", "noexec"}));
+      continue;
+    }
     devices.push_back({{"path", d.path},
                        {"type", "c"},
                        {"major", d.major},
@@ -182,9 +198,13 @@ std::string RuntimeConfigJson(const RuntimeSpec& s) {
                        {"minor", d.minor},
                        {"access", "rwm"}});
   }
+  // Rootless, the groups are those the runtime was started with: a user
+  // namespace may not set them.
+  Json user = {{"uid", s.uid}, {"gid", s.gid}};
+  if (!s.rootless) user["additionalGids"] = s.groups;
   Json process = {
       {"terminal", false},
-      {"user", {{"uid", s.uid}, {"gid", s.gid}, {"additionalGids", s.groups}}},
+      {"user", std::move(user)},
       {"args", s.argv},
       {"env", s.env},
       {"cwd", s.cwd.empty() ? "/" : s.cwd},
@@ -193,15 +213,21 @@ std::string RuntimeConfigJson(const RuntimeSpec& s) {
   };
   Json linux = {
       {"namespaces", Json::array({{{"type", "mount"}}})},
-      {"devices", devices},
-      {"resources", {{"devices", allowed}}},
-      {"cgroupsPath", s.cgroups_path},
       {"maskedPaths",
        {"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
         "/proc/sched_debug", "/proc/scsi", "/sys/firmware"}},
       {"readonlyPaths",
        {"/proc/asound", "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}},
   };
+  if (s.rootless) {
+    linux["namespaces"].push_back({{"type", "user"}});
+    linux["uidMappings"] = Json::array({{{"containerID", s.uid}, {"hostID", s.uid}, {"size", 1}}});
+    linux["gidMappings"] = Json::array({{{"containerID", s.gid}, {"hostID", s.gid}, {"size", 1}}});
+  } else {
+    linux["devices"] = std::move(devices);
+    linux["resources"] = {{"devices", std::move(allowed)}};
+    linux["cgroupsPath"] = s.cgroups_path;
+  }
   for (const CdiEdits::Mount& m : s.cdi_mounts)
     mounts.push_back(Mount(m.container_path, "bind", m.host_path, HardenedBindOptions(m.options)));
   Json config = {{"ociVersion", "1.0.2"},
@@ -259,7 +285,7 @@ std::vector<ContainerDevice> StepGpuDevices(const std::vector<GpuDeviceNode>& no
     if (std::find(denied.begin(), denied.end(), d) != denied.end()) continue;
     devices.push_back({d.gi < 0 ? fmt::format("/dev/nvidia{}", d.index)
                                 : fmt::format("/dev/nvidia-caps/nvidia-cap{}", d.minor),
-                       d.major, d.minor});
+                       d.major, d.minor, ""});
   }
   return devices;
 }
@@ -271,6 +297,7 @@ Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
   if (request.step.pty) return InvalidArgument("--pty does not run in a container yet");
   std::unique_ptr<StepContainer> c(new StepContainer());
   c->request_ = &request;
+  c->rootless_ = request.container.rootless;
   c->dir_ = step_dir + "/ctr";
   c->work_dir_ = work_dir;
   SHOAL_RETURN_IF_ERROR(c->FindRuntime());
@@ -284,8 +311,28 @@ Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
     }
   }
   SHOAL_RETURN_IF_ERROR(c->AddCdiDevices());
+  if (c->rootless()) SHOAL_RETURN_IF_ERROR(c->StageDevices());
   c->cgroups_path_ = RuntimeCgroupPath(request.cgroup, step_name);
   return c;
+}
+
+// A rootless runtime cannot make device files: they are made here, on a
+// tmpfs of their own (the container's root is nodev), for it to bind.
+Status StepContainer::StageDevices() {
+  if (devices_.empty()) return Status::Ok();
+  const std::string dir = dir_ + "/dev";
+  if (::mkdir(dir.c_str(), 0711) != 0) return Internal(ErrnoMessage("mkdir " + dir));
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0711,size=64k") != 0)
+    return Internal(ErrnoMessage("mount tmpfs on " + dir));
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    ContainerDevice& d = devices_[i];
+    d.host_path = fmt::format("{}/{}", dir, i);
+    if (::mknod(d.host_path.c_str(), S_IFCHR | 0666, makedev(d.major, d.minor)) != 0 ||
+        ::chmod(d.host_path.c_str(), 0666) != 0) {
+      return Internal(ErrnoMessage("mknod " + d.host_path));
+    }
+  }
+  return Status::Ok();
 }
 
 // The CDI specs' device files, as the host has them.
@@ -325,6 +372,13 @@ Status StepContainer::FindRuntime() {
                     "container_runtime)",
                     name));
   }
+  // runc runs rootless only with the container's root mapped to the user
+  // (or subordinate ids); Shoal's rootless containers keep the user's uid.
+  if (rootless() && runtime_.substr(runtime_.rfind('/') + 1) == "runc") {
+    return FailedPrecondition(
+        "runc does not run rootless containers here: set the agent's container_runtime to crun, "
+        "or container_rootless to false");
+  }
   return Status::Ok();
 }
 
@@ -351,7 +405,11 @@ Status StepContainer::TakeImage() {
     ::close(fd);
     return FailedPrecondition(fmt::format("container image {}: not a file", file));
   }
-  const std::string key = ImageKey(st);
+  // Rootless, each user has the image unpacked as their own files.
+  const std::string owner =
+      rootless() ? fmt::format("{}:{}", request_->account.uid, request_->account.gid) : "";
+  const std::string key =
+      rootless() ? fmt::format("{}-u{}", ImageKey(st), request_->account.uid) : ImageKey(st);
   const ImagePaths paths = PathsOf(host.cache_dir, key);
   if (::mkdir(host.cache_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     ::close(fd);
@@ -363,7 +421,7 @@ Status StepContainer::TakeImage() {
     return Internal(ErrnoMessage("lock " + paths.lock));
   }
   Status unpacked =
-      ::access(paths.ready.c_str(), F_OK) == 0 ? Status::Ok() : RunImageTool(host, key, fd);
+      ::access(paths.ready.c_str(), F_OK) == 0 ? Status::Ok() : RunImageTool(host, key, fd, owner);
   ::close(fd);
   if (!unpacked.ok()) return unpacked.WithContext("container image " + image);
   ::utimensat(AT_FDCWD, paths.ready.c_str(), nullptr, 0);  // recently used: evicted last
@@ -385,13 +443,23 @@ Status StepContainer::MountRoot() {
     return Internal(ErrnoMessage("mkdir " + dir_));
   const int64_t mib =
       request_->step.memory_mib > 0 ? request_->step.memory_mib : kDefaultOverlayMib;
-  const std::string tmpfs_options = fmt::format("mode=0700,size={}m", mib);
+  // Rootless, the runtime (the user) passes through to the root, the
+  // staged mounts and the bundles, and keeps its state in a folder of its
+  // own. Only the supervisor and its children see this tmpfs.
+  const std::string tmpfs_options =
+      fmt::format("mode={},size={}m", rootless() ? "0711" : "0700", mib);
   if (::mount("tmpfs", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_options.c_str()) != 0)
     return Internal(ErrnoMessage("mount tmpfs on " + dir_));
   for (const char* sub : {"upper", "work", "root", "mnt", "state"}) {
     const std::string path = dir_ + "/" + sub;
-    if (::mkdir(path.c_str(), 0700) != 0) return Internal(ErrnoMessage("mkdir " + path));
+    const bool passed = rootless() && std::string_view(sub) == "mnt";
+    if (::mkdir(path.c_str(), passed ? 0711 : 0700) != 0)
+      return Internal(ErrnoMessage("mkdir " + path));
   }
+  const UserAccount& user = request_->account;
+  if (rootless() && ::chown((dir_ + "/state").c_str(), user.uid, user.gid) != 0)
+    return Internal(ErrnoMessage("chown " + dir_ + "/state"));
+  if (rootless()) SHOAL_RETURN_IF_ERROR(HideCgroupV2());
   // The overlay's root takes its owner and mode from the upper folder's:
   // give it the image's.
   struct stat image_root {};
@@ -406,6 +474,22 @@ Status StepContainer::MountRoot() {
   if (::mount("overlay", (dir_ + "/root").c_str(), "overlay", MS_NOSUID | MS_NODEV,
               overlay.c_str()) != 0) {
     return Internal(ErrnoMessage("mount the image's overlay"));
+  }
+  return Status::Ok();
+}
+
+// crun refuses the hybrid cgroup layout (v1 controllers beside a v2
+// hierarchy that holds one, such as hugetlb), even with no cgroup manager.
+// Shoal uses the v1 hierarchies there; the runtime is shown an empty folder
+// where the v2 one is, in this mount namespace only.
+Status StepContainer::HideCgroupV2() {
+  constexpr char kUnified[] = "/sys/fs/cgroup/unified";
+  if (request_->cgroup.version == CgroupVersion::kV2) return Status::Ok();
+  Result<std::string> controllers = ReadFile(std::string(kUnified) + "/cgroup.controllers");
+  if (!controllers.ok() || Trim(*controllers).empty()) return Status::Ok();
+  if (::mount("tmpfs", kUnified, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=0555,size=4k") != 0) {
+    return Internal(ErrnoMessage(std::string("hide ") + kUnified));
   }
   return Status::Ok();
 }
@@ -474,26 +558,33 @@ Result<std::vector<std::string>> StepContainer::TaskCommand(
   s.cwd = !spec.work_dir.empty() ? spec.work_dir : work_dir_mounted_ ? work_dir_ : image_work_dir_;
   s.binds = binds_;
   s.devices = devices_;
-  // Each task in a cgroup of its own below the step's (whose limits and
-  // device fence hold for it): the runtime empties it when the task ends.
+  s.rootless = rootless();
+  // As root, each task in a cgroup of its own below the step's (whose
+  // limits and device fence hold for it): the runtime empties it when the
+  // task ends. Rootless, the task is in the step's own cgroup already.
   s.cgroups_path = fmt::format("{}/task{}", cgroups_path_, rank);
   const std::string bundle = fmt::format("{}/task{}", dir_, rank);
-  if (::mkdir(bundle.c_str(), 0700) != 0 && errno != EEXIST)
+  if (::mkdir(bundle.c_str(), s.rootless ? 0711 : 0700) != 0 && errno != EEXIST)
     return Internal(ErrnoMessage("mkdir " + bundle));
-  SHOAL_RETURN_IF_ERROR(WriteFile(bundle + "/config.json", RuntimeConfigJson(s), 0600));
-  const StepRequest& step = request_->step;
   // The runtime's own warnings go to a log beside the bundle, not into the
   // job's output; why a task could not start still reaches its stderr.
-  return std::vector<std::string>{
-      runtime_,
-      "--root",
-      dir_ + "/state",
-      "--log",
-      bundle + "/runtime.log",
-      "run",
-      "--bundle",
-      bundle,
-      fmt::format("shoal-{}.{}.{}.{}", step.job, step.epoch, step.step, rank)};
+  const std::string config = bundle + "/config.json";
+  const std::string log = bundle + "/runtime.log";
+  SHOAL_RETURN_IF_ERROR(WriteFile(config, RuntimeConfigJson(s), 0600));
+  if (s.rootless) {
+    SHOAL_RETURN_IF_ERROR(WriteFile(log, "", 0600));
+    for (const std::string& file : {config, log}) {
+      if (::chown(file.c_str(), user.uid, user.gid) != 0)
+        return Internal(ErrnoMessage("chown " + file));
+    }
+  }
+  const StepRequest& step = request_->step;
+  std::vector<std::string> command = {runtime_, "--root", dir_ + "/state", "--log", log};
+  if (s.rootless) command.push_back("--cgroup-manager=disabled");
+  command.insert(command.end(),
+                 {"run", "--bundle", bundle,
+                  fmt::format("shoal-{}.{}.{}.{}", step.job, step.epoch, step.step, rank)});
+  return command;
 }
 
 }  // namespace shoal::agent

@@ -12,12 +12,19 @@
 //    opened with the job user's rights and staged under a root-only folder,
 //    so that the runtime (root) binds what the user could reach when it was
 //    checked, whatever the user swaps into the path after;
-//  - each task runs under the OCI runtime (runc) with a config of its own:
-//    the user's uid, gids and no capabilities (no_new_privs), the job's GPU
-//    device files and no other, a cgroup of its own below the step's (runc
-//    kills what is left in it when the task ends), the host's network, PID
-//    and IPC namespaces (as pyxis runs containers, so that NCCL, MPI and
-//    signals work as they do outside).
+//  - each task runs under the OCI runtime with a config of its own: the
+//    user's uid, gids and no capabilities (no_new_privs), the job's GPU
+//    device files and no other, the host's network, PID and IPC namespaces
+//    (as pyxis runs containers, so that NCCL, MPI and signals work as they
+//    do outside);
+//  - rootless (the node's default, ContainerHost::rootless): the runtime
+//    (crun) runs as the job's user, in a user namespace that maps only that
+//    user, with no cgroup manager: Shoal puts the task in the step's cgroup
+//    (its limits and device fence) before the runtime starts, and unpacks
+//    the image as the user's (so the runtime can make its mount points);
+//  - otherwise the runtime (runc) runs as root and puts each task in a
+//    cgroup of its own below the step's (runc kills what is left in it when
+//    the task ends), with an allow list of the job's devices.
 #pragma once
 
 #include <sys/types.h>
@@ -44,10 +51,16 @@ struct ContainerDevice {
   std::string path;  // in the container
   unsigned major = 0;
   unsigned minor = 0;
+  std::string host_path;  // rootless: the file the runtime binds (StageDevices)
 };
 
 // One task's OCI runtime configuration, before it is JSON.
 struct RuntimeSpec {
+  // Rootless: a user namespace that maps only the job's user (uid and gid to
+  // themselves), the device files bound from the host (no mknod there) and
+  // no cgroups (the task is already in the step's). Otherwise the runtime is
+  // root: it makes the device files and the task's cgroup.
+  bool rootless = false;
   std::string root;  // the container's root folder on the host
   uid_t uid = 0;
   gid_t gid = 0;
@@ -97,6 +110,8 @@ class StepContainer {
                                                         const std::vector<std::string>& step_files);
   ~StepContainer();
 
+  bool rootless() const { return rootless_; }
+
   // Writes task `rank`'s bundle; returns the command line that runs it.
   Result<std::vector<std::string>> TaskCommand(int rank, const std::vector<std::string>& task_env,
                                                const std::vector<std::string>& shoal_env,
@@ -107,11 +122,14 @@ class StepContainer {
   Status FindRuntime();
   Status TakeImage();
   Status MountRoot();
+  Status HideCgroupV2();
   Status StageBinds(const std::vector<std::string>& step_files);
   Status AddCdiDevices();
+  Status StageDevices();
 
   const SupervisorRequest* request_ = nullptr;
-  std::string dir_;  // <step>/ctr: a tmpfs in the supervisor's mount namespace
+  bool rootless_ = false;  // ContainerHost::rootless
+  std::string dir_;        // <step>/ctr: a tmpfs in the supervisor's mount namespace
   std::string work_dir_;
   bool work_dir_mounted_ = false;
   std::string runtime_;

@@ -20,7 +20,7 @@ TEST(ContainerTest, RuntimeConfigRunsTheUserWithoutPrivileges) {
   s.cwd = "/home/alice/run";
   s.binds = {{"/steps/7.1/ctr/mnt/0", "/home/alice", false},
              {"/steps/7.1/ctr/mnt/1", "/data", true}};
-  s.devices = {{"/dev/nvidia2", 195, 2}, {"/dev/nvidiactl", 195, 255}};
+  s.devices = {{"/dev/nvidia2", 195, 2, ""}, {"/dev/nvidiactl", 195, 255, ""}};
   s.cgroups_path = "/shoal/ab12/7.1";
   s.cdi_mounts = {{"/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", {"ro", "bind"}}};
   s.hooks = {{"createContainer", "/usr/bin/nvidia-ctk", {"nvidia-ctk", "hook"}, {}}};
@@ -61,6 +61,42 @@ TEST(ContainerTest, RuntimeConfigRunsTheUserWithoutPrivileges) {
   }
   EXPECT_TRUE(home);
   EXPECT_TRUE(data_ro);
+}
+
+// Rootless: a user namespace mapping the user (and no one else) to
+// themselves, no groups to set, proc and devices bound from the host side,
+// no cgroups (the task is in the step's already).
+TEST(ContainerTest, RootlessConfigMapsOnlyTheUser) {
+  RuntimeSpec s;
+  s.rootless = true;
+  s.root = "/steps/7.1/ctr/root";
+  s.uid = 1001;
+  s.gid = 1002;
+  s.groups = {1002, 27};
+  s.argv = {"/bin/true"};
+  s.devices = {{"/dev/nvidia2", 195, 2, "/steps/7.1/ctr/dev/0"}};
+  s.cgroups_path = "/shoal/ab12/7.1/task0";
+  const Json j = Json::parse(RuntimeConfigJson(s));
+  const Json& linux = j["linux"];
+  EXPECT_EQ(linux["namespaces"], Json::parse(R"([{"type":"mount"},{"type":"user"}])"));
+  EXPECT_EQ(linux["uidMappings"], Json::parse(R"([{"containerID":1001,"hostID":1001,"size":1}])"));
+  EXPECT_EQ(linux["gidMappings"], Json::parse(R"([{"containerID":1002,"hostID":1002,"size":1}])"));
+  EXPECT_FALSE(linux.contains("cgroupsPath"));
+  EXPECT_FALSE(linux.contains("resources"));
+  EXPECT_FALSE(linux.contains("devices"));
+  EXPECT_FALSE(j["process"]["user"].contains("additionalGids"));
+  EXPECT_EQ(j["process"]["user"]["uid"], 1001);
+  EXPECT_TRUE(j["process"]["noNewPrivileges"].get<bool>());
+  bool proc_bound = false, gpu_bound = false;
+  for (const Json& m : j["mounts"]) {
+    const auto options = m["options"].get<std::vector<std::string>>();
+    const bool nosuid = std::find(options.begin(), options.end(), "nosuid") != options.end();
+    if (m["destination"] == "/proc") proc_bound = m["type"] == "bind" && m["source"] == "/proc";
+    if (m["destination"] == "/dev/nvidia2")
+      gpu_bound = m["source"] == "/steps/7.1/ctr/dev/0" && nosuid;
+  }
+  EXPECT_TRUE(proc_bound);
+  EXPECT_TRUE(gpu_bound);
 }
 
 TEST(ContainerTest, ImageVariablesYieldToShoalsAndTheNamedOnes) {

@@ -113,6 +113,7 @@ void DecodeContainer(const Json& j, SupervisorRequest& r) {
   spec.mount_home = c.at("mount_home").get<bool>();
   const Json& h = j.at("container_host");
   r.container.runtime = h.at("runtime").get<std::string>();
+  r.container.rootless = h.at("rootless").get<bool>();
   r.container.image_dir = h.at("image_dir").get<std::string>();
   r.container.cache_dir = h.at("cache_dir").get<std::string>();
   r.container.cache_mib = h.at("cache_mib").get<int64_t>();
@@ -226,11 +227,9 @@ std::string EncodeRequest(const SupervisorRequest& request) {
   if (!s.container.image.empty()) {
     j["container"] = ContainerJson(s.container);
     const ContainerHost& h = request.container;
-    j["container_host"] = {{"runtime", h.runtime},
-                           {"image_dir", h.image_dir},
-                           {"cache_dir", h.cache_dir},
-                           {"cache_mib", h.cache_mib},
-                           {"image_tool", h.image_tool}};
+    j["container_host"] = {{"runtime", h.runtime},     {"rootless", h.rootless},
+                           {"image_dir", h.image_dir}, {"cache_dir", h.cache_dir},
+                           {"cache_mib", h.cache_mib}, {"image_tool", h.image_tool}};
     j["cdi"] = CdiJson(request.cdi);
   }
   return j.dump();

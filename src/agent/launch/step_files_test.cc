@@ -55,7 +55,8 @@ TEST(StepFiles, RequestRoundTrip) {
   EXPECT_TRUE(back->step.container.image.empty());
 
   r.step.container = {"/images/bb.tar", {{"/data", "/in", true}}, "/w", {"PATH"}, false};
-  r.container = {"crun", "/srv/images", "/var/cache/shoal", 1024, "/opt/shoal/shoal-image", {}};
+  r.container = {"runc", false, "/srv/images", "/var/cache/shoal", 1024, "/opt/shoal/shoal-image",
+                 {}};
   r.cdi.devices = {{"/dev/nvidia0", ""}};
   r.cdi.mounts = {{"/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so.1", {"ro", "bind"}}};
   r.cdi.env = {"NVIDIA_VISIBLE_DEVICES=void"};
@@ -63,7 +64,8 @@ TEST(StepFiles, RequestRoundTrip) {
   back = DecodeRequest(EncodeRequest(r));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->step.container, r.step.container);
-  EXPECT_EQ(back->container.runtime, "crun");
+  EXPECT_EQ(back->container.runtime, "runc");
+  EXPECT_FALSE(back->container.rootless);
   EXPECT_EQ(back->container.image_dir, "/srv/images");
   EXPECT_EQ(back->container.cache_dir, "/var/cache/shoal");
   EXPECT_EQ(back->container.cache_mib, 1024);

@@ -187,9 +187,14 @@ struct CdiEdits {
 
 // What this node offers jobs that run in a container (docs/containers.md).
 struct ContainerHost {
-  // An OCI runtime's command: runc, or crun (which refuses hosts with the
-  // hybrid cgroup layout). Run as root; the job's processes are the user's.
-  std::string runtime = "runc";
+  // An OCI runtime's command. Rootless (the default): crun, run as the
+  // job's user in a user namespace that maps only that user, the task in
+  // the step's cgroup (joined by Shoal before the runtime starts), the
+  // image unpacked as the user's. Otherwise (rootless = false) run as root
+  // with the job's processes the user's: runc, or crun where the cgroup
+  // layout suits it (docs/containers.md).
+  std::string runtime = "crun";
+  bool rootless = true;
   std::string image_dir = "/var/lib/shoal/images";  // where image names are found
   std::string cache_dir;                            // unpacked images; empty: <state_dir>/images
   int64_t cache_mib = 20480;                        // the cache's size limit

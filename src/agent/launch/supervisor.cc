@@ -271,14 +271,14 @@ class Supervisor {
 
     cgroup_.emplace(request_.cgroup, name_);
     if (cgroup_->enabled()) {
-      // In a container the runtime fences the devices itself, with an
-      // allow list on each task's cgroup below this one, which v1 refuses
-      // under a parent with exceptions of its own.
-      const bool container = !step.container.image.empty();
+      // A runtime run as root fences the devices itself, with an allow
+      // list on each task's cgroup below this one, which v1 refuses under a
+      // parent with exceptions of its own.
+      const bool root_runtime = !step.container.image.empty() && !request_.container.rootless;
       Status created =
           cgroup_->Create(step.cpu_milli, step.memory_mib,
-                          container ? std::vector<GpuDeviceNode>{}
-                                    : DeniedGpus(request_.gpu_devices, FencedGpusOf(step)));
+                          root_runtime ? std::vector<GpuDeviceNode>{}
+                                       : DeniedGpus(request_.gpu_devices, FencedGpusOf(step)));
       if (!created.ok()) return created.WithContext("cgroup");
     }
     if (!step.container.image.empty()) return PrepareContainer(step, hostfile);
@@ -375,10 +375,11 @@ class Supervisor {
     if (::setsid() < 0) fail(ChildStage::kSession);
     char pid_text[24];
     const size_t pid_length = FormatPid(::getpid(), pid_text);
-    // A container's runtime puts the task in a cgroup of its own below the
+    // A runtime run as root puts the task in a cgroup of its own below the
     // step's, and must not be in the cgroup it empties when the task ends.
-    for (const std::string& file :
-         plan.runtime_argv.empty() ? cgroup_->JoinFiles() : kNoCgroupFiles) {
+    const bool in_container = !plan.runtime_argv.empty();
+    const bool root_runtime = in_container && !request_.container.rootless;
+    for (const std::string& file : root_runtime ? kNoCgroupFiles : cgroup_->JoinFiles()) {
       int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd < 0 || ::write(fd, pid_text, pid_length) < 0) fail(ChildStage::kCgroup);
       ::close(fd);
@@ -392,11 +393,10 @@ class Supervisor {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0) fail(ChildStage::kStdin);
-    const bool in_container = !plan.runtime_argv.empty();
     if (drop_privileges_) {
       const UserAccount& user = request_.account;
       if (::setgroups(user.groups.size(), user.groups.data()) != 0) fail(ChildStage::kGroups);
-      if (in_container) {
+      if (root_runtime) {
         // The runtime runs as root; the files below are still opened with
         // the user's rights (file-system ids), and the task is the user's.
         ::setfsgid(user.gid);
@@ -420,7 +420,7 @@ class Supervisor {
       if (err < 0 || ::dup2(err, STDERR_FILENO) < 0) fail(ChildStage::kStderr);
     }
     if (in_container) {
-      if (drop_privileges_) {
+      if (root_runtime && drop_privileges_) {
         ::setfsuid(0);
         ::setfsgid(0);
         if (::setgroups(0, nullptr) != 0) fail(ChildStage::kGroups);
