@@ -45,6 +45,13 @@ echo "ID=shoal-test-image" > "$ROOTFS/etc/os-release"
 chmod 1777 "$ROOTFS/tmp"
 mkdir -p "$TMP/images"
 tar -C "$ROOTFS" -czf "$TMP/images/bbox.tar.gz" .
+# A hostile image: its /etc/passwd and /etc/group lead to host files (the
+# agent, root, adds the job's user to them: it must stay in the image).
+echo "victim-$$" > "$TMP/victim"
+cp -a "$ROOTFS" "$TMP/evil"
+ln -s "$TMP/victim" "$TMP/evil/etc/passwd"
+ln -s "../../../../../../../..$TMP/victim" "$TMP/evil/etc/group"
+tar -C "$TMP/evil" -czf "$TMP/images/evil.tar.gz" .
 
 HOME_A="$TMP/alice"
 useradd -M -d "$HOME_A" -s /bin/sh "$ALICE" || { echo "FAIL useradd $ALICE"; exit 1; }
@@ -122,7 +129,7 @@ finish() {
 # checked.
 # 1. By name from the image folder: the image's files, the user's uid, the
 #    job's folder as the working folder, the job's GPUs and Shoal's variables.
-J1=$(submit -G 2 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u); echo pwd=$(pwd); echo cvd=$CUDA_VISIBLE_DEVICES jobid=$SLURM_JOB_ID; test -e /usr/bin/apt-get && echo host-root-visible; cat data/x; echo uid_map=$(cat /proc/self/uid_map)')
+J1=$(submit -G 2 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u); echo pwd=$(pwd); echo cvd=$CUDA_VISIBLE_DEVICES jobid=$SLURM_JOB_ID; test -e /usr/bin/apt-get && echo host-root-visible; cat data/x; echo uid_map=$(cat /proc/self/uid_map); echo me=$(id -un) group=$(id -gn)')
 # Its GPUs' device files, and no others, are in the container, and the
 # device cgroup lets it open them (ENXIO: no driver behind the stand-ins).
 J_DEV=$(submit -G 2 --container-image=bbox --wrap 'IFS=,; set -- $CUDA_VISIBLE_DEVICES; IFS=" "; echo "gpus=$(ls /dev | grep "^nvidia[0-9]" | tr "\n" " ")want=nvidia$1 nvidia$2 "; cat /dev/nvidia$2 2>&1')
@@ -159,6 +166,7 @@ check "with its GPUs and Shoal's variables" 0 "cvd=[0-7],[0-7] jobid=$J1" -- cat
 check "home is mounted" 0 "input-$$" -- cat "$TMP/log.$J1"
 check "the host's root is not there" 1 "" -- grep -q host-root-visible "$TMP/log.$J1"
 U_A=$(id -u "$ALICE")
+check "the user has a name in the image" 0 "me=$ALICE group=$(id -gn "$ALICE")" -- cat "$TMP/log.$J1"
 check "rootless: a user namespace that maps only the user" 0 "uid_map= *$U_A $U_A 1\$" -- cat "$TMP/log.$J1"
 
 finish "$J_DEV" "completed|failed"
@@ -175,6 +183,7 @@ finish "$J_BATCH" completed
 check "a batch script runs in the user's image" 0 "pwd=/in" -- cat "$TMP/log.$J_BATCH"
 check "a read-only mount stays read-only" 0 "read-only-holds" -- cat "$TMP/log.$J_BATCH"
 check "the container's root is writable where the image lets the user" 0 "root-writable" -- cat "$TMP/log.$J_BATCH"
+J_EVIL=$(submit --container-image=evil --wrap 'echo ran-evil')
 # ...but what a job writes there is its own: the next job sees the image.
 J=$(submit --container-image="$HOME_A/mine.tar.gz" --wrap 'test -e /tmp/mine && echo leaked || echo clean')
 finish "$J_SRUN" completed
@@ -183,6 +192,9 @@ check "...every task of it" 0 "step-rank=0" -- cat "$TMP/log.$J_SRUN"
 check "...with its mounts" 0 "input-$$" -- cat "$TMP/log.$J_SRUN"
 finish "$J" completed
 check "writes do not reach the cached image" 0 "clean" -- cat "$TMP/log.$J"
+finish "$J_EVIL" completed
+check "an image whose /etc/passwd leads out still runs" 0 "ran-evil" -- cat "$TMP/log.$J_EVIL"
+check "...and the host file it leads to is untouched" 0 "" -- test "$(cat "$TMP/victim")" = "victim-$$"
 
 # 3. Two nodes, one image (`shoal run`: a job whose command is every
 #    task's): each task runs in it and gets the torch variables.

@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -290,6 +292,27 @@ std::vector<ContainerDevice> StepGpuDevices(const std::vector<GpuDeviceNode>& no
   return devices;
 }
 
+UserEntries MissingUserEntries(std::string_view passwd, std::string_view group,
+                               const UserAccount& user, const std::string& group_name) {
+  // Field `index` of each line (name:x:id:...), as the file has them.
+  auto has = [](std::string_view file, size_t index, std::string_view value) {
+    for (std::string_view line : Split(file, '\n')) {
+      std::vector<std::string_view> fields = Split(line, ':');
+      if (fields.size() > index && fields[index] == value) return true;
+    }
+    return false;
+  };
+  UserEntries out;
+  const std::string uid = std::to_string(user.uid);
+  const std::string gid = std::to_string(user.gid);
+  if (!has(passwd, 0, user.name) && !has(passwd, 2, uid)) {
+    out.passwd = fmt::format("{}:x:{}:{}:{}:{}:/bin/sh\n", user.name, uid, gid, user.name,
+                             user.home.empty() ? "/" : user.home);
+  }
+  if (!has(group, 2, gid)) out.group = fmt::format("{}:x:{}:\n", group_name, gid);
+  return out;
+}
+
 Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
     const SupervisorRequest& request, const std::string& step_dir, const std::string& step_name,
     const std::string& work_dir, const std::vector<std::string>& step_files) {
@@ -303,6 +326,7 @@ Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
   SHOAL_RETURN_IF_ERROR(c->FindRuntime());
   SHOAL_RETURN_IF_ERROR(c->TakeImage());
   SHOAL_RETURN_IF_ERROR(c->MountRoot());
+  c->AddUserEntries();
   SHOAL_RETURN_IF_ERROR(c->StageBinds(step_files));
   c->devices_ = StepGpuDevices(request.gpu_devices, FencedGpusOf(request.step));
   if (!c->devices_.empty()) {
@@ -476,6 +500,63 @@ Status StepContainer::MountRoot() {
     return Internal(ErrnoMessage("mount the image's overlay"));
   }
   return Status::Ok();
+}
+
+namespace {
+
+// Opens `path` inside the tree at `root` as if it were "/": its symbolic
+// links and ".." never lead out of it, nor onto another mount (an image
+// is untrusted, and this runs as root).
+int OpenInRoot(int root, const char* path, int flags) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
+  how.mode = (flags & O_CREAT) != 0 ? 0644 : 0;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  return static_cast<int>(::syscall(SYS_openat2, root, path, &how, sizeof how));
+}
+
+// Appends `text` to the regular file `path` in the container's root,
+// made if missing (in the step's overlay: the cache never sees it), unless
+// `wanted(contents)` is empty. Best effort: an image without /etc gets
+// nothing.
+template <typename Wanted>
+void AppendInRoot(int root, const char* path, Wanted&& wanted) {
+  const int fd = OpenInRoot(root, path, O_RDWR | O_APPEND | O_CREAT | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return;
+  struct stat st {};
+  constexpr off_t kMaxBytes = 16 << 20;
+  std::string contents;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMaxBytes) {
+    contents.resize(static_cast<size_t>(st.st_size));
+    const ssize_t n = ::pread(fd, contents.data(), contents.size(), 0);
+    contents.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    std::string text = wanted(contents);
+    if (!contents.empty() && contents.back() != '\n' && !text.empty()) text.insert(0, "\n");
+    // One write: O_APPEND puts it at the end whole.
+    if (!text.empty() && ::write(fd, text.data(), text.size()) < 0) contents.clear();
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+void StepContainer::AddUserEntries() const {
+  const UserAccount& user = request_->account;
+  const int root = ::open((dir_ + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return;
+  std::string group_name = user.name;
+  std::vector<char> buffer(16384);
+  group grp{};
+  group* found = nullptr;
+  if (::getgrgid_r(user.gid, &grp, buffer.data(), buffer.size(), &found) == 0 && found != nullptr)
+    group_name = found->gr_name;
+  AppendInRoot(root, "/etc/passwd", [&](const std::string& passwd) {
+    return MissingUserEntries(passwd, "", user, group_name).passwd;
+  });
+  AppendInRoot(root, "/etc/group", [&](const std::string& groups) {
+    return MissingUserEntries("", groups, user, group_name).group;
+  });
+  ::close(root);
 }
 
 // crun refuses the hybrid cgroup layout (v1 controllers beside a v2

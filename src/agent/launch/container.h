@@ -97,6 +97,17 @@ std::string RuntimeCgroupPath(const CgroupLayout& layout, const std::string& ste
 std::vector<ContainerDevice> StepGpuDevices(const std::vector<GpuDeviceNode>& node_gpus,
                                             const std::vector<FencedGpu>& given);
 
+// What an image's /etc/passwd and /etc/group lack for the job's user to
+// have a name inside (whoami, Python's getpass, ssh, as enroot adds it):
+// a line for the user unless `passwd` has their name or uid, one for their
+// group unless `group` has its gid. Pure.
+struct UserEntries {
+  std::string passwd;
+  std::string group;
+};
+UserEntries MissingUserEntries(std::string_view passwd, std::string_view group,
+                               const UserAccount& user, const std::string& group_name);
+
 class StepContainer {
  public:
   // Everything the tasks share: the runtime, the image, the mount namespace
@@ -123,6 +134,7 @@ class StepContainer {
   Status TakeImage();
   Status MountRoot();
   Status HideCgroupV2();
+  void AddUserEntries() const;
   Status StageBinds(const std::vector<std::string>& step_files);
   Status AddCdiDevices();
   Status StageDevices();

@@ -99,6 +99,29 @@ TEST(ContainerTest, RootlessConfigMapsOnlyTheUser) {
   EXPECT_TRUE(gpu_bound);
 }
 
+TEST(ContainerTest, TheUserGetsANameInTheImageUnlessItHasOne) {
+  UserAccount alice;
+  alice.name = "alice";
+  alice.uid = 1001;
+  alice.gid = 1002;
+  alice.home = "/home/alice";
+  const std::string passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n";
+  const std::string group = "root:x:0:\n";
+  UserEntries e = MissingUserEntries(passwd, group, alice, "physics");
+  EXPECT_EQ(e.passwd, "alice:x:1001:1002:alice:/home/alice:/bin/sh\n");
+  EXPECT_EQ(e.group, "physics:x:1002:\n");
+  // An image that has the uid (or the name, or the gid) keeps its own line.
+  e = MissingUserEntries(passwd + "ubuntu:x:1001:1001::/home/ubuntu:/bin/bash\n",
+                         group + "staff:x:1002:\n", alice, "physics");
+  EXPECT_EQ(e.passwd, "");
+  EXPECT_EQ(e.group, "");
+  EXPECT_EQ(MissingUserEntries("alice:x:5:5::/:/bin/sh", "", alice, "physics").passwd, "");
+  // No home: "/".
+  alice.home.clear();
+  EXPECT_EQ(MissingUserEntries("", "", alice, "physics").passwd,
+            "alice:x:1001:1002:alice:/:/bin/sh\n");
+}
+
 TEST(ContainerTest, ImageVariablesYieldToShoalsAndTheNamedOnes) {
   const std::vector<std::string> task = {"PATH=/usr/bin:/bin", "HOME=/home/alice",
                                          "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=0,1",
