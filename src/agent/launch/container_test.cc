@@ -100,11 +100,8 @@ TEST(ContainerTest, RootlessConfigMapsOnlyTheUser) {
 }
 
 TEST(ContainerTest, TheUserGetsANameInTheImageUnlessItHasOne) {
-  UserAccount alice;
-  alice.name = "alice";
-  alice.uid = 1001;
-  alice.gid = 1002;
-  alice.home = "/home/alice";
+  UserAccount alice{
+      .name = "alice", .uid = 1001, .gid = 1002, .home = "/home/alice", .shell = "", .groups = {}};
   const std::string passwd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n";
   const std::string group = "root:x:0:\n";
   UserEntries e = MissingUserEntries(passwd, group, alice, "physics");
