@@ -67,7 +67,9 @@ Status DescribeStepGpus(StepRequest& step, const std::vector<GpuDevice>& devices
     }
     step.gpu_units.push_back(
         {.fence = {.device = d->device, .gi = d->mig_gi, .ci = d->mig_ci},
-         .cuda_name = d->mig_profile.empty() ? std::to_string(d->device) : d->uuid});
+         .cuda_name = d->mig_profile.empty() ? std::to_string(d->device) : d->uuid,
+         .uuid = d->uuid,
+         .mig_index = d->mig_index});
   }
   return Status::Ok();
 }

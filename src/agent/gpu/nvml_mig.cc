@@ -129,6 +129,7 @@ Result<std::vector<MigDevice>> ListMigDevices(const NvmlApi& api, nvmlDevice_t g
   std::vector<MigDevice> out;
   for (unsigned i = 0; i < max; ++i) {
     MigDevice m;
+    m.index = static_cast<int>(i);
     rc = CallOptional(api.nvmlDeviceGetMigDeviceHandleByIndex, gpu, i, &m.handle);
     if (rc == NVML_ERROR_NOT_FOUND) continue;
     if (rc != NVML_SUCCESS) return Failure(api, "nvmlDeviceGetMigDeviceHandleByIndex", rc);

@@ -19,6 +19,7 @@ struct MigDevice {
   int64_t memory_mib = 0;
   int gi = 0;
   int ci = 0;
+  int index = 0;        // its nvmlDeviceGetMigDeviceHandleByIndex index
   std::string profile;  // "1g.10gb", "1c.3g.40gb"
   double share = 0;     // its compute slices' share of the GPU's
 };

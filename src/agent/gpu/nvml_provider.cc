@@ -216,6 +216,7 @@ class NvmlProvider final : public GpuProvider {
         slice.mig_profile = m.profile;
         slice.mig_gi = m.gi;
         slice.mig_ci = m.ci;
+        slice.mig_index = m.index;
         units_.push_back({.device = i, .mig = m.handle, .share = m.share});
         out.push_back(std::move(slice));
       }

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -512,8 +513,16 @@ TEST_F(NvmlProviderTest, MigDevicesAreGpusOfTheirOwn) {
   EXPECT_EQ((*devices)[2].mig_profile, "2g.20gb");
   EXPECT_EQ((*devices)[3].mig_profile, "2g.20gb");
   EXPECT_NE((*devices)[2].mig_gi, (*devices)[3].mig_gi);
+  // Each slice's NVML MIG index (nvidia-ctk's CDI names them by it).
+  std::set<int> mig_indices;
+  for (int i : {1, 2, 3}) {
+    EXPECT_GE((*devices)[i].mig_index, 0);
+    mig_indices.insert((*devices)[i].mig_index);
+  }
+  EXPECT_EQ(mig_indices.size(), 3u);
   EXPECT_EQ((*devices)[4].device, 2);
   EXPECT_TRUE((*devices)[4].mig_profile.empty());
+  EXPECT_EQ((*devices)[4].mig_index, -1);
   for (size_t i = 0; i < devices->size(); ++i)
     EXPECT_EQ((*devices)[i].index, static_cast<int>(i));
 

@@ -36,6 +36,10 @@ struct GpuDevice {
   std::string mig_profile;
   int mig_gi = -1;
   int mig_ci = -1;
+  // A slice's index among its GPU's MIG devices (NVML's
+  // nvmlDeviceGetMigDeviceHandleByIndex; the NVIDIA container toolkit names
+  // its CDI device "<device>:<mig_index>").
+  int mig_index = -1;
   double power_limit_w = 0;
   double temperature_limit_c = 0;  // slowdown threshold; 0: unknown
   std::string driver_version;      // "550.54.15"; empty: unknown

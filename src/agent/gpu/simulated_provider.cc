@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string_view>
 #include <utility>
 
@@ -188,6 +189,7 @@ Status SimulatedProvider::Rebuild() {
   SHOAL_ASSIGN_OR_RETURN(const std::vector<Gpu> units,
                          catalog::PartitionGpus(hardware_.gpus, layouts_));
   std::vector<GpuState> gpus;
+  std::map<int, int> slices_of;  // physical GPU -> its slices so far (their MIG index)
   for (const Gpu& gpu : units) {
     GpuState state;
     GpuDevice& d = state.device;
@@ -208,6 +210,7 @@ Status SimulatedProvider::Rebuild() {
     d.mig_profile = gpu.mig_profile;
     d.mig_gi = gpu.mig_gi;
     d.mig_ci = gpu.mig_ci;
+    if (gpu.IsMigSlice()) d.mig_index = slices_of[d.device]++;
     state.boost_mhz = hardware_.boost_mhz;
     state.mem_clock_mhz = hardware_.mem_clock_mhz;
     gpus.push_back(std::move(state));

@@ -168,6 +168,9 @@ TEST_F(SimulatedProviderTest, MigSlicesAreGpusOfTheirOwn) {
   EXPECT_EQ(slice.name, "NVIDIA H100 80GB HBM3 MIG 1g.10gb");
   EXPECT_EQ(slice.memory_mib, 10 * 1024);
   EXPECT_EQ(slice.mig_gi, 1);
+  EXPECT_EQ(slice.mig_index, 0);
+  EXPECT_EQ((*devices)[8].mig_index, 6) << "the GPU's seventh MIG device";
+  EXPECT_EQ((*devices)[9].mig_index, -1) << "a whole GPU";
   EXPECT_EQ(slice.uuid.rfind("MIG-", 0), 0u);
   EXPECT_NEAR(slice.power_limit_w, 700.0 / 7, 1e-9);
   EXPECT_EQ((*devices)[9].device, 3);

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <set>
 
 #include "core/files.h"
 
@@ -104,15 +105,29 @@ Result<CdiSpec> ParseCdiSpec(std::string_view text) {
   }
 }
 
-CdiEdits CdiEditsFor(const std::vector<CdiSpec>& specs, const std::vector<FencedGpu>& gpus) {
+std::vector<std::string> CdiNamesOf(const StepGpu& gpu) {
+  std::vector<std::string> names;
+  if (gpu.fence.gi < 0) {
+    names.push_back(std::to_string(gpu.fence.device));
+  } else if (gpu.mig_index >= 0) {
+    names.push_back(fmt::format("{}:{}", gpu.fence.device, gpu.mig_index));
+  }
+  if (!gpu.uuid.empty()) names.push_back(gpu.uuid);
+  return names;
+}
+
+CdiEdits CdiEditsFor(const std::vector<CdiSpec>& specs, const std::vector<StepGpu>& gpus) {
+  std::set<std::string> names;
+  for (const StepGpu& g : gpus) {
+    for (std::string& name : CdiNamesOf(g))
+      names.insert(std::move(name));
+  }
   CdiEdits edits;
   for (const CdiSpec& spec : specs) {
     if (spec.kind != kGpuKind) continue;
     bool used = false;
     for (const auto& [name, device] : spec.devices) {
-      const bool wanted = std::any_of(gpus.begin(), gpus.end(), [&name](const FencedGpu& g) {
-        return g.gi < 0 && name == std::to_string(g.device);
-      });
+      const bool wanted = names.contains(name);
       if (!wanted) continue;
       Append(edits, device);
       used = true;

@@ -7,9 +7,10 @@
 // step's edits to its supervisor (docs/containers.md).
 //
 // Only specs of kind nvidia.com/gpu are read, and only files owned by root
-// and writable by nobody else (their hooks run as root). Devices are named
-// by the GPU's index ("0", "1", ...), nvidia-ctk's default; MIG devices
-// ("0:1") are not matched.
+// and writable by nobody else (their hooks may run as root). A device is
+// matched by the names nvidia-ctk gives it: a GPU's index ("0", "1", ...,
+// its default) or UUID ("GPU-..."), a MIG slice's "<GPU index>:<MIG index>"
+// or UUID ("MIG-...").
 #pragma once
 
 #include <string>
@@ -32,9 +33,12 @@ struct CdiSpec {
 // One spec's text, YAML or JSON. Pure.
 Result<CdiSpec> ParseCdiSpec(std::string_view text);
 
-// The edits for whole GPUs `gpus` (their driver indices) from `specs`: each
-// named device's, and its spec's common ones once. Pure.
-CdiEdits CdiEditsFor(const std::vector<CdiSpec>& specs, const std::vector<FencedGpu>& gpus);
+// The CDI names of one of a step's GPUs. Pure.
+std::vector<std::string> CdiNamesOf(const StepGpu& gpu);
+
+// The edits for a step's GPUs from `specs`: each named device's, and its
+// spec's common ones once. Pure.
+CdiEdits CdiEditsFor(const std::vector<CdiSpec>& specs, const std::vector<StepGpu>& gpus);
 
 // Reads the *.yaml, *.yml and *.json specs of `dirs` (those that do not
 // exist are no error); a file it skips (not root's, writable by others,

@@ -278,7 +278,9 @@ Result<SupervisorRequest> DecodeRequest(std::string_view text) {
         s.gpu_units.push_back({.fence = {.device = u.at(0).get<int>(),
                                          .gi = u.at(1).get<int>(),
                                          .ci = u.at(2).get<int>()},
-                               .cuda_name = u.at(3).get<std::string>()});
+                               .cuda_name = u.at(3).get<std::string>(),
+                               .uuid = "",
+                               .mig_index = -1});
       }
     }
     s.cpu_milli = j.at("cpu_milli").get<int64_t>();

@@ -324,7 +324,15 @@ class DirSteps final : public Steps {
     const std::vector<CdiSpec> specs = LoadCdiSpecs(options_.container.cdi_dirs, problems);
     for (const std::string& problem : problems)
       log::Warning("cdi.spec_skipped", {{"why", problem}});
-    return CdiEditsFor(specs, FencedGpusOf(request));
+    std::vector<StepGpu> gpus = request.gpu_units;
+    if (gpus.empty()) {
+      for (int index : request.gpus)
+        gpus.push_back({.fence = {.device = index, .gi = -1, .ci = -1},
+                        .cuda_name = "",
+                        .uuid = "",
+                        .mig_index = -1});
+    }
+    return CdiEditsFor(specs, gpus);
   }
 
   std::string StepOutputFolder(uint64_t job, uint64_t epoch, uint32_t step) const {

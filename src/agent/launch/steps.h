@@ -38,6 +38,10 @@ namespace shoal::agent {
 struct StepGpu {
   FencedGpu fence;
   std::string cuda_name;
+  // For the node's CDI specs (the agent's own: not sent to the supervisor):
+  // its UUID, and a slice's MIG index (GpuDevice::mig_index).
+  std::string uuid;
+  int mig_index = -1;
 };
 
 // The GPUs the fence lets a step open: its gpu_units, else its GPU indices

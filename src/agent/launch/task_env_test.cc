@@ -154,9 +154,12 @@ TEST(TaskEnvironment, BatchStepAndStepNumbers) {
 // --gpus-per-task; the fence sees their GPU and instances.
 TEST(TaskEnvironment, MigSlicesAreNamedByUuid) {
   StepRequest s = TwoNodeStep();
-  s.gpu_units = {{.fence = {.device = 1, .gi = 3, .ci = 0}, .cuda_name = "MIG-aaa"},
-                 {.fence = {.device = 1, .gi = 4, .ci = 0}, .cuda_name = "MIG-bbb"},
-                 {.fence = {.device = 2}, .cuda_name = "2"}};
+  auto unit = [](FencedGpu fence, std::string name) {
+    return StepGpu{.fence = fence, .cuda_name = name, .uuid = name, .mig_index = -1};
+  };
+  s.gpu_units = {unit({.device = 1, .gi = 3, .ci = 0}, "MIG-aaa"),
+                 unit({.device = 1, .gi = 4, .ci = 0}, "MIG-bbb"),
+                 unit({.device = 2, .gi = -1, .ci = -1}, "2")};
   ASSERT_TRUE(ValidateStepRequest(s).ok()) << ValidateStepRequest(s).message();
   EXPECT_EQ(AsMap(TaskEnvironment(s, 0, ""))["CUDA_VISIBLE_DEVICES"], "MIG-aaa,MIG-bbb,2");
   s.gpus_per_task = 1;
