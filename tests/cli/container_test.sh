@@ -206,6 +206,13 @@ check "two nodes run in the image" 0 "rank=1 world=2 node_rank=1 master=127.0.0.
 cp "$TMP/out" "$TMP/two.out"
 check "...rank 0 too, with the master's address" 0 "rank=0 world=2 node_rank=0 master=127.0.0.1:[0-9]* ID=shoal" -- cat "$TMP/two.out"
 
+# srun --pty in an image (pyxis' interactive way): a terminal, under the
+# rootless runtime.
+printf '%s\n' '[ -t 0 ] && [ -t 1 ] && echo "a terminal: $((6*7)) $(cat /etc/os-release)"' 'exit 3' > "$TMP/typed"
+chmod 644 "$TMP/typed"
+check "run --pty in an image: a terminal, the step's exit code" 3 "a terminal: 42 ID=shoal-test-image" -- \
+  sh -c "cd '$HOME_A' && env SHOAL_TOKEN='$TOKEN' '$SHOAL' run --pty --container-image=bbox /bin/sh < '$TMP/typed'"
+
 # Tasks of a node end one by one: each task's end leaves the others running
 # (runc empties the cgroup of a container whose task ended).
 check "tasks that end early leave the others running" 0 "task=2 ended" -- \
@@ -245,6 +252,8 @@ J=$(submit -C no-runtime --container-image=bbox --wrap true)
 J_ROOT=$(submit -C root-runtime -G 1 --container-image=bbox --wrap 'cat /etc/os-release; echo uid=$(id -u) uid_map=$(cat /proc/self/uid_map); ls /dev | grep "^nvidia[0-7]"; grep CapEff /proc/self/status')
 finish "$J" failed
 check "a missing runtime is the job's failure reason" 0 "runtime '/nonexistent/runc' is not installed" -- cat "$TMP/show.$J"
+check "--pty under a root runtime is refused with the reason" 1 "only under the rootless runtime" -- \
+  sh -c "cd '$HOME_A' && env SHOAL_TOKEN='$TOKEN' '$SHOAL' run -C root-runtime --pty --container-image=bbox /bin/sh < /dev/null"
 finish "$J_ROOT" completed
 check "runc as root runs the image" 0 "ID=shoal-test-image" -- cat "$TMP/log.$J_ROOT"
 check "...the task as the user, in no user namespace" 0 "uid=$U_A uid_map= *0 0 4294967295" -- cat "$TMP/log.$J_ROOT"

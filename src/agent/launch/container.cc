@@ -317,7 +317,11 @@ Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
     const SupervisorRequest& request, const std::string& step_dir, const std::string& step_name,
     const std::string& work_dir, const std::vector<std::string>& step_files) {
   if (::geteuid() != 0) return FailedPrecondition("containers need the agent to run as root");
-  if (request.step.pty) return InvalidArgument("--pty does not run in a container yet");
+  if (request.step.pty && !request.container.rootless) {
+    return InvalidArgument(
+        "--pty runs in a container only under the rootless runtime (the node's "
+        "container_rootless)");
+  }
   std::unique_ptr<StepContainer> c(new StepContainer());
   c->request_ = &request;
   c->rootless_ = request.container.rootless;

@@ -298,6 +298,10 @@ class Supervisor {
           plan.runtime_argv,
           container_->TaskCommand(plan.rank, plan.env,
                                   TaskEnvironment(step, plan.local_rank, hostfile), argv));
+      // --pty: the terminal relay runs the runtime, whose container gets
+      // the terminal as its standard files.
+      if (!plan.argv.empty())
+        plan.runtime_argv.insert(plan.runtime_argv.begin(), relay_.begin(), relay_.end());
       plan.runtime_argv_pointers = PointersTo(plan.runtime_argv);
     }
     runtime_env_ = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
@@ -319,12 +323,13 @@ class Supervisor {
       char self[4096];
       const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
       if (n <= 0) return Internal(ErrnoMessage("readlink /proc/self/exe"));
-      plan.argv = {std::string(self, static_cast<size_t>(n)),
-                   "--pty-relay",
-                   input,
-                   std::to_string(step.pty_rows),
-                   std::to_string(step.pty_cols),
-                   "--"};
+      relay_ = {std::string(self, static_cast<size_t>(n)),
+                "--pty-relay",
+                input,
+                std::to_string(step.pty_rows),
+                std::to_string(step.pty_cols),
+                "--"};
+      plan.argv = relay_;
       plan.argv.insert(plan.argv.end(), argv_.begin(), argv_.end());
       plan.argv_pointers = PointersTo(plan.argv);
     }
@@ -337,22 +342,7 @@ class Supervisor {
   // emptied once, not after a node has written to it).
   void MarkTruncation(const StepRequest& step) {
     if (step.append_output) return;
-    // %N, %n or %t, zero-padded or not (%4t): a name of this node's own.
-    auto per_node = [](const std::string& pattern) {
-      for (size_t i = pattern.find('%'); i != std::string::npos; i = pattern.find('%', i + 1)) {
-        size_t letter = i + 1;
-        if (letter < pattern.size() && pattern[letter] == '%') {
-          i = letter;  // "%%" is a plain %
-          continue;
-        }
-        while (letter < pattern.size() && pattern[letter] >= '0' && pattern[letter] <= '9')
-          ++letter;
-        if (letter < pattern.size() &&
-            std::string_view("Nnt").find(pattern[letter]) != std::string_view::npos)
-          return true;
-      }
-      return false;
-    };
+    const auto per_node = OutputNamedPerNode;
     const bool first_node = step.node_rank == 0;
     std::unordered_set<std::string> seen;
     for (TaskPlan& plan : plans_) {
@@ -715,6 +705,7 @@ class Supervisor {
   std::vector<std::string> argv_;
   std::vector<char*> argv_pointers_;
   std::unique_ptr<StepContainer> container_;  // --container-image
+  std::vector<std::string> relay_;            // --pty: the terminal relay's command line
   std::vector<std::string> runtime_env_;      // the runtime's own environment
   std::vector<char*> runtime_envp_;
   std::vector<TaskPlan> plans_;

@@ -306,6 +306,22 @@ std::optional<std::string> PatternValue(const StepRequest& step, char letter, in
 
 }  // namespace
 
+bool OutputNamedPerNode(std::string_view pattern) {
+  for (size_t i = pattern.find('%'); i != std::string_view::npos; i = pattern.find('%', i + 1)) {
+    size_t letter = i + 1;
+    if (letter < pattern.size() && pattern[letter] == '%') {
+      i = letter;  // "%%" is a plain %
+      continue;
+    }
+    while (letter < pattern.size() && pattern[letter] >= '0' && pattern[letter] <= '9')
+      ++letter;
+    if (letter < pattern.size() &&
+        std::string_view("Nnt").find(pattern[letter]) != std::string_view::npos)
+      return true;
+  }
+  return false;
+}
+
 std::string ResolveOutputPath(const StepRequest& step, bool stderr_stream, int rank) {
   std::string_view pattern = step.stdout_path;
   if (stderr_stream && !step.stderr_path.empty()) pattern = step.stderr_path;

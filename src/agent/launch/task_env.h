@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/launch/steps.h"
@@ -46,6 +47,9 @@ std::string SlurmTaskCounts(const std::vector<int>& counts);
 // paths are under work_dir. stderr with no pattern of its own shares
 // stdout's file. work_dir must be resolved already (absolute).
 std::string ResolveOutputPath(const StepRequest& step, bool stderr_stream, int rank);
+// Whether an output pattern names a file of each node's or task's own (%N,
+// %n or %t, zero-padded or not: %4t). Pure.
+bool OutputNamedPerNode(std::string_view pattern);
 // Whether stderr goes to the same file as stdout for every task.
 bool StderrJoinsStdout(const StepRequest& step);
 

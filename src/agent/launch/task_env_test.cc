@@ -186,6 +186,13 @@ TEST(TaskEnvironment, TfConfigListsEveryTaskOnPortsAfterTheMaster) {
   EXPECT_EQ(env.count("SHOAL_HOSTFILE"), 0u);
 }
 
+TEST(TaskEnvironment, OutputNamedPerNode) {
+  for (const char* own : {"out-%N.log", "%n", "task%4t.out", "/a/%j-%t"})
+    EXPECT_TRUE(OutputNamedPerNode(own)) << own;
+  for (const char* shared : {"slurm-%j.out", "100%%n", "%x.%A_%a", "plain", "%"})
+    EXPECT_FALSE(OutputNamedPerNode(shared)) << shared;
+}
+
 TEST(TaskEnvironment, Defaults) {
   StepRequest s;
   s.job = 7;
