@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/timex.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -355,6 +356,48 @@ DoctorCheck CgroupCheck(const DoctorOptions& o) {
                "cpu and memory controllers enabled");
 }
 
+// --container-image jobs: the runtime, and (rootless) the user namespaces
+// it makes as the job's user. A warning at worst: containers are optional.
+DoctorCheck ContainerCheck(const DoctorOptions& o) {
+  constexpr char kName[] = "containers";
+  std::string runtime = o.container_runtime;
+  if (runtime.find('/') == std::string::npos) {
+    for (std::string_view dir : Split(o.path, ':')) {
+      const std::string candidate = std::string(dir) + "/" + o.container_runtime;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        runtime = candidate;
+        break;
+      }
+    }
+  }
+  if (::access(runtime.c_str(), X_OK) != 0) {
+    return Check(kName, Level::kWarn,
+                 fmt::format("the runtime '{}' is not installed: --container-image jobs fail "
+                             "at launch",
+                             o.container_runtime),
+                 o.container_rootless ? "apt-get install crun" : "apt-get install runc");
+  }
+  if (!o.container_rootless)
+    return Check(kName, Level::kPass, runtime + ", run as root (container_rootless = false)");
+  const std::string sys = o.proc + "/sys/";
+  const std::string max = Read(sys + "user/max_user_namespaces");
+  const std::string clone = Read(sys + "kernel/unprivileged_userns_clone");
+  const std::string apparmor = Read(sys + "kernel/apparmor_restrict_unprivileged_userns");
+  std::string refused;
+  if (max == "0") refused = "user.max_user_namespaces is 0";
+  if (clone == "0") refused = "kernel.unprivileged_userns_clone is 0";
+  if (apparmor == "1") refused = "kernel.apparmor_restrict_unprivileged_userns is 1";
+  if (!refused.empty()) {
+    return Check(kName, Level::kWarn,
+                 fmt::format("{}, rootless: unprivileged user namespaces are refused ({}): "
+                             "--container-image jobs fail at launch",
+                             runtime, refused),
+                 "allow them (sysctl, or an AppArmor profile for the runtime), or set the "
+                 "agent's container_rootless = false to run the runtime as root");
+  }
+  return Check(kName, Level::kPass, runtime + ", rootless (unprivileged user namespaces allowed)");
+}
+
 DoctorCheck ClockCheck() {
   timex tx{};
   const int state = ::adjtimex(&tx);
@@ -419,6 +462,7 @@ std::vector<DoctorCheck> RunDoctor(const DoctorOptions& o) {
   checks.push_back(RdmaCheck(ports));
   if (!gpus.devices.empty() && !ports.empty()) checks.push_back(NumaCheck(gpus, ports));
   checks.push_back(CgroupCheck(o));
+  checks.push_back(ContainerCheck(o));
   checks.push_back(ClockCheck());
   checks.push_back(FilesCheck());
   checks.push_back(DiskCheck(o));

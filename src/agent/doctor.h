@@ -27,6 +27,11 @@ struct DoctorOptions {
   // supports; empty: the toolkit's at <cuda_home>/version.json, if any.
   std::string cuda_needed;
   std::string cuda_home = "/usr/local/cuda";
+  // The agent's container runtime (its container_runtime, rootless by
+  // default: it then needs unprivileged user namespaces, read under proc).
+  std::string container_runtime = "crun";
+  bool container_rootless = true;
+  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 };
 
 struct DoctorCheck {

@@ -157,6 +157,35 @@ TEST_F(DoctorTest, WhatIsMissingFailsOrWarnsAndSaysTheFix) {
   EXPECT_EQ(Run().at("GPU health").level, Level::kWarn);
 }
 
+// --container-image: the runtime on the PATH, and (rootless) unprivileged
+// user namespaces; a warning with the fix otherwise.
+TEST_F(DoctorTest, ContainersNeedTheRuntimeAndUserNamespaces) {
+  const fs::path bin = root_ / "bin";
+  Write(bin / "crun", "#!/bin/sh\n");
+  fs::permissions(bin / "crun", fs::perms::owner_all);
+  options_.path = "/nonexistent:" + bin.string();
+  Write(root_ / "proc" / "sys" / "user" / "max_user_namespaces", "63000\n");
+  Write(root_ / "proc" / "sys" / "kernel" / "unprivileged_userns_clone", "1\n");
+  DoctorCheck c = Run().at("containers");
+  EXPECT_EQ(c.level, Level::kPass) << c.detail;
+  EXPECT_NE(c.detail.find((bin / "crun").string() + ", rootless"), std::string::npos) << c.detail;
+  // Ubuntu 24.04's default: AppArmor refuses them.
+  Write(root_ / "proc" / "sys" / "kernel" / "apparmor_restrict_unprivileged_userns", "1\n");
+  c = Run().at("containers");
+  EXPECT_EQ(c.level, Level::kWarn);
+  EXPECT_NE(c.detail.find("apparmor_restrict_unprivileged_userns"), std::string::npos) << c.detail;
+  EXPECT_NE(c.fix.find("container_rootless = false"), std::string::npos) << c.fix;
+  // ...which a root runtime does not need; a runtime that is not there is.
+  options_.container_rootless = false;
+  options_.container_runtime = "crun";
+  EXPECT_EQ(Run().at("containers").level, Level::kPass);
+  options_.container_runtime = "runc";
+  c = Run().at("containers");
+  EXPECT_EQ(c.level, Level::kWarn);
+  EXPECT_NE(c.detail.find("'runc' is not installed"), std::string::npos) << c.detail;
+  EXPECT_EQ(c.fix, "apt-get install runc");
+}
+
 TEST_F(DoctorTest, TheDriverMustSupportTheCudaJobsNeed) {
   auto cuda = [&] { return Run().at("CUDA version"); };
   EXPECT_EQ(cuda().level, Level::kPass);

@@ -12,7 +12,9 @@ int RunDoctor(const std::vector<std::string>& raw) {
   CLI::App app{
       "Checks that this host is ready to be a GPU node: the NVIDIA driver and its GPUs' health, "
       "the NVSwitch fabric manager, the CUDA and NCCL libraries, InfiniBand/RoCE links and their "
-      "NUMA placement beside the GPUs, cgroups, clock sync, open-file limits and disk space. "
+      "NUMA placement beside the GPUs, cgroups, the container runtime, clock sync, open-file "
+      "limits "
+      "and disk space. "
       "Changes nothing. Exits 1 when a check fails.",
       "shoal doctor"};
   agent::DoctorOptions o;
@@ -25,6 +27,12 @@ int RunDoctor(const std::vector<std::string>& raw) {
                  "--cuda-home, if there is one");
   app.add_option("--cuda-home", o.cuda_home, "where the CUDA toolkit is")->capture_default_str();
   app.add_option("--state-dir", o.state_dir, "where the agent keeps its state (for disk space)")
+      ->capture_default_str();
+  app.add_option("--container-runtime", o.container_runtime,
+                 "the agent's container_runtime (for --container-image jobs)")
+      ->capture_default_str();
+  app.add_option("--container-rootless", o.container_rootless,
+                 "the agent's container_rootless: whether the runtime runs as the job's user")
       ->capture_default_str();
   // Other roots for the host's files (tests give fake trees).
   app.add_option("--sys", o.sys, "sysfs")->capture_default_str()->group("");

@@ -383,7 +383,7 @@ struct Extraction {
   std::optional<ImageOwner> owner;  // every entry's owner, else the image's
 };
 
-// Whether an entry is left out: device nodes, FIFOs and sockets (runc
+// Whether an entry is left out: device nodes, FIFOs and sockets (the runtime
 // makes the container's /dev; a node here would only open a door to the
 // host's devices) and, in an OCI layer, whiteouts.
 bool LeftOut(archive_entry* entry, const Extraction& x) {
@@ -703,7 +703,8 @@ Status UnpackImage(int fd, const std::string& cache_dir, const std::string& key,
   SHOAL_ASSIGN_OR_RETURN(UniqueFd lock, LockFile(paths.unpack_lock, LOCK_EX));
   if (Exists(paths.ready)) return Status::Ok();
   SHOAL_RETURN_IF_ERROR(RemoveLeftovers(cache_dir, key));
-  // 0700: the image may be a user's private file; runc (root) needs no more.
+  // 0700: the image may be a user's private file; the overlay (mounted by
+  // root) needs no more.
   const std::string tmp = fmt::format("{}.tmp-{}", paths.dir, ::getpid());
   if (::mkdir(tmp.c_str(), 0700) != 0) return Internal(ErrnoMessage("mkdir " + tmp));
   Status status = UnpackInto(fd, tmp, limit_bytes, owner);

@@ -11,7 +11,7 @@
 //
 // Archives are hostile input: nothing is written outside the new rootfs
 // (".." and paths through symbolic links are refused, leading '/' dropped),
-// device nodes and FIFOs are skipped (runc makes /dev), whiteouts never
+// device nodes and FIFOs are skipped (the runtime makes /dev), whiteouts never
 // follow a symbolic link. Files keep their numeric owners and modes, or all
 // become one user's (ImageOwner: an image for a rootless runtime).
 #pragma once
