@@ -17,6 +17,11 @@ fi
 for tool in crun runc busybox; do
   command -v "$tool" > /dev/null || { echo "SKIP [program] $tool is not installed"; exit 77; }
 done
+# The rootless runtime makes a user namespace as the job's user.
+if ! setpriv --reuid=65534 --regid=65534 --clear-groups unshare --user true 2> /dev/null; then
+  echo "SKIP [kernel] unprivileged user namespaces are refused here (shoal doctor says which sysctl)"
+  exit 77
+fi
 TMP=$(mktemp -d)
 chmod 755 "$TMP"
 ALICE=shoalctr$$
