@@ -223,6 +223,12 @@ void Controller::Record(const Job& job) {
   }
 }
 
+api::Json Controller::StoredForm(const NodeRecord& n) const {
+  Node node = n.node;
+  node.state = EffectiveState(n);
+  return api::ToJson(node);
+}
+
 void Controller::RecordNode(const NodeRecord& n) {
   Node node = n.node;
   node.state = EffectiveState(n);

@@ -66,16 +66,26 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
     node.state = NodeState::kDrained;
     node.state_reason = std::string(kAwaitingAcceptance);
   }
-  const bool layout_changed = it == nodes_.end() || !SameLayout(rec.node, node);
+  // A node that comes back as it was (every node of a fleet after a
+  // controller restart) changes nothing: no store write, no pass. The record
+  // in memory is what the store holds or is about to (every change of a
+  // node's record goes through RecordNode).
+  const bool known = it != nodes_.end();
+  const api::Json before = known ? StoredForm(rec) : api::Json();
+  Node previous = known ? std::move(rec.node) : Node();
   rec.node = std::move(node);
   rec.last_seen = now;
+  const bool unchanged = known && StoredForm(rec) == before;
+  const bool layout_changed = !known || (!unchanged && !SameLayout(previous, rec.node));
   const std::string name = rec.node.name;
   nodes_[name] = rec;
-  RecordNode(nodes_[name]);
+  if (!unchanged) {
+    RecordNode(nodes_[name]);
+    dirty_ = true;
+  }
   // The scheduler's inventory is rebuilt once before the next pass, however
   // many nodes register meanwhile (a fleet after a controller restart).
   layout_changed_ |= layout_changed;
-  dirty_ = true;
   // What the server believes runs there, for the agent to reconcile with.
   api::Json running = api::Json::array();
   for (uint64_t id : RunningOn(name)) {

@@ -121,6 +121,37 @@ TEST_F(ControllerNodesTest, AJobForANodeThatHasJustRegisteredIsAcceptedAndRuns) 
 }
 
 // A scrape right after a registration, before any pass, shows the node.
+// A fleet re-registering after a controller restart: a node that comes
+// back as it was writes nothing and asks for no pass; one that changed, or
+// was down, is written.
+TEST_F(ControllerNodesTest, ANodeThatComesBackAsItWasWritesNothing) {
+  Register("n1");
+  Register("n2");
+  ASSERT_TRUE(c_.Drain(kAdmin, "n2", "bad fan", At(1)).ok());
+  EXPECT_EQ(c_.TakeBatch().nodes.size(), 2u);
+  c_.SchedulePass(At(2));
+  ASSERT_FALSE(c_.WantsPass());
+  Register("n1", 8, 3);
+  Register("n2", 8, 3);
+  EXPECT_TRUE(c_.TakeBatch().nodes.empty()) << "nothing changed";
+  EXPECT_FALSE(c_.WantsPass());
+  EXPECT_EQ((*c_.NodeJson("n2"))["state"], "draining") << "still drained";
+  Register("n1", 4, 4);  // its GPUs changed
+  state::Batch b = c_.TakeBatch();
+  ASSERT_EQ(b.nodes.size(), 1u);
+  EXPECT_EQ(b.nodes[0].GpuCount(), 4);
+  EXPECT_TRUE(c_.WantsPass());
+  // Lost, then back as it was: its state changed.
+  c_.SchedulePass(At(5));
+  c_.Tick(At(200));
+  c_.TakeBatch();
+  ASSERT_EQ((*c_.NodeJson("n1"))["state"], "down");
+  Register("n1", 4, 201);
+  b = c_.TakeBatch();
+  ASSERT_EQ(b.nodes.size(), 1u);
+  EXPECT_EQ(b.nodes[0].state, NodeState::kUp);
+}
+
 TEST_F(ControllerNodesTest, MetricsShowANodeThatHasJustRegistered) {
   Register("n1");
   c_.SchedulePass(At(0));
