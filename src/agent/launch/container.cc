@@ -519,27 +519,27 @@ int OpenInRoot(int root, const char* path, int flags) {
   return static_cast<int>(::syscall(SYS_openat2, root, path, &how, sizeof how));
 }
 
-// Appends `text` to the regular file `path` in the container's root,
-// made if missing (in the step's overlay: the cache never sees it), unless
-// `wanted(contents)` is empty. Best effort: an image without /etc gets
-// nothing.
+// Appends `wanted(contents)` to the regular file `path` in the container's
+// root, made if missing (in the step's overlay: the cache never sees it).
+// Best effort (an image without /etc gets nothing): whether it was written.
 template <typename Wanted>
-void AppendInRoot(int root, const char* path, Wanted&& wanted) {
+bool AppendInRoot(int root, const char* path, Wanted&& wanted) {
   const int fd = OpenInRoot(root, path, O_RDWR | O_APPEND | O_CREAT | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return;
+  if (fd < 0) return false;
   struct stat st {};
   constexpr off_t kMaxBytes = 16 << 20;
-  std::string contents;
+  bool written = false;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= kMaxBytes) {
-    contents.resize(static_cast<size_t>(st.st_size));
+    std::string contents(static_cast<size_t>(st.st_size), '\0');
     const ssize_t n = ::pread(fd, contents.data(), contents.size(), 0);
     contents.resize(n > 0 ? static_cast<size_t>(n) : 0);
     std::string text = wanted(contents);
     if (!contents.empty() && contents.back() != '\n' && !text.empty()) text.insert(0, "\n");
     // One write: O_APPEND puts it at the end whole.
-    if (!text.empty() && ::write(fd, text.data(), text.size()) < 0) contents.clear();
+    written = text.empty() || ::write(fd, text.data(), text.size()) == std::ssize(text);
   }
   ::close(fd);
+  return written;
 }
 
 }  // namespace
