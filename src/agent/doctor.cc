@@ -360,17 +360,8 @@ DoctorCheck CgroupCheck(const DoctorOptions& o) {
 // it makes as the job's user. A warning at worst: containers are optional.
 DoctorCheck ContainerCheck(const DoctorOptions& o) {
   constexpr char kName[] = "containers";
-  std::string runtime = o.container_runtime;
-  if (runtime.find('/') == std::string::npos) {
-    for (std::string_view dir : Split(o.path, ':')) {
-      const std::string candidate = std::string(dir) + "/" + o.container_runtime;
-      if (::access(candidate.c_str(), X_OK) == 0) {
-        runtime = candidate;
-        break;
-      }
-    }
-  }
-  if (::access(runtime.c_str(), X_OK) != 0) {
+  const std::string runtime = FindProgram(o.container_runtime, o.path);
+  if (runtime.empty()) {
     return Check(kName, Level::kWarn,
                  fmt::format("the runtime '{}' is not installed: --container-image jobs fail "
                              "at launch",

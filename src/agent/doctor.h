@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/launch/container.h"
+
 namespace shoal::agent {
 
 struct DoctorOptions {
@@ -31,7 +33,7 @@ struct DoctorOptions {
   // default: it then needs unprivileged user namespaces, read under proc).
   std::string container_runtime = "crun";
   bool container_rootless = true;
-  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  std::string path = kRuntimeSearchPath;
 };
 
 struct DoctorCheck {

@@ -193,8 +193,7 @@ Result<ContainerSpec> ContainerFromOptions(const RunOptions& o) {
   c.image = o.container_image;
   SHOAL_ASSIGN_OR_RETURN(c.mounts, ParseContainerMounts(o.container_mounts));
   c.work_dir = o.container_workdir;
-  for (std::string_view name : Split(o.container_env, ','))
-    if (!Trim(name).empty()) c.env.emplace_back(Trim(name));
+  c.env = ParseContainerEnv(o.container_env);
   c.mount_home = !o.no_container_mount_home;
   SHOAL_RETURN_IF_ERROR(ValidateContainer(c));
   return c;

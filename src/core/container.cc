@@ -11,7 +11,6 @@
 namespace shoal {
 namespace {
 
-constexpr size_t kMaxImageBytes = 1024;
 constexpr size_t kMaxContainerEnv = 256;
 
 bool HasControl(std::string_view text) {
@@ -65,6 +64,13 @@ Result<ContainerMount> ParseMount(std::string_view item) {
 
 }  // namespace
 
+std::vector<std::string> ParseContainerEnv(std::string_view text) {
+  std::vector<std::string> names;
+  for (std::string_view name : Split(text, ','))
+    if (!Trim(name).empty()) names.emplace_back(Trim(name));
+  return names;
+}
+
 Result<std::vector<ContainerMount>> ParseContainerMounts(std::string_view text) {
   std::vector<ContainerMount> mounts;
   for (std::string_view item : Split(text, ',')) {
@@ -96,12 +102,12 @@ Status ValidateContainer(const ContainerSpec& c) {
     }
     return Status::Ok();
   }
-  if (c.image.size() > kMaxImageBytes || HasControl(c.image) || !IsValidUtf8(c.image) ||
+  if (c.image.size() > kMaxContainerImageBytes || HasControl(c.image) || !IsValidUtf8(c.image) ||
       c.image.front() == '-' || c.image.find(' ') != std::string::npos) {
     return InvalidArgument(fmt::format(
         "--container-image must be an image name or path of at most {} bytes, without spaces "
         "or control characters",
-        kMaxImageBytes));
+        kMaxContainerImageBytes));
   }
   if (c.mounts.size() > kMaxContainerMounts) {
     return InvalidArgument(

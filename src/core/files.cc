@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/strings.h"
+
 namespace shoal {
 namespace {
 
@@ -94,6 +96,15 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mo
 
 Status WriteFileDurably(const std::string& path, std::string_view data, mode_t mode) {
   return Replace(path, data, mode, /*sync=*/true);
+}
+
+std::string FindProgram(const std::string& name, std::string_view search) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  for (std::string_view dir : Split(search, ':')) {
+    const std::string candidate = std::string(dir) + "/" + name;
+    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
 }
 
 }  // namespace shoal

@@ -31,4 +31,9 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mo
 // so that what it wrote survives a crash of the machine (keys, tokens).
 Status WriteFileDurably(const std::string& path, std::string_view data, mode_t mode);
 
+// Where a program is: `name` itself when it has a slash, else the first
+// folder of the colon-separated `search` holding an executable `name`;
+// empty when there is none.
+std::string FindProgram(const std::string& name, std::string_view search);
+
 }  // namespace shoal

@@ -153,11 +153,15 @@ struct ContainerMount {
   friend bool operator==(const ContainerMount&, const ContainerMount&) = default;
 };
 inline constexpr size_t kMaxContainerMounts = 64;
+inline constexpr size_t kMaxContainerImageBytes = 1024;  // --container-image
 
 // Parses --container-mounts' comma-separated list. Both paths absolute,
 // without ".." or commas; flags ro or rw.
 Result<std::vector<ContainerMount>> ParseContainerMounts(std::string_view text);
 std::string FormatContainerMount(const ContainerMount& m);
+// --container-env's comma-separated names, trimmed, empty ones dropped
+// (ValidateContainer checks them).
+std::vector<std::string> ParseContainerEnv(std::string_view text);
 
 // The OCI image a job's tasks run in, with pyxis' options (docs/containers.md).
 struct ContainerSpec {

@@ -349,10 +349,7 @@ constexpr OptionDef kOptions[] = {
     {"container-env", 0, "NAME[,NAME...]",
      "variables whose job values win over the image's own (else the image's win)",
      [](const Call& c, Request& r, std::vector<std::string>&) {
-       std::vector<std::string> names;
-       for (std::string_view name : Split(c.value, ','))
-         if (!Trim(name).empty()) names.emplace_back(Trim(name));
-       r.container_env = std::move(names);
+       r.container_env = ParseContainerEnv(c.value);
        return Status::Ok();
      }},
     {"container-mount-home", 0, "", "mount the user's home folder in the container (the default)",

@@ -31,9 +31,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Where a runtime named without a slash is looked for (the agent's own
-// PATH may be a service manager's minimal one).
-constexpr char kRuntimePath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 // The control files every CUDA process opens besides its GPUs' own.
 constexpr const char* kControlDevices[] = {"/dev/nvidiactl", "/dev/nvidia-uvm",
                                            "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"};
@@ -324,7 +321,6 @@ Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
   }
   std::unique_ptr<StepContainer> c(new StepContainer());
   c->request_ = &request;
-  c->rootless_ = request.container.rootless;
   c->dir_ = step_dir + "/ctr";
   c->work_dir_ = work_dir;
   SHOAL_RETURN_IF_ERROR(c->FindRuntime());
@@ -342,6 +338,10 @@ Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
   if (c->rootless()) SHOAL_RETURN_IF_ERROR(c->StageDevices());
   c->cgroups_path_ = RuntimeCgroupPath(request.cgroup, step_name);
   return c;
+}
+
+bool StepContainer::rootless() const {
+  return request_->container.rootless;
 }
 
 // A rootless runtime cannot make device files: they are made here, on a
@@ -383,18 +383,8 @@ StepContainer::~StepContainer() {
 
 Status StepContainer::FindRuntime() {
   const std::string& name = request_->container.runtime;
-  if (name.find('/') != std::string::npos) {
-    runtime_ = name;
-  } else {
-    for (std::string_view dir : Split(kRuntimePath, ':')) {
-      const std::string candidate = std::string(dir) + "/" + name;
-      if (::access(candidate.c_str(), X_OK) == 0) {
-        runtime_ = candidate;
-        break;
-      }
-    }
-  }
-  if (runtime_.empty() || ::access(runtime_.c_str(), X_OK) != 0) {
+  runtime_ = FindProgram(name, kRuntimeSearchPath);
+  if (runtime_.empty()) {
     return FailedPrecondition(
         fmt::format("the container runtime '{}' is not installed on this node (the agent's "
                     "container_runtime)",

@@ -39,6 +39,11 @@
 
 namespace shoal::agent {
 
+// Where a runtime named without a slash is looked for, and the runtime's own
+// PATH (the agent's may be a service manager's minimal one).
+inline constexpr char kRuntimeSearchPath[] =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 struct SupervisorRequest;
 
 struct ContainerBind {
@@ -121,7 +126,7 @@ class StepContainer {
                                                         const std::vector<std::string>& step_files);
   ~StepContainer();
 
-  bool rootless() const { return rootless_; }
+  bool rootless() const;  // the node's ContainerHost::rootless
 
   // Writes task `rank`'s bundle; returns the command line that runs it.
   Result<std::vector<std::string>> TaskCommand(int rank, const std::vector<std::string>& task_env,
@@ -140,8 +145,7 @@ class StepContainer {
   Status StageDevices();
 
   const SupervisorRequest* request_ = nullptr;
-  bool rootless_ = false;  // ContainerHost::rootless
-  std::string dir_;        // <step>/ctr: a tmpfs in the supervisor's mount namespace
+  std::string dir_;  // <step>/ctr: a tmpfs in the supervisor's mount namespace
   std::string work_dir_;
   bool work_dir_mounted_ = false;
   std::string runtime_;

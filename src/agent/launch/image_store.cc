@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "core/job.h"
+
 namespace shoal::agent {
 namespace {
 
@@ -13,9 +15,9 @@ using Json = nlohmann::json;
 
 Status CheckReference(std::string_view reference) {
   if (reference.empty()) return InvalidArgument("the container image is empty");
-  if (reference.size() > kMaxImageReferenceBytes) {
+  if (reference.size() > kMaxContainerImageBytes) {
     return InvalidArgument(
-        fmt::format("the container image name is over {} bytes", kMaxImageReferenceBytes));
+        fmt::format("the container image name is over {} bytes", kMaxContainerImageBytes));
   }
   for (char c : reference) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {

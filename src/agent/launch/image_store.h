@@ -15,7 +15,8 @@
 //                              eviction takes LOCK_EX|LOCK_NB
 //   <cache>/<key>.unpack       LOCK_EX while one process unpacks the image
 //
-// Libc, fmt and JSON only: this file is compiled into shoal-step too.
+// Libc, fmt, JSON and job.h's limits only: this file is compiled into
+// shoal-step too.
 // Thread-safe (no state).
 #pragma once
 
@@ -28,8 +29,6 @@
 #include "core/status.h"
 
 namespace shoal::agent {
-
-inline constexpr size_t kMaxImageReferenceBytes = 1024;
 
 // The image file a job names. An absolute path is returned as is (the
 // caller opens it with the job user's rights). Anything else names a file

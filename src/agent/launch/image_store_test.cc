@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/files.h"
+#include "core/job.h"
 
 namespace shoal::agent {
 namespace {
@@ -52,7 +53,7 @@ TEST_F(ImageStoreTest, AbsolutePathsAreTheCallersToOpen) {
 }
 
 TEST_F(ImageStoreTest, BadReferencesAreRefused) {
-  const std::string long_name(kMaxImageReferenceBytes + 1, 'a');
+  const std::string long_name(kMaxContainerImageBytes + 1, 'a');
   for (const std::string& bad :
        {std::string(), std::string("a/../b"), std::string(".."), std::string("/home/../etc/x"),
         std::string("a\nb"), std::string("a\x7f"), long_name, std::string("docker://")}) {

@@ -66,6 +66,7 @@ struct ChildFailure {
 struct TaskPlan {
   int local_rank = 0;
   int rank = 0;
+  std::vector<std::string> shoal_env;  // TaskEnvironment: what an image may not override
   std::vector<std::string> env;
   std::vector<char*> envp;
   std::string stdout_path;
@@ -251,7 +252,8 @@ class Supervisor {
       TaskPlan& plan = plans_[static_cast<size_t>(local)];
       plan.local_rank = local;
       plan.rank = FirstRank(step) + local;
-      plan.env = MergeEnvironment(login, TaskEnvironment(step, local, hostfile));
+      plan.shoal_env = TaskEnvironment(step, local, hostfile);
+      plan.env = MergeEnvironment(login, plan.shoal_env);
       if (!bin_dir.empty()) PrependToPath(plan.env, bin_dir);
       plan.envp = PointersTo(plan.env);
       plan.stdout_path = ResolveOutputPath(step, false, plan.rank);
@@ -294,17 +296,15 @@ class Supervisor {
     // A program is found on the container's PATH, not the host's.
     const std::vector<std::string>& argv = step.script || step.argv.empty() ? argv_ : step.argv;
     for (TaskPlan& plan : plans_) {
-      SHOAL_ASSIGN_OR_RETURN(
-          plan.runtime_argv,
-          container_->TaskCommand(plan.rank, plan.env,
-                                  TaskEnvironment(step, plan.local_rank, hostfile), argv));
+      SHOAL_ASSIGN_OR_RETURN(plan.runtime_argv,
+                             container_->TaskCommand(plan.rank, plan.env, plan.shoal_env, argv));
       // --pty: the terminal relay runs the runtime, whose container gets
       // the terminal as its standard files.
       if (!plan.argv.empty())
         plan.runtime_argv.insert(plan.runtime_argv.begin(), relay_.begin(), relay_.end());
       plan.runtime_argv_pointers = PointersTo(plan.runtime_argv);
     }
-    runtime_env_ = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+    runtime_env_ = {std::string("PATH=") + kRuntimeSearchPath};
     runtime_envp_ = PointersTo(runtime_env_);
     return Status::Ok();
   }
