@@ -109,14 +109,35 @@ Status Agent::Impl::UseTls(const std::string& listen_host) {
 }
 
 std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
+  std::optional<net::TlsClientOptions> tls = client_tls;
+  if (on_session && tls) tls->cert_file = tls->key_file = "";
   // Kept alive between heartbeats: an idle connection costs the server a
   // descriptor, not a thread (net/http_server.h).
-  auto c = net::HttpClient::Connect(options.server, {.token = options.token,
-                                                     .connect_timeout_ms = 2000,
-                                                     .read_timeout_ms = 10000,
-                                                     .keep_alive = true,
-                                                     .tls = client_tls});
+  auto c =
+      net::HttpClient::Connect(options.server, {.token = on_session ? node_session : options.token,
+                                                .connect_timeout_ms = 2000,
+                                                .read_timeout_ms = 10000,
+                                                .keep_alive = true,
+                                                .tls = tls});
   return c.ok() ? std::move(*c) : nullptr;
+}
+
+void Agent::Impl::UseSessionIfGiven(std::unique_ptr<net::HttpClient>& client) {
+  if (on_session || node_session.empty() || !client_tls) return;
+  on_session = true;
+  if (auto c = Client(); c != nullptr) {
+    client = std::move(c);
+    log::Info("node.session", {{"server", client->base()}});
+  } else {
+    on_session = false;
+  }
+}
+
+void Agent::Impl::DropSession(std::unique_ptr<net::HttpClient>& client, std::string_view why) {
+  log::Warning("node.session.refused", {{"error", why}, {"action", "certificate"}});
+  node_session.clear();
+  on_session = false;
+  client = Client();
 }
 
 Status Agent::Impl::Register(net::HttpClient& client) {
@@ -138,6 +159,8 @@ Status Agent::Impl::Register(net::HttpClient& client) {
       fence_grace_ms = static_cast<int64_t>((*body)["kill_grace_s"].get<double>() * 1000);
     NoteServerProtocol(*body);
     TakeHeartbeatInterval(*body);
+    if (auto it = body->find("node_session"); it != body->end() && it->is_string())
+      node_session = it->get<std::string>();
   }
   last_heard_ms = sent.time_since_epoch().count();
   is_registered = true;
@@ -439,6 +462,10 @@ void Agent::Impl::Loop() {
     if (!is_registered) {
       Status s = client != nullptr ? Register(*client)
                                    : Status(StatusCode::kUnavailable, "bad server address");
+      if (!s.ok() && on_session && s.code() == StatusCode::kUnauthenticated) {
+        DropSession(client, s.message());
+        continue;  // at once, with the certificate
+      }
       if (!s.ok()) {
         if (!warned) log::Warning("register.failed", {{"error", s.message()}, {"action", "retry"}});
         warned = true;
@@ -447,9 +474,14 @@ void Agent::Impl::Loop() {
         backoff = std::min<Duration>(backoff * 2, std::chrono::seconds(5));
         continue;
       }
-      log::Info("registered", {{"server", client->base()}, {"node", node.name}});
+      log::Info("registered", {{"server", client->base()},
+                               {"node", node.name},
+                               {"by", on_session   ? "session"
+                                      : client_tls ? "certificate"
+                                                   : "token"}});
       warned = false;
       backoff = std::chrono::milliseconds(100);
+      UseSessionIfGiven(client);
     }
     std::shared_ptr<MigPending> mig;
     {
@@ -526,6 +558,10 @@ void Agent::Impl::Loop() {
                     refused.begin() + static_cast<std::ptrdiff_t>(refused_now.size()));
     } else if (r.ok() && r->status == 404) {
       is_registered = false;  // the server lost us (its state was reset): register again
+      continue;
+    } else if (r.ok() && r->status == 401 && on_session) {
+      DropSession(client, r->body);
+      is_registered = false;  // with the certificate, which gives a new session
       continue;
     } else if (!warned) {
       log::Warning("heartbeat.failed",

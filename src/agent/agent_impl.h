@@ -157,7 +157,18 @@ struct Agent::Impl {
   // GPUs with the server and says what they are now.
   Result<Json> ApplyMig(const api::MigOrder& order, net::HttpClient& client);
   Status Register(net::HttpClient& client);
+  // A client for the server: over TLS with the node's certificate, or, once
+  // a registration gave one, with the node session instead (server/auth.h:
+  // a resumed connection that carries no certificate costs the controller
+  // half as much).
   std::unique_ptr<net::HttpClient> Client() const;
+  std::string node_session;  // Loop's own (Register sets it): empty until given
+  bool on_session = false;   // Loop's own: Client() presents node_session
+  // Loop: takes the session up once a registration has given one; drops it
+  // for the certificate when the server refuses it (expired, or the server's
+  // key changed).
+  void UseSessionIfGiven(std::unique_ptr<net::HttpClient>& client);
+  void DropSession(std::unique_ptr<net::HttpClient>& client, std::string_view why);
 };
 
 }  // namespace shoal::agent

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 #include <memory>
 
 namespace shoal::net {
@@ -322,19 +323,29 @@ void SessionCache::OfferAtStart(const ssl_st* ssl, int where, int) {
       static_cast<SessionCache*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), SessionCacheIndex()));
   if (cache == nullptr) return;
   std::lock_guard<std::mutex> lock(cache->mu_);
-  if (cache->session_ != nullptr && SSL_SESSION_is_resumable(cache->session_) == 1)
-    SSL_set_session(const_cast<SSL*>(ssl), cache->session_);
+  if (cache->session_ == nullptr || SSL_SESSION_is_resumable(cache->session_) != 1) return;
+  // A copy: the connection's session is marked not resumable when the
+  // connection is freed without a close_notify (OpenSSL's
+  // ssl_clear_bad_session), which is how a client drops one the server
+  // closed. The cache's own must outlive that.
+  SSL_SESSION* copy = SSL_SESSION_dup(cache->session_);
+  if (copy == nullptr) return;
+  SSL_set_session(const_cast<SSL*>(ssl), copy);
+  SSL_SESSION_free(copy);  // the connection holds its own reference
 }
 
-// The server gave a session (a ticket): keep it, dropping the one before.
+// The server gave a session (a ticket): keep a copy of it (see
+// OfferAtStart), dropping the one before.
 int SessionCache::Keep(ssl_st* ssl, ssl_session_st* session) {
   auto* cache =
       static_cast<SessionCache*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), SessionCacheIndex()));
   if (cache == nullptr) return 0;  // not ours: OpenSSL frees it
+  SSL_SESSION* copy = SSL_SESSION_dup(session);
+  if (copy == nullptr) return 0;
   std::lock_guard<std::mutex> lock(cache->mu_);
   if (cache->session_ != nullptr) SSL_SESSION_free(cache->session_);
-  cache->session_ = session;
-  return 1;  // the reference is the cache's now
+  cache->session_ = copy;
+  return 0;  // OpenSSL drops its reference to the connection's own
 }
 
 void RequirePeerName(ssl_ctx_st* ctx, const std::string* name) {
@@ -348,7 +359,10 @@ PeerCertificate PeerOf(const httplib::Request& req) {
   // SSL_get0_peer_certificate: no reference taken (OpenSSL 3).
   X509* cert = SSL_get0_peer_certificate(req.ssl);
   if (cert == nullptr) return {};
-  return {CommonName(cert), DigestText(cert)};
+  std::tm end{};
+  const int64_t not_after =
+      ASN1_TIME_to_tm(X509_get0_notAfter(cert), &end) == 1 ? static_cast<int64_t>(timegm(&end)) : 0;
+  return {CommonName(cert), DigestText(cert), not_after};
 }
 
 }  // namespace shoal::net

@@ -3,6 +3,7 @@
 // common name (and SAN) is the node's name. OpenSSL stays in tls.cc.
 #pragma once
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -59,11 +60,13 @@ Result<std::string> Fingerprint(std::string_view cert_pem);
 Result<std::string> VerifiedCommonName(std::string_view ca_pem, std::string_view cert_pem);
 
 // The certificate the peer presented on this request's TLS connection, once
-// the handshake verified it against the listener's CA: its common name and
-// fingerprint. Empty on a plain connection or without a certificate.
+// the handshake verified it against the listener's CA: its common name,
+// fingerprint and end of validity (seconds since the epoch). Empty on a
+// plain connection or without a certificate.
 struct PeerCertificate {
   std::string common_name;
   std::string fingerprint;
+  int64_t not_after = 0;
   bool empty() const { return common_name.empty(); }
 };
 PeerCertificate PeerOf(const httplib::Request& req);
@@ -78,8 +81,11 @@ void RequirePeerName(ssl_ctx_st* ctx, const std::string* name);
 // on the client's next connection, so that the server signs and checks no
 // certificate anew: an agent's heartbeat connects anew each time, and a
 // full handshake costs the controller about four times a resumed one
-// (docs/scale.md). One cache per server; it must outlive the contexts it
-// is attached to. Thread-safe.
+// (docs/scale.md). It keeps a copy of the session, and each connection
+// gets a copy of its own: a connection dropped without a close_notify (the
+// server closed it) leaves its session not resumable, and must not spoil
+// the cache's. One cache per server; it must outlive the contexts it is
+// attached to. Thread-safe.
 class SessionCache {
  public:
   SessionCache() = default;

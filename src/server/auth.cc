@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -10,6 +12,69 @@
 #include "net/token.h"
 
 namespace shoal::server {
+
+namespace {
+
+constexpr std::string_view kNodeSessionPrefix = "shoalnode_";
+
+std::string NodeSessionClaim(std::string_view node, int64_t expires, std::string_view fingerprint) {
+  // '|' is in no node name, number or fingerprint: one claim, one reading.
+  return fmt::format("node|{}|{}|{}", node, expires, fingerprint);
+}
+
+int64_t UnixSeconds(Time t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+void TokenCache::SetJobTokenKey(std::string key) {
+  job_token_key_ = std::move(key);
+  // A key of its own, so that no job token's MAC is a node session's.
+  node_session_key_ =
+      job_token_key_.empty() ? "" : net::HmacSha256Hex(job_token_key_, "shoal node sessions");
+}
+
+std::string TokenCache::NodeSession(const net::PeerCertificate& peer, Time now) const {
+  if (node_session_key_.empty() || peer.empty() || !IsValidNodeName(peer.common_name)) return "";
+  int64_t expires = UnixSeconds(now + kNodeSessionTtl);
+  if (peer.not_after > 0) expires = std::min(expires, peer.not_after);
+  const std::string mac = net::HmacSha256Hex(
+      node_session_key_, NodeSessionClaim(peer.common_name, expires, peer.fingerprint));
+  return fmt::format("{}{}_{}_{}_{}", kNodeSessionPrefix, peer.common_name, expires,
+                     peer.fingerprint, mac);
+}
+
+// "shoalnode_<node>_<expiry>_<fingerprint>_<HMAC>": a node's name may hold
+// '_', so the fields are taken from the right.
+Result<Identity> TokenCache::AuthenticateNodeSession(std::string_view text, Time now) const {
+  const Status bad(StatusCode::kUnauthenticated, "not a valid node session");
+  if (node_session_key_.empty() || !text.starts_with(kNodeSessionPrefix)) return bad;
+  std::string_view rest = text.substr(kNodeSessionPrefix.size());
+  std::string_view fields[3];  // HMAC, fingerprint, expiry
+  for (std::string_view& field : fields) {
+    const size_t cut = rest.rfind('_');
+    if (cut == std::string_view::npos) return bad;
+    field = rest.substr(cut + 1);
+    rest = rest.substr(0, cut);
+  }
+  const std::string_view node = rest, fingerprint = fields[1];
+  auto expires = ParseInt(fields[2]);
+  const bool hex =
+      !fingerprint.empty() && std::all_of(fingerprint.begin(), fingerprint.end(), [](char c) {
+        return std::isxdigit(static_cast<unsigned char>(c)) || c == ':';
+      });
+  if (!expires.ok() || !IsValidNodeName(node) || !hex) return bad;
+  const std::string mac =
+      net::HmacSha256Hex(node_session_key_, NodeSessionClaim(node, *expires, fingerprint));
+  if (!net::ConstantTimeEquals(mac, fields[0])) return bad;
+  if (UnixSeconds(now) >= *expires)
+    return Status(StatusCode::kUnauthenticated, "this node session has expired");
+  return Identity{.user = std::string(node),
+                  .role = "node",
+                  .node_name = std::string(node),
+                  .credential = std::string(fingerprint)};
+}
 
 void TokenCache::Replace(const std::vector<state::TokenRecord>& tokens) {
   std::map<std::string, state::TokenRecord, std::less<>> fresh;
@@ -34,6 +99,7 @@ Result<Identity> TokenCache::Authenticate(std::string_view authorization, Time n
   }
   const std::string_view text = Trim(h.substr(kBearer.size()));
   if (text.starts_with("shoaljob_")) return AuthenticateJobToken(text);
+  if (text.starts_with(kNodeSessionPrefix)) return AuthenticateNodeSession(text, now);
   SHOAL_ASSIGN_OR_RETURN(auto parts, net::SplitToken(text));
   const std::string hash = net::Sha256Hex(parts.second);
   std::shared_lock lock(mu_);
@@ -114,7 +180,11 @@ Result<Identity> TokenCache::IdentityOf(const net::PeerCertificate& peer,
                     .credential = peer.fingerprint};
   }
   SHOAL_ASSIGN_OR_RETURN(Identity who, Authenticate(authorization, now, allow_join));
-  if (tls && who.node()) {
+  const bool session = who.node() && !who.credential.empty();
+  if (session && !tls) {
+    return Status(StatusCode::kUnauthenticated, "a node session is good over TLS only");
+  }
+  if (tls && who.node() && !session) {
     return Status(StatusCode::kUnauthenticated,
                   "over TLS a node proves itself with its certificate, not a node token");
   }

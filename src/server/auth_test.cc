@@ -120,5 +120,66 @@ TEST(TokenCacheTest, JobTokensActForTheirJobsUser) {
   EXPECT_EQ(c.CheckJobToken(*who).code(), StatusCode::kUnauthenticated);
 }
 
+// A node session: given to a node that proved itself by certificate, good
+// over TLS only, for that node and certificate, until it ends; anything
+// altered in it, or signed with another key, is nobody.
+TEST(TokenCacheTest, NodeSessionsActForTheirNodeAndCertificateOverTls) {
+  TokenCache cache;
+  cache.SetJobTokenKey("the server's key");
+  const auto unix_s = [](Time t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+  };
+  const net::PeerCertificate peer{.common_name = "gpu_node-1.rack2",
+                                  .fingerprint = "AA:BB:CC",
+                                  .not_after = unix_s(kNow + std::chrono::hours(24 * 30))};
+  const std::string session = cache.NodeSession(peer, kNow);
+  ASSERT_TRUE(session.starts_with("shoalnode_gpu_node-1.rack2_"));
+
+  auto who = cache.IdentityOf({}, "Bearer " + session, kNow, /*tls=*/true);
+  ASSERT_TRUE(who.ok()) << who.status().ToString();
+  EXPECT_TRUE(who->node());
+  EXPECT_EQ(who->node_name, "gpu_node-1.rack2");
+  EXPECT_EQ(who->credential, "AA:BB:CC");  // the controller checks it against the node's pin
+  EXPECT_FALSE(who->ActsFor("gpu_node-2"));
+
+  EXPECT_EQ(cache.IdentityOf({}, "Bearer " + session, kNow, /*tls=*/false).status().code(),
+            StatusCode::kUnauthenticated);
+  // It lasts kNodeSessionTtl, or less when the certificate ends first.
+  EXPECT_TRUE(
+      cache.AuthenticateNodeSession(session, kNow + kNodeSessionTtl - std::chrono::seconds(1))
+          .ok());
+  EXPECT_EQ(cache.AuthenticateNodeSession(session, kNow + kNodeSessionTtl).status().message(),
+            "this node session has expired");
+  net::PeerCertificate ending = peer;
+  ending.not_after = unix_s(kNow + std::chrono::hours(1));
+  const std::string short_lived = cache.NodeSession(ending, kNow);
+  EXPECT_TRUE(cache.AuthenticateNodeSession(short_lived, kNow + std::chrono::minutes(59)).ok());
+  EXPECT_FALSE(cache.AuthenticateNodeSession(short_lived, kNow + std::chrono::minutes(61)).ok());
+
+  // Altered: another node, a later end, another certificate, another key, or cut.
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    std::string s = session;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  const std::string expiry = std::to_string(unix_s(kNow + kNodeSessionTtl));
+  TokenCache other;
+  other.SetJobTokenKey("another key");
+  for (const std::string& forged :
+       {replace("gpu_node-1.rack2", "gpu_node-2.rack2"), replace(expiry, expiry + "0"),
+        replace("AA:BB:CC", "AA:BB:CD"), other.NodeSession(peer, kNow),
+        session.substr(0, session.rfind('_')), std::string("shoalnode_x"),
+        replace("AA:BB:CC", "AA|BB")}) {
+    EXPECT_EQ(cache.AuthenticateNodeSession(forged, kNow).status().code(),
+              StatusCode::kUnauthenticated)
+        << forged;
+  }
+  // The controller's own certificate gets none; nor does any without a key.
+  EXPECT_EQ(cache.NodeSession(
+                {.common_name = std::string(net::kControllerName), .fingerprint = "x"}, kNow),
+            "");
+  EXPECT_EQ(TokenCache().NodeSession(peer, kNow), "");
+}
+
 }  // namespace
 }  // namespace shoal::server

@@ -75,9 +75,20 @@ void RegisterNode(const Context& ctx, const Identity& who, const httplib::Reques
   if (!body.ok()) return Reply(res, body.status());
   auto node = api::RegistrationFromJson(*body);
   if (!node.ok()) return Reply(res, node.status());
-  Reply(res, ctx.loop.Call<Json>([who, n = std::move(*node)](Controller& c, Time now) mutable {
-    return c.RegisterNode(who, std::move(n), now);
-  }));
+  Result<Json> answer =
+      ctx.loop.Call<Json>([who, n = std::move(*node)](Controller& c, Time now) mutable {
+        return c.RegisterNode(who, std::move(n), now);
+      });
+  // A node that proved itself by certificate gets a session for its later
+  // connections (TokenCache::NodeSession); one that came with a session
+  // keeps it.
+  if (answer.ok() && ctx.tls()) {
+    if (const net::PeerCertificate peer = net::PeerOf(req); !peer.empty()) {
+      const std::string session = ctx.tokens.NodeSession(peer, ctx.clock.Now());
+      if (!session.empty()) (*answer)["node_session"] = session;
+    }
+  }
+  Reply(res, answer);
 }
 
 void ReceiveHeartbeat(const Context& ctx, const Identity& who, const httplib::Request& req,

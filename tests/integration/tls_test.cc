@@ -149,10 +149,14 @@ TEST_F(TlsServerTest, AKeptAliveClientOutlivesTheServersIdleClose) {
        .tls =
            TlsClientOptions{.ca_file = ca_file_, .cert_file = node_cert_, .key_file = node_key_}});
   ASSERT_TRUE(c.ok());
-  for (int i = 0; i < 3; ++i) {
-    auto r = (*c)->Get("/whoami");
-    ASSERT_TRUE(r.ok()) << "request " << i << ": " << r.status().ToString();
-    EXPECT_EQ(r->body, "n1");
+  // The server closes the connection without a word; the client's next
+  // request finds it closed and opens another, resuming its session (a
+  // connection dropped so must not spoil the session it was given: an
+  // agent after a controller restart).
+  for (const char* want : {"0 n1", "1 n1", "1 n1"}) {
+    auto r = (*c)->Get("/resumed");
+    ASSERT_TRUE(r.ok()) << "request for " << want << ": " << r.status().ToString();
+    EXPECT_EQ(r->body, want);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past the idle timeout
   }
 }
@@ -273,6 +277,38 @@ TEST_F(TlsServerTest, HttpClientsResumeTheirSessionOnEachNewConnection) {
                                                             .peer_name = "n2"}});
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE((*other)->Get("/resumed").ok());
+}
+
+// A client without a certificate (an agent on its node session) resumes its
+// session too, and its resumed connections carry no certificate: on the
+// controller they cost no certificate decoding (docs/scale.md).
+TEST_F(TlsServerTest, ClientsWithoutACertificateResumeToo) {
+  HttpServer http;
+  ASSERT_TRUE(
+      http.EnableTls({.cert_file = server_cert_, .key_file = server_key_, .ca_file = ca_file_})
+          .ok());
+  http.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
+    res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req).common_name,
+                    "text/plain");
+  });
+  const int port = http.Bind("127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  std::thread serving([&http] { http.listen_after_bind(); });
+  while (!http.is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto c = HttpClient::Connect("https://127.0.0.1:" + std::to_string(port),
+                               {.connect_timeout_ms = 5000,
+                                .read_timeout_ms = 5000,
+                                .tls = TlsClientOptions{.ca_file = ca_file_}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  for (const char* want : {"0 ", "1 ", "1 "}) {
+    auto r = (*c)->Get("/resumed");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->body, want);
+    (*c)->CloseConnection();
+  }
+  http.stop();
+  serving.join();
 }
 
 // Ticket keys kept in a file: a client resumes its session on a server that

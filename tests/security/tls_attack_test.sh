@@ -5,7 +5,8 @@
 # certificate acting for another, the node token over TLS, a node submitting
 # jobs, strangers and nodes giving an agent orders or reading its metrics
 # (unless they are public), a re-keyed node's old
-# certificate, and a connection that never finishes its handshake. A job
+# certificate, node sessions forged, misused or outliving their certificate
+# or the server's key, and a connection that never finishes its handshake. A job
 # runs and its log is read through the controller's mutual TLS to the agent.
 set -u
 SHOAL=$1
@@ -54,6 +55,7 @@ check "plain HTTP is refused off loopback" 2 "plain HTTP is refused on 0.0.0.0" 
   "$SHOAL" server --plain-http --listen 0.0.0.0:0 --state-dir "$TMP/other"
 
 "$SHOAL" server --listen 127.0.0.1:0 > "$TMP/server.log" 2>&1 &
+SERVER_PID=$!
 PIDS="$PIDS $!"
 for _ in $(seq 100); do grep -qs "fingerprint" "$TMP/server.log" && break; sleep 0.05; done
 URL=$(grep -o 'https://127\.0\.0\.1:[0-9]*' "$TMP/server.log" | head -1)
@@ -148,8 +150,35 @@ check "submit over TLS" 0 "Submitted job" -- "$SHOAL" submit --gpus 1 --wrap 'ec
 for _ in $(seq 100); do "$SHOAL" logs 1 2>/dev/null | grep -q tls-job-ran && break; sleep 0.1; done
 check "the job's log comes through mutual TLS" 0 "tls-job-ran" -- "$SHOAL" logs 1
 
-# Re-keying: a token made for n1 gives it a new certificate; the old one stops working.
+# Node sessions: a registration proven by certificate gives one, with which
+# the node's later connections need no certificate (docs/scale.md). It acts
+# for that node and certificate only.
+grep -q '"node.session"\|node.session ' "$TMP/n1.log" && echo "ok   the agent took its session up" ||
+  { echo "FAIL the agent kept its certificate:"; cat "$TMP/n1.log"; fail=1; }
 cp "$TMP/n1/tls/node.crt" "$TMP/n1-old.crt"; cp "$TMP/n1/tls/node.key" "$TMP/n1-old.key"
+N1_OLD="--cacert $CA --cert $TMP/n1-old.crt --key $TMP/n1-old.key"
+N1_BODY='{"name":"n1","address":"127.0.0.1:9","cpus":1,"memory_mib":1,"gpus":[]}'
+expect_code "n1 registers with its certificate" 200 $N1_OLD -X POST -d "$N1_BODY" "$URL/v1/nodes/register"
+body_has "  ... and is given a node session" '"node_session":"shoalnode_n1_'
+SESSION=$(sed -n 's/.*"node_session":"\([^"]*\)".*/\1/p' "$TMP/body")
+expect_code "the session beats as n1 without a certificate" 200 --cacert "$CA" \
+  -H "Authorization: Bearer $SESSION" -X POST -d '{}' "$URL/v1/nodes/n1/heartbeat"
+expect_code "  ... and registers n1" 200 --cacert "$CA" -H "Authorization: Bearer $SESSION" \
+  -X POST -d "$N1_BODY" "$URL/v1/nodes/register"
+if grep -q node_session "$TMP/body"; then echo "FAIL a session gave another session"; fail=1; else
+  echo "ok   ... which gives no new session (only a certificate does)"; fi
+expect_code "the session cannot beat as n2" 403 --cacert "$CA" \
+  -H "Authorization: Bearer $SESSION" -X POST -d '{}' "$URL/v1/nodes/n2/heartbeat"
+expect_code "the session cannot submit jobs" 403 --cacert "$CA" \
+  -H "Authorization: Bearer $SESSION" -X POST -d '{"command":"id","gpus":1}' "$URL/v1/jobs"
+FORGED=$(echo "$SESSION" | sed 's/^shoalnode_n1_/shoalnode_n2_/')
+expect_code "a session renamed for n2 is refused" 401 --cacert "$CA" \
+  -H "Authorization: Bearer $FORGED" -X POST -d '{}' "$URL/v1/nodes/n2/heartbeat"
+FORGED=$(echo "$SESSION" | sed 's/_\([0-9]*\)_/_9\1_/')
+expect_code "a session made to last longer is refused" 401 --cacert "$CA" \
+  -H "Authorization: Bearer $FORGED" -X POST -d '{}' "$URL/v1/nodes/n1/heartbeat"
+
+# Re-keying: a token made for n1 gives it a new certificate; the old one stops working.
 kill "$LAST_PID" 2>/dev/null  # n2 stays; stop nothing else
 check "n1 re-keyed with a token made for it" 0 "" -- sh -c "
   '$SHOAL' agent --server '$URL' --name n1 --join-token '$(join_token --node n1)' --ca-file '$CA' \
@@ -160,6 +189,9 @@ PIDS="$PIDS $(cat "$TMP/n1-new.pid")"
 expect_code "the old certificate of n1 is refused" 403 --cacert "$CA" --cert "$TMP/n1-old.crt" \
   --key "$TMP/n1-old.key" -X POST -d '{}' "$URL/v1/nodes/n1/heartbeat"
 body_has "  ... as another certificate" "another certificate"
+expect_code "  ... and so is the session it gave" 403 --cacert "$CA" \
+  -H "Authorization: Bearer $SESSION" -X POST -d '{}' "$URL/v1/nodes/n1/heartbeat"
+body_has "  ... as another certificate's" "another certificate"
 
 # A connection that never finishes its handshake is cut off at the
 # request deadline (10 s), and the server answers meanwhile.
@@ -183,5 +215,40 @@ wait "$SLOW"
 secs=$(sed -n 's/closed after \([0-9]*\)\..*/\1/p' "$TMP/handshake.out")
 if [ -n "$secs" ] && [ "$secs" -ge 8 ] && [ "$secs" -le 13 ]; then echo "ok   a stalled handshake is cut off ($secs s)"; else
   echo "FAIL a stalled handshake: $(cat "$TMP/handshake.out")"; fail=1; fi
+
+# A restart keeps the key sessions are signed with (the state directory):
+# the agent goes on with its session. With a new key the session is
+# refused, and the agent goes back to its certificate for a new one.
+restart_server() {
+  kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+  "$SHOAL" server --listen "$ADDR" > "$TMP/server-$1.log" 2>&1 &
+  SERVER_PID=$!
+  PIDS="$PIDS $!"
+}
+beats_since() {  # beats_since LINE: n1's agent heard from the server after log line LINE
+  for _ in $(seq 100); do
+    tail -n "+$1" "$TMP/n1-new.log" | grep -q "$2" && return 0; sleep 0.1
+  done
+  return 1
+}
+grep -q 'node.session' "$TMP/n1-new.log" && echo "ok   the re-keyed n1 has a session" ||
+  { echo "FAIL the re-keyed n1 has no session"; fail=1; }
+MARK=$(wc -l < "$TMP/n1-new.log")
+restart_server kept
+wait_up n1 && echo "ok   n1 is up after a restart" || { echo "FAIL n1 is not up after a restart"; fail=1; }
+sleep 1
+if tail -n "+$MARK" "$TMP/n1-new.log" | grep -q 'session.refused' ||
+  grep -q 'auth.refused' "$TMP/server-kept.log"; then
+  echo "FAIL the restarted server refused n1's session"; cat "$TMP/server-kept.log"; fail=1; else
+  echo "ok   ... and its session still holds"; fi
+MARK=$(wc -l < "$TMP/n1-new.log")
+rm "$SHOAL_STATE_DIR/job.key"
+restart_server rekeyed
+beats_since "$MARK" 'session.refused' && echo "ok   a server with a new key refuses the old session" ||
+  { echo "FAIL the old session was not refused"; cat "$TMP/n1-new.log"; fail=1; }
+beats_since "$MARK" 'registered.*certificate' && echo "ok   ... and the agent registers with its certificate" ||
+  { echo "FAIL n1 did not register with its certificate"; cat "$TMP/n1-new.log"; fail=1; }
+beats_since "$MARK" 'node.session ' && echo "ok   ... and takes a new session up" ||
+  { echo "FAIL n1 took no new session"; cat "$TMP/n1-new.log"; fail=1; }
 
 exit $fail
