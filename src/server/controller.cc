@@ -321,6 +321,7 @@ NodeState Controller::EffectiveState(const NodeRecord& n) const {
 }
 
 void Controller::RebuildInventory() {
+  const auto started = std::chrono::steady_clock::now();
   layout_changed_ = false;
   Cluster c;
   c.name = "shoal";
@@ -355,6 +356,11 @@ void Controller::RebuildInventory() {
     }
   }
   dirty_ = true;
+  const auto took = std::chrono::steady_clock::now() - started;
+  // No pacing before the first nodes are in.
+  const bool paced = took >= config_.paced_rebuild_from && inventory_->size() > 0;
+  next_paced_rebuild_ = paced ? started + took * config_.rebuild_pacing
+                              : std::chrono::steady_clock::time_point{};
 }
 
 Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) {

@@ -99,6 +99,13 @@ struct ControllerConfig {
   // timeout; kubelets renew their node lease every 10 s), which costs the
   // controller under half a core (docs/scale.md).
   int max_heartbeat_rate = 1000;
+  // While nodes keep joining or changing, passes rebuild the scheduler's
+  // inventory (O(nodes)) at most once per `rebuild_pacing` times the last
+  // rebuild's own time, so that rebuilding takes at most 1/20 of the loop;
+  // only once a rebuild takes `paced_rebuild_from` or more (thousands of
+  // nodes). A submission that only a new node can hold has it rebuilt at once.
+  int rebuild_pacing = 20;
+  std::chrono::microseconds paced_rebuild_from{1000};
   // Fencing (docs/security.md): an agent that has not been heard for
   // node_timeout stops its requeueable jobs' steps itself (SIGTERM, SIGKILL
   // after kill_grace); the server requeues such a job of a lost node only
@@ -439,8 +446,10 @@ class Controller {
   Duration HeartbeatInterval() const;
   // Applies the node layout registrations changed (they only mark it, so
   // that a fleet registering costs one rebuild per pass, not one per node);
-  // a pass does this first.
+  // a pass does this first, paced (ControllerConfig::rebuild_pacing).
   void SettleLayout();
+  // Whether the inventory holds every node that registered (tests).
+  bool layout_settled() const { return !layout_changed_; }
   const ControllerConfig& config() const { return config_; }
 
  private:
@@ -663,6 +672,8 @@ class Controller {
   size_t active_ = 0;
   bool dirty_ = true;
   bool layout_changed_ = false;  // nodes registered or changed since the inventory was built
+  // No pass rebuilds the inventory before this (ControllerConfig::rebuild_pacing).
+  std::chrono::steady_clock::time_point next_paced_rebuild_{};
   bool tokens_changed_ = true;
   std::string job_token_key_;
   PortBook ports_{20000, 32767};  // rendezvous ports, per node (config: rendezvous_ports)

@@ -152,6 +152,32 @@ TEST_F(ControllerNodesTest, ANodeThatComesBackAsItWasWritesNothing) {
   EXPECT_EQ(b.nodes[0].state, NodeState::kUp);
 }
 
+// While a fleet joins, passes rebuild the inventory at most once per
+// rebuild_pacing times the last rebuild's cost; a job only a node that has
+// just joined can hold still has it rebuilt at once, and runs there.
+TEST_F(ControllerNodesTest, PassesPaceInventoryRebuildsWhileNodesJoin) {
+  ControllerConfig cfg = Config();
+  cfg.paced_rebuild_from = std::chrono::microseconds(0);  // every rebuild paces the next
+  cfg.rebuild_pacing = 1000000;                           // by a second or more
+  Controller c(cfg);
+  ASSERT_TRUE(c.RegisterNode(kNodeAgent, MakeNode("n1"), At(0)).ok());
+  c.SchedulePass(At(1));
+  EXPECT_TRUE(c.layout_settled()) << "the first rebuild is not paced";
+  ASSERT_TRUE(c.RegisterNode(kNodeAgent, MakeNode("n2"), At(2)).ok());
+  c.SchedulePass(At(3));
+  EXPECT_FALSE(c.layout_settled()) << "paced: n2 waits for a later pass";
+  JobSpec on_n2 = Spec(8);
+  on_n2.node_list = {"n2"};
+  auto r = c.Submit(kAlice, on_n2, At(4));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(c.layout_settled()) << "a job only n2 can hold rebuilds it at once";
+  c.SchedulePass(At(5));
+  auto shown = c.ShowJob(kAdmin, JobId((*r)["jobs"][0].get<uint64_t>()));
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ((*shown)["state"], "running");
+  EXPECT_EQ((*shown)["allocation"][0]["node"], "n2");
+}
+
 TEST_F(ControllerNodesTest, MetricsShowANodeThatHasJustRegistered) {
   Register("n1");
   c_.SchedulePass(At(0));

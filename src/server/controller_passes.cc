@@ -268,7 +268,9 @@ sched::PassStats Controller::SchedulePass(Time now) {
     pass_phases_.seconds[phase] += std::chrono::duration<double>(t - mark).count();
     mark = t;
   };
-  SettleLayout();
+  // Paced: while a fleet joins, each pass would otherwise rebuild the whole
+  // inventory for the few nodes that joined since the one before.
+  if (std::chrono::steady_clock::now() >= next_paced_rebuild_) SettleLayout();
   phase_done(0);
   dirty_ = false;
   // Pending jobs in submission order (compacting the list of those that
