@@ -6,7 +6,7 @@
 //
 //   fleet_bench --shoal build/release/src/cli/shoal [--nodes 1000,5000,10000]
 //               [--heartbeat-seconds 10] [--interval 1] [--connections 8] [--gpus 8]
-//               [--node-timeout 30] [--fixed-interval] [--tls]
+//               [--node-timeout 30] [--fixed-interval] [--tls] [--no-node-sessions]
 //               [--beat-connections node|beat|sender]
 //
 // A node beats every --interval s, or as seldom as the server's answers ask
@@ -15,8 +15,11 @@
 // between beats, as an agent does (--beat-connections node); `beat` opens a
 // new connection for each beat (agents before they kept theirs), `sender`
 // has the nodes of one sender thread share its connection. --tls: the
-// server speaks TLS (its own CA, as `shoal server` sets up), and nodes
-// present their token over it. For each fleet size, against a fresh server:
+// server speaks TLS (its own CA, as `shoal server` sets up): each node
+// registers first with a certificate of its own, then, as agents do, connects
+// with the node session its registration gave it and no certificate
+// (--no-node-sessions: with its certificate every time, as agents did
+// before). For each fleet size, against a fresh server:
 //  1. registration of every node over --connections connections: seconds,
 //     server CPU per registration, latency;
 //  2. --heartbeat-seconds of beats (every GPU's telemetry, varying, and the
@@ -81,6 +84,9 @@ struct Options {
   double heartbeat_seconds = 10, interval = 1;
   int connections = 8, gpus = 8, node_timeout_s = 30;
   bool fixed_interval = false, tls = false;
+  // Over TLS, nodes take the session their registration gives them and
+  // connect without their certificate after it, as agents do.
+  bool node_sessions = true;
   std::string beat_connections = "node";  // node, beat or sender
 };
 
@@ -202,6 +208,7 @@ class Fleet {
   }
 
   int size() const { return static_cast<int>(nodes_.size()); }
+  bool node_sessions() const { return o_.node_sessions; }
   FakeNode& node(int i) { return nodes_[static_cast<size_t>(i)]; }
   // Node i's own connection to `server`, opened at its first use: over TLS
   // with the node's certificate (IssueCertificates), else with `token`. One
@@ -211,14 +218,10 @@ class Fleet {
   // signed for its name: one per node, signed here with the server's CA key
   // (as `shoal agent --join` would have it signed), in `dir`.
   void IssueCertificates(const std::string& state_dir, const std::string& dir);
-  // Closes every node's own connection (the server restarted), keeping
-  // each client's TLS session as an agent keeps it: nodes resume theirs when
-  // the server kept its ticket keys.
-  void DropConnections() {
-    for (auto& c : own_) {
-      if (c != nullptr) c->CloseConnection();
-    }
-  }
+  // Node i connects with `session` (its registration's node_session) from
+  // now on, over TLS without its certificate, as an agent does; its first
+  // connection opens here.
+  void UseSession(int i, const std::string& server, const std::string& session);
   std::string RegistrationBody(int i) const;
   // The interval the nodes beat at: ours, or the server's when longer.
   double Interval() const {
@@ -455,6 +458,21 @@ shoal::net::HttpClient& Fleet::Own(int i, const std::string& server, const std::
   return *c;
 }
 
+void Fleet::UseSession(int i, const std::string& server, const std::string& session) {
+  auto made = shoal::net::HttpClient::Connect(
+      server, {.token = session,
+               .read_timeout_ms = 60000,
+               .tls = shoal::net::TlsClientOptions{.ca_file = ca_file}});
+  if (!made.ok()) Die(made.status().ToString());
+  // Its first connection now, as an agent's first beat after registering
+  // opens it: a full handshake (the server's certificate only), counted in
+  // the registration, so that the beat phases measure kept connections. A
+  // beat (with nothing in it), for the server keeps an authenticated
+  // connection open as long as a node's.
+  (void)(*made)->Post(node(i).beat_path, "{}");
+  own_[static_cast<size_t>(i)] = std::move(*made);
+}
+
 void Fleet::IssueCertificates(const std::string& state_dir, const std::string& dir) {
   auto read = [](const std::string& path) {
     std::ifstream in(path);
@@ -563,7 +581,7 @@ void PrintSubmitted(const char* what, Submitted sub) {
 // Every node registers over `connections` connections, for at most
 // kPhaseLimitS; prints what it took.
 int RegisterAll(Fleet& fleet, const Server& server, int connections, const char* what) {
-  std::atomic<int> next{0}, registered{0}, failed{0};
+  std::atomic<int> next{0}, registered{0}, failed{0}, retried{0};
   std::mutex mu;
   std::vector<double> all_ms;
   std::string first_failure;
@@ -580,6 +598,11 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
         const std::string body = fleet.RegistrationBody(i);
         const auto sent = Clock::now();
         auto r = c.Post("/v1/nodes/register", body);
+        if (!r.ok()) {  // as an agent: once more, on a new connection
+          ++retried;
+          c.CloseConnection();
+          r = c.Post("/v1/nodes/register", body);
+        }
         const double ms = Ms(Clock::now() - sent);
         std::lock_guard<std::mutex> lock(mu);
         all_ms.push_back(ms);
@@ -588,6 +611,8 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
           ++registered;
           const Json a = Json::parse(r->body);
           if (a.contains("heartbeat_s")) fleet.server_interval_s = a["heartbeat_s"].get<double>();
+          if (server.tls && fleet.node_sessions() && a.contains("node_session"))
+            fleet.UseSession(i, server.address, a["node_session"].get<std::string>());
         } else if (failed++ == 0) {
           first_failure = Failure(r);
         }
@@ -607,6 +632,7 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
       what, n, s, n / s, (server.child.CpuSeconds() - cpu0) * 1e3 / std::max(1, n), l.p50_ms,
       l.p99_ms, l.max_ms, (RusageCpuSeconds(RUSAGE_SELF) - self0) * 1e6 / std::max(1, n));
   if (failed > 0) std::printf("  %d failed; first: %s\n", failed.load(), first_failure.c_str());
+  if (retried > 0) std::printf("  %d sent again on a new connection\n", retried.load());
   return n;
 }
 
@@ -778,8 +804,19 @@ void Footprint(const Server& server) {
               std::count(body.back().begin(), body.back().end(), '\n'));
   if (auto st = admin->Get("/v1/stats"); st.ok() && st->status == 200) {
     const Json j = Json::parse(st->body);
-    std::printf("  scheduling passes: %llu, last %.1f ms, mean %.1f ms\n", j.value("passes", 0ull),
-                j.value("last_pass_ms", 0.0), j.value("mean_pass_ms", 0.0));
+    // The time passes spent rebuilding the scheduler's inventory, all of it
+    // while the fleet joined (a node that joins or changes marks the layout
+    // changed; the next pass rebuilds it once for all of them).
+    const std::string& metrics = body.back();
+    const std::string series = "shoal_scheduling_phase_seconds_total{phase=\"inventory\"} ";
+    const size_t at = metrics.find(series);
+    const double inventory_s =
+        at == std::string::npos ? -1 : std::atof(metrics.c_str() + at + series.size());
+    std::printf(
+        "  scheduling passes: %llu, last %.1f ms, mean %.1f ms; %.2f s of them rebuilding the "
+        "inventory\n",
+        j.value("passes", 0ull), j.value("last_pass_ms", 0.0), j.value("mean_pass_ms", 0.0),
+        inventory_s);
   }
 }
 
@@ -791,7 +828,9 @@ void Restart(Fleet& fleet, Server& server, int connections) {
       "  restart: SIGTERM -> exited %.0f ms; serving again after %.0f ms (%.1f MiB, "
       "state loaded)\n",
       stop_ms, start_ms, server.child.RssMib());
-  fleet.DropConnections();
+  // Each node's client keeps its TLS context and session, as an agent's
+  // does: its next request finds its connection closed and opens another
+  // (resuming the session when the server kept its ticket keys).
   for (int i = 0; i < fleet.size(); ++i)
     fleet.node(i).registered = false;
   std::atomic<bool> done{false};
@@ -870,6 +909,8 @@ int main(int argc, char** argv) {
       o.fixed_interval = true;
     else if (std::string(argv[i]) == "--tls")
       o.tls = true;
+    else if (std::string(argv[i]) == "--no-node-sessions")
+      o.node_sessions = false;
     else if (it == flags.end() || i + 1 >= argc)
       Die(std::string("unknown flag or missing value: ") + argv[i]);
     else
@@ -885,7 +926,7 @@ int main(int argc, char** argv) {
        o.beat_connections != "sender")) {
     Die("usage: fleet_bench --shoal PATH [--nodes N,N,... (10-100000)] [--heartbeat-seconds S] "
         "[--interval S] [--connections N] [--gpus N] [--node-timeout S] [--fixed-interval] "
-        "[--tls] [--beat-connections node|beat|sender]");
+        "[--tls] [--no-node-sessions] [--beat-connections node|beat|sender]");
   }
   ::signal(SIGPIPE, SIG_IGN);
   shoal::net::RaiseOpenFileLimit();  // the server's order connections to the fleet's listener
