@@ -359,8 +359,8 @@ void Controller::RebuildInventory() {
   const auto took = std::chrono::steady_clock::now() - started;
   // No pacing before the first nodes are in.
   const bool paced = took >= config_.paced_rebuild_from && inventory_->size() > 0;
-  next_paced_rebuild_ = paced ? started + took * config_.rebuild_pacing
-                              : std::chrono::steady_clock::time_point{};
+  next_paced_rebuild_ =
+      paced ? started + took * config_.rebuild_pacing : std::chrono::steady_clock::time_point{};
 }
 
 Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) {
