@@ -341,6 +341,10 @@ void Controller::RebuildInventory() {
   auto inv = sched::Inventory::Build(c);
   SHOAL_CHECK(inv.ok(), inv.status().message().c_str());
   inventory_ = *inv;
+  inventory_records_.clear();
+  inventory_records_.reserve(inventory_->size());
+  for (const sched::InvNode& n : inventory_->nodes())
+    inventory_records_.push_back(&nodes_.at(n.name));
   RebuildNodeNames();
   // Requests are compiled against the new layout; one that no longer compiles
   // is recompiled (and explained) by the scheduler from its spec each pass.

@@ -627,6 +627,10 @@ class Controller {
   sched::ServiceHistory service_;  // with a policy that uses it (gittins)
   PowerHistory power_history_;     // with power budgets
   std::shared_ptr<const sched::Inventory> inventory_;
+  // The record of each of its nodes, by inventory index (RebuildInventory):
+  // a pass reads every node's state without a lookup by name. Records are
+  // never erased, so the pointers hold.
+  std::vector<const NodeRecord*> inventory_records_;
   // Speed-aware policies: each job's speeds on the inventory's models
   // (server/speeds.h), with the inventory version they were made for.
   struct Speeds {

@@ -234,8 +234,7 @@ sched::Snapshot Controller::RunningSnapshot(
   snap.inventory = inventory_;
   snap.nodes.resize(inventory_->size());
   for (size_t i = 0; i < inventory_->size(); ++i) {
-    const sched::InvNode& inode = inventory_->node(static_cast<sched::NodeIndex>(i));
-    const NodeRecord& n = nodes_.at(inode.name);
+    const NodeRecord& n = *inventory_records_[i];
     snap.nodes[i] = {EffectiveState(n), n.unhealthy_gpus};
   }
   for (const Account& a : accounts_) {
