@@ -460,18 +460,14 @@ shoal::net::HttpClient& Fleet::Own(int i, const std::string& server, const std::
 }
 
 void Fleet::UseSession(int i, const std::string& server, const std::string& session) {
-  auto made = shoal::net::HttpClient::Connect(
-      server, {.token = session,
-               .read_timeout_ms = 60000,
-               .tls = shoal::net::TlsClientOptions{.ca_file = ca_file}});
-  if (!made.ok()) Die(made.status().ToString());
+  auto made = Connect(server, session);  // the CA only: no certificate
   // Its first connection now, as an agent's first beat after registering
   // opens it: a full handshake (the server's certificate only), counted in
   // the registration, so that the beat phases measure kept connections. A
   // beat (with nothing in it), for the server keeps an authenticated
   // connection open as long as a node's.
-  (void)(*made)->Post(node(i).beat_path, "{}");
-  own_[static_cast<size_t>(i)] = std::move(*made);
+  (void)made->Post(node(i).beat_path, "{}");
+  own_[static_cast<size_t>(i)] = std::move(made);
 }
 
 void Fleet::IssueCertificates(const std::string& state_dir, const std::string& dir) {

@@ -223,15 +223,14 @@ void Controller::Record(const Job& job) {
   }
 }
 
-api::Json Controller::StoredForm(const NodeRecord& n) const {
+Node Controller::StoredNode(const NodeRecord& n) const {
   Node node = n.node;
   node.state = EffectiveState(n);
-  return api::ToJson(node);
+  return node;
 }
 
 void Controller::RecordNode(const NodeRecord& n) {
-  Node node = n.node;
-  node.state = EffectiveState(n);
+  Node node = StoredNode(n);
   auto [at, added] = batch_nodes_.try_emplace(node.name, batch_.nodes.size());
   if (added) {
     batch_.nodes.push_back(std::move(node));

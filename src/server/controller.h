@@ -558,8 +558,8 @@ class Controller {
   const std::vector<uint64_t>& RunningOn(const std::string& node) const;
   void Record(const Job& job);
   void RecordNode(const NodeRecord& n);
-  // The node's record as RecordNode writes it (its effective state).
-  api::Json StoredForm(const NodeRecord& n) const;
+  // The node as RecordNode writes it (with its effective state).
+  Node StoredNode(const NodeRecord& n) const;
   void Finish(Job& job, JobState state, Time now);
   void RecordService(double gpu_s);
   void StopJob(Job& job, JobState ending_as, Time now, const std::string& why,

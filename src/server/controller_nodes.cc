@@ -71,11 +71,11 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
   // in memory is what the store holds or is about to (every change of a
   // node's record goes through RecordNode).
   const bool known = it != nodes_.end();
-  const api::Json before = known ? StoredForm(rec) : api::Json();
+  const api::Json before = known ? api::ToJson(StoredNode(rec)) : api::Json();
   Node previous = known ? std::move(rec.node) : Node();
   rec.node = std::move(node);
   rec.last_seen = now;
-  const bool unchanged = known && StoredForm(rec) == before;
+  const bool unchanged = known && api::ToJson(StoredNode(rec)) == before;
   const bool layout_changed = !known || (!unchanged && !SameLayout(previous, rec.node));
   const std::string name = rec.node.name;
   nodes_[name] = rec;

@@ -225,7 +225,7 @@ restart_server() {
   SERVER_PID=$!
   PIDS="$PIDS $!"
 }
-beats_since() {  # beats_since LINE: n1's agent heard from the server after log line LINE
+logged_since() {  # logged_since LINE PATTERN: n1's agent logs PATTERN after its log line LINE (10 s at most)
   for _ in $(seq 100); do
     tail -n "+$1" "$TMP/n1-new.log" | grep -q "$2" && return 0; sleep 0.1
   done
@@ -244,11 +244,11 @@ if tail -n "+$MARK" "$TMP/n1-new.log" | grep -q 'session.refused' ||
 MARK=$(wc -l < "$TMP/n1-new.log")
 rm "$SHOAL_STATE_DIR/job.key"
 restart_server rekeyed
-beats_since "$MARK" 'session.refused' && echo "ok   a server with a new key refuses the old session" ||
+logged_since "$MARK" 'session.refused' && echo "ok   a server with a new key refuses the old session" ||
   { echo "FAIL the old session was not refused"; cat "$TMP/n1-new.log"; fail=1; }
-beats_since "$MARK" 'registered.*certificate' && echo "ok   ... and the agent registers with its certificate" ||
+logged_since "$MARK" 'registered.*certificate' && echo "ok   ... and the agent registers with its certificate" ||
   { echo "FAIL n1 did not register with its certificate"; cat "$TMP/n1-new.log"; fail=1; }
-beats_since "$MARK" 'node.session ' && echo "ok   ... and takes a new session up" ||
+logged_since "$MARK" 'node.session ' && echo "ok   ... and takes a new session up" ||
   { echo "FAIL n1 took no new session"; cat "$TMP/n1-new.log"; fail=1; }
 
 exit $fail
