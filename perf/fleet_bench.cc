@@ -16,10 +16,12 @@
 // new connection for each beat (agents before they kept theirs), `sender`
 // has the nodes of one sender thread share its connection. --tls: the
 // server speaks TLS (its own CA, as `shoal server` sets up): each node
-// registers first with a certificate of its own, then, as agents do, connects
-// with the node session its registration gave it and no certificate
-// (--no-node-sessions: with its certificate every time, as agents did
-// before). For each fleet size, against a fresh server:
+// registers with a certificate of its own (its key loaded before the clock
+// starts, as an agent's is when it starts) and beats on that connection;
+// once it is gone (the restart), it connects, as agents do, with the node
+// session its registration gave it and no certificate (--no-node-sessions:
+// with its certificate every time, as agents did before). For each fleet
+// size, against a fresh server:
 //  1. registration of every node over --connections connections: seconds,
 //     server CPU per registration, latency (each node beats from its
 //     registration on, as an agent does, so the CPU includes those beats);
@@ -167,6 +169,10 @@ struct FakeNode {
   std::atomic<bool> registered{false};
   std::atomic<bool> silent{false};           // a lost node: sends nothing
   std::atomic<Clock::time_point> last_ok{};  // its last heartbeat the server took
+  // Its registration's node_session, until it takes it up (Fleet::Own) at
+  // session_due or when the connection its certificate opened is gone.
+  std::string session;
+  Clock::time_point session_due{};
   std::mutex mu;
   std::vector<FakeStep> running;     // under mu
   std::vector<api::JobEvent> ended;  // under mu: exits not yet reported
@@ -211,18 +217,26 @@ class Fleet {
   int size() const { return static_cast<int>(nodes_.size()); }
   bool node_sessions() const { return o_.node_sessions; }
   FakeNode& node(int i) { return nodes_[static_cast<size_t>(i)]; }
-  // Node i's own connection to `server`, opened at its first use: over TLS
-  // with the node's certificate (IssueCertificates), else with `token`. One
-  // thread uses it at a time (the registering one, or the node's sender).
+  // Node i's own client for `server`, made at its first use: over TLS with
+  // the node's certificate (IssueCertificates), else with `token`. As an
+  // agent, a node given a node session keeps the connection its certificate
+  // opened until its time comes (api::SessionDelay) or that connection is
+  // gone (a controller restart), then takes the session up: a client without
+  // a certificate, presenting it. One thread uses it at a time (the
+  // registering one, or the node's sender).
   shoal::net::HttpClient& Own(int i, const std::string& server, const std::string& token);
+  // How many nodes have taken their sessions up.
+  int sessions_taken() const { return sessions_taken_; }
+  // Every node's client made now, as agents load their keys when they
+  // start, before they register.
+  void MakeClients(const std::string& server, const std::string& token) {
+    for (int i = 0; i < size(); ++i)
+      Own(i, server, token);
+  }
   // Over TLS a node proves itself with a certificate the cluster's CA
   // signed for its name: one per node, signed here with the server's CA key
   // (as `shoal agent --join` would have it signed), in `dir`.
   void IssueCertificates(const std::string& state_dir, const std::string& dir);
-  // Node i connects with `session` (its registration's node_session) from
-  // now on, over TLS without its certificate, as an agent does; its first
-  // connection opens here.
-  void UseSession(int i, const std::string& server, const std::string& session);
   std::string RegistrationBody(int i) const;
   // The interval the nodes beat at: ours, or the server's when longer.
   double Interval() const {
@@ -274,6 +288,7 @@ class Fleet {
   const Options& o_;
   std::vector<FakeNode> nodes_;
   std::vector<std::unique_ptr<shoal::net::HttpClient>> own_;
+  std::atomic<int> sessions_taken_{0};
   std::string certs_;  // where node i's <name>.crt and .key are, over TLS
   std::unordered_map<std::string, int> by_name_;
   std::mutex mu_;
@@ -443,6 +458,12 @@ void Fleet::Beat(shoal::net::HttpClient& c, int i, double lag) {
 
 shoal::net::HttpClient& Fleet::Own(int i, const std::string& server, const std::string& token) {
   std::unique_ptr<shoal::net::HttpClient>& c = own_[static_cast<size_t>(i)];
+  FakeNode& f = node(i);
+  if (c != nullptr && !f.session.empty() &&
+      (Clock::now() >= f.session_due || !c->HoldsConnection())) {
+    c = Connect(server, std::exchange(f.session, ""));  // the CA only: no certificate
+    ++sessions_taken_;
+  }
   if (c != nullptr) return *c;
   if (!o_.tls) {
     c = Connect(server, token);
@@ -457,17 +478,6 @@ shoal::net::HttpClient& Fleet::Own(int i, const std::string& server, const std::
   if (!made.ok()) Die(made.status().ToString());
   c = std::move(*made);
   return *c;
-}
-
-void Fleet::UseSession(int i, const std::string& server, const std::string& session) {
-  auto made = Connect(server, session);  // the CA only: no certificate
-  // Its first connection now, as an agent's first beat after registering
-  // opens it: a full handshake (the server's certificate only), counted in
-  // the registration, so that the beat phases measure kept connections. A
-  // beat (with nothing in it), for the server keeps an authenticated
-  // connection open as long as a node's.
-  (void)made->Post(node(i).beat_path, "{}");
-  own_[static_cast<size_t>(i)] = std::move(made);
 }
 
 void Fleet::IssueCertificates(const std::string& state_dir, const std::string& dir) {
@@ -605,8 +615,13 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
         if (ok) {
           const Json a = Json::parse(r->body);
           if (a.contains("heartbeat_s")) fleet.server_interval_s = a["heartbeat_s"].get<double>();
-          if (server.tls && fleet.node_sessions() && a.contains("node_session"))
-            fleet.UseSession(i, server.address, a["node_session"].get<std::string>());
+          if (server.tls && fleet.node_sessions() && a.contains("node_session")) {
+            FakeNode& f = fleet.node(i);
+            f.session = a["node_session"].get<std::string>();
+            f.session_due =
+                sent + api::SessionDelay(f.name, std::chrono::duration_cast<shoal::Duration>(
+                                                     After(fleet.Interval())));
+          }
           fleet.node(i).registered = true;  // its sender may beat now, on its own connection
           ++registered;
         }
@@ -631,6 +646,26 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
   if (failed > 0) std::printf("  %d failed; first: %s\n", failed.load(), first_failure.c_str());
   if (retried > 0) std::printf("  %d sent again on a new connection\n", retried.load());
   return n;
+}
+
+// The nodes take the node sessions their registrations gave up, at the
+// moments agents do (api::SessionDelay: spread over ten intervals); waits
+// for all `expected` and prints what the server spent meanwhile, beats
+// included.
+void TakeSessions(Fleet& fleet, const Server& server, int expected) {
+  const double cpu0 = server.child.CpuSeconds();
+  (void)fleet.Take();
+  const auto t0 = Clock::now();
+  const double limit = (api::kSessionSpreadBeats + 2) * fleet.Interval() + 10;
+  while (fleet.sessions_taken() < expected && Seconds(Clock::now() - t0) < limit)
+    std::this_thread::sleep_for(milliseconds(50));
+  const double s = Seconds(Clock::now() - t0), cpu = server.child.CpuSeconds() - cpu0;
+  const BeatStats beats = fleet.Take();
+  std::printf(
+      "  node sessions: %d of %d nodes took theirs up in %.1f s (%.0f/s); server CPU %.1f %% of "
+      "one core meanwhile, with %llu beats (%.0f/s)\n",
+      fleet.sessions_taken(), expected, s, fleet.sessions_taken() / s, 100 * cpu / s, beats.sent,
+      beats.sent / s);
 }
 
 // Heartbeats, server CPU and our CPU over a window of the fleet's beating.
@@ -864,8 +899,15 @@ void RunFleet(const Options& o, int n) {
     // whole fleet, the first ones would pass the node timeout while 10,000
     // register over TLS, and come back up (a write and a pass each) in the
     // heartbeat phase.
+    if (o.tls) {  // not in the registration's time: an agent loads its key before it registers
+      const auto t0 = Clock::now();
+      fleet.MakeClients(server.address, server.node);
+      std::printf("  %d nodes loaded their keys and certificates in %.2f s\n", n,
+                  Seconds(Clock::now() - t0));
+    }
     fleet.StartBeating(server.address, server.node);
     const int beating = RegisterAll(fleet, server, o.connections, "registration");
+    if (o.tls && o.node_sessions) TakeSessions(fleet, server, beating);
     std::printf(
         "  beating: the server asks for a beat every %.2f s, --interval %.2f s%s: each "
         "node beats every %.2f s\n",

@@ -122,15 +122,17 @@ std::unique_ptr<net::HttpClient> Agent::Impl::Client() const {
   return c.ok() ? std::move(*c) : nullptr;
 }
 
-void Agent::Impl::UseSessionIfGiven(std::unique_ptr<net::HttpClient>& client) {
-  if (on_session || node_session.empty() || !client_tls) return;
+bool Agent::Impl::UseSessionIfDue(std::unique_ptr<net::HttpClient>& client) {
+  if (on_session || node_session.empty() || !client_tls) return false;
+  if (clock->Now() < session_due && client->HoldsConnection()) return false;
   on_session = true;
   if (auto c = Client(); c != nullptr) {
     client = std::move(c);
     log::Info("node.session", {{"server", client->base()}});
-  } else {
-    on_session = false;
+    return true;
   }
+  on_session = false;
+  return false;
 }
 
 void Agent::Impl::DropSession(std::unique_ptr<net::HttpClient>& client, std::string_view why) {
@@ -159,8 +161,11 @@ Status Agent::Impl::Register(net::HttpClient& client) {
       fence_grace_ms = static_cast<int64_t>((*body)["kill_grace_s"].get<double>() * 1000);
     NoteServerProtocol(*body);
     TakeHeartbeatInterval(*body);
-    if (auto it = body->find("node_session"); it != body->end() && it->is_string())
+    if (auto it = body->find("node_session"); it != body->end() && it->is_string()) {
       node_session = it->get<std::string>();
+      session_due =
+          sent + api::SessionDelay(node.name, std::max(options.heartbeat, server_heartbeat));
+    }
   }
   last_heard_ms = sent.time_since_epoch().count();
   is_registered = true;
@@ -481,7 +486,6 @@ void Agent::Impl::Loop() {
                                                    : "token"}});
       warned = false;
       backoff = std::chrono::milliseconds(100);
-      UseSessionIfGiven(client);
     }
     std::shared_ptr<MigPending> mig;
     {
@@ -536,11 +540,13 @@ void Agent::Impl::Loop() {
         HeartbeatJson(reports, devices, samples, verdicts, tick || accepted_heartbeats == 0);
     const Time sent = clock->Now();
     const std::string path = fmt::format("/v1/nodes/{}/heartbeat", node.name);
+    UseSessionIfDue(client);
     auto r = client->Post(path, body.dump());
     if (!r.ok()) {
       // The kept connection may have been closed under it (the server
       // restarted, or the connection idled past its limit): once more, anew.
       client->CloseConnection();
+      UseSessionIfDue(client);
       r = client->Post(path, body.dump());
     }
     last_beat = clock->Now();

@@ -164,10 +164,15 @@ struct Agent::Impl {
   std::unique_ptr<net::HttpClient> Client() const;
   std::string node_session;  // Loop's own (Register sets it): empty until given
   bool on_session = false;   // Loop's own: Client() presents node_session
-  // Loop: takes the session up once a registration has given one; drops it
-  // for the certificate when the server refuses it (expired, or the server's
-  // key changed).
-  void UseSessionIfGiven(std::unique_ptr<net::HttpClient>& client);
+  Time session_due{};        // Loop's own (Register sets it)
+  // Loop: before a request, takes the session up once a registration has
+  // given one, when its time has come (api::SessionDelay) or the connection
+  // the certificate opened is gone; until then the registration's connection
+  // serves (a second handshake right after the first would cost the
+  // controller one more per node while a fleet joins). True when it did.
+  bool UseSessionIfDue(std::unique_ptr<net::HttpClient>& client);
+  // Loop: drops the session for the certificate when the server refuses it
+  // (expired, or the server's key changed).
   void DropSession(std::unique_ptr<net::HttpClient>& client, std::string_view why);
 };
 

@@ -193,6 +193,13 @@ Status StepPartFromJson(uint64_t step, const Json& run, const Json& step_nodes,
 
 }  // namespace
 
+Duration SessionDelay(std::string_view node, Duration heartbeat_interval) {
+  uint32_t h = 2166136261u;  // FNV-1a: the same spread on every build
+  for (const char c : node)
+    h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  return heartbeat_interval * kSessionSpreadBeats * (h % 1024) / 1024;
+}
+
 int WholeCpus(int64_t cpu_milli) {
   return static_cast<int>(std::clamp<int64_t>(cpu_milli / 1000, 1, INT32_MAX));
 }

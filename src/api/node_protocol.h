@@ -22,6 +22,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -82,6 +83,17 @@ struct LaunchMessage {
   std::vector<int> step_nodes{};
   std::vector<int> step_tasks{};
 };
+
+// How long after registering an agent takes up the node session its
+// registration gave (docs/security.md, "Node sessions"), beating on the
+// connection its certificate opened until then: a fraction, fixed by the
+// node's name, of kSessionSpreadBeats heartbeat intervals. A fleet that joins
+// at once then opens its session connections (a full handshake each) at
+// about a tenth of its beat rate rather than all with its registrations. An
+// agent whose connection closes first (the controller restarts) takes its
+// session up at once.
+inline constexpr int kSessionSpreadBeats = 10;
+Duration SessionDelay(std::string_view node, Duration heartbeat_interval);
 
 // The CPUs of each node of an allocation, whole and at least one, as the
 // job's SLURM_CPUS_ON_NODE and SLURM_JOB_CPUS_PER_NODE count them.

@@ -94,6 +94,26 @@ TEST(NodeProtocolTest, NodeCpusAreWholeCpus) {
   EXPECT_EQ(NodeCpus(a), (std::vector<int>{16, 2, 1}));
 }
 
+// A fleet's nodes take their sessions up spread evenly over ten heartbeat
+// intervals after registering, each node at the same moment every time.
+TEST(NodeProtocolTest, SessionDelaysSpreadAFleetOverTenIntervals) {
+  const Duration interval = std::chrono::seconds(10);
+  std::vector<int> tenths(10);
+  for (int i = 0; i < 10000; ++i) {
+    const std::string name = fmt::format("node-{:05d}", i);
+    const Duration d = SessionDelay(name, interval);
+    ASSERT_GE(d, Duration(0)) << name;
+    ASSERT_LT(d, interval * kSessionSpreadBeats) << name;
+    EXPECT_EQ(d, SessionDelay(name, interval));
+    ++tenths[static_cast<size_t>(d / interval)];
+  }
+  for (int n : tenths) {
+    EXPECT_GT(n, 800);  // 1,000 each when even
+    EXPECT_LT(n, 1200);
+  }
+  EXPECT_EQ(SessionDelay("node-00001", Duration(0)), Duration(0));
+}
+
 TEST(NodeProtocolTest, KillRoundTrips) {
   const KillMessage m{
       .job = JobId(9), .epoch = 2, .grace = std::chrono::milliseconds(2500), .why = "cancelled"};

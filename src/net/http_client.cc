@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <csignal>
 #include <functional>
@@ -169,6 +171,18 @@ HttpClient::~HttpClient() = default;
 void HttpClient::CloseConnection() {
   // The same settings, so this cannot fail where Connect did not.
   (void)impl_->Make();
+}
+
+bool HttpClient::HoldsConnection() const {
+  const auto fd = impl_->client->socket();
+  if (fd == INVALID_SOCKET) return false;
+  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+  if (::poll(&p, 1, 0) < 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return false;
+  if ((p.revents & POLLIN) == 0) return true;
+  // Readable while idle: bytes the server sent (a TLS session ticket), or
+  // its end of the connection.
+  char c;
+  return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
 void HttpClient::set_token(const std::string& token) {

@@ -70,6 +70,10 @@ class HttpClient {
   const std::string& base() const;
   // Closes a kept-alive connection now (the next call opens another).
   void CloseConnection();
+  // Whether a kept-alive connection is open and the server has not closed
+  // it, so that the next call goes on it rather than opening another (the
+  // check cpp-httplib makes before a request). Not while a call is in flight.
+  bool HoldsConnection() const;
   // The token for later requests on this connection (a load generator acts
   // for many users over few connections).
   void set_token(const std::string& token);

@@ -305,11 +305,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
     // tokens, nodes with their certificates.
     // Ticket keys kept beside the CA: agents resume their sessions after a
     // restart (or on a standby given the file) instead of a full handshake each.
-    SHOAL_RETURN_IF_ERROR(
-        impl->http.EnableTls({.cert_file = impl->pki->cert_file,
-                              .key_file = impl->pki->key_file,
-                              .ca_file = impl->pki->ca_cert_file,
-                              .ticket_key_file = impl->pki->dir + "/ticket.key"}));
+    // Those are the connections of their node sessions: a connection made
+    // with a node's certificate (its registration) gets no ticket.
+    SHOAL_RETURN_IF_ERROR(impl->http.EnableTls({.cert_file = impl->pki->cert_file,
+                                                .key_file = impl->pki->key_file,
+                                                .ca_file = impl->pki->ca_cert_file,
+                                                .ticket_key_file = impl->pki->dir + "/ticket.key",
+                                                .tickets_for_client_certificates = false}));
   }
   impl->agents = std::make_unique<AgentLink>(impl->agent_credentials);
   impl->loop = std::make_unique<ControlLoop>(*impl->controller, *impl->store, impl->agents.get(),

@@ -149,6 +149,7 @@ TEST_F(TlsServerTest, AKeptAliveClientOutlivesTheServersIdleClose) {
        .tls =
            TlsClientOptions{.ca_file = ca_file_, .cert_file = node_cert_, .key_file = node_key_}});
   ASSERT_TRUE(c.ok());
+  EXPECT_FALSE((*c)->HoldsConnection()) << "none opened yet";
   // The server closes the connection without a word; the client's next
   // request finds it closed and opens another, resuming its session (a
   // connection dropped so must not spoil the session it was given: an
@@ -157,7 +158,9 @@ TEST_F(TlsServerTest, AKeptAliveClientOutlivesTheServersIdleClose) {
     auto r = (*c)->Get("/resumed");
     ASSERT_TRUE(r.ok()) << "request for " << want << ": " << r.status().ToString();
     EXPECT_EQ(r->body, want);
+    EXPECT_TRUE((*c)->HoldsConnection()) << "kept alive after " << want;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past the idle timeout
+    EXPECT_FALSE((*c)->HoldsConnection()) << "the server closed it after " << want;
   }
 }
 
@@ -279,36 +282,63 @@ TEST_F(TlsServerTest, HttpClientsResumeTheirSessionOnEachNewConnection) {
   EXPECT_FALSE((*other)->Get("/resumed").ok());
 }
 
+// A TLS listener of a test's own, answering /resumed with whether the
+// connection resumed its session and the client certificate's name.
+struct ResumptionListener {
+  HttpServer http;
+  std::thread serving;
+  int port = 0;
+  explicit ResumptionListener(const TlsServerOptions& tls) {
+    EXPECT_TRUE(http.EnableTls(tls).ok());
+    http.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req).common_name,
+                      "text/plain");
+    });
+    port = http.Bind("127.0.0.1", 0);
+    EXPECT_GT(port, 0);
+    serving = std::thread([this] { http.listen_after_bind(); });
+    while (!http.is_running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~ResumptionListener() {
+    http.stop();
+    serving.join();
+  }
+  // One client of `tls` asks for /resumed on a new connection each time.
+  void ExpectAnswers(const TlsClientOptions& tls, const std::vector<std::string>& want) {
+    auto c = HttpClient::Connect("https://127.0.0.1:" + std::to_string(port),
+                                 {.connect_timeout_ms = 5000, .read_timeout_ms = 5000, .tls = tls});
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (const std::string& w : want) {
+      auto r = (*c)->Get("/resumed");
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->body, w);
+      (*c)->CloseConnection();
+    }
+  }
+};
+
 // A client without a certificate (an agent on its node session) resumes its
 // session too, and its resumed connections carry no certificate: on the
 // controller they cost no certificate decoding (docs/scale.md).
 TEST_F(TlsServerTest, ClientsWithoutACertificateResumeToo) {
-  HttpServer http;
-  ASSERT_TRUE(
-      http.EnableTls({.cert_file = server_cert_, .key_file = server_key_, .ca_file = ca_file_})
-          .ok());
-  http.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
-    res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req).common_name,
-                    "text/plain");
-  });
-  const int port = http.Bind("127.0.0.1", 0);
-  ASSERT_GT(port, 0);
-  std::thread serving([&http] { http.listen_after_bind(); });
-  while (!http.is_running())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  auto c = HttpClient::Connect("https://127.0.0.1:" + std::to_string(port),
-                               {.connect_timeout_ms = 5000,
-                                .read_timeout_ms = 5000,
-                                .tls = TlsClientOptions{.ca_file = ca_file_}});
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  for (const char* want : {"0 ", "1 ", "1 "}) {
-    auto r = (*c)->Get("/resumed");
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(r->body, want);
-    (*c)->CloseConnection();
-  }
-  http.stop();
-  serving.join();
+  ResumptionListener listener(
+      {.cert_file = server_cert_, .key_file = server_key_, .ca_file = ca_file_});
+  listener.ExpectAnswers({.ca_file = ca_file_}, {"0 ", "1 ", "1 "});
+}
+
+// The controller's listener gives no session ticket to a client that showed
+// a certificate (an agent registering, before it takes its node session up):
+// the client's next connection is a full handshake again, while a client
+// without a certificate resumes as before.
+TEST_F(TlsServerTest, AListenerMayGiveNoTicketToClientsWithACertificate) {
+  ResumptionListener listener({.cert_file = server_cert_,
+                               .key_file = server_key_,
+                               .ca_file = ca_file_,
+                               .tickets_for_client_certificates = false});
+  listener.ExpectAnswers({.ca_file = ca_file_, .cert_file = node_cert_, .key_file = node_key_},
+                         {"0 n1", "0 n1", "0 n1"});
+  listener.ExpectAnswers({.ca_file = ca_file_}, {"0 ", "1 ", "1 "});
 }
 
 // Ticket keys kept in a file: a client resumes its session on a server that

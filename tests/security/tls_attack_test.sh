@@ -152,8 +152,15 @@ check "the job's log comes through mutual TLS" 0 "tls-job-ran" -- "$SHOAL" logs 
 
 # Node sessions: a registration proven by certificate gives one, with which
 # the node's later connections need no certificate (docs/scale.md). It acts
-# for that node and certificate only.
-grep -q '"node.session"\|node.session ' "$TMP/n1.log" && echo "ok   the agent took its session up" ||
+# for that node and certificate only. The agent registers with its
+# certificate and takes the session up within ten heartbeat intervals.
+logged() {  # logged FILE PATTERN: FILE has PATTERN, or has it within 15 s
+  for _ in $(seq 150); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+  return 1
+}
+grep -q 'registered.*certificate' "$TMP/n1.log" && echo "ok   the agent registered with its certificate" ||
+  { echo "FAIL the agent did not register with its certificate:"; cat "$TMP/n1.log"; fail=1; }
+logged "$TMP/n1.log" 'node.session ' && echo "ok   ... and took its session up" ||
   { echo "FAIL the agent kept its certificate:"; cat "$TMP/n1.log"; fail=1; }
 cp "$TMP/n1/tls/node.crt" "$TMP/n1-old.crt"; cp "$TMP/n1/tls/node.key" "$TMP/n1-old.key"
 N1_OLD="--cacert $CA --cert $TMP/n1-old.crt --key $TMP/n1-old.key"
@@ -225,13 +232,13 @@ restart_server() {
   SERVER_PID=$!
   PIDS="$PIDS $!"
 }
-logged_since() {  # logged_since LINE PATTERN: n1's agent logs PATTERN after its log line LINE (10 s at most)
-  for _ in $(seq 100); do
+logged_since() {  # logged_since LINE PATTERN: n1's agent logs PATTERN after its log line LINE (15 s at most)
+  for _ in $(seq 150); do
     tail -n "+$1" "$TMP/n1-new.log" | grep -q "$2" && return 0; sleep 0.1
   done
   return 1
 }
-grep -q 'node.session' "$TMP/n1-new.log" && echo "ok   the re-keyed n1 has a session" ||
+logged "$TMP/n1-new.log" 'node.session ' && echo "ok   the re-keyed n1 has a session" ||
   { echo "FAIL the re-keyed n1 has no session"; fail=1; }
 MARK=$(wc -l < "$TMP/n1-new.log")
 restart_server kept
