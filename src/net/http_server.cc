@@ -440,14 +440,14 @@ Status HttpServer::EnableTls(const TlsServerOptions& options) {
         options.tickets_for_client_certificates ? nullptr : NoTicketForACertificate);
     SSL_CTX_set_verify_depth(ctx.get(), 2);
   }
-  // A client may resume its session from the ticket it was given (no
-  // certificate signed or checked again, and the resumed connection acts
-  // for the first one's certificate); with client certificates OpenSSL
-  // refuses a resumption outside a named session context.
   // One ticket after a full handshake rather than OpenSSL's two: Shoal's
   // clients keep one session, and sealing a ticket re-reads the session
   // (with the client's certificate, a good share of a handshake's CPU).
   SSL_CTX_set_num_tickets(ctx.get(), 1);
+  // A client may resume its session from the ticket it was given (no
+  // certificate signed or checked again, and the resumed connection acts
+  // for the first one's certificate); with client certificates OpenSSL
+  // refuses a resumption outside a named session context.
   static constexpr unsigned char kSessionContext[] = "shoal";
   SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext - 1);
   if (!options.ticket_key_file.empty())

@@ -123,11 +123,12 @@ struct TlsServerOptions {
   // process's own, and tickets that die with it.
   std::string ticket_key_file{};
   // Whether a client that showed a certificate is given a TLS 1.3 session
-  // ticket (Shoal's clients speak 1.3). The controller gives none: an agent registers with its
-  // certificate and then connects with the node session it was given, so a ticket holding the
-  // certificate would never be used, and each costs the server the certificate's decoding again
-  // (OpenSSL 3.0 re-reads every session it seals). Agents' listeners give them: the controller's
-  // orders resume.
+  // ticket (Shoal's clients speak 1.3). The controller gives none: an agent
+  // registers with its certificate and then connects with the node session
+  // it was given, so a ticket holding the certificate would never be used,
+  // and each costs the server the certificate's decoding again (OpenSSL 3.0
+  // re-reads every session it seals). Agents' listeners give them: the
+  // controller's orders resume.
   bool tickets_for_client_certificates = true;
 };
 
