@@ -544,9 +544,9 @@ void Agent::Impl::Loop() {
     auto r = client->Post(path, body.dump());
     if (!r.ok()) {
       // The kept connection may have been closed under it (the server
-      // restarted, or the connection idled past its limit): once more, anew.
-      client->CloseConnection();
-      UseSessionIfDue(client);
+      // restarted, or the connection idled past its limit): once more, anew,
+      // on the node session when it has one to take up.
+      if (!UseSessionIfDue(client)) client->CloseConnection();
       r = client->Post(path, body.dump());
     }
     last_beat = clock->Now();
