@@ -18,13 +18,16 @@
 // server speaks TLS (its own CA, as `shoal server` sets up): each node
 // registers with a certificate of its own (its key loaded before the clock
 // starts, as an agent's is when it starts) and beats on that connection;
-// once it is gone (the restart), it connects, as agents do, with the node
-// session its registration gave it and no certificate (--no-node-sessions:
-// with its certificate every time, as agents did before). For each fleet
-// size, against a fresh server:
+// when its time comes (api::SessionDelay) or that connection is gone (the
+// restart), it connects, as agents do, with the node session its
+// registration gave it and no certificate (--no-node-sessions: with its
+// certificate every time, as agents did before). For each fleet size,
+// against a fresh server:
 //  1. registration of every node over --connections connections: seconds,
 //     server CPU per registration, latency (each node beats from its
 //     registration on, as an agent does, so the CPU includes those beats);
+//     over TLS with node sessions, then until every node has taken its
+//     session up: how long, and the server's CPU meanwhile;
 //  2. --heartbeat-seconds of beats (every GPU's telemetry, varying, and the
 //     node's running steps): beats/s achieved of those offered, server CPU per
 //     beat and in % of a core, latency p50/p99, this generator's own CPU;
@@ -619,8 +622,7 @@ int RegisterAll(Fleet& fleet, const Server& server, int connections, const char*
             FakeNode& f = fleet.node(i);
             f.session = a["node_session"].get<std::string>();
             f.session_due =
-                sent + api::SessionDelay(f.name, std::chrono::duration_cast<shoal::Duration>(
-                                                     After(fleet.Interval())));
+                sent + api::SessionDelay(f.name, shoal::DurationFromSeconds(fleet.Interval()));
           }
           fleet.node(i).registered = true;  // its sender may beat now, on its own connection
           ++registered;

@@ -352,17 +352,30 @@ void RequirePeerName(ssl_ctx_st* ctx, const std::string* name) {
   SSL_CTX_set_cert_verify_callback(ctx, VerifyChainAndName, const_cast<std::string*>(name));
 }
 
-PeerCertificate PeerOf(const httplib::Request& req) {
-  if (req.ssl == nullptr) return {};
+namespace {
+
+// The request's peer certificate, once the handshake verified it; null
+// otherwise. SSL_get0_peer_certificate: no reference taken (OpenSSL 3).
+X509* VerifiedPeer(const httplib::Request& req) {
+  if (req.ssl == nullptr) return nullptr;
   // The handshake verified the chain (SSL_VERIFY_PEER); keep to that result.
-  if (SSL_get_verify_result(req.ssl) != X509_V_OK) return {};
-  // SSL_get0_peer_certificate: no reference taken (OpenSSL 3).
-  X509* cert = SSL_get0_peer_certificate(req.ssl);
+  if (SSL_get_verify_result(req.ssl) != X509_V_OK) return nullptr;
+  return SSL_get0_peer_certificate(req.ssl);
+}
+
+}  // namespace
+
+PeerCertificate PeerOf(const httplib::Request& req) {
+  X509* cert = VerifiedPeer(req);
   if (cert == nullptr) return {};
+  return {CommonName(cert), DigestText(cert)};
+}
+
+int64_t PeerNotAfter(const httplib::Request& req) {
+  X509* cert = VerifiedPeer(req);
   std::tm end{};
-  const int64_t not_after =
-      ASN1_TIME_to_tm(X509_get0_notAfter(cert), &end) == 1 ? static_cast<int64_t>(timegm(&end)) : 0;
-  return {CommonName(cert), DigestText(cert), not_after};
+  if (cert == nullptr || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &end) != 1) return 0;
+  return static_cast<int64_t>(timegm(&end));
 }
 
 }  // namespace shoal::net

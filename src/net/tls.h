@@ -60,16 +60,17 @@ Result<std::string> Fingerprint(std::string_view cert_pem);
 Result<std::string> VerifiedCommonName(std::string_view ca_pem, std::string_view cert_pem);
 
 // The certificate the peer presented on this request's TLS connection, once
-// the handshake verified it against the listener's CA: its common name,
-// fingerprint and end of validity (seconds since the epoch). Empty on a
-// plain connection or without a certificate.
+// the handshake verified it against the listener's CA: its common name and
+// fingerprint. Empty on a plain connection or without a certificate.
 struct PeerCertificate {
   std::string common_name;
   std::string fingerprint;
-  int64_t not_after = 0;
   bool empty() const { return common_name.empty(); }
 };
 PeerCertificate PeerOf(const httplib::Request& req);
+// When that certificate ends (seconds since the epoch); 0 without one. Apart
+// from PeerOf, which every request of a certificate's connection pays for.
+int64_t PeerNotAfter(const httplib::Request& req);
 
 // Makes the TLS clients of `ctx` accept only a server certificate whose
 // common name is `*name` (besides a good chain): an agent's certificate is

@@ -35,10 +35,11 @@ void TokenCache::SetJobTokenKey(std::string key) {
       job_token_key_.empty() ? "" : net::HmacSha256Hex(job_token_key_, "shoal node sessions");
 }
 
-std::string TokenCache::NodeSession(const net::PeerCertificate& peer, Time now) const {
+std::string TokenCache::NodeSession(const net::PeerCertificate& peer, int64_t not_after,
+                                    Time now) const {
   if (node_session_key_.empty() || peer.empty() || !IsValidNodeName(peer.common_name)) return "";
   int64_t expires = UnixSeconds(now + kNodeSessionTtl);
-  if (peer.not_after > 0) expires = std::min(expires, peer.not_after);
+  if (not_after > 0) expires = std::min(expires, not_after);
   const std::string mac = net::HmacSha256Hex(
       node_session_key_, NodeSessionClaim(peer.common_name, expires, peer.fingerprint));
   return fmt::format("{}{}_{}_{}_{}", kNodeSessionPrefix, peer.common_name, expires,

@@ -43,13 +43,14 @@ class TokenCache {
 
   // A node session: what a node that proved itself by `peer`'s certificate
   // is given when it registers, "shoalnode_<node>_<expiry>_<fingerprint>_<HMAC>",
-  // good over TLS until the certificate or kNodeSessionTtl ends, whichever
+  // good over TLS until the certificate (`not_after`, seconds since the
+  // epoch; 0: unknown) or kNodeSessionTtl ends, whichever
   // is first. With it the node's later connections carry no certificate:
   // resuming a session whose ticket holds one costs the controller twice as
   // much (OpenSSL 3.0 decodes the certificate's key anew each time;
   // docs/scale.md). It names the certificate, so a re-keyed node's old
   // sessions are refused as its old certificate is (Controller's pin).
-  std::string NodeSession(const net::PeerCertificate& peer, Time now) const;
+  std::string NodeSession(const net::PeerCertificate& peer, int64_t not_after, Time now) const;
   Result<Identity> AuthenticateNodeSession(std::string_view text, Time now) const;
 
   // The identity of a request that came with `peer`'s verified certificate

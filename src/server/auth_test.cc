@@ -129,10 +129,9 @@ TEST(TokenCacheTest, NodeSessionsActForTheirNodeAndCertificateOverTls) {
   const auto unix_s = [](Time t) {
     return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
   };
-  const net::PeerCertificate peer{.common_name = "gpu_node-1.rack2",
-                                  .fingerprint = "AA:BB:CC",
-                                  .not_after = unix_s(kNow + std::chrono::hours(24 * 30))};
-  const std::string session = cache.NodeSession(peer, kNow);
+  const net::PeerCertificate peer{.common_name = "gpu_node-1.rack2", .fingerprint = "AA:BB:CC"};
+  const int64_t not_after = unix_s(kNow + std::chrono::hours(24 * 30));
+  const std::string session = cache.NodeSession(peer, not_after, kNow);
   ASSERT_TRUE(session.starts_with("shoalnode_gpu_node-1.rack2_"));
 
   auto who = cache.IdentityOf({}, "Bearer " + session, kNow, /*tls=*/true);
@@ -150,9 +149,8 @@ TEST(TokenCacheTest, NodeSessionsActForTheirNodeAndCertificateOverTls) {
           .ok());
   EXPECT_EQ(cache.AuthenticateNodeSession(session, kNow + kNodeSessionTtl).status().message(),
             "this node session has expired");
-  net::PeerCertificate ending = peer;
-  ending.not_after = unix_s(kNow + std::chrono::hours(1));
-  const std::string short_lived = cache.NodeSession(ending, kNow);
+  const std::string short_lived =
+      cache.NodeSession(peer, unix_s(kNow + std::chrono::hours(1)), kNow);
   EXPECT_TRUE(cache.AuthenticateNodeSession(short_lived, kNow + std::chrono::minutes(59)).ok());
   EXPECT_FALSE(cache.AuthenticateNodeSession(short_lived, kNow + std::chrono::minutes(61)).ok());
 
@@ -167,7 +165,7 @@ TEST(TokenCacheTest, NodeSessionsActForTheirNodeAndCertificateOverTls) {
   other.SetJobTokenKey("another key");
   for (const std::string& forged :
        {replace("gpu_node-1.rack2", "gpu_node-2.rack2"), replace(expiry, expiry + "0"),
-        replace("AA:BB:CC", "AA:BB:CD"), other.NodeSession(peer, kNow),
+        replace("AA:BB:CC", "AA:BB:CD"), other.NodeSession(peer, not_after, kNow),
         session.substr(0, session.rfind('_')), std::string("shoalnode_x"),
         replace("AA:BB:CC", "AA|BB")}) {
     EXPECT_EQ(cache.AuthenticateNodeSession(forged, kNow).status().code(),
@@ -175,10 +173,11 @@ TEST(TokenCacheTest, NodeSessionsActForTheirNodeAndCertificateOverTls) {
         << forged;
   }
   // The controller's own certificate gets none; nor does any without a key.
-  EXPECT_EQ(cache.NodeSession(
-                {.common_name = std::string(net::kControllerName), .fingerprint = "x"}, kNow),
-            "");
-  EXPECT_EQ(TokenCache().NodeSession(peer, kNow), "");
+  EXPECT_EQ(
+      cache.NodeSession({.common_name = std::string(net::kControllerName), .fingerprint = "x"},
+                        not_after, kNow),
+      "");
+  EXPECT_EQ(TokenCache().NodeSession(peer, not_after, kNow), "");
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ void RegisterNode(const Context& ctx, const Identity& who, const httplib::Reques
   // keeps it.
   if (answer.ok() && ctx.tls()) {
     if (const net::PeerCertificate peer = net::PeerOf(req); !peer.empty()) {
-      const std::string session = ctx.tokens.NodeSession(peer, ctx.clock.Now());
+      const std::string session =
+          ctx.tokens.NodeSession(peer, net::PeerNotAfter(req), ctx.clock.Now());
       if (!session.empty()) (*answer)["node_session"] = session;
     }
   }
