@@ -1,5 +1,5 @@
 # The Debian package (`make deb`: cpack -G DEB in the build folder): the
-# stripped `shoal` and `shoal-step`, the shipped data, the Prometheus rules
+# stripped `shoal`, `shoal-full` and `shoal-step`, the shipped data, the Prometheus rules
 # and Grafana dashboards (the default install), plus what only a system
 # install has: /etc/shoal's configuration and the systemd units. Those are
 # the "system" component, left out of a plain `cmake --install --prefix

@@ -21,6 +21,8 @@
 #     CPU of its own processes (server, agents, supervisors, jobs) per job;
 #  3. idle: the CPU each cluster's daemons use over $IDLE_SECONDS (30) s;
 #  4. the floor: what `fork`+`exec` of `/bin/true` costs on this machine.
+# Beside each sequential `shoal submit`, curl sends the same POST (when curl
+# is installed), for the cost of a client process that does nothing else.
 # Everything it starts it stops, by PID; every wait is bounded.
 set -eu
 BUILD=${1:-build/release}
@@ -165,6 +167,15 @@ for mode in plain tls; do
   seq_submits "$TMP/shoal-$mode" "$SHOAL" submit --gres=gpu:1 -o /dev/null --wrap true
   printf '%-26s %10s %11s ms\n' "shoal submit ($mode)" "$(rate "$TMP/shoal-$mode" "$SUBMITS")" \
     "$(cpu_each "$TMP/shoal-$mode" "$SUBMITS" 2)"
+  # The same request by curl, a client that does nothing else, for scale.
+  if command -v curl > /dev/null; then
+    printf '{"command":"true","gpus":1,"stdout":"/dev/null","work_dir":"%s"}' "$TMP" > "$TMP/job.json"
+    seq_submits "$TMP/curl-$mode" curl -sf -o /dev/null --cacert "$SHOAL_STATE_DIR/tls/ca.crt" \
+      -H "Authorization: Bearer $(cat "$SHOAL_STATE_DIR/admin.token")" \
+      -H "Content-Type: application/json" --data-binary @"$TMP/job.json" "$SHOAL_SERVER/v1/jobs"
+    printf '%-26s %10s %11s ms\n' "curl, the same POST ($mode)" "$(rate "$TMP/curl-$mode" "$SUBMITS")" \
+      "$(cpu_each "$TMP/curl-$mode" "$SUBMITS" 2)"
+  fi
   wait_empty shoal_queue 600
   stop_shoal
 done

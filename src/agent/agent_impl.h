@@ -123,7 +123,7 @@ struct Agent::Impl {
   // certificate passes: a node name has no colon); else the node token.
   bool Authorized(const httplib::Request& req) const {
     const bool ok = [&] {
-      if (credentials) return net::PeerOf(req).common_name == net::kControllerName;
+      if (credentials) return net::PeerOf(req.ssl).common_name == net::kControllerName;
       const std::string h = req.get_header_value("Authorization");
       constexpr std::string_view kBearer = "Bearer ";
       return h.size() > kBearer.size() &&

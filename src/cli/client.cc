@@ -111,7 +111,7 @@ Result<ApiClient> ApiClient::Open(const ClientFlags& flags) {
         "server's host where its unix socket ($SHOAL_SOCKET) gives one");
   }
   SHOAL_ASSIGN_OR_RETURN(net::ClientOptions options, ConnectOptions(server, flags.ca_file, token));
-  SHOAL_ASSIGN_OR_RETURN(auto http, net::HttpClient::Connect(server, options));
+  SHOAL_ASSIGN_OR_RETURN(auto http, net::LeanHttpClient::Connect(server, options));
   return ApiClient(std::move(http), source);
 }
 

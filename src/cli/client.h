@@ -14,7 +14,7 @@
 
 #include "api/json.h"
 #include "core/status.h"
-#include "net/http_client.h"
+#include "net/lean_http_client.h"
 
 namespace shoal::cli {
 
@@ -56,10 +56,10 @@ class ApiClient {
   Result<api::Json> Delete(const std::string& path);
 
  private:
-  ApiClient(std::unique_ptr<net::HttpClient> http, std::string token_source)
+  ApiClient(std::unique_ptr<net::LeanHttpClient> http, std::string token_source)
       : http_(std::move(http)), token_source_(std::move(token_source)) {}
   Result<api::Json> Answer(const Result<net::HttpResponse>& r);
-  std::shared_ptr<net::HttpClient> http_;
+  std::shared_ptr<net::LeanHttpClient> http_;
   // Where the token came from, named when the server refuses it (the
   // token of another cluster, read without a word, looked like a revoked one).
   std::string token_source_;

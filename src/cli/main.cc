@@ -1,4 +1,13 @@
-// shoal: one binary, one subcommand per stage of a GPU cluster's life.
+// shoal: one command, one subcommand per stage of a GPU cluster's life.
+//
+// This program carries the commands users type many times a day (submit,
+// queue, show, ...): it is linked so that its process loads only libc, and
+// starts in about a millisecond. The daemons and the heavy tools (server,
+// agent, up, sim, plan, bench, doctor) are in `shoal-full` beside it, which
+// it runs in its place (exec: same process, same arguments).
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +22,7 @@ namespace {
 
 struct Command {
   const char* name;
+  // Null: the command is shoal-full's (full_main.cc).
   int (*run)(const std::vector<std::string>&);
   const char* summary;
 };
@@ -47,17 +57,15 @@ constexpr Command kCommands[] = {
      "list and show QoS: priority, per-job and per-user limits, preemption; change them (admins)"},
     {"reservation", shoal::cli::RunReservation,
      "reserve nodes for users, accounts or maintenance (admins); list and show reservations"},
-    {"up", shoal::cli::RunUp,
-     "a whole cluster on this machine: server and agents (simulated or real GPUs)"},
-    {"agent", shoal::cli::RunAgent, "run the node agent: GPUs, telemetry, job launch"},
-    {"doctor", shoal::cli::RunDoctor,
+    {"up", nullptr, "a whole cluster on this machine: server and agents (simulated or real GPUs)"},
+    {"agent", nullptr, "run the node agent: GPUs, telemetry, job launch"},
+    {"doctor", nullptr,
      "check that this host is ready to be a GPU node: driver, fabric, libraries, links"},
-    {"server", shoal::cli::RunServer, "run the controller: API, scheduler, durable state"},
-    {"sim", shoal::cli::RunSim, "replay a job trace through the scheduler on a cluster"},
-    {"bench", shoal::cli::RunBench,
+    {"server", nullptr, "run the controller: API, scheduler, durable state"},
+    {"sim", nullptr, "replay a job trace through the scheduler on a cluster"},
+    {"bench", nullptr,
      "measure GPUs, links and NCCL against expected figures; accept nodes (--cluster)"},
-    {"plan", shoal::cli::RunPlan,
-     "size a cluster for a workload: GPUs, nodes, fabric, power, cost"},
+    {"plan", nullptr, "size a cluster for a workload: GPUs, nodes, fabric, power, cost"},
 };
 
 void Usage(FILE* out) {
@@ -65,6 +73,16 @@ void Usage(FILE* out) {
   for (const Command& c : kCommands)
     std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
   std::fprintf(out, "\n`shoal <command> --help` describes a command's options.\n");
+}
+
+// Runs shoal-full in this process's place with the same arguments; returns
+// only when it cannot.
+int RunFull(char** argv) {
+  const std::string full = shoal::cli::CompanionPath(shoal::cli::kFullBinary);
+  ::execv(full.c_str(), argv);
+  std::fprintf(stderr, "shoal %s: cannot run %s (%s); it is installed beside shoal\n", argv[1],
+               full.c_str(), std::strerror(errno));
+  return 1;
 }
 
 }  // namespace
@@ -93,7 +111,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const Command& c : kCommands) {
-    if (name == c.name) return c.run(std::vector<std::string>(argv + 2, argv + argc));
+    if (name != c.name) continue;
+    if (c.run == nullptr) return RunFull(argv);
+    return c.run(std::vector<std::string>(argv + 2, argv + argc));
   }
   // Told as every command tells a usage error (cli/app.h).
   std::fprintf(stderr, "shoal: unknown command '%s' (shoal --help)\n", name.c_str());

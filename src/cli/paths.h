@@ -14,8 +14,11 @@ inline constexpr std::string_view kDefaultServerAddress = "127.0.0.1:6820";
 // $SHOAL_SERVER, else the URL the local server wrote to <state dir>/endpoint
 // (its scheme and port), else 127.0.0.1:6820 (TLS).
 std::string DefaultServer();
-// Where this program's companions (shoal-step) are: beside the running binary.
+// Where this program's companions (shoal-step, shoal-full) are: beside the
+// running binary.
 std::string CompanionPath(const std::string& name);
+// The program that has the daemons and heavy tools; `shoal` runs it for them.
+inline constexpr const char* kFullBinary = "shoal-full";
 
 // The folder of the data Shoal ships (data/ in the repository: traces, GPU
 // specs, published runs; data/README.md). The first that applies:

@@ -24,15 +24,12 @@
 #include <cstdint>
 #include <string>
 
-namespace shoal::net {
+#include "net/socket_io.h"
 
-using SteadyClock = std::chrono::steady_clock;
+namespace shoal::net {
 
 // The numeric address of a socket address ("127.0.0.1", "::1").
 std::string AddressText(const sockaddr_storage& address);
-
-// Waits for `events` on `sock` until `deadline`; false on timeout or error.
-bool WaitUntil(int sock, short events, SteadyClock::time_point deadline);
 
 class SocketStream final : public httplib::Stream {
  public:
@@ -73,9 +70,6 @@ class SocketStream final : public httplib::Stream {
   SteadyClock::time_point ReadDeadline() const;
   // All of `size` bytes out, or false.
   bool Send(const char* data, size_t size) const;
-  // One SSL_read or SSL_write, waiting for the socket as OpenSSL asks, until
-  // `deadline`: a peer trickling a TLS record holds no thread past it.
-  ssize_t SslIo(bool reading, char* data, size_t size, SteadyClock::time_point deadline) const;
 
   const int sock_;
   SSL* ssl_ = nullptr;

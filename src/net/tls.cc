@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
-#include <httplib.h>
 #include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -354,25 +353,25 @@ void RequirePeerName(ssl_ctx_st* ctx, const std::string* name) {
 
 namespace {
 
-// The request's peer certificate, once the handshake verified it; null
+// The connection's peer certificate, once the handshake verified it; null
 // otherwise. SSL_get0_peer_certificate: no reference taken (OpenSSL 3).
-X509* VerifiedPeer(const httplib::Request& req) {
-  if (req.ssl == nullptr) return nullptr;
+X509* VerifiedPeer(const SSL* ssl) {
+  if (ssl == nullptr) return nullptr;
   // The handshake verified the chain (SSL_VERIFY_PEER); keep to that result.
-  if (SSL_get_verify_result(req.ssl) != X509_V_OK) return nullptr;
-  return SSL_get0_peer_certificate(req.ssl);
+  if (SSL_get_verify_result(ssl) != X509_V_OK) return nullptr;
+  return SSL_get0_peer_certificate(ssl);
 }
 
 }  // namespace
 
-PeerCertificate PeerOf(const httplib::Request& req) {
-  X509* cert = VerifiedPeer(req);
+PeerCertificate PeerOf(const SSL* ssl) {
+  X509* cert = VerifiedPeer(ssl);
   if (cert == nullptr) return {};
   return {CommonName(cert), DigestText(cert)};
 }
 
-int64_t PeerNotAfter(const httplib::Request& req) {
-  X509* cert = VerifiedPeer(req);
+int64_t PeerNotAfter(const SSL* ssl) {
+  X509* cert = VerifiedPeer(ssl);
   std::tm end{};
   if (cert == nullptr || ASN1_TIME_to_tm(X509_get0_notAfter(cert), &end) != 1) return 0;
   return static_cast<int64_t>(timegm(&end));

@@ -15,10 +15,6 @@ struct ssl_ctx_st;
 struct ssl_st;
 struct ssl_session_st;
 
-namespace httplib {
-struct Request;
-}
-
 namespace shoal::net {
 
 // A private key and its certificate, both PEM.
@@ -59,18 +55,19 @@ Result<std::string> Fingerprint(std::string_view cert_pem);
 // naming the reason otherwise.
 Result<std::string> VerifiedCommonName(std::string_view ca_pem, std::string_view cert_pem);
 
-// The certificate the peer presented on this request's TLS connection, once
-// the handshake verified it against the listener's CA: its common name and
-// fingerprint. Empty on a plain connection or without a certificate.
+// The certificate the peer presented on a TLS connection (a request's
+// `ssl`), once the handshake verified it against the listener's CA: its
+// common name and fingerprint. Empty on a plain connection (null) or without
+// a certificate.
 struct PeerCertificate {
   std::string common_name;
   std::string fingerprint;
   bool empty() const { return common_name.empty(); }
 };
-PeerCertificate PeerOf(const httplib::Request& req);
+PeerCertificate PeerOf(const ssl_st* ssl);
 // When that certificate ends (seconds since the epoch); 0 without one. Apart
 // from PeerOf, which every request of a certificate's connection pays for.
-int64_t PeerNotAfter(const httplib::Request& req);
+int64_t PeerNotAfter(const ssl_st* ssl);
 
 // Makes the TLS clients of `ctx` accept only a server certificate whose
 // common name is `*name` (besides a good chain): an agent's certificate is

@@ -51,8 +51,9 @@ struct Context {
   bool tls() const { return agents.pki != nullptr; }
   // Who asks, noted for the access log (net/http_guard.h); a refusal is logged.
   Result<Identity> Auth(const httplib::Request& req, bool allow_join = false) const {
-    Result<Identity> who = tokens.IdentityOf(
-        net::PeerOf(req), req.get_header_value("Authorization"), clock.Now(), tls(), allow_join);
+    Result<Identity> who =
+        tokens.IdentityOf(net::PeerOf(req.ssl), req.get_header_value("Authorization"), clock.Now(),
+                          tls(), allow_join);
     if (!who.ok()) {
       net::LogAuthRefused(req, who.status().message());
     } else {

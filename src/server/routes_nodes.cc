@@ -83,9 +83,9 @@ void RegisterNode(const Context& ctx, const Identity& who, const httplib::Reques
   // connections (TokenCache::NodeSession); one that came with a session
   // keeps it.
   if (answer.ok() && ctx.tls()) {
-    if (const net::PeerCertificate peer = net::PeerOf(req); !peer.empty()) {
+    if (const net::PeerCertificate peer = net::PeerOf(req.ssl); !peer.empty()) {
       const std::string session =
-          ctx.tokens.NodeSession(peer, net::PeerNotAfter(req), ctx.clock.Now());
+          ctx.tokens.NodeSession(peer, net::PeerNotAfter(req.ssl), ctx.clock.Now());
       if (!session.empty()) (*answer)["node_session"] = session;
     }
   }

@@ -30,7 +30,7 @@ check "control: the configuration files are conffiles" 0 "/etc/shoal/agent.toml"
   dpkg-deb -I "$DEB" conffiles
 check "control: postinst makes the shoal user" 0 "adduser --system" -- dpkg-deb -I "$DEB" postinst
 dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's#^\./#/#' > "$TMP/files"
-for f in /usr/bin/shoal /usr/bin/shoal-step /etc/shoal/server.toml /etc/shoal/agent.toml \
+for f in /usr/bin/shoal /usr/bin/shoal-full /usr/bin/shoal-step /etc/shoal/server.toml /etc/shoal/agent.toml \
   /lib/systemd/system/shoal-server.service /lib/systemd/system/shoal-agent.service \
   /usr/share/shoal/data/SHA256SUMS /usr/share/doc/shoal/deploy.md \
   /usr/share/shoal/prometheus/shoal-alerts.yml /usr/share/shoal/prometheus/shoal-alerts.test.yml \
@@ -48,7 +48,8 @@ if command -v promtool > /dev/null; then
 else
   echo "skip promtool test rules: promtool is not installed"
 fi
-check "the binaries are stripped" 1 "" -- sh -c "readelf -S '$SHOAL' '$ROOT/usr/bin/shoal-step' | grep -q debug_info"
+check "the binaries are stripped" 1 "" -- \
+  sh -c "readelf -S '$SHOAL' '$ROOT/usr/bin/shoal-full' '$ROOT/usr/bin/shoal-step' | grep -q debug_info"
 check "the installed shoal finds its installed data" 0 "data: $ROOT/usr/share/shoal/data (install prefix)" -- \
   "$SHOAL" version
 

@@ -24,6 +24,7 @@
 #include "core/strings.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/lean_http_client.h"
 
 namespace shoal::net {
 namespace {
@@ -91,12 +92,13 @@ class TlsServerTest : public ::testing::Test {
                                 .require_client_cert = true})
                     .ok());
     http_.Get("/whoami", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(PeerOf(req).common_name, "text/plain");
+      res.set_content(PeerOf(req.ssl).common_name, "text/plain");
     });
     // Whether this connection resumed a session, and whose it is.
     http_.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req).common_name,
-                      "text/plain");
+      res.set_content(
+          std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req.ssl).common_name,
+          "text/plain");
     });
     port_ = http_.Bind("127.0.0.1", 0);
     ASSERT_GT(port_, 0);
@@ -176,6 +178,45 @@ TEST_F(TlsServerTest, AClientAcceptsOnlyThePeerItExpects) {
   ASSERT_TRUE(other.ok());
   const std::string other_file = Write(dir_ / "other.crt", other->cert_pem);
   EXPECT_FALSE(Get({.ca_file = other_file, .cert_file = node_cert_, .key_file = node_key_}).ok());
+}
+
+// The commands' client (net::LeanHttpClient) checks the server as the
+// daemons' does: the cluster's CA, the name it must carry, and the address.
+TEST_F(TlsServerTest, TheLeanClientAcceptsOnlyThePeerItExpects) {
+  const auto lean_get = [&](const std::string& host, const TlsClientOptions& tls) {
+    auto c = LeanHttpClient::Connect(
+        "https://" + host + ":" + std::to_string(port_),
+        {.connect_timeout_ms = 5000, .read_timeout_ms = 5000, .keep_alive = false, .tls = tls});
+    return c.ok() ? (*c)->Get("/whoami") : Result<HttpResponse>(c.status());
+  };
+  const TlsClientOptions good{.ca_file = ca_file_,
+                              .cert_file = node_cert_,
+                              .key_file = node_key_,
+                              .peer_name = std::string(kControllerName)};
+  auto r = lean_get("127.0.0.1", good);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "n1");
+  // Another expected name, another CA, an address the certificate does not
+  // name (it names 127.0.0.1 only), no client certificate.
+  TlsClientOptions other_name = good;
+  other_name.peer_name = "n2";
+  r = lean_get("127.0.0.1", other_name);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("TLS certificate"), std::string::npos)
+      << r.status().message();
+  auto other = CreateCa("other");
+  ASSERT_TRUE(other.ok());
+  TlsClientOptions other_ca = good;
+  other_ca.ca_file = Write(dir_ / "other.crt", other->cert_pem);
+  EXPECT_FALSE(lean_get("127.0.0.1", other_ca).ok());
+  EXPECT_FALSE(lean_get("localhost", good).ok());
+  EXPECT_FALSE(lean_get("127.0.0.1", {.ca_file = ca_file_}).ok());
+  // A certificate without its key is refused before anything is sent.
+  TlsClientOptions wrong_key = good;
+  wrong_key.key_file = server_key_;
+  auto bad = LeanHttpClient::Connect("https://127.0.0.1:1", {.tls = wrong_key});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(TlsServerTest, AListenerThatRequiresACertificateRefusesClientsWithout) {
@@ -291,8 +332,9 @@ struct ResumptionListener {
   explicit ResumptionListener(const TlsServerOptions& tls) {
     EXPECT_TRUE(http.EnableTls(tls).ok());
     http.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req).common_name,
-                      "text/plain");
+      res.set_content(
+          std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req.ssl).common_name,
+          "text/plain");
     });
     port = http.Bind("127.0.0.1", 0);
     EXPECT_GT(port, 0);
@@ -363,8 +405,9 @@ TEST_F(TlsServerTest, TicketKeysInAFileLetClientsResumeAcrossARestart) {
                                 .ticket_key_file = key_file})
                     .ok());
     r.http.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req).common_name,
-                      "text/plain");
+      res.set_content(
+          std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req.ssl).common_name,
+          "text/plain");
     });
     r.port = r.http.Bind("127.0.0.1", 0);
     ASSERT_GT(r.port, 0);
