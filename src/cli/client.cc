@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <utility>
 
 #include "cli/paths.h"
 #include "core/strings.h"
@@ -120,7 +121,7 @@ Result<api::Json> ApiClient::Answer(const Result<net::HttpResponse>& r) {
   auto body = api::Parse(r->body);
   if (r->status >= 200 && r->status < 300) {
     if (!body.ok()) return Internal("the server answered with malformed JSON");
-    return *body;
+    return std::move(*body);
   }
   std::string detail = body.ok() && body->is_object() ? body->value("detail", r->body) : r->body;
   StatusCode code = StatusCode::kInternal;
