@@ -216,7 +216,8 @@ class Cycle {
         recompiled_.push_back(std::move(r).value());
         req = &recompiled_.back();
       }
-      const Status* sat = satisfiable_.Find(*req);
+      const Status* sat = req == &j.request ? j.satisfiable.get() : nullptr;
+      if (sat == nullptr) sat = satisfiable_.Find(*req);
       if (sat == nullptr) {
         satisfiable_.Put(*req, CheckSatisfiable(inv_, *req));
         sat = satisfiable_.Find(*req);

@@ -81,6 +81,11 @@ struct JobInfo {
   bool reservation_gone = false;
 
   // Pending jobs.
+  // Whether `request` can ever run on the inventory it was compiled for
+  // (CheckSatisfiable), when the driver knows it already; null: the pass
+  // finds out (once per request shape and pass). The simulator sets it when
+  // a job joins the queue, so that a deep queue is not hashed at every pass.
+  std::shared_ptr<const Status> satisfiable;
   bool held = false;
   std::optional<Time> begin_time;
   const std::vector<Dependency>* dependencies = nullptr;

@@ -78,6 +78,8 @@ struct SimJob {
   // Speed on each model of the inventory (1 / run time there), for traces
   // that say (duration_by_model); null otherwise.
   std::shared_ptr<const std::vector<double>> speed;
+  // Whether its request can ever run on the cluster (Simulator::Satisfiable).
+  std::shared_ptr<const Status> satisfiable;
   uint64_t epoch = 0;
   uint32_t running_pos = 0;
   int restarts = 0;
@@ -445,7 +447,19 @@ class Simulator {
   // pass with thousands waiting copies none of their requests.
   void AddPending(uint32_t idx) {
     pending_.push_back(idx);
-    snap_.pending.push_back(Info(idx, false));
+    sched::JobInfo info = Info(idx, false);
+    info.satisfiable = Satisfiable(jobs_[idx]);
+    snap_.pending.push_back(std::move(info));
+  }
+
+  // Whether a job's request can ever run here; worked out once per job
+  // (the inventory does not change during a run).
+  std::shared_ptr<const Status> Satisfiable(SimJob& j) {
+    if (j.satisfiable == nullptr) {
+      j.satisfiable =
+          std::make_shared<const Status>(sched::CheckSatisfiable(*snap_.inventory, j.req));
+    }
+    return j.satisfiable;
   }
 
   Status Pass() {
@@ -479,9 +493,8 @@ class Simulator {
         return started(static_cast<uint32_t>(info.id.value() - 1));
       };
       pending_.erase(std::remove_if(pending_.begin(), pending_.end(), started), pending_.end());
-      snap_.pending.erase(
-          std::remove_if(snap_.pending.begin(), snap_.pending.end(), started_info),
-          snap_.pending.end());
+      snap_.pending.erase(std::remove_if(snap_.pending.begin(), snap_.pending.end(), started_info),
+                          snap_.pending.end());
     }
     ScheduleWakeup();
     return Status::Ok();
