@@ -146,6 +146,12 @@ class StepCgroup {
   // The cgroup.procs files a task writes its pid into, before exec (final
   // once Create has run).
   const std::vector<std::string>& JoinFiles() const { return join_files_; }
+  // The v2 folder a task may be started straight into (clone3's
+  // CLONE_INTO_CGROUP), when that alone puts it where JoinFiles would;
+  // empty under v1.
+  std::string V2Dir() const {
+    return version_ == CgroupVersion::kV2 && join_files_.size() == 1 ? dirs_[0] : std::string();
+  }
   // The processes in it now (empty when the cgroup does not exist).
   std::vector<pid_t> Pids() const;
   // The CPU time its processes have used, past ones included, in seconds:
