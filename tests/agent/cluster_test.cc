@@ -694,6 +694,32 @@ TEST_F(GpuFenceTest, OnCgroupV2ABpfProgramFencesTheGpus) {
   ExpectOnlyOwnGpus("cgroup v2 BPF");
 }
 
+// On cgroup v2 each task starts inside its step's cgroup (clone3 with
+// CLONE_INTO_CGROUP, or vfork and a write to cgroup.procs where the kernel
+// refuses): it is there before it runs any code of the job's.
+TEST_F(ClusterTest, OnCgroupV2TasksStartInTheirStepsCgroup) {
+  if (::geteuid() != 0) GTEST_SKIP() << "[privilege] cgroups need root";
+  for (const char* root : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+    if (fs::exists(fs::path(root) / "cgroup.controllers")) {
+      cgroup_root_ = root;
+      break;
+    }
+  }
+  if (cgroup_root_.empty()) GTEST_SKIP() << "[privilege] no cgroup2 hierarchy on this host";
+  StartAgent("n1");
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(Submit(
+        *admin_,
+        {{"command", "grep '^0::' /proc/self/cgroup > v2." + std::to_string(i)}, {"gpus", 1}}));
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_TRUE(WaitFor(ids[i], "completed"));
+    const std::string line = ReadFile(dir_ / "work" / ("v2." + std::to_string(i)));
+    EXPECT_TRUE(line.ends_with("/" + std::to_string(ids[i]) + ".1\n")) << line;
+  }
+}
+
 // A finished job's log stays readable after its step's folder is gone and
 // the agent has restarted.
 TEST_F(ClusterTest, FinishedJobsLogsSurviveAnAgentRestart) {
