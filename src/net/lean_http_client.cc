@@ -1,7 +1,6 @@
 #include "net/lean_http_client.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -191,13 +190,14 @@ Status LeanHttpClient::Impl::Handshake() {
   ssl = SSL_new(ctx.get());
   if (ssl == nullptr || SSL_set_fd(ssl, fd) != 1) return Unreachable(base, "TLS set-up failed");
   const TlsClientOptions& t = *options.tls;
-  if (!IsIpLiteral(host)) SSL_set_tlsext_host_name(ssl, host.c_str());
+  const bool ip = IsIpLiteral(host);
+  if (!ip) SSL_set_tlsext_host_name(ssl, host.c_str());
   // The certificate must also be one for the address we asked for, as a
   // browser checks (besides the common name RequirePeerName asks of it).
   if (t.verify) {
     X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-    const int set = IsIpLiteral(host) ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
-                                      : X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0);
+    const int set = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
+                       : X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0);
     if (set != 1) return Unreachable(base, "bad host name for TLS");
   }
   const auto deadline = ReadDeadline();

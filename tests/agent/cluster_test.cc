@@ -680,16 +680,20 @@ TEST_F(GpuFenceTest, JobsOpenOnlyTheirOwnGpuDevices) {
   ExpectOnlyOwnGpus("v1 devices");
 }
 
+// This host's cgroup v2 hierarchy (/sys/fs/cgroup/unified on a hybrid
+// layout); empty when it has none.
+std::string CgroupV2Root() {
+  for (const char* root : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+    if (fs::exists(fs::path(root) / "cgroup.controllers")) return root;
+  }
+  return "";
+}
+
 // The same on cgroup v2, where a BPF device program is the fence (this
 // host's v2 hierarchy, /sys/fs/cgroup/unified on a hybrid layout).
 TEST_F(GpuFenceTest, OnCgroupV2ABpfProgramFencesTheGpus) {
   if (!MakeDevices()) GTEST_SKIP() << "[privilege] making device files needs root";
-  for (const char* root : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
-    if (fs::exists(fs::path(root) / "cgroup.controllers")) {
-      cgroup_root_ = root;
-      break;
-    }
-  }
+  cgroup_root_ = CgroupV2Root();
   if (cgroup_root_.empty()) GTEST_SKIP() << "[privilege] no cgroup2 hierarchy on this host";
   ExpectOnlyOwnGpus("cgroup v2 BPF");
 }
@@ -699,12 +703,7 @@ TEST_F(GpuFenceTest, OnCgroupV2ABpfProgramFencesTheGpus) {
 // refuses): it is there before it runs any code of the job's.
 TEST_F(ClusterTest, OnCgroupV2TasksStartInTheirStepsCgroup) {
   if (::geteuid() != 0) GTEST_SKIP() << "[privilege] cgroups need root";
-  for (const char* root : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
-    if (fs::exists(fs::path(root) / "cgroup.controllers")) {
-      cgroup_root_ = root;
-      break;
-    }
-  }
+  cgroup_root_ = CgroupV2Root();
   if (cgroup_root_.empty()) GTEST_SKIP() << "[privilege] no cgroup2 hierarchy on this host";
   StartAgent("n1");
   std::vector<uint64_t> ids;

@@ -63,6 +63,12 @@ TEST(TlsTest, TheCaSignsRequestsForTheNameItChooses) {
   EXPECT_TRUE(SignRequest(*ca, request->csr_pem, "n1", {"::1"}, 30).ok());
 }
 
+// GET /resumed: whether this connection resumed a session, and whose it is.
+void AnswerResumed(const httplib::Request& req, httplib::Response& res) {
+  res.set_content(std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req.ssl).common_name,
+                  "text/plain");
+}
+
 // A TLS listener with the controller's certificate that requires clients'.
 class TlsServerTest : public ::testing::Test {
  protected:
@@ -94,12 +100,7 @@ class TlsServerTest : public ::testing::Test {
     http_.Get("/whoami", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(PeerOf(req.ssl).common_name, "text/plain");
     });
-    // Whether this connection resumed a session, and whose it is.
-    http_.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(
-          std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req.ssl).common_name,
-          "text/plain");
-    });
+    http_.Get("/resumed", AnswerResumed);
     port_ = http_.Bind("127.0.0.1", 0);
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { http_.listen_after_bind(); });
@@ -331,11 +332,7 @@ struct ResumptionListener {
   int port = 0;
   explicit ResumptionListener(const TlsServerOptions& tls) {
     EXPECT_TRUE(http.EnableTls(tls).ok());
-    http.Get("/resumed", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(
-          std::to_string(SSL_session_reused(req.ssl)) + " " + PeerOf(req.ssl).common_name,
-          "text/plain");
-    });
+    http.Get("/resumed", AnswerResumed);
     port = http.Bind("127.0.0.1", 0);
     EXPECT_GT(port, 0);
     serving = std::thread([this] { http.listen_after_bind(); });

@@ -146,12 +146,15 @@ class StepCgroup {
   // The cgroup.procs files a task writes its pid into, before exec (final
   // once Create has run).
   const std::vector<std::string>& JoinFiles() const { return join_files_; }
-  // The v2 folder a task may be started straight into (clone3's
-  // CLONE_INTO_CGROUP), when that alone puts it where JoinFiles would;
-  // empty under v1.
-  std::string V2Dir() const {
-    return version_ == CgroupVersion::kV2 && join_files_.size() == 1 ? dirs_[0] : std::string();
-  }
+  // Starts a child straight inside the cgroup, as fork does (0 in the
+  // child, its pid in the parent), so that it never moves between cgroups:
+  // clone3 with CLONE_INTO_CGROUP (v2, Linux 5.7). A move takes the kernel's
+  // cgroup_threadgroup_rwsem for writing, which waits for an RCU grace
+  // period unless another move came just before: on an idle node that was
+  // most of a job's start (docs/agent.md). -1 where it cannot: under v1,
+  // before Create, when the kernel refuses, under ThreadSanitizer. The
+  // caller then starts the child its own way and joins it by JoinFiles.
+  pid_t ForkInto() const;
   // The processes in it now (empty when the cgroup does not exist).
   std::vector<pid_t> Pids() const;
   // The CPU time its processes have used, past ones included, in seconds:

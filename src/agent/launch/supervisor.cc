@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <grp.h>
 #include <linux/close_range.h>
-#include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/fsuid.h>
@@ -43,28 +42,6 @@ constexpr auto kNotifyWait = std::chrono::seconds(1);
 constexpr int kNotStartedExitCode = 127;  // as a shell reports a command it could not run
 constexpr int kSetupExitCode = 1;
 const std::vector<std::string> kNoCgroupFiles;
-
-// A child started straight into the cgroup folder `fd` (clone3 with
-// CLONE_INTO_CGROUP, cgroup v2, Linux 5.7): as fork, but the child never
-// moves between cgroups. A move takes the kernel's cgroup_threadgroup_rwsem
-// for writing, which waits for an RCU grace period unless another move
-// came just before: on an idle node that was most of a job's start
-// (docs/agent.md). -1 where the kernel cannot (the caller then vforks).
-// Not under ThreadSanitizer: its runtime has a thread of its own, and a
-// child made behind its back (not by its fork interceptor) could find one
-// of its locks held.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kCloneIntoCgroup = false;
-#else
-constexpr bool kCloneIntoCgroup = true;
-#endif
-pid_t CloneIntoCgroup(int fd) {
-  clone_args args{};
-  args.flags = CLONE_INTO_CGROUP;
-  args.exit_signal = SIGCHLD;
-  args.cgroup = static_cast<uint64_t>(fd);
-  return static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
-}
 
 // Where a task's child failed before exec; sent to the supervisor through
 // a close-on-exec pipe that exec closes when it succeeds.
@@ -305,8 +282,6 @@ class Supervisor {
                           root_runtime ? std::vector<GpuDeviceNode>{}
                                        : DeniedGpus(request_.gpu_devices, FencedGpusOf(step)));
       if (!created.ok()) return created.WithContext("cgroup");
-      if (const std::string dir = cgroup_->V2Dir(); !dir.empty())
-        cgroup_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     }
     if (!step.container.image.empty()) return PrepareContainer(step, hostfile);
     return Status::Ok();
@@ -381,7 +356,7 @@ class Supervisor {
 
   // In the vforked child: system calls only, then exec; on failure it
   // reports the stage and errno through `error_fd` and exits.
-  // `in_cgroup`: it started in the step's cgroup (CloneIntoCgroup).
+  // `in_cgroup`: it started in the step's cgroup (StepCgroup::ForkInto).
   [[noreturn]] void ExecTask(const TaskPlan& plan, int error_fd, bool in_cgroup) {
     auto fail = [error_fd](ChildStage stage) {
       ChildFailure failure{static_cast<int>(stage), errno};
@@ -502,17 +477,12 @@ class Supervisor {
       // because ExecTask only makes system calls on what is prepared,
       // never returns, and we are single-threaded.
       const bool root_runtime = !plan.runtime_argv.empty() && !request_.container.rootless;
-      const bool into_cgroup = kCloneIntoCgroup && cgroup_fd_ >= 0 && !root_runtime;
-      pid_t pid = into_cgroup ? CloneIntoCgroup(cgroup_fd_) : -1;
+      pid_t pid = root_runtime ? -1 : cgroup_->ForkInto();
       if (pid == 0) {
         ::close(pipe_fds[0]);
         ExecTask(plan, pipe_fds[1], /*in_cgroup=*/true);
       }
       if (pid < 0) {
-        if (into_cgroup) {  // not on this kernel: the next tasks vfork at once
-          ::close(cgroup_fd_);
-          cgroup_fd_ = -1;
-        }
         pid = ::vfork();
         if (pid == 0) {
           ::close(pipe_fds[0]);
@@ -751,7 +721,6 @@ class Supervisor {
   std::vector<char*> runtime_envp_;
   std::vector<TaskPlan> plans_;
   std::optional<StepCgroup> cgroup_;
-  int cgroup_fd_ = -1;  // its v2 folder, for CloneIntoCgroup; -1: none
   std::vector<Task> tasks_;
   int running_ = 0;
   bool stopping_ = false;
