@@ -11,7 +11,6 @@ TMP=$(mktemp -d)
 . "$(dirname "$0")/lib.sh"
 trap 'stop_up; rm -rf "$TMP"' EXIT
 start_up --nodes 2 --profile dgx-h100
-cd "$TMP/work"
 
 # What `shoal up` starts with: one partition, the default, with both nodes; no accounts.
 check "partition list: the default partition" 0 "^default  *yes  *up  *2  *16 " -- "$SHOAL" partition list

@@ -34,7 +34,6 @@ if ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
 fi
 
 start_up --nodes 2 --profile dgx-h100 --config "$TMP/shoal.toml"
-cd "$TMP/work"
 
 # node NAME FIELD: a field of a node in `shoal nodes --json`.
 node() {

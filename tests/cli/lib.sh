@@ -17,7 +17,9 @@ check() {  # check <name> <expected exit> <pattern in output> -- command...
 
 # `shoal up` on a free loopback port with its state, HOME and a work folder
 # under $TMP; exports SHOAL_SERVER and SHOAL_STATE_DIR (the CLI's token comes
-# from the server's unix socket there). The caller sets SHOAL and TMP and
+# from the server's unix socket there), and enters the work folder: jobs
+# write slurm-<id>.out there, never where ctest runs tests side by side (each
+# `shoal up` numbers its jobs from 1). The caller sets SHOAL and TMP and
 # calls stop_up on exit. start_up [shoal up flags...]
 UP_PID=
 start_up() {
@@ -30,6 +32,7 @@ start_up() {
   SHOAL_SERVER=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$TMP/up.log" | head -1)
   [ -n "$SHOAL_SERVER" ] || { echo "FAIL shoal up did not start"; cat "$TMP/up.log"; exit 1; }
   export SHOAL_SERVER
+  cd "$TMP/work" || exit 1
 }
 stop_up() {  # Ctrl-C, as a user would, and wait for it
   if [ -n "$UP_PID" ]; then kill -INT "$UP_PID" 2>/dev/null; wait "$UP_PID" 2>/dev/null; fi

@@ -16,7 +16,6 @@ SCRIPT
 chmod +x "$TMP/sendmail"
 printf '[server]\nmail_program = "%s"\n' "$TMP/sendmail" > "$TMP/server.toml"
 start_up --nodes 1 --profile dgx-h100 --config "$TMP/server.toml"
-cd "$TMP/work"
 
 check "a job that asks for mail" 0 "Submitted job" -- "$SHOAL" submit -W -J mailme \
   --mail-type=BEGIN,END --mail-user=ann@example.org -o /dev/null --wrap true

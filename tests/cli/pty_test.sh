@@ -11,7 +11,6 @@ TMP=$(mktemp -d)
 . "$(dirname "$0")/lib.sh"
 trap 'stop_up; rm -rf "$TMP"' EXIT
 start_up --nodes 1 --profile dgx-h100
-cd "$TMP/work"
 
 printf '%s\n' 'tty' '[ -t 0 ] && [ -t 1 ] && echo "a terminal: $((6*7))"' 'exit 3' > typed
 check "run --pty: piped input, the step's exit code" 3 "a terminal: 42" -- sh -c "'$SHOAL' run --pty /bin/sh < typed"

@@ -11,7 +11,6 @@ TMP=$(mktemp -d)
 . "$(dirname "$0")/lib.sh"
 trap 'stop_up; rm -rf "$TMP"' EXIT
 start_up --nodes 2 --profile dgx-h100
-cd "$TMP/work"
 
 wait_for() {  # wait_for <job> <pattern in shoal show>: up to 20 s
   for _ in $(seq 200); do "$SHOAL" show "$1" 2>/dev/null | grep -q -- "$2" && return 0; sleep 0.1; done

@@ -11,7 +11,6 @@ TMP=$(mktemp -d)
 . "$(dirname "$0")/lib.sh"
 trap 'stop_up; rm -rf "$TMP"' EXIT
 start_up --nodes 2 --profile dgx-h100
-cd "$TMP/work"
 
 # Outside a job: an allocation for the step alone, given back after it.
 check "run over two nodes" 0 "" -- "$SHOAL" run -N 2 --ntasks-per-node 2 -l sh -c 'echo "task $SLURM_PROCID of $SLURM_NTASKS on node $SLURM_NODEID"'
