@@ -1,13 +1,12 @@
 #include "cli/paths.h"
 
+#include <semaphore.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <vector>
 
 #include "core/strings.h"
@@ -22,9 +21,11 @@ std::string Env(const char* name) {
 }
 
 volatile std::sig_atomic_t g_stop = 0;
+sem_t g_stop_posted;  // posted by the handler (async-signal-safe), on whatever thread takes it
 
 void OnSignal(int) {
   g_stop = 1;
+  ::sem_post(&g_stop_posted);
 }
 
 }  // namespace
@@ -70,10 +71,13 @@ std::string FindInData(const std::string& path) {
 }
 
 void WaitForStopSignal() {
+  // Asleep until a signal comes (a daemon's main thread polling a flag
+  // woke ten times a second, for nothing).
+  ::sem_init(&g_stop_posted, 0, 0);
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   while (g_stop == 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::sem_wait(&g_stop_posted);  // again after EINTR
 }
 
 std::string DefaultStateDir() {

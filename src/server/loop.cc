@@ -95,7 +95,8 @@ void ControlLoop::Run() {
     const Time now = clock_.Now();
     for (Task& t : batch)
       t.run(controller_, now);
-    if (now - last_tick >= options_.tick_interval) {
+    const bool ticked = now - last_tick >= options_.tick_interval;
+    if (ticked) {
       // A node is never lost because this loop could not hear it: time the
       // loop spent away beyond its tick (a slow commit, a stalled host)
       // does not count against the nodes, and nodes are judged by what had
@@ -119,8 +120,11 @@ void ControlLoop::Run() {
     bool passed = false;
     double pass_ms = 0;
     sched::PassStats pass_stats;
-    if ((controller_.WantsPass() && now - last_pass >= pass_gap) ||
-        now - last_pass >= options_.idle_pass) {
+    // The idle pass also rides a tick once half its interval has gone, so
+    // that a pass that work set off does not leave it a wake-up of its own.
+    const bool idle_pass_due = now - last_pass >= options_.idle_pass ||
+                               (ticked && now - last_pass >= options_.idle_pass / 2);
+    if ((controller_.WantsPass() && now - last_pass >= pass_gap) || idle_pass_due) {
       const auto t0 = std::chrono::steady_clock::now();
       pass_stats = controller_.SchedulePass(now);
       const auto took = std::chrono::steady_clock::now() - t0;

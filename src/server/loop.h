@@ -44,7 +44,11 @@ struct LoopOptions {
   // passes the same way with sched_min_interval and a queue depth).
   int pass_spacing = 4;
   Duration idle_pass = std::chrono::seconds(1);  // a pass at least this often (begin times, LAS)
-  Duration tick_interval = std::chrono::milliseconds(200);
+  // Deadlines (node timeouts, time limits, fences, --signal warnings) are
+  // checked this often: within a second, as Slurm checks time limits
+  // within 30 s. An idle server wakes once a second for the tick and the
+  // idle pass together (a 200 ms tick woke it five times).
+  Duration tick_interval = std::chrono::seconds(1);
 };
 
 // Upper bounds of the scheduling pass duration histogram's buckets (ms).
