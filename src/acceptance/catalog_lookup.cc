@@ -1,9 +1,6 @@
 // Kept apart from report.cc so that code judging with hand-made specs (the
 // tests) does not link the catalogue's table.
-#include <fmt/format.h>
-
 #include "acceptance/report.h"
-#include "core/strings.h"
 
 namespace shoal::acceptance {
 
@@ -13,10 +10,7 @@ Result<SpecLookup> CatalogLookup(const std::string& model) {
         [](const GpuInfo& g) { return catalog::FindGpuByDeviceName(g.name, g.memory_mib); });
   }
   const catalog::GpuSpec* spec = catalog::FindGpu(model);
-  if (spec == nullptr) {
-    return InvalidArgument(
-        fmt::format("unknown GPU model '{}' ({})", model, Join(catalog::GpuNames(), ", ")));
-  }
+  if (spec == nullptr) return InvalidArgument(catalog::UnknownGpuMessage(model));
   return SpecLookup([spec](const GpuInfo&) { return spec; });
 }
 

@@ -629,6 +629,19 @@ const GpuSpec* FindGpuByDeviceName(std::string_view device_name, int64_t memory_
   return best;
 }
 
+std::string UnknownGpuMessage(std::string_view name) {
+  std::vector<std::string_view> names;
+  for (const GpuSpec& g : Table())
+    names.push_back(g.model);
+  std::vector<std::string_view> with_aliases = names;
+  for (const Alias& a : kAliases)
+    with_aliases.push_back(a.alias);
+  const std::string_view nearest = NearMiss(name, with_aliases);
+  const std::string hint = nearest.empty() ? UnknownNameHint(name, names)
+                                           : " (did you mean '" + std::string(nearest) + "'?)";
+  return "unknown GPU '" + std::string(name) + "'" + hint;
+}
+
 std::vector<std::string> GpuNames() {
   std::vector<std::string> names;
   names.reserve(Table().size());

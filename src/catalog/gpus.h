@@ -61,4 +61,8 @@ const GpuSpec* FindGpuByDeviceName(std::string_view device_name, int64_t memory_
 // Canonical names, for error messages and `--help`.
 std::vector<std::string> GpuNames();
 
+// "unknown GPU 'h101' (did you mean 'h100'?)": the nearest name or alias
+// when it is a near miss, else the canonical names.
+std::string UnknownGpuMessage(std::string_view name);
+
 }  // namespace shoal::catalog

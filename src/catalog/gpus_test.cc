@@ -38,6 +38,15 @@ TEST(GpusTest, EveryEntryIsWellFormed) {
   EXPECT_EQ(GpuNames().size(), Gpus().size());
 }
 
+TEST(GpusTest, AnUnknownGpuIsToldItsNearMissAmongNamesAndAliases) {
+  EXPECT_EQ(UnknownGpuMessage("h101"), "unknown GPU 'h101' (did you mean 'h100'?)");
+  EXPECT_EQ(UnknownGpuMessage("H100-SXM-80G"),
+            "unknown GPU 'H100-SXM-80G' (did you mean 'H100-SXM-80GB'?)");
+  const std::string far = UnknownGpuMessage("tpu-v5");
+  EXPECT_NE(far.find("(known: A100-SXM4-40GB, "), std::string::npos) << far;
+  EXPECT_EQ(far.find("h100-sxm"), std::string::npos) << "aliases are not listed: " << far;
+}
+
 // The node profiles and the catalogue describe the same parts; they must agree.
 TEST(GpusTest, NodeProfilesAgreeWithTheCatalogue) {
   for (const NodeProfile& p : Profiles()) {

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "api/json.h"
 #include "catalog/gpus.h"
 #include "cli/app.h"
 #include "cli/commands.h"
@@ -161,6 +162,33 @@ struct WorkloadFlags {
            general_gpus > 0 || !general_trace.empty();
   }
 
+  // A negative number is refused by name here: below it would read as
+  // "not given".
+  Status CheckSigns() const {
+    for (auto [flag, value] : {std::pair<const char*, double>{"--days", days},
+                               {"--gpus", gpus},
+                               {"--layers", layers},
+                               {"--hidden", hidden},
+                               {"--heads", heads},
+                               {"--kv-heads", kv_heads},
+                               {"--ffn", ffn},
+                               {"--vocab", vocab},
+                               {"--seq", seq},
+                               {"--serve-requests-per-s", serve_requests_per_s},
+                               {"--context", context},
+                               {"--output", output},
+                               {"--tpot-ms", tpot_ms},
+                               {"--ttft-ms", ttft_ms},
+                               {"--general-gpus", general_gpus}}) {
+      if (value >= 0) continue;
+      const bool deadline = std::string_view(flag) == "--days";
+      return InvalidArgument(
+          fmt::format("{} {}: {}", flag, value,
+                      deadline ? "a deadline cannot be negative" : "must not be negative"));
+    }
+    return Status::Ok();
+  }
+
   // Builds the workload file these flags stand for, so that flags and files
   // go through one parser.
   std::string Toml() const {
@@ -302,31 +330,33 @@ int RunPlan(const std::vector<std::string>& raw) {
   app.add_option("--design", design_name,
                  "the GPU model of the design to write (default: the recommended one)");
   if (int rc = ParseApp(app, raw, "shoal plan"); rc >= 0) return rc;
+  // An error goes to stderr; with --json also to stdout, as the API's
+  // error object, so that a script reading the plan reads why there is none.
+  auto fail = [&json](int exit_code, const Status& s) {
+    std::cerr << "shoal plan: " << s.message() << "\n";
+    if (json) std::cout << api::ErrorBody(s).dump() << "\n";
+    return exit_code;
+  };
+  if (Status s = wf.CheckSigns(); !s.ok()) return fail(2, s);
 
   if (file.empty() == !wf.Any()) {
-    std::cerr << "shoal plan: give a workload file or workload flags (--model, --tokens, --days, "
-                 "...), not "
-              << (file.empty() ? "neither" : "both") << " (shoal plan --help)\n";
-    return 2;
+    return fail(2, InvalidArgument(fmt::format(
+                       "give a workload file or workload flags (--model, --tokens, --days, ...), "
+                       "not {} (shoal plan --help)",
+                       file.empty() ? "neither" : "both")));
   }
   std::string text;
   std::string origin = "flags";
   if (!file.empty()) {
     auto t = ReadText(file);
-    if (!t.ok()) {
-      std::cerr << "shoal plan: " << t.status().message() << "\n";
-      return 1;
-    }
+    if (!t.ok()) return fail(1, t.status());
     text = std::move(*t);
     origin = file;
   } else {
     text = wf.Toml();
   }
   auto parsed = plan::ParseWorkloadToml(text, origin);
-  if (!parsed.ok()) {
-    std::cerr << "shoal plan: " << parsed.status().message() << "\n";
-    return file.empty() ? 2 : 1;
-  }
+  if (!parsed.ok()) return fail(file.empty() ? 2 : 1, parsed.status());
   plan::Workload w = std::move(*parsed);
   // Constraint flags override the file's.
   if (!gpu_models.empty()) w.gpu_models = gpu_models;
@@ -338,28 +368,20 @@ int RunPlan(const std::vector<std::string>& raw) {
   if (oversub >= 0) w.site.oversubscription = oversub;
   if (!cooling.empty()) {
     const std::string c = ToLower(cooling);
-    if (c != "air" && c != "liquid" && c != "any") {
-      std::cerr << "shoal plan: --cooling is air, liquid or any\n";
-      return 2;
-    }
+    if (c != "air" && c != "liquid" && c != "any")
+      return fail(2, InvalidArgument("--cooling is air, liquid or any"));
     w.site.cooling = c == "air"      ? plan::Cooling::kAir
                      : c == "liquid" ? plan::Cooling::kLiquid
                                      : plan::Cooling::kAny;
   }
-  if (w.site.pue < 1 || w.site.oversubscription < 1) {
-    std::cerr << "shoal plan: PUE and oversubscription must be at least 1\n";
-    return 2;
-  }
-  if (Status s = ResolveTraces(w, file); !s.ok()) {
-    std::cerr << "shoal plan: " << s.message() << "\n";
-    return 1;
-  }
+  if (w.site.pue < 1 || w.site.oversubscription < 1)
+    return fail(2, InvalidArgument("PUE and oversubscription must be at least 1"));
+  if (Status s = ResolveTraces(w, file); !s.ok()) return fail(1, s);
   auto result = plan::PlanWorkload(w);
   if (!result.ok()) {
     const bool usage = result.status().code() == StatusCode::kInvalidArgument;
-    std::cerr << "shoal plan: " << (usage ? "" : "cannot plan: ") << result.status().message()
-              << "\n";
-    return usage ? 2 : 1;
+    if (usage) return fail(2, result.status());
+    return fail(1, Status(result.status().code(), "cannot plan: " + result.status().message()));
   }
   if (!cluster_out.empty()) {
     int pick = result->recommended;
@@ -370,16 +392,14 @@ int RunPlan(const std::vector<std::string>& raw) {
         if (result->designs[i].gpu_model == g->model) pick = static_cast<int>(i);
       }
       if (pick < 0 || !result->designs[static_cast<size_t>(pick)].feasible) {
-        std::cerr << "shoal plan: --design " << design_name
-                  << " is not a feasible design of this plan\n";
-        return 2;
+        return fail(2, InvalidArgument(fmt::format(
+                           "--design {} is not a feasible design of this plan", design_name)));
       }
     }
     if (Status s = WriteText(cluster_out,
                              plan::ClusterToml(w, result->designs[static_cast<size_t>(pick)]));
         !s.ok()) {
-      std::cerr << "shoal plan: " << s.message() << "\n";
-      return 1;
+      return fail(1, s);
     }
   }
   plan::ReportOptions opts;

@@ -105,25 +105,7 @@ Status TableReader::Error(std::string_view key, std::string_view message) const 
 Status TableReader::CheckKeys(const std::vector<std::string_view>& allowed) const {
   for (const std::string& k : Keys()) {
     if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
-    std::string_view nearest;
-    // Suggest only near misses: under three edits, and fewer than half the
-    // key's letters ("zz" is not a misspelt "b").
-    size_t best = 3;
-    for (std::string_view a : allowed) {
-      if (size_t d = EditDistance(k, a); d < best && 2 * d < k.size()) {
-        best = d;
-        nearest = a;
-      }
-    }
-    std::string hint;
-    if (nearest.empty()) {
-      hint = " (known: ";
-      for (size_t i = 0; i < allowed.size(); ++i)
-        hint += fmt::format("{}{}", i == 0 ? "" : ", ", allowed[i]);
-      hint += ")";
-    } else {
-      hint = fmt::format(" (did you mean '{}'?)", nearest);
-    }
+    const std::string hint = UnknownNameHint(k, allowed);
     std::string where = name_.empty() ? "" : name_ + ": ";
     return InvalidArgument(fmt::format("{}:{}: {}unknown key '{}'{}", origin_,
                                        LineOf(*AsTable(table_).get(k)), where, k, hint));

@@ -118,6 +118,16 @@ TEST(StringsTest, EditDistance) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
 }
 
+TEST(StringsTest, UnknownNamesGetTheNearMissOrTheList) {
+  const std::vector<std::string_view> names = {"llama3-8b", "llama3-70b", "gpt3-175b"};
+  EXPECT_EQ(NearMiss("llama3-70x", names), "llama3-70b");
+  EXPECT_EQ(NearMiss("LLAMA3-8B", names), "llama3-8b");  // case does not count
+  EXPECT_EQ(NearMiss("zz", {"b"}), "");                  // not a misspelt "b"
+  EXPECT_EQ(NearMiss("mistral-7b", names), "");
+  EXPECT_EQ(UnknownNameHint("gpt3-174b", names), " (did you mean 'gpt3-175b'?)");
+  EXPECT_EQ(UnknownNameHint("bert", names), " (known: llama3-8b, llama3-70b, gpt3-175b)");
+}
+
 TEST(StringsTest, Ranges) {
   auto v = ParseIntRanges("0-3,6,8-9");
   ASSERT_TRUE(v.ok());

@@ -157,6 +157,28 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+std::string_view NearMiss(std::string_view word, const std::vector<std::string_view>& names) {
+  const std::string lower = ToLower(word);
+  std::string_view nearest;
+  size_t best = 3;
+  for (std::string_view name : names) {
+    if (size_t d = EditDistance(lower, ToLower(name)); d < best && 2 * d < lower.size()) {
+      best = d;
+      nearest = name;
+    }
+  }
+  return nearest;
+}
+
+std::string UnknownNameHint(std::string_view word, const std::vector<std::string_view>& names) {
+  if (std::string_view nearest = NearMiss(word, names); !nearest.empty())
+    return " (did you mean '" + std::string(nearest) + "'?)";
+  std::string known = " (known: ";
+  for (size_t i = 0; i < names.size(); ++i)
+    known += (i == 0 ? "" : ", ") + std::string(names[i]);
+  return known + ")";
+}
+
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {

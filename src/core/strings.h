@@ -21,6 +21,14 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 // Levenshtein distance, for "did you mean" hints on unknown keys and options.
 size_t EditDistance(std::string_view a, std::string_view b);
 
+// The name nearest to `word` (ignoring case) when it is a near miss: under
+// three edits, and fewer than half the word's letters ("zz" is not a
+// misspelt "b"); empty when none is.
+std::string_view NearMiss(std::string_view word, const std::vector<std::string_view>& names);
+// What follows "unknown X 'word'": " (did you mean 'name'?)" for a near
+// miss among `names`, else " (known: a, b, c)".
+std::string UnknownNameHint(std::string_view word, const std::vector<std::string_view>& names);
+
 // `text` as the inside of a JSON string: quotes, backslashes and control
 // characters escaped (\n, \t, \r by name, the others as \u00XX).
 std::string JsonEscaped(std::string_view text);

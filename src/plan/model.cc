@@ -116,8 +116,9 @@ Result<ModelShape> FindModelPreset(std::string_view name) {
   for (const ModelShape& m : Presets()) {
     if (m.name == lower) return m;
   }
-  return NotFound(
-      fmt::format("unknown model '{}' (presets: {})", name, Join(ModelPresetNames(), ", ")));
+  const std::vector<std::string> names = ModelPresetNames();
+  return NotFound(fmt::format("unknown model '{}'{}", name,
+                              UnknownNameHint(name, {names.begin(), names.end()})));
 }
 
 std::vector<std::string> ModelPresetNames() {

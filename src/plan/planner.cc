@@ -285,8 +285,7 @@ Result<PlanResult> PlanWorkload(const Workload& w) {
   for (const std::string& name : models) {
     const catalog::GpuSpec* gpu = catalog::FindGpu(name);
     if (gpu == nullptr) {
-      return InvalidArgument(
-          fmt::format("unknown GPU '{}' (known: {})", name, Join(catalog::GpuNames(), ", ")));
+      return InvalidArgument(catalog::UnknownGpuMessage(name));
     }
     result.designs.push_back(PlanDesign(w, *gpu));
   }

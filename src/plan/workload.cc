@@ -145,7 +145,7 @@ Status ReadConstraints(const TableReader& r, Workload& w) {
   if (prices) {
     for (const std::string& model : prices->Keys()) {
       const catalog::GpuSpec* gpu = catalog::FindGpu(model);
-      if (gpu == nullptr) return prices->Error(model, fmt::format("unknown GPU '{}'", model));
+      if (gpu == nullptr) return prices->Error(model, catalog::UnknownGpuMessage(model));
       double usd = 0;
       SHOAL_RETURN_IF_ERROR(ReadNumber(*prices, model, usd));
       site.gpu_price_usd[std::string(gpu->model)] = usd;

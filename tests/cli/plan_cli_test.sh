@@ -41,6 +41,18 @@ check "no workload" 2 "workload file or workload flags" -- "$SHOAL" plan
 check "unknown flag" 2 "shoal plan" -- "$SHOAL" plan --model llama3-8b --frobnicate
 check "unknown gpu" 2 "unknown GPU 'H900'" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days 10 --gpu H900
 check "unknown model" 2 "unknown model" -- "$SHOAL" plan --model gpt-9 --tokens 1T --days 10
+check "a near miss of a model" 2 "unknown model 'llama3-70x' (did you mean 'llama3-70b'?)" -- "$SHOAL" plan --model llama3-70x --tokens 1T --days 10
+check "a near miss of a GPU" 2 "unknown GPU 'h101' (did you mean 'h100'?)" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days 10 --gpu h101
+check "a negative deadline" 2 "days -5: a deadline cannot be negative" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days -5
+check "a negative count" 2 "context -1: must not be negative" -- "$SHOAL" plan --model llama3-8b --serve-tokens-per-s 1k --context -1
+# With --json a failed plan prints the API's error object on stdout, and
+# still exits non-zero.
+json_error() {  # the error object of `shoal plan ... --json`, as "exit CODE error: detail"
+  "$SHOAL" plan "$@" --json 2> /dev/null > "$TMP/error.json"
+  echo "exit $? $(python3 -c 'import json, sys; e = json.load(open(sys.argv[1])); print(e["error"] + ": " + e["detail"])' "$TMP/error.json")"
+}
+check "--json: a bad flag" 0 "^exit 2 invalid_argument: .*unknown model 'gpt-9'" -- json_error --model gpt-9 --tokens 1T --days 10
+check "--json: a plan that cannot be met" 0 "^exit 1 unsatisfiable: cannot plan: no GPU model meets the workload" -- json_error --model llama3-70b --tokens 15T --days 2 --gpu H100
 check "days and gpus" 2 "either days" -- "$SHOAL" plan --model llama3-8b --tokens 1T --days 10 --gpus 8
 printf '[[training]]\nmodel = "llama3-8b"\ntokens = "1T"\ndays = 10\ndayz = 3\n' > "$TMP/bad.toml"
 check "bad key" 1 "bad.toml:5: training\[1\]: unknown key 'dayz' (did you mean 'days'?)" -- "$SHOAL" plan "$TMP/bad.toml"
