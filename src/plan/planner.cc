@@ -74,6 +74,7 @@ TrainingEval EvaluateTraining(const TrainingWorkload& w, const TrainingSystem& s
   TrainingPlan& p = out.plan;
   p.name = w.name;
   p.model = w.model.name;
+  p.layers = w.model.layers;
   p.gpus = gpus;
   p.layout = choice->layout;
   p.step = choice->step;

@@ -80,6 +80,7 @@ int GpusForDemand(const std::vector<JobDemand>& jobs, double quantile = 0.9);
 struct TrainingPlan {
   std::string name;
   std::string model;
+  int layers = 0;  // the model's
   int gpus = 0;
   Layout layout;
   StepEstimate step;

@@ -189,6 +189,8 @@ std::string Details(const Design& d) {
     const MemoryEstimate& m = s.memory;
     out += fmt::format("  training '{}' ({}): {} GPUs, {}; {}\n", p.name, p.model, p.gpus,
                        p.layout.ToString(), p.sizing);
+    if (const std::string uneven = p.layout.UnevenStages(p.layers); !uneven.empty())
+      out += fmt::format("    pipeline: {}\n", uneven);
     out += fmt::format(
         "    step {:.2f} s for {} sequences ({} micro-batches): compute {:.2f}, TP comm {:.2f}, CP "
         "comm {:.2f}, "
@@ -493,14 +495,32 @@ std::string ClusterToml(const Workload& workload, const Design& d) {
   return out;
 }
 
+namespace {
+
+// The validation targets of issue 18, on every compared row with the runs'
+// own layouts: a mean absolute error of at most 5 %, no row over 12 %.
+constexpr double kValidationTargetMae = 0.05;
+constexpr double kValidationTargetWorst = 0.12;
+
+bool TargetsMet(const ValidationReport& r) {
+  return r.all.mae <= kValidationTargetMae && r.all.worst <= kValidationTargetWorst;
+}
+
+}  // namespace
+
 std::string ValidationText(const ValidationReport& r, bool every_row) {
   std::string out =
       "Model vs published runs: predicted and measured step time per row (error = predicted / "
       "measured - 1)\n";
   Table t;
-  t.Row({"source", "run", "layout (reported + searched)", "predicted s", "measured s", "error"});
-  std::string skipped;
+  t.Row({"source", "run", "layout (reported + searched)", "predicted s", "measured s", "error",
+         "searched"});
+  std::string skipped, unsearched;
   for (const ValidationRow& row : r.rows) {
+    if (!row.searched_failure.empty()) {
+      unsearched += fmt::format("  {} {} (line {}): {}\n", row.group, row.label, row.line,
+                                row.searched_failure);
+    }
     if (row.skipped) {
       skipped +=
           fmt::format("  {} {} (line {}): {}\n", row.group, row.label, row.line, row.skip_reason);
@@ -508,18 +528,25 @@ std::string ValidationText(const ValidationReport& r, bool every_row) {
     }
     if (row.group == "vTrain" && !every_row && std::abs(row.error) <= 0.25) continue;
     t.Row({row.group, row.label, row.layout, fmt::format("{:.3f}", row.predicted_s),
-           fmt::format("{:.3f}", row.measured_s), fmt::format("{:+.1f}%", 100 * row.error)});
+           fmt::format("{:.3f}", row.measured_s), fmt::format("{:+.1f}%", 100 * row.error),
+           row.searched_s > 0 ? fmt::format("{:+.1f}%", 100 * row.searched_error) : "-"});
   }
   out += t.Render();
+  out +=
+      "  (searched: the error with the planner's own layout for the run, its software and "
+      "precision kept)\n";
   if (!every_row) out += "  (vTrain rows within 25% are not listed; --all lists every row)\n";
   if (!skipped.empty()) out += "\nNot compared:\n" + skipped;
-  out += "\nSummary (targets: MAE <= 10%, no row worse than 25%)\n";
+  if (!unsearched.empty()) out += "\nNo layout of the planner's own:\n" + unsearched;
+  out += fmt::format("\nSummary (targets: MAE <= {:.0f}%, no row worse than {:.0f}%)\n",
+                     100 * kValidationTargetMae, 100 * kValidationTargetWorst);
   Table s;
-  s.Row({"group", "rows", "MAE", "worst", "rows > 25%"});
+  s.Row({"group", "rows", "MAE", "worst",
+         fmt::format("rows > {:.0f}%", 100 * kValidationTargetWorst)});
   auto over = [&](const std::string& group) {
     int n = 0;
     for (const ValidationRow& row : r.rows) {
-      if (!row.skipped && std::abs(row.error) > 0.25 &&
+      if (!row.skipped && std::abs(row.error) > kValidationTargetWorst &&
           (group == "all rows" || row.group == group ||
            (group == "published runs" && row.group != "vTrain"))) {
         ++n;
@@ -535,13 +562,20 @@ std::string ValidationText(const ValidationReport& r, bool every_row) {
            fmt::format("{:.1f}%", 100 * g.worst), fmt::format("{}", over(g.group))});
   }
   out += s.Render();
+  if (r.published_searched.rows > 0) {
+    out += fmt::format(
+        "published runs with the planner's own layouts (software and precision as the runs'): "
+        "{} rows, MAE {:.1f}%, worst {:.1f}%\n",
+        r.published_searched.rows, 100 * r.published_searched.mae,
+        100 * r.published_searched.worst);
+  }
   if (r.worst >= 0) {
     const ValidationRow& w = r.rows[static_cast<size_t>(r.worst)];
     out += fmt::format(
         "\nworst row: {} {} (line {}): predicted {:.3f} s, measured {:.3f} s, {:+.1f}%\n", w.group,
         w.label, w.line, w.predicted_s, w.measured_s, 100 * w.error);
   }
-  const bool met = r.all.mae <= 0.10 && r.all.worst <= 0.25;
+  const bool met = TargetsMet(r);
   out += fmt::format("targets: {}\n", met ? "met" : "NOT met (see docs/plan.md, Validation)");
   if (!r.serving.empty()) {
     out +=
@@ -576,6 +610,12 @@ std::string ValidationJson(const ValidationReport& r) {
       j["measured_s"] = row.measured_s;
       j["measured_how"] = row.measured_how;
       j["error"] = row.error;
+      if (!row.searched_failure.empty()) j["searched_failure"] = row.searched_failure;
+      if (row.searched_s > 0) {
+        j["searched_layout"] = row.searched_layout;
+        j["searched_s"] = row.searched_s;
+        j["searched_error"] = row.searched_error;
+      }
     }
     return j;
   };
@@ -594,12 +634,13 @@ std::string ValidationJson(const ValidationReport& r) {
   Json j{{"rows", rows},
          {"groups", groups},
          {"published", group(r.published)},
+         {"published_searched", group(r.published_searched)},
          {"vtrain", group(r.vtrain)},
          {"all", group(r.all)}};
   j["worst"] = r.worst >= 0 ? Json(r.rows[static_cast<size_t>(r.worst)].label) : Json(nullptr);
   j["serving"] = serving;
   j["serving_summary"] = group(r.serving_summary);
-  j["targets_met"] = r.all.mae <= 0.10 && r.all.worst <= 0.25;
+  j["targets_met"] = TargetsMet(r);
   return j.dump(2) + "\n";
 }
 

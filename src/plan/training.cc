@@ -260,6 +260,14 @@ const StackTraits& TraitsOf(Stack stack) {
   return stack == Stack::kModern ? kModernTraits : kMegatron2021Traits;
 }
 
+std::string Layout::UnevenStages(int layers) const {
+  if (pp <= 1 || layers % pp == 0) return "";
+  const int fewer = layers / pp;
+  const int more = layers % pp;
+  return fmt::format("{} stages of {} layers and {} of {}: no even split of {} layers fits", more,
+                     fewer + 1, pp - more, fewer, layers);
+}
+
 std::string Layout::ToString() const {
   return fmt::format("TP{} PP{} DP{} CP{} mb{} v{} rc={} zero{}", tp, pp, dp, cp, micro_batch,
                      virtual_stages, RecomputeName(recompute), zero);
@@ -624,9 +632,17 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
   std::vector<int> tps;
   for (int t = 1; t <= sys.comm.scaleup_domain && t <= 64; t *= 2)
     tps.push_back(t);
-  std::vector<int> pps;
-  for (int p : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128}) {
-    if (p <= m.layers) pps.push_back(p);
+  // Pipeline stages that split the layers evenly first (Megatron-LM asks it
+  // unless told the first and last stages' sizes): a 32-layer model gets no
+  // PP3 while an even layout fits, a 105-layer one its PP35. Only when none
+  // fits are uneven stages tried (Layout::UnevenStages says so). A layout a
+  // run states is taken as it is.
+  std::vector<int> even_pps, uneven_pps;
+  for (int p = 1; p <= std::min(m.layers, 128); ++p) {
+    if (m.layers % p == 0) even_pps.push_back(p);
+  }
+  for (int p : {3, 6, 12, 16, 24, 32, 48, 64, 96, 128}) {
+    if (p <= m.layers && m.layers % p != 0) uneven_pps.push_back(p);
   }
   std::vector<int> cps = {1};
   if (m.seq >= 16384) cps = {1, 2, 4, 8, 16, 32};
@@ -639,6 +655,9 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
   const std::vector<int> zeros = Candidates(
       c.zero, job.stack == Stack::kModern ? std::vector<int>{1, 3} : std::vector<int>{0});
 
+  auto sequence_parallel = [&](int tp) {
+    return tp > 1 && c.sequence_parallel.value_or(job.stack == Stack::kModern);
+  };
   std::optional<LayoutChoice> best;
   double least_memory = -1;
   std::string least_memory_layout;
@@ -646,60 +665,68 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
   std::string batch_reason;
   std::string last_reason = fmt::format("{} GPUs do not factor into TP x CP x PP x DP here", gpus);
   int fitting = 0;
-  for (int tp : Candidates(c.tp, tps)) {
-    for (int cp : Candidates(c.cp, cps)) {
-      for (int pp : Candidates(c.pp, pps)) {
-        if (gpus % (tp * cp * pp) != 0) continue;
-        const int dp = gpus / (tp * cp * pp);
-        if (c.dp && *c.dp != dp) continue;
-        for (int zero : zeros) {
-          if (zero >= 3 && st.flat_zero3 && (tp > 1 || pp > 1)) continue;
-          for (int mb : Candidates(c.micro_batch, {1, 2, 4, 8})) {
-            for (int v : Candidates(c.virtual_stages, {1, 2, 3, 4, 6, 8})) {
-              if (v > 1 && pp == 1) continue;
-              for (Recompute rc : recomputes) {
-                Layout l{.tp = tp,
-                         .pp = pp,
-                         .dp = dp,
-                         .cp = cp,
-                         .micro_batch = mb,
-                         .virtual_stages = v,
-                         .recompute = rc,
-                         .zero = zero,
-                         .sequence_parallel = tp > 1 && job.stack == Stack::kModern};
-                auto est = EstimateStep(job, l, sys);
-                if (!est.ok()) {
-                  const std::string& why = est.status().message();
-                  if (why.find("global batch") != std::string::npos) batch_reason = why;
-                  last_reason = why;
-                  continue;
+  auto search = [&](const std::vector<int>& pps) {
+    for (int tp : Candidates(c.tp, tps)) {
+      for (int cp : Candidates(c.cp, cps)) {
+        for (int pp : pps) {
+          if (gpus % (tp * cp * pp) != 0) continue;
+          const int dp = gpus / (tp * cp * pp);
+          if (c.dp && *c.dp != dp) continue;
+          for (int zero : zeros) {
+            if (zero >= 3 && st.flat_zero3 && (tp > 1 || pp > 1)) continue;
+            for (int mb : Candidates(c.micro_batch, {1, 2, 4, 8})) {
+              for (int v : Candidates(c.virtual_stages, {1, 2, 3, 4, 6, 8})) {
+                if (v > 1 && pp == 1) continue;
+                // Interleaved chunks hold equal numbers of layers too, unless
+                // the stages are a run's own.
+                if (v > 1 && !c.pp && !c.virtual_stages && m.layers % (pp * v) != 0) continue;
+                for (Recompute rc : recomputes) {
+                  Layout l{.tp = tp,
+                           .pp = pp,
+                           .dp = dp,
+                           .cp = cp,
+                           .micro_batch = mb,
+                           .virtual_stages = v,
+                           .recompute = rc,
+                           .zero = zero,
+                           .sequence_parallel = sequence_parallel(tp)};
+                  auto est = EstimateStep(job, l, sys);
+                  if (!est.ok()) {
+                    const std::string& why = est.status().message();
+                    if (why.find("global batch") != std::string::npos) batch_reason = why;
+                    last_reason = why;
+                    continue;
+                  }
+                  ++fitting;
+                  if (!best || est->step_s < best->step.step_s) best = LayoutChoice{l, *est, 0};
                 }
-                ++fitting;
-                if (!best || est->step_s < best->step.step_s) best = LayoutChoice{l, *est, 0};
               }
             }
           }
-        }
-        // For the "does not fit" explanation: the most memory-frugal layout of
-        // this TP/CP/PP (micro-batch 1, full recompute, most sharding).
-        Layout frugal{.tp = tp,
-                      .pp = pp,
-                      .dp = dp,
-                      .cp = cp,
-                      .micro_batch = 1,
-                      .virtual_stages = 1,
-                      .recompute = Recompute::kFull,
-                      .zero = zeros.back(),
-                      .sequence_parallel = tp > 1 && job.stack == Stack::kModern};
-        const Shape sh = MakeShape(job, frugal);
-        const double need = Memory(frugal, sh, std::max<int64_t>(1, job.global_batch / dp)).Total();
-        if (least_memory < 0 || need < least_memory) {
-          least_memory = need;
-          least_memory_layout = frugal.ToString();
+          // For the "does not fit" explanation: the most memory-frugal layout of
+          // this TP/CP/PP (micro-batch 1, full recompute, most sharding).
+          Layout frugal{.tp = tp,
+                        .pp = pp,
+                        .dp = dp,
+                        .cp = cp,
+                        .micro_batch = 1,
+                        .virtual_stages = 1,
+                        .recompute = Recompute::kFull,
+                        .zero = zeros.back(),
+                        .sequence_parallel = sequence_parallel(tp)};
+          const Shape sh = MakeShape(job, frugal);
+          const double need =
+              Memory(frugal, sh, std::max<int64_t>(1, job.global_batch / dp)).Total();
+          if (least_memory < 0 || need < least_memory) {
+            least_memory = need;
+            least_memory_layout = frugal.ToString();
+          }
         }
       }
     }
-  }
+  };
+  search(c.pp ? std::vector<int>{*c.pp} : even_pps);
+  if (!best && !c.pp) search(uneven_pps);
   if (!best) {
     const double capacity = static_cast<double>(sys.gpu->memory_mib) * 1024 * 1024;
     if (least_memory > capacity) {

@@ -59,6 +59,9 @@ struct Layout {
 
   int Gpus() const { return tp * pp * dp * cp; }
   std::string ToString() const;  // "TP8 PP4 DP16 CP1 mb1 v2 rc=selective zero1"
+  // Where PP does not divide `layers`, how the stages split them ("2 stages
+  // of 11 layers and 1 of 10: ..."); else empty.
+  std::string UnevenStages(int layers) const;
 };
 
 // What a layout runs on.
@@ -117,6 +120,8 @@ Result<StepEstimate> EstimateStep(const TrainingJob& job, const Layout& layout,
 struct LayoutConstraints {
   std::optional<int> tp, pp, dp, cp, micro_batch, virtual_stages, zero;
   std::optional<Recompute> recompute;
+  // Unset: with TP > 1 on the modern stack (Megatron-Core turns it on with TP).
+  std::optional<bool> sequence_parallel;
 };
 
 struct LayoutChoice {

@@ -156,6 +156,34 @@ TEST(TrainingTest, SearchFindsTheFastestLayoutThatFits) {
   EXPECT_EQ(f->layout.recompute, Recompute::kFull);
 }
 
+// Pipeline stages split the layers evenly where any such layout fits; a
+// layout with stages of unequal sizes is the last resort, and says so.
+TEST(TrainingTest, PipelineStagesSplitTheLayersEvenlyWhereTheyCan) {
+  const TrainingSystem h100 = System("H100");
+  for (int gpus : {64, 128, 192, 384, 768}) {
+    auto best = BestLayout(Job("llama3-8b", 576), gpus, h100);  // 32 layers
+    ASSERT_TRUE(best.ok()) << gpus << ": " << best.status().message();
+    EXPECT_EQ(32 % best->layout.pp, 0) << gpus << " GPUs: " << best->layout.ToString();
+    EXPECT_EQ(32 % (best->layout.pp * best->layout.virtual_stages), 0)
+        << gpus << " GPUs: " << best->layout.ToString();
+    EXPECT_EQ(best->layout.UnevenStages(32), "");
+  }
+  // 96 GPUs and 512 sequences: DP3 cannot take the batch, so no even split
+  // fits; PP3 (11, 11 and 10 layers) does.
+  auto odd = BestLayout(Job("llama3-8b", 512), 96, h100);
+  ASSERT_TRUE(odd.ok()) << odd.status().message();
+  EXPECT_EQ(odd->layout.pp % 3, 0) << odd->layout.ToString();
+  EXPECT_EQ(Layout{.pp = 3}.UnevenStages(32),
+            "2 stages of 11 layers and 1 of 10: no even split of 32 layers fits");
+  // A stage count the old fixed list lacked: MT-NLG's 105 layers over 35
+  // stages, the only way 530B parameters fit on 2,240 80 GB GPUs here.
+  TrainingJob mtnlg = Job("llama3-8b", 1920, Stack::kMegatron2021);
+  mtnlg.model = GptShape("mt-nlg", 105, 20480, 128, 2048, 50272, "test");
+  auto pp35 = BestLayout(mtnlg, 2240, System("A100-SXM4-80GB"));
+  ASSERT_TRUE(pp35.ok()) << pp35.status().message();
+  EXPECT_EQ(105 % pp35->layout.pp, 0) << pp35->layout.ToString();
+}
+
 TEST(TrainingTest, AModelThatFitsNowhereSaysHowMuchItNeeds) {
   const TrainingJob job = Job("llama3-405b", 16);
   auto best = BestLayout(job, 8, System("A100-SXM4-40GB"));

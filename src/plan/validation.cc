@@ -20,6 +20,9 @@ namespace {
 // multiple of TP (docs/plan.md).
 constexpr int kVtrainVocab = 50257;
 constexpr std::string_view kVtrainGpu = "A100-SXM4-80GB";
+// # GPUs, global batch, micro batch, hidden, heads, layers, seq, TP, DP, PP,
+// iteration time (ms).
+constexpr size_t kVtrainFields = 11;
 
 // The lines of a text, with their numbers, skipping blank ones and a BOM.
 std::vector<std::pair<int, std::string_view>> Lines(std::string_view text) {
@@ -38,33 +41,83 @@ std::vector<std::pair<int, std::string_view>> Lines(std::string_view text) {
   return lines;
 }
 
-class Columns {
+// A CSV file read strictly: the header names known columns only, each
+// once, the required ones among them; every row has as many fields as the
+// header (an extra or missing comma would shift every value after it); a
+// number that does not read is an error naming its line and column.
+class CsvTable {
  public:
-  explicit Columns(const std::vector<std::string>& header) {
-    for (size_t i = 0; i < header.size(); ++i)
-      index_[std::string(Trim(header[i]))] = i;
-  }
-  Status Require(std::initializer_list<std::string_view> names) const {
-    for (std::string_view n : names) {
-      if (!index_.contains(std::string(n)))
-        return InvalidArgument(fmt::format("no column '{}'", n));
+  struct Row {
+    int line = 0;
+    std::vector<std::string> fields;
+  };
+
+  static Result<CsvTable> Read(std::string_view text, std::string_view file,
+                               const std::vector<std::string_view>& known,
+                               const std::vector<std::string_view>& required) {
+    const auto lines = Lines(text);
+    if (lines.empty()) return InvalidArgument(fmt::format("{}: empty file", file));
+    CsvTable t;
+    t.file_ = std::string(file);
+    const std::vector<std::string> header = SplitCsvLine(lines.front().second);
+    for (size_t i = 0; i < header.size(); ++i) {
+      const std::string name(Trim(header[i]));
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        return InvalidArgument(fmt::format("{} line {}: unknown column '{}'{}", file,
+                                           lines.front().first, name,
+                                           UnknownNameHint(name, known)));
+      }
+      if (!t.index_.emplace(name, i).second) {
+        return InvalidArgument(
+            fmt::format("{} line {}: column '{}' twice", file, lines.front().first, name));
+      }
     }
-    return Status::Ok();
+    for (std::string_view name : required) {
+      if (!t.index_.contains(std::string(name)))
+        return InvalidArgument(fmt::format("{}: no column '{}'", file, name));
+    }
+    for (size_t i = 1; i < lines.size(); ++i) {
+      Row row{lines[i].first, SplitCsvLine(lines[i].second)};
+      if (row.fields.size() != header.size()) {
+        return InvalidArgument(fmt::format("{} line {}: {} fields where the header names {}", file,
+                                           row.line, row.fields.size(), header.size()));
+      }
+      t.rows_.push_back(std::move(row));
+    }
+    return t;
   }
-  std::string_view Get(const std::vector<std::string>& row, std::string_view name) const {
-    auto it = index_.find(std::string(name));
-    if (it == index_.end() || it->second >= row.size()) return {};
-    return Trim(row[it->second]);
+
+  const std::vector<Row>& rows() const { return rows_; }
+  bool Has(std::string_view column) const { return index_.contains(std::string(column)); }
+  // The field, trimmed; empty where the file has no such column.
+  std::string_view Get(const Row& row, std::string_view column) const {
+    auto it = index_.find(std::string(column));
+    return it == index_.end() ? std::string_view() : Trim(row.fields[it->second]);
+  }
+  // The number in the field; `empty` when the field is.
+  Result<double> Number(const Row& row, std::string_view column, double empty = 0) const {
+    const std::string_view text = Get(row, column);
+    if (text.empty()) return empty;
+    auto v = ParseDouble(text);
+    if (!v.ok()) return Error(row, column, fmt::format("'{}' is not a number", text));
+    return *v;
+  }
+  // A whole number from `least` up; `empty` when the field is empty.
+  Result<int> Int(const Row& row, std::string_view column, int least, int empty) const {
+    SHOAL_ASSIGN_OR_RETURN(double v, Number(row, column, empty));
+    if (v != std::floor(v) || v < least || v > 1e9)
+      return Error(row, column, fmt::format("'{}' is not a whole number from {}", v, least));
+    return static_cast<int>(v);
+  }
+  Status Error(const Row& row, std::string_view column, std::string_view message) const {
+    return InvalidArgument(fmt::format("{} line {}: {}: {}", file_, row.line, column, message));
   }
 
  private:
+  std::string file_;
   std::map<std::string, size_t> index_;
+  std::vector<Row> rows_;
 };
-
-double Number(std::string_view s) {
-  auto v = ParseDouble(s);
-  return v.ok() ? *v : 0;
-}
 
 // "MT-NLG (Smith2022 ...)" -> "MT-NLG"; "Llama3 paper (arXiv ...) Table 4" -> "Llama3 paper".
 std::string GroupOf(std::string_view source) {
@@ -118,6 +171,7 @@ void ValidationReport::Summarise() {
   std::map<std::string, ValidationGroup> by_group;
   std::vector<std::string> order;
   published = ValidationGroup{.group = "published runs"};
+  published_searched = ValidationGroup{.group = "published runs, searched layouts"};
   vtrain = ValidationGroup{.group = "vTrain"};
   all = ValidationGroup{.group = "all rows"};
   worst = -1;
@@ -135,6 +189,7 @@ void ValidationReport::Summarise() {
     add(g, r.error);
     add(r.group == "vTrain" ? vtrain : published, r.error);
     add(all, r.error);
+    if (r.searched_s > 0) add(published_searched, r.searched_error);
     if (worst < 0 || std::abs(r.error) > std::abs(rows[static_cast<size_t>(worst)].error)) {
       worst = static_cast<int>(i);
     }
@@ -150,144 +205,257 @@ void ValidationReport::Summarise() {
   for (ValidationGroup& g : groups) {
     if (g.rows > 0) g.mae /= g.rows;
   }
-  for (ValidationGroup* g : {&published, &vtrain, &all}) {
+  for (ValidationGroup* g : {&published, &published_searched, &vtrain, &all}) {
     if (g->rows > 0) g->mae /= g->rows;
   }
 }
 
-Result<std::vector<ValidationRow>> ValidatePublishedRuns(std::string_view csv_text) {
-  const auto lines = Lines(csv_text);
-  if (lines.empty()) return InvalidArgument("published runs: empty file");
-  const Columns col(SplitCsvLine(lines.front().second));
-  SHOAL_RETURN_IF_ERROR(
-      col.Require({"source", "model", "params_B", "layers", "hidden", "heads", "seq", "vocab",
-                   "gpu", "gpus", "tp", "pp", "dp", "global_batch", "tflops_per_gpu", "iter_time_s",
-                   "iter_time_kind", "notes"}));
-  std::vector<ValidationRow> out;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const auto& [line_number, line] = lines[i];
-    const std::vector<std::string> f = SplitCsvLine(line);
-    ValidationRow row;
-    row.line = line_number;
-    const std::string_view source = col.Get(f, "source");
-    const std::string_view name = col.Get(f, "model");
-    row.group = GroupOf(source);
-    row.gpus = static_cast<int>(Number(col.Get(f, "gpus")));
-    const std::string_view gpu_text = col.Get(f, "gpu");
-    row.gpu = std::string(gpu_text.substr(0, gpu_text.find(' ')));
-    row.label = fmt::format("{} on {} x {}", name, row.gpus, row.gpu);
-    const catalog::GpuSpec* gpu = catalog::FindGpu(row.gpu);
-    const bool modern = StartsWith(source, "Megatron-Core") || StartsWith(source, "Llama3");
-    const int layers = static_cast<int>(Number(col.Get(f, "layers")));
-    const int hidden = static_cast<int>(Number(col.Get(f, "hidden")));
-    const int heads = static_cast<int>(Number(col.Get(f, "heads")));
-    const int seq = static_cast<int>(Number(col.Get(f, "seq")));
-    const int vocab = static_cast<int>(Number(col.Get(f, "vocab")));
-    const double tflops = Number(col.Get(f, "tflops_per_gpu"));
-    const double iter_s = Number(col.Get(f, "iter_time_s"));
-    const std::string_view batch_text = col.Get(f, "global_batch");
-    const std::string_view notes = col.Get(f, "notes");
-    if (gpu == nullptr) {
-      row.skipped = true;
-      row.skip_reason = fmt::format("GPU '{}' is not in the catalogue", gpu_text);
-      out.push_back(std::move(row));
-      continue;
-    }
-    row.gpu = std::string(gpu->model);
-    row.label = fmt::format("{} on {} x {}", name, row.gpus, row.gpu);
-    if (batch_text.empty() || vocab <= 0 || (tflops <= 0 && iter_s <= 0)) {
-      row.skipped = true;
-      row.skip_reason =
-          "the row gives no step time or throughput (a time-to-train without the "
-          "tokens it covers, or no batch or vocabulary)";
-      out.push_back(std::move(row));
-      continue;
-    }
-    TrainingJob job;
-    job.model = ModelOfRow(name, layers, hidden, heads, seq, vocab);
-    job.stack = modern ? Stack::kModern : Stack::kMegatron2021;
-    job.format = modern ? NumberFormat::kBf16 : NumberFormat::kFp16;
-    // "16M tokens" is Llama 3's 16 Mi tokens per step.
-    if (batch_text.find("M tokens") != std::string_view::npos) {
-      const double mi_tokens = Number(batch_text.substr(0, batch_text.find('M')));
-      job.global_batch = static_cast<int64_t>(mi_tokens * 1024 * 1024) / seq;
-    } else {
-      job.global_batch = static_cast<int64_t>(Number(batch_text));
-    }
-    LayoutConstraints c;
-    c.tp = std::max(1, static_cast<int>(Number(col.Get(f, "tp"))));
-    c.pp = std::max(1, static_cast<int>(Number(col.Get(f, "pp"))));
-    int cp = 1;
-    if (const size_t at = notes.find("cp="); at != std::string_view::npos) {
-      cp =
-          std::max(1, static_cast<int>(Number(notes.substr(at + 3, notes.find(';', at) - at - 3))));
-    }
-    c.cp = cp;
-    c.dp = row.gpus / (*c.tp * *c.pp * cp);
-    if (!modern) c.recompute = Recompute::kFull;  // the 2021 papers recompute activations
-    if (name.find("ZeRO-3") != std::string_view::npos) c.zero = 3;
+namespace {
 
-    // The measured step: as reported, or from the reported TFLOP/s per GPU
-    // and the FLOP count the source used.
-    const double b = static_cast<double>(job.global_batch), s = seq, l = layers, h = hidden,
-                 v = vocab;
-    if (col.Get(f, "iter_time_kind") == "measured" ||
-        (iter_s > 0 && StartsWith(source, "Narayanan2021_Table1"))) {
-      row.measured_s = iter_s;
-      row.measured_how =
-          col.Get(f, "iter_time_kind") == "measured" ? "measured" : "as derived in the row";
-    } else if (StartsWith(source, "Narayanan2021")) {
-      row.measured_s = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) /
-                       (row.gpus * tflops * 1e12);
-      row.measured_how =
-          "96BslH^2(1+s/6h+V/16lh) / (GPUs x TFLOP/s): Megatron-LM's count with recompute";
-    } else if (StartsWith(source, "Megatron-Core")) {
-      row.measured_s = 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h)) /
-                       (row.gpus * tflops * 1e12);
-      row.measured_how = "72BslH^2(1+s/6h+V/12lh) / (GPUs x TFLOP/s): Megatron-LM's model FLOPs";
-    } else {
-      row.measured_s = job.model.TrainFlopsPerToken() * b * s / (row.gpus * tflops * 1e12);
-      row.measured_how = "(6N + 12lhs) x tokens / (GPUs x TFLOP/s): PaLM's model FLOPs";
+constexpr std::string_view kPublishedFile = "published_training_runs.csv";
+
+// What a row states about how its run was made beyond the parallel sizes:
+// each column pins its knob; an empty field leaves the stack and precision
+// to what the row's source implies (Megatron-Core and Llama 3 rows are
+// modern, bf16; the others Megatron-LM 2021, fp16), and the other knobs to
+// the row's notes (cp=N), its name (ZeRO-3), the 2021 papers' full
+// recompute, or the search.
+Status ReadStatedKnobs(const CsvTable& t, const CsvTable::Row& row, TrainingJob& job,
+                       LayoutConstraints& c) {
+  const std::string_view source = t.Get(row, "source");
+  const std::string_view notes = t.Get(row, "notes");
+  const bool modern_source = StartsWith(source, "Megatron-Core") || StartsWith(source, "Llama3");
+  if (const std::string_view stack = t.Get(row, "stack"); !stack.empty()) {
+    if (stack != TraitsOf(Stack::kModern).name && stack != TraitsOf(Stack::kMegatron2021).name) {
+      return t.Error(row, "stack",
+                     fmt::format("'{}': use {} or {}", stack, TraitsOf(Stack::kModern).name,
+                                 TraitsOf(Stack::kMegatron2021).name));
     }
-    const TrainingSystem sys = MakeTrainingSystem(*gpu, NodeDesignFor(*gpu));
-    auto choice = BestLayout(job, row.gpus, sys, c);
-    if (!choice.ok()) {
-      row.skipped = true;
-      row.skip_reason = "the model finds no layout: " + choice.status().message();
-      out.push_back(std::move(row));
-      continue;
+    job.stack = stack == TraitsOf(Stack::kModern).name ? Stack::kModern : Stack::kMegatron2021;
+  } else {
+    job.stack = modern_source ? Stack::kModern : Stack::kMegatron2021;
+  }
+  const bool modern = job.stack == Stack::kModern;
+  job.format = modern ? NumberFormat::kBf16 : NumberFormat::kFp16;
+  if (const std::string_view p = t.Get(row, "precision"); !p.empty()) {
+    auto f = ParseNumberFormat(p);
+    if (!f.ok()) return t.Error(row, "precision", f.status().message());
+    job.format = *f;
+  }
+  if (const std::string_view rc = t.Get(row, "recompute"); !rc.empty()) {
+    bool known = false;
+    for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      if (rc == RecomputeName(r)) {
+        c.recompute = r;
+        known = true;
+      }
     }
-    row.layout = choice->layout.ToString();
-    row.predicted_s = choice->step.step_s;
-    row.error = row.predicted_s / row.measured_s - 1;
+    if (!known) return t.Error(row, "recompute", fmt::format("'{}': none, selective or full", rc));
+  } else if (!modern) {
+    c.recompute = Recompute::kFull;  // the 2021 papers recompute activations
+  }
+  if (const std::string_view sp = t.Get(row, "sequence_parallel"); !sp.empty()) {
+    if (sp != "yes" && sp != "no") return t.Error(row, "sequence_parallel", "yes or no");
+    c.sequence_parallel = sp == "yes";
+  }
+  int cp_note = 1;
+  if (const size_t at = notes.find("cp="); at != std::string_view::npos) {
+    auto v = ParseInt(notes.substr(at + 3, notes.find(';', at) - at - 3));
+    if (!v.ok() || *v < 1) return t.Error(row, "notes", "cp= is not a whole number from 1");
+    cp_note = static_cast<int>(*v);
+  }
+  SHOAL_ASSIGN_OR_RETURN(c.cp, t.Int(row, "cp", 1, cp_note));
+  if (!t.Get(row, "micro_batch").empty()) {
+    SHOAL_ASSIGN_OR_RETURN(c.micro_batch, t.Int(row, "micro_batch", 1, 1));
+  }
+  if (!t.Get(row, "virtual_stages").empty()) {
+    SHOAL_ASSIGN_OR_RETURN(c.virtual_stages, t.Int(row, "virtual_stages", 1, 1));
+  }
+  if (!t.Get(row, "zero").empty()) {
+    SHOAL_ASSIGN_OR_RETURN(c.zero, t.Int(row, "zero", 0, 0));
+    if (*c.zero > 3) return t.Error(row, "zero", "a ZeRO stage is 0 to 3");
+  } else if (t.Get(row, "model").find("ZeRO-3") != std::string_view::npos) {
+    c.zero = 3;
+  }
+  return Status::Ok();
+}
+
+// The measured step: as reported, or from the reported TFLOP/s per GPU and
+// the FLOP count the source used.
+void MeasuredStep(std::string_view source, std::string_view kind, double iter_s, double tflops,
+                  const TrainingJob& job, ValidationRow& row) {
+  const double b = static_cast<double>(job.global_batch), s = job.model.seq, l = job.model.layers,
+               h = job.model.hidden, v = job.model.vocab;
+  if (kind == "measured" || (iter_s > 0 && StartsWith(source, "Narayanan2021_Table1"))) {
+    row.measured_s = iter_s;
+    row.measured_how = kind == "measured" ? "measured" : "as derived in the row";
+  } else if (StartsWith(source, "Narayanan2021")) {
+    row.measured_s =
+        96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) / (row.gpus * tflops * 1e12);
+    row.measured_how =
+        "96BslH^2(1+s/6h+V/16lh) / (GPUs x TFLOP/s): Megatron-LM's count with recompute";
+  } else if (StartsWith(source, "Megatron-Core")) {
+    row.measured_s =
+        72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h)) / (row.gpus * tflops * 1e12);
+    row.measured_how = "72BslH^2(1+s/6h+V/12lh) / (GPUs x TFLOP/s): Megatron-LM's model FLOPs";
+  } else {
+    row.measured_s = job.model.TrainFlopsPerToken() * b * s / (row.gpus * tflops * 1e12);
+    row.measured_how = "(6N + 12lhs) x tokens / (GPUs x TFLOP/s): PaLM's model FLOPs";
+  }
+}
+
+// The planner's own choice for the same run, its software, precision and
+// (where stated) sequence parallelism kept: what a plan of this workload
+// would have predicted.
+void CompareSearched(const TrainingJob& job, const TrainingSystem& sys,
+                     const LayoutConstraints& pinned, ValidationRow& row) {
+  LayoutConstraints software;
+  software.sequence_parallel = pinned.sequence_parallel;
+  auto searched = BestLayout(job, row.gpus, sys, software);
+  if (!searched.ok()) {
+    row.searched_failure = searched.status().message();
+    return;
+  }
+  row.searched_layout = searched->layout.ToString();
+  row.searched_s = searched->step.step_s;
+  row.searched_error = row.searched_s / row.measured_s - 1;
+}
+
+// One row of the published runs: compared with its own layout pinned and
+// with the planner's searched one, skipped with the reason, or an error.
+Result<ValidationRow> PublishedRun(const CsvTable& t, const CsvTable::Row& f) {
+  ValidationRow row;
+  row.line = f.line;
+  const std::string_view source = t.Get(f, "source");
+  const std::string_view name = t.Get(f, "model");
+  row.group = GroupOf(source);
+  SHOAL_ASSIGN_OR_RETURN(row.gpus, t.Int(f, "gpus", 1, 1));
+  const std::string_view gpu_text = t.Get(f, "gpu");
+  row.gpu = std::string(gpu_text.substr(0, gpu_text.find(' ')));
+  row.label = fmt::format("{} on {} x {}", name, row.gpus, row.gpu);
+  SHOAL_ASSIGN_OR_RETURN(const int layers, t.Int(f, "layers", 0, 0));
+  SHOAL_ASSIGN_OR_RETURN(const int hidden, t.Int(f, "hidden", 0, 0));
+  SHOAL_ASSIGN_OR_RETURN(const int heads, t.Int(f, "heads", 0, 0));
+  SHOAL_ASSIGN_OR_RETURN(const int seq, t.Int(f, "seq", 0, 0));
+  SHOAL_ASSIGN_OR_RETURN(const int vocab, t.Int(f, "vocab", 0, 0));
+  SHOAL_ASSIGN_OR_RETURN(const double tflops, t.Number(f, "tflops_per_gpu"));
+  SHOAL_ASSIGN_OR_RETURN(const double iter_s, t.Number(f, "iter_time_s"));
+  const std::string_view batch_text = t.Get(f, "global_batch");
+  const catalog::GpuSpec* gpu = catalog::FindGpu(row.gpu);
+  if (gpu == nullptr) {
+    row.skipped = true;
+    row.skip_reason = fmt::format("GPU '{}' is not in the catalogue", gpu_text);
+    return row;
+  }
+  row.gpu = std::string(gpu->model);
+  row.label = fmt::format("{} on {} x {}", name, row.gpus, row.gpu);
+  if (batch_text.empty() || vocab <= 0 || (tflops <= 0 && iter_s <= 0)) {
+    row.skipped = true;
+    row.skip_reason =
+        "the row gives no step time or throughput (a time-to-train without the "
+        "tokens it covers, or no batch or vocabulary)";
+    return row;
+  }
+  TrainingJob job;
+  job.model = ModelOfRow(name, layers, hidden, heads, seq, vocab);
+  // "16M tokens" is Llama 3's 16 Mi tokens per step.
+  if (const size_t m = batch_text.find("M tokens"); m != std::string_view::npos) {
+    auto mi_tokens = ParseDouble(batch_text.substr(0, m));
+    if (!mi_tokens.ok() || seq <= 0) return t.Error(f, "global_batch", "'N M tokens' with a seq");
+    job.global_batch = static_cast<int64_t>(*mi_tokens * 1024 * 1024) / seq;
+  } else {
+    SHOAL_ASSIGN_OR_RETURN(job.global_batch, t.Int(f, "global_batch", 1, 1));
+  }
+  LayoutConstraints c;
+  SHOAL_RETURN_IF_ERROR(ReadStatedKnobs(t, f, job, c));
+  SHOAL_ASSIGN_OR_RETURN(c.tp, t.Int(f, "tp", 1, 1));
+  SHOAL_ASSIGN_OR_RETURN(c.pp, t.Int(f, "pp", 1, 1));
+  c.dp = row.gpus / (*c.tp * *c.pp * *c.cp);
+  MeasuredStep(source, t.Get(f, "iter_time_kind"), iter_s, tflops, job, row);
+
+  const TrainingSystem sys = MakeTrainingSystem(*gpu, NodeDesignFor(*gpu));
+  auto choice = BestLayout(job, row.gpus, sys, c);
+  if (!choice.ok()) {
+    row.skipped = true;
+    row.skip_reason = "the model finds no layout: " + choice.status().message();
+    return row;
+  }
+  row.layout = choice->layout.ToString();
+  row.predicted_s = choice->step.step_s;
+  row.error = row.predicted_s / row.measured_s - 1;
+  CompareSearched(job, sys, c, row);
+  return row;
+}
+
+}  // namespace
+
+Result<std::vector<ValidationRow>> ValidatePublishedRuns(std::string_view csv_text) {
+  SHOAL_ASSIGN_OR_RETURN(
+      const CsvTable table,
+      CsvTable::Read(csv_text, kPublishedFile,
+                     {"source",
+                      "model",
+                      "params_B",
+                      "layers",
+                      "hidden",
+                      "heads",
+                      "seq",
+                      "vocab",
+                      "gpu",
+                      "gpus",
+                      "tp",
+                      "pp",
+                      "dp",
+                      "global_batch",
+                      "tflops_per_gpu",
+                      "pct_peak",
+                      "mfu_pct",
+                      "aggregate_pflops",
+                      "iter_time_s",
+                      "iter_time_kind",
+                      "train_time",
+                      "notes",
+                      "stack",
+                      "precision",
+                      "recompute",
+                      "sequence_parallel",
+                      "micro_batch",
+                      "virtual_stages",
+                      "zero",
+                      "cp"},
+                     {"source", "model", "params_B", "layers", "hidden", "heads", "seq", "vocab",
+                      "gpu", "gpus", "tp", "pp", "dp", "global_batch", "tflops_per_gpu",
+                      "iter_time_s", "iter_time_kind", "notes"}));
+  std::vector<ValidationRow> out;
+  for (const CsvTable::Row& f : table.rows()) {
+    SHOAL_ASSIGN_OR_RETURN(ValidationRow row, PublishedRun(table, f));
     out.push_back(std::move(row));
   }
   return out;
 }
 
 Result<std::vector<ValidationRow>> ValidateInferenceAnchors(std::string_view csv_text) {
-  const auto lines = Lines(csv_text);
-  if (lines.empty()) return InvalidArgument("inference anchors: empty file");
-  const Columns col(SplitCsvLine(lines.front().second));
-  SHOAL_RETURN_IF_ERROR(
-      col.Require({"model", "gpu", "tp", "precision", "isl", "osl", "batch_or_load", "value"}));
+  SHOAL_ASSIGN_OR_RETURN(
+      const CsvTable table,
+      CsvTable::Read(csv_text, "inference_anchors.csv",
+                     {"model", "gpu", "tp", "precision", "engine", "isl", "osl", "batch_or_load",
+                      "metric", "value", "unit", "source"},
+                     {"model", "gpu", "tp", "precision", "isl", "osl", "batch_or_load", "value"}));
   std::vector<ValidationRow> out;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const auto& [line_number, line] = lines[i];
-    const std::vector<std::string> f = SplitCsvLine(line);
-    if (col.Get(f, "batch_or_load") != "max-throughput") continue;
-    const std::string_view name = col.Get(f, "model");
-    const std::string_view gpu_text = col.Get(f, "gpu");
+  for (const CsvTable::Row& f : table.rows()) {
+    if (table.Get(f, "batch_or_load") != "max-throughput") continue;
+    const std::string_view name = table.Get(f, "model");
+    const std::string_view gpu_text = table.Get(f, "gpu");
     ValidationRow row;
     row.group = "TensorRT-LLM serving";
-    row.line = line_number;
-    const int tp = std::max(1, static_cast<int>(Number(col.Get(f, "tp"))));
-    const int isl = static_cast<int>(Number(col.Get(f, "isl")));
-    const int osl = static_cast<int>(Number(col.Get(f, "osl")));
+    row.line = f.line;
+    SHOAL_ASSIGN_OR_RETURN(const int tp, table.Int(f, "tp", 1, 1));
+    SHOAL_ASSIGN_OR_RETURN(const int isl, table.Int(f, "isl", 0, 0));
+    SHOAL_ASSIGN_OR_RETURN(const int osl, table.Int(f, "osl", 0, 0));
     row.label =
-        fmt::format("{} {} TP{} {} {}/{}", name, gpu_text, tp, col.Get(f, "precision"), isl, osl);
+        fmt::format("{} {} TP{} {} {}/{}", name, gpu_text, tp, table.Get(f, "precision"), isl, osl);
     row.gpus = tp;
-    row.measured_s = Number(col.Get(f, "value"));
+    SHOAL_ASSIGN_OR_RETURN(row.measured_s, table.Number(f, "value"));
     row.measured_how = "output tokens/s at maximum throughput";
     // Llama 3.1 and 3.3 share Llama 3's shapes.
     std::string lower = ToLower(name);
@@ -297,7 +465,7 @@ Result<std::vector<ValidationRow>> ValidateInferenceAnchors(std::string_view csv
     if (lower.find("70b") != std::string::npos) preset = "llama3-70b";
     if (lower.find("405b") != std::string::npos) preset = "llama3-405b";
     const catalog::GpuSpec* gpu = catalog::FindGpu(gpu_text.substr(0, gpu_text.find(' ')));
-    auto bytes = ParseServingBytes(col.Get(f, "precision"));
+    auto bytes = ParseServingBytes(table.Get(f, "precision"));
     if (preset.empty() || gpu == nullptr || !bytes.ok() || row.measured_s <= 0) {
       row.skipped = true;
       row.skip_reason = "model, GPU or precision not known to the planner";
@@ -338,6 +506,11 @@ Result<std::vector<ValidationRow>> ValidateInferenceAnchors(std::string_view csv
 Result<std::vector<ValidationRow>> ValidateVtrain(std::string_view csv_text, int every) {
   const auto lines = Lines(csv_text);
   if (lines.empty()) return InvalidArgument("vTrain: empty file");
+  if (const size_t n = SplitCsvLine(lines.front().second).size(); n != kVtrainFields) {
+    return InvalidArgument(
+        fmt::format("vTrain line {}: a header of {} columns where {} are expected",
+                    lines.front().first, n, kVtrainFields));
+  }
   const catalog::GpuSpec* gpu = catalog::FindGpu(kVtrainGpu);
   const TrainingSystem sys = MakeTrainingSystem(*gpu, NodeDesignFor(*gpu));
   std::vector<ValidationRow> out;
@@ -345,8 +518,10 @@ Result<std::vector<ValidationRow>> ValidateVtrain(std::string_view csv_text, int
   for (size_t i = 1; i < lines.size(); i += static_cast<size_t>(every)) {
     const auto& [line_number, line] = lines[i];
     const std::vector<std::string> f = SplitCsvLine(line);
-    if (f.size() < 11)
-      return InvalidArgument(fmt::format("vTrain line {}: expected 11 fields", line_number));
+    if (f.size() != kVtrainFields) {
+      return InvalidArgument(fmt::format("vTrain line {}: {} fields where {} are expected",
+                                         line_number, f.size(), kVtrainFields));
+    }
     std::vector<double> x;
     for (const std::string& field : f) {
       auto v = ParseDouble(field);

@@ -111,7 +111,79 @@ TEST(ValidationTest, MissingColumnsAreErrors) {
   EXPECT_NE(rows.status().message().find("no column"), std::string::npos);
   auto vtrain = ValidateVtrain("h\n1,2,3\n");
   ASSERT_FALSE(vtrain.ok());
-  EXPECT_NE(vtrain.status().message().find("line 2"), std::string::npos);
+  EXPECT_NE(vtrain.status().message().find("line 1: a header of 1 columns where 11"),
+            std::string::npos)
+      << vtrain.status().message();
+  auto short_row = ValidateVtrain("a,b,c,d,e,f,g,h,i,j,k\n1,2,3\n");
+  ASSERT_FALSE(short_row.ok());
+  EXPECT_EQ(short_row.status().message(), "vTrain line 2: 3 fields where 11 are expected");
+}
+
+// One Megatron-LM 2021 row (Narayanan et al. 2021, Table 1's 18.4B run),
+// with columns added where a test asks.
+std::string OneRun(std::string_view extra_columns = "", std::string_view extra_fields = "") {
+  std::string header(kHeader);
+  header.pop_back();  // its newline
+  return header + std::string(extra_columns) + "\n" +
+         "Narayanan2021_Table1 (x),GPT-18.4B,18.4,40,6144,48,2048,51200,A100-SXM4-80GB,256,8,1,"
+         "32,1024,135,43,,34.6,9.4,derived,," +
+         std::string(extra_fields) + "\n";
+}
+
+// The file's shape is checked before any row is read: a column out of
+// place or unknown, a row with a field too many, a number that is not one.
+TEST(ValidationTest, ARunThatCannotBeReadIsAnErrorWithItsLine) {
+  auto shifted = ValidatePublishedRuns("id," + OneRun());
+  ASSERT_FALSE(shifted.ok()) << "an extra leading column would shift every value";
+  EXPECT_EQ(shifted.status().message(),
+            "published_training_runs.csv line 1: unknown column 'id' (known: source, model, "
+            "params_B, layers, hidden, heads, seq, vocab, gpu, gpus, tp, pp, dp, global_batch, "
+            "tflops_per_gpu, pct_peak, mfu_pct, aggregate_pflops, iter_time_s, iter_time_kind, "
+            "train_time, notes, stack, precision, recompute, sequence_parallel, micro_batch, "
+            "virtual_stages, zero, cp)");
+  auto misspelt = ValidatePublishedRuns(OneRun(",recompte", ",full"));
+  ASSERT_FALSE(misspelt.ok());
+  EXPECT_NE(misspelt.status().message().find("(did you mean 'recompute'?)"), std::string::npos);
+  auto twice = ValidatePublishedRuns(OneRun(",notes", ",x"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("column 'notes' twice"), std::string::npos);
+  auto extra_field = ValidatePublishedRuns(OneRun("", ",surplus"));
+  ASSERT_FALSE(extra_field.ok());
+  EXPECT_EQ(extra_field.status().message(),
+            "published_training_runs.csv line 2: 23 fields where the header names 22");
+  std::string csv = OneRun();
+  csv.replace(csv.find(",256,"), 5, ",2x6,");
+  auto not_a_number = ValidatePublishedRuns(csv);
+  ASSERT_FALSE(not_a_number.ok());
+  EXPECT_EQ(not_a_number.status().message(),
+            "published_training_runs.csv line 2: gpus: '2x6' is not a number");
+  auto bad_knob = ValidatePublishedRuns(OneRun(",recompute", ",most"));
+  ASSERT_FALSE(bad_knob.ok());
+  EXPECT_EQ(bad_knob.status().message(),
+            "published_training_runs.csv line 2: recompute: 'most': none, selective or full");
+}
+
+// What a row states is pinned; the planner's own layout for the same run is
+// reported beside it.
+TEST(ValidationTest, StatedKnobsArePinnedAndTheSearchedLayoutIsReportedBeside) {
+  auto guessed = ValidatePublishedRuns(OneRun());
+  ASSERT_TRUE(guessed.ok()) << guessed.status().message();
+  const ValidationRow& g = guessed->front();
+  EXPECT_NE(g.layout.find("rc=full"), std::string::npos) << "the 2021 papers recompute";
+  ASSERT_GT(g.searched_s, 0);
+  EXPECT_FALSE(g.searched_layout.empty());
+  EXPECT_NEAR(g.searched_error, g.searched_s / g.measured_s - 1, 1e-12);
+  EXPECT_LE(g.searched_s, g.predicted_s * (1 + 1e-9))
+      << "the search includes the pinned layout, so it is never slower";
+
+  auto stated = ValidatePublishedRuns(
+      OneRun(",recompute,micro_batch,precision,stack", ",selective,2,bf16,megatron-core"));
+  ASSERT_TRUE(stated.ok()) << stated.status().message();
+  const ValidationRow& s = stated->front();
+  EXPECT_NE(s.layout.find("TP8 PP1 DP32"), std::string::npos) << s.layout;
+  EXPECT_NE(s.layout.find("mb2"), std::string::npos) << s.layout;
+  EXPECT_NE(s.layout.find("rc=selective"), std::string::npos) << s.layout;
+  EXPECT_NE(s.predicted_s, g.predicted_s);
 }
 
 // The shipped files themselves: every published row is compared or says why
