@@ -33,7 +33,8 @@ std::string_view CoolingName(Cooling c) {
 }
 
 Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
-                                    const SiteConstraints& site, bool check_limits) {
+                                    const SiteConstraints& site, bool check_limits,
+                                    int fabric_gpus) {
   if (gpus < 1) return InvalidArgument("a cluster needs at least one GPU");
   ClusterDesign d;
   d.gpu = &gpu;
@@ -91,14 +92,18 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
                       : fmt::format("{:.1f} kW per rack is within air cooling ({:.0f} kW)",
                                     d.rack_kw, kAirRackLimitKw);
 
-  // The fabric.
-  FabricRequest fr;
-  fr.nodes = d.nodes;
-  fr.rails = node.compute_nics;
-  fr.nic_gbps = node.nic_gbps;
-  fr.oversubscription = site.oversubscription;
-  fr.switch_ports = DefaultNetworkParts().switch_ports;
-  SHOAL_ASSIGN_OR_RETURN(d.fabric, DesignFatTree(fr));
+  // The fabric, for the nodes that talk to each other.
+  d.fabric_nodes =
+      fabric_gpus < 0 ? d.nodes : std::min(d.nodes, (fabric_gpus + node.gpus - 1) / node.gpus);
+  if (d.fabric_nodes > 0) {
+    FabricRequest fr;
+    fr.nodes = d.fabric_nodes;
+    fr.rails = node.compute_nics;
+    fr.nic_gbps = node.nic_gbps;
+    fr.oversubscription = site.oversubscription;
+    fr.switch_ports = DefaultNetworkParts().switch_ports;
+    SHOAL_ASSIGN_OR_RETURN(d.fabric, DesignFatTree(fr));
+  }
   const NetworkParts& parts = DefaultNetworkParts();
   d.network_racks = (d.fabric.Switches() + kSwitchesPerNetworkRack - 1) / kSwitchesPerNetworkRack;
   d.network_kw = (d.fabric.Switches() * parts.switch_power_w +

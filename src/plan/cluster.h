@@ -43,7 +43,8 @@ struct ClusterDesign {
   int nodes_per_rack = 0;
   int racks = 0;  // GPU racks; switches go in network racks
   int network_racks = 0;
-  Fabric fabric;
+  Fabric fabric;         // tiers 0: none (no node needs one)
+  int fabric_nodes = 0;  // the nodes on it; the others serve replicas that fit in one node
   // Power, kW at maximum draw.
   double gpu_kw = 0;   // GPUs alone
   double node_kw = 0;  // one node
@@ -77,9 +78,13 @@ constexpr double kAverageDrawFraction = 0.8;
 // Sizes the cluster for `gpus` GPUs (rounded up to whole nodes). Fails with
 // what binds when the site cannot hold it: a node (or NVL72 rack) above the
 // rack power, liquid cooling needed where only air is allowed, and, with
-// `check_limits`, site power or budget exceeded.
+// `check_limits`, site power or budget exceeded. The compute fabric joins
+// the nodes of `fabric_gpus` of them (all when negative): a node that only
+// serves replicas that fit in it never talks to another node, so inference
+// alone gets no compute fabric.
 Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
-                                    const SiteConstraints& site, bool check_limits = true);
+                                    const SiteConstraints& site, bool check_limits = true,
+                                    int fabric_gpus = -1);
 
 // Unexpected interruptions per GPU per day: 419 in 54 days on 16,384 H100s
 // (Llama 3 paper, arXiv 2407.21783, section 3.3.4, as in

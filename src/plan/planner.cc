@@ -214,7 +214,15 @@ Design PlanDesign(const Workload& w, const catalog::GpuSpec& gpu) {
     d.training.push_back(*t);
   }
   d.gpus = training_gpus + fixed_gpus;
-  auto cluster = DesignCluster(gpu, d.gpus, w.site);
+  // Training, general shares and replicas wider than a node's NVLink
+  // domain need the compute fabric; a node of replicas that fit in it (or
+  // in its NVL72 rack) does not.
+  int fabric_gpus = d.gpus;
+  const int replica_reach = std::max(node.gpus, node.nvlink_domain_gpus);
+  for (const InferencePlan& p : d.inference) {
+    if (p.mig || p.estimate.tp <= replica_reach) fabric_gpus -= WholeNodes(p.Gpus(), node);
+  }
+  auto cluster = DesignCluster(gpu, d.gpus, w.site, true, fabric_gpus);
   if (!cluster.ok()) {
     d.problem = cluster.status().message();
     return d;

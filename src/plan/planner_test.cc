@@ -2,8 +2,20 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/report.h"
+
 namespace shoal::plan {
 namespace {
+
+// Llama 3 8B over a trillion tokens on `gpus` GPUs.
+TrainingWorkload TrainLlama8b(int gpus) {
+  TrainingWorkload t;
+  t.model = *FindModelPreset("llama3-8b");
+  t.tokens = 1e12;
+  t.gpus = gpus;
+  t.global_batch_tokens = DefaultBatchTokens(t.model);
+  return t;
+}
 
 Workload Parse(std::string_view text) {
   auto w = ParseWorkloadToml(text, "w.toml");
@@ -148,12 +160,7 @@ TEST(PlannerTest, TighterDeadlinesNeedMoreGpusAndFinishInTime) {
 
 TEST(PlannerTest, SideBySideMarksCheapestAndFastest) {
   Workload w;
-  TrainingWorkload t;
-  t.model = *FindModelPreset("llama3-8b");
-  t.tokens = 1e12;
-  t.gpus = 256;
-  t.global_batch_tokens = DefaultBatchTokens(t.model);
-  w.training.push_back(t);
+  w.training.push_back(TrainLlama8b(256));
   w.general.push_back({"notebooks", 16, "given"});
   w.gpu_models = {"A100", "H100", "B200"};
   auto r = PlanWorkload(w);
@@ -179,6 +186,37 @@ TEST(PlannerTest, SideBySideMarksCheapestAndFastest) {
   EXPECT_TRUE(r->designs[static_cast<size_t>(r->recommended)].cheapest);
   // The same GPUs, faster parts: B200 finishes first.
   EXPECT_TRUE(r->designs[2].fastest);
+}
+
+// Serving replicas that fit in a node never talk to another node: such
+// nodes get no compute fabric; training nodes do.
+TEST(PlannerTest, OnlyNodesThatTalkToEachOtherAreOnTheComputeFabric) {
+  Workload serving;
+  InferenceWorkload inf;
+  inf.model = *FindModelPreset("llama3-70b");
+  inf.target.output_tokens_per_s = 20000;
+  inf.target.tpot_ms = 50;
+  serving.inference.push_back(inf);
+  serving.gpu_models = {"H100"};
+  auto alone = PlanWorkload(serving);
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  const Design& s = alone->designs.front();
+  ASSERT_TRUE(s.feasible) << s.problem;
+  ASSERT_LE(s.inference.front().estimate.tp, 8) << "a replica within one DGX H100";
+  EXPECT_EQ(s.cluster.fabric_nodes, 0);
+  EXPECT_EQ(s.cluster.fabric.Switches(), 0);
+  EXPECT_EQ(s.cluster.network_usd, 0);
+  EXPECT_NE(PlanText(serving, *alone, {}).find("fabric: none"), std::string::npos);
+
+  Workload both = serving;
+  both.training.push_back(TrainLlama8b(256));
+  auto mixed = PlanWorkload(both);
+  ASSERT_TRUE(mixed.ok()) << mixed.status().message();
+  const Design& m = mixed->designs.front();
+  ASSERT_TRUE(m.feasible) << m.problem;
+  EXPECT_EQ(m.cluster.fabric_nodes, 256 / 8);
+  EXPECT_EQ(m.cluster.nodes - m.cluster.fabric_nodes, s.cluster.nodes);
+  EXPECT_GT(m.cluster.network_usd, 0);
 }
 
 TEST(PlannerTest, ImpossibleWorkloadsExplainWhatBinds) {

@@ -235,16 +235,24 @@ std::string Details(const Design& d) {
       "{} network racks\n",
       c.nodes, c.node->name, c.node->gpus, c.node_kw, c.node->compute_nics, c.node->nic_gbps,
       c.nodes_per_rack, c.racks, c.network_racks);
-  out += fmt::format(
-      "  fabric: rail-optimised fat tree, {} tier{}, {} scalable unit{} of {} nodes; {} leaf, {} "
-      "spine, {} core "
-      "switches (radix {}); {} NICs; cables {} node-leaf, {} leaf-spine, {} spine-core; {} "
-      "transceivers; "
-      "oversubscription {:.1f}:1; bisection {:.1f} Tb/s\n",
-      f.tiers, f.tiers == 1 ? "" : "s", f.scalable_units, f.scalable_units == 1 ? "" : "s",
-      f.nodes_per_su, f.leaves, f.spines, f.cores, DefaultNetworkParts().switch_ports, f.nics,
-      f.node_leaf_cables, f.leaf_spine_cables, f.spine_core_cables, f.transceivers,
-      f.oversubscription, f.bisection_gbps / 1000);
+  const int off_fabric = c.nodes - c.fabric_nodes;
+  if (c.fabric_nodes == 0) {
+    out +=
+        "  fabric: none: every node serves inference replicas that fit in it, and a replica never "
+        "talks to another node\n";
+  } else {
+    out += fmt::format(
+        "  fabric: rail-optimised fat tree, {} tier{}, {} scalable unit{} of {} nodes; {} leaf, "
+        "{} spine, {} core switches (radix {}); {} NICs; cables {} node-leaf, {} leaf-spine, {} "
+        "spine-core; {} transceivers; oversubscription {:.1f}:1; bisection {:.1f} Tb/s{}\n",
+        f.tiers, f.tiers == 1 ? "" : "s", f.scalable_units, f.scalable_units == 1 ? "" : "s",
+        f.nodes_per_su, f.leaves, f.spines, f.cores, DefaultNetworkParts().switch_ports, f.nics,
+        f.node_leaf_cables, f.leaf_spine_cables, f.spine_core_cables, f.transceivers,
+        f.oversubscription, f.bisection_gbps / 1000,
+        off_fabric == 0 ? ""
+                        : fmt::format("; {} serving node{} off it (their replicas fit in one node)",
+                                      off_fabric, off_fabric == 1 ? "" : "s"));
+  }
   out += fmt::format(
       "  power: GPUs {:.0f} kW of {:.0f} kW IT (network {:.0f} kW); {} PSUs per node ({} needed + "
       "{} spare) "
@@ -367,6 +375,7 @@ Json DesignJson(const Design& d) {
                 {"max_kw", c.node_kw}, {"per_rack", c.nodes_per_rack}, {"source", c.node->source}};
   j["racks"] = {{"gpu", c.racks}, {"network", c.network_racks}, {"kw_each", c.rack_kw}};
   j["fabric"] = {{"tiers", f.tiers},
+                 {"nodes", c.fabric_nodes},
                  {"scalable_units", f.scalable_units},
                  {"nodes_per_su", f.nodes_per_su},
                  {"leaf", f.leaves},
@@ -454,8 +463,10 @@ std::string ClusterToml(const Workload& workload, const Design& d) {
       f.tiers == 3
           ? std::max(1, DefaultNetworkParts().switch_ports / 2 / std::max(1, node.compute_nics))
           : std::max(1, f.scalable_units);
+  // Without a fabric (serving alone) no node is nearer another.
+  const int per_leaf = f.nodes_per_su > 0 ? std::min(f.nodes_per_su, c.nodes) : c.nodes;
   out += fmt::format("[network]\nnodes_per_leaf = {}\nleaves_per_spine = {}\n",
-                     std::max(1, std::min(f.nodes_per_su, c.nodes)), su_per_spine);
+                     std::max(1, per_leaf), su_per_spine);
   struct Group {
     std::string label;
     int gpus;
