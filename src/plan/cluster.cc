@@ -20,6 +20,11 @@ constexpr double kRestartS = 600;
 
 }  // namespace
 
+std::string RackCoolingName(const ClusterDesign& d) {
+  return d.rear_door ? "air-cooled nodes, rear-door heat exchangers"
+                     : std::string(CoolingName(d.cooling));
+}
+
 std::string_view CoolingName(Cooling c) {
   switch (c) {
     case Cooling::kAny:
@@ -63,12 +68,17 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
                     node.liquid_only ? "no air-cooled version exists"
                                      : fmt::format("{:.1f} kW per node", d.node_kw)));
   }
-  d.cooling = must_liquid || site.cooling == Cooling::kLiquid ? Cooling::kLiquid : Cooling::kAir;
+  // Liquid only for a chassis that has it: a site that offers liquid still
+  // racks air-cooled servers as air-cooled ones.
+  const bool liquid_chassis = node.liquid_only;
+  d.cooling = must_liquid || (site.cooling == Cooling::kLiquid && liquid_chassis) ? Cooling::kLiquid
+                                                                                  : Cooling::kAir;
   const double rack_limit_kw = site.rack_power_kw > 0          ? site.rack_power_kw
                                : d.cooling == Cooling::kLiquid ? kLiquidRackLimitKw
                                                                : kAirRackLimitKw;
   if (node.nodes_per_fixed_rack > 0) {
     d.nodes_per_rack = node.nodes_per_fixed_rack;
+    d.rack_why = "the design comes as whole racks";
     d.rack_kw = d.nodes_per_rack * d.node_kw;
     if (d.rack_kw > rack_limit_kw + 1e-9) {
       return Unsatisfiable(fmt::format("a {} rack draws {:.0f} kW, racks here take {:.0f} kW",
@@ -82,15 +92,36 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
                                        node.name, d.node_kw, rack_limit_kw));
     }
     d.nodes_per_rack = std::min(by_power, by_space);
+    d.rack_why = fmt::format("as many as {:.0f} kW per rack {}", rack_limit_kw,
+                             site.rack_power_kw > 0 ? "(given)" : "(Shoal's default)");
+    // Where the site says nothing of its racks, the vendor's reference rack.
+    if (site.rack_power_kw <= 0 && d.cooling == Cooling::kAir && node.reference_rack_nodes > 0) {
+      d.nodes_per_rack = std::min(node.reference_rack_nodes, by_space);
+      d.rack_why = std::string(node.reference_rack_source);
+    }
     d.rack_kw = d.nodes_per_rack * d.node_kw;
   }
   d.racks = (d.nodes + d.nodes_per_rack - 1) / d.nodes_per_rack;
-  d.cooling_why = must_liquid ? (node.liquid_only ? "the design is liquid-cooled only"
-                                                  : "a node exceeds an air-cooled rack")
-                  : d.cooling == Cooling::kLiquid
-                      ? "the site asks for liquid"
-                      : fmt::format("{:.1f} kW per rack is within air cooling ({:.0f} kW)",
-                                    d.rack_kw, kAirRackLimitKw);
+  if (must_liquid) {
+    d.cooling_why = node.liquid_only ? "the design is liquid-cooled only, through a coolant "
+                                       "distribution unit (CDU)"
+                                     : "a node exceeds an air-cooled rack";
+  } else if (d.cooling == Cooling::kLiquid) {
+    d.cooling_why = "the site asks for liquid";
+  } else if (d.rack_kw > kAirRackLimitKw + 1e-9) {
+    d.rear_door = true;
+    d.cooling_why = fmt::format(
+        "{:.1f} kW per rack is past the {:.0f} kW air takes off a rack: rear-door heat exchangers "
+        "or in-row coolers take the rest",
+        d.rack_kw, kAirRackLimitKw);
+  } else {
+    d.cooling_why = fmt::format("{:.1f} kW per rack is within air cooling ({:.0f} kW)", d.rack_kw,
+                                kAirRackLimitKw);
+  }
+  if (site.cooling == Cooling::kLiquid && !liquid_chassis) {
+    d.cooling_why +=
+        fmt::format("; the site offers liquid, but {} has no liquid-cooled version", node.name);
+  }
 
   // The fabric, for the nodes that talk to each other.
   d.fabric_nodes =

@@ -30,10 +30,18 @@ struct SiteConstraints {
   std::map<std::string, double> gpu_price_usd;  // by canonical model, overrides
 };
 
-// Air cooling ends around 40 kW per rack (rear-door heat exchangers); liquid
-// racks such as GB200 NVL72 take ~132 kW. Shoal's assumptions.
+// Air cooling ends around 40 kW per rack; liquid racks such as GB200 NVL72
+// take ~132 kW. Shoal's assumptions. A
+// vendor's reference rack of air-cooled nodes may go a little past the air
+// limit (four DGX H100, ~41 kW); the design then says what must take the
+// heat off.
 constexpr double kAirRackLimitKw = 40;
 constexpr double kLiquidRackLimitKw = 132;
+
+// How a design's racks are cooled, in words: "air", "liquid", or "air-cooled
+// nodes, rear-door heat exchangers" (ClusterDesign::rear_door).
+struct ClusterDesign;
+std::string RackCoolingName(const ClusterDesign& d);
 
 struct ClusterDesign {
   const catalog::GpuSpec* gpu = nullptr;
@@ -41,7 +49,8 @@ struct ClusterDesign {
   int nodes = 0;
   int gpus = 0;
   int nodes_per_rack = 0;
-  int racks = 0;  // GPU racks; switches go in network racks
+  std::string rack_why;  // what sets nodes_per_rack
+  int racks = 0;         // GPU racks; switches go in network racks
   int network_racks = 0;
   Fabric fabric;         // tiers 0: none (no node needs one)
   int fabric_nodes = 0;  // the nodes on it; the others serve replicas that fit in one node
@@ -55,6 +64,9 @@ struct ClusterDesign {
   int psus_per_node = 0;
   int psus_needed_per_node = 0;
   Cooling cooling = Cooling::kAir;
+  // Air-cooled nodes in racks past the air limit: rear-door heat exchangers
+  // or in-row coolers take the rest of the heat off.
+  bool rear_door = false;
   std::string cooling_why;
   double rack_btu_h = 0;
   double total_btu_h = 0;

@@ -17,10 +17,17 @@ TEST(ClusterTest, NodesRacksAndPower) {
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_EQ(d->nodes, 125);
   EXPECT_EQ(d->gpus, 1000);
-  // A 10.2 kW DGX H100: three fit a 40 kW air-cooled rack.
-  EXPECT_EQ(d->nodes_per_rack, 3);
-  EXPECT_EQ(d->racks, 42);
+  // A 10.2 kW DGX H100, racked as NVIDIA's reference architecture does:
+  // four to a ~41 kW rack, past what air alone takes off a rack, which the
+  // design says.
+  EXPECT_EQ(d->nodes_per_rack, 4);
+  EXPECT_EQ(d->racks, 32);
+  EXPECT_NE(d->rack_why.find("reference architecture"), std::string::npos) << d->rack_why;
   EXPECT_EQ(d->cooling, Cooling::kAir);
+  EXPECT_TRUE(d->rear_door);
+  EXPECT_EQ(RackCoolingName(*d), "air-cooled nodes, rear-door heat exchangers");
+  EXPECT_NE(d->cooling_why.find("40.8 kW per rack is past the 40 kW"), std::string::npos)
+      << d->cooling_why;
   EXPECT_DOUBLE_EQ(d->gpu_kw, 1000 * 0.7);
   EXPECT_NEAR(d->it_kw, 125 * 10.2 + d->network_kw, 1e-9);
   EXPECT_NEAR(d->facility_kw, d->it_kw * site.pue, 1e-9);
@@ -31,9 +38,34 @@ TEST(ClusterTest, NodesRacksAndPower) {
   EXPECT_GT(d->network_usd, 0);
   EXPECT_NEAR(d->capex_usd, d->gpus_usd + d->servers_usd + d->network_usd, 1e-6);
   EXPECT_NEAR(d->failures_per_day, 1000 * kFailuresPerGpuDay, 1e-12);
-  // A higher rack limit packs more nodes per rack.
-  site.rack_power_kw = 45;
-  EXPECT_EQ(DesignCluster(Gpu("H100"), 1000, site)->nodes_per_rack, 4);
+  // A rack power the site gives is filled: three in 40 kW, within air.
+  site.rack_power_kw = 40;
+  auto given = DesignCluster(Gpu("H100"), 1000, site);
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(given->nodes_per_rack, 3);
+  EXPECT_NE(given->rack_why.find("40 kW per rack (given)"), std::string::npos) << given->rack_why;
+  EXPECT_NE(given->cooling_why.find("within air cooling"), std::string::npos);
+  EXPECT_FALSE(given->rear_door);
+  EXPECT_EQ(RackCoolingName(*given), "air");
+  site.rack_power_kw = 52;
+  EXPECT_EQ(DesignCluster(Gpu("H100"), 1000, site)->nodes_per_rack, 5);
+}
+
+// Liquid only for a chassis that has it: a site that offers liquid does not
+// make a rack of air-cooled DGX H100s a 132 kW liquid rack.
+TEST(ClusterTest, LiquidOnlyForChassisThatHaveIt) {
+  SiteConstraints liquid;
+  liquid.cooling = Cooling::kLiquid;
+  auto h100 = DesignCluster(Gpu("H100"), 1000, liquid);
+  ASSERT_TRUE(h100.ok()) << h100.status().message();
+  EXPECT_EQ(h100->cooling, Cooling::kAir);
+  EXPECT_EQ(h100->nodes_per_rack, 4);
+  EXPECT_NE(h100->cooling_why.find("has no liquid-cooled version"), std::string::npos)
+      << h100->cooling_why;
+  auto gb200 = DesignCluster(Gpu("GB200"), 144, liquid);
+  ASSERT_TRUE(gb200.ok()) << gb200.status().message();
+  EXPECT_EQ(gb200->cooling, Cooling::kLiquid);
+  EXPECT_NE(gb200->cooling_why.find("CDU"), std::string::npos) << gb200->cooling_why;
 }
 
 TEST(ClusterTest, Nvl72ComesInWholeLiquidCooledRacks) {

@@ -142,6 +142,10 @@ const NodeDesign kDesigns[] = {
      .cpus = 224,
      .memory_gib = 2048,
      .price_without_gpus_usd = 60000,
+     .reference_rack_nodes = 4,
+     .reference_rack_source =
+         "NVIDIA DGX SuperPOD reference architecture (DGX H100): four DGX H100 "
+         "per rack, ~41 kW",
      .source = "NVIDIA DGX H100 datasheet: ~10.2 kW max, 8U, 8 x 400 Gb/s NDR ConnectX-7 (one per "
                "GPU, rail-optimised in DGX SuperPOD), 3.3 kW supplies; price without GPUs is a "
                "Shoal assumption"},
@@ -157,6 +161,9 @@ const NodeDesign kDesigns[] = {
      .cpus = 224,
      .memory_gib = 2048,
      .price_without_gpus_usd = 60000,
+     .reference_rack_nodes = 4,
+     .reference_rack_source = "the DGX H100 chassis and power, racked as NVIDIA's DGX SuperPOD "
+                              "reference architecture racks it: four per rack, ~41 kW",
      .source = "NVIDIA DGX H200 datasheet: ~10.2 kW max, 8U, 8 x 400 Gb/s ConnectX-7; price "
                "without GPUs is a Shoal assumption"},
     {.name = "dgx-b200",

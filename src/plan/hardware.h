@@ -41,6 +41,10 @@ struct NodeDesign {
   int cpus = 0;                       // hardware threads, for cluster files without a profile
   int memory_gib = 0;                 // host memory, same
   double price_without_gpus_usd = 0;  // chassis, CPUs, memory, NICs
+  // The vendor's reference rack: this many nodes per rack where the site
+  // states no rack power (0: racks are filled to Shoal's air limit).
+  int reference_rack_nodes = 0;
+  std::string_view reference_rack_source = {};
   std::string_view source;
 };
 const NodeDesign& NodeDesignFor(const catalog::GpuSpec& gpu);

@@ -163,7 +163,7 @@ std::string SideBySide(const PlanResult& r) {
   row("IT power", [](const Design& d) { return fmt::format("{:.0f} kW", d.cluster.it_kw); });
   row("facility power",
       [](const Design& d) { return fmt::format("{:.0f} kW", d.cluster.facility_kw); });
-  row("cooling", [](const Design& d) { return std::string(CoolingName(d.cluster.cooling)); });
+  row("cooling", [](const Design& d) { return RackCoolingName(d.cluster); });
   row("capex", [](const Design& d) { return Usd(d.cluster.capex_usd); });
   row("energy", [](const Design& d) { return Usd(d.energy_usd); });
   row("capex + energy", [](const Design& d) { return Usd(d.total_usd); });
@@ -232,9 +232,9 @@ std::string Details(const Design& d) {
   out += fmt::format(
       "  nodes: {} x {} ({} GPUs each, {:.1f} kW max, {} x {:.0f}G NICs), {} per rack, {} GPU "
       "racks, "
-      "{} network racks\n",
+      "{} network racks ({} per rack: {})\n",
       c.nodes, c.node->name, c.node->gpus, c.node_kw, c.node->compute_nics, c.node->nic_gbps,
-      c.nodes_per_rack, c.racks, c.network_racks);
+      c.nodes_per_rack, c.racks, c.network_racks, c.nodes_per_rack, c.rack_why);
   const int off_fabric = c.nodes - c.fabric_nodes;
   if (c.fabric_nodes == 0) {
     out +=
@@ -259,9 +259,9 @@ std::string Details(const Design& d) {
       "of {:.1f} kW; {:.1f} kW per rack; facility {:.0f} kW\n",
       c.gpu_kw, c.it_kw, c.network_kw, c.psus_per_node, c.psus_needed_per_node,
       c.psus_per_node - c.psus_needed_per_node, c.node->psu_w / 1000, c.rack_kw, c.facility_kw);
-  out += fmt::format(
-      "  cooling: {} ({}); {:.0f} kW = {:.0f} BTU/h per rack, {:.2f}M BTU/h in all\n",
-      CoolingName(c.cooling), c.cooling_why, c.rack_kw, c.rack_btu_h, c.total_btu_h / 1e6);
+  out +=
+      fmt::format("  cooling: {} ({}); {:.0f} kW = {:.0f} BTU/h per rack, {:.2f}M BTU/h in all\n",
+                  RackCoolingName(c), c.cooling_why, c.rack_kw, c.rack_btu_h, c.total_btu_h / 1e6);
   out += fmt::format("  storage: {:.2f} GB/s read for data, {:.1f} GB/s write for checkpoints\n",
                      d.storage_read_gbytes_s, d.storage_write_gbytes_s);
   out += fmt::format(
@@ -371,8 +371,10 @@ Json DesignJson(const Design& d) {
   j["inference"] = inference;
   j["general"] = general;
   j["gpus"] = c.gpus;
-  j["nodes"] = {{"count", c.nodes},    {"design", c.node->name},       {"gpus_each", c.node->gpus},
-                {"max_kw", c.node_kw}, {"per_rack", c.nodes_per_rack}, {"source", c.node->source}};
+  j["nodes"] = {
+      {"count", c.nodes},        {"design", c.node->name},       {"gpus_each", c.node->gpus},
+      {"max_kw", c.node_kw},     {"per_rack", c.nodes_per_rack}, {"per_rack_why", c.rack_why},
+      {"source", c.node->source}};
   j["racks"] = {{"gpu", c.racks}, {"network", c.network_racks}, {"kw_each", c.rack_kw}};
   j["fabric"] = {{"tiers", f.tiers},
                  {"nodes", c.fabric_nodes},
@@ -395,6 +397,7 @@ Json DesignJson(const Design& d) {
                {"needed", c.psus_needed_per_node},
                {"rating_w", c.node->psu_w}};
   j["cooling"] = {{"kind", CoolingName(c.cooling)},
+                  {"rear_door", c.rear_door},
                   {"why", c.cooling_why},
                   {"rack_btu_h", c.rack_btu_h},
                   {"total_btu_h", c.total_btu_h}};
