@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/report.h"
 
 namespace shoal::plan {
@@ -186,6 +188,21 @@ TEST(PlannerTest, SideBySideMarksCheapestAndFastest) {
   EXPECT_TRUE(r->designs[static_cast<size_t>(r->recommended)].cheapest);
   // The same GPUs, faster parts: B200 finishes first.
   EXPECT_TRUE(r->designs[2].fastest);
+  EXPECT_EQ(PlanText(w, *r, {}).find("designs differ in size"), std::string::npos);
+
+  // Under a deadline each design is the fewest GPUs that meet it: "fastest"
+  // then compares clusters of different sizes, and says so.
+  Workload deadline;
+  TrainingWorkload t = TrainLlama8b(0);
+  t.gpus.reset();
+  t.days = 30;
+  deadline.training.push_back(t);
+  deadline.gpu_models = {"A100", "B200"};
+  auto sized = PlanWorkload(deadline);
+  ASSERT_TRUE(sized.ok()) << sized.status().message();
+  ASSERT_NE(sized->designs[0].cluster.gpus, sized->designs[1].cluster.gpus);
+  EXPECT_NE(PlanText(deadline, *sized, {}).find("designs differ in size"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(PlanJson(deadline, *sized))["fastest_of_equal_sizes"]);
 }
 
 // Serving replicas that fit in a node never talk to another node: such

@@ -112,6 +112,18 @@ std::string DescribeWorkload(const Workload& w) {
   return out;
 }
 
+// Whether "fastest" compares designs of one size: every feasible design
+// that trains has the same GPU count.
+bool FastestOfEqualSizes(const PlanResult& r) {
+  int gpus = -1;
+  for (const Design& d : r.designs) {
+    if (!d.feasible || d.training.empty()) continue;
+    if (gpus >= 0 && d.cluster.gpus != gpus) return false;
+    gpus = d.cluster.gpus;
+  }
+  return true;
+}
+
 std::string SideBySide(const PlanResult& r) {
   Table t;
   std::vector<std::string> head = {"design"};
@@ -172,6 +184,11 @@ std::string SideBySide(const PlanResult& r) {
   std::string out = "Designs\n" + t.Render();
   for (const Design& d : r.designs) {
     if (!d.feasible) out += fmt::format("  {} cannot: {}\n", d.gpu_model, d.problem);
+  }
+  if (!FastestOfEqualSizes(r)) {
+    out +=
+        "  (fastest: the design whose training ends first, each on its own GPU count; the designs "
+        "differ in size, so this is not a comparison of equal clusters)\n";
   }
   return out;
 }
@@ -443,6 +460,7 @@ std::string PlanJson(const Workload& workload, const PlanResult& result) {
   for (const Design& d : result.designs)
     designs.push_back(DesignJson(d));
   Json j{{"workload", workload.name}, {"designs", designs}};
+  j["fastest_of_equal_sizes"] = FastestOfEqualSizes(result);
   j["recommended"] = result.recommended >= 0
                          ? Json(result.designs[static_cast<size_t>(result.recommended)].gpu_model)
                          : Json(nullptr);
