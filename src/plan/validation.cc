@@ -370,7 +370,14 @@ Result<ValidationRow> PublishedRun(const CsvTable& t, const CsvTable::Row& f) {
   SHOAL_RETURN_IF_ERROR(ReadStatedKnobs(t, f, job, c));
   SHOAL_ASSIGN_OR_RETURN(c.tp, t.Int(f, "tp", 1, 1));
   SHOAL_ASSIGN_OR_RETURN(c.pp, t.Int(f, "pp", 1, 1));
-  c.dp = row.gpus / (*c.tp * *c.pp * *c.cp);
+  const int model_parallel = *c.tp * *c.pp * *c.cp;
+  c.dp = row.gpus / model_parallel;
+  SHOAL_ASSIGN_OR_RETURN(const int dp, t.Int(f, "dp", 1, *c.dp));
+  if (row.gpus % model_parallel != 0 || dp != *c.dp) {
+    return t.Error(f, "dp",
+                   fmt::format("TP{} x PP{} x CP{} x DP{} is not the row's {} GPUs", *c.tp, *c.pp,
+                               *c.cp, dp, row.gpus));
+  }
   MeasuredStep(source, t.Get(f, "iter_time_kind"), iter_s, tflops, job, row);
 
   const TrainingSystem sys = MakeTrainingSystem(*gpu, NodeDesignFor(*gpu));

@@ -157,6 +157,13 @@ TEST(ValidationTest, ARunThatCannotBeReadIsAnErrorWithItsLine) {
   ASSERT_FALSE(not_a_number.ok());
   EXPECT_EQ(not_a_number.status().message(),
             "published_training_runs.csv line 2: gpus: '2x6' is not a number");
+  std::string wrong_dp = OneRun();
+  wrong_dp.replace(wrong_dp.find(",8,1,32,"), 8, ",8,1,16,");
+  auto inconsistent = ValidatePublishedRuns(wrong_dp);
+  ASSERT_FALSE(inconsistent.ok());
+  EXPECT_EQ(inconsistent.status().message(),
+            "published_training_runs.csv line 2: dp: TP8 x PP1 x CP1 x DP16 is not the row's 256 "
+            "GPUs");
   auto bad_knob = ValidatePublishedRuns(OneRun(",recompute", ",most"));
   ASSERT_FALSE(bad_knob.ok());
   EXPECT_EQ(bad_knob.status().message(),
