@@ -72,6 +72,7 @@ const StackTraits kModernTraits{
     .host_s_per_tp_peer = 0,
     .flat_zero3 = false,
     .fused_grad_accumulation = true,
+    .selective_recompute = true,
 };
 // The host figures are calibrated on vTrain's rows together with
 // kHostGpuExponent (docs/plan.md).
@@ -83,6 +84,7 @@ const StackTraits kMegatron2021Traits{
     .host_s_per_tp_peer = 40e-6,
     .flat_zero3 = true,
     .fused_grad_accumulation = false,
+    .selective_recompute = false,
 };
 
 // Per-GPU view of one layout, shared by the memory and time estimates.
@@ -646,10 +648,9 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
   }
   std::vector<int> cps = {1};
   if (m.seq >= 16384) cps = {1, 2, 4, 8, 16, 32};
-  const std::vector<Recompute> recomputes =
-      c.recompute
-          ? std::vector<Recompute>{*c.recompute}
-          : std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  std::vector<Recompute> recomputes = {Recompute::kNone, Recompute::kFull};
+  if (st.selective_recompute) recomputes.insert(recomputes.begin() + 1, Recompute::kSelective);
+  if (c.recompute) recomputes = {*c.recompute};
   // The 2021 stack replicated the optimizer unless told otherwise (ZeRO-3
   // rows say so); the modern one shards it and may shard parameters too.
   const std::vector<int> zeros = Candidates(

@@ -42,6 +42,8 @@ struct StackTraits {
   bool flat_zero3;               // ZeRO-3 gathers as flat rings over one NIC each, not overlapped
   bool fused_grad_accumulation;  // weight-gradient GEMMs add into the accumulated gradient;
                                  // else a separate pass per micro-batch adds each new one
+  bool selective_recompute;      // recomputes attention alone (Korthikanti et al. 2022, after
+                                 // the 2021 stack); else none or all of a layer
 };
 const StackTraits& TraitsOf(Stack stack);
 

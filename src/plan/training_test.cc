@@ -184,6 +184,22 @@ TEST(TrainingTest, PipelineStagesSplitTheLayersEvenlyWhereTheyCan) {
   EXPECT_EQ(105 % pp35->layout.pp, 0) << pp35->layout.ToString();
 }
 
+// Selective recompute came after the 2021 stack: its search does not offer
+// it, though a run that states it is taken at its word.
+TEST(TrainingTest, The2021StackSearchesNoSelectiveRecompute) {
+  const TrainingSystem a100 = System("A100-SXM4-80GB");
+  for (int gpus : {64, 256, 1024}) {
+    auto best = BestLayout(Job("llama3-8b", 1024, Stack::kMegatron2021), gpus, a100);
+    ASSERT_TRUE(best.ok()) << best.status().message();
+    EXPECT_NE(best->layout.recompute, Recompute::kSelective) << best->layout.ToString();
+  }
+  LayoutConstraints stated;
+  stated.recompute = Recompute::kSelective;
+  auto pinned = BestLayout(Job("llama3-8b", 1024, Stack::kMegatron2021), 64, a100, stated);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().message();
+  EXPECT_EQ(pinned->layout.recompute, Recompute::kSelective);
+}
+
 TEST(TrainingTest, AModelThatFitsNowhereSaysHowMuchItNeeds) {
   const TrainingJob job = Job("llama3-405b", 16);
   auto best = BestLayout(job, 8, System("A100-SXM4-40GB"));
