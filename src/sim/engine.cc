@@ -9,7 +9,6 @@
 #include <unordered_map>
 
 #include "core/rng.h"
-#include "core/strings.h"
 #include "sched/fragmentation.h"
 #include "sched/inventory.h"
 #include "sched/power.h"
@@ -18,41 +17,6 @@
 #include "sim/ledger.h"
 
 namespace shoal::sim {
-
-Result<LimitModel> ParseLimitModel(std::string_view text) {
-  const std::string s = ToLower(Trim(text));
-  LimitModel m;
-  if (s == "exact") {
-    m.kind = LimitModel::kExact;
-    return m;
-  }
-  if (s == "default" || s == "partition") {
-    m.kind = LimitModel::kPartitionDefault;
-    return m;
-  }
-  std::string_view num = s;
-  if (!num.empty() && (num[0] == 'x' || num[0] == '*')) num.remove_prefix(1);
-  auto f = ParseDouble(num);
-  if (!f.ok() || *f < 1.0) {
-    return InvalidArgument(fmt::format(
-        "time-limit estimate '{}': use exact, default, or a factor >= 1 like x2", text));
-  }
-  m.kind = LimitModel::kFactor;
-  m.factor = *f;
-  return m;
-}
-
-std::string FormatLimitModel(const LimitModel& m) {
-  switch (m.kind) {
-    case LimitModel::kExact:
-      return "exact";
-    case LimitModel::kPartitionDefault:
-      return "default";
-    case LimitModel::kFactor:
-      return fmt::format("x{:g}", m.factor);
-  }
-  return "?";
-}
 
 namespace {
 

@@ -24,21 +24,12 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "sched/policy.h"
+#include "sim/inputs.h"
 #include "trace/trace.h"
 
 namespace shoal::sim {
 
 enum class Mode { kReplay, kFill };
-
-// How the time limits that the scheduler sees relate to true run times.
-struct LimitModel {
-  enum Kind { kExact, kFactor, kPartitionDefault } kind = kFactor;
-  double factor = 2.0;
-};
-
-// "exact", "x2" / "2" (a factor of the true run time), or "default" (the partition's default).
-Result<LimitModel> ParseLimitModel(std::string_view text);
-std::string FormatLimitModel(const LimitModel& m);
 
 struct Progress {
   std::string policy;

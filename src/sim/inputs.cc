@@ -7,8 +7,44 @@
 #include <map>
 
 #include "catalog/mig.h"
+#include "core/strings.h"
 
 namespace shoal::sim {
+
+Result<LimitModel> ParseLimitModel(std::string_view text) {
+  const std::string s = ToLower(Trim(text));
+  LimitModel m;
+  if (s == "exact") {
+    m.kind = LimitModel::kExact;
+    return m;
+  }
+  if (s == "default" || s == "partition") {
+    m.kind = LimitModel::kPartitionDefault;
+    return m;
+  }
+  std::string_view num = s;
+  if (!num.empty() && (num[0] == 'x' || num[0] == '*')) num.remove_prefix(1);
+  auto f = ParseDouble(num);
+  if (!f.ok() || *f < 1.0) {
+    return InvalidArgument(fmt::format(
+        "time-limit estimate '{}': use exact, default, or a factor >= 1 like x2", text));
+  }
+  m.kind = LimitModel::kFactor;
+  m.factor = *f;
+  return m;
+}
+
+std::string FormatLimitModel(const LimitModel& m) {
+  switch (m.kind) {
+    case LimitModel::kExact:
+      return "exact";
+    case LimitModel::kPartitionDefault:
+      return "default";
+    case LimitModel::kFactor:
+      return fmt::format("x{:g}", m.factor);
+  }
+  return "?";
+}
 
 Result<trace::Trace> LoadTraceInput(const std::string& path, const trace::TraceOptions& options) {
   std::error_code ec;

@@ -1,15 +1,28 @@
-// Trace inputs for the simulator beyond one file: a directory of trace files
-// is one trace whose accounts are the files (a Philly VC per Gavel file, an
-// ITP cluster per CSV), so fairness between them can be measured.
+// What the simulator is given beyond the cluster and the policy: trace inputs
+// beyond one file (a directory of trace files is one trace whose accounts are
+// the files: a Philly VC per Gavel file, an ITP cluster per CSV, so fairness
+// between them can be measured), MIG shares, and how time limits relate to
+// true run times.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/cluster.h"
 #include "core/status.h"
 #include "trace/trace.h"
 
 namespace shoal::sim {
+
+// How the time limits that the scheduler sees relate to true run times.
+struct LimitModel {
+  enum Kind { kExact, kFactor, kPartitionDefault } kind = kFactor;
+  double factor = 2.0;
+};
+
+// "exact", "x2" / "2" (a factor of the true run time), or "default" (the partition's default).
+Result<LimitModel> ParseLimitModel(std::string_view text);
+std::string FormatLimitModel(const LimitModel& m);
 
 Result<trace::Trace> LoadTraceInput(const std::string& path, const trace::TraceOptions& options);
 
