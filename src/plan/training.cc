@@ -666,62 +666,64 @@ Result<LayoutChoice> BestLayout(const TrainingJob& job, int gpus, const Training
   std::string batch_reason;
   std::string last_reason = fmt::format("{} GPUs do not factor into TP x CP x PP x DP here", gpus);
   int fitting = 0;
+  // Every layout of one TP x CP x PP x DP split: the fastest that fits is
+  // kept, and the most memory-frugal one for the "does not fit" explanation
+  // (micro-batch 1, full recompute, most sharding).
+  auto try_split = [&](int tp, int cp, int pp, int dp) {
+    for (int zero : zeros) {
+      if (zero >= 3 && st.flat_zero3 && (tp > 1 || pp > 1)) continue;
+      for (int mb : Candidates(c.micro_batch, {1, 2, 4, 8})) {
+        for (int v : Candidates(c.virtual_stages, {1, 2, 3, 4, 6, 8})) {
+          if (v > 1 && pp == 1) continue;
+          // Interleaved chunks hold equal numbers of layers too, unless the
+          // stages are a run's own.
+          if (v > 1 && !c.pp && !c.virtual_stages && m.layers % (pp * v) != 0) continue;
+          for (Recompute rc : recomputes) {
+            Layout l{.tp = tp,
+                     .pp = pp,
+                     .dp = dp,
+                     .cp = cp,
+                     .micro_batch = mb,
+                     .virtual_stages = v,
+                     .recompute = rc,
+                     .zero = zero,
+                     .sequence_parallel = sequence_parallel(tp)};
+            auto est = EstimateStep(job, l, sys);
+            if (!est.ok()) {
+              const std::string& why = est.status().message();
+              if (why.find("global batch") != std::string::npos) batch_reason = why;
+              last_reason = why;
+              continue;
+            }
+            ++fitting;
+            if (!best || est->step_s < best->step.step_s) best = LayoutChoice{l, *est, 0};
+          }
+        }
+      }
+    }
+    Layout frugal{.tp = tp,
+                  .pp = pp,
+                  .dp = dp,
+                  .cp = cp,
+                  .micro_batch = 1,
+                  .virtual_stages = 1,
+                  .recompute = Recompute::kFull,
+                  .zero = zeros.back(),
+                  .sequence_parallel = sequence_parallel(tp)};
+    const Shape sh = MakeShape(job, frugal);
+    const double need = Memory(frugal, sh, std::max<int64_t>(1, job.global_batch / dp)).Total();
+    if (least_memory < 0 || need < least_memory) {
+      least_memory = need;
+      least_memory_layout = frugal.ToString();
+    }
+  };
   auto search = [&](const std::vector<int>& pps) {
     for (int tp : Candidates(c.tp, tps)) {
       for (int cp : Candidates(c.cp, cps)) {
         for (int pp : pps) {
           if (gpus % (tp * cp * pp) != 0) continue;
           const int dp = gpus / (tp * cp * pp);
-          if (c.dp && *c.dp != dp) continue;
-          for (int zero : zeros) {
-            if (zero >= 3 && st.flat_zero3 && (tp > 1 || pp > 1)) continue;
-            for (int mb : Candidates(c.micro_batch, {1, 2, 4, 8})) {
-              for (int v : Candidates(c.virtual_stages, {1, 2, 3, 4, 6, 8})) {
-                if (v > 1 && pp == 1) continue;
-                // Interleaved chunks hold equal numbers of layers too, unless
-                // the stages are a run's own.
-                if (v > 1 && !c.pp && !c.virtual_stages && m.layers % (pp * v) != 0) continue;
-                for (Recompute rc : recomputes) {
-                  Layout l{.tp = tp,
-                           .pp = pp,
-                           .dp = dp,
-                           .cp = cp,
-                           .micro_batch = mb,
-                           .virtual_stages = v,
-                           .recompute = rc,
-                           .zero = zero,
-                           .sequence_parallel = sequence_parallel(tp)};
-                  auto est = EstimateStep(job, l, sys);
-                  if (!est.ok()) {
-                    const std::string& why = est.status().message();
-                    if (why.find("global batch") != std::string::npos) batch_reason = why;
-                    last_reason = why;
-                    continue;
-                  }
-                  ++fitting;
-                  if (!best || est->step_s < best->step.step_s) best = LayoutChoice{l, *est, 0};
-                }
-              }
-            }
-          }
-          // For the "does not fit" explanation: the most memory-frugal layout of
-          // this TP/CP/PP (micro-batch 1, full recompute, most sharding).
-          Layout frugal{.tp = tp,
-                        .pp = pp,
-                        .dp = dp,
-                        .cp = cp,
-                        .micro_batch = 1,
-                        .virtual_stages = 1,
-                        .recompute = Recompute::kFull,
-                        .zero = zeros.back(),
-                        .sequence_parallel = sequence_parallel(tp)};
-          const Shape sh = MakeShape(job, frugal);
-          const double need =
-              Memory(frugal, sh, std::max<int64_t>(1, job.global_batch / dp)).Total();
-          if (least_memory < 0 || need < least_memory) {
-            least_memory = need;
-            least_memory_layout = frugal.ToString();
-          }
+          if (!c.dp || *c.dp == dp) try_split(tp, cp, pp, dp);
         }
       }
     }
