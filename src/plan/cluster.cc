@@ -68,11 +68,10 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
                     node.liquid_only ? "no air-cooled version exists"
                                      : fmt::format("{:.1f} kW per node", d.node_kw)));
   }
-  // Liquid only for a chassis that has it: a site that offers liquid still
-  // racks air-cooled servers as air-cooled ones.
-  const bool liquid_chassis = node.liquid_only;
-  d.cooling = must_liquid || (site.cooling == Cooling::kLiquid && liquid_chassis) ? Cooling::kLiquid
-                                                                                  : Cooling::kAir;
+  // Liquid only for a chassis that has it (the catalogue's liquid chassis
+  // are liquid-only): a site that offers liquid still racks air-cooled
+  // servers as air-cooled ones.
+  d.cooling = must_liquid ? Cooling::kLiquid : Cooling::kAir;
   const double rack_limit_kw = site.rack_power_kw > 0          ? site.rack_power_kw
                                : d.cooling == Cooling::kLiquid ? kLiquidRackLimitKw
                                                                : kAirRackLimitKw;
@@ -106,8 +105,6 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
     d.cooling_why = node.liquid_only ? "the design is liquid-cooled only, through a coolant "
                                        "distribution unit (CDU)"
                                      : "a node exceeds an air-cooled rack";
-  } else if (d.cooling == Cooling::kLiquid) {
-    d.cooling_why = "the site asks for liquid";
   } else if (d.rack_kw > kAirRackLimitKw + 1e-9) {
     d.rear_door = true;
     d.cooling_why = fmt::format(
@@ -118,7 +115,7 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
     d.cooling_why = fmt::format("{:.1f} kW per rack is within air cooling ({:.0f} kW)", d.rack_kw,
                                 kAirRackLimitKw);
   }
-  if (site.cooling == Cooling::kLiquid && !liquid_chassis) {
+  if (site.cooling == Cooling::kLiquid && !node.liquid_only) {
     d.cooling_why +=
         fmt::format("; the site offers liquid, but {} has no liquid-cooled version", node.name);
   }
