@@ -636,10 +636,7 @@ std::string UnknownGpuMessage(std::string_view name) {
   std::vector<std::string_view> with_aliases = names;
   for (const Alias& a : kAliases)
     with_aliases.push_back(a.alias);
-  const std::string_view nearest = NearMiss(name, with_aliases);
-  const std::string hint = nearest.empty() ? UnknownNameHint(name, names)
-                                           : " (did you mean '" + std::string(nearest) + "'?)";
-  return "unknown GPU '" + std::string(name) + "'" + hint;
+  return "unknown GPU '" + std::string(name) + "'" + UnknownNameHint(name, with_aliases, &names);
 }
 
 std::vector<std::string> GpuNames() {

@@ -170,13 +170,15 @@ std::string_view NearMiss(std::string_view word, const std::vector<std::string_v
   return nearest;
 }
 
-std::string UnknownNameHint(std::string_view word, const std::vector<std::string_view>& names) {
+std::string UnknownNameHint(std::string_view word, const std::vector<std::string_view>& names,
+                            const std::vector<std::string_view>* listed) {
   if (std::string_view nearest = NearMiss(word, names); !nearest.empty())
     return " (did you mean '" + std::string(nearest) + "'?)";
-  std::string known = " (known: ";
-  for (size_t i = 0; i < names.size(); ++i)
-    known += (i == 0 ? "" : ", ") + std::string(names[i]);
-  return known + ")";
+  const std::vector<std::string_view>& known = listed != nullptr ? *listed : names;
+  std::string out = " (known: ";
+  for (size_t i = 0; i < known.size(); ++i)
+    out += (i == 0 ? "" : ", ") + std::string(known[i]);
+  return out + ")";
 }
 
 bool IsValidUtf8(std::string_view s) {

@@ -26,8 +26,10 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // misspelt "b"); empty when none is.
 std::string_view NearMiss(std::string_view word, const std::vector<std::string_view>& names);
 // What follows "unknown X 'word'": " (did you mean 'name'?)" for a near
-// miss among `names`, else " (known: a, b, c)".
-std::string UnknownNameHint(std::string_view word, const std::vector<std::string_view>& names);
+// miss among `names`, else " (known: a, b, c)": `listed`, or `names` when
+// null (a catalogue may accept aliases it does not list).
+std::string UnknownNameHint(std::string_view word, const std::vector<std::string_view>& names,
+                            const std::vector<std::string_view>* listed = nullptr);
 
 // `text` as the inside of a JSON string: quotes, backslashes and control
 // characters escaped (\n, \t, \r by name, the others as \u00XX).

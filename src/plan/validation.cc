@@ -88,7 +88,6 @@ class CsvTable {
   }
 
   const std::vector<Row>& rows() const { return rows_; }
-  bool Has(std::string_view column) const { return index_.contains(std::string(column)); }
   // The field, trimmed; empty where the file has no such column.
   std::string_view Get(const Row& row, std::string_view column) const {
     auto it = index_.find(std::string(column));
