@@ -19,6 +19,12 @@ class NodeBitset {
   const std::vector<uint64_t>& words() const { return words_; }
   std::vector<uint64_t>& words() { return words_; }
 
+  bool None() const {
+    for (uint64_t w : words_)
+      if (w != 0) return false;
+    return true;
+  }
+
   size_t Count() const {
     size_t n = 0;
     for (uint64_t w : words_)

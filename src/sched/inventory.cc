@@ -127,6 +127,16 @@ Result<std::shared_ptr<const Inventory>> Inventory::Build(const Cluster& cluster
     inv->by_name_[node.name] = static_cast<NodeIndex>(inv->nodes_.size());
     inv->nodes_.push_back(std::move(n));
   }
+  // Node ids are mostly 1..N: then a vector finds a node's index without hashing.
+  uint32_t max_id = 0;
+  for (const auto& [id, index] : inv->by_id_)
+    max_id = std::max(max_id, id);
+  if (max_id <= 2 * inv->nodes_.size() + 1024) {
+    inv->dense_ids_.assign(size_t{max_id} + 1, kNoNode);
+    for (const auto& [id, index] : inv->by_id_)
+      inv->dense_ids_[id] = index;
+    inv->by_id_.clear();
+  }
   inv->models_.resize(model_index.size());
   for (auto& [name, i] : model_index)
     inv->models_[i] = name;
@@ -155,7 +165,7 @@ int Inventory::PartitionIndex(std::string_view name) const {
   return -1;
 }
 
-std::optional<NodeIndex> Inventory::IndexOf(NodeId id) const {
+std::optional<NodeIndex> Inventory::IndexOfSparse(NodeId id) const {
   auto it = by_id_.find(id.value());
   if (it == by_id_.end()) return std::nullopt;
   return it->second;

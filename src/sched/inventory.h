@@ -106,7 +106,11 @@ class Inventory {
   // -1 when unknown.
   int PartitionIndex(std::string_view name) const;
   int DefaultPartition() const { return default_partition_; }
-  std::optional<NodeIndex> IndexOf(NodeId id) const;
+  std::optional<NodeIndex> IndexOf(NodeId id) const {
+    if (dense_ids_.empty()) return IndexOfSparse(id);
+    if (id.value() >= dense_ids_.size() || dense_ids_[id.value()] == kNoNode) return std::nullopt;
+    return dense_ids_[id.value()];
+  }
   std::optional<NodeIndex> IndexOfName(std::string_view name) const;
 
   // The models that `requested` names (when it is empty, every model of
@@ -139,6 +143,10 @@ class Inventory {
   std::vector<std::vector<NodeIndex>> leaf_nodes_;
   std::vector<InvPowerBudget> power_budgets_;
   double gpu_idle_fraction_ = 0;
+  std::optional<NodeIndex> IndexOfSparse(NodeId id) const;
+
+  static constexpr NodeIndex kNoNode = ~NodeIndex{0};
+  std::vector<NodeIndex> dense_ids_;  // by node id, when ids are few; else by_id_
   std::unordered_map<uint32_t, NodeIndex> by_id_;
   std::unordered_map<std::string, NodeIndex> by_name_;
   int default_partition_ = -1;

@@ -44,7 +44,12 @@ struct PassStats {
 struct Plan {
   std::vector<StartDecision> starts;
   std::vector<PreemptDecision> preemptions;
-  std::vector<PendingDecision> pending;  // one entry for every pending job not started
+  // One entry for every pending job not started (when the snapshot asks for explanations).
+  std::vector<PendingDecision> pending;
+  // The pending jobs the pass ranked (indices into Snapshot::pending), in
+  // rank order, when the snapshot had a rank_hint: a driver may give it back
+  // as the next one.
+  std::vector<uint32_t> ranked;
   PassStats stats;
 
   const StartDecision* FindStart(JobId id) const;

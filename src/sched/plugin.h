@@ -47,6 +47,11 @@ class SortPlugin {
   virtual bool SimulationOnly() const { return false; }
   // True for plugins that read Snapshot::service_index, which callers then keep up to date.
   virtual bool UsesServiceHistory() const { return false; }
+  // True when a pending job's value depends only on what does not change
+  // while it waits (its own request, submit time, attained service), not on
+  // the time or the rest of the snapshot: a pass may then take the part of
+  // Snapshot::rank_hint that a previous pass ranked as still in order.
+  virtual bool FixedWhilePending(const PolicyParams&) const { return false; }
   // Lower values are scheduled first; ties go to the earlier submission, then
   // the lower job id. Called for pending and, when the policy preempts, running jobs.
   virtual double Value(const SortContext& ctx, const JobInfo& job) const = 0;
@@ -127,7 +132,10 @@ class PreemptPlugin {
   // start. The cycle has already checked that the victim may be requeued and
   // has run its minimum time. Unless Monotone() says otherwise, if it
   // allows a victim, it allows every victim ranked below it (lower tier, or
-  // same tier and a higher value), so the cycle can stop at the first refusal.
+  // same tier and a higher value), so the cycle can stop at the first refusal;
+  // and if it refuses a victim to a preemptor, it refuses it to every
+  // preemptor ranked after that one, so a pass that need not explain can end
+  // once the worst-ranked running job is refused.
   virtual bool MayPreempt(const Snapshot& snap, const JobInfo& preemptor, JobRank preemptor_rank,
                           const JobInfo& victim, JobRank victim_rank) const = 0;
   // False for plugins that decide by something other than rank (the QoS

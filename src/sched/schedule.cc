@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <map>
 #include <optional>
@@ -13,6 +14,8 @@
 #include "sched/limits.h"
 #include "sched/placement.h"
 #include "sched/power.h"
+#include "sched/ranked.h"
+#include "sched/shape_memo.h"
 #include "sched/speed.h"
 #include "sched/working_state.h"
 
@@ -20,40 +23,29 @@ namespace shoal::sched {
 
 namespace {
 
+// A job the walk considers, once screened.
 struct Entry {
   size_t index;        // into Snapshot::pending
   const Request* req;  // the job's request (or its recompiled copy), kept off reserved nodes
   JobRank rank;
-  Time submit;
-  JobId id;
   const Request* base = nullptr;  // the request before reserved nodes were taken out
   uint64_t reserved_off = 0;      // bit r: reservation r keeps it off its nodes
-};
+  uint32_t shape_class = 0;       // JobInfo::shape_class when `base` is the job's own request
 
-bool RankedBefore(const Entry& a, const Entry& b) {
-  if (a.rank.tier != b.rank.tier) return a.rank.tier > b.rank.tier;
-  if (a.rank.value != b.rank.value) return a.rank.value < b.rank.value;
-  if (a.submit != b.submit) return a.submit < b.submit;
-  return a.id < b.id;
-}
-
-// Results remembered by request shape for one pass.
-template <typename V>
-class ShapeMemo {
- public:
-  const V* Find(const Request& r) const {
-    auto it = map_.find(r.ShapeHash());
-    if (it == map_.end()) return nullptr;
-    for (const auto& [rep, v] : it->second) {
-      if (rep.SameShape(r)) return &v;
-    }
-    return nullptr;
+  // The memo keys of req's and base's shapes, worked out when first needed:
+  // most jobs of a deep queue never reach a memo.
+  ShapeKey Key() const {
+    if (req == base) return BaseKey();
+    if (!key_known) key_known = KeyOf(*req);
+    return *key_known;
   }
-  void Put(const Request& r, V v) { map_[r.ShapeHash()].emplace_back(r, std::move(v)); }
-  void Clear() { map_.clear(); }
-
- private:
-  std::unordered_map<uint64_t, std::vector<std::pair<Request, V>>> map_;
+  ShapeKey BaseKey() const {
+    if (!base_key_known)
+      base_key_known = shape_class != 0 ? ShapeKey{0, shape_class} : KeyOf(*base);
+    return *base_key_known;
+  }
+  mutable std::optional<ShapeKey> key_known{};
+  mutable std::optional<ShapeKey> base_key_known{};
 };
 
 struct Reservation {
@@ -84,17 +76,33 @@ class Cycle {
 
   Plan Run() {
     plan_.stats.pending = static_cast<int>(snap_.pending.size());
-    plan_.pending.reserve(snap_.pending.size());
+    if (snap_.explain) plan_.pending.reserve(snap_.pending.size());
     TakeRunning();
     if (params_.speed_aware) BuildTimeline();
     pass_ = policy_.score().BeginPass(snap_, params_);
-    std::vector<Entry> order = Screen();
-    if (!std::is_sorted(order.begin(), order.end(), RankedBefore)) {
-      std::sort(order.begin(), order.end(), RankedBefore);
+    Rank();
+    tails_.emplace(
+        order_, [this](uint32_t i) -> const Request& { return RequestOf(i); },
+        [this](uint32_t i) { return ShapeClassOf(i); }, inv_.partitions().size());
+    if (!snap_.rank_hint.empty()) {
+      plan_.ranked.reserve(order_.size());
+      for (const Ranked& r : order_)
+        plan_.ranked.push_back(r.index);
     }
-    plan_.stats.considered = static_cast<int>(order.size());
-    for (const Entry& e : order)
-      Walk(e);
+    std::optional<Ranked> before;  // with a trusted hint, the order is checked as the walk goes
+    for (size_t k = 0; k < order_.size(); ++k) {
+      if (!snap_.explain && NothingLaterStarts(k)) break;
+      const Ranked& r = At(k);
+      if (!known_.empty()) {
+        SHOAL_CHECK(!before || !RankedBefore(r, *before),
+                    "the ranked part of a rank hint is out of order");
+        before = r;
+      }
+      std::optional<Entry> e = Screen(r);
+      if (!e) continue;
+      ++plan_.stats.considered;
+      Walk(*e);
+    }
     return std::move(plan_);
   }
 
@@ -129,11 +137,17 @@ class Cycle {
   }
 
   void Wait(const JobInfo& j, PendingReason reason, std::string detail = {}) {
+    if (!snap_.explain) return;
     PendingDecision d;
     d.job = j.id;
     d.reason = reason;
     d.detail = std::move(detail);
     plan_.pending.push_back(std::move(d));
+  }
+
+  // Records why a job waits (a pass that need not explain records nothing).
+  void Decide(PendingDecision d) {
+    if (snap_.explain) plan_.pending.push_back(std::move(d));
   }
 
   // One dependency: kNone when satisfied, kDependency while it may still be,
@@ -184,79 +198,263 @@ class Cycle {
                         j.dependencies->size(), never)};
   }
 
-  std::vector<Entry> Screen() {
-    std::vector<Entry> order;
-    order.reserve(snap_.pending.size());
-    for (size_t i = 0; i < snap_.pending.size(); ++i) {
-      const JobInfo& j = snap_.pending[i];
-      if (j.held) {
-        Wait(j, PendingReason::kHeld);
-        continue;
-      }
-      if (j.begin_time && *j.begin_time > now_) {
-        Wait(j, PendingReason::kBeginTime);
-        continue;
-      }
-      if (auto [reason, detail] = CheckDependencies(j); reason != PendingReason::kNone) {
-        Wait(j, reason, std::move(detail));
-        continue;
-      }
-      const Request* req = &j.request;
-      if (req->inventory_version != inv_.version()) {
-        if (j.spec == nullptr) {
-          Wait(j, PendingReason::kUnsatisfiable,
-               "the request was compiled for another cluster layout");
-          continue;
-        }
-        Result<Request> r = CompileRequest(inv_, *j.spec);
-        if (!r.ok()) {
-          Wait(j, PendingReason::kUnsatisfiable, r.status().message());
-          continue;
-        }
-        recompiled_.push_back(std::move(r).value());
-        req = &recompiled_.back();
-      }
-      const Status* sat = req == &j.request ? j.satisfiable.get() : nullptr;
-      if (sat == nullptr) sat = satisfiable_.Find(*req);
-      if (sat == nullptr) {
-        satisfiable_.Put(*req, CheckSatisfiable(inv_, *req));
-        sat = satisfiable_.Find(*req);
-      }
-      if (!sat->ok()) {
-        Wait(j, PendingReason::kUnsatisfiable, sat->message());
-        continue;
-      }
-      const Partition& part = inv_.partitions()[static_cast<size_t>(req->partition)];
-      if (!part.up) {
-        Wait(j, PendingReason::kPartitionDown, fmt::format("partition '{}' is down", part.name));
-        continue;
-      }
-      if (std::string limit = PartitionLimit(part, j, *req); !limit.empty()) {
-        Wait(j, PendingReason::kPartitionLimit, std::move(limit));
-        continue;
-      }
-      if (std::string limit = QosJobLimit(snap_, j, *req); !limit.empty()) {
-        Wait(j, PendingReason::kQosLimit, std::move(limit));
-        continue;
-      }
-      if (std::string why = ReservationWait(snap_, now_, j); !why.empty()) {
-        PendingDecision d;
-        d.job = j.id;
-        d.reason = PendingReason::kReservation;
-        d.detail = std::move(why);
-        if (j.reservation >= 0 &&
-            now_ < snap_.reservations[static_cast<size_t>(j.reservation)].start)
-          d.estimated_start = snap_.reservations[static_cast<size_t>(j.reservation)].start;
-        plan_.pending.push_back(std::move(d));
-        continue;
-      }
-      Entry e{i, req, JobRank{part.priority_tier, policy_.sort().Value(sort_ctx_, j)}, j.submit,
-              j.id};
-      e.base = req;
-      e.req = KeepOffReserved(j, req, &e.reserved_off);
-      order.push_back(e);
+  // Every pending job's place in the order, taken in the snapshot's
+  // rank_hint order when it has one. What keeps a job from being considered
+  // (held, dependencies, limits, ...) is looked at only when the walk
+  // reaches it (Screen), so that a pass that ends early does not screen a
+  // deep queue; a job whose request must be recompiled is screened here, as
+  // its partition may change.
+  // Every pending job's place in the order (order_), taken in the
+  // snapshot's rank_hint order when it has one. What keeps a job from being
+  // considered (held, dependencies, limits, ...) is looked at only when the
+  // walk reaches it (Screen), so that a pass that ends early does not screen
+  // a deep queue; a job whose request must be recompiled is screened here,
+  // as its partition may change. Under a sort whose values are fixed while
+  // jobs wait, the hint's ranked part is taken as it is and ranked only as
+  // the walk reaches it (At), and the other jobs are merged in.
+  void Rank() {
+    const size_t n = snap_.pending.size();
+    order_.reserve(n);
+    if (snap_.rank_hint.empty()) {
+      for (uint32_t i = 0; i < n; ++i)
+        RankOne(i);
+      SortRanked(order_);
+      return;
     }
-    return order;
+    SHOAL_CHECK(snap_.rank_hint.size() == n, "a rank hint must list every pending job once");
+    std::vector<bool> seen(n);
+    for (uint32_t i : snap_.rank_hint) {
+      SHOAL_CHECK(i < n && !seen[i], "a rank hint must list every pending job once");
+      seen[i] = true;
+    }
+    const std::vector<uint32_t>& hint = snap_.rank_hint;
+    const size_t trusted =
+        policy_.sort().FixedWhilePending(params_) ? std::min(snap_.rank_hint_ranked, n) : 0;
+    // The hint's jobs lie anywhere in `pending`: ask for a few ahead.
+    constexpr size_t kAhead = 8;
+    for (size_t k = trusted; k < n; ++k) {
+      if (k + kAhead < n) {
+        const JobInfo& later = snap_.pending[hint[k + kAhead]];
+        __builtin_prefetch(&later.id);
+        __builtin_prefetch(&later.attained_gpu_s);
+        __builtin_prefetch(&later.request);
+      }
+      RankOne(hint[k]);
+    }
+    SortRanked(order_);
+    if (trusted > 0) MergeIntoTrusted(hint, trusted);
+  }
+
+  // order_ holds the hint's other jobs, sorted: each goes where it ranks
+  // among the trusted ones, found by bisection (which ranks only the
+  // trusted jobs it compares with).
+  void MergeIntoTrusted(const std::vector<uint32_t>& hint, size_t trusted) {
+    const std::vector<Ranked> others = std::move(order_);
+    order_.assign(trusted + others.size(), Ranked{});
+    known_.assign(order_.size(), 0);
+    size_t taken = 0;  // of the trusted jobs
+    size_t out = 0;
+    const auto take_until = [&](size_t end) {
+      for (; taken < end; ++taken)
+        order_[out++].index = hint[taken];
+    };
+    for (const Ranked& other : others) {
+      size_t lo = taken, hi = trusted;  // the first trusted job ranked after `other`
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (RankedBefore(other, RankOf(hint[mid]))) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      take_until(lo);
+      known_[out] = 1;
+      order_[out++] = other;
+    }
+    take_until(trusted);
+  }
+
+  // The k-th job of the order, ranked now if the order was taken on trust.
+  const Ranked& At(size_t k) {
+    if (!known_.empty() && !known_[k]) {
+      const JobInfo& j = snap_.pending[order_[k].index];
+      SHOAL_CHECK(j.request.inventory_version == inv_.version(),
+                  "the ranked part of a rank hint holds a request compiled for another inventory");
+      order_[k] = RankOf(order_[k].index);
+      known_[k] = true;
+    }
+    return order_[k];
+  }
+
+  void RankOne(uint32_t i) {
+    const JobInfo& j = snap_.pending[i];
+    if (j.request.inventory_version != inv_.version()) {
+      std::optional<Entry> e = ScreenNow(i, {});
+      if (!e) return;
+      prescreened_.emplace(i, *e);
+    }
+    order_.push_back(RankOf(i));
+  }
+
+  // A pending job's place (its request screened and recompiled by RankOne, if it had to be).
+  Ranked RankOf(uint32_t i) const {
+    const JobInfo& j = snap_.pending[i];
+    const Request& req = RequestOf(i);
+    const JobRank r{inv_.partitions()[static_cast<size_t>(req.partition)].priority_tier,
+                    policy_.sort().Value(sort_ctx_, j)};
+    return {r, j.submit, j.id, i};
+  }
+
+  // The job's shape class when the walk places it with its own request
+  // (reservations may change the request: KeepOffReserved); else 0.
+  uint32_t ShapeClassOf(uint32_t i) const {
+    const JobInfo& j = snap_.pending[i];
+    const bool own_request = &RequestOf(i) == &j.request && snap_.reservations.empty();
+    return own_request ? j.shape_class : 0;
+  }
+
+  // The job as the walk considers it, if it may be considered now; if not,
+  // it waits with the reason.
+  std::optional<Entry> Screen(const Ranked& r) {
+    if (!prescreened_.empty()) {
+      auto it = prescreened_.find(r.index);
+      if (it != prescreened_.end()) return it->second;
+    }
+    return ScreenNow(r.index, r.rank);
+  }
+
+  // The entry's request is recompiled if the inventory changed, and kept off reserved nodes.
+  std::optional<Entry> ScreenNow(uint32_t index, JobRank rank) {
+    const JobInfo& j = snap_.pending[index];
+    if (j.held) {
+      Wait(j, PendingReason::kHeld);
+      return std::nullopt;
+    }
+    if (j.begin_time && *j.begin_time > now_) {
+      Wait(j, PendingReason::kBeginTime);
+      return std::nullopt;
+    }
+    if (auto [reason, detail] = CheckDependencies(j); reason != PendingReason::kNone) {
+      Wait(j, reason, std::move(detail));
+      return std::nullopt;
+    }
+    const Request* req = &j.request;
+    if (req->inventory_version != inv_.version()) {
+      if (j.spec == nullptr) {
+        Wait(j, PendingReason::kUnsatisfiable,
+             "the request was compiled for another cluster layout");
+        return std::nullopt;
+      }
+      Result<Request> r = CompileRequest(inv_, *j.spec);
+      if (!r.ok()) {
+        Wait(j, PendingReason::kUnsatisfiable, r.status().message());
+        return std::nullopt;
+      }
+      recompiled_.push_back(std::move(r).value());
+      req = &recompiled_.back();
+    }
+    const Status* sat = req == &j.request ? j.satisfiable.get() : nullptr;
+    if (sat == nullptr) sat = satisfiable_.Find(*req);
+    if (sat == nullptr) {
+      satisfiable_.Put(*req, CheckSatisfiable(inv_, *req));
+      sat = satisfiable_.Find(*req);
+    }
+    if (!sat->ok()) {
+      Wait(j, PendingReason::kUnsatisfiable, sat->message());
+      return std::nullopt;
+    }
+    const Partition& part = inv_.partitions()[static_cast<size_t>(req->partition)];
+    if (!part.up) {
+      Wait(j, PendingReason::kPartitionDown, fmt::format("partition '{}' is down", part.name));
+      return std::nullopt;
+    }
+    if (std::string limit = PartitionLimit(part, j, *req); !limit.empty()) {
+      Wait(j, PendingReason::kPartitionLimit, std::move(limit));
+      return std::nullopt;
+    }
+    if (std::string limit = QosJobLimit(snap_, j, *req); !limit.empty()) {
+      Wait(j, PendingReason::kQosLimit, std::move(limit));
+      return std::nullopt;
+    }
+    if (std::string why = ReservationWait(snap_, now_, j); !why.empty()) {
+      PendingDecision d;
+      d.job = j.id;
+      d.reason = PendingReason::kReservation;
+      d.detail = std::move(why);
+      if (j.reservation >= 0 && now_ < snap_.reservations[static_cast<size_t>(j.reservation)].start)
+        d.estimated_start = snap_.reservations[static_cast<size_t>(j.reservation)].start;
+      Decide(std::move(d));
+      return std::nullopt;
+    }
+    Entry e{index, req, rank, req};
+    e.req = KeepOffReserved(j, req, &e.reserved_off);
+    const uint32_t shape_class = req == &j.request ? j.shape_class : 0;
+    e.shape_class = shape_class;
+    return e;
+  }
+
+  // A pass that need not explain (Snapshot::explain false) ends when no job
+  // from order[next] on can start or preempt: in strict mode, every partition
+  // with such jobs is blocked; otherwise either no usable node has a free
+  // GPU, all of them need whole GPUs, and preemption is over for the pass,
+  // or each of them is of a shape class that could neither be placed nor
+  // make room by preemption earlier in the pass (ClassesClosed).
+  bool NothingLaterStarts(size_t next) {
+    const auto from = static_cast<ptrdiff_t>(next);
+    if (policy_.queue_mode() == QueueMode::kStrict) {
+      const uint64_t all = (uint64_t{2} << (inv_.partitions().size() - 1)) - 1;
+      const uint64_t open = ~blocked_partition_ & all;
+      if (open == 0) return true;
+      if (open >> RequestOf(At(next).index).partition & 1) return false;  // it may start
+      for (uint64_t p = open; p != 0; p &= p - 1) {
+        if (tails_->LastInPartition(std::countr_zero(p)) >= from) return false;
+      }
+      return true;
+    }
+    const bool preempting = policy_.preempt() != nullptr && MayStillPreempt(At(next));
+    if (now_state_.max_gpus() >= 1 && now_state_.AtLeast(1).None() && !preempting &&
+        tails_->LastNotWholeGpus() < from)
+      return true;
+    return ClassesClosed(from, preempting);
+  }
+
+  // Whether every job from order[from] on has a shape class whose shape
+  // did not fit now earlier in the pass (what is free only shrinks until a
+  // preemption, which forgets it) and, while preemption may still happen,
+  // could not make room by preemption either (the jobs after one that could
+  // not have no more victims). Behind a backfill reservation, a class whose
+  // shape did not fit beside it is closed too once all its jobs left would
+  // end after the reservation begins.
+  bool ClassesClosed(ptrdiff_t from, bool preempting) {
+    if (tails_->LastClassless() >= from) return false;
+    const std::vector<OrderTails::ClassTail>& classes = tails_->Classes();
+    const auto closed = [&](size_t k) {
+      const uint32_t c = classes[k].shape_class;
+      if (now_memo_.HasClass(c)) return !preempting || preempt_failed_.HasClass(c);
+      if (!reservation_ || !long_memo_.HasClass(c)) return false;
+      return now_ + tails_->ShortestLimitFrom(k, from) > reservation_->start;
+    };
+    // The class found open last time is most likely open still.
+    if (open_class_ < classes.size() && classes[open_class_].last >= from && !closed(open_class_))
+      return false;
+    for (size_t k = 0; k < classes.size() && classes[k].last >= from; ++k) {
+      if (!closed(k)) {
+        open_class_ = k;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The request a ranked job is placed with (kept off reserved nodes or not: the same shape of
+  // demand).
+  const Request& RequestOf(uint32_t index) const {
+    if (!prescreened_.empty()) {
+      auto it = prescreened_.find(index);
+      if (it != prescreened_.end()) return *it->second.req;
+    }
+    return snap_.pending[index].request;
   }
 
   bool OverQosLimit(const JobInfo& j, const Request& req, std::string* detail) const {
@@ -330,21 +528,21 @@ class Cycle {
   }
 
   // Places on `state`, remembering shapes that did not fit in `memo`.
-  std::optional<Allocation> TryPlace(const WorkingState& state, const Request& req,
+  std::optional<Allocation> TryPlace(const WorkingState& state, const Request& req, ShapeKey key,
                                      ShapeMemo<bool>& memo) {
-    if (memo.Find(req) != nullptr) {
+    if (memo.Find(req, key) != nullptr) {
       ++plan_.stats.shape_cache_hits;
       return std::nullopt;
     }
     PlaceContext ctx = Ctx();
     std::optional<Allocation> a = Place(state, req, ctx);
-    if (!a) memo.Put(req, true);
+    if (!a) memo.Put(req, key, true);
     return a;
   }
 
   // Why a job that does not fit now waits.
-  std::pair<PendingReason, std::string> Classify(const Request& req) {
-    if (const auto* c = classified_.Find(req)) return *c;
+  std::pair<PendingReason, std::string> Classify(const Request& req, ShapeKey key) {
+    if (const auto* c = classified_.Find(req, key)) return *c;
     std::pair<PendingReason, std::string> out{PendingReason::kResources, {}};
     Status cap = CheckCapacity(inv_, req, snap_.nodes);
     if (!cap.ok()) {
@@ -363,7 +561,7 @@ class Cycle {
         }
       }
     }
-    classified_.Put(req, out);
+    classified_.Put(req, key, out);
     return out;
   }
 
@@ -394,22 +592,23 @@ class Cycle {
     const bool long_job = reservation_ && now_ + req.time_limit > reservation_->start;
     if (PowerBlockedBefore(j, req)) return;
     if (timeline_ && j.model_speed && WalkBySpeed(j, req, long_job)) return;
-    std::optional<Allocation> alloc =
-        long_job ? TryPlace(*long_ok_, req, long_memo_) : TryPlace(now_state_, req, now_memo_);
+    const ShapeKey key = &req == e.req ? e.Key() : KeyOf(req);
+    std::optional<Allocation> alloc = long_job ? TryPlace(*long_ok_, req, key, long_memo_)
+                                               : TryPlace(now_state_, req, key, now_memo_);
     if (alloc && !PowerAllows(j, req, alloc, long_job ? *long_ok_ : now_state_, &e)) return;
     if (alloc) {
       Commit(j, std::move(*alloc), long_job, /*after_preemption=*/false);
       return;
     }
-    if (long_job && TryPlace(now_state_, req, now_memo_)) {
+    if (long_job && TryPlace(now_state_, req, key, now_memo_)) {
       // It would fit now, but only on what the reservation needs.
       Wait(j, PendingReason::kPriority);
       return;
     }
     if (policy_.preempt() != nullptr && TryPreempt(e)) return;
-    auto [reason, why] = Classify(*e.base);
+    auto [reason, why] = Classify(*e.base, e.BaseKey());
     if (reason == PendingReason::kResources && e.reserved_off != 0 &&
-        TryPlace(now_state_, *e.base, base_memo_)) {
+        TryPlace(now_state_, *e.base, e.BaseKey(), base_memo_)) {
       // It would fit now, but only on nodes reserved for others.
       reason = PendingReason::kReservation;
       why = fmt::format("the nodes it could use now are reserved: {}",
@@ -419,7 +618,7 @@ class Cycle {
     if (mode == QueueMode::kBackfill && !reservation_ && reason == PendingReason::kResources)
       Reserve(req, d);
     if (mode == QueueMode::kStrict) blocked_partition_ |= uint64_t{1} << req.partition;
-    plan_.pending.push_back(std::move(d));
+    Decide(std::move(d));
   }
 
   // A job of a shape and draw that a budget refused earlier in the pass
@@ -433,7 +632,7 @@ class Cycle {
     if (before == nullptr) return false;
     PendingDecision d = *before;
     d.job = j.id;
-    plan_.pending.push_back(std::move(d));
+    Decide(std::move(d));
     if (policy_.queue_mode() == QueueMode::kStrict)
       blocked_partition_ |= uint64_t{1} << req.partition;
     return true;
@@ -470,7 +669,7 @@ class Cycle {
           d.estimated_start != kTimeNever)
         power_.Reserve(*alloc, w, d.estimated_start);
       power_blocked_[w].Put(req, d);
-      plan_.pending.push_back(std::move(d));
+      Decide(std::move(d));
     }
     if (policy_.queue_mode() == QueueMode::kStrict)
       blocked_partition_ |= uint64_t{1} << req.partition;
@@ -505,8 +704,9 @@ class Cycle {
         ChooseModel(*j.model_speed, req, now_, params_.speed_slack, *timeline_, [&](int model) {
           Request on_model = req;
           on_model.model_mask = uint64_t{1} << model;
-          return long_job ? TryPlace(*long_ok_, on_model, long_memo_)
-                          : TryPlace(now_state_, on_model, now_memo_);
+          const ShapeKey key = KeyOf(on_model);
+          return long_job ? TryPlace(*long_ok_, on_model, key, long_memo_)
+                          : TryPlace(now_state_, on_model, key, now_memo_);
         });
     if (c.best < 0) return false;
     ModelOption& best = c.options[static_cast<size_t>(c.best)];
@@ -646,6 +846,23 @@ class Cycle {
     return false;
   }
 
+  // Whether `e` or a job ranked after it might still preempt in this pass:
+  // TryPreempt's limits are not reached, and, with a monotone plugin, the
+  // worst-ranked running job left is one `e` may preempt (a plugin that
+  // refuses a victim to a job refuses it to every job ranked after that one).
+  bool MayStillPreempt(const Ranked& e) {
+    if (reservation_ || preemptions_ >= params_.max_preemptions_per_pass) return false;
+    if (preempt_attempts_ >= 4 * params_.max_preemptions_per_pass) return false;
+    if (!policy_.preempt()->Monotone()) return true;
+    if (!victims_ranked_) RankVictims();
+    for (size_t k : victims_) {
+      if (preempted_[k]) continue;
+      return policy_.preempt()->MayPreempt(snap_, snap_.pending[e.index], e.rank, snap_.running[k],
+                                           running_ranks_[k]);
+    }
+    return false;
+  }
+
   // Frees lower-ranked running jobs, worst first, until `e` fits; keeps only
   // the victims whose resources the placement needs.
   bool TryPreempt(const Entry& e) {
@@ -655,7 +872,7 @@ class Cycle {
     const Request& req = *e.req;
     // A shape that could not make room before cannot now: later jobs rank
     // lower and so have no more victims.
-    if (preempt_failed_.Find(req) != nullptr) return false;
+    if (preempt_failed_.Find(req, e.Key()) != nullptr) return false;
     if (!victims_ranked_) RankVictims();
     ++preempt_attempts_;
     ReleaseCounter counter(now_state_, eligibility_.Eligible(req), req);
@@ -679,7 +896,7 @@ class Cycle {
     if (!alloc) {
       for (size_t k : released)
         now_state_.Allocate(*snap_.running[k].allocation);
-      preempt_failed_.Put(req, true);
+      preempt_failed_.Put(req, e.Key(), true);
       return false;
     }
     now_state_.Allocate(*alloc);
@@ -735,6 +952,7 @@ class Cycle {
   };
   std::map<ReservedKey, std::shared_ptr<const NodeBitset>> reserved_masks_;
   ShapeMemo<bool> base_memo_;
+  std::unordered_map<uint32_t, Entry> prescreened_;  // screened by Rank(): requests recompiled
   std::map<double, ShapeMemo<PendingDecision>> power_blocked_;  // by the job's draw per GPU
   std::unordered_map<uint64_t, int> array_running_;
   std::vector<bool> preempted_;
@@ -746,6 +964,10 @@ class Cycle {
   std::vector<std::pair<Time, size_t>>
       ends_;  // started this pass: expected end, index in plan_.starts
   uint64_t blocked_partition_ = 0;
+  std::vector<Ranked> order_;        // the pending jobs in the order the walk takes them (Rank)
+  std::vector<uint8_t> known_;       // by place in order_, when taken on trust: whether ranked yet
+  std::optional<OrderTails> tails_;  // where the order's jobs lie, for NothingLaterStarts
+  size_t open_class_ = ~size_t{0};   // in tails_->Classes(): the last class found open
   int preemptions_ = 0;
   std::optional<Reservation> reservation_;
   std::optional<WorkingState> shadow_;

@@ -39,13 +39,13 @@ struct SimJob {
   double remaining = 1.0;     // fraction of the work left when this run began
   double attained_gpu_s = 0;  // GPU-seconds held before this run
   Allocation alloc;
+  double gpu_eq = 0;  // alloc.GpuEquivalents(), while it runs
   // Speed on each model of the inventory (1 / run time there), for traces
   // that say (duration_by_model); null otherwise.
   std::shared_ptr<const std::vector<double>> speed;
-  // Whether its request can ever run on the cluster (Simulator::Satisfiable).
-  std::shared_ptr<const Status> satisfiable;
+  uint32_t shape_class = 0;  // jobs whose requests have the same shape share it (from 1)
   uint64_t epoch = 0;
-  uint32_t running_pos = 0;
+  uint32_t running_pos = 0;  // in running_ and the snapshot's running jobs
   int restarts = 0;
   int first_nodes = 0;
   int first_leaves = 0;
@@ -134,8 +134,11 @@ class Simulator {
 
   Status Prepare() {
     jobs_.resize(trace_.jobs.size());
+    queue_pos_.assign(jobs_.size(), kNotQueued);
     std::unordered_map<std::string, int> accounts;
     std::vector<const sched::Request*> reqs;
+    std::unordered_map<uint64_t, std::vector<uint32_t>> shapes;  // by hash: a job of each class
+    uint32_t classes = 0;
     for (size_t i = 0; i < trace_.jobs.size(); ++i) {
       const trace::TraceJob& t = trace_.jobs[i];
       SimJob& j = jobs_[i];
@@ -175,6 +178,14 @@ class Simulator {
       }
       j.speed = SpeedsOf(t);
       reqs.push_back(&j.req);
+      std::vector<uint32_t>& same_hash = shapes[j.req.ShapeHash()];
+      for (uint32_t other : same_hash) {
+        if (jobs_[other].req.SameShape(j.req)) j.shape_class = jobs_[other].shape_class;
+      }
+      if (j.shape_class == 0) {
+        j.shape_class = ++classes;
+        same_hash.push_back(static_cast<uint32_t>(i));
+      }
     }
     // The workload mix for fragmentation, as FGD measures it: CPUs and GPUs, not memory.
     std::vector<sched::Request> no_mem;
@@ -243,7 +254,7 @@ class Simulator {
     return worst > 0 ? worst : j.ref_s;
   }
 
-  double GpuEq(const SimJob& j) const { return j.alloc.GpuEquivalents(); }
+  double GpuEq(const SimJob& j) const { return j.gpu_eq; }
 
   double AttainedNow(const SimJob& j) const {
     if (j.phase != SimJob::Phase::kRunning) return j.attained_gpu_s;
@@ -268,6 +279,7 @@ class Simulator {
     Status took = ledger_.Take(alloc);
     if (!took.ok()) return Violation(fmt::format("starting job {}: {}", j.t->name, took.message()));
     j.alloc = std::move(alloc);
+    j.gpu_eq = j.alloc.GpuEquivalents();
     j.phase = SimJob::Phase::kRunning;
     j.seg_start = now_;
     j.waited += now_ - j.queued_since;
@@ -293,6 +305,7 @@ class Simulator {
     }
     j.running_pos = static_cast<uint32_t>(running_.size());
     running_.push_back(idx);
+    snap_.running.push_back(Info(idx, true));
     if (backfilled) ++result_.backfilled;
     return Status::Ok();
   }
@@ -340,9 +353,13 @@ class Simulator {
     ledger_.Give(j.alloc);
     AddUsage(j, ToSeconds(now_ - j.seg_start) * GpuEq(j));
     const uint32_t pos = j.running_pos;
-    running_[pos] = running_.back();
-    jobs_[running_[pos]].running_pos = pos;
+    if (pos + 1 != running_.size()) {
+      running_[pos] = running_.back();
+      jobs_[running_[pos]].running_pos = pos;
+      snap_.running[pos] = std::move(snap_.running.back());
+    }
     running_.pop_back();
+    snap_.running.pop_back();
     ++j.epoch;
   }
 
@@ -407,35 +424,77 @@ class Simulator {
 
   // A job joins the queue. What the scheduler sees of a pending job does
   // not change while it waits (nothing accrues), so its JobInfo is made once
-  // here and kept beside pending_, in the same order, until it starts: a
+  // here and kept beside pending_, at the same place, until it starts: a
   // pass with thousands waiting copies none of their requests.
   void AddPending(uint32_t idx) {
+    queue_pos_[idx] = static_cast<uint32_t>(pending_.size());
     pending_.push_back(idx);
+    joined_.push_back(idx);
     sched::JobInfo info = Info(idx, false);
-    info.satisfiable = Satisfiable(jobs_[idx]);
+    info.satisfiable = satisfiable_;  // Prepare() refused any job that could never run
+    info.shape_class = jobs_[idx].shape_class;
     snap_.pending.push_back(std::move(info));
   }
 
-  // Whether a job's request can ever run here; worked out once per job
-  // (the inventory does not change during a run).
-  std::shared_ptr<const Status> Satisfiable(SimJob& j) {
-    if (j.satisfiable == nullptr) {
-      j.satisfiable =
-          std::make_shared<const Status>(sched::CheckSatisfiable(*snap_.inventory, j.req));
+  // A job leaves the queue: the last one takes its place (the order of the
+  // queue is kept in the rank hint, not here).
+  void LeaveQueue(uint32_t idx) {
+    const uint32_t pos = queue_pos_[idx];
+    queue_pos_[idx] = kNotQueued;
+    if (pos + 1 != pending_.size()) {
+      pending_[pos] = pending_.back();
+      queue_pos_[pending_[pos]] = pos;
+      snap_.pending[pos] = std::move(snap_.pending.back());
     }
-    return j.satisfiable;
+    pending_.pop_back();
+    snap_.pending.pop_back();
+  }
+
+  // The next pass's Snapshot::rank_hint: the last pass's order without the
+  // jobs that left the queue, then those that joined it since, so that the
+  // pass sorts only what changed. (Only small arrays are read here: the
+  // queue is deep and its jobs lie all over jobs_.)
+  void RankHint() {
+    std::vector<uint32_t>& hint = snap_.rank_hint;
+    hint.clear();
+    for (uint32_t idx : ranked_) {
+      if (queue_pos_[idx] != kNotQueued) hint.push_back(queue_pos_[idx]);
+    }
+    // A waiting job's JobInfo does not change and the inventory is fixed:
+    // what the last pass ranked is still in order.
+    snap_.rank_hint_ranked = hint.size();
+    for (uint32_t idx : joined_) {  // none of them was waiting at the last pass
+      if (queue_pos_[idx] != kNotQueued) hint.push_back(queue_pos_[idx]);
+    }
+    joined_.clear();
+    if (hint.size() == pending_.size()) return;
+    // Jobs no pass ranked yet (the first pass): list every job once.
+    std::vector<bool> listed(pending_.size());
+    for (uint32_t pos : hint)
+      listed[pos] = true;
+    for (uint32_t pos = 0; pos < pending_.size(); ++pos) {
+      if (!listed[pos]) hint.push_back(pos);
+    }
   }
 
   Status Pass() {
     DecayUsage();
-    snap_.running.clear();
-    for (uint32_t idx : running_)
-      snap_.running.push_back(Info(idx, true));
+    for (size_t k = 0; k < running_.size(); ++k) {  // what accrues while a job runs
+      const SimJob& j = jobs_[running_[k]];
+      snap_.running[k].attained_gpu_s = AttainedNow(j);
+      snap_.running[k].oracle_remaining_s = RemainingNow(j) * j.ref_s;
+    }
+    RankHint();
+    snap_.explain =
+        opts_.check_invariants && result_.passes % std::max(1, opts_.explain_every) == 0;
     const Time t0 = WallNow();
     sched::Plan plan = sched::Schedule(snap_, now_, policy_);
     result_.schedule_seconds += ToSeconds(WallNow() - t0);
     ++result_.passes;
-    if (opts_.check_invariants) SHOAL_RETURN_IF_ERROR(CheckDecisions(plan));
+    if (snap_.explain) SHOAL_RETURN_IF_ERROR(CheckDecisions(plan));
+    ranked_.clear();
+    for (uint32_t pos : plan.ranked)
+      ranked_.push_back(pending_[pos]);
     for (const sched::PreemptDecision& p : plan.preemptions) {
       const uint32_t v = static_cast<uint32_t>(p.victim.value() - 1);
       if (v >= jobs_.size() || jobs_[v].phase != SimJob::Phase::kRunning) {
@@ -449,17 +508,8 @@ class Simulator {
         return Violation(fmt::format("unknown job {} started", ToString(s.job)));
       SHOAL_RETURN_IF_ERROR(Start(idx, std::move(s.allocation), s.backfilled));
     }
-    if (!plan.starts.empty()) {
-      const auto started = [&](uint32_t idx) {
-        return jobs_[idx].phase != SimJob::Phase::kPending;
-      };
-      const auto started_info = [&](const sched::JobInfo& info) {
-        return started(static_cast<uint32_t>(info.id.value() - 1));
-      };
-      pending_.erase(std::remove_if(pending_.begin(), pending_.end(), started), pending_.end());
-      snap_.pending.erase(std::remove_if(snap_.pending.begin(), snap_.pending.end(), started_info),
-                          snap_.pending.end());
-    }
+    for (const sched::StartDecision& s : plan.starts)
+      LeaveQueue(static_cast<uint32_t>(s.job.value() - 1));
     ScheduleWakeup();
     return Status::Ok();
   }
@@ -749,9 +799,14 @@ class Simulator {
   SimResult result_;
   sched::Snapshot snap_;
   std::vector<SimJob> jobs_;
-  std::vector<uint32_t> pending_;
-  std::vector<uint32_t> running_;
+  std::vector<uint32_t> pending_;  // jobs, in the order of snap_.pending
+  std::vector<uint32_t> running_;  // jobs, in the order of snap_.running
+  static constexpr uint32_t kNotQueued = ~uint32_t{0};
+  std::vector<uint32_t> queue_pos_;  // by job: its place in pending_, or kNotQueued
+  std::vector<uint32_t> ranked_;     // pending jobs in the order the last pass ranked them
+  std::vector<uint32_t> joined_;     // jobs that joined the queue since
   std::vector<uint8_t> seen_;
+  const std::shared_ptr<const Status> satisfiable_ = std::make_shared<const Status>();
   std::priority_queue<Event, std::vector<Event>, EventLater> events_;
   std::vector<sched::TypicalDemand> workload_;
   sched::ServiceHistory service_;

@@ -50,6 +50,10 @@ struct SimOptions {
   Duration usage_half_life = std::chrono::hours(24 * 7);
   bool check_invariants = true;
   int full_check_every = 1000;  // events between full recomputations of the ledger
+  // Passes between those that say why every pending job waits (and have the
+  // reasons checked); the others end once nothing more can start
+  // (sched::Snapshot::explain). 1: every pass explains.
+  int explain_every = 1000;
   // Called about once a second of wall time when a wall clock is given.
   std::function<void(const Progress&)> progress;
   const Clock* wall_clock = nullptr;

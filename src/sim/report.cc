@@ -123,6 +123,8 @@ Summary Summarize(const SimResult& r) {
   int frag_n = 0;
   for (const UtilSample& u : r.samples) {
     util += u.allocated_gpus;
+    s.pending_mean += u.pending;
+    s.pending_max = std::max(s.pending_max, u.pending);
     const double free = r.cluster_gpus - u.allocated_gpus;
     if (free > 0.5) {
       frag += u.fragmented_gpus / free;
@@ -132,6 +134,7 @@ Summary Summarize(const SimResult& r) {
   if (!r.samples.empty() && r.cluster_gpus > 0)
     util /= static_cast<double>(r.samples.size()) * r.cluster_gpus;
   s.utilisation = util;
+  if (!r.samples.empty()) s.pending_mean /= static_cast<double>(r.samples.size());
   s.fragmentation = frag_n > 0 ? frag / frag_n : 0;
   s.power_peak_w = r.peak_power_w;
   if (r.peak_power_w > 0 && !r.samples.empty()) {
@@ -245,6 +248,8 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
     row("slowdown mean", [](const Summary& s) { return fmt::format("{:.2f}", s.slowdown.mean); });
     row("makespan", [](const Summary& s) { return Hours(s.makespan_s); });
     row("GPU utilisation", [](const Summary& s) { return Pct(s.utilisation); });
+    row("jobs waiting mean / most",
+        [](const Summary& s) { return fmt::format("{:.0f} / {}", s.pending_mean, s.pending_max); });
     row("fragmented free GPUs", [](const Summary& s) { return Pct(s.fragmentation); });
     if (!sums.empty() && sums[0].power_peak_w > 0) {
       row("power mean / highest", [](const Summary& s) {
@@ -347,6 +352,8 @@ std::string RenderJson(const ReportContext& ctx, const std::vector<SimResult>& r
       p["makespan_s"] = s.makespan_s;
       p["utilisation"] = s.utilisation;
       p["fragmentation"] = s.fragmentation;
+      p["pending_mean"] = s.pending_mean;
+      p["pending_max"] = s.pending_max;
       if (s.power_peak_w > 0) {
         p["power_mean_kw"] = s.power_mean_w / 1000;
         p["power_max_kw"] = s.power_max_w / 1000;

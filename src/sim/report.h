@@ -50,6 +50,8 @@ struct Summary {
   double makespan_s = 0;
   double utilisation = 0;    // mean allocated GPUs / cluster GPUs over the run
   double fragmentation = 0;  // mean fragmented GPUs / free GPUs, where any were free
+  double pending_mean = 0;   // jobs waiting, over the run's samples (the backlog)
+  int pending_max = 0;
   // Expected draw (docs/power.md), when the GPUs have ratings: the mean and
   // the highest sample, the cluster's peak, and the energy over the makespan.
   double power_mean_w = 0;

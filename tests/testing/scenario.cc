@@ -426,8 +426,61 @@ class Runner {
     if (Describe(again, *inv) != result.plan_text) {
       result.failures.push_back(path_ + ": the same snapshot gave two different plans");
     }
+    CheckHintAndQuietPass(snapshot, *policy, *inv, result);
     Check(plan, *inv, expects, result);
     result.ok = result.failures.empty();
+  }
+
+  // The plan does not depend on Snapshot::rank_hint (here the pending jobs
+  // backwards), and a pass that need not explain (Snapshot::explain false)
+  // starts and preempts exactly what the explaining pass does.
+  void CheckHintAndQuietPass(const sched::Snapshot& snapshot, const sched::Policy& policy,
+                             const sched::Inventory& inv, ScenarioResult& result) {
+    sched::Snapshot hinted = snapshot;
+    for (size_t i = snapshot.pending.size(); i > 0; --i)
+      hinted.rank_hint.push_back(static_cast<uint32_t>(i - 1));
+    const auto lines = [](const std::string& text) {
+      std::vector<std::string_view> out = Split(text, '\n');
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    const std::string with_hint = Describe(sched::Schedule(hinted, now_, policy), inv);
+    if (lines(with_hint) != lines(result.plan_text)) {
+      result.failures.push_back(path_ + ": a rank hint changed the plan:\n" + with_hint);
+    }
+    // Every other job of the order a pass ranked, taken on trust, then the
+    // others backwards: under a sort whose values are fixed while jobs wait,
+    // the pass reads the trusted jobs only as it reaches them and merges the
+    // others in among them.
+    sched::Snapshot trusting = snapshot;
+    const std::vector<uint32_t> ranked = sched::Schedule(hinted, now_, policy).ranked;
+    if (ranked.size() == snapshot.pending.size()) {
+      for (size_t k = 0; k < ranked.size(); k += 2)
+        trusting.rank_hint.push_back(ranked[k]);
+      trusting.rank_hint_ranked = trusting.rank_hint.size();
+      for (size_t k = ranked.size(); k-- > 0;) {
+        if (k % 2 == 1) trusting.rank_hint.push_back(ranked[k]);
+      }
+      const std::string trusted = Describe(sched::Schedule(trusting, now_, policy), inv);
+      if (lines(trusted) != lines(result.plan_text)) {
+        result.failures.push_back(path_ + ": a trusted rank hint changed the plan:\n" + trusted);
+      }
+    }
+    hinted = trusting.rank_hint_ranked > 0 ? trusting : hinted;
+    hinted.explain = false;
+    sched::Plan quiet = sched::Schedule(hinted, now_, policy);
+    if (!quiet.pending.empty()) {
+      result.failures.push_back(path_ + ": a pass that need not explain explained");
+    }
+    std::string acted;  // the explaining plan's starts and preemptions
+    for (std::string_view line : Split(result.plan_text, '\n')) {
+      if (line.starts_with("  start") || line.starts_with("  preempt"))
+        acted += std::string(line) + "\n";
+    }
+    if (Describe(quiet, inv) != acted) {
+      result.failures.push_back(path_ + ": a pass that need not explain did otherwise:\n" +
+                                Describe(quiet, inv) + "instead of\n" + acted);
+    }
   }
 
   std::string NodeName(const sched::Inventory& inv, NodeId id) const {

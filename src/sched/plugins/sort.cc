@@ -15,6 +15,7 @@ namespace {
 class FifoSort final : public SortPlugin {
  public:
   std::string_view Name() const override { return "fifo"; }
+  bool FixedWhilePending(const PolicyParams&) const override { return true; }
   double Value(const SortContext&, const JobInfo&) const override { return 0; }
 };
 
@@ -33,6 +34,10 @@ class MultifactorSort final : public SortPlugin {
 class LasSort final : public SortPlugin {
  public:
   std::string_view Name() const override { return "las"; }
+  // Without the starvation knob, a waiting job's queue is its attained service's.
+  bool FixedWhilePending(const PolicyParams& p) const override {
+    return p.las_starvation_knob <= 0;
+  }
   double Value(const SortContext& ctx, const JobInfo& job) const override {
     return LasQueue(ctx, job);
   }
@@ -63,6 +68,7 @@ class OracleSort final : public SortPlugin {
  public:
   std::string_view Name() const override { return "oracle"; }
   bool SimulationOnly() const override { return true; }
+  bool FixedWhilePending(const PolicyParams&) const override { return true; }
   double Value(const SortContext&, const JobInfo& job) const override {
     if (job.oracle_remaining_s < 0) return std::numeric_limits<double>::infinity();
     return job.oracle_remaining_s * std::max(1.0, job.request.GpuEquivalents());
