@@ -70,8 +70,8 @@ class OrderTails {
   ptrdiff_t last_not_whole_ = -1;
   size_t partitions_;
   std::optional<std::vector<ClassTail>> classes_;  // with index_of_class_, last_classless_
-  std::vector<size_t> index_of_class_;  // by shape class: its index in classes_
-  std::vector<uint32_t> class_at_;      // by place: the job's shape class
+  std::vector<size_t> index_of_class_;             // by shape class: its index in classes_
+  std::vector<uint32_t> class_at_;                 // by place: the job's shape class
   ptrdiff_t last_classless_ = -1;
   // By index in classes_: the class's places, latest first, each with the
   // shortest time limit from there on.

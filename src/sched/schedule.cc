@@ -198,12 +198,6 @@ class Cycle {
                         j.dependencies->size(), never)};
   }
 
-  // Every pending job's place in the order, taken in the snapshot's
-  // rank_hint order when it has one. What keeps a job from being considered
-  // (held, dependencies, limits, ...) is looked at only when the walk
-  // reaches it (Screen), so that a pass that ends early does not screen a
-  // deep queue; a job whose request must be recompiled is screened here, as
-  // its partition may change.
   // Every pending job's place in the order (order_), taken in the
   // snapshot's rank_hint order when it has one. What keeps a job from being
   // considered (held, dependencies, limits, ...) is looked at only when the
@@ -319,7 +313,11 @@ class Cycle {
   std::optional<Entry> Screen(const Ranked& r) {
     if (!prescreened_.empty()) {
       auto it = prescreened_.find(r.index);
-      if (it != prescreened_.end()) return it->second;
+      if (it != prescreened_.end()) {
+        Entry e = it->second;
+        e.rank = r.rank;  // screened before it was ranked
+        return e;
+      }
     }
     return ScreenNow(r.index, r.rank);
   }
