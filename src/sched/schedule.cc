@@ -276,7 +276,7 @@ class Cycle {
       SHOAL_CHECK(j.request.inventory_version == inv_.version(),
                   "the ranked part of a rank hint holds a request compiled for another inventory");
       order_[k] = RankOf(order_[k].index);
-      known_[k] = true;
+      known_[k] = 1;
     }
     return order_[k];
   }
@@ -387,8 +387,7 @@ class Cycle {
     }
     Entry e{index, req, rank, req};
     e.req = KeepOffReserved(j, req, &e.reserved_off);
-    const uint32_t shape_class = req == &j.request ? j.shape_class : 0;
-    e.shape_class = shape_class;
+    e.shape_class = req == &j.request ? j.shape_class : 0;
     return e;
   }
 

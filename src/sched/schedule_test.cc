@@ -1,8 +1,9 @@
 // Schedule() on hand-made snapshots, for what the scenario files cannot
 // express (tests/scenarios hold the rest).
+#include "sched/schedule.h"
+
 #include <gtest/gtest.h>
 
-#include "sched/schedule.h"
 #include "testing/builders.h"
 
 namespace shoal::sched {

@@ -13,6 +13,7 @@
 #include "sched/inventory.h"
 #include "sched/power.h"
 #include "sched/schedule.h"
+#include "sched/shape_memo.h"
 #include "sched/speed.h"
 #include "sim/ledger.h"
 
@@ -137,7 +138,7 @@ class Simulator {
     queue_pos_.assign(jobs_.size(), kNotQueued);
     std::unordered_map<std::string, int> accounts;
     std::vector<const sched::Request*> reqs;
-    std::unordered_map<uint64_t, std::vector<uint32_t>> shapes;  // by hash: a job of each class
+    sched::ShapeMemo<uint32_t> shape_classes;  // jobs' requests by shape, numbered from 1
     uint32_t classes = 0;
     for (size_t i = 0; i < trace_.jobs.size(); ++i) {
       const trace::TraceJob& t = trace_.jobs[i];
@@ -178,13 +179,12 @@ class Simulator {
       }
       j.speed = SpeedsOf(t);
       reqs.push_back(&j.req);
-      std::vector<uint32_t>& same_hash = shapes[j.req.ShapeHash()];
-      for (uint32_t other : same_hash) {
-        if (jobs_[other].req.SameShape(j.req)) j.shape_class = jobs_[other].shape_class;
-      }
-      if (j.shape_class == 0) {
+      const sched::ShapeKey key = sched::KeyOf(j.req);
+      if (const uint32_t* known = shape_classes.Find(j.req, key)) {
+        j.shape_class = *known;
+      } else {
         j.shape_class = ++classes;
-        same_hash.push_back(static_cast<uint32_t>(i));
+        shape_classes.Put(j.req, key, j.shape_class);
       }
     }
     // The workload mix for fragmentation, as FGD measures it: CPUs and GPUs, not memory.
@@ -352,14 +352,8 @@ class Simulator {
     j.remaining = RemainingNow(j);
     ledger_.Give(j.alloc);
     AddUsage(j, ToSeconds(now_ - j.seg_start) * GpuEq(j));
-    const uint32_t pos = j.running_pos;
-    if (pos + 1 != running_.size()) {
-      running_[pos] = running_.back();
-      jobs_[running_[pos]].running_pos = pos;
-      snap_.running[pos] = std::move(snap_.running.back());
-    }
-    running_.pop_back();
-    snap_.running.pop_back();
+    SwapOut(running_, snap_.running, j.running_pos,
+            [&](uint32_t moved, uint32_t pos) { jobs_[moved].running_pos = pos; });
     ++j.epoch;
   }
 
@@ -441,13 +435,23 @@ class Simulator {
   void LeaveQueue(uint32_t idx) {
     const uint32_t pos = queue_pos_[idx];
     queue_pos_[idx] = kNotQueued;
-    if (pos + 1 != pending_.size()) {
-      pending_[pos] = pending_.back();
-      queue_pos_[pending_[pos]] = pos;
-      snap_.pending[pos] = std::move(snap_.pending.back());
+    SwapOut(pending_, snap_.pending, pos,
+            [&](uint32_t moved, uint32_t to) { queue_pos_[moved] = to; });
+  }
+
+  // Takes place `pos` out of a list of jobs and of the snapshot's JobInfos
+  // kept beside it: the last job moves into the place (moved(job, pos) says
+  // so), so that nothing behind it shifts.
+  template <typename Moved>
+  static void SwapOut(std::vector<uint32_t>& jobs, std::vector<sched::JobInfo>& infos, uint32_t pos,
+                      Moved moved) {
+    if (pos + 1 != jobs.size()) {
+      jobs[pos] = jobs.back();
+      infos[pos] = std::move(infos.back());
+      moved(jobs[pos], pos);
     }
-    pending_.pop_back();
-    snap_.pending.pop_back();
+    jobs.pop_back();
+    infos.pop_back();
   }
 
   // The next pass's Snapshot::rank_hint: the last pass's order without the
