@@ -15,6 +15,7 @@
 #include "sched/policy.h"
 #include "sched/power.h"
 #include "sim/engine.h"
+#include "sim/faults.h"
 #include "sim/inputs.h"
 #include "sim/report.h"
 #include "trace/clusters.h"
@@ -34,6 +35,7 @@ struct SimArgs {
   std::string series;
   std::string profile = "dgx-a100";
   std::string power_budget;
+  std::string faults;
   bool mig_shares = false;
   int nodes = 0;
   int nodes_per_leaf = 16;
@@ -102,6 +104,10 @@ void AddSimOptions(CLI::App& app, SimArgs& a) {
   app.add_option("--power-budget", a.power_budget,
                  "a power budget for the whole cluster: a share of its peak draw (80%) or "
                  "kilowatts (500kW); see docs/power.md");
+  app.add_option("--faults", a.faults,
+                 "replay through seeded faults, e.g. node-fail=1%/day,node-repair=4h,gpu-xid=0.1%/"
+                 "day,gpu-slow=0.5%/day,heartbeat-loss=2/day,controller-restart=1/week,"
+                 "checkpoint=1h (docs/sim.md#faults)");
   app.add_flag("--mig-shares", a.mig_shares,
                "jobs that ask for a share of one GPU (GPU sharing) ask for the smallest MIG slice "
                "of the cluster that covers it instead, or a whole GPU (docs/mig.md)");
@@ -153,6 +159,16 @@ int MakeSimOptions(const SimArgs& a, sim::SimOptions& opts,
     return 2;
   }
   opts.restart_cost = *restart;
+  auto faults = sim::ParseFaultModel(a.faults);
+  if (!faults.ok()) {
+    std::cerr << "shoal sim: " << faults.status().message() << "\n";
+    return 2;
+  }
+  if (faults->Any() && opts.mode == sim::Mode::kFill) {
+    std::cerr << "shoal sim: --faults applies to replays, not to --mode fill (it has no time)\n";
+    return 2;
+  }
+  opts.faults = *faults;
   for (std::string_view p : Split(a.policies, ',')) {
     auto params = sched::Policy::Preset(Trim(p));
     if (!params.ok()) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -38,7 +39,14 @@ struct SimJob {
   double seg_duration_s = 0;  // the whole job's run time on the GPUs it has now
   double seg_overhead_s = 0;  // restart cost paid at the start of this run
   double remaining = 1.0;     // fraction of the work left when this run began
-  double attained_gpu_s = 0;  // GPU-seconds held before this run
+  double slow = 1.0;          // the share of its speed it runs at (1: no slow GPU under it)
+  Time mark{};  // its progress is known up to here: this run's start or last change of speed
+  double mark_remaining = 1.0;  // the fraction of the work left then
+  Time halted = kTimeNever;     // a fault stopped it here; it holds its GPUs until requeued
+  bool fenced = false;          // and the controller has set when that will be
+  Time ckpt_at{};               // its last checkpoint in this run (or the run's start)
+  double ckpt_remaining = 1.0;  // the fraction of the work left then
+  double attained_gpu_s = 0;    // GPU-seconds held before this run
   Allocation alloc;
   double gpu_eq = 0;  // alloc.GpuEquivalents(), while it runs
   // Speed on each model of the inventory (1 / run time there), for traces
@@ -53,7 +61,18 @@ struct SimJob {
   JobState state = JobState::kPending;
 };
 
-enum class EventType : uint8_t { kFinish, kTimeLimit, kWakeup };
+enum class EventType : uint8_t {
+  kFinish,
+  kTimeLimit,
+  kWakeup,
+  // Faults (job: the node; epoch: the GPU), and the fence that requeues a job of a lost node.
+  kNodeDetected,
+  kNodeBack,
+  kGpuRepaired,
+  kGpuFast,
+  kControllerUp,
+  kFence,
+};
 
 struct Event {
   Time at;
@@ -117,6 +136,8 @@ class Simulator {
 
   Result<SimResult> Run() {
     const Time wall_start = WallNow();
+    if (opts_.mode == Mode::kFill && (opts_.faults.Any() || !opts_.scripted_faults.empty()))
+      return InvalidArgument("faults apply to replays, not to fill mode (it has no time)");
     SHOAL_RETURN_IF_ERROR(Prepare());
     Status s = opts_.mode == Mode::kFill ? RunFill() : RunReplay();
     if (!s.ok()) return s;
@@ -262,9 +283,17 @@ class Simulator {
   }
 
   double RemainingNow(const SimJob& j) const {
-    if (j.phase != SimJob::Phase::kRunning) return j.remaining;
-    const double worked = std::max(0.0, ToSeconds(now_ - j.seg_start) - j.seg_overhead_s);
-    return std::max(0.0, j.remaining - worked / j.seg_duration_s);
+    return j.phase != SimJob::Phase::kRunning ? j.remaining : RemainingAt(j, now_);
+  }
+
+  // A running job's work left at `t` (from its mark on): none is done while
+  // the restart cost is paid or after a fault stopped it.
+  static double RemainingAt(const SimJob& j, Time t) {
+    auto worked = [&](Time u) {
+      return std::max(0.0, ToSeconds(std::min(u, j.halted) - j.seg_start) - j.seg_overhead_s);
+    };
+    const double w = j.mark == j.seg_start ? worked(t) : worked(t) - worked(j.mark);
+    return std::max(0.0, j.mark_remaining - w * j.slow / j.seg_duration_s);
   }
 
   void Push(Time at, EventType type, uint32_t job, uint64_t epoch) {
@@ -294,20 +323,33 @@ class Simulator {
     }
     j.seg_overhead_s = j.restarts > 0 ? ToSeconds(opts_.restart_cost) : 0.0;
     j.seg_duration_s = DurationOn(j, j.alloc);
-    ++j.epoch;
-    const Time finish =
-        now_ + DurationFromSeconds(j.seg_overhead_s + j.remaining * j.seg_duration_s);
-    const Time limit = now_ + j.req.time_limit;
-    if (finish <= limit) {
-      Push(std::max(finish, now_ + Duration(1)), EventType::kFinish, idx, j.epoch);
-    } else {
-      Push(limit, EventType::kTimeLimit, idx, j.epoch);
-    }
+    j.mark = j.ckpt_at = now_;
+    j.mark_remaining = j.ckpt_remaining = j.remaining;
+    j.halted = kTimeNever;
+    j.fenced = false;
+    j.slow = SlowFactor(j.alloc);
+    PushEnd(idx);
     j.running_pos = static_cast<uint32_t>(running_.size());
     running_.push_back(idx);
     snap_.running.push_back(Info(idx, true));
     if (backfilled) ++result_.backfilled;
+    if (faults_) SHOAL_RETURN_IF_ERROR(StartOnFaultyNodes(idx));
     return Status::Ok();
+  }
+
+  // Its end from its mark on, at the pace it runs now: done, or its time limit.
+  void PushEnd(uint32_t idx) {
+    SimJob& j = jobs_[idx];
+    ++j.epoch;
+    const double overhead_left = j.seg_overhead_s - ToSeconds(now_ - j.seg_start);
+    const Time finish = now_ + DurationFromSeconds(std::max(0.0, overhead_left) +
+                                                   j.mark_remaining * j.seg_duration_s / j.slow);
+    const Time limit = j.seg_start + j.req.time_limit;
+    if (finish <= limit) {
+      Push(std::max(finish, now_ + Duration(1)), EventType::kFinish, idx, j.epoch);
+    } else {
+      Push(std::max(limit, now_), EventType::kTimeLimit, idx, j.epoch);
+    }
   }
 
   Status CheckWhole(const SimJob& j, const Allocation& a) const {
@@ -348,6 +390,9 @@ class Simulator {
 
   void StopRunning(uint32_t idx) {
     SimJob& j = jobs_[idx];
+    const double held_s = ToSeconds(now_ - j.seg_start);
+    result_.allocated_gpu_s += held_s * GpuEq(j);
+    result_.restart_gpu_s += std::min(held_s, j.seg_overhead_s) * GpuEq(j);
     j.attained_gpu_s = AttainedNow(j);
     j.remaining = RemainingNow(j);
     ledger_.Give(j.alloc);
@@ -368,15 +413,30 @@ class Simulator {
     ++finished_;
   }
 
-  void Requeue(uint32_t idx) {
-    StopRunning(idx);
+  // Back to the queue: preempted (it saved its work as it was told to
+  // stop), or stopped by a fault (it keeps what its last checkpoint saved).
+  void Requeue(uint32_t idx, bool preempted = true) {
     SimJob& j = jobs_[idx];
+    double kept = 0;
+    if (!preempted) {
+      SaveCheckpoint(j, now_);
+      kept = j.ckpt_remaining;
+      const Time work_from = j.seg_start + DurationFromSeconds(j.seg_overhead_s);
+      FaultStats& stats = faults_->stats();
+      stats.lost_gpu_s +=
+          std::max(0.0, ToSeconds(now_ - std::max(j.ckpt_at, work_from))) * GpuEq(j);
+      ++stats.requeues;
+      // Between passes: the last pass's order no longer holds it (RankHint).
+      std::erase(ranked_, idx);
+    }
+    StopRunning(idx);
+    if (!preempted) j.remaining = kept;
     j.alloc = Allocation{};
     j.phase = SimJob::Phase::kPending;
     j.queued_since = now_;
     ++j.restarts;
     AddPending(idx);
-    ++result_.preemptions;
+    if (preempted) ++result_.preemptions;
   }
 
   void RecordService(double gpu_s) {
@@ -504,7 +564,7 @@ class Simulator {
       if (v >= jobs_.size() || jobs_[v].phase != SimJob::Phase::kRunning) {
         return Violation(fmt::format("preempted job {} is not running", ToString(p.victim)));
       }
-      Requeue(v);
+      Requeue(v, /*preempted=*/jobs_[v].halted == kTimeNever);  // a stopped job saves nothing more
     }
     for (sched::StartDecision& s : plan.starts) {
       const uint32_t idx = static_cast<uint32_t>(s.job.value() - 1);
@@ -584,15 +644,18 @@ class Simulator {
     if (jobs_.empty()) return Status::Ok();
     const Time first = jobs_.front().submit;
     const Time last = jobs_.back().submit;
+    StartFaults(first);
     sample_every_ = std::max(opts_.sample_every, (last - first) / 2000);
     next_sample_ = first;
     usage_updated_ = first;
     size_t cursor = 0;
     Time last_progress = WallNow();
-    while (cursor < jobs_.size() || !events_.empty()) {
+    // With faults, the run ends when the last job does (faults never stop coming).
+    while ((cursor < jobs_.size() || !events_.empty()) && !(faults_ && finished_ == jobs_.size())) {
       Time t = kTimeNever;
       if (cursor < jobs_.size()) t = jobs_[cursor].submit;
       if (!events_.empty()) t = std::min(t, events_.top().at);
+      if (faults_) t = std::min(t, fault_source_->NextAt());
       Sample(t - Duration(1));
       now_ = t;
       bool changed = false;
@@ -600,15 +663,11 @@ class Simulator {
         const Event e = events_.top();
         events_.pop();
         ++result_.events;
-        if (e.type == EventType::kWakeup) {
-          if (next_wakeup_ == t) next_wakeup_ = kTimeNever;
-          changed = true;
-          continue;
-        }
-        SimJob& j = jobs_[e.job];
-        if (j.epoch != e.epoch || j.phase != SimJob::Phase::kRunning) continue;  // stale
-        Finish(e.job, e.type == EventType::kFinish ? JobState::kCompleted : JobState::kTimeout);
-        changed = true;
+        changed |= Handle(e);
+      }
+      while (faults_ && fault_source_->NextAt() == t) {
+        ++result_.events;
+        changed |= BeginFault(fault_source_->Pop());
       }
       while (cursor < jobs_.size() && jobs_[cursor].submit == t) {
         SimJob& j = jobs_[cursor];
@@ -619,7 +678,9 @@ class Simulator {
         ++result_.events;
         changed = true;
       }
-      if (changed && !pending_.empty()) SHOAL_RETURN_IF_ERROR(Pass());
+      // While the controller restarts, nothing is scheduled; it passes when back.
+      if (changed && !pending_.empty() && (!faults_ || now_ >= faults_->controller_up()))
+        SHOAL_RETURN_IF_ERROR(Pass());
       if (opts_.check_invariants && result_.events - last_full_check_ >= opts_.full_check_every) {
         SHOAL_RETURN_IF_ERROR(FullCheck());
       }
@@ -631,6 +692,10 @@ class Simulator {
       }
     }
     Sample(now_);
+    if (faults_) {
+      faults_->End(now_);
+      result_.faults = faults_->stats();
+    }
     if (opts_.check_invariants) SHOAL_RETURN_IF_ERROR(FullCheck());
     for (const SimJob& j : jobs_) {
       if (j.phase != SimJob::Phase::kDone) {
@@ -641,6 +706,210 @@ class Simulator {
     }
     Record();
     return Status::Ok();
+  }
+
+  // A finish, time limit, wake-up or fault event; true when the scheduler
+  // should look again.
+  bool Handle(const Event& e) {
+    switch (e.type) {
+      case EventType::kWakeup:
+        if (next_wakeup_ == now_) next_wakeup_ = kTimeNever;
+        return true;
+      case EventType::kFinish:
+      case EventType::kTimeLimit: {
+        const SimJob& j = jobs_[e.job];
+        if (j.epoch != e.epoch || j.phase != SimJob::Phase::kRunning) return false;  // stale
+        Finish(e.job, e.type == EventType::kFinish ? JobState::kCompleted : JobState::kTimeout);
+        return true;
+      }
+      default:
+        return OnFaultEvent(e);
+    }
+  }
+
+  // ---- faults (sim/faults.h) ----
+
+  void StartFaults(Time first) {
+    if (!opts_.faults.Any() && opts_.scripted_faults.empty()) return;
+    faults_.emplace(opts_.faults, *inv_);
+    if (!opts_.scripted_faults.empty()) {
+      fault_source_.emplace(opts_.scripted_faults);
+    } else {
+      std::vector<int> gpus;
+      for (NodeIndex n = 0; n < inv_->size(); ++n)
+        gpus.push_back(inv_->node(n).gpu_count);
+      fault_source_.emplace(opts_.faults, gpus, opts_.seed, first);
+    }
+    snap_.nodes = faults_->statuses();
+    result_.faults_on = true;
+    result_.fault_model =
+        opts_.scripted_faults.empty() ? FormatFaultModel(opts_.faults) : "scripted";
+  }
+
+  // A fault begins; true when what the scheduler sees changed.
+  bool BeginFault(const Fault& f) {
+    if (!faults_->Begin(f, now_)) return false;
+    const FaultModel& m = faults_->model();
+    switch (f.kind) {
+      case Fault::Kind::kNodeFail:
+      case Fault::Kind::kHeartbeatLoss: {
+        // A crashed node's jobs stop at once; a silent node's run until its
+        // agent, cut off for the node timeout, stops them. The controller
+        // notices either after the node timeout.
+        if (f.kind == Fault::Kind::kNodeFail) {
+          for (uint32_t idx : JobsOn(f.node, -1))
+            Halt(idx);
+        }
+        const Time detected = now_ + m.node_timeout;
+        Push(detected, EventType::kNodeDetected, f.node, 0);
+        Push(std::max(now_ + f.lasts, detected), EventType::kNodeBack, f.node, 0);
+        return false;
+      }
+      case Fault::Kind::kGpuXid:
+        // What runs on it crashes, and its agent says so at once.
+        for (uint32_t idx : JobsOn(f.node, f.gpu))
+          Requeue(idx, /*preempted=*/false);
+        snap_.nodes = faults_->statuses();
+        Push(now_ + f.lasts, EventType::kGpuRepaired, f.node, static_cast<uint64_t>(f.gpu));
+        return true;
+      case Fault::Kind::kGpuSlow:
+        for (uint32_t idx : JobsOn(f.node, f.gpu))
+          ChangePace(idx);
+        Push(now_ + f.lasts, EventType::kGpuFast, f.node, static_cast<uint64_t>(f.gpu));
+        return false;
+      case Fault::Kind::kControllerRestart:
+        Push(faults_->controller_up(), EventType::kControllerUp, 0, 0);
+        return false;
+    }
+    return false;
+  }
+
+  bool OnFaultEvent(const Event& e) {
+    const auto n = static_cast<NodeIndex>(e.job);
+    const FaultModel& m = faults_->model();
+    switch (e.type) {
+      case EventType::kNodeDetected:
+        if (now_ < faults_->controller_up()) {  // it counts anew once back (CreditUnheard)
+          Push(faults_->controller_up() + m.node_timeout, EventType::kNodeDetected, n, 0);
+          return false;
+        }
+        if (!faults_->Out(n)) return false;  // back before it was noticed
+        faults_->Detected(n);
+        snap_.nodes = faults_->statuses();
+        for (uint32_t idx : JobsOn(n, -1)) {
+          Halt(idx);
+          SimJob& j = jobs_[idx];
+          if (j.fenced) continue;
+          j.fenced = true;
+          Push(std::max(now_, faults_->OutSince(n) + m.Fence()), EventType::kFence, idx, j.epoch);
+        }
+        return true;
+      case EventType::kNodeBack:
+        // Jobs it stopped that the controller never fenced (it was down
+        // meanwhile) fail as its agent reports them gone.
+        for (uint32_t idx : JobsOn(n, -1)) {
+          if (jobs_[idx].halted != kTimeNever && !jobs_[idx].fenced) Requeue(idx, false);
+        }
+        faults_->Back(n, now_);
+        snap_.nodes = faults_->statuses();
+        return true;
+      case EventType::kGpuRepaired:
+        faults_->Repaired(n, static_cast<int>(e.epoch), now_);
+        snap_.nodes = faults_->statuses();
+        return true;
+      case EventType::kGpuFast:
+        faults_->Fast(n, static_cast<int>(e.epoch));
+        for (uint32_t idx : JobsOn(n, static_cast<int>(e.epoch)))
+          ChangePace(idx);
+        return false;
+      case EventType::kControllerUp:
+        return true;
+      case EventType::kFence: {
+        const SimJob& j = jobs_[e.job];
+        if (j.epoch != e.epoch || j.phase != SimJob::Phase::kRunning) return false;
+        if (now_ < faults_->controller_up()) {
+          Push(faults_->controller_up(), EventType::kFence, e.job, e.epoch);
+          return false;
+        }
+        Requeue(e.job, /*preempted=*/false);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // Running jobs with GPU `gpu` of node `n` (-1: anything there).
+  std::vector<uint32_t> JobsOn(NodeIndex n, int gpu) const {
+    std::vector<uint32_t> out;
+    const NodeId id = inv_->node(n).id;
+    for (uint32_t idx : running_) {
+      for (const NodeAllocation& na : jobs_[idx].alloc.nodes) {
+        if (na.node == id && (gpu < 0 || (na.gpu_mask >> gpu & 1) != 0)) out.push_back(idx);
+      }
+    }
+    return out;
+  }
+
+  // A fault stopped it: no more progress, and its end events are void.
+  void Halt(uint32_t idx) {
+    SimJob& j = jobs_[idx];
+    if (j.halted != kTimeNever) return;
+    j.halted = now_;
+    ++j.epoch;
+  }
+
+  // Faults: the controller starts nothing where it knows a node down or
+  // draining or a GPU failed (an invariant). A node out that it has not
+  // noticed yet takes the job but runs none of it.
+  Status StartOnFaultyNodes(uint32_t idx) {
+    for (const NodeAllocation& na : jobs_[idx].alloc.nodes) {
+      const NodeIndex n = *inv_->IndexOf(na.node);
+      const sched::NodeStatus& st = faults_->statuses()[n];
+      if (st.state != NodeState::kUp || (na.gpu_mask & st.unhealthy_gpus) != 0) {
+        return Violation(fmt::format("job {} started on node {}, which is {}{}", jobs_[idx].t->name,
+                                     inv_->node(n).name, NodeStateName(st.state),
+                                     st.unhealthy_gpus ? " with a failed GPU" : ""));
+      }
+      if (faults_->Out(n)) Halt(idx);
+    }
+    return Status::Ok();
+  }
+
+  // The share of its speed a job keeps on `a`: a slow GPU slows the whole job.
+  double SlowFactor(const Allocation& a) const {
+    if (!faults_) return 1.0;
+    for (const NodeAllocation& na : a.nodes) {
+      if ((faults_->SlowGpus(*inv_->IndexOf(na.node)) & na.gpu_mask) != 0)
+        return faults_->model().slow_factor;
+    }
+    return 1.0;
+  }
+
+  // One of its GPUs turned slow, or fast again: it goes on at the new pace.
+  void ChangePace(uint32_t idx) {
+    SimJob& j = jobs_[idx];
+    const double slow = SlowFactor(j.alloc);
+    if (slow == j.slow) return;
+    SaveCheckpoint(j, now_);
+    j.mark_remaining = RemainingAt(j, now_);
+    j.mark = now_;
+    j.slow = slow;
+    if (j.halted == kTimeNever) PushEnd(idx);
+  }
+
+  // Moves a running job's last checkpoint up to the last one at or before
+  // `t`: one after every FaultModel::checkpoint_every of work in this run.
+  void SaveCheckpoint(SimJob& j, Time t) const {
+    const Duration every = opts_.faults.checkpoint_every;
+    if (every.count() <= 0) return;
+    const Time work_from = j.seg_start + DurationFromSeconds(j.seg_overhead_s);
+    const Time until = std::min(t, j.halted);
+    if (until < work_from + every) return;
+    const Time last = work_from + (until - work_from) / every * every;
+    if (last <= j.ckpt_at) return;  // (then `last` is after the mark: RemainingAt holds)
+    j.ckpt_remaining = RemainingAt(j, last);
+    j.ckpt_at = last;
   }
 
   Status FullCheck() {
@@ -814,6 +1083,8 @@ class Simulator {
   std::priority_queue<Event, std::vector<Event>, EventLater> events_;
   std::vector<sched::TypicalDemand> workload_;
   sched::ServiceHistory service_;
+  std::optional<FaultState> faults_;  // replays with faults
+  std::optional<FaultSource> fault_source_;
   uint64_t seq_ = 0;
   Time now_{};
   Time usage_updated_{};

@@ -5,7 +5,8 @@
 // Two modes:
 //  - replay: jobs arrive at their trace times and run for their trace
 //    durations; the scheduler sees only the time limits the chosen estimate
-//    gives. Preempted jobs are requeued and pay a restart cost.
+//    gives. Preempted jobs are requeued and pay a restart cost. Faults
+//    (sim/faults.h), when asked for, stop nodes, GPUs and the controller.
 //  - fill (the FGD methodology, for the Alibaba GPU-sharing trace): no
 //    time; tasks arrive in seeded random order, with random copies of the
 //    trace's tasks appended until arrived GPU demand reaches fill_target
@@ -24,6 +25,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "sched/policy.h"
+#include "sim/faults.h"
 #include "sim/inputs.h"
 #include "trace/trace.h"
 
@@ -59,6 +61,11 @@ struct SimOptions {
   const Clock* wall_clock = nullptr;
   // Where plugins come from; null: sched::BuiltinRegistry().
   const sched::Registry* registry = nullptr;
+  // Replay: the faults to run through, drawn with `seed` (none by default).
+  FaultModel faults;
+  // Replay: these faults instead of drawn ones (`faults` still gives the
+  // timeouts and checkpoints); for tests.
+  std::vector<Fault> scripted_faults;
 };
 
 struct JobRecord {
@@ -119,6 +126,13 @@ struct SimResult {
   int64_t passes = 0;
   int64_t preemptions = 0;
   int64_t backfilled = 0;
+  // GPU-seconds held by jobs, and of them the restart cost paid after a
+  // preemption or a fault (what goodput leaves out besides faults' losses).
+  double allocated_gpu_s = 0;
+  double restart_gpu_s = 0;
+  bool faults_on = false;
+  std::string fault_model;  // FormatFaultModel, when faults_on
+  FaultStats faults;
   double wall_seconds = 0;      // when a wall clock was given
   double schedule_seconds = 0;  // of which inside Schedule()
   std::vector<std::string> notes;

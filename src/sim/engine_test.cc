@@ -8,53 +8,10 @@
 #include "sched/working_state.h"
 #include "sim/inputs.h"
 #include "sim/report.h"
+#include "sim/sim_testing.h"
 
 namespace shoal::sim {
 namespace {
-
-Cluster OneNode(int gpus = 8, const std::string& model = "H100") {
-  Cluster c;
-  c.name = "one";
-  Node n;
-  n.id = NodeId(1);
-  n.name = "n1";
-  n.cpu_milli = 64000;
-  n.memory_mib = 512 * 1024;
-  for (int i = 0; i < gpus; ++i) {
-    Gpu& g = n.gpus.emplace_back();
-    g.index = i;
-    g.model = model;
-  }
-  c.nodes.push_back(n);
-  return c;
-}
-
-trace::TraceJob Job(const std::string& name, double submit_s, double duration_s, int gpus) {
-  trace::TraceJob j;
-  j.name = name;
-  j.submit = TimeFromSeconds(submit_s);
-  j.duration = DurationFromSeconds(duration_s);
-  j.gpus = gpus;
-  return j;
-}
-
-SimResult RunSim(const Cluster& c, const trace::Trace& t, const std::string& policy,
-                 SimOptions opts = {}) {
-  auto params = sched::Policy::Preset(policy);
-  EXPECT_TRUE(params.ok()) << params.status().ToString();
-  auto r = Simulate(c, t, *params, opts);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : SimResult{};
-}
-
-const JobRecord& Find(const SimResult& r, const std::string& name) {
-  for (const JobRecord& j : r.jobs) {
-    if (j.name == name) return j;
-  }
-  static JobRecord none;
-  ADD_FAILURE() << "no job " << name;
-  return none;
-}
 
 // --mig-shares: GPU-sharing jobs take the smallest slice that covers their
 // share, or a whole GPU; then they run there, one job per slice.
@@ -228,20 +185,8 @@ TEST(SimReplayTest, SameSeedSameResult) {
 // the same replay as passes that explain every pending job, on a queue that
 // stays hundreds deep, with gangs, GPU shares and CPU-only jobs.
 TEST(SimReplayTest, QuietPassesReplayAsExplainedOnes) {
-  Cluster c = OneNode();
-  for (int k = 2; k <= 3; ++k) {
-    Node n = c.nodes[0];
-    n.id = NodeId(static_cast<uint32_t>(k));
-    n.name = "n" + std::to_string(k);
-    c.nodes.push_back(n);
-  }
-  trace::Trace t;
-  constexpr int kSizes[] = {1, 1, 2, 4, 8, 16, 1, 0};
-  for (int i = 0; i < 600; ++i) {
-    trace::TraceJob j = Job("j" + std::to_string(i), i * 20, 100 + (i * 53) % 3000, kSizes[i % 8]);
-    if (i % 11 == 0 && j.gpus == 1) j.gpu_milli = 500;
-    t.jobs.push_back(j);
-  }
+  Cluster c = Nodes(3);
+  const trace::Trace t = MixedQueue(600);
   for (const char* policy : {"fifo", "backfill", "multifactor", "las", "gittins", "greedy"}) {
     SimOptions explained;
     explained.explain_every = 1;

@@ -119,6 +119,13 @@ Summary Summarize(const SimResult& r) {
     s.by_size.push_back({kSizes[b].label, Describe(size_jct[b]), Describe(size_queue[b])});
   }
   s.makespan_s = first < last ? ToSeconds(last - first) : 0;
+  s.allocated_gpu_h = r.allocated_gpu_s / 3600;
+  s.restart_gpu_h = r.restart_gpu_s / 3600;
+  s.faults_on = r.faults_on;
+  s.fault_model = r.fault_model;
+  s.faults = r.faults;
+  s.goodput =
+      r.allocated_gpu_s > 0 ? 1 - (r.restart_gpu_s + r.faults.lost_gpu_s) / r.allocated_gpu_s : 0;
   double util = 0, frag = 0;
   int frag_n = 0;
   for (const UtilSample& u : r.samples) {
@@ -175,6 +182,34 @@ std::string Sparkline(const std::vector<double>& values, int width) {
   return out;
 }
 
+namespace {
+
+// What the faults did, a row each (`row(label, cell)` as in RenderTable).
+template <typename Row>
+void RenderFaultRows(Row& row) {
+  row("faults: nodes failed",
+      [](const Summary& s) { return std::to_string(s.faults.node_failures); });
+  row("  heartbeats lost / down", [](const Summary& s) {
+    return fmt::format("{} / {}", s.faults.heartbeat_losses, s.faults.heartbeat_losses_down);
+  });
+  row("  GPUs failed / slow", [](const Summary& s) {
+    return fmt::format("{} / {}", s.faults.gpu_failures, s.faults.slow_gpus);
+  });
+  row("  controller restarts",
+      [](const Summary& s) { return std::to_string(s.faults.controller_restarts); });
+  row("  jobs requeued by faults",
+      [](const Summary& s) { return std::to_string(s.faults.requeues); });
+  row("  GPU-hours lost", [](const Summary& s) {
+    return fmt::format(
+        "{:.0f} ({})", s.faults.lost_gpu_s / 3600,
+        Pct(s.allocated_gpu_h > 0 ? s.faults.lost_gpu_s / 3600 / s.allocated_gpu_h : 0));
+  });
+  row("  GPU-hours out of service",
+      [](const Summary& s) { return fmt::format("{:.0f}", s.faults.out_of_service_gpu_s / 3600); });
+}
+
+}  // namespace
+
 std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& results) {
   std::vector<Summary> sums;
   for (const SimResult& r : results)
@@ -186,6 +221,7 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
   for (const std::string& note : results.empty() ? std::vector<std::string>{} : results[0].notes) {
     out += "note: " + note + "\n";
   }
+  if (!results.empty() && results[0].faults_on) out += "faults: " + results[0].fault_model + "\n";
   out += "\n";
   const int w = 14;
   auto row = [&](const std::string& label, auto&& cell) {
@@ -264,6 +300,8 @@ std::string RenderTable(const ReportContext& ctx, const std::vector<SimResult>& 
     row("preemptions", [](const Summary& s) { return std::to_string(s.preemptions); });
     row("backfilled starts", [](const Summary& s) { return std::to_string(s.backfilled); });
     row("timeouts", [](const Summary& s) { return std::to_string(s.timeouts); });
+    row("goodput", [](const Summary& s) { return Pct(s.goodput); });
+    if (!sums.empty() && sums[0].faults_on) RenderFaultRows(row);
     row("multi-node jobs", [](const Summary& s) { return std::to_string(s.multi_node_jobs); });
     row("  nodes / leaves each", [](const Summary& s) {
       return fmt::format("{:.1f} / {:.2f}", s.nodes_per_multi_node_job,
@@ -362,6 +400,23 @@ std::string RenderJson(const ReportContext& ctx, const std::vector<SimResult>& r
       }
       p["preemptions"] = s.preemptions;
       p["backfilled"] = s.backfilled;
+      p["allocated_gpu_hours"] = s.allocated_gpu_h;
+      p["restart_gpu_hours"] = s.restart_gpu_h;
+      p["goodput"] = s.goodput;
+      if (s.faults_on) {
+        const FaultStats& f = s.faults;
+        p["faults"] = {{"model", s.fault_model},
+                       {"node_failures", f.node_failures},
+                       {"heartbeat_losses", f.heartbeat_losses},
+                       {"heartbeat_losses_down", f.heartbeat_losses_down},
+                       {"gpu_failures", f.gpu_failures},
+                       {"slow_gpus", f.slow_gpus},
+                       {"controller_restarts", f.controller_restarts},
+                       {"ignored", f.ignored},
+                       {"requeues", f.requeues},
+                       {"lost_gpu_hours", f.lost_gpu_s / 3600},
+                       {"out_of_service_gpu_hours", f.out_of_service_gpu_s / 3600}};
+      }
       p["multi_node_jobs"] = s.multi_node_jobs;
       p["nodes_per_multi_node_job"] = s.nodes_per_multi_node_job;
       p["leaves_per_multi_node_job"] = s.leaves_per_multi_node_job;
@@ -410,7 +465,7 @@ std::string RenderCsv(const ReportContext& ctx, const std::vector<SimResult>& re
         "policy,jobs,completed,jct_mean_s,jct_median_s,jct_p99_s,queue_mean_s,queue_median_s,queue_"
         "p99_s,"
         "slowdown_mean,makespan_s,utilisation,fragmentation,preemptions,backfilled,timeouts,jain_"
-        "fairness,wall_s\n";
+        "fairness,goodput,fault_requeues,fault_lost_gpu_hours,wall_s\n";
   }
   (void)ctx;
   for (const SimResult& r : results) {
@@ -421,10 +476,11 @@ std::string RenderCsv(const ReportContext& ctx, const std::vector<SimResult>& re
     } else {
       out += fmt::format(
           "{},{},{},{:.1f},{:.1f},{:.1f},{:.1f},{:.1f},{:.1f},{:.3f},{:.1f},{:.4f},{:.4f},{},{},{},"
-          "{:.4f},{:.3f}\n",
+          "{:.4f},{:.4f},{},{:.1f},{:.3f}\n",
           s.policy, s.jobs, s.completed, s.jct_s.mean, s.jct_s.median, s.jct_s.p99, s.queue_s.mean,
           s.queue_s.median, s.queue_s.p99, s.slowdown.mean, s.makespan_s, s.utilisation,
-          s.fragmentation, s.preemptions, s.backfilled, s.timeouts, s.jain_fairness, s.wall_s);
+          s.fragmentation, s.preemptions, s.backfilled, s.timeouts, s.jain_fairness, s.goodput,
+          s.faults.requeues, s.faults.lost_gpu_s / 3600, s.wall_s);
     }
   }
   return out;

@@ -63,6 +63,14 @@ struct Summary {
   int multi_node_jobs = 0;
   double leaves_per_multi_node_job = 0;  // leaf switches they span, on average
   double nodes_per_multi_node_job = 0;
+  // GPU-hours held by jobs, and the share of them that went to work the jobs
+  // kept: not to restart costs, nor to work a fault undid.
+  double allocated_gpu_h = 0;
+  double goodput = 0;
+  double restart_gpu_h = 0;
+  bool faults_on = false;
+  std::string fault_model;
+  FaultStats faults;
   // Fill.
   double allocation_at_full = 0;     // allocated / GPUs when arrived demand first reaches 100 %
   double fragmentation_at_full = 0;  // fragmented / GPUs then

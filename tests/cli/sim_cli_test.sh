@@ -27,6 +27,12 @@ check "--mig-shares puts sharing jobs on slices" 0 "on H100-SXM-80GB/4g.40gb" --
   "$SHOAL" sim --cluster "$TMP/mig.toml" --trace "$OPENB" --policy backfill --max-jobs 500 --mig-shares --no-progress
 check "--mig-shares needs slices" 2 "the cluster has no MIG slices" -- \
   "$SHOAL" sim --nodes 4 --trace "$OPENB" --max-jobs 100 --mig-shares
+# Faults: the report counts them and what they cost; a bad spec and fill
+# mode are refused.
+check "faults" 0 "jobs requeued by faults" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --policy fifo,backfill --max-jobs 300 --faults node-fail=5%/day,gpu-xid=1%/day,checkpoint=30m --no-progress
+check "faults json" 0 "^ok$" -- sh -c "'$SHOAL' sim --cluster '$CLUSTER' --trace '$TRACE' --policy backfill --max-jobs 300 --faults node-fail=20%/day,node-repair=2h --json | python3 -c 'import json,sys; p=json.load(sys.stdin)[\"policies\"][0]; f=p[\"faults\"]; assert f[\"node_failures\"] > 0 and f[\"lost_gpu_hours\"] > 0 and 0 < p[\"goodput\"] < 1, p; print(\"ok\")'"
+check "bad faults" 2 "did you mean 'node-fail'" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --faults node-fial=1%
+check "faults in fill mode" 2 "not to --mode fill" -- "$SHOAL" sim --cluster "$CLUSTER" --trace "$TRACE" --mode fill --faults node-fail=1%
 check "list policies" 0 "oracle" -- "$SHOAL" sim --list-policies
 check "help" 0 "--time-limits" -- "$SHOAL" sim --help
 check "no command" 2 "usage" -- "$SHOAL"
