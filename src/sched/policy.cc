@@ -96,6 +96,13 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
   } else if (key == "speed-slack") {
     SHOAL_ASSIGN_OR_RETURN(p.speed_slack, ParseDouble(v));
     if (p.speed_slack < 0 || p.speed_slack > 10) return InvalidArgument("speed-slack is 0 to 10");
+  } else if (key == "long-backfill") {
+    if (v != "0" && v != "1") {
+      return InvalidArgument(
+          "long-backfill is 1 (jobs that end after the reservation may use what it leaves) or 0 "
+          "(only jobs that end before it may pass)");
+    }
+    p.long_backfill = v == "1";
   } else if (key == "speed") {
     if (v != "0" && v != "1") return InvalidArgument("speed is 1 (speed-aware) or 0");
     p.speed_aware = v == "1";
@@ -103,7 +110,8 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
     return InvalidArgument(fmt::format(
         "unknown policy option '{}' (sort, filters, score, queue, preempt, seed, "
         "candidates, las-thresholds, "
-        "starvation-knob, workload, workload-coverage, favor-small, speed, speed-slack)",
+        "starvation-knob, workload, workload-coverage, favor-small, long-backfill, speed, "
+        "speed-slack)",
         key));
   }
   return Status::Ok();
@@ -177,9 +185,10 @@ Result<Policy> Policy::Create(PolicyParams params, const Registry& registry,
 }
 
 std::string Policy::Describe() const {
-  return fmt::format("{} (sort={} score={} queue={} preempt={}{})", params_.name, params_.sort,
-                     params_.score, reserve_->Name(), params_.preempt,
-                     params_.speed_aware ? " speed-aware" : "");
+  const bool short_only = !params_.long_backfill && queue_mode() == QueueMode::kBackfill;
+  return fmt::format("{} (sort={} score={} queue={}{} preempt={}{})", params_.name, params_.sort,
+                     params_.score, reserve_->Name(), short_only ? " long-backfill=0" : "",
+                     params_.preempt, params_.speed_aware ? " speed-aware" : "");
 }
 
 Result<std::shared_ptr<const SortPlugin>> Registry::MakeSort(std::string_view name) const {

@@ -45,6 +45,11 @@ struct PolicyParams {
   // to the top queue (Tiresias' starvation knob); 0 disables it.
   double las_starvation_knob = 0;
 
+  // Backfill (queue "backfill"): whether a job that would run past the
+  // reservation may start on what the reservation leaves free (textbook
+  // EASY), or only jobs that end before it may pass the job waiting first.
+  bool long_backfill = true;
+
   // Preemption.
   Duration min_run_before_preempt{0};
   int max_preemptions_per_pass = 32;

@@ -537,6 +537,16 @@ class Cycle {
     return a;
   }
 
+  // A job that would end after the reservation begins: on what the
+  // reservation leaves free (EASY), or not at all when only jobs that end
+  // before it may pass (PolicyParams::long_backfill). Refused either way, its
+  // shape is remembered as not fitting beside the reservation.
+  std::optional<Allocation> TryLong(const Request& req, ShapeKey key) {
+    if (params_.long_backfill) return TryPlace(*long_ok_, req, key, long_memo_);
+    long_memo_.Put(req, key, true);
+    return std::nullopt;
+  }
+
   // Why a job that does not fit now waits.
   std::pair<PendingReason, std::string> Classify(const Request& req, ShapeKey key) {
     if (const auto* c = classified_.Find(req, key)) return *c;
@@ -590,16 +600,18 @@ class Cycle {
     if (PowerBlockedBefore(j, req)) return;
     if (timeline_ && j.model_speed && WalkBySpeed(j, req, long_job)) return;
     const ShapeKey key = &req == e.req ? e.Key() : KeyOf(req);
-    std::optional<Allocation> alloc = long_job ? TryPlace(*long_ok_, req, key, long_memo_)
-                                               : TryPlace(now_state_, req, key, now_memo_);
+    std::optional<Allocation> alloc =
+        long_job ? TryLong(req, key) : TryPlace(now_state_, req, key, now_memo_);
     if (alloc && !PowerAllows(j, req, alloc, long_job ? *long_ok_ : now_state_, &e)) return;
     if (alloc) {
       Commit(j, std::move(*alloc), long_job, /*after_preemption=*/false);
       return;
     }
     if (long_job && TryPlace(now_state_, req, key, now_memo_)) {
-      // It would fit now, but only on what the reservation needs.
-      Wait(j, PendingReason::kPriority);
+      // It would fit now, but only on what the reservation needs, or it
+      // would run past the reservation where only shorter jobs may pass.
+      Wait(j, PendingReason::kPriority,
+           params_.long_backfill ? "" : "it would still run when the first job waiting starts");
       return;
     }
     if (policy_.preempt() != nullptr && TryPreempt(e)) return;
@@ -742,7 +754,7 @@ class Cycle {
     if (!after_preemption) now_state_.Allocate(alloc);
     if (reservation_) {
       if (long_job)
-        SHOAL_CHECK(shadow_->Allocate(alloc), "backfill placement outside the inventory");
+        SHOAL_CHECK(shadow_->AllocateAlike(alloc), "backfill placement beside the reservation");
       for (const NodeAllocation& na : alloc.nodes) {
         const NodeIndex n = *inv_.IndexOf(na.node);
         long_ok_->SetToMin(n, now_state_, *shadow_);

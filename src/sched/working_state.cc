@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 
 namespace shoal::sched {
@@ -171,16 +172,75 @@ void WorkingState::SetToMin(NodeIndex n, const WorkingState& a, const WorkingSta
   mem_free_[n] = std::min(a.mem_free_[n], b.mem_free_[n]);
   jobs_[n] = std::max(a.jobs_[n], b.jobs_[n]);
   exclusive_[n] = a.exclusive_[n] | b.exclusive_[n];
-  uint64_t free = healthy_[n];
+  const InvNode& node = inv_->node(n);
   const uint32_t off = offset_[n];
-  const int count = inv_->node(n).gpu_count;
-  for (int g = 0; g < count; ++g) {
+  const int count = node.gpu_count;
+  for (int g = 0; g < count; ++g)
     used_milli_[off + g] = std::max(a.used_milli_[off + g], b.used_milli_[off + g]);
+  if (std::popcount(node.models) == 1) {
+    // GPUs of one model are interchangeable: what is free in both is the
+    // i-th least used GPU of a against the i-th least used of b, kept on
+    // a's GPUs (so that work placed on it is placed where a has room).
+    std::array<std::pair<int16_t, int>, kMaxGpusPerNode> in_a;
+    std::array<int16_t, kMaxGpusPerNode> in_b;
+    int k = 0;
+    for (uint64_t bits = healthy_[n]; bits != 0; bits &= bits - 1, ++k) {
+      const int g = std::countr_zero(bits);
+      in_a[static_cast<size_t>(k)] = {a.used_milli_[off + g], g};
+      in_b[static_cast<size_t>(k)] = b.used_milli_[off + g];
+    }
+    std::sort(in_a.begin(), in_a.begin() + k);
+    std::sort(in_b.begin(), in_b.begin() + k);
+    for (int i = 0; i < k; ++i) {
+      const auto [used, g] = in_a[static_cast<size_t>(i)];
+      used_milli_[off + static_cast<uint32_t>(g)] = std::max(used, in_b[static_cast<size_t>(i)]);
+    }
+  }
+  uint64_t free = healthy_[n];
+  for (int g = 0; g < count; ++g) {
     if (used_milli_[off + g] != 0) free &= ~(uint64_t{1} << g);
   }
   free_mask_[n] = free;
   ++version_[n];
   Reindex(n, old_free);
+}
+
+bool WorkingState::AllocateAlike(const Allocation& a) {
+  for (const NodeAllocation& na : a.nodes) {
+    if (!inv_->IndexOf(na.node)) return false;
+  }
+  std::vector<std::pair<NodeIndex, NodeAllocation>> placed;
+  for (const NodeAllocation& na : a.nodes) {
+    const NodeIndex n = *inv_->IndexOf(na.node);
+    const InvNode& node = inv_->node(n);
+    NodeAllocation here = na;
+    here.gpu_mask = 0;
+    // Its own GPUs where they have room, else others of the same model.
+    uint64_t wanted = na.gpu_mask;
+    for (uint64_t bits = na.gpu_mask; bits != 0; bits &= bits - 1) {
+      const int g = std::countr_zero(bits);
+      if (kMilliPerGpu - UsedMilli(n, g) >= na.gpu_milli && (healthy_[n] >> g & 1)) {
+        here.gpu_mask |= uint64_t{1} << g;
+        wanted &= ~(uint64_t{1} << g);
+      }
+    }
+    for (uint64_t bits = wanted; bits != 0; bits &= bits - 1) {
+      const uint8_t model = node.gpu_model[static_cast<size_t>(std::countr_zero(bits))];
+      uint64_t room = 0;
+      for (uint64_t c = healthy_[n] & ~here.gpu_mask & ~na.gpu_mask; c != 0; c &= c - 1) {
+        const int g = std::countr_zero(c);
+        if (node.gpu_model[static_cast<size_t>(g)] == model &&
+            kMilliPerGpu - UsedMilli(n, g) >= na.gpu_milli)
+          room |= uint64_t{1} << g;
+      }
+      if (room == 0) return false;
+      here.gpu_mask |= room & -room;
+    }
+    placed.emplace_back(n, here);
+  }
+  for (const auto& [n, here] : placed)
+    Allocate(n, here);
+  return true;
 }
 
 WorkingState WorkingState::Min(const WorkingState& a, const WorkingState& b) {

@@ -57,6 +57,10 @@ class WorkingState {
   // Whole allocations; false (and nothing changed) if a node is unknown.
   bool Allocate(const Allocation& a);
   bool Release(const Allocation& a);
+  // As Allocate, on the same GPUs where they have room and otherwise on
+  // other GPUs of the same model and node; false (and nothing changed)
+  // when there is no such room.
+  bool AllocateAlike(const Allocation& a);
   // Whether the allocation fits what is free now, with a reason if not.
   Status CanAllocate(const Allocation& a) const;
 
@@ -64,7 +68,10 @@ class WorkingState {
   const NodeBitset& AtLeast(int k) const { return at_least_[static_cast<size_t>(k)]; }
   int max_gpus() const { return static_cast<int>(at_least_.size()) - 1; }
 
-  // Node n becomes what is free in both a and b (the tighter of the two).
+  // Node n becomes what is free in both a and b (the tighter of the two). On
+  // a node of one GPU model the GPUs are interchangeable, so it counts: it
+  // has the room that a and b both have on some GPUs, placed on GPUs that
+  // have it in a (AllocateAlike puts such work into b).
   void SetToMin(NodeIndex n, const WorkingState& a, const WorkingState& b);
   static WorkingState Min(const WorkingState& a, const WorkingState& b);
 

@@ -65,8 +65,38 @@ TEST(WorkingStateTest, MinIsTheTighterOfTwo) {
   now.Allocate(0, NodeAllocation{inv->node(0).id, 0b0011, 1000, 2000, 0, false});
   later.Allocate(0, NodeAllocation{inv->node(0).id, 0b1100, 1000, 5000, 0, false});
   WorkingState both = WorkingState::Min(now, later);
-  EXPECT_EQ(both.FreeWholeMask(0), 0b11110000u);
+  // One GPU model: the GPUs are interchangeable, so six are free in both,
+  // counted on the GPUs free now.
+  EXPECT_EQ(both.FreeWholeMask(0), 0b11111100u);
   EXPECT_EQ(both.CpuFree(0), 64000 - 5000);
+  // Work placed on them goes into `later` on other GPUs where its own are taken.
+  const NodeAllocation four{inv->node(0).id, 0b111100, 1000, 0, 0, false};
+  ASSERT_TRUE(later.AllocateAlike(Allocation{{four}}));
+  EXPECT_EQ(later.FreeWholeMask(0), 0b11000000u) << "GPUs 0 and 1 took what 2 and 3 could not";
+  EXPECT_FALSE(later.AllocateAlike(Allocation{{four}})) << "only two are left";
+  EXPECT_EQ(later.FreeWholeMask(0), 0b11000000u) << "nothing changed";
+}
+
+// GPUs of different models are not interchangeable: the free GPUs of both
+// are those free in each.
+TEST(WorkingStateTest, MinOfMixedModelsIsPerGpu) {
+  Cluster cl;
+  Node& node = cl.nodes.emplace_back();
+  node.id = NodeId(1);
+  node.name = "a";
+  node.cpu_milli = 64000;
+  node.memory_mib = 512 * 1024;
+  for (int i = 0; i < 4; ++i) {
+    Gpu& g = node.gpus.emplace_back();
+    g.index = i;
+    g.model = i < 2 ? "A100" : "H100";
+  }
+  auto inv = Inventory::Build(cl);
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  WorkingState now(**inv, {}), later(**inv, {});
+  now.Allocate(0, NodeAllocation{(*inv)->node(0).id, 0b0001, 1000, 0, 0, false});
+  later.Allocate(0, NodeAllocation{(*inv)->node(0).id, 0b0100, 1000, 0, 0, false});
+  EXPECT_EQ(WorkingState::Min(now, later).FreeWholeMask(0), 0b1010u);
 }
 
 }  // namespace
