@@ -12,8 +12,10 @@
 //    acknowledged submission is committed to disk first), over TLS (the
 //    default) and over plain HTTP on loopback, side by side (all that
 //    --compare-only measures), the median of --rounds rounds;
-//  - with --jobs jobs in the system: p50/p99 latency of a submission, of one
-//    user's queue and of the whole queue (admin), one request at a time;
+//  - with --jobs jobs in the system: where an idle scheduling pass over them
+//    spends its time (gathering them, Schedule, applying the plan); p50/p99
+//    latency of a submission, of one user's queue and of the whole queue
+//    (admin), one request at a time;
 //  - the server's resident memory, empty and with --jobs jobs;
 //  - how long a restart takes to load them back.
 // With --postgres: durable submissions with SQLite and with PostgreSQL, side
@@ -275,6 +277,40 @@ Measured Measure(int n, F&& request) {
 
 }  // namespace
 
+// Where a scheduling pass over a queue that stays the same spends its
+// time (the server's shoal_scheduling_phase_seconds_total), per pass, over
+// the idle passes of `seconds` of quiet: the live figure to set beside
+// sched_bench's offline one.
+void PassPhases(shoal::net::HttpClient& admin, int seconds) {
+  auto read = [&](std::vector<double>& phases) -> double {
+    phases.clear();
+    auto m = admin.Get("/metrics");
+    auto st = admin.Get("/v1/stats");
+    if (!m.ok() || m->status != 200 || !st.ok() || st->status != 200) Die("metrics failed");
+    for (const char* phase : {"inventory", "snapshot", "schedule", "apply"}) {
+      const std::string key =
+          std::string("shoal_scheduling_phase_seconds_total{phase=\"") + phase + "\"} ";
+      const size_t at = m->body.find(key);
+      phases.push_back(at == std::string::npos ? 0 : std::atof(m->body.c_str() + at + key.size()));
+    }
+    return static_cast<double>(Json::parse(st->body)["passes"].get<unsigned long long>());
+  };
+  std::vector<double> before, after;
+  const double passes0 = read(before);
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  const double passes = read(after) - passes0;
+  if (passes < 1) return;
+  std::printf("  a pass over the same queue, over %.0f idle passes:", passes);
+  const char* names[] = {"inventory", "snapshot", "schedule", "apply"};
+  double total = 0;
+  for (size_t i = 0; i < after.size(); ++i) {
+    const double ms = (after[i] - before[i]) * 1000 / passes;
+    total += ms;
+    std::printf(" %s %.1f ms,", names[i], ms);
+  }
+  std::printf(" in all %.1f ms\n", total);
+}
+
 int main(int argc, char** argv) {
   std::string shoal;
   int jobs = 100000;
@@ -399,6 +435,7 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::seconds(1));  // a scheduling pass over all of them
 
   std::printf("\nwith %d pending jobs of %d users, one request at a time:\n", jobs, users);
+  PassPhases(*admin_client, 8);
   auto user_client = Connect(server, tokens[1]);
   const Measured submit = Measure(1000, [&] {
     auto r = user_client->Post("/v1/jobs", kJob);

@@ -393,7 +393,14 @@ Status Controller::CompileAndCheck(const JobSpec& spec, sched::Request* out) {
   if (inventory_->size() == 0) SettleLayout();  // the first nodes have just registered
   if (inventory_->size() == 0) {
     // No node has registered yet: the request is checked when nodes join.
-    out->inventory_version = 0;
+    // It is compiled for the empty layout where it compiles, so that the
+    // passes until then do not recompile every waiting job's request.
+    Result<sched::Request> empty = sched::CompileRequest(*inventory_, spec);
+    if (empty.ok()) {
+      *out = *empty;
+    } else {
+      out->inventory_version = 0;
+    }
     out->time_limit = spec.time_limit.count() > 0 ? spec.time_limit : part->DefaultTimeLimit();
     return Status::Ok();
   }

@@ -513,7 +513,7 @@ class Controller {
   // --dependency=singleton: the pending jobs (of `pending`, in submission
   // order) that must wait because another job of their user with their name
   // runs, or waits with an earlier id.
-  std::unordered_set<uint64_t> SingletonBlocked(const std::vector<uint64_t>& pending) const;
+  std::unordered_set<uint64_t> SingletonBlocked(const std::vector<const Job*>& pending) const;
   // The scheduler's view of a job, and of the cluster with its running jobs
   // (SchedulePass adds the pending ones); `account_index` gets each
   // account's index in the snapshot.

@@ -166,7 +166,7 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
 }
 
 std::unordered_set<uint64_t> Controller::SingletonBlocked(
-    const std::vector<uint64_t>& pending) const {
+    const std::vector<const Job*>& pending) const {
   std::unordered_set<uint64_t> blocked;
   auto singleton = [](const Job& j) {
     return std::any_of(j.spec.dependencies.begin(), j.spec.dependencies.end(),
@@ -174,18 +174,15 @@ std::unordered_set<uint64_t> Controller::SingletonBlocked(
   };
   std::set<std::pair<std::string, std::string>> taken;  // (user, name) that run or go first
   bool any = false;
-  for (uint64_t id : pending)
-    any |= singleton(*Find(JobId(id)));
+  for (const Job* j : pending)
+    any |= singleton(*j);
   if (!any) return blocked;
   for (const auto& [id, r] : running_) {
     if (const Job* j = Find(JobId(id)); j != nullptr) taken.insert({j->spec.user, j->spec.name});
   }
-  std::vector<uint64_t> by_id = pending;
-  std::sort(by_id.begin(), by_id.end());
-  for (uint64_t id : by_id) {
-    const Job& j = *Find(JobId(id));
-    if (!singleton(j)) continue;
-    if (!taken.insert({j.spec.user, j.spec.name}).second) blocked.insert(id);
+  for (const Job* j : pending) {  // in submission order
+    if (!singleton(*j)) continue;
+    if (!taken.insert({j->spec.user, j->spec.name}).second) blocked.insert(j->id.value());
   }
   return blocked;
 }
@@ -274,7 +271,12 @@ sched::PassStats Controller::SchedulePass(Time now) {
   dirty_ = false;
   // Pending jobs in submission order (compacting the list of those that
   // left); acceptance tests apart.
-  std::vector<uint64_t> pending;
+  // (Jobs are looked up once here: a deep queue is mostly that.)
+  if (!std::is_sorted(pending_order_.begin(), pending_order_.end()))
+    std::sort(pending_order_.begin(), pending_order_.end());
+  pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()),
+                       pending_order_.end());
+  std::vector<const Job*> pending;
   std::vector<uint64_t> acceptance;
   pending.reserve(pending_order_.size());
   size_t keep = 0;
@@ -282,20 +284,21 @@ sched::PassStats Controller::SchedulePass(Time now) {
     const Job* job = Find(JobId(id));
     if (job == nullptr || job->state != JobState::kPending) continue;
     pending_order_[keep++] = id;
-    (job->spec.acceptance_node.empty() ? pending : acceptance).push_back(id);
+    if (job->spec.acceptance_node.empty()) {
+      pending.push_back(job);
+    } else {
+      acceptance.push_back(id);
+    }
   }
   pending_order_.resize(keep);
-  std::sort(pending_order_.begin(), pending_order_.end());
-  pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()),
-                       pending_order_.end());
   // Acceptance tests first, so that the scheduler sees the nodes they hold.
   PlaceAcceptanceJobs(acceptance, now);
   std::unordered_map<std::string, int> account_index;
   sched::Snapshot snap = RunningSnapshot(account_index);
   snap.pending.reserve(pending.size());
   const std::unordered_set<uint64_t> singleton_blocked = SingletonBlocked(pending);
-  for (uint64_t id : pending) {
-    const Job* job = Find(JobId(id));
+  for (const Job* job : pending) {
+    const uint64_t id = job->id.value();
     sched::JobInfo info = InfoOf(*job, account_index);
     SetQosAndReservation(*job, snap, info);
     info.singleton_blocked = singleton_blocked.count(id) > 0;
@@ -314,7 +317,7 @@ sched::PassStats Controller::SchedulePass(Time now) {
         }
       }
     }
-    snap.pending.push_back(info);
+    snap.pending.push_back(std::move(info));
   }
   phase_done(1);
 
@@ -372,7 +375,13 @@ sched::PassStats Controller::SchedulePass(Time now) {
         invalid_dep_mailed_.insert(d.job.value()).second) {
       if (const Job* job = Find(d.job)) MailAbout(*job, MailEvent::kInvalidDepend, now, d.detail);
     }
-    decisions_[d.job.value()] = std::make_shared<const sched::PendingDecision>(std::move(d));
+    // A job that waits as it did at the last pass keeps that decision (a
+    // deep queue mostly does): no allocation, nothing freed.
+    std::shared_ptr<const sched::PendingDecision>& kept = decisions_[d.job.value()];
+    if (kept && kept->reason == d.reason && kept->estimated_start == d.estimated_start &&
+        kept->detail == d.detail && kept->planned_nodes == d.planned_nodes)
+      continue;
+    kept = std::make_shared<const sched::PendingDecision>(std::move(d));
   }
   phase_done(3);
   return plan.stats;

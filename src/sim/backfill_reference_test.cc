@@ -133,8 +133,8 @@ void ExpectSameStarts(bool long_backfill) {
       if (ToSeconds(r.jobs[i].first_start) != static_cast<double>(ref[i].start) && differ++ < 3) {
         ADD_FAILURE() << policy << " seed " << seed << ": job " << i << " (" << ref[i].gpus
                       << " GPUs, submitted " << ref[i].submit << ", limit " << ref[i].limit
-                      << ") starts at " << ToSeconds(r.jobs[i].first_start)
-                      << ", the reference at " << ref[i].start;
+                      << ") starts at " << ToSeconds(r.jobs[i].first_start) << ", the reference at "
+                      << ref[i].start;
       }
     }
     EXPECT_EQ(differ, 0) << policy << " seed " << seed;
