@@ -514,6 +514,21 @@ class Controller {
   // order) that must wait because another job of their user with their name
   // runs, or waits with an earlier id.
   std::unordered_set<uint64_t> SingletonBlocked(const std::vector<const Job*>& pending) const;
+  // A waiting job this pass, and its place in pending_infos_ when it is the
+  // version the last pass saw (kNotKept otherwise).
+  static constexpr size_t kNotKept = ~size_t{0};
+  struct Waiting {
+    const Job* job;
+    size_t kept;
+  };
+  static constexpr uint8_t kQosOrReservation = 1, kDependencies = 2, kSingleton = 4;
+  static uint8_t FlagsOf(const Job& job);
+  // The waiting jobs' JobInfos into `snap` (and the dependency states they
+  // need); returns them as the next pass will find them, but for the infos.
+  struct PendingInfos;
+  PendingInfos GatherPending(sched::Snapshot& snap,
+                             const std::unordered_map<std::string, int>& account_index,
+                             const std::vector<Waiting>& pending);
   // The scheduler's view of a job, and of the cluster with its running jobs
   // (SchedulePass adds the pending ones); `account_index` gets each
   // account's index in the snapshot.
@@ -659,6 +674,19 @@ class Controller {
   std::map<std::string, WaitHistogram> waits_;  // first starts' waits, by partition
   uint64_t plan_starts_dropped_ = 0;  // since the server started: each one is a scheduler bug
   PassPhases pass_phases_;
+  // The last pass's waiting jobs, in id order: each the version of the job it
+  // saw (kept alive, so that its address is not reused), its JobInfo, and
+  // what of it a pass must look at again (kQosOrReservation, ...); with the
+  // layout and the accounts the JobInfos were made for (SchedulePass).
+  struct PendingInfos {
+    std::vector<uint64_t> ids;
+    std::vector<std::shared_ptr<const Job>> jobs;
+    std::vector<sched::JobInfo> infos;
+    std::vector<uint8_t> flags;
+    uint64_t inventory_version = 0;
+    std::vector<std::string> accounts;
+  };
+  PendingInfos pending_infos_;
   std::map<std::string, double> account_gpu_s_;  // not decayed: the metrics' counter
   std::vector<Partition> partitions_;
   std::vector<Account> accounts_;

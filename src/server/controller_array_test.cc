@@ -9,6 +9,7 @@
 namespace shoal::server {
 namespace {
 
+using testing::kAdmin;
 using testing::kAlice;
 using testing::kBob;
 using testing::Spec;
@@ -67,6 +68,32 @@ TEST_F(ControllerArrayTest, DependenciesHoldsAndArrays) {
   ASSERT_TRUE(c_.Release(kAlice, h, At(7)).ok());
   c_.SchedulePass(At(8));
   EXPECT_EQ(StateOf(h), JobState::kRunning);
+}
+
+// A pass keeps the JobInfo of a job unchanged since the last pass; one made
+// for other accounts is made again: here the job's account gets a limit
+// after it was first seen, and the next pass holds it to that limit.
+TEST_F(ControllerArrayTest, AJobWaitingAcrossAnAccountChangeIsSeenAnew) {
+  Register("n1");
+  JobSpec big = Spec(8);
+  big.account = "other";
+  JobId full = Submit(kAlice, big);
+  JobSpec two = Spec(2);
+  two.account = "team";
+  JobId waits = Submit(kAlice, two);
+  c_.SchedulePass(At(1));
+  ASSERT_EQ(StateOf(full), JobState::kRunning);
+  EXPECT_EQ((*c_.ShowJob(kAlice, waits))["reason"], "resources");
+  ASSERT_TRUE(c_.PutAccount(kAdmin, Account{"team", 1.0, 1}).ok());
+  ASSERT_TRUE(c_.PutAccount(kAdmin, Account{"other", 1.0, 0}).ok());
+  Exit("n1", full, 0, 2);
+  c_.SchedulePass(At(3));
+  EXPECT_EQ(StateOf(waits), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAlice, waits))["reason"], "account_limit");
+  // Held and released between passes: the new version of the job is read.
+  ASSERT_TRUE(c_.Hold(kAlice, waits, At(4)).ok());
+  c_.SchedulePass(At(5));
+  EXPECT_EQ((*c_.ShowJob(kAlice, waits))["reason"], "held");
 }
 
 TEST_F(ControllerArrayTest, AfterAndSingletonDependencies) {

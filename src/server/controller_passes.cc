@@ -256,6 +256,83 @@ sched::Snapshot Controller::RunningSnapshot(
   return snap;
 }
 
+Controller::PendingInfos Controller::GatherPending(
+    sched::Snapshot& snap, const std::unordered_map<std::string, int>& account_index,
+    const std::vector<Waiting>& pending) {
+  PendingInfos& last = pending_infos_;
+  PendingInfos out;
+  out.ids.reserve(pending.size());
+  out.jobs.reserve(pending.size());
+  out.flags.reserve(pending.size());
+  snap.pending.reserve(pending.size());
+  bool any_singleton = false;
+  for (const Waiting& w : pending) {
+    const uint8_t flags = w.kept != kNotKept ? last.flags[w.kept] : FlagsOf(*w.job);
+    any_singleton |= (flags & kSingleton) != 0;
+  }
+  std::unordered_set<uint64_t> singleton_blocked;
+  if (any_singleton) {
+    std::vector<const Job*> jobs;
+    for (const Waiting& w : pending)
+      jobs.push_back(w.job);
+    singleton_blocked = SingletonBlocked(jobs);
+  }
+  for (const Waiting& w : pending) {
+    const Job& job = *w.job;
+    sched::JobInfo info;
+    uint8_t flags = 0;
+    if (w.kept != kNotKept) {
+      info = std::move(last.infos[w.kept]);
+      flags = last.flags[w.kept];
+      out.ids.push_back(last.ids[w.kept]);
+      out.jobs.push_back(std::move(last.jobs[w.kept]));
+    } else {
+      info = InfoOf(job, account_index);
+      info.held = job.spec.hold;
+      info.begin_time = job.spec.begin_time;
+      info.queued_since = job.submit_time;
+      info.dependencies = job.spec.dependencies.empty() ? nullptr : &job.spec.dependencies;
+      info.dependency_any = job.spec.dependency_any;
+      flags = FlagsOf(job);
+      out.ids.push_back(job.id.value());
+      out.jobs.push_back(jobs_.at(job.id.value()));
+    }
+    out.flags.push_back(flags);
+    // What may change between passes while the job does not.
+    if (flags & kQosOrReservation) {
+      info.qos = -1;
+      info.qos_factor = 0;
+      info.reservation = -1;
+      info.reservation_gone = false;
+      SetQosAndReservation(job, snap, info);
+    }
+    if (flags & kSingleton) info.singleton_blocked = singleton_blocked.count(job.id.value()) > 0;
+    if (UsesPowerHistory()) info.gpu_power_w = power_history_.Expected(job.spec);
+    if (flags & kDependencies) {
+      for (const Dependency& d : job.spec.dependencies) {
+        const Job* dep = Find(d.job);
+        if (dep != nullptr) {
+          snap.dependency_states[d.job] = dep->state;
+        } else if (auto f = finished_.find(d.job.value()); f != finished_.end()) {
+          snap.dependency_states[d.job] = f->second;
+        }
+      }
+    }
+    snap.pending.push_back(std::move(info));
+  }
+  return out;
+}
+
+uint8_t Controller::FlagsOf(const Job& job) {
+  uint8_t flags = 0;
+  if (!job.spec.qos.empty() || !job.spec.reservation.empty()) flags |= kQosOrReservation;
+  if (!job.spec.dependencies.empty()) flags |= kDependencies;
+  if (std::any_of(job.spec.dependencies.begin(), job.spec.dependencies.end(),
+                  [](const Dependency& d) { return d.type == DependencyType::kSingleton; }))
+    flags |= kSingleton;
+  return flags;
+}
+
 sched::PassStats Controller::SchedulePass(Time now) {
   // Each phase's time, measured on the steady clock (PassPhases).
   auto mark = std::chrono::steady_clock::now();
@@ -270,59 +347,65 @@ sched::PassStats Controller::SchedulePass(Time now) {
   phase_done(0);
   dirty_ = false;
   // Pending jobs in submission order (compacting the list of those that
-  // left); acceptance tests apart.
-  // (Jobs are looked up once here: a deep queue is mostly that.)
+  // left); acceptance tests apart. A job that is the same version (jobs are
+  // copied on write) as at the last pass is still pending, and its JobInfo
+  // is that pass's, moved: a deep queue is then read without touching the
+  // jobs' records, which is most of what gathering it costs.
   if (!std::is_sorted(pending_order_.begin(), pending_order_.end()))
     std::sort(pending_order_.begin(), pending_order_.end());
   pending_order_.erase(std::unique(pending_order_.begin(), pending_order_.end()),
                        pending_order_.end());
-  std::vector<const Job*> pending;
+  std::vector<std::string> accounts;
+  accounts.reserve(accounts_.size());
+  for (const Account& a : accounts_)
+    accounts.push_back(a.name);
+  PendingInfos& last = pending_infos_;
+  const bool same_world =
+      last.inventory_version == inventory_->version() && last.accounts == accounts;
+  std::vector<Waiting> pending;
   std::vector<uint64_t> acceptance;
   pending.reserve(pending_order_.size());
   size_t keep = 0;
+  size_t c = 0;  // into `last`, which is in id order too
+  auto it = jobs_.begin();
   for (uint64_t id : pending_order_) {
-    const Job* job = Find(JobId(id));
-    if (job == nullptr || job->state != JobState::kPending) continue;
-    pending_order_[keep++] = id;
-    if (job->spec.acceptance_node.empty()) {
-      pending.push_back(job);
-    } else {
-      acceptance.push_back(id);
+    // Both in id order: a few steps along the map find the next one, where
+    // looking it up from the root would cost a walk down the tree each.
+    for (int steps = 0; it != jobs_.end() && it->first < id; ++steps) {
+      if (steps == 8) {
+        it = jobs_.lower_bound(id);
+        break;
+      }
+      ++it;
     }
+    if (it == jobs_.end() || it->first != id) continue;
+    const Job* job = it->second.get();
+    while (c < last.ids.size() && last.ids[c] < id)
+      ++c;
+    const bool same =
+        same_world && c < last.ids.size() && last.ids[c] == id && last.jobs[c].get() == job;
+    if (!same && job->state != JobState::kPending) continue;
+    pending_order_[keep++] = id;
+    if (!same && !job->spec.acceptance_node.empty()) {
+      acceptance.push_back(id);
+      continue;
+    }
+    pending.push_back({job, same ? c : kNotKept});
   }
   pending_order_.resize(keep);
   // Acceptance tests first, so that the scheduler sees the nodes they hold.
   PlaceAcceptanceJobs(acceptance, now);
   std::unordered_map<std::string, int> account_index;
   sched::Snapshot snap = RunningSnapshot(account_index);
-  snap.pending.reserve(pending.size());
-  const std::unordered_set<uint64_t> singleton_blocked = SingletonBlocked(pending);
-  for (const Job* job : pending) {
-    const uint64_t id = job->id.value();
-    sched::JobInfo info = InfoOf(*job, account_index);
-    SetQosAndReservation(*job, snap, info);
-    info.singleton_blocked = singleton_blocked.count(id) > 0;
-    info.held = job->spec.hold;
-    info.begin_time = job->spec.begin_time;
-    info.queued_since = job->submit_time;
-    if (!job->spec.dependencies.empty()) {
-      info.dependencies = &job->spec.dependencies;
-      info.dependency_any = job->spec.dependency_any;
-      for (const Dependency& d : job->spec.dependencies) {
-        const Job* dep = Find(d.job);
-        if (dep != nullptr) {
-          snap.dependency_states[d.job] = dep->state;
-        } else if (auto f = finished_.find(d.job.value()); f != finished_.end()) {
-          snap.dependency_states[d.job] = f->second;
-        }
-      }
-    }
-    snap.pending.push_back(std::move(info));
-  }
+  PendingInfos now_infos = GatherPending(snap, account_index, pending);
+  now_infos.inventory_version = inventory_->version();
+  now_infos.accounts = std::move(accounts);
   phase_done(1);
 
   sched::Plan plan = sched::Schedule(snap, now, *policy_);
   phase_done(2);
+  now_infos.infos = std::move(snap.pending);
+  pending_infos_ = std::move(now_infos);
 
   // Verify the plan against the state once more before committing it (one
   // writer makes this cheap, and a scheduler bug is caught here, not on a node).
