@@ -267,8 +267,8 @@ Controller::PendingInfos Controller::GatherPending(
   snap.pending.reserve(pending.size());
   bool any_singleton = false;
   for (const Waiting& w : pending) {
-    const uint8_t flags = w.kept != kNotKept ? last.flags[w.kept] : FlagsOf(*w.job);
-    any_singleton |= (flags & kSingleton) != 0;
+    out.flags.push_back(w.kept != kNotKept ? last.flags[w.kept] : FlagsOf(*w.job));
+    any_singleton |= (out.flags.back() & kSingleton) != 0;
   }
   std::unordered_set<uint64_t> singleton_blocked;
   if (any_singleton) {
@@ -277,13 +277,13 @@ Controller::PendingInfos Controller::GatherPending(
       jobs.push_back(w.job);
     singleton_blocked = SingletonBlocked(jobs);
   }
-  for (const Waiting& w : pending) {
+  for (size_t k = 0; k < pending.size(); ++k) {
+    const Waiting& w = pending[k];
     const Job& job = *w.job;
+    const uint8_t flags = out.flags[k];
     sched::JobInfo info;
-    uint8_t flags = 0;
     if (w.kept != kNotKept) {
       info = std::move(last.infos[w.kept]);
-      flags = last.flags[w.kept];
       out.ids.push_back(last.ids[w.kept]);
       out.jobs.push_back(std::move(last.jobs[w.kept]));
     } else {
@@ -293,11 +293,9 @@ Controller::PendingInfos Controller::GatherPending(
       info.queued_since = job.submit_time;
       info.dependencies = job.spec.dependencies.empty() ? nullptr : &job.spec.dependencies;
       info.dependency_any = job.spec.dependency_any;
-      flags = FlagsOf(job);
       out.ids.push_back(job.id.value());
       out.jobs.push_back(jobs_.at(job.id.value()));
     }
-    out.flags.push_back(flags);
     // What may change between passes while the job does not.
     if (flags & kQosOrReservation) {
       info.qos = -1;

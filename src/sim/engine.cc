@@ -292,7 +292,7 @@ class Simulator {
     auto worked = [&](Time u) {
       return std::max(0.0, ToSeconds(std::min(u, j.halted) - j.seg_start) - j.seg_overhead_s);
     };
-    const double w = j.mark == j.seg_start ? worked(t) : worked(t) - worked(j.mark);
+    const double w = worked(t) - worked(j.mark);  // (worked(start) is 0: x - 0.0 is x)
     return std::max(0.0, j.mark_remaining - w * j.slow / j.seg_duration_s);
   }
 
@@ -678,6 +678,8 @@ class Simulator {
         ++result_.events;
         changed = true;
       }
+      // The nodes as the controller knows them, after the faults of this instant.
+      if (faults_ && faults_->TakeStatusesChanged()) snap_.nodes = faults_->statuses();
       // While the controller restarts, nothing is scheduled; it passes when back.
       if (changed && !pending_.empty() && (!faults_ || now_ >= faults_->controller_up()))
         SHOAL_RETURN_IF_ERROR(Pass());
@@ -769,7 +771,6 @@ class Simulator {
         // What runs on it crashes, and its agent says so at once.
         for (uint32_t idx : JobsOn(f.node, f.gpu))
           Requeue(idx, /*preempted=*/false);
-        snap_.nodes = faults_->statuses();
         Push(now_ + f.lasts, EventType::kGpuRepaired, f.node, static_cast<uint64_t>(f.gpu));
         return true;
       case Fault::Kind::kGpuSlow:
@@ -795,7 +796,6 @@ class Simulator {
         }
         if (!faults_->Out(n)) return false;  // back before it was noticed
         faults_->Detected(n);
-        snap_.nodes = faults_->statuses();
         for (uint32_t idx : JobsOn(n, -1)) {
           Halt(idx);
           SimJob& j = jobs_[idx];
@@ -811,11 +811,9 @@ class Simulator {
           if (jobs_[idx].halted != kTimeNever && !jobs_[idx].fenced) Requeue(idx, false);
         }
         faults_->Back(n, now_);
-        snap_.nodes = faults_->statuses();
         return true;
       case EventType::kGpuRepaired:
         faults_->Repaired(n, static_cast<int>(e.epoch), now_);
-        snap_.nodes = faults_->statuses();
         return true;
       case EventType::kGpuFast:
         faults_->Fast(n, static_cast<int>(e.epoch));

@@ -360,6 +360,7 @@ void FaultState::End(Time now) {
 void FaultState::Refresh(sched::NodeIndex n) {
   const Node& node = nodes_[n];
   sched::NodeStatus& st = statuses_[n];
+  statuses_changed_ = true;
   st.unhealthy_gpus = node.failed_gpus;
   st.state = node.detected      ? NodeState::kDown
              : node.failed_gpus ? NodeState::kDraining

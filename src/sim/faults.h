@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/rng.h"
@@ -157,6 +158,8 @@ class FaultState {
   uint64_t SlowGpus(sched::NodeIndex n) const { return nodes_[n].slow_gpus; }
   Time controller_up() const { return controller_up_; }
   const std::vector<sched::NodeStatus>& statuses() const { return statuses_; }
+  // Whether statuses() changed since this was last asked.
+  bool TakeStatusesChanged() { return std::exchange(statuses_changed_, false); }
   const FaultModel& model() const { return model_; }
   FaultStats& stats() { return stats_; }
   const FaultStats& stats() const { return stats_; }
@@ -175,6 +178,7 @@ class FaultState {
   const sched::Inventory& inv_;
   std::vector<Node> nodes_;
   std::vector<sched::NodeStatus> statuses_;
+  bool statuses_changed_ = false;
   std::vector<std::pair<uint64_t, Time>> failed_since_;  // (node << 8 | gpu, since), few
   Time controller_up_ = kTimeZero;
   FaultStats stats_;
