@@ -48,7 +48,8 @@ struct Plan {
   std::vector<PendingDecision> pending;
   // The pending jobs the pass ranked (indices into Snapshot::pending), in
   // rank order, when the snapshot had a rank_hint: a driver may give it back
-  // as the next one.
+  // as the next one. Empty when the pass ended before ranking
+  // (Snapshot::pending_not_whole_gpus): the hint's order stands.
   std::vector<uint32_t> ranked;
   PassStats stats;
 

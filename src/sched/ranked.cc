@@ -4,14 +4,6 @@
 
 namespace shoal::sched {
 
-namespace {
-
-bool NeedsWholeGpus(const Request& req) {
-  return req.shape != Shape::kCpuOnly && req.gpu_milli >= kMilliPerGpu && req.total_gpus >= 1;
-}
-
-}  // namespace
-
 bool RankedBefore(const Ranked& a, const Ranked& b) {
   if (a.rank.tier != b.rank.tier) return a.rank.tier > b.rank.tier;
   if (a.rank.value != b.rank.value) return a.rank.value < b.rank.value;
@@ -60,7 +52,7 @@ ptrdiff_t OrderTails::LastNotWholeGpus() {
   if (LastClassless() < 0) {  // jobs of one class have one shape: read one request of each
     ptrdiff_t last = -1;
     for (const ClassTail& c : Classes()) {
-      if (!NeedsWholeGpus(request_of_(order_[static_cast<size_t>(c.last)].index)))
+      if (!request_of_(order_[static_cast<size_t>(c.last)].index).NeedsWholeGpus())
         last = std::max(last, c.last);
     }
     return last;
@@ -74,7 +66,7 @@ void OrderTails::FindKinds() {
   for (size_t k = 0; k < order_.size(); ++k) {
     const Request& req = request_of_(order_[k].index);
     (*last_in_partition_)[static_cast<size_t>(req.partition)] = static_cast<ptrdiff_t>(k);
-    if (!NeedsWholeGpus(req)) last_not_whole_ = static_cast<ptrdiff_t>(k);
+    if (!req.NeedsWholeGpus()) last_not_whole_ = static_cast<ptrdiff_t>(k);
   }
 }
 
@@ -93,7 +85,7 @@ void OrderTails::FindClasses() {
   classes_.emplace();
   class_at_.resize(order_.size());
   for (size_t k = order_.size(); k-- > 0;) {
-    const uint32_t c = class_at_[k] = class_of_(order_[k].index);
+    const uint32_t c = class_at_[k] = class_of_(k);
     if (c == 0) {
       last_classless_ = std::max(last_classless_, static_cast<ptrdiff_t>(k));
       continue;

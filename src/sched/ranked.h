@@ -20,7 +20,8 @@ struct Ranked {
   JobRank rank;
   Time submit;
   JobId id;
-  uint32_t index;  // into Snapshot::pending
+  uint32_t index;            // into Snapshot::pending
+  uint32_t shape_class = 0;  // as the pass places it (0: none); read by OrderTails
 };
 
 // Partition tier (higher first), sort value (lower first), submit time, job id.
@@ -37,10 +38,11 @@ void SortRanked(std::vector<Ranked>& order);
 // does not read the queue again.
 class OrderTails {
  public:
-  // By index into Snapshot::pending: the request a job is placed with, and
-  // its shape class (0: none). Only Ranked::index of the order is read.
+  // The request a job is placed with, by index into Snapshot::pending, and
+  // the shape class (0: none) of the job at a place of the order. Only
+  // Ranked::index of the order is read.
   using RequestOf = std::function<const Request&(uint32_t)>;
-  using ClassOf = std::function<uint32_t(uint32_t)>;
+  using ClassOf = std::function<uint32_t(size_t)>;
   // The order and what the functions read must outlive this.
   OrderTails(const std::vector<Ranked>& order, RequestOf request_of, ClassOf class_of,
              size_t partitions);
@@ -56,6 +58,11 @@ class OrderTails {
   };
   // Every shape class in the order with its last place, latest first.
   const std::vector<ClassTail>& Classes();
+  // The shape class of the job at `place` (0: none).
+  uint32_t ClassAt(size_t place) {
+    if (!classes_) FindClasses();
+    return class_at_[place];
+  }
   // The shortest time limit among the jobs of Classes()[k] from place `from` on.
   Duration ShortestLimitFrom(size_t k, ptrdiff_t from);
 

@@ -71,6 +71,10 @@ struct Request {
     }
     return true;
   }
+  // Whether it needs at least one whole GPU (not none, not a share of one).
+  bool NeedsWholeGpus() const {
+    return shape != Shape::kCpuOnly && gpu_milli >= kMilliPerGpu && total_gpus >= 1;
+  }
   // GPUs weighted by share.
   double GpuEquivalents() const {
     return total_gpus * static_cast<double>(gpu_milli) / kMilliPerGpu;

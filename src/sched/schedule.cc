@@ -78,12 +78,17 @@ class Cycle {
     plan_.stats.pending = static_cast<int>(snap_.pending.size());
     if (snap_.explain) plan_.pending.reserve(snap_.pending.size());
     TakeRunning();
+    if (!snap_.explain && NothingCanStart()) return std::move(plan_);
     if (params_.speed_aware) BuildTimeline();
     pass_ = policy_.score().BeginPass(snap_, params_);
     Rank();
     tails_.emplace(
         order_, [this](uint32_t i) -> const Request& { return RequestOf(i); },
-        [this](uint32_t i) { return ShapeClassOf(i); }, inv_.partitions().size());
+        [this](size_t k) {  // ranked jobs carry it; the rest of a trusted hint is read here
+          return known_.empty() || known_[k] ? order_[k].shape_class
+                                             : ShapeClassOf(order_[k].index);
+        },
+        inv_.partitions().size());
     if (!snap_.rank_hint.empty()) {
       plan_.ranked.reserve(order_.size());
       for (const Ranked& r : order_)
@@ -91,7 +96,12 @@ class Cycle {
     }
     std::optional<Ranked> before;  // with a trusted hint, the order is checked as the walk goes
     for (size_t k = 0; k < order_.size(); ++k) {
-      if (!snap_.explain && NothingLaterStarts(k)) break;
+      if (!snap_.explain) {
+        if (NothingLaterStarts(k)) break;
+        k = NextOpen(k);
+        if (k == order_.size()) break;
+      }
+      if (k + kAhead < order_.size()) Prefetch(order_[k + kAhead].index);
       const Ranked& r = At(k);
       if (!known_.empty()) {
         SHOAL_CHECK(!before || !RankedBefore(r, *before),
@@ -224,15 +234,8 @@ class Cycle {
     const std::vector<uint32_t>& hint = snap_.rank_hint;
     const size_t trusted =
         policy_.sort().FixedWhilePending(params_) ? std::min(snap_.rank_hint_ranked, n) : 0;
-    // The hint's jobs lie anywhere in `pending`: ask for a few ahead.
-    constexpr size_t kAhead = 8;
     for (size_t k = trusted; k < n; ++k) {
-      if (k + kAhead < n) {
-        const JobInfo& later = snap_.pending[hint[k + kAhead]];
-        __builtin_prefetch(&later.id);
-        __builtin_prefetch(&later.attained_gpu_s);
-        __builtin_prefetch(&later.request);
-      }
+      if (k + kAhead < n) Prefetch(hint[k + kAhead]);
       RankOne(hint[k]);
     }
     SortRanked(order_);
@@ -269,13 +272,25 @@ class Cycle {
     take_until(trusted);
   }
 
+  // The jobs of a deep queue lie anywhere in `pending`, in no order the
+  // hardware can guess: the rank and the walk ask for the job kAhead places
+  // on, the cache lines that ranking and screening read.
+  static constexpr size_t kAhead = 8;
+  void Prefetch(uint32_t i) const {
+    const JobInfo& later = snap_.pending[i];
+    __builtin_prefetch(&later.id);
+    __builtin_prefetch(&later.attained_gpu_s);
+    __builtin_prefetch(&later.request);
+    __builtin_prefetch(&later.request.total_gpus);
+  }
+
   // The k-th job of the order, ranked now if the order was taken on trust.
   const Ranked& At(size_t k) {
     if (!known_.empty() && !known_[k]) {
       const JobInfo& j = snap_.pending[order_[k].index];
       SHOAL_CHECK(j.request.inventory_version == inv_.version(),
                   "the ranked part of a rank hint holds a request compiled for another inventory");
-      order_[k] = RankOf(order_[k].index);
+      RankInto(order_[k], order_[k].index);
       known_[k] = 1;
     }
     return order_[k];
@@ -288,16 +303,25 @@ class Cycle {
       if (!e) return;
       prescreened_.emplace(i, *e);
     }
-    order_.push_back(RankOf(i));
+    RankInto(order_.emplace_back(), i);
   }
 
   // A pending job's place (its request screened and recompiled by RankOne, if it had to be).
   Ranked RankOf(uint32_t i) const {
+    Ranked r;
+    RankInto(r, i);
+    return r;
+  }
+  // The same, written into `r` field by field: a Ranked built aside and
+  // copied in stalled on the copy, for every job of a deep queue at every pass.
+  void RankInto(Ranked& r, uint32_t i) const {
     const JobInfo& j = snap_.pending[i];
-    const Request& req = RequestOf(i);
-    const JobRank r{inv_.partitions()[static_cast<size_t>(req.partition)].priority_tier,
-                    policy_.sort().Value(sort_ctx_, j)};
-    return {r, j.submit, j.id, i};
+    r.rank.tier = inv_.partitions()[static_cast<size_t>(RequestOf(i).partition)].priority_tier;
+    r.rank.value = policy_.sort().Value(sort_ctx_, j);
+    r.submit = j.submit;
+    r.id = j.id;
+    r.index = i;
+    r.shape_class = ShapeClassOf(i);
   }
 
   // The job's shape class when the walk places it with its own request
@@ -322,32 +346,46 @@ class Cycle {
     return ScreenNow(r.index, r.rank);
   }
 
-  // The entry's request is recompiled if the inventory changed, and kept off reserved nodes.
+  // The entry (its request kept off reserved nodes), if the job may be
+  // considered now. One named result, built in place: an Entry built aside
+  // and copied out stalled on the copy, once per job walked.
   std::optional<Entry> ScreenNow(uint32_t index, JobRank rank) {
+    std::optional<Entry> e;
     const JobInfo& j = snap_.pending[index];
+    if (const Request* req = Admit(j); req != nullptr) {
+      e.emplace(index, req, rank, req);
+      e->req = KeepOffReserved(j, req, &e->reserved_off);
+      e->shape_class = req == &j.request ? j.shape_class : 0;
+    }
+    return e;
+  }
+
+  // The request the job is considered with (recompiled if the inventory
+  // changed), or null when it may not be considered now and waits (with the reason).
+  const Request* Admit(const JobInfo& j) {
     if (j.held) {
       Wait(j, PendingReason::kHeld);
-      return std::nullopt;
+      return nullptr;
     }
     if (j.begin_time && *j.begin_time > now_) {
       Wait(j, PendingReason::kBeginTime);
-      return std::nullopt;
+      return nullptr;
     }
     if (auto [reason, detail] = CheckDependencies(j); reason != PendingReason::kNone) {
       Wait(j, reason, std::move(detail));
-      return std::nullopt;
+      return nullptr;
     }
     const Request* req = &j.request;
     if (req->inventory_version != inv_.version()) {
       if (j.spec == nullptr) {
         Wait(j, PendingReason::kUnsatisfiable,
              "the request was compiled for another cluster layout");
-        return std::nullopt;
+        return nullptr;
       }
       Result<Request> r = CompileRequest(inv_, *j.spec);
       if (!r.ok()) {
         Wait(j, PendingReason::kUnsatisfiable, r.status().message());
-        return std::nullopt;
+        return nullptr;
       }
       recompiled_.push_back(std::move(r).value());
       req = &recompiled_.back();
@@ -360,20 +398,20 @@ class Cycle {
     }
     if (!sat->ok()) {
       Wait(j, PendingReason::kUnsatisfiable, sat->message());
-      return std::nullopt;
+      return nullptr;
     }
     const Partition& part = inv_.partitions()[static_cast<size_t>(req->partition)];
     if (!part.up) {
       Wait(j, PendingReason::kPartitionDown, fmt::format("partition '{}' is down", part.name));
-      return std::nullopt;
+      return nullptr;
     }
     if (std::string limit = PartitionLimit(part, j, *req); !limit.empty()) {
       Wait(j, PendingReason::kPartitionLimit, std::move(limit));
-      return std::nullopt;
+      return nullptr;
     }
     if (std::string limit = QosJobLimit(snap_, j, *req); !limit.empty()) {
       Wait(j, PendingReason::kQosLimit, std::move(limit));
-      return std::nullopt;
+      return nullptr;
     }
     if (std::string why = ReservationWait(snap_, now_, j); !why.empty()) {
       PendingDecision d;
@@ -383,12 +421,19 @@ class Cycle {
       if (j.reservation >= 0 && now_ < snap_.reservations[static_cast<size_t>(j.reservation)].start)
         d.estimated_start = snap_.reservations[static_cast<size_t>(j.reservation)].start;
       Decide(std::move(d));
-      return std::nullopt;
+      return nullptr;
     }
-    Entry e{index, req, rank, req};
-    e.req = KeepOffReserved(j, req, &e.reserved_off);
-    e.shape_class = req == &j.request ? j.shape_class : 0;
-    return e;
+    return req;
+  }
+
+  // Whether no job can start whatever the order, nor preempt: no usable
+  // node has a whole GPU free, every waiting job needs one (as the driver
+  // counts), and the policy does not preempt. A pass that need not explain
+  // then ends before ranking, which is most of a pass over a deep queue on
+  // a full cluster.
+  bool NothingCanStart() const {
+    return snap_.pending_not_whole_gpus == 0 && policy_.preempt() == nullptr &&
+           now_state_.max_gpus() >= 1 && now_state_.AtLeast(1).None();
   }
 
   // A pass that need not explain (Snapshot::explain false) ends when no job
@@ -414,6 +459,24 @@ class Cycle {
         tails_->LastNotWholeGpus() < from)
       return true;
     return ClassesClosed(from, preempting);
+  }
+
+  // The first place from `next` on whose job might start or preempt, in a
+  // pass that need not explain and has not ended (NothingLaterStarts): the
+  // jobs of a shape class that could neither be placed nor make room by
+  // preemption earlier in the pass are passed over unscreened, for the
+  // reasons that let such a pass end. In a deep queue most jobs are of a
+  // few classes, and one job of a rare class far down the order kept the
+  // pass screening every job before it.
+  size_t NextOpen(size_t next) {
+    if (policy_.queue_mode() == QueueMode::kStrict) return next;
+    const bool preempting = policy_.preempt() != nullptr && MayStillPreempt(At(next));
+    for (size_t k = next; k < order_.size(); ++k) {
+      const uint32_t c = tails_->ClassAt(k);
+      if (c == 0 || !now_memo_.HasClass(c) || (preempting && !preempt_failed_.HasClass(c)))
+        return k;
+    }
+    return order_.size();
   }
 
   // Whether every job from order[from] on has a shape class whose shape
@@ -615,6 +678,11 @@ class Cycle {
       return;
     }
     if (policy_.preempt() != nullptr && TryPreempt(e)) return;
+    if (!snap_.explain && !(mode == QueueMode::kBackfill && !reservation_)) {
+      // Neither recorded nor reserving: why it waits changes nothing.
+      if (mode == QueueMode::kStrict) blocked_partition_ |= uint64_t{1} << req.partition;
+      return;
+    }
     auto [reason, why] = Classify(*e.base, e.BaseKey());
     if (reason == PendingReason::kResources && e.reserved_off != 0 &&
         TryPlace(now_state_, *e.base, e.BaseKey(), base_memo_)) {

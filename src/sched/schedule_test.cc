@@ -44,5 +44,43 @@ TEST(ScheduleTest, ARecompiledRequestKeepsItsRankForPreemption) {
   ASSERT_EQ(queue0.starts.size(), 1u);
 }
 
+// A pass that need not explain, on a cluster with no whole GPU free, under
+// a policy that does not preempt, ends before ranking when the driver counts
+// no waiting job that could start without one (Snapshot::pending_not_whole_gpus).
+Plan QuietPass(const std::string& policy_name, int running_gpus, int not_whole_gpus) {
+  testing::ClusterBuilder c;
+  c.Node("n1");  // 8 GPUs
+  testing::SnapshotBuilder s(c.Inventory());
+  s.Running(testing::JobBuilder("r").Gpus(running_gpus).Requeue(),
+            {"n1:0-" + std::to_string(running_gpus - 1)}, At(-2), At(22));
+  for (int gpus : {1, 2, 4})
+    s.Pending(testing::JobBuilder("p" + std::to_string(gpus)).Gpus(gpus), At(-1));
+  Snapshot snap = s.Build();
+  snap.explain = false;
+  snap.rank_hint = {2, 1, 0};
+  snap.pending_not_whole_gpus = not_whole_gpus;
+  auto params = Policy::Preset(policy_name);
+  EXPECT_TRUE(params.ok());
+  auto policy = Policy::Create(*params, BuiltinRegistry());
+  EXPECT_TRUE(policy.ok()) << policy.status().ToString();
+  return Schedule(snap, kTimeZero, *policy);
+}
+
+TEST(ScheduleTest, AQuietPassOnAFullClusterEndsBeforeRanking) {
+  const Plan full = QuietPass("multifactor", 8, 0);
+  EXPECT_TRUE(full.starts.empty());
+  EXPECT_TRUE(full.ranked.empty());
+  // The driver does not count: the pass ranks, as it must to end.
+  const Plan uncounted = QuietPass("multifactor", 8, -1);
+  EXPECT_TRUE(uncounted.starts.empty());
+  EXPECT_EQ(uncounted.ranked.size(), 3u);
+  // A GPU is free: the pass ranks and starts the 1-GPU job.
+  const Plan one_free = QuietPass("multifactor", 7, 0);
+  ASSERT_EQ(one_free.starts.size(), 1u);
+  EXPECT_EQ(one_free.ranked.size(), 3u);
+  // A policy that preempts may start something on a full cluster.
+  EXPECT_EQ(QuietPass("las", 8, 0).ranked.size(), 3u);
+}
+
 }  // namespace
 }  // namespace shoal::sched

@@ -142,6 +142,12 @@ struct Snapshot {
   // it reaches them, merges the rest in, and checks the order of the jobs it
   // reaches (a pass that explains reaches them all). 0: the driver does not know.
   size_t rank_hint_ranked = 0;
+  // Optional: how many pending jobs need no GPU or a share of one
+  // (Request::NeedsWholeGpus false), when the driver keeps count; -1: it
+  // does not. With 0, a pass that need not explain, on a cluster with no
+  // whole GPU free and a policy that does not preempt, ends before ranking:
+  // nothing can start whatever the order (Plan::ranked is then empty).
+  int pending_not_whole_gpus = -1;
 };
 
 // Decays usage with a half-life: usage * 2^(-elapsed / half_life), as Slurm's

@@ -132,6 +132,7 @@ class Simulator {
     idle_power_w_ = sched::IdleClusterPower(*inv_);
     result_.notes = trace.notes;
     snap_.inventory = inv_;
+    snap_.pending_not_whole_gpus = 0;  // kept by AddPending and LeaveQueue
   }
 
   Result<SimResult> Run() {
@@ -487,6 +488,7 @@ class Simulator {
     sched::JobInfo info = Info(idx, false);
     info.satisfiable = satisfiable_;  // Prepare() refused any job that could never run
     info.shape_class = jobs_[idx].shape_class;
+    if (!info.request.NeedsWholeGpus()) ++snap_.pending_not_whole_gpus;
     snap_.pending.push_back(std::move(info));
   }
 
@@ -495,6 +497,7 @@ class Simulator {
   void LeaveQueue(uint32_t idx) {
     const uint32_t pos = queue_pos_[idx];
     queue_pos_[idx] = kNotQueued;
+    if (!snap_.pending[pos].request.NeedsWholeGpus()) --snap_.pending_not_whole_gpus;
     SwapOut(pending_, snap_.pending, pos,
             [&](uint32_t moved, uint32_t to) { queue_pos_[moved] = to; });
   }
@@ -530,7 +533,6 @@ class Simulator {
     for (uint32_t idx : joined_) {  // none of them was waiting at the last pass
       if (queue_pos_[idx] != kNotQueued) hint.push_back(queue_pos_[idx]);
     }
-    joined_.clear();
     if (hint.size() == pending_.size()) return;
     // Jobs no pass ranked yet (the first pass): list every job once.
     std::vector<bool> listed(pending_.size());
@@ -556,9 +558,12 @@ class Simulator {
     result_.schedule_seconds += ToSeconds(WallNow() - t0);
     ++result_.passes;
     if (snap_.explain) SHOAL_RETURN_IF_ERROR(CheckDecisions(plan));
-    ranked_.clear();
-    for (uint32_t pos : plan.ranked)
-      ranked_.push_back(pending_[pos]);
+    if (!plan.ranked.empty() || pending_.empty()) {
+      ranked_.clear();
+      for (uint32_t pos : plan.ranked)
+        ranked_.push_back(pending_[pos]);
+      joined_.clear();
+    }  // else the pass ended before ranking: the last order stands, newcomers after it
     for (const sched::PreemptDecision& p : plan.preemptions) {
       const uint32_t v = static_cast<uint32_t>(p.victim.value() - 1);
       if (v >= jobs_.size() || jobs_[v].phase != SimJob::Phase::kRunning) {
@@ -984,6 +989,7 @@ class Simulator {
     if (!policy.ok()) return policy.status();
     snap_.pending.clear();
     snap_.pending.reserve(order.size());
+    snap_.pending_not_whole_gpus = -1;
     for (size_t k = 0; k < order.size(); ++k) {
       sched::JobInfo info;
       info.id = JobId(k + 1);

@@ -183,25 +183,29 @@ TEST(SimReplayTest, SameSeedSameResult) {
 
 // Passes that end once nothing more can start (and explain nothing) give
 // the same replay as passes that explain every pending job, on a queue that
-// stays hundreds deep, with gangs, GPU shares and CPU-only jobs.
+// stays hundreds deep, with gangs, GPU shares and CPU-only jobs; and with
+// whole-GPU jobs only, where passes on a full cluster end before ranking.
 TEST(SimReplayTest, QuietPassesReplayAsExplainedOnes) {
   Cluster c = Nodes(3);
-  const trace::Trace t = MixedQueue(600);
-  for (const char* policy : {"fifo", "backfill", "multifactor", "las", "gittins", "greedy"}) {
-    SimOptions explained;
-    explained.explain_every = 1;
-    SimResult a = RunSim(c, t, policy, explained);
-    SimResult b = RunSim(c, t, policy);
-    ASSERT_EQ(a.jobs.size(), b.jobs.size()) << policy;
-    double waited = 0;
-    for (size_t i = 0; i < a.jobs.size(); ++i) {
-      EXPECT_EQ(a.jobs[i].first_start, b.jobs[i].first_start) << policy << " " << a.jobs[i].name;
-      EXPECT_EQ(a.jobs[i].end, b.jobs[i].end) << policy << " " << a.jobs[i].name;
-      EXPECT_EQ(a.jobs[i].restarts, b.jobs[i].restarts) << policy << " " << a.jobs[i].name;
-      waited += ToSeconds(a.jobs[i].waited);
+  for (bool whole_gpus_only : {false, true}) {
+    const trace::Trace t = MixedQueue(600, whole_gpus_only);
+    for (const char* policy : {"fifo", "backfill", "multifactor", "las", "gittins", "greedy"}) {
+      const std::string what = std::string(policy) + (whole_gpus_only ? ", whole GPUs" : "");
+      SimOptions explained;
+      explained.explain_every = 1;
+      SimResult a = RunSim(c, t, policy, explained);
+      SimResult b = RunSim(c, t, policy);
+      ASSERT_EQ(a.jobs.size(), b.jobs.size()) << what;
+      double waited = 0;
+      for (size_t i = 0; i < a.jobs.size(); ++i) {
+        EXPECT_EQ(a.jobs[i].first_start, b.jobs[i].first_start) << what << " " << a.jobs[i].name;
+        EXPECT_EQ(a.jobs[i].end, b.jobs[i].end) << what << " " << a.jobs[i].name;
+        EXPECT_EQ(a.jobs[i].restarts, b.jobs[i].restarts) << what << " " << a.jobs[i].name;
+        waited += ToSeconds(a.jobs[i].waited);
+      }
+      EXPECT_EQ(a.preemptions, b.preemptions) << what;
+      EXPECT_GT(waited / static_cast<double>(a.jobs.size()), 3600) << what << ": the queue is deep";
     }
-    EXPECT_EQ(a.preemptions, b.preemptions) << policy;
-    EXPECT_GT(waited / static_cast<double>(a.jobs.size()), 3600) << policy << ": the queue is deep";
   }
 }
 

@@ -50,12 +50,13 @@ inline trace::TraceJob Job(const std::string& name, double submit_s, double dura
 // `jobs` jobs arriving every 20 s, of 1 to 16 GPUs (gangs past one node), a
 // GPU share every 11th job where it asks for one GPU, and CPU-only jobs: on
 // Nodes(3) a queue that stays hundreds deep.
-inline trace::Trace MixedQueue(int jobs) {
+inline trace::Trace MixedQueue(int jobs, bool whole_gpus_only = false) {
   trace::Trace t;
   constexpr int kSizes[] = {1, 1, 2, 4, 8, 16, 1, 0};
   for (int i = 0; i < jobs; ++i) {
-    trace::TraceJob j = Job("j" + std::to_string(i), i * 20, 100 + (i * 53) % 3000, kSizes[i % 8]);
-    if (i % 11 == 0 && j.gpus == 1) j.gpu_milli = 500;
+    const int gpus = kSizes[i % 8] == 0 && whole_gpus_only ? 3 : kSizes[i % 8];
+    trace::TraceJob j = Job("j" + std::to_string(i), i * 20, 100 + (i * 53) % 3000, gpus);
+    if (i % 11 == 0 && j.gpus == 1 && !whole_gpus_only) j.gpu_milli = 500;
     t.jobs.push_back(j);
   }
   return t;
