@@ -22,3 +22,18 @@ namespace shoal::check_internal {
       ::shoal::check_internal::CheckFailed(__FILE__, __LINE__, #cond, (msg)); \
     }                                                                         \
   } while (0)
+
+// SHOAL_DCHECK(cond, msg): SHOAL_CHECK in debug builds (the sanitizer
+// builds run the tests so), nothing in release builds, for checks that cost
+// what a hot path cannot pay, such as looking up again what it avoided
+// looking up. `cond` is still compiled, so that it stays correct.
+#ifdef NDEBUG
+#define SHOAL_DCHECK(cond, msg) \
+  do {                          \
+    if (false && (cond)) {      \
+      static_cast<void>(msg);   \
+    }                           \
+  } while (0)
+#else
+#define SHOAL_DCHECK(cond, msg) SHOAL_CHECK(cond, msg)
+#endif

@@ -105,6 +105,7 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
   for (const Job& j : loaded.active_jobs) {
     auto job = std::make_shared<Job>(j);
     jobs_[j.id.value()] = job;
+    ChangedJob(j.id.value());
     ++active_;
     next_job_id_ = std::max(next_job_id_, j.id.value() + 1);
     if (j.state == JobState::kPending) {
@@ -159,7 +160,17 @@ Job& Controller::Mutable(JobId id) {
   auto copy = std::make_shared<Job>(*it->second);
   Job* raw = copy.get();
   it->second = std::move(copy);
+  ChangedJob(id.value());
   return *raw;
+}
+
+void Controller::ChangedJob(uint64_t id) {
+  changed_jobs_.push_back(id);
+  if (changed_jobs_.size() > 2 * jobs_.size() + 1024) {  // no pass for a while
+    std::sort(changed_jobs_.begin(), changed_jobs_.end());
+    changed_jobs_.erase(std::unique(changed_jobs_.begin(), changed_jobs_.end()),
+                        changed_jobs_.end());
+  }
 }
 
 const Job* Controller::Find(JobId id) const {
@@ -473,6 +484,7 @@ void Controller::Admit(const Admission& a, Time now, api::Json& ids) {
     pending_order_.push_back(job->id.value());
     ids.push_back(job->id.value());
     Record(*job);
+    ChangedJob(job->id.value());
     jobs_[job->id.value()] = std::move(job);
     ++active_;
   }

@@ -504,6 +504,7 @@ class Controller {
   };
 
   Job& Mutable(JobId id);
+  void ChangedJob(uint64_t id);  // jobs_[id] was replaced, added or erased
   const Job* Find(JobId id) const;
   // Queues an order to stop job `job`'s step `step` on `node` (every step of
   // the epoch there when none), or with `signal` to signal it; nothing when
@@ -521,6 +522,10 @@ class Controller {
     const Job* job;
     size_t kept;
   };
+  // The waiting jobs in submission order, compacting pending_order_ (the
+  // acceptance tests among them go to `acceptance`); `same_world`: the last
+  // pass's JobInfos were made for this layout and these accounts.
+  std::vector<Waiting> WaitingJobs(bool same_world, std::vector<uint64_t>& acceptance);
   static constexpr uint8_t kQosOrReservation = 1, kDependencies = 2, kSingleton = 4;
   static uint8_t FlagsOf(const Job& job);
   // The waiting jobs' JobInfos into `snap` (and the dependency states they
@@ -529,6 +534,10 @@ class Controller {
   PendingInfos GatherPending(sched::Snapshot& snap,
                              const std::unordered_map<std::string, int>& account_index,
                              const std::vector<Waiting>& pending);
+  // GatherPending's JobInfos into snap.pending, where the last pass's lie;
+  // out.ids, jobs and slots say which job's is where.
+  void PlaceInfos(sched::Snapshot& snap, const std::unordered_map<std::string, int>& account_index,
+                  const std::vector<Waiting>& pending, PendingInfos& out);
   // The scheduler's view of a job, and of the cluster with its running jobs
   // (SchedulePass adds the pending ones); `account_index` gets each
   // account's index in the snapshot.
@@ -654,6 +663,10 @@ class Controller {
   };
   mutable std::unordered_map<uint64_t, Speeds> speeds_;
   std::map<uint64_t, std::shared_ptr<const Job>> jobs_;  // active and recently finished
+  // The jobs whose entry in jobs_ was replaced, added or erased since the
+  // last pass (each write to jobs_ says so through ChangedJob): a pass takes
+  // every other job that was pending at the last pass as that pass saw it.
+  std::vector<uint64_t> changed_jobs_;
   std::unordered_map<uint64_t, sched::Request> requests_;
   std::unordered_map<uint64_t, Running> running_;
   std::unordered_map<std::string, std::vector<uint64_t>>
@@ -681,7 +694,8 @@ class Controller {
   struct PendingInfos {
     std::vector<uint64_t> ids;
     std::vector<std::shared_ptr<const Job>> jobs;
-    std::vector<sched::JobInfo> infos;
+    std::vector<sched::JobInfo> infos;  // in no order: the job ids[k]'s is infos[slots[k]]
+    std::vector<uint32_t> slots;
     std::vector<uint8_t> flags;
     uint64_t inventory_version = 0;
     std::vector<std::string> accounts;

@@ -136,6 +136,7 @@ Result<api::Json> Controller::SubmitAcceptance(JobSpec spec, Time now) {
   Record(*job);
   const uint64_t id = job->id.value();
   jobs_[id] = std::move(job);
+  ChangedJob(id);
   ++active_;
   batch_.next_job_id = next_job_id_;
   submissions_ += 1;

@@ -3,6 +3,9 @@
 // on which, and what cancelling an array's or a task's id does.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <vector>
+
 #include "server/controller.h"
 #include "server/controller_testing.h"
 
@@ -94,6 +97,55 @@ TEST_F(ControllerArrayTest, AJobWaitingAcrossAnAccountChangeIsSeenAnew) {
   ASSERT_TRUE(c_.Hold(kAlice, waits, At(4)).ok());
   c_.SchedulePass(At(5));
   EXPECT_EQ((*c_.ShowJob(kAlice, waits))["reason"], "held");
+}
+
+// A pass keeps the last pass's JobInfos where they lay and puts new and
+// changed jobs' into the slots of those that left, or at the end, filling
+// what stays empty from the end: through departures, arrivals and holds in
+// every mix, each waiting job is still seen as itself.
+TEST_F(ControllerArrayTest, WaitingJobsStayThemselvesAsTheQueueChurns) {
+  Register("n1");
+  Submit(kAlice, Spec(8));     // holds the node throughout
+  std::map<JobId, bool> held;  // the waiting jobs, and whether each is held
+  const auto submit = [&](bool hold) {
+    JobSpec s = Spec(2);
+    s.hold = hold;
+    held[Submit(kAlice, s)] = hold;
+  };
+  const auto check = [&](int at) {
+    c_.SchedulePass(At(at));
+    for (const auto& [id, h] : held) {
+      ASSERT_EQ(StateOf(id), JobState::kPending) << ToString(id);
+      EXPECT_EQ((*c_.ShowJob(kAlice, id))["reason"] == "held", h) << ToString(id) << " at " << at;
+    }
+  };
+  for (int i = 0; i < 12; ++i)
+    submit(i % 3 == 0);
+  check(1);
+  // More leave than join: the new ones take holes, the rest are filled from the end.
+  std::vector<JobId> ids;
+  for (const auto& [id, h] : held)
+    ids.push_back(id);
+  for (size_t k : {1u, 2u, 5u, 7u, 11u}) {
+    ASSERT_TRUE(c_.Cancel(kAlice, ids[k], At(2)).ok());
+    held.erase(ids[k]);
+  }
+  submit(true);
+  submit(false);
+  check(3);
+  // Changed while waiting: a released job and a held one.
+  ASSERT_TRUE(c_.Release(kAlice, ids[0], At(4)).ok());
+  held[ids[0]] = false;
+  ASSERT_TRUE(c_.Hold(kAlice, ids[4], At(4)).ok());
+  held[ids[4]] = true;
+  check(5);
+  // More join than leave.
+  ASSERT_TRUE(c_.Cancel(kAlice, ids[3], At(6)).ok());
+  held.erase(ids[3]);
+  for (int i = 0; i < 6; ++i)
+    submit(i % 2 == 0);
+  check(7);
+  check(8);  // nothing changed
 }
 
 TEST_F(ControllerArrayTest, AfterAndSingletonDependencies) {
