@@ -104,8 +104,7 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
   std::vector<uint64_t> pending;
   for (const Job& j : loaded.active_jobs) {
     auto job = std::make_shared<Job>(j);
-    jobs_[j.id.value()] = job;
-    ChangedJob(j.id.value());
+    AddJob(job);
     ++active_;
     next_job_id_ = std::max(next_job_id_, j.id.value() + 1);
     if (j.state == JobState::kPending) {
@@ -162,6 +161,31 @@ Job& Controller::Mutable(JobId id) {
   it->second = std::move(copy);
   ChangedJob(id.value());
   return *raw;
+}
+
+void Controller::AddJob(std::shared_ptr<const Job> job) {
+  const uint64_t id = job->id.value();
+  std::vector<uint64_t>& ids = jobs_of_user_[job->spec.user].ids;
+  if (ids.empty() || ids.back() < id) {
+    ids.push_back(id);
+  } else if (auto at = std::lower_bound(ids.begin(), ids.end(), id); at == ids.end() || *at != id) {
+    ids.insert(at, id);  // loaded from the store out of order
+  }
+  jobs_[id] = std::move(job);
+  ChangedJob(id);
+}
+
+void Controller::EraseJob(std::map<uint64_t, std::shared_ptr<const Job>>::iterator it) {
+  const uint64_t id = it->first;
+  auto u = jobs_of_user_.find(it->second->spec.user);
+  jobs_.erase(it);
+  ChangedJob(id);
+  if (u == jobs_of_user_.end()) return;
+  UserJobs& mine = u->second;
+  if (++mine.gone * 2 < mine.ids.size()) return;
+  std::erase_if(mine.ids, [&](uint64_t j) { return jobs_.find(j) == jobs_.end(); });
+  mine.gone = 0;
+  if (mine.ids.empty()) jobs_of_user_.erase(u);
 }
 
 void Controller::ChangedJob(uint64_t id) {
@@ -484,8 +508,7 @@ void Controller::Admit(const Admission& a, Time now, api::Json& ids) {
     pending_order_.push_back(job->id.value());
     ids.push_back(job->id.value());
     Record(*job);
-    ChangedJob(job->id.value());
-    jobs_[job->id.value()] = std::move(job);
+    AddJob(std::move(job));
     ++active_;
   }
   batch_.next_job_id = next_job_id_;

@@ -667,6 +667,16 @@ class Controller {
   // last pass (each write to jobs_ says so through ChangedJob): a pass takes
   // every other job that was pending at the last pass as that pass saw it.
   std::vector<uint64_t> changed_jobs_;
+  // Each user's jobs in jobs_, by id, for a user's listing, which otherwise
+  // read every job (35 ms of the loop with 141,000 jobs). Ids of jobs that
+  // left jobs_ stay until they are half of a user's (UserJobs).
+  struct UserJobs {
+    std::vector<uint64_t> ids;  // ascending
+    size_t gone = 0;            // of them, no longer in jobs_
+  };
+  std::unordered_map<std::string, UserJobs> jobs_of_user_;
+  void AddJob(std::shared_ptr<const Job> job);  // into jobs_ and jobs_of_user_
+  void EraseJob(std::map<uint64_t, std::shared_ptr<const Job>>::iterator it);
   std::unordered_map<uint64_t, sched::Request> requests_;
   std::unordered_map<uint64_t, Running> running_;
   std::unordered_map<std::string, std::vector<uint64_t>>

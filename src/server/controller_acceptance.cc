@@ -135,8 +135,7 @@ Result<api::Json> Controller::SubmitAcceptance(JobSpec spec, Time now) {
   pending_order_.push_back(job->id.value());
   Record(*job);
   const uint64_t id = job->id.value();
-  jobs_[id] = std::move(job);
-  ChangedJob(id);
+  AddJob(std::move(job));
   ++active_;
   batch_.next_job_id = next_job_id_;
   submissions_ += 1;

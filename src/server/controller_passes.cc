@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/check.h"
 #include "sched/schedule.h"
 #include "sched/working_state.h"
 #include "server/controller.h"
@@ -157,10 +158,7 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
   // order of ending, so this costs only what leaves.
   while (!evict_order_.empty() && now - evict_order_.front().first > config_.finished_retention) {
     auto it = jobs_.find(evict_order_.front().second);
-    if (it != jobs_.end() && !IsActive(it->second->state)) {  // a requeued job stays
-      ChangedJob(it->first);
-      jobs_.erase(it);
-    }
+    if (it != jobs_.end() && !IsActive(it->second->state)) EraseJob(it);  // a requeued job stays
     evict_order_.pop_front();
   }
   while (!forget_order_.empty() && now - forget_order_.front().first > config_.dependency_horizon) {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "catalog/mig.h"
+#include "core/check.h"
 #include "sched/request.h"
 #include "sched/schedule.h"
 #include "server/controller.h"
@@ -31,17 +32,32 @@ Result<std::vector<std::shared_ptr<const Job>>> Controller::ListJobs(const Ident
     return Denied("you may list only your own jobs");
   const std::string user = f.UserFor(who);
   std::vector<std::shared_ptr<const Job>> out;
-  for (auto it = jobs_.upper_bound(f.after); it != jobs_.end(); ++it) {
-    const Job& job = *it->second;
-    if (!user.empty() && job.spec.user != user) continue;
-    if (!InPartition(job, f.partition)) continue;
+  // False once the listing is full.
+  const auto take = [&](const std::shared_ptr<const Job>& ptr) {
+    const Job& job = *ptr;
+    if (!InPartition(job, f.partition)) return true;
     const bool state_ok =
         f.states.empty() ? IsActive(job.state)
                          : std::find(f.states.begin(), f.states.end(), job.state) != f.states.end();
-    if (!state_ok) continue;
-    if (IsTerminal(job.state) && job.end_time < f.ended_since) continue;
-    out.push_back(it->second);
-    if (out.size() == f.limit) break;
+    if (!state_ok) return true;
+    if (IsTerminal(job.state) && job.end_time < f.ended_since) return true;
+    out.push_back(ptr);
+    return out.size() != f.limit;
+  };
+  if (user.empty()) {
+    for (auto it = jobs_.upper_bound(f.after); it != jobs_.end(); ++it) {
+      if (!take(it->second)) break;
+    }
+    return out;
+  }
+  auto mine = jobs_of_user_.find(user);
+  if (mine == jobs_of_user_.end()) return out;
+  const std::vector<uint64_t>& ids = mine->second.ids;
+  for (auto id = std::upper_bound(ids.begin(), ids.end(), f.after); id != ids.end(); ++id) {
+    auto it = jobs_.find(*id);
+    if (it == jobs_.end()) continue;  // it has left
+    SHOAL_DCHECK(it->second->spec.user == user, "a job listed under another user");
+    if (!take(it->second)) break;
   }
   return out;
 }

@@ -129,6 +129,40 @@ TEST_F(ControllerTest, ListingsOfFinishedJobsStartAtEndedSince) {
   EXPECT_EQ(ids(At(21)), (Ids{waiting}));
 }
 
+// A user's listing reads that user's jobs alone (an index by user): the
+// jobs that left memory after finished_retention are gone from it, however
+// many left, and later ones come in id order, after a cursor too.
+TEST_F(ControllerTest, AUsersListingIsTheirsThroughJobsLeavingMemory) {
+  std::vector<JobId> mine;
+  for (int i = 0; i < 6; ++i)
+    mine.push_back(Submit(kAlice, Spec(1)));
+  const JobId bobs = Submit(kBob, Spec(1));
+  for (size_t k : {0u, 2u, 3u, 5u})
+    ASSERT_TRUE(c_.Cancel(kAlice, mine[k], At(10)).ok());
+  JobFilter every;
+  every.states.assign(std::begin(kJobStates), std::end(kJobStates));
+  using Ids = std::vector<JobId>;
+  EXPECT_EQ(Listed(every), mine);
+  c_.Tick(At(10 + 3601));  // one hour of retention gone: the cancelled jobs leave memory
+  const Ids left{mine[1], mine[4]};
+  EXPECT_EQ(Listed(every), left);
+  mine = {mine[1], mine[4], Submit(kAlice, Spec(1), 3612), Submit(kAlice, Spec(1), 3612)};
+  EXPECT_EQ(Listed(every), mine);
+  JobFilter page = every;
+  page.after = mine[1].value();
+  page.limit = 1;
+  EXPECT_EQ(Listed(page), (Ids{mine[2]}));
+  auto bob = c_.ListJobs(kBob, {});
+  ASSERT_TRUE(bob.ok());
+  ASSERT_EQ(bob->size(), 1u);
+  EXPECT_EQ(bob->front()->id, bobs);
+  JobFilter nobody;
+  nobody.user = "carol";
+  auto none = c_.ListJobs(kAdmin, nobody);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
 // gittins on a server: the service of the jobs that complete, and at start
 // the store's, feed its table; other policies keep no history.
 TEST_F(ControllerTest, GittinsLearnsTheServiceOfCompletedJobs) {
