@@ -97,8 +97,7 @@ class Cycle {
     std::optional<Ranked> before;  // with a trusted hint, the order is checked as the walk goes
     for (size_t k = 0; k < order_.size(); ++k) {
       if (!snap_.explain) {
-        if (NothingLaterStarts(k)) break;
-        k = NextOpen(k);
+        k = NextToWalk(k);
         if (k == order_.size()) break;
       }
       if (k + kAhead < order_.size()) Prefetch(order_[k + kAhead].index);
@@ -436,41 +435,34 @@ class Cycle {
            now_state_.max_gpus() >= 1 && now_state_.AtLeast(1).None();
   }
 
-  // A pass that need not explain (Snapshot::explain false) ends when no job
-  // from order[next] on can start or preempt: in strict mode, every partition
-  // with such jobs is blocked; otherwise either no usable node has a free
-  // GPU, all of them need whole GPUs, and preemption is over for the pass,
-  // or each of them is of a shape class that could neither be placed nor
-  // make room by preemption earlier in the pass (ClassesClosed).
-  bool NothingLaterStarts(size_t next) {
+  // In a pass that need not explain (Snapshot::explain false), the next
+  // place from `next` on whose job might start or preempt; order_.size()
+  // when none can and the pass ends. None can when, in strict mode, every
+  // partition with jobs left is blocked; otherwise when no usable node has a
+  // free GPU, all of them need whole GPUs, and preemption is over for the
+  // pass, or when each of them is of a shape class that could neither be
+  // placed nor make room by preemption earlier in the pass (ClassesClosed).
+  // Short of that, the jobs of a class closed so (not fitting now, refused
+  // preemption) are passed over unscreened, for the same reasons: in a deep
+  // queue most jobs are of a few classes, and one job of a rare class far
+  // down the order kept the pass screening every job before it.
+  size_t NextToWalk(size_t next) {
     const auto from = static_cast<ptrdiff_t>(next);
     if (policy_.queue_mode() == QueueMode::kStrict) {
       const uint64_t all = (uint64_t{2} << (inv_.partitions().size() - 1)) - 1;
       const uint64_t open = ~blocked_partition_ & all;
-      if (open == 0) return true;
-      if (open >> RequestOf(At(next).index).partition & 1) return false;  // it may start
+      if (open == 0) return order_.size();
+      if (open >> RequestOf(At(next).index).partition & 1) return next;  // it may start
       for (uint64_t p = open; p != 0; p &= p - 1) {
-        if (tails_->LastInPartition(std::countr_zero(p)) >= from) return false;
+        if (tails_->LastInPartition(std::countr_zero(p)) >= from) return next;
       }
-      return true;
+      return order_.size();
     }
     const bool preempting = policy_.preempt() != nullptr && MayStillPreempt(At(next));
     if (now_state_.max_gpus() >= 1 && now_state_.AtLeast(1).None() && !preempting &&
         tails_->LastNotWholeGpus() < from)
-      return true;
-    return ClassesClosed(from, preempting);
-  }
-
-  // The first place from `next` on whose job might start or preempt, in a
-  // pass that need not explain and has not ended (NothingLaterStarts): the
-  // jobs of a shape class that could neither be placed nor make room by
-  // preemption earlier in the pass are passed over unscreened, for the
-  // reasons that let such a pass end. In a deep queue most jobs are of a
-  // few classes, and one job of a rare class far down the order kept the
-  // pass screening every job before it.
-  size_t NextOpen(size_t next) {
-    if (policy_.queue_mode() == QueueMode::kStrict) return next;
-    const bool preempting = policy_.preempt() != nullptr && MayStillPreempt(At(next));
+      return order_.size();
+    if (ClassesClosed(from, preempting)) return order_.size();
     for (size_t k = next; k < order_.size(); ++k) {
       const uint32_t c = tails_->ClassAt(k);
       if (c == 0 || !now_memo_.HasClass(c) || (preempting && !preempt_failed_.HasClass(c)))
@@ -1043,7 +1035,7 @@ class Cycle {
   uint64_t blocked_partition_ = 0;
   std::vector<Ranked> order_;        // the pending jobs in the order the walk takes them (Rank)
   std::vector<uint8_t> known_;       // by place in order_, when taken on trust: whether ranked yet
-  std::optional<OrderTails> tails_;  // where the order's jobs lie, for NothingLaterStarts
+  std::optional<OrderTails> tails_;  // where the order's jobs lie, for NextToWalk
   size_t open_class_ = ~size_t{0};   // in tails_->Classes(): the last class found open
   int preemptions_ = 0;
   std::optional<Reservation> reservation_;
