@@ -29,7 +29,6 @@ class ControllerQueriesTest : public testing::ControllerFixture {
       out.push_back(j->id);
     return out;
   }
-
 };
 
 TEST_F(ControllerQueriesTest, ListingsFilterByPartitionAndStartAfterACursor) {
