@@ -13,9 +13,11 @@ namespace shoal::sched {
 struct StartDecision {
   JobId job;
   Allocation allocation;
-  bool backfilled = false;        // started ahead of a higher-priority job's reservation
-  bool after_preemption = false;  // uses resources that preempted jobs hold now
-  std::string detail;             // why there, when the policy chose among models (speed-aware)
+  bool backfilled = false;  // started ahead of a higher-priority job's reservation
+  // Uses resources that preempted jobs hold now (the preemptor, or a later job
+  // placed on what they free): a driver starts it once they have stopped.
+  bool after_preemption = false;
+  std::string detail;  // why there, when the policy chose among models (speed-aware)
 };
 
 struct PreemptDecision {
@@ -51,6 +53,12 @@ struct Plan {
   // as the next one. Empty when the pass ended before ranking
   // (Snapshot::pending_not_whole_gpus): the hint's order stands.
   std::vector<uint32_t> ranked;
+  // When the policy's order of the jobs running after this plan next
+  // changes with no event, while jobs still wait that could preempt them
+  // (SortPlugin::NextChangeAt: a running job reaching LAS's next queue);
+  // kTimeNever when nothing but events changes it. The simulator and the
+  // server pass again then, or at the next event, whichever is first.
+  Time wake_at = kTimeNever;
   PassStats stats;
 
   const StartDecision* FindStart(JobId id) const;

@@ -16,6 +16,7 @@
 // lives in the ScorePass object a plugin creates for each pass.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,13 @@ class SortPlugin {
   // Lower values are scheduled first; ties go to the earlier submission, then
   // the lower job id. Called for pending and, when the policy preempts, running jobs.
   virtual double Value(const SortContext& ctx, const JobInfo& job) const = 0;
+  // The attained service (GPU-seconds) at which a running job that has
+  // `attained_gpu_s` now next changes value as it runs, with no event
+  // (LAS: its queue's threshold); infinity when only events change it. The
+  // cycle turns it into Plan::wake_at, the time its drivers look again.
+  virtual double NextChangeAt(const PolicyParams&, double /*attained_gpu_s*/) const {
+    return std::numeric_limits<double>::infinity();
+  }
 };
 
 class FilterPlugin {

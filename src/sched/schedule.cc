@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/check.h"
 #include "sched/earliest_fit.h"
@@ -812,6 +814,12 @@ class Cycle {
   void Commit(const JobInfo& j, Allocation alloc, bool long_job, bool after_preemption,
               std::string detail = {}) {
     if (!after_preemption) now_state_.Allocate(alloc);
+    // Placed on what a victim of this pass frees (beyond what its preemptor
+    // took): it too starts once the victims have stopped.
+    if (held_ && !after_preemption) {
+      after_preemption = !held_->CanAllocate(alloc).ok();
+      if (!after_preemption) held_->Allocate(alloc);
+    }
     if (reservation_) {
       if (long_job)
         SHOAL_CHECK(shadow_->AllocateAlike(alloc), "backfill placement beside the reservation");
@@ -983,6 +991,13 @@ class Cycle {
       ChargeAccount(v, -v.allocation->TotalGpus(), -1);
       plan_.preemptions.push_back({v.id, j.id});
     }
+    if (!held_) {  // what stays held until the victims stop: they do, the preemptor does not
+      held_.emplace(now_state_);
+      held_->Release(*alloc);
+      for (size_t k : released) {
+        if (preempted_[k]) held_->Allocate(*snap_.running[k].allocation);
+      }
+    }
     power_.Charge(j.id, *alloc, j.gpu_power_w, -1);  // Commit charges it
     now_memo_.Clear();
     power_blocked_.clear();
@@ -1041,15 +1056,56 @@ class Cycle {
   std::optional<Reservation> reservation_;
   std::optional<WorkingState> shadow_;
   std::optional<WorkingState> long_ok_;
+  // After a preemption: the running jobs, victims included, and the starts
+  // that need none of what victims hold (StartDecision::after_preemption).
+  std::optional<WorkingState> held_;
   std::optional<ModelTimeline> timeline_;  // speed-aware policies only
 };
+
+}  // namespace
+
+namespace {
+
+// Plan::wake_at: when the first job running after `plan` reaches the
+// attained service at which its value changes, at the GPUs it holds.
+Time WakeAt(const Snapshot& snapshot, Time now, const Policy& policy, const Plan& plan) {
+  if (policy.preempt() == nullptr) return kTimeNever;
+  if (snapshot.pending.size() + plan.preemptions.size() == plan.starts.size()) return kTimeNever;
+  const SortPlugin& sort = policy.sort();
+  Time next = kTimeNever;
+  auto consider = [&](double attained_gpu_s, double gpu_eq) {
+    const double at = sort.NextChangeAt(policy.params(), attained_gpu_s);
+    if (!std::isfinite(at)) return;
+    const Duration to = DurationFromSeconds((at - attained_gpu_s) / std::max(1e-9, gpu_eq));
+    next = std::min(next, now + to + Duration(1));
+  };
+  if (!std::isfinite(sort.NextChangeAt(policy.params(), 0))) return kTimeNever;
+  std::unordered_set<uint64_t> victims;
+  for (const PreemptDecision& p : plan.preemptions)
+    victims.insert(p.victim.value());
+  for (const JobInfo& r : snapshot.running) {
+    if (r.allocation != nullptr && !victims.count(r.id.value()))
+      consider(r.attained_gpu_s, r.allocation->GpuEquivalents());
+  }
+  if (plan.starts.empty()) return next;
+  std::unordered_map<uint64_t, const Allocation*> started;
+  for (const StartDecision& s : plan.starts)
+    started[s.job.value()] = &s.allocation;
+  for (const JobInfo& j : snapshot.pending) {
+    if (auto it = started.find(j.id.value()); it != started.end())
+      consider(j.attained_gpu_s, it->second->GpuEquivalents());
+  }
+  return next;
+}
 
 }  // namespace
 
 Plan Schedule(const Snapshot& snapshot, Time now, const Policy& policy) {
   SHOAL_CHECK(snapshot.inventory != nullptr, "a snapshot needs an inventory");
   Cycle cycle(snapshot, now, policy);
-  return cycle.Run();
+  Plan plan = cycle.Run();
+  plan.wake_at = WakeAt(snapshot, now, policy, plan);
+  return plan;
 }
 
 Result<StartEstimate> EstimateStart(const Snapshot& snapshot, const Request& req, Time not_before,

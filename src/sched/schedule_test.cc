@@ -44,6 +44,40 @@ TEST(ScheduleTest, ARecompiledRequestKeepsItsRankForPreemption) {
   ASSERT_EQ(queue0.starts.size(), 1u);
 }
 
+// Under LAS, a 4-GPU job preempts a running 8-GPU job of a lower queue; a
+// second 4-GPU job goes on the other half of what the victim frees. The
+// victim holds those GPUs until it stops, so that start too waits for it
+// (after_preemption), or a server would find its GPUs taken. The plan also
+// says when the order changes next: the first starter reaching queue 1.
+TEST(ScheduleTest, AStartOnWhatAVictimFreesWaitsForTheVictim) {
+  testing::ClusterBuilder c;
+  c.Node("n1");  // 8 GPUs
+  testing::SnapshotBuilder s(c.Inventory());
+  const JobId victim =
+      s.Running(testing::JobBuilder("v").Gpus(8).Requeue(), {"n1:0-7"}, At(-2), At(22));
+  s.info(victim).attained_gpu_s = 5000;
+  s.info(victim).preemptible = true;
+  const JobId first = s.Pending(testing::JobBuilder("a").Gpus(4), At(-1));
+  const JobId second =
+      s.Pending(testing::JobBuilder("b").Gpus(4), At(-1) + std::chrono::seconds(1));
+  s.info(first).attained_gpu_s = 1600;  // queue 0: 2,000 GPU-seconds to go
+  auto params = Policy::Preset("las");
+  ASSERT_TRUE(params.ok());
+  auto policy = Policy::Create(*params, BuiltinRegistry());
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  const Plan plan = Schedule(s.Build(), kTimeZero, *policy);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].victim, victim);
+  ASSERT_EQ(plan.starts.size(), 2u);
+  EXPECT_EQ(plan.starts[0].job, first);
+  EXPECT_EQ(plan.starts[1].job, second);
+  for (const StartDecision& start : plan.starts)
+    EXPECT_TRUE(start.after_preemption) << "job " << start.job.value();
+  // The victim waits again: the first starter reaches queue 1 after
+  // 2,000 GPU-seconds on its 4 GPUs.
+  EXPECT_EQ(plan.wake_at, kTimeZero + std::chrono::seconds(500) + Duration(1));
+}
+
 // A pass that need not explain, on a cluster with no whole GPU free, under
 // a policy that does not preempt, ends before ranking when the driver counts
 // no waiting job that could start without one (Snapshot::pending_not_whole_gpus).

@@ -154,4 +154,10 @@ struct Snapshot {
 // PriorityDecayHalfLife does.
 double DecayUsage(double usage, Duration elapsed, Duration half_life);
 
+// What `gpus` GPUs held through the last `held` add to a decayed usage now:
+// the integral of gpus * 2^(-age / half_life) over that time, so that usage
+// accrued in steps (a server's ticks, a simulator's events) is the same
+// wherever the steps fall. Undecayed (gpus * held) with no half-life.
+double DecayedService(double gpus, Duration held, Duration half_life);
+
 }  // namespace shoal::sched

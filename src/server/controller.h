@@ -428,6 +428,10 @@ class Controller {
   sched::PassStats SchedulePass(Time now);
   // Whether something happened since the last pass that a pass could act on.
   bool WantsPass() const { return dirty_; }
+  // When the last pass's policy said its order of running jobs next changes
+  // with no event (sched::Plan::wake_at: a LAS job reaching its next queue);
+  // the loop passes then. kTimeNever: only events change it.
+  Time WakeAt() const { return wake_at_; }
 
   // --- output ---
   state::Batch TakeBatch();
@@ -539,11 +543,12 @@ class Controller {
   void PlaceInfos(sched::Snapshot& snap, const std::unordered_map<std::string, int>& account_index,
                   const std::vector<Waiting>& pending, PendingInfos& out);
   // The scheduler's view of a job, and of the cluster with its running jobs
-  // (SchedulePass adds the pending ones); `account_index` gets each
-  // account's index in the snapshot.
+  // (SchedulePass adds the pending ones) at `now` (the running jobs' service
+  // up to it); `account_index` gets each account's index in the snapshot.
   sched::JobInfo InfoOf(const Job& job,
                         const std::unordered_map<std::string, int>& account_index) const;
-  sched::Snapshot RunningSnapshot(std::unordered_map<std::string, int>& account_index) const;
+  sched::Snapshot RunningSnapshot(std::unordered_map<std::string, int>& account_index,
+                                  Time now) const;
   // The signal orders for a running job's steps (Signal, SignalDue).
   void SignalSteps(const Job& j, int signal, bool batch_only, const std::string& why);
   // sbatch --signal: whether a running job's warning is due by `now`.
@@ -727,6 +732,7 @@ class Controller {
   uint32_t next_node_id_ = 1;
   size_t active_ = 0;
   bool dirty_ = true;
+  Time wake_at_ = kTimeNever;    // the last plan's (WakeAt)
   bool layout_changed_ = false;  // nodes registered or changed since the inventory was built
   // No pass rebuilds the inventory before this (ControllerConfig::rebuild_pacing).
   std::chrono::steady_clock::time_point next_paced_rebuild_{};

@@ -37,13 +37,14 @@ void Controller::AccrueUsage(Time now) {
   for (const auto& [id, r] : running_) {
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;
-    const double gpu_s =
-        job->allocation.GpuEquivalents() * ToSeconds(now - std::max(job->start_time, last_usage_));
-    account_gpu_s_[job->spec.account] += std::max(0.0, gpu_s);
+    const Duration held = now - std::max(job->start_time, last_usage_);
+    account_gpu_s_[job->spec.account] +=
+        std::max(0.0, job->allocation.GpuEquivalents() * ToSeconds(held));
     if (!job->spec.account.empty()) {
       state::AccountUsage& u = usage_[job->spec.account];
       u.account = job->spec.account;
-      u.usage_gpu_s += gpu_s;
+      u.usage_gpu_s +=
+          sched::DecayedService(job->allocation.GpuEquivalents(), held, config_.usage_half_life);
       u.updated = now;
     }
   }
@@ -227,8 +228,8 @@ void Controller::SeedServiceHistory(const std::vector<Job>& completed) {
   service_.Rebuild();
 }
 
-sched::Snapshot Controller::RunningSnapshot(
-    std::unordered_map<std::string, int>& account_index) const {
+sched::Snapshot Controller::RunningSnapshot(std::unordered_map<std::string, int>& account_index,
+                                            Time now) const {
   sched::Snapshot snap;
   snap.running.reserve(running_.size());
   snap.inventory = inventory_;
@@ -251,6 +252,10 @@ sched::Snapshot Controller::RunningSnapshot(
     sched::JobInfo info = InfoOf(*job, account_index);
     SetQosAndReservation(*job, snap, info);
     info.allocation = &job->allocation;
+    // Service accrues at ticks; a pass between them sees it up to now (LAS
+    // queues, and Plan::wake_at, which would otherwise come round again).
+    info.attained_gpu_s += job->allocation.GpuEquivalents() *
+                           std::max(0.0, ToSeconds(now - std::max(job->start_time, last_usage_)));
     info.start = job->start_time;
     info.expected_end = job->start_time + job->time_limit;
     info.preemptible = job->spec.requeue && !r.ending_as;
@@ -473,13 +478,14 @@ sched::PassStats Controller::SchedulePass(Time now) {
   // Acceptance tests first, so that the scheduler sees the nodes they hold.
   PlaceAcceptanceJobs(acceptance, now);
   std::unordered_map<std::string, int> account_index;
-  sched::Snapshot snap = RunningSnapshot(account_index);
+  sched::Snapshot snap = RunningSnapshot(account_index, now);
   PendingInfos now_infos = GatherPending(snap, account_index, pending);
   now_infos.inventory_version = inventory_->version();
   now_infos.accounts = std::move(accounts);
   phase_done(1);
 
   sched::Plan plan = sched::Schedule(snap, now, *policy_);
+  wake_at_ = plan.wake_at;
   phase_done(2);
   now_infos.infos = std::move(snap.pending);
   pending_infos_ = std::move(now_infos);

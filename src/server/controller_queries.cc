@@ -320,7 +320,7 @@ Result<api::Json> Controller::TestSubmit(const Identity& who, JobSpec spec, Time
   SHOAL_RETURN_IF_ERROR(CompileAndCheck(spec, &req));
   if (inventory_->size() == 0) return FailedPrecondition("no node has registered yet");
   std::unordered_map<std::string, int> account_index;
-  const sched::Snapshot snap = RunningSnapshot(account_index);
+  const sched::Snapshot snap = RunningSnapshot(account_index, now);
   const Time not_before = spec.begin_time ? std::max(now, *spec.begin_time) : now;
   SHOAL_ASSIGN_OR_RETURN(sched::StartEstimate e,
                          sched::EstimateStart(snap, req, not_before, *policy_,

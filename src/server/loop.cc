@@ -83,6 +83,7 @@ void ControlLoop::Run() {
       const Time now = clock_.Now();
       Time wake = std::min(last_tick + options_.tick_interval, last_pass + options_.idle_pass);
       if (controller_.WantsPass()) wake = std::min(wake, last_pass + pass_gap);
+      wake = std::min(wake, std::max(controller_.WakeAt(), last_pass + pass_gap));
       if (queue_.empty() && !stopping_ && wake > now) {
         cv_.wait_for(lock, wake - now, [this] { return !queue_.empty() || stopping_; });
       }
@@ -124,7 +125,8 @@ void ControlLoop::Run() {
     // that a pass that work set off does not leave it a wake-up of its own.
     const bool idle_pass_due = now - last_pass >= options_.idle_pass ||
                                (ticked && now - last_pass >= options_.idle_pass / 2);
-    if ((controller_.WantsPass() && now - last_pass >= pass_gap) || idle_pass_due) {
+    const bool wants = controller_.WantsPass() || now >= controller_.WakeAt();
+    if ((wants && now - last_pass >= pass_gap) || idle_pass_due) {
       const auto t0 = std::chrono::steady_clock::now();
       pass_stats = controller_.SchedulePass(now);
       const auto took = std::chrono::steady_clock::now() - t0;

@@ -88,29 +88,9 @@ struct EventLater {
   }
 };
 
-JobSpec SpecFor(const trace::TraceJob& t) {
-  JobSpec s;
-  s.name = t.name;
-  s.account = t.account;
-  s.gpu_milli = t.gpu_milli;
-  s.gpu_models = t.gpu_models;
-  s.cpu_milli_per_node = t.cpu_milli;
-  s.mem_mib_per_node = t.mem_mib;
-  if (t.gpus_per_node > 0) {
-    s.nodes = std::max(1, t.nodes);
-    s.gpus_per_node = t.gpus_per_node;
-  } else if (t.gpus > 0) {
-    s.gpus = t.gpus;
-  } else {
-    s.nodes = std::max(1, t.nodes);
-    if (s.cpu_milli_per_node == 0) s.cpu_milli_per_node = 1000;
-  }
-  return s;
-}
-
-double SecondsCeilMinute(double s) {
-  return std::max(60.0, std::ceil(s / 60.0) * 60.0);
-}
+// Passes at one instant after which preemption must have settled: each
+// preempts only jobs that rank below its preemptors, so a chain is short.
+constexpr int kMaxPassesAtOnce = 1000;
 
 class Simulator {
  public:
@@ -169,22 +149,7 @@ class Simulator {
       j.submit = t.submit;
       j.ref_s = std::max(1.0, ToSeconds(t.duration));
       JobSpec spec = SpecFor(t);
-      // A user who cannot choose the GPU model asks for enough time on the slowest one.
-      double worst_s = j.ref_s;
-      for (const auto& [model, d] : t.duration_by_model)
-        worst_s = std::max(worst_s, ToSeconds(d));
-      if (opts_.mode == Mode::kReplay) {
-        switch (opts_.limits.kind) {
-          case LimitModel::kExact:
-            spec.time_limit = DurationFromSeconds(SecondsCeilMinute(worst_s));
-            break;
-          case LimitModel::kFactor:
-            spec.time_limit = DurationFromSeconds(SecondsCeilMinute(worst_s * opts_.limits.factor));
-            break;
-          case LimitModel::kPartitionDefault:
-            break;
-        }
-      }
+      if (opts_.mode == Mode::kReplay) spec.time_limit = TimeLimitFor(t, opts_.limits);
       Result<sched::Request> r = sched::CompileRequest(*inv_, spec);
       if (!r.ok()) return r.status().WithContext(fmt::format("trace job {} ('{}')", i + 1, t.name));
       j.req = *r;
@@ -196,7 +161,10 @@ class Simulator {
       }
       if (!t.account.empty()) {
         auto [it, inserted] = accounts.emplace(t.account, static_cast<int>(accounts.size()));
-        if (inserted) snap_.accounts.push_back({t.account, 1.0, 0.0, 0});
+        if (inserted) {
+          snap_.accounts.push_back({t.account, 1.0, 0.0, 0});
+          account_gpus_.push_back(0);
+        }
         j.account = it->second;
       }
       j.speed = SpeedsOf(t);
@@ -310,6 +278,7 @@ class Simulator {
     if (!took.ok()) return Violation(fmt::format("starting job {}: {}", j.t->name, took.message()));
     j.alloc = std::move(alloc);
     j.gpu_eq = j.alloc.GpuEquivalents();
+    if (j.account >= 0) account_gpus_[static_cast<size_t>(j.account)] += j.gpu_eq;
     j.phase = SimJob::Phase::kRunning;
     j.seg_start = now_;
     j.waited += now_ - j.queued_since;
@@ -397,7 +366,7 @@ class Simulator {
     j.attained_gpu_s = AttainedNow(j);
     j.remaining = RemainingNow(j);
     ledger_.Give(j.alloc);
-    AddUsage(j, ToSeconds(now_ - j.seg_start) * GpuEq(j));
+    if (j.account >= 0) account_gpus_[static_cast<size_t>(j.account)] -= GpuEq(j);
     SwapOut(running_, snap_.running, j.running_pos,
             [&](uint32_t moved, uint32_t pos) { jobs_[moved].running_pos = pos; });
     ++j.epoch;
@@ -445,15 +414,16 @@ class Simulator {
     snap_.service_index = service_.table();
   }
 
-  void AddUsage(const SimJob& j, double gpu_s) {
-    if (j.account >= 0) snap_.accounts[static_cast<size_t>(j.account)].usage_gpu_s += gpu_s;
-  }
-
-  void DecayUsage() {
+  // Fair share's usage, up to now: as the server accrues it (at every
+  // instant here, before anything starts or stops; sched::DecayedService).
+  void AccrueUsage() {
     const Duration dt = now_ - usage_updated_;
     if (dt.count() <= 0) return;
-    for (sched::AccountInfo& a : snap_.accounts)
-      a.usage_gpu_s = sched::DecayUsage(a.usage_gpu_s, dt, opts_.usage_half_life);
+    for (size_t a = 0; a < snap_.accounts.size(); ++a) {
+      double& usage = snap_.accounts[a].usage_gpu_s;
+      usage = sched::DecayUsage(usage, dt, opts_.usage_half_life) +
+              sched::DecayedService(account_gpus_[a], dt, opts_.usage_half_life);
+    }
     usage_updated_ = now_;
   }
 
@@ -543,8 +513,20 @@ class Simulator {
     }
   }
 
+  // Passes at this instant until one preempts nothing. As on the server, a
+  // job placed where preempted jobs run starts at the next pass, once they
+  // have stopped, and that pass sees them waiting again.
   Status Pass() {
-    DecayUsage();
+    bool preempted = true;
+    for (int round = 0; preempted && !pending_.empty(); ++round) {
+      if (round == kMaxPassesAtOnce)
+        return Violation(fmt::format("{} passes at one instant still preempt", round));
+      SHOAL_RETURN_IF_ERROR(PassOnce(preempted));
+    }
+    return Status::Ok();
+  }
+
+  Status PassOnce(bool& preempted) {
     for (size_t k = 0; k < running_.size(); ++k) {  // what accrues while a job runs
       const SimJob& j = jobs_[running_[k]];
       snap_.running[k].attained_gpu_s = AttainedNow(j);
@@ -571,6 +553,8 @@ class Simulator {
       }
       Requeue(v, /*preempted=*/jobs_[v].halted == kTimeNever);  // a stopped job saves nothing more
     }
+    preempted = !plan.preemptions.empty();
+    std::erase_if(plan.starts, [](const sched::StartDecision& s) { return s.after_preemption; });
     for (sched::StartDecision& s : plan.starts) {
       const uint32_t idx = static_cast<uint32_t>(s.job.value() - 1);
       if (idx >= jobs_.size())
@@ -579,7 +563,7 @@ class Simulator {
     }
     for (const sched::StartDecision& s : plan.starts)
       LeaveQueue(static_cast<uint32_t>(s.job.value() - 1));
-    ScheduleWakeup();
+    ScheduleWakeup(plan.wake_at);
     return Status::Ok();
   }
 
@@ -602,29 +586,13 @@ class Simulator {
     return Status::Ok();
   }
 
-  // Under LAS a running job may fall to a lower queue between events; wake up
-  // when the first one does, so waiting jobs can preempt it.
-  void ScheduleWakeup() {
-    if (policy_.preempt() == nullptr || pending_.empty()) return;
-    // Only the attained-service sorts change a running job's rank between events.
-    if (policy_.params().sort != "las" && !policy_.sort().UsesServiceHistory()) return;
-    Time next = kTimeNever;
-    for (uint32_t idx : running_) {
-      const SimJob& j = jobs_[idx];
-      const double attained = AttainedNow(j);
-      for (double threshold : policy_.params().las_thresholds_gpu_s) {
-        if (attained < threshold) {
-          next = std::min(
-              next, now_ + DurationFromSeconds((threshold - attained) / std::max(1e-9, GpuEq(j))) +
-                        Duration(1));
-          break;
-        }
-      }
-    }
-    if (next < kTimeNever && next < next_wakeup_) {
-      next_wakeup_ = next;
-      Push(next, EventType::kWakeup, 0, 0);
-    }
+  // The plan says when the order of the running jobs next changes with no
+  // event (a LAS job reaching its next queue): wake up then, unless a later
+  // pass says otherwise (a wake-up that is no longer the last plan's passes
+  // nothing, as on the server).
+  void ScheduleWakeup(Time wake_at) {
+    next_wakeup_ = wake_at;
+    if (wake_at < kTimeNever) Push(wake_at, EventType::kWakeup, 0, 0);
   }
 
   void Sample(Time until) {
@@ -663,6 +631,7 @@ class Simulator {
       if (faults_) t = std::min(t, fault_source_->NextAt());
       Sample(t - Duration(1));
       now_ = t;
+      AccrueUsage();
       bool changed = false;
       while (!events_.empty() && events_.top().at == t) {
         const Event e = events_.top();
@@ -720,7 +689,8 @@ class Simulator {
   bool Handle(const Event& e) {
     switch (e.type) {
       case EventType::kWakeup:
-        if (next_wakeup_ == now_) next_wakeup_ = kTimeNever;
+        if (next_wakeup_ != now_) return false;  // a later pass planned otherwise
+        next_wakeup_ = kTimeNever;
         return true;
       case EventType::kFinish:
       case EventType::kTimeLimit: {
@@ -1092,6 +1062,7 @@ class Simulator {
   uint64_t seq_ = 0;
   Time now_{};
   Time usage_updated_{};
+  std::vector<double> account_gpus_;  // GPUs each account's running jobs hold
   Time next_sample_{};
   Time next_wakeup_ = kTimeNever;
   Duration sample_every_{0};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -10,6 +11,42 @@
 #include "core/strings.h"
 
 namespace shoal::sim {
+
+JobSpec SpecFor(const trace::TraceJob& t) {
+  JobSpec s;
+  s.name = t.name;
+  s.account = t.account;
+  s.gpu_milli = t.gpu_milli;
+  s.gpu_models = t.gpu_models;
+  s.cpu_milli_per_node = t.cpu_milli;
+  s.mem_mib_per_node = t.mem_mib;
+  if (t.gpus_per_node > 0) {
+    s.nodes = std::max(1, t.nodes);
+    s.gpus_per_node = t.gpus_per_node;
+  } else if (t.gpus > 0) {
+    s.gpus = t.gpus;
+  } else {
+    s.nodes = std::max(1, t.nodes);
+    if (s.cpu_milli_per_node == 0) s.cpu_milli_per_node = 1000;
+  }
+  return s;
+}
+
+Duration TimeLimitFor(const trace::TraceJob& t, const LimitModel& m) {
+  double worst_s = std::max(1.0, ToSeconds(t.duration));
+  for (const auto& [model, d] : t.duration_by_model)
+    worst_s = std::max(worst_s, ToSeconds(d));
+  const auto ceil_minute = [](double s) { return std::max(60.0, std::ceil(s / 60.0) * 60.0); };
+  switch (m.kind) {
+    case LimitModel::kExact:
+      return DurationFromSeconds(ceil_minute(worst_s));
+    case LimitModel::kFactor:
+      return DurationFromSeconds(ceil_minute(worst_s * m.factor));
+    case LimitModel::kPartitionDefault:
+      break;
+  }
+  return Duration(0);
+}
 
 Result<LimitModel> ParseLimitModel(std::string_view text) {
   const std::string s = ToLower(Trim(text));

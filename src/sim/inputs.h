@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/cluster.h"
+#include "core/job.h"
 #include "core/status.h"
 #include "trace/trace.h"
 
@@ -19,6 +20,15 @@ struct LimitModel {
   enum Kind { kExact, kFactor, kPartitionDefault } kind = kFactor;
   double factor = 2.0;
 };
+
+// The job that a replay submits for a trace job: its resources as the trace
+// gives them (a CPU-only job asks for one CPU per node at least), no time limit.
+JobSpec SpecFor(const trace::TraceJob& t);
+
+// The time limit `m` gives a trace job, in whole minutes (at least one); 0
+// (the partition's default) for LimitModel::kPartitionDefault. A job whose
+// trace gives run times per GPU model asks for enough on the slowest.
+Duration TimeLimitFor(const trace::TraceJob& t, const LimitModel& m);
 
 // "exact", "x2" / "2" (a factor of the true run time), or "default" (the partition's default).
 Result<LimitModel> ParseLimitModel(std::string_view text);

@@ -41,6 +41,9 @@ class LasSort final : public SortPlugin {
   double Value(const SortContext& ctx, const JobInfo& job) const override {
     return LasQueue(ctx, job);
   }
+  double NextChangeAt(const PolicyParams& p, double attained_gpu_s) const override {
+    return NextLasThreshold(p, attained_gpu_s);
+  }
 };
 
 // Tiresias' 2DAS with Gittins indices: the job whose attained GPU-time gives the
@@ -58,6 +61,12 @@ class GittinsSort final : public SortPlugin {
     const double index = table->Index(job.attained_gpu_s);
     if (index <= 0) return 64.0;  // beyond all history: last
     return std::clamp(-std::log2(index), -63.0, 63.0);
+  }
+  // The index changes with every GPU-second past a completed job's service;
+  // its drivers look again where LAS's queues change, as Tiresias does
+  // (a server's once-a-second pass looks more often).
+  double NextChangeAt(const PolicyParams& p, double attained_gpu_s) const override {
+    return NextLasThreshold(p, attained_gpu_s);
   }
 };
 
@@ -99,6 +108,13 @@ double MultifactorPriority(const SortContext& ctx, const JobInfo& job) {
   const double qos = std::clamp(job.qos_factor, 0.0, 1.0);
   return p.weight_age * age + p.weight_fairshare * fairshare + p.weight_size * size +
          p.weight_qos * qos;
+}
+
+double NextLasThreshold(const PolicyParams& p, double attained_gpu_s) {
+  for (double threshold : p.las_thresholds_gpu_s) {
+    if (attained_gpu_s < threshold) return threshold;
+  }
+  return std::numeric_limits<double>::infinity();
 }
 
 int LasQueue(const SortContext& ctx, const JobInfo& job) {
