@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace shoal::sched {
 
@@ -35,15 +36,54 @@ GittinsTable::GittinsTable(const std::vector<double>& sorted) {
   grid_.push_back(0);
   for (int i = 0; i <= kPoints; ++i)
     grid_.push_back(std::pow(top, static_cast<double>(i) / kPoints));
-  for (double a : grid_)
+  for (double a : grid_) {
     index_.push_back(Compute(sorted, prefix, a));
+    class_.push_back(static_cast<int>(std::floor(GittinsValue(index_.back()))));
+  }
+  const size_t n = grid_.size();
+  run_end_.assign(n, n);
+  for (size_t i = n - 1; i-- > 0;)
+    run_end_[i] = class_[i + 1] != class_[i] ? i + 1 : run_end_[i + 1];
+  classes_ = class_;
+  std::sort(classes_.begin(), classes_.end());
+  classes_.erase(std::unique(classes_.begin(), classes_.end()), classes_.end());
+  for (int c : classes_) {
+    std::vector<size_t> next(n + 1, n);
+    for (size_t i = n; i-- > 0;)
+      next[i] = class_[i] >= c ? i : next[i + 1];
+    next_at_least_.push_back(std::move(next));
+  }
+}
+
+double GittinsValue(double index) {
+  if (index <= 0) return 64.0;
+  return std::clamp(-std::log2(index), -63.0, 63.0);
+}
+
+size_t GittinsTable::PointAt(double attained) const {
+  auto it = std::upper_bound(grid_.begin(), grid_.end(), attained);
+  return it == grid_.begin() ? 0 : static_cast<size_t>(it - grid_.begin()) - 1;
+}
+
+double GittinsTable::NextClassChange(double attained, double above) const {
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  if (grid_.empty()) return kNever;
+  const size_t at = PointAt(attained);
+  size_t next = 0;
+  if (above < class_[at]) {
+    next = run_end_[at];
+  } else {
+    // The first class that occurs above `above`, and the first point of it or higher.
+    auto c = std::upper_bound(classes_.begin(), classes_.end(), above);
+    if (c == classes_.end()) return kNever;
+    next = next_at_least_[static_cast<size_t>(c - classes_.begin())][at + 1];
+  }
+  return next < grid_.size() ? grid_[next] : kNever;
 }
 
 double GittinsTable::Index(double attained) const {
   if (grid_.empty()) return 0;
-  auto it = std::upper_bound(grid_.begin(), grid_.end(), attained);
-  const size_t i = it == grid_.begin() ? 0 : static_cast<size_t>(it - grid_.begin()) - 1;
-  return index_[i];
+  return index_[PointAt(attained)];
 }
 
 void ServiceHistory::Record(double gpu_s) {

@@ -16,6 +16,10 @@
 
 namespace shoal::sched {
 
+// The sort's value of a Gittins index: -log2 of it, so that a whole unit is
+// a factor of two (within [-63, 63]); 64, after everything, past all history.
+double GittinsValue(double index);
+
 class GittinsTable {
  public:
   // `sorted` is ascending; fewer than kMinHistory samples give an empty table.
@@ -26,14 +30,27 @@ class GittinsTable {
   bool empty() const { return grid_.empty(); }
   // The index at attained service `a` (GPU-seconds); 0 past every sample.
   double Index(double attained) const;
+  // The attained service at which a job's class (the integer part of
+  // GittinsValue, constant between the table's points) next becomes one
+  // above `above`; while it is above `above` already, at its next change of
+  // class. Infinity if it never does. O(log points).
+  double NextClassChange(double attained, double above) const;
 
   // The exact index from the samples (for tests and the table itself).
   static double Compute(const std::vector<double>& sorted, const std::vector<double>& prefix,
                         double a);
 
  private:
-  std::vector<double> grid_;   // attained-service points
-  std::vector<double> index_;  // the index at each point
+  size_t PointAt(double attained) const;  // the point whose index holds at `attained`
+
+  std::vector<double> grid_;     // attained-service points
+  std::vector<double> index_;    // the index at each point
+  std::vector<int> class_;       // floor(GittinsValue(index)) at each point
+  std::vector<size_t> run_end_;  // the first later point of another class (or the end)
+  // The classes that occur, ascending, and for each the first point at or
+  // after each point whose class is at least it (or the end).
+  std::vector<int> classes_;
+  std::vector<std::vector<size_t>> next_at_least_;
 };
 
 // The service (GPU-seconds) of the last kWindow jobs that completed, and

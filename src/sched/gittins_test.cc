@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "sched/plugins/plugins.h"
 #include "sched/policy.h"
 #include "testing/builders.h"
@@ -65,6 +68,13 @@ TEST(GittinsTest, TableNeedsHistoryAndLooksUp) {
       << "between grid points: the point below";
 }
 
+// The service of 16 jobs of 1 GPU-second and 16 of 100.
+std::vector<double> ShortAndLongJobs() {
+  std::vector<double> s(16, 1.0);
+  s.insert(s.end(), 16, 100.0);
+  return s;
+}
+
 TEST(GittinsTest, SortRanksShortLookingJobsFirst) {
   testing::ClusterBuilder c;
   c.Node("n1");
@@ -73,9 +83,7 @@ TEST(GittinsTest, SortRanksShortLookingJobsFirst) {
   JobId fresh = b.Pending(testing::JobBuilder("fresh").Gpus(1));
   JobId ran = b.Pending(testing::JobBuilder("ran").Gpus(1));
   b.info(ran).attained_gpu_s = 2;  // past the short jobs' size: it is a long one
-  std::vector<double> s(16, 1.0);
-  s.insert(s.end(), 16, 100.0);
-  b.snapshot().service_index = std::make_shared<const GittinsTable>(s);
+  b.snapshot().service_index = std::make_shared<const GittinsTable>(ShortAndLongJobs());
   const Snapshot& snap = b.Build();
   PolicyParams params;
   SortContext ctx{snap, kTimeZero, params, 0, 0, 8};
@@ -85,6 +93,45 @@ TEST(GittinsTest, SortRanksShortLookingJobsFirst) {
   b.snapshot().service_index.reset();
   EXPECT_DOUBLE_EQ(gittins->Value(ctx, b.info(fresh)), 64.0)
       << "no history: LAS queue 0, after any ranked job";
+}
+
+// A running job's pass wakes where its value's integer part (what class
+// preemption compares) changes: from queue 1 (index 0.5) once it has run
+// past the short jobs' 1 GPU-second, then where 1 / (100 - a) halves.
+TEST(GittinsTest, ARunningJobWakesItsDriversWhereItsClassChanges) {
+  testing::ClusterBuilder c;
+  c.Node("n1");
+  testing::SnapshotBuilder b(c.Inventory());
+  const JobId job = b.Pending(testing::JobBuilder("j").Gpus(1));
+  b.snapshot().service_index = std::make_shared<const GittinsTable>(ShortAndLongJobs());
+  const Snapshot& snap = b.Build();
+  PolicyParams params;
+  SortContext ctx{snap, kTimeZero, params, 0, 0, 8};
+  auto gittins = plugins::MakeGittinsSort();
+  ASSERT_TRUE(gittins->ChangesAsItRuns());
+  constexpr double kAny = -std::numeric_limits<double>::infinity();
+  auto class_at = [&](double attained) {
+    b.info(job).attained_gpu_s = attained;
+    return std::floor(gittins->Value(ctx, b.info(job)));
+  };
+  const double first = gittins->NextChangeAt(snap, params, 0, kAny);
+  EXPECT_DOUBLE_EQ(first, 1.0);
+  EXPECT_EQ(class_at(0.999), 1.0);
+  EXPECT_EQ(class_at(first), 6.0) << "log2(99)";
+  const double second = gittins->NextChangeAt(snap, params, first, kAny);
+  EXPECT_GT(second, 36.0 - 2) << "1 / (100 - a) reaches 1/64 near a = 36";
+  EXPECT_LT(second, 36.0 + 2);
+  EXPECT_EQ(class_at(second - 1e-6), 6.0);
+  EXPECT_EQ(class_at(second), 5.0);
+  // Only a change to a class above 6 (a waiting job's): the index only rises
+  // towards the long jobs' 100 GPU-seconds, then past every sample it is 0
+  // (class 64, last of all).
+  const double above_six = gittins->NextChangeAt(snap, params, 0, 6);
+  EXPECT_EQ(class_at(above_six), 64.0);
+  EXPECT_GE(above_six, 100.0);
+  // Without history: LAS's thresholds.
+  b.snapshot().service_index.reset();
+  EXPECT_DOUBLE_EQ(gittins->NextChangeAt(b.Build(), params, 0, kAny), 3600.0);
 }
 
 }  // namespace

@@ -40,6 +40,9 @@ struct SortContext {
   int cluster_gpus = 0;
 };
 
+// The context of a pass over `snapshot` at `now`: its accounts' usage and shares summed.
+SortContext SortContextOf(const Snapshot& snapshot, Time now, const PolicyParams& params);
+
 class SortPlugin {
  public:
   virtual ~SortPlugin() = default;
@@ -57,10 +60,14 @@ class SortPlugin {
   // the lower job id. Called for pending and, when the policy preempts, running jobs.
   virtual double Value(const SortContext& ctx, const JobInfo& job) const = 0;
   // The attained service (GPU-seconds) at which a running job that has
-  // `attained_gpu_s` now next changes value as it runs, with no event
-  // (LAS: its queue's threshold); infinity when only events change it. The
-  // cycle turns it into Plan::wake_at, the time its drivers look again.
-  virtual double NextChangeAt(const PolicyParams&, double /*attained_gpu_s*/) const {
+  // `attained_gpu_s` now next changes class as it runs, with no event (the
+  // integer part of its value, which preemption by class compares: LAS's next
+  // queue), to a class above `above` (-infinity: any change); infinity when
+  // only events change it. Schedule turns it into Plan::wake_at, the time its
+  // drivers look again; only asked of a plugin whose ChangesAsItRuns().
+  virtual bool ChangesAsItRuns() const { return false; }
+  virtual double NextChangeAt(const Snapshot&, const PolicyParams&, double /*attained_gpu_s*/,
+                              double /*above*/) const {
     return std::numeric_limits<double>::infinity();
   }
 };
@@ -150,6 +157,11 @@ class PreemptPlugin {
   // plugin): the cycle then asks about every victim instead of stopping at
   // the first refusal.
   virtual bool Monotone() const { return true; }
+  // True for plugins under which, within a partition tier, a job may displace
+  // only jobs of a higher class (the integer part of the sort's value), so
+  // that a running job's change of class matters only above the class of
+  // some waiting job (Plan::wake_at).
+  virtual bool ByClass() const { return false; }
 };
 
 }  // namespace shoal::sched

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/strings.h"
+#include "sched/inventory.h"
 #include "sched/plugins/plugins.h"
 
 namespace shoal::sched {
@@ -276,6 +277,15 @@ Registry BuiltinRegistry() {
   r.AddPreempt("tier", plugins::MakeTierPreempt);
   r.AddPreempt("qos", plugins::MakeQosPreempt);
   return r;
+}
+
+SortContext SortContextOf(const Snapshot& snapshot, Time now, const PolicyParams& params) {
+  SortContext ctx{snapshot, now, params, 0, 0, snapshot.inventory->total_gpus()};
+  for (const AccountInfo& a : snapshot.accounts) {
+    ctx.total_usage_gpu_s += a.usage_gpu_s;
+    ctx.total_shares += a.shares;
+  }
+  return ctx;
 }
 
 }  // namespace shoal::sched

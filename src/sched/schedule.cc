@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -68,11 +69,7 @@ class Cycle {
         eligibility_(inv_, &policy.filters()),
         rng_(params_.seed ^
              static_cast<uint64_t>(now.time_since_epoch().count()) * 0x9e3779b97f4a7c15ULL),
-        sort_ctx_{snap, now, params_, 0, 0, inv_.total_gpus()} {
-    for (const AccountInfo& a : snap.accounts) {
-      sort_ctx_.total_usage_gpu_s += a.usage_gpu_s;
-      sort_ctx_.total_shares += a.shares;
-    }
+        sort_ctx_(SortContextOf(snap, now, params_)) {
     account_gpus_.assign(snap.accounts.size(), 0);
   }
 
@@ -1067,30 +1064,42 @@ class Cycle {
 namespace {
 
 // Plan::wake_at: when the first job running after `plan` reaches the
-// attained service at which its value changes, at the GPUs it holds.
+// attained service at which its class changes, at the GPUs it holds. Under
+// preemption by class, only a change to a class above the best waiting job's
+// can let that job displace it.
 Time WakeAt(const Snapshot& snapshot, Time now, const Policy& policy, const Plan& plan) {
-  if (policy.preempt() == nullptr) return kTimeNever;
+  if (policy.preempt() == nullptr || !policy.sort().ChangesAsItRuns()) return kTimeNever;
   if (snapshot.pending.size() + plan.preemptions.size() == plan.starts.size()) return kTimeNever;
   const SortPlugin& sort = policy.sort();
+  std::unordered_set<uint64_t> victims;
+  for (const PreemptDecision& p : plan.preemptions)
+    victims.insert(p.victim.value());
+  std::unordered_map<uint64_t, const Allocation*> started;
+  for (const StartDecision& s : plan.starts)
+    started[s.job.value()] = &s.allocation;
+  double above = -std::numeric_limits<double>::infinity();
+  if (policy.preempt()->ByClass()) {
+    const SortContext ctx = SortContextOf(snapshot, now, policy.params());
+    above = std::numeric_limits<double>::infinity();
+    for (const JobInfo& j : snapshot.pending) {
+      if (!started.count(j.id.value())) above = std::min(above, std::floor(sort.Value(ctx, j)));
+    }
+    for (const JobInfo& r : snapshot.running) {
+      if (victims.count(r.id.value())) above = std::min(above, std::floor(sort.Value(ctx, r)));
+    }
+  }
   Time next = kTimeNever;
   auto consider = [&](double attained_gpu_s, double gpu_eq) {
-    const double at = sort.NextChangeAt(policy.params(), attained_gpu_s);
+    const double at = sort.NextChangeAt(snapshot, policy.params(), attained_gpu_s, above);
     if (!std::isfinite(at)) return;
     const Duration to = DurationFromSeconds((at - attained_gpu_s) / std::max(1e-9, gpu_eq));
     next = std::min(next, now + to + Duration(1));
   };
-  if (!std::isfinite(sort.NextChangeAt(policy.params(), 0))) return kTimeNever;
-  std::unordered_set<uint64_t> victims;
-  for (const PreemptDecision& p : plan.preemptions)
-    victims.insert(p.victim.value());
   for (const JobInfo& r : snapshot.running) {
     if (r.allocation != nullptr && !victims.count(r.id.value()))
       consider(r.attained_gpu_s, r.allocation->GpuEquivalents());
   }
   if (plan.starts.empty()) return next;
-  std::unordered_map<uint64_t, const Allocation*> started;
-  for (const StartDecision& s : plan.starts)
-    started[s.job.value()] = &s.allocation;
   for (const JobInfo& j : snapshot.pending) {
     if (auto it = started.find(j.id.value()); it != started.end())
       consider(j.attained_gpu_s, it->second->GpuEquivalents());

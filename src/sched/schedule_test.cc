@@ -48,7 +48,7 @@ TEST(ScheduleTest, ARecompiledRequestKeepsItsRankForPreemption) {
 // second 4-GPU job goes on the other half of what the victim frees. The
 // victim holds those GPUs until it stops, so that start too waits for it
 // (after_preemption), or a server would find its GPUs taken. The plan also
-// says when the order changes next: the first starter reaching queue 1.
+// says when to look again (Plan::wake_at).
 TEST(ScheduleTest, AStartOnWhatAVictimFreesWaitsForTheVictim) {
   testing::ClusterBuilder c;
   c.Node("n1");  // 8 GPUs
@@ -73,9 +73,9 @@ TEST(ScheduleTest, AStartOnWhatAVictimFreesWaitsForTheVictim) {
   EXPECT_EQ(plan.starts[1].job, second);
   for (const StartDecision& start : plan.starts)
     EXPECT_TRUE(start.after_preemption) << "job " << start.job.value();
-  // The victim waits again: the first starter reaches queue 1 after
-  // 2,000 GPU-seconds on its 4 GPUs.
-  EXPECT_EQ(plan.wake_at, kTimeZero + std::chrono::seconds(500) + Duration(1));
+  // The victim waits again, in queue 1: it may displace a starter once that
+  // is in queue 2, the first after (36,000 - 1,600) / 4 GPU-seconds.
+  EXPECT_EQ(plan.wake_at, kTimeZero + std::chrono::seconds(8600) + Duration(1));
 }
 
 // A pass that need not explain, on a cluster with no whole GPU free, under

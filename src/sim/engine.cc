@@ -623,8 +623,9 @@ class Simulator {
     usage_updated_ = first;
     size_t cursor = 0;
     Time last_progress = WallNow();
-    // With faults, the run ends when the last job does (faults never stop coming).
-    while ((cursor < jobs_.size() || !events_.empty()) && !(faults_ && finished_ == jobs_.size())) {
+    // The run ends when the last job does: faults never stop coming, and a
+    // wake-up planned for a job that has since ended may still be queued.
+    while ((cursor < jobs_.size() || !events_.empty()) && finished_ < jobs_.size()) {
       Time t = kTimeNever;
       if (cursor < jobs_.size()) t = jobs_[cursor].submit;
       if (!events_.empty()) t = std::min(t, events_.top().at);

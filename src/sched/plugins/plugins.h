@@ -34,7 +34,8 @@ std::shared_ptr<const PreemptPlugin> MakeQosPreempt();
 double MultifactorPriority(const SortContext& ctx, const JobInfo& job);
 // The LAS queue a job is in (0 is the top).
 int LasQueue(const SortContext& ctx, const JobInfo& job);
-// The first of LAS's thresholds above `attained_gpu_s`; infinity past the last.
-double NextLasThreshold(const PolicyParams& p, double attained_gpu_s);
+// The first of LAS's thresholds above `attained_gpu_s` from which the queue
+// is above `above`; infinity past the last.
+double NextLasThreshold(const PolicyParams& p, double attained_gpu_s, double above);
 
 }  // namespace shoal::sched::plugins

@@ -12,6 +12,7 @@ namespace {
 class ClassPreempt final : public PreemptPlugin {
  public:
   std::string_view Name() const override { return "class"; }
+  bool ByClass() const override { return true; }
   bool MayPreempt(const Snapshot&, const JobInfo&, JobRank p, const JobInfo&,
                   JobRank v) const override {
     if (v.tier != p.tier) return v.tier < p.tier;

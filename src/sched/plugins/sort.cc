@@ -41,8 +41,10 @@ class LasSort final : public SortPlugin {
   double Value(const SortContext& ctx, const JobInfo& job) const override {
     return LasQueue(ctx, job);
   }
-  double NextChangeAt(const PolicyParams& p, double attained_gpu_s) const override {
-    return NextLasThreshold(p, attained_gpu_s);
+  bool ChangesAsItRuns() const override { return true; }
+  double NextChangeAt(const Snapshot&, const PolicyParams& p, double attained_gpu_s,
+                      double above) const override {
+    return NextLasThreshold(p, attained_gpu_s, above);
   }
 };
 
@@ -58,15 +60,16 @@ class GittinsSort final : public SortPlugin {
   double Value(const SortContext& ctx, const JobInfo& job) const override {
     const GittinsTable* table = ctx.snapshot.service_index.get();
     if (table == nullptr || table->empty()) return 64.0 + LasQueue(ctx, job);
-    const double index = table->Index(job.attained_gpu_s);
-    if (index <= 0) return 64.0;  // beyond all history: last
-    return std::clamp(-std::log2(index), -63.0, 63.0);
+    return GittinsValue(table->Index(job.attained_gpu_s));
   }
-  // The index changes with every GPU-second past a completed job's service;
-  // its drivers look again where LAS's queues change, as Tiresias does
-  // (a server's once-a-second pass looks more often).
-  double NextChangeAt(const PolicyParams& p, double attained_gpu_s) const override {
-    return NextLasThreshold(p, attained_gpu_s);
+  // Where the index's factor of two changes (the table is constant between
+  // its points); LAS's queues without history.
+  bool ChangesAsItRuns() const override { return true; }
+  double NextChangeAt(const Snapshot& snap, const PolicyParams& p, double attained_gpu_s,
+                      double above) const override {
+    const GittinsTable* table = snap.service_index.get();
+    if (table == nullptr || table->empty()) return NextLasThreshold(p, attained_gpu_s, above - 64);
+    return table->NextClassChange(attained_gpu_s, above);
   }
 };
 
@@ -110,9 +113,11 @@ double MultifactorPriority(const SortContext& ctx, const JobInfo& job) {
          p.weight_qos * qos;
 }
 
-double NextLasThreshold(const PolicyParams& p, double attained_gpu_s) {
+double NextLasThreshold(const PolicyParams& p, double attained_gpu_s, double above) {
+  int queue = 0;  // the queue from each threshold on
   for (double threshold : p.las_thresholds_gpu_s) {
-    if (attained_gpu_s < threshold) return threshold;
+    ++queue;
+    if (attained_gpu_s < threshold && queue > above) return threshold;
   }
   return std::numeric_limits<double>::infinity();
 }
