@@ -622,6 +622,8 @@ class Controller {
                   const std::string& message, Time now);
   // Step 0 ended as `state`: the job ends with it once its other steps have.
   void MainStepEnded(Job& j, JobState state, Time now);
+  // Whether `job` holds a GPU of node `name` that the node reports unhealthy.
+  bool OnFailedGpu(const Job& job, const std::string& name) const;
   // Every step of the job still live is recorded as ended (the job ended).
   void EndLiveSteps(Job& j, Time now, const std::string& why);
   // Kill orders for every node of the job that runs something of it.

@@ -180,6 +180,13 @@ void Controller::MainStepExited(JobId id, uint64_t epoch, const std::string& nam
   // A job with a lost node goes back to the queue when its fence is
   // over (Tick), not when the other nodes' tasks end.
   if (run.fence_until) return;
+  // A requeueable job that failed on a GPU its node now reports unhealthy
+  // (an XID, in this heartbeat or before) goes back to the queue, as after a
+  // lost node: the failure was the GPU's.
+  if (failed && !run.ending_as && job->spec.requeue && OnFailedGpu(*job, name)) {
+    StopJob(Mutable(id), JobState::kPending, now,
+            fmt::format("a GPU it used on {} failed; requeued", name), /*requeue_after=*/true);
+  }
   if (!run.nodes_left.empty()) {
     // One task of a gang failed: stop the others.
     if (failed && !run.ending_as)
@@ -195,6 +202,15 @@ void Controller::MainStepExited(JobId id, uint64_t epoch, const std::string& nam
                          : j.exit_code == 0 && j.exit_signal == 0 ? JobState::kCompleted
                                                                   : JobState::kFailed;
   MainStepEnded(j, state, now);
+}
+
+bool Controller::OnFailedGpu(const Job& job, const std::string& name) const {
+  auto n = nodes_.find(name);
+  if (n == nodes_.end()) return false;
+  for (const NodeAllocation& na : job.allocation.nodes) {
+    if (na.node == n->second.node.id && (na.gpu_mask & n->second.unhealthy_gpus) != 0) return true;
+  }
+  return false;
 }
 
 // What the server believes runs on `name` but the node did not report

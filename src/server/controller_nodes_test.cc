@@ -209,6 +209,40 @@ TEST_F(ControllerNodesTest, ALostNodeFailsOnlyItsOwnJobs) {
   EXPECT_EQ((*c_.NodeJson(other))["jobs"].size(), 1u);
 }
 
+// A GPU fails (XID) under two 4-GPU jobs of one node: its heartbeat says the
+// GPU is unhealthy and the job on it exited with an error. A requeueable job
+// goes back to the queue (the failure was the GPU's); one that may not be
+// requeued fails. The node drains; the other jobs run on.
+TEST_F(ControllerNodesTest, AJobThatDiesWithItsGpuIsRequeuedIfItMayBe) {
+  Register("n1");
+  JobSpec requeueable = Spec(4);
+  requeueable.requeue = true;
+  const JobId a = Submit(kAlice, requeueable, 1);
+  const JobId b = Submit(kAlice, Spec(4), 1);
+  c_.SchedulePass(At(2));
+  ASSERT_EQ(StateOf(a), JobState::kRunning);
+  ASSERT_EQ(StateOf(b), JobState::kRunning);
+  auto first_gpu = [&](JobId id) {
+    return (*c_.ShowJob(kAdmin, id))["allocation"][0]["gpus"][0].get<int>();
+  };
+  for (JobId id : {a, b}) {
+    Heartbeat hb;
+    for (int g = 0; g < 8; ++g) {
+      GpuReport r;
+      r.index = g;
+      r.healthy = g != first_gpu(id);
+      r.health_reason = r.healthy ? "" : "XID 79";
+      hb.gpus.push_back(r);
+    }
+    hb.events.push_back({id, EpochOf(id), 0, JobEvent::kExited, 1, 0, ""});
+    ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", hb, At(3)).ok());
+  }
+  EXPECT_EQ(StateOf(a), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAdmin, a))["restarts"].get<int>(), 1);
+  EXPECT_EQ(StateOf(b), JobState::kFailed);
+  EXPECT_EQ((*c_.NodeJson("n1"))["state"], "draining");
+}
+
 // `shoal node mig`: an admin's, for a drained node with no job, with a
 // layout its GPUs take; the node's re-registration with slices then
 // schedules jobs that name their profile.
