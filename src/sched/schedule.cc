@@ -1092,7 +1092,12 @@ Time WakeAt(const Snapshot& snapshot, Time now, const Policy& policy, const Plan
   auto consider = [&](double attained_gpu_s, double gpu_eq) {
     const double at = sort.NextChangeAt(snapshot, policy.params(), attained_gpu_s, above);
     if (!std::isfinite(at)) return;
-    const Duration to = DurationFromSeconds((at - attained_gpu_s) / std::max(1e-9, gpu_eq));
+    // Up to the whole millisecond at or after it, then one more: service
+    // accrued in other steps (a server's ticks) differs in its last bits, and
+    // must land on the same side of a millisecond (at a LAS threshold and an
+    // even GPU count the time is often a half millisecond exactly).
+    const double ms = (at - attained_gpu_s) / std::max(1e-9, gpu_eq) * 1000;
+    const Duration to(static_cast<int64_t>(std::ceil(ms - 1e-6)));
     next = std::min(next, now + to + Duration(1));
   };
   for (const JobInfo& r : snapshot.running) {

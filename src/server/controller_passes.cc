@@ -85,6 +85,9 @@ void Controller::CreditUnheard(Duration d) {
 }
 
 void Controller::Tick(Time now, std::optional<Time> heard_through) {
+  // Usage first, while the jobs that this tick requeues or ends still run:
+  // what they held since the last tick counts for their accounts too.
+  AccrueUsage(now);
   const Time heard = heard_through.value_or(now);
   for (auto& [name, n] : nodes_) {
     if (n.node.state != NodeState::kDown && heard - n.last_seen > config_.node_timeout)
@@ -151,7 +154,6 @@ void Controller::Tick(Time now, std::optional<Time> heard_through) {
     }
   }
   TickReservations(now);
-  AccrueUsage(now);
   CheckIdle(now);
   SampleCluster(now);
   // Finished jobs leave memory after a while (the store keeps them), and

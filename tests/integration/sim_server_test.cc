@@ -2,8 +2,9 @@
 // `sim::Simulate` and through the server's `Controller`, driven on a virtual
 // clock by agents simulated here (they run each job for its trace time,
 // report its exit, and stop it when told to, keeping its work as a
-// checkpointing job does). Every job must start, be preempted and end at the
-// same instants in both, under every policy a server runs.
+// checkpointing job does), and crash or lose a GPU where the simulator's
+// scripted faults say. Every job must start, be preempted or requeued and
+// end at the same instants in both, under every policy a server runs.
 //
 // The driver passes when the simulator does: after the events of an instant
 // and at the time the policy's plan says the order of running jobs changes
@@ -98,8 +99,9 @@ sim::LimitModel Limits() {
 }
 
 std::vector<Timeline> Simulated(const Cluster& cluster, const trace::Trace& trace,
-                                const std::string& policy) {
+                                const std::string& policy, std::vector<sim::Fault> faults) {
   sim::SimOptions opts;
+  opts.scripted_faults = std::move(faults);
   opts.limits = Limits();
   opts.restart_cost = kRestartCost;
   opts.explain_every = 1;
@@ -114,13 +116,18 @@ std::vector<Timeline> Simulated(const Cluster& cluster, const trace::Trace& trac
   return out;
 }
 
-// The server's side: a Controller, and the agents of its nodes.
+// The server's side: a Controller, and the agents of its nodes, which
+// crash, lose a GPU and come back as `faults` say.
 class ServedRun {
  public:
-  ServedRun(const Cluster& cluster, const trace::Trace& trace, const std::string& policy)
-      : trace_(trace), c_(Config(cluster, trace, policy)) {
-    for (const Node& n : cluster.nodes)
+  ServedRun(const Cluster& cluster, const trace::Trace& trace, const std::string& policy,
+            std::vector<sim::Fault> faults)
+      : trace_(trace), c_(Config(cluster, trace, policy)), faults_(std::move(faults)) {
+    for (const Node& n : cluster.nodes) {
+      nodes_[n.name] = {n, true, 0};
+      names_.push_back(n.name);
       EXPECT_TRUE(c_.RegisterNode(kNodeAgent, n, kStart).ok());
+    }
     jobs_.resize(trace.jobs.size());
     for (size_t i = 0; i < trace.jobs.size(); ++i)
       jobs_[i].ref_s = std::max(1.0, ToSeconds(trace.jobs[i].duration));
@@ -128,37 +135,15 @@ class ServedRun {
 
   std::vector<Timeline> Run() {
     size_t next = 0;
-    while (next < trace_.jobs.size() || !ends_.empty()) {  // (a wake-up needs a running job)
+    size_t next_fault = 0;
+    while (next < trace_.jobs.size() || !ends_.empty() || !deadlines_.empty()) {
       Time t = std::min(c_.WakeAt(), ends_.empty() ? kTimeNever : ends_.begin()->first);
       if (next < trace_.jobs.size()) t = std::min(t, trace_.jobs[next].submit);
+      if (next_fault < faults_.size()) t = std::min(t, faults_[next_fault].at);
+      if (!deadlines_.empty()) t = std::min(t, deadlines_.begin()->first);
       if (t == kTimeNever) break;
-      c_.Tick(t);
-      // Exits first, then arrivals, as the simulator handles an instant.
-      std::map<std::string, api::Heartbeat> beats;
-      while (!ends_.empty() && ends_.begin()->first == t) {
-        const size_t idx = ends_.begin()->second;
-        ends_.erase(ends_.begin());
-        Exit(idx, t, 0, beats);
-      }
-      Deliver(beats, t);
-      for (; next < trace_.jobs.size() && trace_.jobs[next].submit == t; ++next) {
-        JobSpec spec = sim::SpecFor(trace_.jobs[next]);
-        spec.time_limit = sim::TimeLimitFor(trace_.jobs[next], Limits());
-        spec.command = "train.sh";
-        spec.requeue = true;  // the simulator takes every trace job to checkpoint
-        auto r = c_.Submit(kAlice, spec, t);
-        EXPECT_TRUE(r.ok()) << r.status().ToString();
-        if (!r.ok()) return {};
-        EXPECT_EQ((*r)["jobs"][0].get<uint64_t>(), next + 1);
-      }
-      // Pass until the plan is applied: a preemption's victims stop (their
-      // agents answer the kill at once), then its preemptor starts.
-      for (int round = 0; c_.WantsPass() || t >= c_.WakeAt(); ++round) {
-        EXPECT_LT(round, 100) << "passes at one instant never settle";
-        if (round >= 100) return {};
-        c_.SchedulePass(t);
-        Apply(c_.TakeOutbox(), t);
-      }
+      Instant(t, next, next_fault);
+      if (::testing::Test::HasFailure()) return {};
     }
     // The server's records say what its agents saw.
     std::vector<Timeline> out;
@@ -166,9 +151,11 @@ class ServedRun {
       auto shown = c_.ShowJob(kAdmin, JobId(i + 1));
       EXPECT_TRUE(shown.ok()) << shown.status().ToString();
       if (!shown.ok()) return {};
-      EXPECT_EQ((*shown)["state"], "completed") << "job " << i + 1;
-      EXPECT_EQ((*shown)["restarts"], jobs_[i].timeline.restarts) << "job " << i + 1;
-      out.push_back(jobs_[i].timeline);
+      EXPECT_EQ((*shown)["state"], "completed") << "job " << i + 1 << ": " << shown->dump();
+      EXPECT_EQ((*shown)["restarts"], jobs_[i].launches - 1) << "job " << i + 1;
+      Timeline tl = jobs_[i].timeline;
+      tl.restarts = jobs_[i].launches - 1;
+      out.push_back(tl);
     }
     return out;
   }
@@ -181,10 +168,18 @@ class ServedRun {
     Time start{};
     double overhead_s = 0;  // the restart cost this run pays first
     uint64_t epoch = 0;
-    std::vector<std::string> nodes;
-    bool running = false;
+    std::map<std::string, uint64_t> gpus;  // this run's nodes and GPUs there
+    std::set<std::string> alive;           // nodes whose agent still runs its part
+    bool progressing = false;              // its work goes on (not stopped, not halted)
+    int launches = 0;
     Timeline timeline;
   };
+  struct AgentNode {
+    Node node;
+    bool up = true;            // its agent runs and beats
+    uint64_t failed_gpus = 0;  // what it reports unhealthy
+  };
+  enum class Deadline { kCheck, kNodeBack, kGpuRepaired };
 
   static server::ControllerConfig Config(const Cluster& cluster, const trace::Trace& trace,
                                          const std::string& policy) {
@@ -198,105 +193,279 @@ class ServedRun {
                        [&](const Account& a) { return a.name == j.account; }))
         cfg.accounts.push_back({.name = j.account, .shares = 1.0});
     }
-    // The driver beats only when a job exits; nodes are never lost here.
-    cfg.node_timeout = std::chrono::hours(24 * 365);
+    const sim::FaultModel m;  // the simulator's timings are the server's defaults
+    cfg.node_timeout = m.node_timeout;
+    cfg.kill_grace = m.kill_grace;
+    cfg.fence_margin = m.fence_margin;
     cfg.finished_retention = std::chrono::hours(24 * 365);  // ended jobs stay to be compared
     return cfg;
   }
 
+  // One instant: the server's tick (lost nodes, fences), exits, faults,
+  // arrivals, then passes until the plan is applied.
+  void Instant(Time t, size_t& next, size_t& next_fault) {
+    std::map<std::string, api::Heartbeat> beats;
+    Beat(beats, t);  // every node that is up, so that only a crashed one goes silent
+    c_.Tick(t);
+    // A crashed node comes back once the server has noticed (the simulator's
+    // model); its repaired GPU, once an admin resumes it.
+    while (!deadlines_.empty() && deadlines_.begin()->first == t) {
+      const auto [at, what] = *deadlines_.begin();
+      deadlines_.erase(deadlines_.begin());
+      if (what.first == Deadline::kNodeBack) NodeBack(what.second, t);
+      if (what.first == Deadline::kGpuRepaired) GpuRepaired(what.second, t);
+    }
+    while (!ends_.empty() && ends_.begin()->first == t) {
+      const size_t idx = ends_.begin()->second;
+      ends_.erase(ends_.begin());
+      jobs_[idx].progressing = false;
+      jobs_[idx].timeline.end = t;
+      ExitEverywhere(idx, 0, 0, beats);
+    }
+    Deliver(beats, t);
+    for (; next_fault < faults_.size() && faults_[next_fault].at == t; ++next_fault)
+      Fault(faults_[next_fault], t);
+    for (; next < trace_.jobs.size() && trace_.jobs[next].submit == t; ++next) {
+      JobSpec spec = sim::SpecFor(trace_.jobs[next]);
+      spec.time_limit = sim::TimeLimitFor(trace_.jobs[next], Limits());
+      spec.command = "train.sh";
+      spec.requeue = true;  // the simulator takes every trace job to checkpoint
+      auto r = c_.Submit(kAlice, spec, t);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      ASSERT_EQ((*r)["jobs"][0].get<uint64_t>(), next + 1);
+    }
+    // Pass until the plan is applied: a preemption's victims stop (their
+    // agents answer the kill at once), then its preemptor starts.
+    for (int round = 0; c_.WantsPass() || t >= c_.WakeAt(); ++round) {
+      ASSERT_LT(round, 100) << "passes at one instant never settle";
+      c_.SchedulePass(t);
+      Apply(c_.TakeOutbox(), t);
+    }
+  }
+
   size_t IndexOf(JobId id) const { return static_cast<size_t>(id.value() - 1); }
+
+  // What a job kept when a fault stopped it at `t`: its work up to its last
+  // checkpoint, one after every FaultModel::checkpoint_every of work in this
+  // run (as the simulator's SaveCheckpoint counts it).
+  double Checkpointed(const Agented& j, Time t) const {
+    const Duration every = sim::FaultModel{}.checkpoint_every;
+    const Time work_from = j.start + DurationFromSeconds(j.overhead_s);
+    if (t < work_from + every) return j.remaining;
+    const Time last = work_from + (t - work_from) / every * every;
+    const double worked = std::max(0.0, ToSeconds(last - j.start) - j.overhead_s);
+    return std::max(0.0, j.remaining - worked * 1.0 / j.ref_s);
+  }
+
+  // Stops a job's work at `t`: kept whole (preempted: it saved as it was
+  // told) or up to its last checkpoint (a fault).
+  void StopWork(size_t idx, Time t, bool checkpoint_only) {
+    Agented& j = jobs_[idx];
+    if (!j.progressing) return;
+    j.progressing = false;
+    ends_.erase({end_of_[idx], idx});
+    if (checkpoint_only) {
+      j.remaining = Checkpointed(j, t);
+    } else {
+      const double worked = std::max(0.0, ToSeconds(t - j.start) - j.overhead_s);
+      j.remaining = std::max(0.0, j.remaining - worked * 1.0 / j.ref_s);
+    }
+  }
 
   void Apply(const server::Outbox& out, Time t) {
     std::map<std::string, api::Heartbeat> beats;
     for (const server::KillOrder& k : out.kills) {
-      Agented& j = jobs_[IndexOf(k.job)];
-      if (!j.running || j.epoch != k.epoch) continue;
-      // Stopped as the simulator stops it: the work done since the restart
-      // cost was paid is kept.
-      const double worked = std::max(0.0, ToSeconds(t - j.start) - j.overhead_s);
-      j.remaining = std::max(0.0, j.remaining - worked * 1.0 / j.ref_s);
-      ends_.erase({end_of_[IndexOf(k.job)], IndexOf(k.job)});
-      Exit(IndexOf(k.job), t, 15, beats);
+      const size_t idx = IndexOf(k.job);
+      Agented& j = jobs_[idx];
+      if (j.epoch != k.epoch || !j.alive.count(k.node)) continue;
+      StopWork(idx, t, /*checkpoint_only=*/false);  // preempted (a fault stopped it before)
+      j.alive.erase(k.node);
+      beats[k.node].events.push_back({k.job, j.epoch, 0, api::JobEvent::kExited, 0, 15, ""});
     }
     Deliver(beats, t);
     for (const server::LaunchOrder& l : out.launches) {
       const size_t idx = IndexOf(l.job);
       Agented& j = jobs_[idx];
-      if (j.running && j.epoch == l.epoch) {  // another node of the same start
-        j.nodes.push_back(l.node);
-        continue;
+      if (j.epoch != l.epoch) {  // a new run
+        j.epoch = l.epoch;
+        j.gpus.clear();
+        j.alive.clear();
+        j.start = t;
+        j.overhead_s = j.launches > 0 ? ToSeconds(kRestartCost) : 0.0;
+        ++j.launches;
+        if (j.timeline.first_start == kTimeNever) j.timeline.first_start = t;
+        const Time finish = t + DurationFromSeconds(j.overhead_s + j.remaining * j.ref_s / 1.0);
+        end_of_[idx] = std::max(finish, t + Duration(1));
+        ends_.insert({end_of_[idx], idx});
+        j.progressing = true;
       }
-      j.running = true;
-      j.epoch = l.epoch;
-      j.nodes = {l.node};
-      j.start = t;
-      j.overhead_s = j.timeline.restarts > 0 ? ToSeconds(kRestartCost) : 0.0;
-      if (j.timeline.first_start == kTimeNever) j.timeline.first_start = t;
-      const Time finish = t + DurationFromSeconds(j.overhead_s + j.remaining * j.ref_s / 1.0);
-      end_of_[idx] = std::max(finish, t + Duration(1));
-      ends_.insert({end_of_[idx], idx});
+      j.gpus[l.node] = l.allocation.gpu_mask;
+      // A launch to a crashed node runs nothing: the job is halted.
+      if (nodes_.at(l.node).up) {
+        j.alive.insert(l.node);
+      } else {
+        StopWork(idx, t, /*checkpoint_only=*/true);
+      }
     }
   }
 
-  // Job `idx` exits on each of its nodes: by itself (signal 0), or killed.
-  void Exit(size_t idx, Time t, int signal, std::map<std::string, api::Heartbeat>& beats) {
+  void Fault(const sim::Fault& f, Time t) {
+    const std::string& name = names_.at(f.node);
+    AgentNode& n = nodes_.at(name);
+    std::map<std::string, api::Heartbeat> beats;
+    switch (f.kind) {
+      case sim::Fault::Kind::kNodeFail: {
+        // Its last beat is now; its jobs stop at once, and their other
+        // nodes' parts wait for the server to stop them.
+        n.up = false;
+        for (size_t idx = 0; idx < jobs_.size(); ++idx) {
+          if (!jobs_[idx].gpus.count(name) || !jobs_[idx].alive.count(name)) continue;
+          StopWork(idx, t, /*checkpoint_only=*/true);
+          jobs_[idx].alive.erase(name);
+        }
+        const sim::FaultModel m;
+        const Time detected = t + m.node_timeout + Duration(1);
+        deadlines_.insert({detected, {Deadline::kCheck, name}});
+        deadlines_.insert({t + m.Fence(), {Deadline::kCheck, name}});
+        deadlines_.insert({std::max(t + f.lasts, detected), {Deadline::kNodeBack, name}});
+        break;
+      }
+      case sim::Fault::Kind::kGpuXid: {
+        // What runs on it crashes, and the node says so with the GPU's health.
+        n.failed_gpus |= uint64_t{1} << f.gpu;
+        beats[name];
+        for (size_t idx = 0; idx < jobs_.size(); ++idx) {
+          Agented& j = jobs_[idx];
+          auto g = j.gpus.find(name);
+          if (g == j.gpus.end() || !(g->second >> f.gpu & 1) || !j.alive.count(name)) continue;
+          StopWork(idx, t, /*checkpoint_only=*/true);
+          j.alive.erase(name);
+          beats[name].events.push_back(
+              {JobId(idx + 1), j.epoch, 0, api::JobEvent::kExited, 1, 0, "XID 79"});
+        }
+        deadlines_.insert({t + f.lasts, {Deadline::kGpuRepaired, name}});
+        Deliver(beats, t);
+        break;
+      }
+      default:
+        ADD_FAILURE() << "the driver has no agent for this fault";
+    }
+  }
+
+  // A crashed node's agent starts again: it registers, running nothing.
+  void NodeBack(const std::string& name, Time t) {
+    nodes_.at(name).up = true;
+    auto r = c_.RegisterNode(kNodeAgent, nodes_.at(name).node, t);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // A failed GPU is repaired, and an admin resumes its node.
+  void GpuRepaired(const std::string& name, Time t) {
+    nodes_.at(name).failed_gpus = 0;
+    std::map<std::string, api::Heartbeat> beats;
+    beats[name];
+    Deliver(beats, t);
+    EXPECT_TRUE(c_.Resume(kAdmin, name, t).ok());
+  }
+
+  // Job `idx` exits on every node where it still runs.
+  void ExitEverywhere(size_t idx, int code, int signal,
+                      std::map<std::string, api::Heartbeat>& beats) {
     Agented& j = jobs_[idx];
-    j.running = false;
-    if (signal == 0) {
-      j.timeline.end = t;
-    } else {
-      ++j.timeline.restarts;
-    }
-    for (const std::string& node : j.nodes) {
+    for (const std::string& node : j.alive) {
       beats[node].events.push_back(
-          {JobId(idx + 1), j.epoch, 0, api::JobEvent::kExited, 0, signal, ""});
+          {JobId(idx + 1), j.epoch, 0, api::JobEvent::kExited, code, signal, ""});
     }
+    j.alive.clear();
   }
 
-  // Each node's heartbeat: its exits, and every job still running there.
+  // A beat from every node that is up (events may be added before Deliver).
+  void Beat(std::map<std::string, api::Heartbeat>& beats, Time t) {
+    for (const std::string& name : names_) {
+      if (nodes_.at(name).up) beats[name];
+    }
+    Deliver(beats, t);
+  }
+
+  // Each node's heartbeat: its exits, its GPUs' health, and every job still
+  // running there.
   void Deliver(std::map<std::string, api::Heartbeat>& beats, Time t) {
     for (auto& [node, hb] : beats) {
+      const AgentNode& n = nodes_.at(node);
+      if (!n.up) continue;
+      for (int g = 0; g < static_cast<int>(n.node.gpus.size()); ++g) {
+        api::GpuReport r;
+        r.index = g;
+        r.healthy = !(n.failed_gpus >> g & 1);
+        if (!r.healthy) r.health_reason = "XID 79";
+        hb.gpus.push_back(r);
+      }
       for (size_t i = 0; i < jobs_.size(); ++i) {
-        const Agented& j = jobs_[i];
-        if (j.running && std::count(j.nodes.begin(), j.nodes.end(), node))
-          hb.running.push_back({JobId(i + 1), j.epoch});
+        if (jobs_[i].alive.count(node)) hb.running.push_back({JobId(i + 1), jobs_[i].epoch});
       }
       auto r = c_.ReceiveHeartbeat(kNodeAgent, node, hb, t);
       EXPECT_TRUE(r.ok()) << r.status().ToString();
     }
+    beats.clear();
   }
 
   const trace::Trace& trace_;
   server::Controller c_;
+  std::vector<sim::Fault> faults_;
+  std::map<std::string, AgentNode> nodes_;
+  std::vector<std::string> names_;  // by inventory index
   std::vector<Agented> jobs_;
   std::map<size_t, Time> end_of_;
   std::set<std::pair<Time, size_t>> ends_;  // (when, job) of the running jobs' exits
+  std::multimap<Time, std::pair<Deadline, std::string>> deadlines_;
 };
 
-class SimServerTest : public ::testing::TestWithParam<std::string> {};
+// Two node crashes (one back as soon as it is noticed, one after two
+// hours) and two failed GPUs, at times no arrival or exit shares.
+std::vector<sim::Fault> SomeFaults() {
+  using K = sim::Fault::Kind;
+  auto at = [](double s) { return kStart + DurationFromSeconds(s); };
+  return {
+      {at(5000.5), K::kNodeFail, 1, 0, std::chrono::hours(2)},
+      {at(9000.25), K::kGpuXid, 2, 3, std::chrono::hours(1)},
+      {at(20000.75), K::kNodeFail, 0, 0, std::chrono::seconds(10)},
+      {at(30000.5), K::kGpuXid, 3, 0, std::chrono::hours(3)},
+  };
+}
+
+class SimServerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void Compare(const std::vector<sim::Fault>& faults) {
+    const Cluster cluster = TestCluster();
+    for (uint64_t seed : {1, 2, 3}) {
+      const trace::Trace trace = RandomTrace(seed, 200);
+      const std::vector<Timeline> simulated = Simulated(cluster, trace, GetParam(), faults);
+      const std::vector<Timeline> served = ServedRun(cluster, trace, GetParam(), faults).Run();
+      ASSERT_EQ(simulated.size(), trace.jobs.size());
+      ASSERT_EQ(served.size(), trace.jobs.size());
+      int differ = 0;
+      for (size_t i = 0; i < trace.jobs.size(); ++i) {
+        if (simulated[i] == served[i]) continue;
+        if (++differ <= 5) {
+          ADD_FAILURE() << GetParam() << ", seed " << seed << ", job " << i + 1 << ": simulated "
+                        << Show(simulated[i]) << "; served " << Show(served[i]);
+        }
+      }
+      EXPECT_EQ(differ, 0) << GetParam() << ", seed " << seed << ": " << differ << " of "
+                           << trace.jobs.size() << " jobs differ";
+    }
+  }
+};
 
 TEST_P(SimServerTest, EveryJobStartsIsPreemptedAndEndsAtTheSameInstants) {
-  const Cluster cluster = TestCluster();
-  for (uint64_t seed : {1, 2, 3}) {
-    const trace::Trace trace = RandomTrace(seed, 200);
-    const std::vector<Timeline> simulated = Simulated(cluster, trace, GetParam());
-    const std::vector<Timeline> served = ServedRun(cluster, trace, GetParam()).Run();
-    ASSERT_EQ(simulated.size(), trace.jobs.size());
-    ASSERT_EQ(served.size(), trace.jobs.size());
-    int differ = 0;
-    int preempted = 0;
-    for (size_t i = 0; i < trace.jobs.size(); ++i) {
-      preempted += simulated[i].restarts;
-      if (simulated[i] == served[i]) continue;
-      if (++differ <= 5) {
-        ADD_FAILURE() << GetParam() << ", seed " << seed << ", job " << i + 1 << ": simulated "
-                      << Show(simulated[i]) << "; served " << Show(served[i]);
-      }
-    }
-    EXPECT_EQ(differ, 0) << GetParam() << ", seed " << seed << ": " << differ << " of "
-                         << trace.jobs.size() << " jobs differ";
-    RecordProperty(fmt::format("preemptions_seed{}", seed), preempted);
-  }
+  Compare({});
+}
+
+// Through node crashes and failed GPUs: a crashed node's jobs are requeued
+// once it is fenced, with the work of their last checkpoint; a failed GPU's
+// jobs at once; its node drains until an admin resumes it.
+TEST_P(SimServerTest, AndSoThroughLostNodesAndFailedGpus) {
+  Compare(SomeFaults());
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, SimServerTest,
