@@ -160,6 +160,10 @@ class ServedRun {
     return out;
   }
 
+  // Runs of jobs that a fault stopped (so that a test through faults
+  // knows they met some).
+  int stopped_by_faults() const { return stopped_by_faults_; }
+
  private:
   // A job as its agents run it.
   struct Agented {
@@ -265,6 +269,7 @@ class ServedRun {
     j.progressing = false;
     ends_.erase({end_of_[idx], idx});
     if (checkpoint_only) {
+      ++stopped_by_faults_;
       j.remaining = Checkpointed(j, t);
     } else {
       const double worked = std::max(0.0, ToSeconds(t - j.start) - j.overhead_s);
@@ -418,6 +423,7 @@ class ServedRun {
   std::map<size_t, Time> end_of_;
   std::set<std::pair<Time, size_t>> ends_;  // (when, job) of the running jobs' exits
   std::multimap<Time, std::pair<Deadline, std::string>> deadlines_;
+  int stopped_by_faults_ = 0;
 };
 
 // Two node crashes (one back as soon as it is noticed, one after two
@@ -440,7 +446,11 @@ class SimServerTest : public ::testing::TestWithParam<std::string> {
     for (uint64_t seed : {1, 2, 3}) {
       const trace::Trace trace = RandomTrace(seed, 200);
       const std::vector<Timeline> simulated = Simulated(cluster, trace, GetParam(), faults);
-      const std::vector<Timeline> served = ServedRun(cluster, trace, GetParam(), faults).Run();
+      ServedRun run(cluster, trace, GetParam(), faults);
+      const std::vector<Timeline> served = run.Run();
+      if (!faults.empty()) {
+        EXPECT_GT(run.stopped_by_faults(), 0) << "seed " << seed;
+      }
       ASSERT_EQ(simulated.size(), trace.jobs.size());
       ASSERT_EQ(served.size(), trace.jobs.size());
       int differ = 0;
