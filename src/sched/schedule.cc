@@ -1059,10 +1059,6 @@ class Cycle {
   std::optional<ModelTimeline> timeline_;  // speed-aware policies only
 };
 
-}  // namespace
-
-namespace {
-
 // Plan::wake_at: when the first job running after `plan` reaches the
 // attained service at which its class changes, at the GPUs it holds. Under
 // preemption by class, only a change to a class above the best waiting job's
