@@ -697,6 +697,13 @@ class Simulator {
       case EventType::kTimeLimit: {
         const SimJob& j = jobs_[e.job];
         if (j.epoch != e.epoch || j.phase != SimJob::Phase::kRunning) return false;  // stale
+        if (e.type == EventType::kFinish && OnSilentNode(e.job)) {
+          // Its end cannot reach the controller, which will requeue it at
+          // the node's fence as every job there: it runs again from its
+          // last checkpoint, as on the server.
+          Halt(e.job);
+          return false;
+        }
         Finish(e.job, e.type == EventType::kFinish ? JobState::kCompleted : JobState::kTimeout);
         return true;
       }
@@ -825,6 +832,16 @@ class Simulator {
       }
     }
     return out;
+  }
+
+  // Whether a node of its run is cut off from the controller (silent, or
+  // crashed: then the job is halted already).
+  bool OnSilentNode(uint32_t idx) const {
+    if (!faults_) return false;
+    for (const NodeAllocation& na : jobs_[idx].alloc.nodes) {
+      if (faults_->Out(*inv_->IndexOf(na.node))) return true;
+    }
+    return false;
   }
 
   // A fault stopped it: no more progress, and its end events are void.

@@ -2,8 +2,8 @@
 // `sim::Simulate` and through the server's `Controller`, driven on a virtual
 // clock by agents simulated here (they run each job for its trace time,
 // report its exit, and stop it when told to, keeping its work as a
-// checkpointing job does), and crash or lose a GPU where the simulator's
-// scripted faults say. Every job must start, be preempted or requeued and
+// checkpointing job does), and crash, go unheard or lose a GPU where the
+// simulator's scripted faults say. Every job must start, be preempted or requeued and
 // end at the same instants in both, under every policy a server runs.
 //
 // The driver passes when the simulator does: after the events of an instant
@@ -117,7 +117,7 @@ std::vector<Timeline> Simulated(const Cluster& cluster, const trace::Trace& trac
 }
 
 // The server's side: a Controller, and the agents of its nodes, which
-// crash, lose a GPU and come back as `faults` say.
+// crash, go unheard, lose a GPU and come back as `faults` say.
 class ServedRun {
  public:
   ServedRun(const Cluster& cluster, const trace::Trace& trace, const std::string& policy,
@@ -183,7 +183,7 @@ class ServedRun {
     bool up = true;            // its agent runs and beats
     uint64_t failed_gpus = 0;  // what it reports unhealthy
   };
-  enum class Deadline { kCheck, kNodeBack, kGpuRepaired };
+  enum class Deadline { kCheck, kNodeBack, kAgentFence, kNodeHeard, kGpuRepaired };
 
   static server::ControllerConfig Config(const Cluster& cluster, const trace::Trace& trace,
                                          const std::string& policy) {
@@ -217,13 +217,27 @@ class ServedRun {
       const auto [at, what] = *deadlines_.begin();
       deadlines_.erase(deadlines_.begin());
       if (what.first == Deadline::kNodeBack) NodeBack(what.second, t);
+      if (what.first == Deadline::kAgentFence) AgentFence(what.second, t);
+      if (what.first == Deadline::kNodeHeard) NodeHeard(what.second, t);
       if (what.first == Deadline::kGpuRepaired) GpuRepaired(what.second, t);
     }
     while (!ends_.empty() && ends_.begin()->first == t) {
       const size_t idx = ends_.begin()->second;
+      Agented& j = jobs_[idx];
+      if (std::any_of(j.alive.begin(), j.alive.end(),
+                      [&](const std::string& node) { return !nodes_.at(node).up; })) {
+        // Its end cannot reach the server from a node cut off from it: the
+        // server requeues it at the node's fence, and it runs again from its
+        // last checkpoint.
+        StopWork(idx, t, /*checkpoint_only=*/true);
+        for (auto it = j.alive.begin(); it != j.alive.end();)
+          it = nodes_.at(*it).up ? std::next(it) : j.alive.erase(it);
+        ExitEverywhere(idx, 0, 0, beats);
+        continue;
+      }
       ends_.erase(ends_.begin());
-      jobs_[idx].progressing = false;
-      jobs_[idx].timeline.end = t;
+      j.progressing = false;
+      j.timeline.end = t;
       ExitEverywhere(idx, 0, 0, beats);
     }
     Deliver(beats, t);
@@ -335,6 +349,20 @@ class ServedRun {
         deadlines_.insert({std::max(t + f.lasts, detected), {Deadline::kNodeBack, name}});
         break;
       }
+      case sim::Fault::Kind::kHeartbeatLoss: {
+        // The node goes on but cannot reach the server (nor be reached): no
+        // beats, no launches; past the node timeout its agent stops its jobs
+        // (fencing), and it is heard again when the gap ends. A gap the
+        // timeout absorbs changes nothing.
+        const sim::FaultModel m;
+        if (f.lasts <= m.node_timeout) break;
+        n.up = false;
+        const Time detected = t + m.node_timeout + Duration(1);
+        deadlines_.insert({detected, {Deadline::kAgentFence, name}});
+        deadlines_.insert({t + m.Fence(), {Deadline::kCheck, name}});
+        deadlines_.insert({std::max(t + f.lasts, detected), {Deadline::kNodeHeard, name}});
+        break;
+      }
       case sim::Fault::Kind::kGpuXid: {
         // What runs on it crashes, and the node says so with the GPU's health.
         n.failed_gpus |= uint64_t{1} << f.gpu;
@@ -362,6 +390,24 @@ class ServedRun {
     nodes_.at(name).up = true;
     auto r = c_.RegisterNode(kNodeAgent, nodes_.at(name).node, t);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // A node cut off for the node timeout stops its jobs (as the simulator
+  // counts it, when the server notices).
+  void AgentFence(const std::string& name, Time t) {
+    for (size_t idx = 0; idx < jobs_.size(); ++idx) {
+      if (!jobs_[idx].alive.count(name)) continue;
+      StopWork(idx, t, /*checkpoint_only=*/true);
+      jobs_[idx].alive.erase(name);
+    }
+  }
+
+  // A silent node is heard again: it beats, running nothing it was cut off with.
+  void NodeHeard(const std::string& name, Time t) {
+    nodes_.at(name).up = true;
+    std::map<std::string, api::Heartbeat> beats;
+    beats[name];
+    Deliver(beats, t);
   }
 
   // A failed GPU is repaired, and an admin resumes its node.
@@ -427,14 +473,17 @@ class ServedRun {
 };
 
 // Two node crashes (one back as soon as it is noticed, one after two
-// hours) and two failed GPUs, at times no arrival or exit shares.
+// hours), two failed GPUs and two heartbeat gaps (ten minutes, and twenty
+// seconds that the node timeout absorbs), at times no arrival or exit shares.
 std::vector<sim::Fault> SomeFaults() {
   using K = sim::Fault::Kind;
   auto at = [](double s) { return kStart + DurationFromSeconds(s); };
   return {
       {at(5000.5), K::kNodeFail, 1, 0, std::chrono::hours(2)},
       {at(9000.25), K::kGpuXid, 2, 3, std::chrono::hours(1)},
+      {at(15000.25), K::kHeartbeatLoss, 3, 0, std::chrono::minutes(10)},
       {at(20000.75), K::kNodeFail, 0, 0, std::chrono::seconds(10)},
+      {at(25000.5), K::kHeartbeatLoss, 2, 0, std::chrono::seconds(20)},
       {at(30000.5), K::kGpuXid, 3, 0, std::chrono::hours(3)},
   };
 }
@@ -471,9 +520,10 @@ TEST_P(SimServerTest, EveryJobStartsIsPreemptedAndEndsAtTheSameInstants) {
   Compare({});
 }
 
-// Through node crashes and failed GPUs: a crashed node's jobs are requeued
-// once it is fenced, with the work of their last checkpoint; a failed GPU's
-// jobs at once; its node drains until an admin resumes it.
+// Through node crashes, heartbeat gaps and failed GPUs: a lost node's jobs
+// are requeued once it is fenced, with the work of their last checkpoint
+// (even one that ended unheard); a failed GPU's jobs at once; its node
+// drains until an admin resumes it.
 TEST_P(SimServerTest, AndSoThroughLostNodesAndFailedGpus) {
   Compare(SomeFaults());
 }
