@@ -143,6 +143,7 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
   std::sort(pending.begin(), pending.end());
   pending_order_ = std::move(pending);
   RebuildInventory();
+  CatchUpUsage(now);
   last_usage_ = now;
   last_usage_commit_ = now;
   last_efficiency_commit_ = now;
@@ -796,6 +797,26 @@ void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
   if (r.ok()) requests_[job.id.value()] = *r;
   Record(job);
   dirty_ = true;
+}
+
+void Controller::CatchUpUsage(Time now) {
+  std::map<std::string, Time> as_of;
+  for (auto& [name, u] : usage_) {
+    as_of[name] = u.updated;
+    u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, now - u.updated, config_.usage_half_life);
+    u.updated = now;
+  }
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr || job->spec.account.empty()) continue;
+    state::AccountUsage& u = usage_[job->spec.account];
+    u.account = job->spec.account;
+    u.updated = now;
+    auto since = as_of.find(job->spec.account);
+    const Time from = std::max(job->start_time, since == as_of.end() ? Time{} : since->second);
+    u.usage_gpu_s += sched::DecayedService(job->allocation.GpuEquivalents(), now - from,
+                                           config_.usage_half_life);
+  }
 }
 
 state::Batch Controller::TakeBatch() {

@@ -636,6 +636,10 @@ class Controller {
   bool RequiresAcceptance(const Node& node) const;
   static bool DrainedForAcceptance(const NodeRecord& n);
   void AccrueUsage(Time now);
+  // At a restart: the stored usage is as of its last commit (updated); decays
+  // it to now and charges the running jobs for what they held since, as the
+  // ticks would have (sched::DecayedService).
+  void CatchUpUsage(Time now);
   std::string NodeName(NodeId id) const;  // O(1), from node_names_
   std::optional<NodeId> NodeIdOf(std::string_view name) const;
   api::NodeNames Names() const;

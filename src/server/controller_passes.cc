@@ -32,8 +32,10 @@ constexpr uint16_t kTimeLimitMarks = MailBit(MailEvent::kTimeLimit90) |
 void Controller::AccrueUsage(Time now) {
   const Duration dt = now - last_usage_;
   if (dt.count() <= 0) return;
-  for (auto& [name, u] : usage_)
+  for (auto& [name, u] : usage_) {
     u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, dt, config_.usage_half_life);
+    u.updated = now;  // the time its figure is for (Restore brings it up to date)
+  }
   for (const auto& [id, r] : running_) {
     const Job* job = Find(JobId(id));
     if (job == nullptr) continue;

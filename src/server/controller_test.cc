@@ -653,6 +653,39 @@ TEST_F(ControllerTest, RestoreContinuesWhereItStopped) {
   EXPECT_EQ((*next)["jobs"][0].get<uint64_t>(), pending.value() + 1) << "ids are never reused";
 }
 
+// Fair share across a restart: the store holds each account's usage as of
+// its last commit (a minute apart); the restored controller decays it to now
+// and charges the running job for the time since, so that it reads what a
+// controller that never stopped reads.
+TEST_F(ControllerTest, UsageAfterARestartIsWhatItWouldHaveBeen) {
+  ControllerConfig cfg = Config();
+  cfg.accounts = {{.name = "vision", .shares = 1.0}};
+  cfg.node_timeout = std::chrono::hours(24);  // no beats here
+  Controller steady(cfg);
+  Controller stopping(cfg);
+  JobSpec spec = Spec(8);
+  spec.account = "vision";
+  for (Controller* c : {&steady, &stopping}) {
+    ASSERT_TRUE(c->RegisterNode(kNodeAgent, MakeNode("n1"), At(0)).ok());
+    ASSERT_TRUE(c->Submit(kAlice, spec, At(0)).ok());
+    c->SchedulePass(At(1));
+  }
+  auto store = state::NewMemoryStore();
+  for (int t = 10; t <= 330; t += 10) {  // the last usage commit at 310 s
+    steady.Tick(At(t));
+    stopping.Tick(At(t));
+    ASSERT_TRUE(store->Commit(stopping.TakeBatch()).ok());
+  }
+  auto loaded = store->Load(kTimeZero);
+  ASSERT_TRUE(loaded.ok());
+  Controller again(cfg);
+  ASSERT_TRUE(again.Restore(*loaded, At(900)).ok());
+  steady.Tick(At(900));
+  const double want = steady.AccountsJson()[0]["usage_gpu_hours"].get<double>();
+  EXPECT_GT(want, 8 * 899 / 3600.0 * 0.99);
+  EXPECT_NEAR(again.AccountsJson()[0]["usage_gpu_hours"].get<double>(), want, want * 1e-9);
+}
+
 // A score plugin with a bug: it always picks a node's lowest GPUs, free or
 // not, so the plan's second start on a node takes GPUs its first one took.
 class LowestGpusScore final : public sched::ScorePlugin {
