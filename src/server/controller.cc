@@ -799,26 +799,6 @@ void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
   dirty_ = true;
 }
 
-void Controller::CatchUpUsage(Time now) {
-  std::map<std::string, Time> as_of;
-  for (auto& [name, u] : usage_) {
-    as_of[name] = u.updated;
-    u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, now - u.updated, config_.usage_half_life);
-    u.updated = now;
-  }
-  for (const auto& [id, r] : running_) {
-    const Job* job = Find(JobId(id));
-    if (job == nullptr || job->spec.account.empty()) continue;
-    state::AccountUsage& u = usage_[job->spec.account];
-    u.account = job->spec.account;
-    u.updated = now;
-    auto since = as_of.find(job->spec.account);
-    const Time from = std::max(job->start_time, since == as_of.end() ? Time{} : since->second);
-    u.usage_gpu_s += sched::DecayedService(job->allocation.GpuEquivalents(), now - from,
-                                           config_.usage_half_life);
-  }
-}
-
 state::Batch Controller::TakeBatch() {
   state::Batch b = std::move(batch_);
   batch_ = state::Batch{};

@@ -1,11 +1,12 @@
 // The Controller's periodic work: fair-share usage and job GPU-seconds
-// (AccrueUsage), lost nodes and time limits (Tick), and the scheduling pass
-// that turns the pure scheduler's plan into starts, preemptions and pending
+// (AccrueUsage, and CatchUpUsage at a restart), lost nodes and time limits (Tick), and the
+// scheduling pass that turns the pure scheduler's plan into starts, preemptions and pending
 // decisions (SchedulePass).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -77,6 +78,26 @@ void Controller::AccrueUsage(Time now) {
     for (const auto& [name, u] : usage_)
       batch_.usage.push_back(u);
     last_usage_commit_ = now;
+  }
+}
+
+void Controller::CatchUpUsage(Time now) {
+  std::map<std::string, Time> as_of;
+  for (auto& [name, u] : usage_) {
+    as_of[name] = u.updated;
+    u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, now - u.updated, config_.usage_half_life);
+    u.updated = now;
+  }
+  for (const auto& [id, r] : running_) {
+    const Job* job = Find(JobId(id));
+    if (job == nullptr || job->spec.account.empty()) continue;
+    state::AccountUsage& u = usage_[job->spec.account];
+    u.account = job->spec.account;
+    u.updated = now;
+    auto since = as_of.find(job->spec.account);
+    const Time from = std::max(job->start_time, since == as_of.end() ? Time{} : since->second);
+    u.usage_gpu_s += sched::DecayedService(job->allocation.GpuEquivalents(), now - from,
+                                           config_.usage_half_life);
   }
 }
 

@@ -745,8 +745,7 @@ class Simulator {
           for (uint32_t idx : JobsOn(f.node, -1))
             Halt(idx);
         }
-        // (Silent for longer than the timeout, as the server counts it.)
-        const Time detected = now_ + m.node_timeout + Duration(1);
+        const Time detected = m.DownAt(now_);
         Push(detected, EventType::kNodeDetected, f.node, 0);
         Push(std::max(now_ + f.lasts, detected), EventType::kNodeBack, f.node, 0);
         return false;
@@ -775,8 +774,7 @@ class Simulator {
     switch (e.type) {
       case EventType::kNodeDetected:
         if (now_ < faults_->controller_up()) {  // it counts anew once back (CreditUnheard)
-          Push(faults_->controller_up() + m.node_timeout + Duration(1), EventType::kNodeDetected, n,
-               0);
+          Push(m.DownAt(faults_->controller_up()), EventType::kNodeDetected, n, 0);
           return false;
         }
         if (!faults_->Out(n)) return false;  // back before it was noticed

@@ -55,6 +55,9 @@ struct FaultModel {
   }
   // From a node's last heartbeat to its jobs' return to the queue.
   Duration Fence() const { return node_timeout + kill_grace + fence_margin; }
+  // When the controller marks down a node silent since `since`: once it has
+  // been silent for longer than the node timeout, as the server counts it.
+  Time DownAt(Time since) const { return since + node_timeout + Duration(1); }
 };
 
 // "node-fail=1%/day,node-repair=4h,gpu-xid=0.1%/day,checkpoint=30m": keys as

@@ -337,16 +337,8 @@ class ServedRun {
         // Its last beat is now; its jobs stop at once, and their other
         // nodes' parts wait for the server to stop them.
         n.up = false;
-        for (size_t idx = 0; idx < jobs_.size(); ++idx) {
-          if (!jobs_[idx].gpus.count(name) || !jobs_[idx].alive.count(name)) continue;
-          StopWork(idx, t, /*checkpoint_only=*/true);
-          jobs_[idx].alive.erase(name);
-        }
-        const sim::FaultModel m;
-        const Time detected = t + m.node_timeout + Duration(1);
-        deadlines_.insert({detected, {Deadline::kCheck, name}});
-        deadlines_.insert({t + m.Fence(), {Deadline::kCheck, name}});
-        deadlines_.insert({std::max(t + f.lasts, detected), {Deadline::kNodeBack, name}});
+        StopJobsOn(name, t);
+        Silent(name, t, f.lasts, Deadline::kCheck, Deadline::kNodeBack);
         break;
       }
       case sim::Fault::Kind::kHeartbeatLoss: {
@@ -354,13 +346,9 @@ class ServedRun {
         // beats, no launches; past the node timeout its agent stops its jobs
         // (fencing), and it is heard again when the gap ends. A gap the
         // timeout absorbs changes nothing.
-        const sim::FaultModel m;
-        if (f.lasts <= m.node_timeout) break;
+        if (f.lasts <= sim::FaultModel{}.node_timeout) break;
         n.up = false;
-        const Time detected = t + m.node_timeout + Duration(1);
-        deadlines_.insert({detected, {Deadline::kAgentFence, name}});
-        deadlines_.insert({t + m.Fence(), {Deadline::kCheck, name}});
-        deadlines_.insert({std::max(t + f.lasts, detected), {Deadline::kNodeHeard, name}});
+        Silent(name, t, f.lasts, Deadline::kAgentFence, Deadline::kNodeHeard);
         break;
       }
       case sim::Fault::Kind::kGpuXid: {
@@ -394,12 +382,27 @@ class ServedRun {
 
   // A node cut off for the node timeout stops its jobs (as the simulator
   // counts it, when the server notices).
-  void AgentFence(const std::string& name, Time t) {
+  void AgentFence(const std::string& name, Time t) { StopJobsOn(name, t); }
+
+  // Every job part that runs on node `name` stops at `t`, unheard, its work
+  // kept to its last checkpoint.
+  void StopJobsOn(const std::string& name, Time t) {
     for (size_t idx = 0; idx < jobs_.size(); ++idx) {
       if (!jobs_[idx].alive.count(name)) continue;
       StopWork(idx, t, /*checkpoint_only=*/true);
       jobs_[idx].alive.erase(name);
     }
+  }
+
+  // Node `name` is silent from `t` for `lasts`: the instants the server
+  // notices (`noticed`: also when its agent fences itself) and fences it,
+  // and when it is back (not before it was noticed).
+  void Silent(const std::string& name, Time t, Duration lasts, Deadline noticed, Deadline back) {
+    const sim::FaultModel m;
+    const Time down = m.DownAt(t);
+    deadlines_.insert({down, {noticed, name}});
+    deadlines_.insert({t + m.Fence(), {Deadline::kCheck, name}});
+    deadlines_.insert({std::max(t + lasts, down), {back, name}});
   }
 
   // A silent node is heard again: it beats, running nothing it was cut off with.
