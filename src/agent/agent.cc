@@ -71,6 +71,10 @@ Result<Node> DescribeNode(const AgentOptions& o, const std::vector<GpuDevice>& d
     SHOAL_ASSIGN_OR_RETURN(n.place, NetworkPlace::Parse(o.place));
   }
   n.gpus = NodeGpus(devices);
+  // How the server tells a reboot from an agent restart: after a reboot,
+  // every job it believed ran here is gone.
+  if (auto boot = ReadFile("/proc/sys/kernel/random/boot_id"); boot.ok())
+    n.boot_id = std::string(Trim(*boot));
   return n;
 }
 

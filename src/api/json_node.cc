@@ -45,6 +45,7 @@ Json ToJson(const Node& n) {
   j["place"] = n.place.spine.empty() && n.place.leaf.empty() ? "" : n.place.ToString();
   if (n.acceptance) j["acceptance"] = ToJson(*n.acceptance);
   if (!n.credential.empty()) j["credential"] = n.credential;
+  if (!n.boot_id.empty()) j["boot_id"] = n.boot_id;
   return j;
 }
 
@@ -111,8 +112,10 @@ Result<Node> NodeFromJson(const Json& j) {
   Json acceptance;
   f.Optional("acceptance", &acceptance);
   f.Optional("credential", &n.credential);
+  f.Optional("boot_id", &n.boot_id);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (n.name.empty()) return InvalidArgument("node: a name is required");
+  if (n.boot_id.size() > 64) return InvalidArgument("node: boot_id is over 64 characters");
   if (!acceptance.is_null()) {
     SHOAL_ASSIGN_OR_RETURN(AcceptanceResult a, AcceptanceFromJson(acceptance));
     n.acceptance = std::move(a);

@@ -369,6 +369,7 @@ TEST(NodeProtocolTest, RegistrationIsTheNodeWithItsAddress) {
   gpu.uuid = "GPU-0";
   gpu.model = "H100-SXM-80GB";
   gpu.memory_mib = 81920;
+  n.boot_id = "0b2f6c4e-8d1a-4e57-9c43-5f0a7e9b1d22";
   const Json j = RegistrationToJson(n);
   Json bare = j;
   bare.erase("protocol");
@@ -380,9 +381,12 @@ TEST(NodeProtocolTest, RegistrationIsTheNodeWithItsAddress) {
   EXPECT_EQ(back->address, n.address);
   ASSERT_EQ(back->gpus.size(), 1u);
   EXPECT_EQ(back->gpus[0].model, "H100-SXM-80GB");
+  EXPECT_EQ(back->boot_id, n.boot_id);
   ExpectRefusals(j, RegistrationFromJson,
                  {
                      {"no address", [](Json& r) { r.erase("address"); }, "node.address"},
+                     {"a long boot id", [](Json& r) { r["boot_id"] = std::string(65, 'b'); },
+                      "node: boot_id is over 64 characters"},
                      {"an unknown GPU field", [](Json& r) { r["gpus"][0]["colour"] = 1; },
                       "node.gpus[0]: unknown field 'colour'"},
                  });

@@ -96,6 +96,10 @@ struct Node {
   // The SHA-256 fingerprint of the certificate the node acts with (a TLS
   // cluster); kept by the server, not the agent. Empty: not joined yet.
   std::string credential;
+  // The kernel's boot id as the agent last registered it
+  // (/proc/sys/kernel/random/boot_id). A new one means the node rebooted and
+  // nothing the server thought ran there survived. Empty: not reported.
+  std::string boot_id;
 
   int GpuCount() const { return static_cast<int>(gpus.size()); }
 };

@@ -595,6 +595,7 @@ class Controller {
                bool requeue_after = false);
   void RequeueNow(Job& job, Time now, const std::string& why);
   void NodeLost(NodeRecord& n, Time now);
+  void NodeRebooted(const std::string& name, Time now);
   Result<api::Json> SubmitAcceptance(JobSpec spec, Time now);
   // Submit's first checks: who may submit, and the job's user and command.
   Status TakeSubmitter(const Identity& who, JobSpec& spec) const;

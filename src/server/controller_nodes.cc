@@ -1,6 +1,6 @@
 // The Controller's nodes: registration, heartbeats (what the agents report
 // running and ending, reconciled with what the controller believes), drain
-// and resume, and a node that is lost.
+// and resume, and a node that is lost or rebooted.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 
 #include "catalog/mig.h"
 #include "core/check.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "server/controller.h"
 #include "server/controller_internal.h"
@@ -25,6 +26,7 @@ namespace {
 bool SameLayout(Node before, const Node& now) {
   before.state = now.state;
   before.state_reason = now.state_reason;
+  before.boot_id = now.boot_id;
   return api::ToJson(before) == api::ToJson(now);
 }
 
@@ -71,6 +73,8 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
   // in memory is what the store holds or is about to (every change of a
   // node's record goes through RecordNode).
   const bool known = it != nodes_.end();
+  const bool rebooted = known && !rec.node.boot_id.empty() && !node.boot_id.empty() &&
+                        rec.node.boot_id != node.boot_id;
   const api::Json before = known ? api::ToJson(StoredNode(rec)) : api::Json();
   Node previous = known ? std::move(rec.node) : Node();
   rec.node = std::move(node);
@@ -86,6 +90,7 @@ Result<api::Json> Controller::RegisterNode(const Identity& who, Node node, Time 
   // The scheduler's inventory is rebuilt once before the next pass, however
   // many nodes register meanwhile (a fleet after a controller restart).
   layout_changed_ |= layout_changed;
+  if (rebooted) NodeRebooted(name, now);
   // What the server believes runs there, for the agent to reconcile with.
   api::Json running = api::Json::array();
   for (uint64_t id : RunningOn(name)) {
@@ -311,6 +316,41 @@ Result<std::string> Controller::MigTarget(const Identity& who, const std::string
                                           name, running.front()));
   }
   return n.address;
+}
+
+// A node registered with a new boot id: it rebooted (within the node timeout,
+// or the server would have found it lost), so what ran there ended with the
+// reboot and needs no fencing. As after a lost node, a job that may be
+// requeued goes back to the queue, once its other nodes' parts have stopped;
+// any other ends NODE_FAIL. (Slurm: "Node unexpectedly rebooted".)
+void Controller::NodeRebooted(const std::string& name, Time now) {
+  const std::string why = fmt::format("node {} rebooted", name);
+  log::Warning("node.rebooted",
+               {{"node", name}, {"jobs", static_cast<int64_t>(RunningOn(name).size())}});
+  const std::vector<uint64_t> hit = RunningOn(name);
+  for (uint64_t id : hit) {
+    auto it = running_.find(id);
+    if (it == running_.end()) continue;
+    std::vector<uint32_t> steps;
+    for (const auto& [step, live] : it->second.steps) {
+      if (live.nodes_left.count(name)) steps.push_back(step);
+    }
+    for (uint32_t step : steps)
+      StepExited(JobId(id), step, name, -1, 0, why, now);
+    it = running_.find(id);
+    if (it == running_.end() || !it->second.nodes_left.count(name)) continue;
+    Job& j = Mutable(JobId(id));
+    const uint64_t epoch = j.epoch;
+    if (!it->second.ending_as) {
+      if (j.spec.requeue) {
+        StopJob(j, JobState::kPending, now, why + "; requeued", /*requeue_after=*/true);
+      } else {
+        StopJob(j, JobState::kNodeFail, now, why);
+      }
+    }
+    MainStepExited(JobId(id), epoch, name, -1, 0, why, now);
+  }
+  dirty_ = true;
 }
 
 void Controller::NodeLost(NodeRecord& n, Time now) {

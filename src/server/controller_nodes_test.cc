@@ -3,7 +3,9 @@
 // fleet, and registrations that reach the scheduler once per pass.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "server/controller_testing.h"
 
@@ -12,13 +14,31 @@ namespace {
 
 using namespace testing;  // NOLINT
 
-class ControllerNodesTest : public ControllerFixture {};
+class ControllerNodesTest : public ControllerFixture {
+ protected:
+  // Two 4-GPU jobs started on the one node: one that may be requeued, one not.
+  std::pair<JobId, JobId> TwoJobsOnOneNode() {
+    JobSpec requeueable = Spec(4);
+    requeueable.requeue = true;
+    const JobId a = Submit(kAlice, requeueable, 1);
+    const JobId b = Submit(kAlice, Spec(4), 1);
+    c_.SchedulePass(At(2));
+    return {a, b};
+  }
+};
 
 std::vector<std::string> Names(const NodePage& page) {
   std::vector<std::string> out;
   for (const NodeView& v : page.nodes)
     out.push_back(v.node.name);
   return out;
+}
+
+// A node as its agent registers it after boot `boot`.
+Node Booted(const std::string& name, const std::string& boot) {
+  Node n = MakeNode(name);
+  n.boot_id = boot;
+  return n;
 }
 
 TEST_F(ControllerNodesTest, ListingsComeInPagesInNameOrderAndFilter) {
@@ -215,11 +235,7 @@ TEST_F(ControllerNodesTest, ALostNodeFailsOnlyItsOwnJobs) {
 // requeued fails. The node drains; the other jobs run on.
 TEST_F(ControllerNodesTest, AJobThatDiesWithItsGpuIsRequeuedIfItMayBe) {
   Register("n1");
-  JobSpec requeueable = Spec(4);
-  requeueable.requeue = true;
-  const JobId a = Submit(kAlice, requeueable, 1);
-  const JobId b = Submit(kAlice, Spec(4), 1);
-  c_.SchedulePass(At(2));
+  const auto [a, b] = TwoJobsOnOneNode();
   ASSERT_EQ(StateOf(a), JobState::kRunning);
   ASSERT_EQ(StateOf(b), JobState::kRunning);
   auto first_gpu = [&](JobId id) {
@@ -241,6 +257,61 @@ TEST_F(ControllerNodesTest, AJobThatDiesWithItsGpuIsRequeuedIfItMayBe) {
   EXPECT_EQ((*c_.ShowJob(kAdmin, a))["restarts"].get<int>(), 1);
   EXPECT_EQ(StateOf(b), JobState::kFailed);
   EXPECT_EQ((*c_.NodeJson("n1"))["state"], "draining");
+}
+
+// A node that reboots within the node timeout registers again with a new
+// boot id and nothing running. What ran there ended with the reboot: a
+// requeueable job goes back to the queue, any other ends NODE_FAIL. An
+// agent that only restarted (same boot id) keeps its jobs.
+TEST_F(ControllerNodesTest, ANodeThatRebootedEndsOrRequeuesWhatRanThere) {
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, Booted("n1", "boot-1"), At(0)).ok());
+  const auto [a, b] = TwoJobsOnOneNode();
+  ASSERT_EQ(StateOf(a), JobState::kRunning);
+  ASSERT_EQ(StateOf(b), JobState::kRunning);
+  const std::string on = "n1";
+
+  // The agent restarts: same boot, jobs kept and reported back to it.
+  auto same = c_.RegisterNode(kNodeAgent, Booted(on, "boot-1"), At(5));
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ((*same)["running"].size(), 2u);
+  EXPECT_EQ(StateOf(a), JobState::kRunning);
+
+  // The machine reboots: a new boot id, nothing left for the agent to keep.
+  auto fresh = c_.RegisterNode(kNodeAgent, Booted(on, "boot-3"), At(6));
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ((*fresh)["running"].size(), 0u);
+  EXPECT_EQ(StateOf(a), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAdmin, a))["restarts"].get<int>(), 1);
+  EXPECT_EQ(StateOf(b), JobState::kNodeFail);
+  EXPECT_EQ((*c_.NodeJson(on))["state"], "up");
+  EXPECT_EQ((*c_.NodeJson(on))["jobs"].size(), 0u);
+}
+
+// A gang across two nodes: one reboots; the other's part is stopped, and
+// the job goes back to the queue once that node says it has.
+TEST_F(ControllerNodesTest, AGangWithARebootedNodeIsRequeuedOnceTheRestHasStopped) {
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, Booted("n1", "boot-1"), At(0)).ok());
+  ASSERT_TRUE(c_.RegisterNode(kNodeAgent, Booted("n2", "boot-2"), At(0)).ok());
+  JobSpec gang = Spec(16);
+  gang.nodes = 2;
+  gang.requeue = true;
+  const JobId g = Submit(kAlice, gang, 1);
+  c_.SchedulePass(At(1));
+  ASSERT_EQ(StateOf(g), JobState::kRunning);
+  const uint64_t epoch = EpochOf(g);
+  c_.TakeOutbox();
+  auto reg = c_.RegisterNode(kNodeAgent, Booted("n1", "boot-3"), At(2));
+  ASSERT_TRUE(reg.ok());
+  EXPECT_EQ((*reg)["running"].size(), 0u);
+  EXPECT_EQ(StateOf(g), JobState::kRunning);  // n2's part still runs
+  const Outbox out = c_.TakeOutbox();         // and is stopped
+  EXPECT_TRUE(std::any_of(out.kills.begin(), out.kills.end(),
+                          [](const KillOrder& k) { return k.node == "n2"; }));
+  Heartbeat hb;
+  hb.events.push_back({g, epoch, 0, JobEvent::kExited, 0, 15, "killed"});
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n2", hb, At(3)).ok());
+  EXPECT_EQ(StateOf(g), JobState::kPending);
+  EXPECT_EQ((*c_.ShowJob(kAdmin, g))["restarts"].get<int>(), 1);
 }
 
 // `shoal node mig`: an admin's, for a drained node with no job, with a

@@ -740,14 +740,19 @@ class Simulator {
       case Fault::Kind::kHeartbeatLoss: {
         // A crashed node's jobs stop at once; a silent node's run until its
         // agent, cut off for the node timeout, stops them. The controller
-        // notices either after the node timeout.
-        if (f.kind == Fault::Kind::kNodeFail) {
+        // notices either after the node timeout, unless a crashed node
+        // reboots first (its jobs are requeued when it registers again). A
+        // silent node is heard again no sooner than noticed (shorter gaps
+        // change nothing: FaultState::Begin).
+        const bool crashed = f.kind == Fault::Kind::kNodeFail;
+        if (crashed) {
           for (uint32_t idx : JobsOn(f.node, -1))
             Halt(idx);
         }
         const Time detected = m.DownAt(now_);
         Push(detected, EventType::kNodeDetected, f.node, 0);
-        Push(std::max(now_ + f.lasts, detected), EventType::kNodeBack, f.node, 0);
+        Push(crashed ? now_ + f.lasts : std::max(now_ + f.lasts, detected), EventType::kNodeBack,
+             f.node, 0);
         return false;
       }
       case Fault::Kind::kGpuXid:
@@ -777,7 +782,8 @@ class Simulator {
           Push(m.DownAt(faults_->controller_up()), EventType::kNodeDetected, n, 0);
           return false;
         }
-        if (!faults_->Out(n)) return false;  // back before it was noticed
+        // Back before it was noticed (a reboot), and perhaps out again since.
+        if (!faults_->Out(n) || now_ < m.DownAt(faults_->OutSince(n))) return false;
         faults_->Detected(n);
         for (uint32_t idx : JobsOn(n, -1)) {
           Halt(idx);
@@ -788,8 +794,9 @@ class Simulator {
         }
         return true;
       case EventType::kNodeBack:
-        // Jobs it stopped that the controller never fenced (it was down
-        // meanwhile) fail as its agent reports them gone.
+        // Jobs it stopped that the controller never fenced (the node
+        // rebooted before it was noticed, or the controller was down
+        // meanwhile) go back to the queue as it registers again.
         for (uint32_t idx : JobsOn(n, -1)) {
           if (jobs_[idx].halted != kTimeNever && !jobs_[idx].fenced) Requeue(idx, false);
         }

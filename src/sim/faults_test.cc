@@ -139,6 +139,23 @@ TEST(SimFaultsTest, ANodeFailureLosesTheWorkSinceTheLastCheckpoint) {
   EXPECT_NEAR(s.goodput, 1 - (240 + 14920) / r.allocated_gpu_s, 1e-12);
 }
 
+// A node that reboots within the node timeout (crash at 9,000 s, back 20 s
+// later) registers again before the controller noticed it gone: its job goes
+// back to the queue then, with no fence to wait for, and starts again at
+// once. It lost the 1,820 s since its 2 h checkpoint.
+TEST(SimFaultsTest, ANodeThatRebootsBeforeItIsNoticedRequeuesItsJobsAsItReturns) {
+  trace::Trace t;
+  t.jobs = {Job("a", 0, 36000, 8)};
+  SimResult r = RunSim(OneNode(), t, "fifo", Scripted({At(9000, Fault::Kind::kNodeFail, 0, 20)}));
+  const JobRecord& a = Find(r, "a");
+  EXPECT_EQ(a.restarts, 1);
+  EXPECT_EQ(ToSeconds(a.end), 9020 + 30 + 0.8 * 36000);
+  EXPECT_EQ(ToSeconds(a.waited), 0);
+  EXPECT_EQ(r.faults.requeues, 1);
+  EXPECT_DOUBLE_EQ(r.faults.lost_gpu_s, (9020 - 7200) * 8);
+  EXPECT_DOUBLE_EQ(r.faults.out_of_service_gpu_s, 20 * 8);
+}
+
 // Before the controller notices a crashed node it still places work there
 // (as shoal server would): b starts on n1 10 s after the crash, runs none of
 // it, and goes back to the queue with a at the fence. Nothing starts on n1

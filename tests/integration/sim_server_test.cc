@@ -125,8 +125,9 @@ class ServedRun {
       : trace_(trace), c_(Config(cluster, trace, policy)), faults_(std::move(faults)) {
     for (const Node& n : cluster.nodes) {
       nodes_[n.name] = {n, true, 0};
+      nodes_[n.name].node.boot_id = "boot-0";
       names_.push_back(n.name);
-      EXPECT_TRUE(c_.RegisterNode(kNodeAgent, n, kStart).ok());
+      EXPECT_TRUE(c_.RegisterNode(kNodeAgent, nodes_[n.name].node, kStart).ok());
     }
     jobs_.resize(trace.jobs.size());
     for (size_t i = 0; i < trace.jobs.size(); ++i)
@@ -211,8 +212,8 @@ class ServedRun {
     std::map<std::string, api::Heartbeat> beats;
     Beat(beats, t);  // every node that is up, so that only a crashed one goes silent
     c_.Tick(t);
-    // A crashed node comes back once the server has noticed (the simulator's
-    // model); its repaired GPU, once an admin resumes it.
+    // A crashed node comes back when it has rebooted, a silent one when
+    // heard again; its repaired GPU, once an admin resumes it.
     while (!deadlines_.empty() && deadlines_.begin()->first == t) {
       const auto [at, what] = *deadlines_.begin();
       deadlines_.erase(deadlines_.begin());
@@ -337,8 +338,9 @@ class ServedRun {
         // Its last beat is now; its jobs stop at once, and their other
         // nodes' parts wait for the server to stop them.
         n.up = false;
+        n.node.boot_id = fmt::format("boot-{}", ++boots_);
         StopJobsOn(name, t);
-        Silent(name, t, f.lasts, Deadline::kCheck, Deadline::kNodeBack);
+        Silent(name, t, t + f.lasts, Deadline::kCheck, Deadline::kNodeBack);
         break;
       }
       case sim::Fault::Kind::kHeartbeatLoss: {
@@ -348,7 +350,8 @@ class ServedRun {
         // timeout absorbs changes nothing.
         if (f.lasts <= sim::FaultModel{}.node_timeout) break;
         n.up = false;
-        Silent(name, t, f.lasts, Deadline::kAgentFence, Deadline::kNodeHeard);
+        Silent(name, t, std::max(t + f.lasts, sim::FaultModel{}.DownAt(t)), Deadline::kAgentFence,
+               Deadline::kNodeHeard);
         break;
       }
       case sim::Fault::Kind::kGpuXid: {
@@ -373,7 +376,8 @@ class ServedRun {
     }
   }
 
-  // A crashed node's agent starts again: it registers, running nothing.
+  // A crashed node's agent starts again: it registers with its new boot id,
+  // running nothing.
   void NodeBack(const std::string& name, Time t) {
     nodes_.at(name).up = true;
     auto r = c_.RegisterNode(kNodeAgent, nodes_.at(name).node, t);
@@ -394,15 +398,14 @@ class ServedRun {
     }
   }
 
-  // Node `name` is silent from `t` for `lasts`: the instants the server
-  // notices (`noticed`: also when its agent fences itself) and fences it,
-  // and when it is back (not before it was noticed).
-  void Silent(const std::string& name, Time t, Duration lasts, Deadline noticed, Deadline back) {
+  // Node `name` is silent from `t` until `back_at`: the instants the server
+  // would notice (`noticed`: also when its agent fences itself) and fence
+  // it, and when it is back.
+  void Silent(const std::string& name, Time t, Time back_at, Deadline noticed, Deadline back) {
     const sim::FaultModel m;
-    const Time down = m.DownAt(t);
-    deadlines_.insert({down, {noticed, name}});
+    deadlines_.insert({m.DownAt(t), {noticed, name}});
     deadlines_.insert({t + m.Fence(), {Deadline::kCheck, name}});
-    deadlines_.insert({std::max(t + lasts, down), {back, name}});
+    deadlines_.insert({back_at, {back, name}});
   }
 
   // A silent node is heard again: it beats, running nothing it was cut off with.
@@ -473,11 +476,12 @@ class ServedRun {
   std::set<std::pair<Time, size_t>> ends_;  // (when, job) of the running jobs' exits
   std::multimap<Time, std::pair<Deadline, std::string>> deadlines_;
   int stopped_by_faults_ = 0;
+  int boots_ = 0;
 };
 
-// Two node crashes (one back as soon as it is noticed, one after two
-// hours), two failed GPUs and two heartbeat gaps (ten minutes, and twenty
-// seconds that the node timeout absorbs), at times no arrival or exit shares.
+// Two node crashes (one rebooted after ten seconds, before the server
+// noticed, one back after two hours), two failed GPUs and two heartbeat gaps (ten minutes, and
+// twenty seconds that the node timeout absorbs), at times no arrival or exit shares.
 std::vector<sim::Fault> SomeFaults() {
   using K = sim::Fault::Kind;
   auto at = [](double s) { return kStart + DurationFromSeconds(s); };
