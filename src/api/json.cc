@@ -523,6 +523,7 @@ Json ToJson(const Job& job, const NodeNames* names) {
     j["array_task_id"] = job.array_task_id;
   }
   j["gpu_seconds"] = job.gpu_seconds;
+  if (job.gpu_seconds_at_start > 0) j["gpu_seconds_at_start"] = job.gpu_seconds_at_start;
   if (job.efficiency.samples > 0) j["efficiency"] = ToJson(job.efficiency);
   if (job.idle) {
     j["idle"] = true;
@@ -586,6 +587,7 @@ Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   f.Optional("array_job_id", &array_job);
   f.Optional("array_task_id", &job.array_task_id);
   f.Optional("gpu_seconds", &job.gpu_seconds);
+  f.Optional("gpu_seconds_at_start", &job.gpu_seconds_at_start);
   f.Optional("efficiency", &efficiency);
   f.Optional("idle", &job.idle);
   f.Optional("idle_since", &idle_since);

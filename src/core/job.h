@@ -380,6 +380,9 @@ struct Job {
   JobId array_job_id;      // the array's first job, for array tasks; 0 otherwise
   int array_task_id = -1;  // the task's index, for array tasks
   double gpu_seconds = 0;  // GPU-seconds used so far (shares count as fractions)
+  // gpu_seconds when its current run began: a restarted server counts a
+  // running job's service from it, whenever its record was last written.
+  double gpu_seconds_at_start = 0;
   JobEfficiency efficiency;
   // Every allocated GPU stayed under its partition's idle threshold since
   // `idle_since` for at least the partition's idle_minutes.

@@ -104,6 +104,14 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
   std::vector<uint64_t> pending;
   for (const Job& j : loaded.active_jobs) {
     auto job = std::make_shared<Job>(j);
+    if (j.state == JobState::kRunning) {
+      // Its record may be minutes old: its service is what it had at its
+      // start and what it has held since (through the restart too, as
+      // CatchUpUsage counts it for its account).
+      job->gpu_seconds = std::max(j.gpu_seconds,
+                                  j.gpu_seconds_at_start + j.allocation.GpuEquivalents() *
+                                                               ToSeconds(now - j.start_time));
+    }
     AddJob(job);
     ++active_;
     next_job_id_ = std::max(next_job_id_, j.id.value() + 1);
@@ -682,6 +690,7 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
   }
   j.state = JobState::kRunning;
   j.start_time = now;
+  j.gpu_seconds_at_start = j.gpu_seconds;
   j.allocation = std::move(allocation);
   j.epoch += 1;
   j.reason = PendingReason::kNone;

@@ -684,6 +684,36 @@ TEST_F(ControllerTest, UsageAfterARestartIsWhatItWouldHaveBeen) {
   const double want = steady.AccountsJson()[0]["usage_gpu_hours"].get<double>();
   EXPECT_GT(want, 8 * 899 / 3600.0 * 0.99);
   EXPECT_NEAR(again.AccountsJson()[0]["usage_gpu_hours"].get<double>(), want, want * 1e-9);
+  // And the job's own service (LAS's and Gittins' attained service), though
+  // its record was last written at its start.
+  const JobId id(1);
+  auto service = [&](Controller& c) {
+    return (*c.ShowJob(kAdmin, id))["gpu_seconds"].get<double>();
+  };
+  EXPECT_DOUBLE_EQ(service(steady), 8 * 899.0);
+  EXPECT_DOUBLE_EQ(service(again), service(steady));
+}
+
+// The same for a job that had run before (requeued after 100 s): its
+// service at its second start counts too.
+TEST_F(ControllerTest, ARequeuedJobKeepsItsEarlierServiceThroughARestart) {
+  Register("n1");
+  const JobId id = Submit(kAlice, Spec(8));
+  c_.SchedulePass(At(1));
+  ASSERT_TRUE(c_.Requeue(kAdmin, id, At(101)).ok());
+  Heartbeat hb;
+  hb.events.push_back({id, EpochOf(id), 0, JobEvent::kExited, 0, 15, ""});
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", hb, At(101)).ok());
+  ASSERT_EQ(StateOf(id), JobState::kPending);
+  c_.SchedulePass(At(102));
+  ASSERT_EQ(StateOf(id), JobState::kRunning);
+  auto store = state::NewMemoryStore();
+  ASSERT_TRUE(store->Commit(c_.TakeBatch()).ok());
+  auto loaded = store->Load(kTimeZero);
+  ASSERT_TRUE(loaded.ok());
+  Controller again(Config());
+  ASSERT_TRUE(again.Restore(*loaded, At(1002)).ok());
+  EXPECT_DOUBLE_EQ((*again.ShowJob(kAdmin, id))["gpu_seconds"].get<double>(), 8 * (100.0 + 900));
 }
 
 // A score plugin with a bug: it always picks a node's lowest GPUs, free or
