@@ -14,9 +14,6 @@ namespace {
 constexpr int kUsableRackUnits = 42;
 constexpr int kSwitchesPerNetworkRack = 32;  // 1U switches, with patch panels
 constexpr double kWattsToBtuPerHour = 3.412142;
-// Restarting a large job after a failure: rescheduling, loading the last
-// checkpoint, warming up (Shoal's assumption).
-constexpr double kRestartS = 600;
 
 }  // namespace
 
@@ -38,8 +35,8 @@ std::string_view CoolingName(Cooling c) {
 }
 
 Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
-                                    const SiteConstraints& site, bool check_limits,
-                                    int fabric_gpus) {
+                                    const SiteConstraints& site, bool check_limits, int fabric_gpus,
+                                    const StorageNeed& storage) {
   if (gpus < 1) return InvalidArgument("a cluster needs at least one GPU");
   ClusterDesign d;
   d.gpu = &gpu;
@@ -130,15 +127,19 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
     fr.nic_gbps = node.nic_gbps;
     fr.oversubscription = site.oversubscription;
     fr.switch_ports = DefaultNetworkParts().switch_ports;
+    fr.nics_per_optic = node.nics_per_optic;
+    fr.links_per_switch_optic = DefaultNetworkParts().links_per_switch_optic;
     SHOAL_ASSIGN_OR_RETURN(d.fabric, DesignFatTree(fr));
   }
   const NetworkParts& parts = DefaultNetworkParts();
   d.network_racks = (d.fabric.Switches() + kSwitchesPerNetworkRack - 1) / kSwitchesPerNetworkRack;
   d.network_kw = (d.fabric.Switches() * parts.switch_power_w +
-                  d.fabric.transceivers * parts.transceiver_power_w) /
+                  d.fabric.link_ends * parts.transceiver_power_w) /
                  1000;
 
-  d.it_kw = d.nodes * d.node_kw + d.network_kw;
+  SHOAL_ASSIGN_OR_RETURN(d.support, DesignSupport(storage, d.nodes, d.racks, d.fabric));
+  d.support_kw = d.support.kw;
+  d.it_kw = d.nodes * d.node_kw + d.network_kw + d.support_kw;
   d.facility_kw = d.it_kw * site.pue;
   d.rack_btu_h = d.rack_kw * 1000 * kWattsToBtuPerHour;
   d.total_btu_h = d.it_kw * 1000 * kWattsToBtuPerHour;
@@ -151,9 +152,10 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
   d.gpus_usd = d.gpus * d.gpu_price_usd;
   d.servers_usd = d.nodes * node.price_without_gpus_usd;
   d.network_usd = d.fabric.Switches() * parts.switch_price_usd +
-                  d.fabric.transceivers * parts.transceiver_price_usd +
+                  d.fabric.link_ends * parts.transceiver_price_usd +
                   d.fabric.Cables() * parts.cable_price_usd;
-  d.capex_usd = d.gpus_usd + d.servers_usd + d.network_usd;
+  d.support_usd = d.support.Usd();
+  d.capex_usd = d.gpus_usd + d.servers_usd + d.network_usd + d.support_usd;
   d.energy_usd_per_year =
       d.facility_kw * kAverageDrawFraction * 24 * 365 * site.electricity_usd_per_kwh;
 
@@ -175,15 +177,17 @@ Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
   return d;
 }
 
-CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s,
-                               double host_gbytes_s) {
+CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s, double host_gbytes_s,
+                               double read_gbytes_s) {
   CheckpointPlan c;
   gpus = std::max(1, gpus);
-  c.checkpoint_bytes = 16 * params;
+  c.checkpoint_bytes = kCheckpointBytesPerParam * params;
   c.write_gbytes_s = write_gbytes_s;
   c.write_s = write_gbytes_s > 0 ? c.checkpoint_bytes / (write_gbytes_s * 1e9) : 0;
-  c.stall_s = host_gbytes_s > 0 ? c.checkpoint_bytes / gpus / (host_gbytes_s * 1e9) : c.write_s;
-  c.restart_s = kRestartS;
+  c.stall_s = host_gbytes_s > 0
+                  ? kCheckpointFixedStallS + c.checkpoint_bytes / gpus / (host_gbytes_s * 1e9)
+                  : c.write_s;
+  c.restart_s = kRestartS + (read_gbytes_s > 0 ? c.checkpoint_bytes / (read_gbytes_s * 1e9) : 0);
   const double mtbf_s = 86400 / (kFailuresPerGpuDay * gpus);
   // Young (1974): the interval that minimises lost time is sqrt(2 x stall x
   // MTBF); each failure also loses half an interval of work on average and a

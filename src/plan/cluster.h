@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "plan/fabric.h"
 #include "plan/hardware.h"
+#include "plan/support.h"
 
 namespace shoal::plan {
 
@@ -54,10 +55,14 @@ struct ClusterDesign {
   int network_racks = 0;
   Fabric fabric;         // tiers 0: none (no node needs one)
   int fabric_nodes = 0;  // the nodes on it; the others serve replicas that fit in one node
+  // Storage, the converged and out-of-band networks, management servers:
+  // in the power and the cost below.
+  SupportDesign support;
   // Power, kW at maximum draw.
-  double gpu_kw = 0;   // GPUs alone
-  double node_kw = 0;  // one node
-  double network_kw = 0;
+  double gpu_kw = 0;      // GPUs alone
+  double node_kw = 0;     // one node
+  double network_kw = 0;  // the compute fabric
+  double support_kw = 0;
   double it_kw = 0;
   double facility_kw = 0;  // it_kw x PUE
   double rack_kw = 0;      // one full GPU rack
@@ -75,7 +80,8 @@ struct ClusterDesign {
   std::string gpu_price_source;
   double gpus_usd = 0;
   double servers_usd = 0;
-  double network_usd = 0;
+  double network_usd = 0;  // the compute fabric
+  double support_usd = 0;  // SupportDesign::Usd()
   double capex_usd = 0;
   double energy_usd_per_year = 0;  // at the average draw
   // Reliability (Llama 3's interruption rate).
@@ -93,10 +99,11 @@ constexpr double kAverageDrawFraction = 0.8;
 // `check_limits`, site power or budget exceeded. The compute fabric joins
 // the nodes of `fabric_gpus` of them (all when negative): a node that only
 // serves replicas that fit in it never talks to another node, so inference
-// alone gets no compute fabric.
+// alone gets no compute fabric. Storage is sized for `storage` (the least
+// there is when it asks for nothing).
 Result<ClusterDesign> DesignCluster(const catalog::GpuSpec& gpu, int gpus,
                                     const SiteConstraints& site, bool check_limits = true,
-                                    int fabric_gpus = -1);
+                                    int fabric_gpus = -1, const StorageNeed& storage = {});
 
 // Unexpected interruptions per GPU per day: 419 in 54 days on 16,384 H100s
 // (Llama 3 paper, arXiv 2407.21783, section 3.3.4, as in
@@ -112,15 +119,26 @@ struct CheckpointPlan {
   double write_s = 0;           // one checkpoint to storage
   double stall_s = 0;           // the device-to-host copy training waits for
   double interval_s = 0;        // Young's optimum sqrt(2 x stall x MTBF), at least write_s
-  double restart_s = 0;
-  double overhead = 0;  // fraction of wall time lost to checkpoints and failures
+  double restart_s = 0;         // kRestartS and reading the checkpoint back
+  double overhead = 0;          // fraction of wall time lost to checkpoints and failures
 };
 
-// Checkpointing a model of `params` parameters (16 bytes each: bf16 weights,
-// fp32 master weights and two Adam moments) on `gpus` GPUs with
-// `write_gbytes_s` of storage bandwidth and `host_gbytes_s` per GPU to host
-// memory.
-CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s,
-                               double host_gbytes_s);
+// bf16 weights, fp32 master weights and two fp32 Adam moments.
+constexpr double kCheckpointBytesPerParam = 16;
+// Each save also stalls training for a fixed while however small the shard:
+// the save is planned and agreed across ranks, and staging buffers filled
+// (Shoal's assumption, a few seconds; it is what keeps the interval from
+// shrinking to seconds on large clusters, where each GPU's shard is small).
+constexpr double kCheckpointFixedStallS = 5;
+// Restarting a large job after a failure: rescheduling, starting its
+// processes, warming up (Shoal's assumption); reading the checkpoint back
+// comes on top.
+constexpr double kRestartS = 600;
+
+// Checkpointing a model of `params` parameters on `gpus` GPUs with
+// `write_gbytes_s` of storage bandwidth (and `read_gbytes_s` to load it back
+// after a failure; 0: not counted) and `host_gbytes_s` per GPU to host memory.
+CheckpointPlan PlanCheckpoints(double params, int gpus, double write_gbytes_s, double host_gbytes_s,
+                               double read_gbytes_s = 0);
 
 }  // namespace shoal::plan

@@ -29,14 +29,16 @@ TEST(ClusterTest, NodesRacksAndPower) {
   EXPECT_NE(d->cooling_why.find("40.8 kW per rack is past the 40 kW"), std::string::npos)
       << d->cooling_why;
   EXPECT_DOUBLE_EQ(d->gpu_kw, 1000 * 0.7);
-  EXPECT_NEAR(d->it_kw, 125 * 10.2 + d->network_kw, 1e-9);
+  EXPECT_NEAR(d->it_kw, 125 * 10.2 + d->network_kw + d->support_kw, 1e-9);
+  EXPECT_GT(d->support_kw, 0);
   EXPECT_NEAR(d->facility_kw, d->it_kw * site.pue, 1e-9);
   EXPECT_NEAR(d->total_btu_h, d->it_kw * 3412.142, 1);
   // Supplies: ceil(10.2 / 3.3) = 4 carry the node, plus the spares asked for.
   EXPECT_EQ(d->psus_needed_per_node, 4);
   EXPECT_EQ(d->psus_per_node, 4 + site.psu_redundancy);
   EXPECT_GT(d->network_usd, 0);
-  EXPECT_NEAR(d->capex_usd, d->gpus_usd + d->servers_usd + d->network_usd, 1e-6);
+  EXPECT_NEAR(d->capex_usd, d->gpus_usd + d->servers_usd + d->network_usd + d->support.Usd(), 1e-6);
+  EXPECT_EQ(d->support.storage_units, 1);  // asked for nothing: the least there is
   EXPECT_NEAR(d->failures_per_day, 1000 * kFailuresPerGpuDay, 1e-12);
   // A rack power the site gives is filled: three in 40 kW, within air.
   site.rack_power_kw = 40;
@@ -120,7 +122,8 @@ TEST(ClusterTest, CheckpointIntervalIsYoungsOptimum) {
   const double mtbf_s = 86400 / (kFailuresPerGpuDay * 1024);
   EXPECT_DOUBLE_EQ(c.checkpoint_bytes, 16 * 70e9);
   EXPECT_NEAR(c.write_s, 16 * 70e9 / 1000e9, 1e-9);
-  EXPECT_NEAR(c.stall_s, 16 * 70e9 / 1024 / 0.01e9, 1e-6);
+  EXPECT_NEAR(c.stall_s, kCheckpointFixedStallS + 16 * 70e9 / 1024 / 0.01e9, 1e-6);
+  EXPECT_EQ(c.restart_s, kRestartS) << "no read bandwidth given: the load is not counted";
   EXPECT_NEAR(c.interval_s, std::sqrt(2 * c.stall_s * mtbf_s), 1e-6);
   // Around the optimum, other intervals lose more.
   auto lost = [&](double interval) {
@@ -129,11 +132,14 @@ TEST(ClusterTest, CheckpointIntervalIsYoungsOptimum) {
   EXPECT_NEAR(c.overhead, lost(c.interval_s), 1e-12);
   EXPECT_LT(c.overhead, lost(c.interval_s * 1.5));
   EXPECT_LT(c.overhead, lost(c.interval_s / 1.5));
-  // Fast host copies: storage sets the pace, one checkpoint per write.
-  const CheckpointPlan fast = PlanCheckpoints(70e9, 1024, 10, 50);
-  EXPECT_DOUBLE_EQ(fast.interval_s, fast.write_s);
+  // Slow storage: it sets the pace, one checkpoint per write.
+  const CheckpointPlan slow = PlanCheckpoints(70e9, 1024, 0.5, 50);
+  EXPECT_DOUBLE_EQ(slow.interval_s, slow.write_s);
   // More GPUs fail more often and lose more.
-  EXPECT_GT(PlanCheckpoints(70e9, 16384, 10, 50).overhead, fast.overhead);
+  EXPECT_GT(PlanCheckpoints(70e9, 16384, 0.5, 50).overhead, slow.overhead);
+  // Reading the checkpoint back after a failure is part of the restart.
+  EXPECT_NEAR(PlanCheckpoints(70e9, 1024, 10, 50, 20).restart_s, kRestartS + 16 * 70e9 / 20e9,
+              1e-9);
 }
 
 }  // namespace

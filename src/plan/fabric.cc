@@ -66,7 +66,11 @@ Result<Fabric> DesignFatTree(const FabricRequest& r) {
       }
     }
   }
-  f.transceivers = 2 * f.Cables();
+  // A module may carry two links: count modules as the hardware has them.
+  f.link_ends = 2 * f.Cables();
+  const int switch_ends = f.link_ends - f.node_leaf_cables;
+  f.transceivers = CeilDiv(f.node_leaf_cables, std::max(1, r.nics_per_optic)) +
+                   CeilDiv(switch_ends, std::max(1, r.links_per_switch_optic));
   f.bisection_gbps = f.nics * r.nic_gbps / 2 / r.oversubscription;
   return f;
 }

@@ -19,6 +19,10 @@ struct FabricRequest {
   int switch_ports = 64;          // radix of every switch
   double oversubscription = 1.0;  // leaf downlinks per uplink (1: non-blocking)
   double nic_gbps = 400;
+  // Links one optical module carries: on the nodes (2: twin-port OSFP
+  // serving two NICs) and on the switches (2: 64 ports in 32 OSFP cages).
+  int nics_per_optic = 1;
+  int links_per_switch_optic = 1;
 };
 
 struct Fabric {
@@ -34,7 +38,8 @@ struct Fabric {
   int leaf_spine_cables = 0;
   int spine_core_cables = 0;
   int nics = 0;
-  int transceivers = 0;  // one at each end of every cable (optics throughout)
+  int transceivers = 0;  // optical modules at both ends of every cable
+  int link_ends = 0;     // 2 per cable: what optics are priced and powered by
   double bisection_gbps = 0;
   double oversubscription = 1;
 

@@ -40,7 +40,19 @@ TEST(FabricTest, MatchesDgxSuperPodTables) {
     EXPECT_EQ(f->spine_core_cables, row.spine_core);
     EXPECT_EQ(f->tiers, row.core > 0 ? 3 : 2);
     EXPECT_EQ(f->transceivers, 2 * (row.node_leaf + row.leaf_spine + row.spine_core));
+    EXPECT_EQ(f->link_ends, f->transceivers) << "one link per module unless asked";
   }
+}
+
+// DGX B200's twin-port OSFP cages serve its eight NICs in pairs, and a
+// QM9700's 32 cages its 64 ports: one module for every two link ends, as
+// the hardware has them (the cables are as many).
+TEST(FabricTest, TwinPortOpticsCarryTwoLinksEach) {
+  auto f = DesignFatTree({.nodes = 128, .nics_per_optic = 2, .links_per_switch_optic = 2});
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->Cables(), 2048);
+  EXPECT_EQ(f->link_ends, 4096);
+  EXPECT_EQ(f->transceivers, 1024 / 2 + (1024 + 2 * 1024) / 2);  // nodes' cages, switches' cages
 }
 
 TEST(FabricTest, OneScalableUnitAndOneSwitch) {

@@ -138,6 +138,7 @@ const NodeDesign kDesigns[] = {
      .rack_units = 8,
      .compute_nics = 8,
      .nic_gbps = 400,
+     .nics_per_optic = 2,
      .psu_w = 3300,
      .cpus = 224,
      .memory_gib = 2048,
@@ -157,6 +158,7 @@ const NodeDesign kDesigns[] = {
      .rack_units = 8,
      .compute_nics = 8,
      .nic_gbps = 400,
+     .nics_per_optic = 2,
      .psu_w = 3300,
      .cpus = 224,
      .memory_gib = 2048,
@@ -174,6 +176,7 @@ const NodeDesign kDesigns[] = {
      .rack_units = 10,
      .compute_nics = 8,
      .nic_gbps = 400,
+     .nics_per_optic = 2,
      .psu_w = 3300,
      .cpus = 224,
      .memory_gib = 2048,
@@ -424,8 +427,9 @@ const NetworkParts& DefaultNetworkParts() {
   static const NetworkParts parts{
       .source =
           "Shoal assumption for a radix-64 400 Gb/s switch of the NVIDIA Quantum-2 QM9700 "
-          "class (64 NDR ports, as in DGX SuperPOD, ~1.7 kW), optical transceivers at "
-          "both ends of every link; prices indicative",
+          "class (64 NDR ports in 32 twin-port OSFP cages, as in DGX SuperPOD, ~1.7 kW), "
+          "optics at both ends of every link, priced and powered per 400G link end; prices "
+          "indicative",
   };
   return parts;
 }

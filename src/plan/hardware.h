@@ -30,12 +30,16 @@ struct NodeDesign {
   std::string_view name;     // "dgx-h100"
   std::string_view profile;  // node profile for cluster files; empty: none
   int gpus = 8;
-  int nvlink_domain_gpus = 8;         // GPUs in one NVLink domain (72 for NVL72, across trays)
-  double max_power_w = 0;             // the node's maximum draw, all GPUs at TDP
-  int rack_units = 0;                 // height; 0 for trays that only come as a whole rack
-  int nodes_per_fixed_rack = 0;       // NVL72: 18 trays in one rack; 0: racks are filled by power
-  int compute_nics = 8;               // scale-out NICs (one per rail)
-  double nic_gbps = 400;              // per NIC
+  int nvlink_domain_gpus = 8;    // GPUs in one NVLink domain (72 for NVL72, across trays)
+  double max_power_w = 0;        // the node's maximum draw, all GPUs at TDP
+  int rack_units = 0;            // height; 0 for trays that only come as a whole rack
+  int nodes_per_fixed_rack = 0;  // NVL72: 18 trays in one rack; 0: racks are filled by power
+  int compute_nics = 8;          // scale-out NICs (one per rail)
+  double nic_gbps = 400;         // per NIC
+  // NICs behind one optical module: 2 where twin-port OSFP cages serve the
+  // NICs in pairs (DGX H100, H200 and B200: four OSFP ports for eight
+  // single-port ConnectX-7, NVIDIA DGX BasePOD RA).
+  int nics_per_optic = 1;
   double psu_w = 3300;                // rating of one power supply
   bool liquid_only = false;           // no air-cooled version exists
   int cpus = 0;                       // hardware threads, for cluster files without a profile
@@ -60,8 +64,9 @@ struct NetworkParts {
   int switch_ports = 64;
   double switch_power_w = 1720;
   double switch_price_usd = 30000;
-  double transceiver_price_usd = 1000;  // per 400G end
-  double transceiver_power_w = 12;
+  double transceiver_price_usd = 1000;  // per 400G link end (a twin-port module: two)
+  double transceiver_power_w = 12;      // same
+  int links_per_switch_optic = 2;       // twin-port OSFP: 32 cages for 64 ports
   double cable_price_usd = 150;
   std::string_view source;
 };

@@ -13,12 +13,18 @@ namespace shoal::plan {
 
 namespace {
 
-// Storage is sized so that a full checkpoint is written in two minutes
-// (Shoal's assumption; asynchronous checkpointing hides most of it).
-constexpr double kCheckpointWriteS = 120;
 // Token ids are read as 4-byte integers; twice that leaves room for
 // shuffling and restarts (Shoal's assumption).
 constexpr double kStorageReadBytesPerToken = 8;
+// Storage capacity (Shoal's assumptions): a data set is its token ids
+// (4 bytes each) and its text (about as much again); each training run keeps
+// its last 3 checkpoints; a served model its weights; a quarter on top.
+constexpr double kStoredBytesPerToken = 8;
+constexpr int kKeptCheckpoints = 3;
+constexpr double kCapacityHeadroom = 1.25;
+// What an hour of one GPU is worth when lost to a failure: its price and its
+// share of the server's, written off over 4 years (Shoal's assumption).
+constexpr double kWriteOffHours = 4 * 365 * 24;
 // The largest training job the search considers: 3-tier radix-64 fat tree.
 constexpr int kMaxTrainingGpus = 65536;
 
@@ -81,9 +87,15 @@ TrainingEval EvaluateTraining(const TrainingWorkload& w, const TrainingSystem& s
   p.global_batch = job.global_batch;
   p.tokens_per_s = static_cast<double>(job.global_batch) * w.model.seq / p.step.step_s;
   p.days = w.tokens / p.tokens_per_s / 86400;
+  // Storage for checkpoints as fast as pays for itself in GPU time not lost.
   const double params = w.model.Params();
-  p.checkpoints =
-      PlanCheckpoints(params, gpus, 16 * params / kCheckpointWriteS / 1e9, sys.gpu->pcie_bw_gbps);
+  const NodeDesign& node = NodeDesignFor(*sys.gpu);
+  const double gpu_hour_usd =
+      (GpuPriceUsd(*sys.gpu) + node.price_without_gpus_usd / node.gpus) / kWriteOffHours;
+  const CheckpointStorage storage = ChooseCheckpointStorage(
+      kCheckpointBytesPerParam * params, gpus, sys.gpu->pcie_bw_gbps, p.days, gpu_hour_usd);
+  p.checkpoints = PlanCheckpoints(params, gpus, storage.write_gbytes_s, sys.gpu->pcie_bw_gbps,
+                                  storage.read_gbytes_s);
   p.days_with_failures = p.days / (1 - p.checkpoints.overhead);
   out.ok = true;
   return out;
@@ -174,6 +186,25 @@ Result<TrainingPlan> SizeTraining(const TrainingWorkload& w, const catalog::GpuS
   return plan;
 }
 
+// What the design's workloads ask of storage: their data read at the
+// training rate, the fastest checkpoint write any run chose, and room for
+// data sets, checkpoints and served weights.
+StorageNeed StorageFor(const Workload& w, const Design& d) {
+  StorageNeed need;
+  double bytes = 0;
+  for (size_t i = 0; i < d.training.size(); ++i) {
+    const TrainingPlan& t = d.training[i];
+    need.read_gbytes_s += t.tokens_per_s * kStorageReadBytesPerToken / 1e9;
+    need.write_gbytes_s = std::max(need.write_gbytes_s, t.checkpoints.write_gbytes_s);
+    bytes += w.training[i].tokens * kStoredBytesPerToken +
+             kKeptCheckpoints * t.checkpoints.checkpoint_bytes;
+  }
+  for (const InferenceWorkload& inf : w.inference)
+    bytes += inf.model.Params() * inf.target.weight_bytes;
+  need.capacity_tb = bytes * kCapacityHeadroom / 1e12;
+  return need;
+}
+
 Design PlanDesign(const Workload& w, const catalog::GpuSpec& gpu) {
   Design d;
   d.gpu_model = std::string(gpu.model);
@@ -222,21 +253,14 @@ Design PlanDesign(const Workload& w, const catalog::GpuSpec& gpu) {
   for (const InferencePlan& p : d.inference) {
     if (p.mig || p.estimate.tp <= replica_reach) fabric_gpus -= WholeNodes(p.Gpus(), node);
   }
-  auto cluster = DesignCluster(gpu, d.gpus, w.site, true, fabric_gpus);
+  auto cluster = DesignCluster(gpu, d.gpus, w.site, true, fabric_gpus, StorageFor(w, d));
   if (!cluster.ok()) {
     d.problem = cluster.status().message();
     return d;
   }
   d.cluster = *cluster;
-  double read = 0;
-  double write = 0;
-  for (const TrainingPlan& t : d.training) {
-    read += t.tokens_per_s * kStorageReadBytesPerToken / 1e9;
-    write = std::max(write, t.checkpoints.write_gbytes_s);
+  for (const TrainingPlan& t : d.training)
     d.longest_training_days = std::max(d.longest_training_days, t.days_with_failures);
-  }
-  d.storage_read_gbytes_s = read;
-  d.storage_write_gbytes_s = write;
   const double years = d.training.empty() ? 1.0 : d.longest_training_days / 365.0;
   d.energy_usd = d.cluster.energy_usd_per_year * years;
   d.total_usd = d.cluster.capex_usd + d.energy_usd;

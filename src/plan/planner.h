@@ -111,11 +111,9 @@ struct Design {
   std::vector<GeneralWorkload> general;
   int gpus = 0;  // all workloads together
   ClusterDesign cluster;
-  double storage_read_gbytes_s = 0;   // data loading
-  double storage_write_gbytes_s = 0;  // checkpoints
-  double longest_training_days = 0;   // with failures
-  double energy_usd = 0;              // over the longest training run, or one year
-  double total_usd = 0;               // capex + energy
+  double longest_training_days = 0;  // with failures
+  double energy_usd = 0;             // over the longest training run, or one year
+  double total_usd = 0;              // capex + energy
   bool cheapest = false;
   bool fastest = false;
 };

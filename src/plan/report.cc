@@ -193,6 +193,55 @@ std::string SideBySide(const PlanResult& r) {
   return out;
 }
 
+// Storage, the other networks and the management servers, in two lines.
+std::string SupportText(const SupportDesign& s) {
+  const SupportParts& p = DefaultSupportParts();
+  std::string out = fmt::format(
+      "  storage: {} appliance{} ({} GB/s read, {} GB/s write, {} TB each; set by {}): {:.0f} GB/s "
+      "read, {:.0f} GB/s write, {:.0f} TB; the workloads read {:.2f} GB/s of data, write "
+      "checkpoints at {:.0f} GB/s and keep {:.1f} TB\n",
+      s.storage_units, s.storage_units == 1 ? "" : "s", p.storage_read_gbytes_s,
+      p.storage_write_gbytes_s, p.storage_capacity_tb, s.storage_bound, s.storage_read_gbytes_s,
+      s.storage_write_gbytes_s, s.storage_capacity_tb, s.need.read_gbytes_s, s.need.write_gbytes_s,
+      s.need.capacity_tb);
+  auto plural = [](int n, std::string_view one, std::string_view many) {
+    return fmt::format("{} {}", n, n == 1 ? one : many);
+  };
+  out += fmt::format(
+      "  support: converged Ethernet (storage, in-band management, users; 2 x 200G per node) "
+      "{} leaf and {} spine; out-of-band 1G: {} for {} ports; {}{}; {}, {:.0f} kW\n",
+      s.converged.leaves, s.converged.spines + s.converged.cores,
+      plural(s.oob_switches, "switch", "switches"), s.oob_ports,
+      plural(s.management_servers, "management server", "management servers"),
+      s.ufm_appliances > 0 ? fmt::format(", {} UFM appliances", s.ufm_appliances) : "",
+      plural(s.racks, "support rack", "support racks"), s.kw);
+  return out;
+}
+
+Json SupportJson(const SupportDesign& s) {
+  return Json{{"storage",
+               {{"appliances", s.storage_units},
+                {"set_by", s.storage_bound},
+                {"read_gbytes_s", s.storage_read_gbytes_s},
+                {"write_gbytes_s", s.storage_write_gbytes_s},
+                {"capacity_tb", s.storage_capacity_tb},
+                {"need",
+                 {{"read_gbytes_s", s.need.read_gbytes_s},
+                  {"write_gbytes_s", s.need.write_gbytes_s},
+                  {"capacity_tb", s.need.capacity_tb}}}}},
+              {"converged",
+               {{"leaf", s.converged.leaves},
+                {"spine", s.converged.spines},
+                {"core", s.converged.cores},
+                {"transceivers", s.converged.transceivers}}},
+              {"out_of_band", {{"switches", s.oob_switches}, {"ports", s.oob_ports}}},
+              {"management_servers", s.management_servers},
+              {"ufm_appliances", s.ufm_appliances},
+              {"racks", s.racks},
+              {"kw", s.kw},
+              {"source", DefaultSupportParts().source}};
+}
+
 std::string Details(const Design& d) {
   const ClusterDesign& c = d.cluster;
   const Fabric& f = c.fabric;
@@ -217,9 +266,9 @@ std::string Details(const Design& d) {
         s.bubble_s, s.p2p_s, s.dp_exposed_s, s.optimizer_s, s.host_bound_s);
     out += fmt::format(
         "    {} tokens/s, MFU {:.1f}%, {:.1f} days of compute, {:.1f} days with failures "
-        "(checkpoint every {:.0f} min, {:.1f}% lost)\n",
+        "(checkpoint every {:.0f} min to {:.0f} GB/s of storage, {:.1f}% lost)\n",
         Big(p.tokens_per_s), 100 * s.mfu, p.days, p.days_with_failures,
-        p.checkpoints.interval_s / 60, 100 * p.checkpoints.overhead);
+        p.checkpoints.interval_s / 60, p.checkpoints.write_gbytes_s, 100 * p.checkpoints.overhead);
     out += fmt::format(
         "    memory per GPU {:.1f} GiB: weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
         "activations {:.1f}, other {:.1f}\n",
@@ -279,12 +328,13 @@ std::string Details(const Design& d) {
   out +=
       fmt::format("  cooling: {} ({}); {:.0f} kW = {:.0f} BTU/h per rack, {:.2f}M BTU/h in all\n",
                   RackCoolingName(c), c.cooling_why, c.rack_kw, c.rack_btu_h, c.total_btu_h / 1e6);
-  out += fmt::format("  storage: {:.2f} GB/s read for data, {:.1f} GB/s write for checkpoints\n",
-                     d.storage_read_gbytes_s, d.storage_write_gbytes_s);
+  out += SupportText(c.support);
   out += fmt::format(
-      "  cost: GPUs {} ({} each: {}), servers {}, network {}; capex {}; energy {} per year\n",
+      "  cost: GPUs {} ({} each: {}), servers {}, compute fabric {}, storage {}, other networks "
+      "{}, management {}; capex {}; energy {} per year\n",
       Usd(c.gpus_usd), Usd(c.gpu_price_usd), c.gpu_price_source, Usd(c.servers_usd),
-      Usd(c.network_usd), Usd(c.capex_usd), Usd(c.energy_usd_per_year));
+      Usd(c.network_usd), Usd(c.support.storage_usd), Usd(c.support.network_usd),
+      Usd(c.support.servers_usd), Usd(c.capex_usd), Usd(c.energy_usd_per_year));
   out +=
       fmt::format("  reliability: {:.2f} failures per day, one every {:.1f} h (Llama 3's rate)\n",
                   c.failures_per_day, c.mtbf_hours);
@@ -344,7 +394,9 @@ Json DesignJson(const Design& d) {
                             {"checkpoint",
                              {{"bytes", p.checkpoints.checkpoint_bytes},
                               {"write_s", p.checkpoints.write_s},
+                              {"write_gbytes_s", p.checkpoints.write_gbytes_s},
                               {"stall_s", p.checkpoints.stall_s},
+                              {"restart_s", p.checkpoints.restart_s},
                               {"interval_s", p.checkpoints.interval_s},
                               {"overhead", p.checkpoints.overhead}}},
                             {"memory_gib",
@@ -392,7 +444,10 @@ Json DesignJson(const Design& d) {
       {"count", c.nodes},        {"design", c.node->name},       {"gpus_each", c.node->gpus},
       {"max_kw", c.node_kw},     {"per_rack", c.nodes_per_rack}, {"per_rack_why", c.rack_why},
       {"source", c.node->source}};
-  j["racks"] = {{"gpu", c.racks}, {"network", c.network_racks}, {"kw_each", c.rack_kw}};
+  j["racks"] = {{"gpu", c.racks},
+                {"network", c.network_racks},
+                {"support", c.support.racks},
+                {"kw_each", c.rack_kw}};
   j["fabric"] = {{"tiers", f.tiers},
                  {"nodes", c.fabric_nodes},
                  {"scalable_units", f.scalable_units},
@@ -408,8 +463,9 @@ Json DesignJson(const Design& d) {
                  {"transceivers", f.transceivers},
                  {"oversubscription", f.oversubscription},
                  {"bisection_gbps", f.bisection_gbps}};
-  j["power_kw"] = {{"gpus", c.gpu_kw}, {"node", c.node_kw},         {"network", c.network_kw},
-                   {"it", c.it_kw},    {"facility", c.facility_kw}, {"rack", c.rack_kw}};
+  j["power_kw"] = {{"gpus", c.gpu_kw},        {"node", c.node_kw}, {"network", c.network_kw},
+                   {"support", c.support_kw}, {"it", c.it_kw},     {"facility", c.facility_kw},
+                   {"rack", c.rack_kw}};
   j["psus"] = {{"per_node", c.psus_per_node},
                {"needed", c.psus_needed_per_node},
                {"rating_w", c.node->psu_w}};
@@ -418,12 +474,15 @@ Json DesignJson(const Design& d) {
                   {"why", c.cooling_why},
                   {"rack_btu_h", c.rack_btu_h},
                   {"total_btu_h", c.total_btu_h}};
-  j["storage_gbytes_s"] = {{"read", d.storage_read_gbytes_s}, {"write", d.storage_write_gbytes_s}};
+  j["support"] = SupportJson(c.support);
   j["cost_usd"] = {{"gpus", c.gpus_usd},
                    {"gpu_each", c.gpu_price_usd},
                    {"gpu_price_source", c.gpu_price_source},
                    {"servers", c.servers_usd},
                    {"network", c.network_usd},
+                   {"storage", c.support.storage_usd},
+                   {"support_network", c.support.network_usd},
+                   {"management", c.support.servers_usd},
                    {"capex", c.capex_usd},
                    {"energy_per_year", c.energy_usd_per_year},
                    {"energy", d.energy_usd},

@@ -108,8 +108,8 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
       // Its record may be minutes old: its service is what it had at its
       // start and what it has held since (through the restart too, as
       // CatchUpUsage counts it for its account).
-      job->gpu_seconds = std::max(j.gpu_seconds,
-                                  j.gpu_seconds_at_start + j.allocation.GpuEquivalents() *
+      job->gpu_seconds =
+          std::max(j.gpu_seconds, j.gpu_seconds_at_start + j.allocation.GpuEquivalents() *
                                                                ToSeconds(now - j.start_time));
     }
     AddJob(job);

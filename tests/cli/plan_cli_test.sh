@@ -18,6 +18,21 @@ check "serving" 0 "replicas of TP" -- "$SHOAL" plan --model llama3-70b --serve-t
 check "pretrain example" 0 "fewest GPUs" -- "$SHOAL" plan "$EX/llama3-70b-pretrain.toml"
 check "405b example" 0 "MFU" -- "$SHOAL" plan "$EX/llama3-405b-16k.toml"
 check "serving example" 0 "ms per token" -- "$SHOAL" plan "$EX/chat-serving.toml"
+# Storage, the converged and out-of-band networks and the management servers
+# are in the bill: capex is every part's cost, and a 16k-GPU run checkpoints
+# to storage sized for it (not every two minutes around the clock).
+support_bill() {
+  "$SHOAL" plan "$EX/llama3-405b-16k.toml" --json > "$TMP/405b.json" &&
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["designs"][0]
+c, s = d["cost_usd"], d["support"]
+parts = c["gpus"] + c["servers"] + c["network"] + c["storage"] + c["support_network"] + c["management"]
+ok = abs(parts - c["capex"]) < 1 and c["storage"] > 0 and s["storage"]["appliances"] >= 1
+ok = ok and s["out_of_band"]["switches"] > 0 and s["management_servers"] >= 5 and s["ufm_appliances"] == 2
+every = d["training"][0]["checkpoint"]["interval_s"]
+print("bill %s, checkpoint every %.0f s" % ("whole" if ok else "short", every))' "$TMP/405b.json"
+}
+check "support in the bill" 0 "^bill whole, checkpoint every [3-9][0-9][0-9] s" -- support_bill
 check "lab example (trace share)" 0 "90th percentile" -- "$SHOAL" plan "$EX/research-lab.toml" --all
 check "gpus" 0 "GB200-186GB" -- "$SHOAL" plan gpus
 check "models" 0 "llama3-405b" -- "$SHOAL" plan models
