@@ -524,6 +524,7 @@ void Agent::Impl::Loop() {
           r.running = true;
           break;
         case StepPhase::kExited:
+          r.ended = st.ended;
           break;
         case StepPhase::kLost:
           r.exit_code = -1;

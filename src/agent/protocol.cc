@@ -307,7 +307,8 @@ api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,
                            .kind = api::JobEvent::kExited,
                            .exit_code = r.exit_code,
                            .signal = r.signal,
-                           .message = r.message});
+                           .message = r.message,
+                           .ended = r.ended});
     }
   }
   hb.has_gpus = with_gpus;

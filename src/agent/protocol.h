@@ -74,6 +74,7 @@ struct StepReport {
   int exit_code = 0;
   int signal = 0;
   std::string message;
+  Time ended{};  // when it ended, where its supervisor recorded it
 };
 
 // A GPU's reading as the node protocol (and the agent's /metrics) carries it.

@@ -35,7 +35,12 @@ Result<JobEvent> EventFromJson(const Json& j, const std::string& path) {
   f.Optional("exit_code", &e.exit_code);
   f.Optional("signal", &e.signal);
   f.Optional("message", &e.message);
+  double ended = 0;
+  f.Optional("ended", &ended);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (ended < 0 || ended > 1e11)
+    return InvalidArgument(fmt::format("{}.ended must be Unix seconds", path));
+  if (ended > 0) e.ended = TimeFromJson(ended);
   if (type != "started" && type != "exited") {
     return InvalidArgument(
         fmt::format("{}.type must be \"started\" or \"exited\", not \"{}\"", path, type));
@@ -123,6 +128,7 @@ Json ToJson(const JobEvent& e) {
             {"signal", e.signal}};
   if (e.step != 0) j["step"] = e.step;
   if (!e.message.empty()) j["message"] = e.message;
+  if (e.ended != Time{}) j["ended"] = TimeToJson(e.ended);
   return j;
 }
 

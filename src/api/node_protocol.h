@@ -124,6 +124,10 @@ struct JobEvent {
   int exit_code = 0;
   int signal = 0;
   std::string message;
+  // An exit: when the step ended, on the node's clock (Time{}: not said). A
+  // server that hears of it late (it was restarting, a beat was lost)
+  // still ends the job then.
+  Time ended{};
 };
 
 // One GPU's telemetry as the agent read it (see agent/gpu/provider.h).

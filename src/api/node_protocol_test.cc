@@ -157,7 +157,8 @@ GpuTelemetry SomeTelemetry(int k) {
 Heartbeat FullHeartbeat() {
   Heartbeat hb;
   hb.running = {{JobId(1), 1, 0}, {JobId(5), 2, 0}, {JobId(5), 2, 3}};
-  hb.events.push_back({JobId(3), 1, 0, JobEvent::kExited, 137, 9, "out of memory"});
+  hb.events.push_back(
+      {JobId(3), 1, 0, JobEvent::kExited, 137, 9, "out of memory", TimeFromJson(1.8e9 + 0.25)});
   hb.events.push_back({JobId(4), 2, 0, JobEvent::kStarted, 0, 0, ""});
   hb.events.push_back({JobId(6), 1, 7, JobEvent::kExited, -1, 0, ""});
   hb.gpus.push_back({0, true, "", SomeTelemetry(0)});
@@ -180,6 +181,7 @@ TEST(NodeProtocolTest, HeartbeatRoundTrips) {
     EXPECT_EQ(back->events[i].exit_code, hb.events[i].exit_code);
     EXPECT_EQ(back->events[i].signal, hb.events[i].signal);
     EXPECT_EQ(back->events[i].message, hb.events[i].message);
+    EXPECT_EQ(back->events[i].ended, hb.events[i].ended);
   }
   EXPECT_TRUE(back->has_gpus);
   ASSERT_EQ(back->gpus.size(), 3u);
@@ -272,6 +274,8 @@ TEST(NodeProtocolTest, HeartbeatDecoderIsStrict) {
            "heartbeat.gpus[0].ecc_corrected must be a non-negative integer"},
           {"utilisation past 100", [](Json& j) { j["gpus"][0]["util"] = 150; },
            "heartbeat.gpus[0].util must be 0 to 100"},
+          {"an exit before 1970", [](Json& j) { j["events"][0]["ended"] = -5; },
+           "heartbeat.events[0].ended must be Unix seconds"},
           {"an unknown top-level field", [](Json& j) { j["colour"] = "red"; },
            "heartbeat: unknown field 'colour'"},
           {"an unknown GPU field", [](Json& j) { j["gpus"][2]["fan"] = 40; },

@@ -107,10 +107,12 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
     if (j.state == JobState::kRunning) {
       // Its record may be minutes old: its service is what it had at its
       // start and what it has held since (through the restart too, as
-      // CatchUpUsage counts it for its account).
-      job->gpu_seconds =
-          std::max(j.gpu_seconds, j.gpu_seconds_at_start + j.allocation.GpuEquivalents() *
-                                                               ToSeconds(now - j.start_time));
+      // CatchUpUsage counts it for its account). A record from before
+      // gpu_seconds_at_start was kept gives a lower bound of it.
+      const double held = j.allocation.GpuEquivalents() * ToSeconds(now - j.start_time);
+      if (j.gpu_seconds_at_start == 0 && j.restarts > 0)
+        job->gpu_seconds_at_start = std::max(0.0, j.gpu_seconds - held);
+      job->gpu_seconds = std::max(j.gpu_seconds, job->gpu_seconds_at_start + held);
     }
     AddJob(job);
     ++active_;
@@ -748,11 +750,11 @@ void Controller::StartJob(Job& j, Allocation allocation, Time now) {
 
 void Controller::Finish(Job& job, JobState state, Time now) {
   const bool was_running = job.state == JobState::kRunning;
+  const Time ended = was_running ? EndOf(job, now) : now;
   job.state = state;
-  job.end_time = now;
+  job.end_time = ended;
   if (was_running) {
-    job.gpu_seconds += job.allocation.GpuEquivalents() *
-                       std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
+    job.gpu_seconds = ServiceAt(job, ended);
     if (auto r = running_.find(job.id.value()); r != running_.end())
       job.efficiency = r->second.efficiency;
     EndLiveSteps(job, now, fmt::format("the job ended ({})", JobStateName(state)));
@@ -788,9 +790,21 @@ void Controller::StopJob(Job& job, JobState ending_as, Time now, const std::stri
   Record(job);
 }
 
+Time Controller::EndOf(const Job& job, Time now) const {
+  // A job of a lost node holds its GPUs until its fence, whenever its
+  // other parts stopped.
+  auto r = running_.find(job.id.value());
+  return r != running_.end() && r->second.ended_at && !r->second.fence_until ? *r->second.ended_at
+                                                                             : now;
+}
+
+double Controller::ServiceAt(const Job& job, Time t) const {
+  return job.gpu_seconds_at_start +
+         job.allocation.GpuEquivalents() * std::max(0.0, ToSeconds(t - job.start_time));
+}
+
 void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
-  job.gpu_seconds += job.allocation.GpuEquivalents() *
-                     std::max(0.0, ToSeconds(now - std::max(job.start_time, last_usage_)));
+  job.gpu_seconds = ServiceAt(job, EndOf(job, now));
   if (auto r = running_.find(job.id.value()); r != running_.end())
     job.efficiency = r->second.efficiency;
   EndLiveSteps(job, now, "the job was requeued");

@@ -492,6 +492,11 @@ class Controller {
     // A node of the job was lost: it goes back to the queue at this time,
     // once that node has surely fenced it (ControllerConfig::fence_margin).
     std::optional<Time> fence_until;
+    // The latest end its nodes reported for the main step (their clocks,
+    // kept between `alive_at` and when heard): when it ended, however late
+    // the server heard of it. Unset while steps outlive it.
+    std::optional<Time> ended_at;
+    Time alive_at{};  // the last heartbeat that reported the main step running
     int first_failure_code = 0;
     int first_failure_signal = 0;
     // GPU efficiency, accumulated from heartbeats and copied into the job.
@@ -590,12 +595,18 @@ class Controller {
   // The node as RecordNode writes it (with its effective state).
   Node StoredNode(const NodeRecord& n) const;
   void Finish(Job& job, JobState state, Time now);
+  // When a running job ended: what its nodes reported, else `now`; and its
+  // GPU-seconds then (its service before this run and what the run held).
+  Time EndOf(const Job& job, Time now) const;
+  double ServiceAt(const Job& job, Time t) const;
   void RecordService(double gpu_s);
   void StopJob(Job& job, JobState ending_as, Time now, const std::string& why,
                bool requeue_after = false);
   void RequeueNow(Job& job, Time now, const std::string& why);
   void NodeLost(NodeRecord& n, Time now);
   void NodeRebooted(const std::string& name, Time now);
+  // An exit's time, as its node reported it (Running::ended_at).
+  void NoteEnded(const api::JobEvent& e, Time now);
   Result<api::Json> SubmitAcceptance(JobSpec spec, Time now);
   // Submit's first checks: who may submit, and the job's user and command.
   Status TakeSubmitter(const Identity& who, JobSpec& spec) const;

@@ -125,6 +125,7 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
   for (const JobEvent& e : hb.events) {
     if (e.kind != JobEvent::kExited) continue;
     if (e.step == 0) {
+      NoteEnded(e, now);
       MainStepExited(e.job, e.epoch, name, e.exit_code, e.signal, e.message, now);
     } else if (const Job* job = Find(e.job); job != nullptr && job->epoch == e.epoch) {
       StepExited(e.job, e.step, name, e.exit_code, e.signal, e.message, now);
@@ -142,6 +143,7 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     std::unordered_set<std::string>* confirmed = nullptr;
     if (job_here && rs.step == 0 && r->second.nodes_left.count(name)) {
       confirmed = &r->second.confirmed;
+      r->second.alive_at = now;
     } else if (job_here && rs.step != 0) {
       auto st = r->second.steps.find(rs.step);
       if (st != r->second.steps.end() && st->second.nodes_left.count(name)) {
@@ -207,6 +209,19 @@ void Controller::MainStepExited(JobId id, uint64_t epoch, const std::string& nam
                          : j.exit_code == 0 && j.exit_signal == 0 ? JobState::kCompleted
                                                                   : JobState::kFailed;
   MainStepEnded(j, state, now);
+}
+
+void Controller::NoteEnded(const JobEvent& e, Time now) {
+  if (e.ended == Time{}) return;
+  const Job* job = Find(e.job);
+  auto r = running_.find(e.job.value());
+  if (job == nullptr || job->state != JobState::kRunning || job->epoch != e.epoch ||
+      r == running_.end())
+    return;
+  // The node's clock, kept within what the server saw: never before a
+  // heartbeat said it still ran (or its start), never after this one.
+  const Time at = std::clamp(e.ended, std::max(job->start_time, r->second.alive_at), now);
+  if (!r->second.ended_at || at > *r->second.ended_at) r->second.ended_at = at;
 }
 
 bool Controller::OnFailedGpu(const Job& job, const std::string& name) const {

@@ -208,7 +208,9 @@ void Controller::MainStepEnded(Job& j, JobState state, Time now) {
   Running& run = running_.at(j.id.value());
   if (!run.steps.empty()) {
     // Steps still run (an srun left in the background): stopped, and the
-    // job ends once they are (or once the stop goes unconfirmed, Tick).
+    // job ends once they are (or once the stop goes unconfirmed, Tick),
+    // when the server hears so.
+    run.ended_at.reset();
     if (!run.main_ended_as) {
       run.main_ended_as = state;
       if (!run.ending_as) {

@@ -694,6 +694,38 @@ TEST_F(ControllerTest, UsageAfterARestartIsWhatItWouldHaveBeen) {
   EXPECT_DOUBLE_EQ(service(again), service(steady));
 }
 
+// An exit the server hears late (it was restarting, a beat was lost) ends
+// the job when its node says it ended, and counts its GPU-seconds to then;
+// never before a heartbeat said it still ran, never after it was heard.
+TEST_F(ControllerTest, AnExitHeardLateEndsTheJobWhenItEnded) {
+  Register("n1");
+  const JobId a = Submit(kAlice, Spec(8));
+  const JobId b = Submit(kAlice, Spec(0));
+  c_.SchedulePass(At(1));
+  ASSERT_EQ(StateOf(a), JobState::kRunning);
+  ASSERT_EQ(StateOf(b), JobState::kRunning);
+  Heartbeat alive;
+  alive.running = {{a, EpochOf(a)}, {b, EpochOf(b)}};
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", alive, At(10)).ok());
+  Heartbeat late;
+  late.events.push_back({a, EpochOf(a), 0, JobEvent::kExited, 0, 0, "", At(40)});
+  late.events.push_back({b, EpochOf(b), 0, JobEvent::kExited, 0, 0, "", At(5)});
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", late, At(100)).ok());
+  const api::Json shown = *c_.ShowJob(kAdmin, a);
+  EXPECT_EQ(shown["state"], "completed");
+  EXPECT_DOUBLE_EQ(shown["end_time"].get<double>(), api::TimeToJson(At(40)));
+  EXPECT_DOUBLE_EQ(shown["gpu_seconds"].get<double>(), 8 * 39.0);
+  // b's node said it ended at 5 s, but it reported b running at 10 s.
+  EXPECT_DOUBLE_EQ((*c_.ShowJob(kAdmin, b))["end_time"].get<double>(), api::TimeToJson(At(10)));
+  // An end after the server heard of it is when it heard.
+  const JobId c = Submit(kAlice, Spec(8), 100);
+  c_.SchedulePass(At(101));
+  Heartbeat ahead;
+  ahead.events.push_back({c, EpochOf(c), 0, JobEvent::kExited, 0, 0, "", At(900)});
+  ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", ahead, At(200)).ok());
+  EXPECT_DOUBLE_EQ((*c_.ShowJob(kAdmin, c))["end_time"].get<double>(), api::TimeToJson(At(200)));
+}
+
 // The same for a job that had run before (requeued after 100 s): its
 // service at its second start counts too.
 TEST_F(ControllerTest, ARequeuedJobKeepsItsEarlierServiceThroughARestart) {

@@ -27,6 +27,7 @@
 #include "server/change_log.h"
 #include "server/dashboard.h"
 #include "server/mailer.h"
+#include "server/restore.h"
 #include "server/routes.h"
 #include "server/state_dir.h"
 #include "server/telemetry_store.h"
@@ -230,24 +231,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, cons
   impl->telemetry = std::make_unique<TelemetryStore>(options.series_interval);
   impl->controller->SetTelemetryStore(impl->telemetry.get());
   SHOAL_ASSIGN_OR_RETURN(state::Loaded loaded,
-                         impl->store->Load(clock.Now() - options.controller.dependency_horizon));
-  SHOAL_RETURN_IF_ERROR(impl->controller->Restore(loaded, clock.Now()));
+                         RestoreFromStore(*impl->controller, *impl->store, clock.Now()));
   impl->change_log.Seed(loaded);
-  if (impl->controller->UsesServiceHistory()) {
-    state::HistoryQuery completed;
-    completed.states = {JobState::kCompleted};
-    completed.limit = static_cast<int>(sched::ServiceHistory::kWindow);
-    SHOAL_ASSIGN_OR_RETURN(std::vector<Job> past, impl->store->History(completed));
-    impl->controller->SeedServiceHistory(past);
-  }
-  if (impl->controller->UsesPowerHistory()) {
-    state::HistoryQuery finished;
-    finished.states = {JobState::kCompleted, JobState::kFailed, JobState::kTimeout,
-                       JobState::kCancelled};
-    finished.limit = 2000;
-    SHOAL_ASSIGN_OR_RETURN(std::vector<Job> past, impl->store->History(finished));
-    impl->controller->SeedPowerHistory(past);
-  }
   // Bootstrap: the first start creates an admin and a node token.
   const bool fresh = loaded.tokens.empty();
   Identity bootstrap{"bootstrap", "admin"};

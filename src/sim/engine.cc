@@ -410,6 +410,11 @@ class Simulator {
   }
 
   void RecordService(double gpu_s) {
+    // A completion while the controller restarts is heard once it is back.
+    if (faults_ && now_ < faults_->controller_up()) {
+      unheard_service_.push_back(gpu_s);
+      return;
+    }
     service_.Record(gpu_s);
     snap_.service_index = service_.table();
   }
@@ -498,8 +503,9 @@ class Simulator {
       if (queue_pos_[idx] != kNotQueued) hint.push_back(queue_pos_[idx]);
     }
     // A waiting job's JobInfo does not change and the inventory is fixed:
-    // what the last pass ranked is still in order.
-    snap_.rank_hint_ranked = hint.size();
+    // what the last pass ranked is still in order, unless the service
+    // table it was ranked by (gittins) has been rebuilt since.
+    snap_.rank_hint_ranked = snap_.service_index == ranked_by_ ? hint.size() : 0;
     for (uint32_t idx : joined_) {  // none of them was waiting at the last pass
       if (queue_pos_[idx] != kNotQueued) hint.push_back(queue_pos_[idx]);
     }
@@ -517,13 +523,34 @@ class Simulator {
   // job placed where preempted jobs run starts at the next pass, once they
   // have stopped, and that pass sees them waiting again.
   Status Pass() {
-    bool preempted = true;
-    for (int round = 0; preempted && !pending_.empty(); ++round) {
+    bool again = true;
+    for (int round = 0; again && (!pending_.empty() || !stopping_.empty()); ++round) {
       if (round == kMaxPassesAtOnce)
         return Violation(fmt::format("{} passes at one instant still preempt", round));
-      SHOAL_RETURN_IF_ERROR(PassOnce(preempted));
+      again = false;
+      if (!pending_.empty()) SHOAL_RETURN_IF_ERROR(PassOnce(again));
+      // Gangs a fault stopped on one node hold the rest until their other
+      // nodes have stopped them too: after this pass, as a preemption's victims.
+      for (uint32_t idx : std::exchange(stopping_, {})) {
+        if (jobs_[idx].phase == SimJob::Phase::kRunning) Requeue(idx, /*preempted=*/false);
+        again = true;
+      }
     }
     return Status::Ok();
+  }
+
+  // A fault ended a job's part on one node (a failed GPU, a reboot): back to
+  // the queue at once when that was all of it; a gang once its other nodes
+  // have stopped their parts, which the server hears after the pass at this
+  // instant (Pass). While the controller restarts it hears nothing: at once.
+  void StopFailed(uint32_t idx) {
+    const bool gang = jobs_[idx].alloc.nodes.size() > 1;
+    if (!gang || (faults_ && now_ < faults_->controller_up())) {
+      Requeue(idx, /*preempted=*/false);
+      return;
+    }
+    Halt(idx);
+    stopping_.push_back(idx);
   }
 
   Status PassOnce(bool& preempted) {
@@ -545,6 +572,7 @@ class Simulator {
       for (uint32_t pos : plan.ranked)
         ranked_.push_back(pending_[pos]);
       joined_.clear();
+      ranked_by_ = snap_.service_index;
     }  // else the pass ended before ranking: the last order stands, newcomers after it
     for (const sched::PreemptDecision& p : plan.preemptions) {
       const uint32_t v = static_cast<uint32_t>(p.victim.value() - 1);
@@ -656,7 +684,8 @@ class Simulator {
       // The nodes as the controller knows them, after the faults of this instant.
       if (faults_ && faults_->TakeStatusesChanged()) snap_.nodes = faults_->statuses();
       // While the controller restarts, nothing is scheduled; it passes when back.
-      if (changed && !pending_.empty() && (!faults_ || now_ >= faults_->controller_up()))
+      if (changed && (!pending_.empty() || !stopping_.empty()) &&
+          (!faults_ || now_ >= faults_->controller_up()))
         SHOAL_RETURN_IF_ERROR(Pass());
       if (opts_.check_invariants && result_.events - last_full_check_ >= opts_.full_check_every) {
         SHOAL_RETURN_IF_ERROR(FullCheck());
@@ -758,7 +787,7 @@ class Simulator {
       case Fault::Kind::kGpuXid:
         // What runs on it crashes, and its agent says so at once.
         for (uint32_t idx : JobsOn(f.node, f.gpu))
-          Requeue(idx, /*preempted=*/false);
+          StopFailed(idx);
         Push(now_ + f.lasts, EventType::kGpuRepaired, f.node, static_cast<uint64_t>(f.gpu));
         return true;
       case Fault::Kind::kGpuSlow:
@@ -798,7 +827,7 @@ class Simulator {
         // rebooted before it was noticed, or the controller was down
         // meanwhile) go back to the queue as it registers again.
         for (uint32_t idx : JobsOn(n, -1)) {
-          if (jobs_[idx].halted != kTimeNever && !jobs_[idx].fenced) Requeue(idx, false);
+          if (jobs_[idx].halted != kTimeNever && !jobs_[idx].fenced) StopFailed(idx);
         }
         faults_->Back(n, now_);
         return true;
@@ -811,6 +840,15 @@ class Simulator {
           ChangePace(idx);
         return false;
       case EventType::kControllerUp:
+        // A restarted server builds its service table afresh from the
+        // store's last completions (server::RestoreFromStore), then hears
+        // of the jobs that completed meanwhile.
+        if (policy_.sort().UsesServiceHistory() && service_.size() > 0) {
+          service_.Rebuild();
+          snap_.service_index = service_.table();
+        }
+        for (double gpu_s : std::exchange(unheard_service_, {}))
+          RecordService(gpu_s);
         return true;
       case EventType::kFence: {
         const SimJob& j = jobs_[e.job];
@@ -1082,7 +1120,10 @@ class Simulator {
   std::priority_queue<Event, std::vector<Event>, EventLater> events_;
   std::vector<sched::TypicalDemand> workload_;
   sched::ServiceHistory service_;
-  std::optional<FaultState> faults_;  // replays with faults
+  std::vector<double> unheard_service_;  // completions while the controller restarts
+  std::vector<uint32_t> stopping_;       // gangs requeued after this instant's pass (StopFailed)
+  std::shared_ptr<const sched::GittinsTable> ranked_by_;  // the table of ranked_'s pass
+  std::optional<FaultState> faults_;                      // replays with faults
   std::optional<FaultSource> fault_source_;
   uint64_t seq_ = 0;
   Time now_{};

@@ -15,16 +15,20 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "api/json.h"
 #include "core/rng.h"
 #include "sched/policy.h"
 #include "server/controller.h"
 #include "server/controller_testing.h"
+#include "server/restore.h"
 #include "sim/engine.h"
 #include "sim/inputs.h"
+#include "state/store.h"
 
 namespace shoal {
 namespace {
@@ -122,12 +126,15 @@ class ServedRun {
  public:
   ServedRun(const Cluster& cluster, const trace::Trace& trace, const std::string& policy,
             std::vector<sim::Fault> faults)
-      : trace_(trace), c_(Config(cluster, trace, policy)), faults_(std::move(faults)) {
+      : trace_(trace),
+        config_(Config(cluster, trace, policy)),
+        c_(std::make_unique<server::Controller>(config_)),
+        faults_(std::move(faults)) {
     for (const Node& n : cluster.nodes) {
       nodes_[n.name] = {n, true, 0};
       nodes_[n.name].node.boot_id = "boot-0";
       names_.push_back(n.name);
-      EXPECT_TRUE(c_.RegisterNode(kNodeAgent, nodes_[n.name].node, kStart).ok());
+      EXPECT_TRUE(c_->RegisterNode(kNodeAgent, nodes_[n.name].node, kStart).ok());
     }
     jobs_.resize(trace.jobs.size());
     for (size_t i = 0; i < trace.jobs.size(); ++i)
@@ -138,20 +145,31 @@ class ServedRun {
     size_t next = 0;
     size_t next_fault = 0;
     while (next < trace_.jobs.size() || !ends_.empty() || !deadlines_.empty()) {
-      Time t = std::min(c_.WakeAt(), ends_.empty() ? kTimeNever : ends_.begin()->first);
-      if (next < trace_.jobs.size()) t = std::min(t, trace_.jobs[next].submit);
+      // While the controller restarts, arrivals wait for it (clients retry).
+      Time t = std::min(c_ ? c_->WakeAt() : down_until_,
+                        ends_.empty() ? kTimeNever : ends_.begin()->first);
+      if (next < trace_.jobs.size())
+        t = std::min(
+            t, c_ ? trace_.jobs[next].submit : std::max(trace_.jobs[next].submit, down_until_));
       if (next_fault < faults_.size()) t = std::min(t, faults_[next_fault].at);
       if (!deadlines_.empty()) t = std::min(t, deadlines_.begin()->first);
       if (t == kTimeNever) break;
       Instant(t, next, next_fault);
       if (::testing::Test::HasFailure()) return {};
     }
-    // The server's records say what its agents saw.
+    // The server's records say what its agents saw (those of jobs that
+    // ended before a restart, its store's history).
+    EXPECT_TRUE(store_->Commit(c_->TakeBatch()).ok());
     std::vector<Timeline> out;
     for (size_t i = 0; i < jobs_.size(); ++i) {
-      auto shown = c_.ShowJob(kAdmin, JobId(i + 1));
-      EXPECT_TRUE(shown.ok()) << shown.status().ToString();
-      if (!shown.ok()) return {};
+      auto shown = c_->ShowJob(kAdmin, JobId(i + 1));
+      if (!shown.ok()) {
+        auto kept = store_->FindJob(JobId(i + 1));
+        EXPECT_TRUE(kept.ok() && kept->has_value())
+            << "job " << i + 1 << ": " << shown.status().ToString();
+        if (!kept.ok() || !kept->has_value()) return {};
+        shown = api::ToJson(**kept);
+      }
       EXPECT_EQ((*shown)["state"], "completed") << "job " << i + 1 << ": " << shown->dump();
       EXPECT_EQ((*shown)["restarts"], jobs_[i].launches - 1) << "job " << i + 1;
       Timeline tl = jobs_[i].timeline;
@@ -209,9 +227,10 @@ class ServedRun {
   // One instant: the server's tick (lost nodes, fences), exits, faults,
   // arrivals, then passes until the plan is applied.
   void Instant(Time t, size_t& next, size_t& next_fault) {
+    if (!c_ && t >= down_until_) Restart(t);
     std::map<std::string, api::Heartbeat> beats;
     Beat(beats, t);  // every node that is up, so that only a crashed one goes silent
-    c_.Tick(t);
+    if (c_) c_->Tick(t);
     // A crashed node comes back when it has rebooted, a silent one when
     // heard again; its repaired GPU, once an admin resumes it.
     while (!deadlines_.empty() && deadlines_.begin()->first == t) {
@@ -233,33 +252,48 @@ class ServedRun {
         StopWork(idx, t, /*checkpoint_only=*/true);
         for (auto it = j.alive.begin(); it != j.alive.end();)
           it = nodes_.at(*it).up ? std::next(it) : j.alive.erase(it);
-        ExitEverywhere(idx, 0, 0, beats);
+        ExitEverywhere(idx, 0, 0, t, beats);
         continue;
       }
       ends_.erase(ends_.begin());
       j.progressing = false;
       j.timeline.end = t;
-      ExitEverywhere(idx, 0, 0, beats);
+      ExitEverywhere(idx, 0, 0, t, beats);
     }
     Deliver(beats, t);
     for (; next_fault < faults_.size() && faults_[next_fault].at == t; ++next_fault)
       Fault(faults_[next_fault], t);
-    for (; next < trace_.jobs.size() && trace_.jobs[next].submit == t; ++next) {
+    for (; c_ && next < trace_.jobs.size() && trace_.jobs[next].submit <= t; ++next) {
       JobSpec spec = sim::SpecFor(trace_.jobs[next]);
       spec.time_limit = sim::TimeLimitFor(trace_.jobs[next], Limits());
       spec.command = "train.sh";
       spec.requeue = true;  // the simulator takes every trace job to checkpoint
-      auto r = c_.Submit(kAlice, spec, t);
+      auto r = c_->Submit(kAlice, spec, t);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       ASSERT_EQ((*r)["jobs"][0].get<uint64_t>(), next + 1);
     }
     // Pass until the plan is applied: a preemption's victims stop (their
     // agents answer the kill at once), then its preemptor starts.
-    for (int round = 0; c_.WantsPass() || t >= c_.WakeAt(); ++round) {
+    for (int round = 0; c_ && (c_->WantsPass() || t >= c_->WakeAt()); ++round) {
       ASSERT_LT(round, 100) << "passes at one instant never settle";
-      c_.SchedulePass(t);
-      Apply(c_.TakeOutbox(), t);
+      c_->SchedulePass(t);
+      Apply(c_->TakeOutbox(), t);
     }
+    // What the server made durable at this instant (it commits before it answers).
+    if (c_) {
+      ASSERT_TRUE(store_->Commit(c_->TakeBatch()).ok());
+    }
+  }
+
+  // The controller is back: it restores what its store kept, and hears what
+  // its agents held for it (exits while it was away).
+  void Restart(Time t) {
+    c_ = std::make_unique<server::Controller>(config_);
+    auto loaded = server::RestoreFromStore(*c_, *store_, t);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    std::map<std::string, api::Heartbeat> held = std::move(held_);
+    held_.clear();
+    Deliver(held, t);
   }
 
   size_t IndexOf(JobId id) const { return static_cast<size_t>(id.value() - 1); }
@@ -300,7 +334,7 @@ class ServedRun {
       if (j.epoch != k.epoch || !j.alive.count(k.node)) continue;
       StopWork(idx, t, /*checkpoint_only=*/false);  // preempted (a fault stopped it before)
       j.alive.erase(k.node);
-      beats[k.node].events.push_back({k.job, j.epoch, 0, api::JobEvent::kExited, 0, 15, ""});
+      beats[k.node].events.push_back({k.job, j.epoch, 0, api::JobEvent::kExited, 0, 15, "", t});
     }
     Deliver(beats, t);
     for (const server::LaunchOrder& l : out.launches) {
@@ -365,12 +399,19 @@ class ServedRun {
           StopWork(idx, t, /*checkpoint_only=*/true);
           j.alive.erase(name);
           beats[name].events.push_back(
-              {JobId(idx + 1), j.epoch, 0, api::JobEvent::kExited, 1, 0, "XID 79"});
+              {JobId(idx + 1), j.epoch, 0, api::JobEvent::kExited, 1, 0, "XID 79", t});
         }
         deadlines_.insert({t + f.lasts, {Deadline::kGpuRepaired, name}});
         Deliver(beats, t);
         break;
       }
+      case sim::Fault::Kind::kControllerRestart:
+        // It stops after committing what it acknowledged; nothing reaches
+        // it until it is back.
+        ASSERT_TRUE(store_->Commit(c_->TakeBatch()).ok());
+        c_.reset();
+        down_until_ = t + f.lasts;
+        break;
       default:
         ADD_FAILURE() << "the driver has no agent for this fault";
     }
@@ -379,8 +420,9 @@ class ServedRun {
   // A crashed node's agent starts again: it registers with its new boot id,
   // running nothing.
   void NodeBack(const std::string& name, Time t) {
+    ASSERT_TRUE(c_) << "the test's faults keep node returns out of controller restarts";
     nodes_.at(name).up = true;
-    auto r = c_.RegisterNode(kNodeAgent, nodes_.at(name).node, t);
+    auto r = c_->RegisterNode(kNodeAgent, nodes_.at(name).node, t);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
   }
 
@@ -418,20 +460,21 @@ class ServedRun {
 
   // A failed GPU is repaired, and an admin resumes its node.
   void GpuRepaired(const std::string& name, Time t) {
+    ASSERT_TRUE(c_) << "the test's faults keep repairs out of controller restarts";
     nodes_.at(name).failed_gpus = 0;
     std::map<std::string, api::Heartbeat> beats;
     beats[name];
     Deliver(beats, t);
-    EXPECT_TRUE(c_.Resume(kAdmin, name, t).ok());
+    EXPECT_TRUE(c_->Resume(kAdmin, name, t).ok());
   }
 
-  // Job `idx` exits on every node where it still runs.
-  void ExitEverywhere(size_t idx, int code, int signal,
+  // Job `idx` exits at `t` on every node where it still runs.
+  void ExitEverywhere(size_t idx, int code, int signal, Time t,
                       std::map<std::string, api::Heartbeat>& beats) {
     Agented& j = jobs_[idx];
     for (const std::string& node : j.alive) {
       beats[node].events.push_back(
-          {JobId(idx + 1), j.epoch, 0, api::JobEvent::kExited, code, signal, ""});
+          {JobId(idx + 1), j.epoch, 0, api::JobEvent::kExited, code, signal, "", t});
     }
     j.alive.clear();
   }
@@ -447,6 +490,15 @@ class ServedRun {
   // Each node's heartbeat: its exits, its GPUs' health, and every job still
   // running there.
   void Deliver(std::map<std::string, api::Heartbeat>& beats, Time t) {
+    if (!c_) {  // the agents keep their exits until the controller is back
+      for (auto& [node, hb] : beats) {
+        if (!nodes_.at(node).up) continue;
+        std::vector<api::JobEvent>& kept = held_[node].events;
+        kept.insert(kept.end(), hb.events.begin(), hb.events.end());
+      }
+      beats.clear();
+      return;
+    }
     for (auto& [node, hb] : beats) {
       const AgentNode& n = nodes_.at(node);
       if (!n.up) continue;
@@ -460,14 +512,19 @@ class ServedRun {
       for (size_t i = 0; i < jobs_.size(); ++i) {
         if (jobs_[i].alive.count(node)) hb.running.push_back({JobId(i + 1), jobs_[i].epoch});
       }
-      auto r = c_.ReceiveHeartbeat(kNodeAgent, node, hb, t);
+      auto r = c_->ReceiveHeartbeat(kNodeAgent, node, hb, t);
       EXPECT_TRUE(r.ok()) << r.status().ToString();
     }
     beats.clear();
   }
 
   const trace::Trace& trace_;
-  server::Controller c_;
+  const server::ControllerConfig config_;
+  std::unique_ptr<server::Controller> c_;  // null while it restarts
+  // What it had committed, as a store keeps it through a restart.
+  std::unique_ptr<state::Store> store_ = state::NewMemoryStore();
+  Time down_until_ = kTimeZero;
+  std::map<std::string, api::Heartbeat> held_;  // what agents could not send meanwhile
   std::vector<sim::Fault> faults_;
   std::map<std::string, AgentNode> nodes_;
   std::vector<std::string> names_;  // by inventory index
@@ -493,6 +550,19 @@ std::vector<sim::Fault> SomeFaults() {
       {at(25000.5), K::kHeartbeatLoss, 2, 0, std::chrono::seconds(20)},
       {at(30000.5), K::kGpuXid, 3, 0, std::chrono::hours(3)},
   };
+}
+
+// The same, and the controller restarts twice (a minute, and ten), at
+// times when no node or GPU comes back.
+std::vector<sim::Fault> SomeFaultsAndRestarts() {
+  using K = sim::Fault::Kind;
+  auto at = [](double s) { return kStart + DurationFromSeconds(s); };
+  std::vector<sim::Fault> faults = SomeFaults();
+  faults.push_back({at(17000.5), K::kControllerRestart, 0, 0, std::chrono::minutes(1)});
+  faults.push_back({at(35000.5), K::kControllerRestart, 0, 0, std::chrono::minutes(10)});
+  std::sort(faults.begin(), faults.end(),
+            [](const sim::Fault& a, const sim::Fault& b) { return a.at < b.at; });
+  return faults;
 }
 
 class SimServerTest : public ::testing::TestWithParam<std::string> {
@@ -533,6 +603,12 @@ TEST_P(SimServerTest, EveryJobStartsIsPreemptedAndEndsAtTheSameInstants) {
 // drains until an admin resumes it.
 TEST_P(SimServerTest, AndSoThroughLostNodesAndFailedGpus) {
   Compare(SomeFaults());
+}
+
+// Through controller restarts too: the server restarts from its store,
+// hears the exits its agents kept, and takes the arrivals that waited.
+TEST_P(SimServerTest, AndThroughControllerRestarts) {
+  Compare(SomeFaultsAndRestarts());
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, SimServerTest,
