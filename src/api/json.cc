@@ -524,6 +524,7 @@ Json ToJson(const Job& job, const NodeNames* names) {
   }
   j["gpu_seconds"] = job.gpu_seconds;
   if (job.gpu_seconds_at_start > 0) j["gpu_seconds_at_start"] = job.gpu_seconds_at_start;
+  if (job.requeued_at != Time{}) j["requeued_at"] = TimeToJson(job.requeued_at);
   if (job.efficiency.samples > 0) j["efficiency"] = ToJson(job.efficiency);
   if (job.idle) {
     j["idle"] = true;
@@ -588,6 +589,8 @@ Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   f.Optional("array_task_id", &job.array_task_id);
   f.Optional("gpu_seconds", &job.gpu_seconds);
   f.Optional("gpu_seconds_at_start", &job.gpu_seconds_at_start);
+  double requeued_at = 0;
+  f.Optional("requeued_at", &requeued_at);
   f.Optional("efficiency", &efficiency);
   f.Optional("idle", &job.idle);
   f.Optional("idle_since", &idle_since);
@@ -614,6 +617,7 @@ Result<Job> JobFromJson(const Json& j, const NodeNames* names) {
   job.submit_time = TimeFromJson(submit);
   if (start != 0) job.start_time = TimeFromJson(start);
   if (end != 0) job.end_time = TimeFromJson(end);
+  if (requeued_at != 0) job.requeued_at = TimeFromJson(requeued_at);
   job.time_limit = DurationFromSeconds(limit);
   if (!alloc.is_null()) {
     SHOAL_ASSIGN_OR_RETURN(job.allocation, AllocationFromJson(alloc, names));

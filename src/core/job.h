@@ -367,6 +367,9 @@ struct Job {
   Time submit_time{};
   Time start_time{};
   Time end_time{};
+  // When it last went back to the queue (a requeue); unset: its submit.
+  // LAS's starvation knob counts the wait from here (Tiresias).
+  Time requeued_at{};
   Duration time_limit{0};  // the effective limit (the spec's or the partition's default)
   Allocation allocation;
   uint64_t epoch = 0;  // bumped at every start so a stale launch never runs twice

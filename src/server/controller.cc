@@ -811,6 +811,7 @@ void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
   EraseRunning(job.id.value());
   job.idle = false;
   job.state = JobState::kPending;
+  job.requeued_at = now;
   job.allocation = Allocation{};
   job.restarts += 1;
   job.reason_detail = why;

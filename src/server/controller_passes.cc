@@ -375,7 +375,7 @@ void Controller::PlaceInfos(sched::Snapshot& snap,
     sched::JobInfo info = InfoOf(job, account_index);
     info.held = job.spec.hold;
     info.begin_time = job.spec.begin_time;
-    info.queued_since = job.submit_time;
+    info.queued_since = job.requeued_at != Time{} ? job.requeued_at : job.submit_time;
     info.dependencies = job.spec.dependencies.empty() ? nullptr : &job.spec.dependencies;
     info.dependency_any = job.spec.dependency_any;
     out.ids.push_back(job.id.value());

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <set>
@@ -612,12 +613,14 @@ TEST_P(SimServerTest, AndThroughControllerRestarts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, SimServerTest,
-                         ::testing::Values("fifo", "backfill", "multifactor", "las", "gittins",
-                                           "greedy", "first-fit", "best-fit", "topology", "fgd",
-                                           "speed"),
+                         ::testing::Values("fifo", "backfill", "multifactor", "las",
+                                           "las:starvation-knob=2", "gittins", "greedy",
+                                           "first-fit", "best-fit", "topology", "fgd", "speed"),
                          [](const auto& p) {
                            std::string s = p.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
+                           for (char& c : s) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
                            return s;
                          });
 
