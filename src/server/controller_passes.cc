@@ -59,8 +59,7 @@ void Controller::AccrueUsage(Time now) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) continue;
     auto copy = std::make_shared<Job>(*it->second);
-    copy->gpu_seconds += copy->allocation.GpuEquivalents() *
-                         ToSeconds(now - std::max(copy->start_time, last_usage_));
+    copy->gpu_seconds = ServiceAt(*copy, now);
     copy->efficiency = r.efficiency;
     it->second = std::move(copy);
   }
@@ -277,10 +276,11 @@ sched::Snapshot Controller::RunningSnapshot(std::unordered_map<std::string, int>
     sched::JobInfo info = InfoOf(*job, account_index);
     SetQosAndReservation(*job, snap, info);
     info.allocation = &job->allocation;
-    // Service accrues at ticks; a pass between them sees it up to now (LAS
-    // queues, and Plan::wake_at, which would otherwise come round again).
-    info.attained_gpu_s += job->allocation.GpuEquivalents() *
-                           std::max(0.0, ToSeconds(now - std::max(job->start_time, last_usage_)));
+    // A pass between ticks sees service up to now (LAS queues, and
+    // Plan::wake_at, which would otherwise come round again), as one product
+    // from the run's start, not a sum of ticks: a job at a Gittins or LAS
+    // boundary must fall on the side the simulator puts it.
+    info.attained_gpu_s = ServiceAt(*job, now);
     info.start = job->start_time;
     info.expected_end = job->start_time + job->time_limit;
     info.preemptible = job->spec.requeue && !r.ending_as;

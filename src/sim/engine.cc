@@ -55,6 +55,7 @@ struct SimJob {
   uint32_t shape_class = 0;  // jobs whose requests have the same shape share it (from 1)
   uint64_t epoch = 0;
   uint32_t running_pos = 0;  // in running_ and the snapshot's running jobs
+  bool stopping = false;     // preempted, but a part is on a node out (StopUnheard)
   int restarts = 0;
   int first_nodes = 0;
   int first_leaves = 0;
@@ -297,6 +298,7 @@ class Simulator {
     j.mark_remaining = j.ckpt_remaining = j.remaining;
     j.halted = kTimeNever;
     j.fenced = false;
+    j.stopping = false;
     j.slow = SlowFactor(j.alloc);
     PushEnd(idx);
     j.running_pos = static_cast<uint32_t>(running_.size());
@@ -503,9 +505,8 @@ class Simulator {
       if (queue_pos_[idx] != kNotQueued) hint.push_back(queue_pos_[idx]);
     }
     // A waiting job's JobInfo does not change and the inventory is fixed:
-    // what the last pass ranked is still in order, unless the service
-    // table it was ranked by (gittins) has been rebuilt since.
-    snap_.rank_hint_ranked = snap_.service_index == ranked_by_ ? hint.size() : 0;
+    // what the last pass ranked is still in order.
+    snap_.rank_hint_ranked = hint.size();
     for (uint32_t idx : joined_) {  // none of them was waiting at the last pass
       if (queue_pos_[idx] != kNotQueued) hint.push_back(queue_pos_[idx]);
     }
@@ -539,12 +540,44 @@ class Simulator {
     return Status::Ok();
   }
 
+  // Whether a running job has a part on a node that is out (crashed or
+  // silent), noticed or not.
+  bool OnNodeOut(uint32_t idx) const {
+    if (!faults_) return false;
+    for (const NodeAllocation& na : jobs_[idx].alloc.nodes) {
+      if (faults_->Out(*inv_->IndexOf(na.node))) return true;
+    }
+    return false;
+  }
+
+  // A preemption victim with a part on a node that is out: the kill cannot
+  // reach that part, and the server holds the job, no longer preemptible,
+  // until the node reboots or its fence passes (then it is requeued as a
+  // fault's job). Its parts on nodes that are up stop now and save its work
+  // (as told); a job out everywhere goes on as the fault has it (a crashed
+  // node's is halted; a silent node's runs until its agent fences it).
+  void StopUnheard(uint32_t idx) {
+    SimJob& j = jobs_[idx];
+    if (j.stopping) return;
+    j.stopping = true;
+    snap_.running[j.running_pos].preemptible = false;
+    bool reached = false;
+    for (const NodeAllocation& na : j.alloc.nodes)
+      reached |= !faults_->Out(*inv_->IndexOf(na.node));
+    if (reached && j.halted == kTimeNever) {
+      j.ckpt_remaining = RemainingAt(j, now_);
+      j.ckpt_at = now_;
+      Halt(idx);
+    }
+  }
+
   // A fault ended a job's part on one node (a failed GPU, a reboot): back to
   // the queue at once when that was all of it; a gang once its other nodes
   // have stopped their parts, which the server hears after the pass at this
   // instant (Pass). While the controller restarts it hears nothing: at once.
   void StopFailed(uint32_t idx) {
-    const bool gang = jobs_[idx].alloc.nodes.size() > 1;
+    // (A job being stopped already has its other parts stopped.)
+    const bool gang = jobs_[idx].alloc.nodes.size() > 1 && !jobs_[idx].stopping;
     if (!gang || (faults_ && now_ < faults_->controller_up())) {
       Requeue(idx, /*preempted=*/false);
       return;
@@ -572,12 +605,15 @@ class Simulator {
       for (uint32_t pos : plan.ranked)
         ranked_.push_back(pending_[pos]);
       joined_.clear();
-      ranked_by_ = snap_.service_index;
     }  // else the pass ended before ranking: the last order stands, newcomers after it
     for (const sched::PreemptDecision& p : plan.preemptions) {
       const uint32_t v = static_cast<uint32_t>(p.victim.value() - 1);
       if (v >= jobs_.size() || jobs_[v].phase != SimJob::Phase::kRunning) {
         return Violation(fmt::format("preempted job {} is not running", ToString(p.victim)));
+      }
+      if (OnNodeOut(v)) {
+        StopUnheard(v);
+        continue;
       }
       Requeue(v, /*preempted=*/jobs_[v].halted == kTimeNever);  // a stopped job saves nothing more
     }
@@ -1122,8 +1158,7 @@ class Simulator {
   sched::ServiceHistory service_;
   std::vector<double> unheard_service_;  // completions while the controller restarts
   std::vector<uint32_t> stopping_;       // gangs requeued after this instant's pass (StopFailed)
-  std::shared_ptr<const sched::GittinsTable> ranked_by_;  // the table of ranked_'s pass
-  std::optional<FaultState> faults_;                      // replays with faults
+  std::optional<FaultState> faults_;     // replays with faults
   std::optional<FaultSource> fault_source_;
   uint64_t seq_ = 0;
   Time now_{};

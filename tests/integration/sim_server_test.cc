@@ -615,7 +615,12 @@ TEST_P(SimServerTest, AndThroughControllerRestarts) {
 INSTANTIATE_TEST_SUITE_P(Policies, SimServerTest,
                          ::testing::Values("fifo", "backfill", "multifactor", "las",
                                            "las:starvation-knob=2", "gittins", "greedy",
-                                           "first-fit", "best-fit", "topology", "fgd", "speed"),
+                                           "first-fit", "best-fit", "topology", "fgd", "speed",
+                                           "speed-gittins", "backfill:long-backfill=0",
+                                           "gittins:preempt=none", "las:queue=backfill",
+                                           "gittins:queue=backfill", "multifactor:queue=greedy",
+                                           "best-fit:queue=backfill", "speed:queue=greedy",
+                                           "las:preempt=tier", "fgd:queue=backfill"),
                          [](const auto& p) {
                            std::string s = p.param;
                            for (char& c : s) {
