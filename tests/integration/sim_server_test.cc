@@ -612,22 +612,22 @@ TEST_P(SimServerTest, AndThroughControllerRestarts) {
   Compare(SomeFaultsAndRestarts());
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, SimServerTest,
-                         ::testing::Values("fifo", "backfill", "multifactor", "las",
-                                           "las:starvation-knob=2", "gittins", "greedy",
-                                           "first-fit", "best-fit", "topology", "fgd", "speed",
-                                           "speed-gittins", "backfill:long-backfill=0",
-                                           "gittins:preempt=none", "las:queue=backfill",
-                                           "gittins:queue=backfill", "multifactor:queue=greedy",
-                                           "best-fit:queue=backfill", "speed:queue=greedy",
-                                           "las:preempt=tier", "fgd:queue=backfill"),
-                         [](const auto& p) {
-                           std::string s = p.param;
-                           for (char& c : s) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Policies, SimServerTest,
+    ::testing::Values("fifo", "backfill", "multifactor", "las", "las:starvation-knob=2", "gittins",
+                      "greedy", "first-fit", "best-fit", "topology", "fgd", "speed",
+                      "speed-gittins", "backfill:long-backfill=0", "gittins:preempt=none",
+                      "las:queue=backfill", "gittins:queue=backfill", "multifactor:queue=greedy",
+                      "best-fit:queue=backfill", "speed:queue=greedy", "las:preempt=tier",
+                      "fgd:queue=backfill", "las:queue=strict", "gittins:score=best-fit",
+                      "las:score=fgd", "backfill:score=first-fit", "speed-gittins:queue=backfill"),
+    [](const auto& p) {
+      std::string s = p.param;
+      for (char& c : s) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return s;
+    });
 
 }  // namespace
 }  // namespace shoal
