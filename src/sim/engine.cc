@@ -30,6 +30,10 @@ struct SimJob {
   int account = -1;
   enum class Phase : uint8_t { kFuture, kPending, kRunning, kDone } phase = Phase::kFuture;
   Time submit{};
+  // When the controller took it: its submit, or, while the controller
+  // restarts, when it is back (the client retries). Ages and ties count
+  // from here; its completion time from `submit`.
+  Time entered{};
   Time first_start = kTimeNever;
   Time seg_start{};
   Time end = kTimeNever;
@@ -439,11 +443,11 @@ class Simulator {
     sched::JobInfo info;
     info.id = JobId(idx + 1);
     info.request = j.req;
-    info.submit = j.submit;
+    info.submit = j.entered;
     info.account = j.account;
     info.attained_gpu_s = AttainedNow(j);
     info.oracle_remaining_s = RemainingNow(j) * j.ref_s;
-    info.queued_since = j.queued_since;
+    info.queued_since = std::max(j.queued_since, j.entered);
     info.preemptible = true;  // trace jobs are taken to checkpoint; only preemptive policies use it
     info.model_speed = j.speed;
     if (running) {
@@ -711,6 +715,7 @@ class Simulator {
       while (cursor < jobs_.size() && jobs_[cursor].submit == t) {
         SimJob& j = jobs_[cursor];
         j.phase = SimJob::Phase::kPending;
+        j.entered = faults_ ? std::max(t, faults_->controller_up()) : t;
         j.queued_since = t;
         AddPending(static_cast<uint32_t>(cursor));
         ++cursor;

@@ -332,7 +332,9 @@ class ServedRun {
     for (const server::KillOrder& k : out.kills) {
       const size_t idx = IndexOf(k.job);
       Agented& j = jobs_[idx];
-      if (j.epoch != k.epoch || !j.alive.count(k.node)) continue;
+      // A kill cannot reach a node that is cut off (its part runs on until
+      // its agent fences it) or crashed (nothing runs there).
+      if (j.epoch != k.epoch || !j.alive.count(k.node) || !nodes_.at(k.node).up) continue;
       StopWork(idx, t, /*checkpoint_only=*/false);  // preempted (a fault stopped it before)
       j.alive.erase(k.node);
       beats[k.node].events.push_back({k.job, j.epoch, 0, api::JobEvent::kExited, 0, 15, "", t});
