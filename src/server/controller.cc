@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/check.h"
@@ -43,7 +44,8 @@ Controller::Controller(ControllerConfig config) : config_(std::move(config)) {
   RebuildInventory();
 }
 
-Status Controller::Restore(const state::Loaded& loaded, Time now) {
+Status Controller::Restore(const state::Loaded& loaded, Time now,
+                           const std::vector<Job>& ended_since) {
   next_job_id_ = std::max<uint64_t>(1, loaded.next_job_id);
   // Partitions and accounts: the stored ones, with the configuration file's on top.
   std::vector<Partition> parts = loaded.partitions;
@@ -153,7 +155,7 @@ Status Controller::Restore(const state::Loaded& loaded, Time now) {
   std::sort(pending.begin(), pending.end());
   pending_order_ = std::move(pending);
   RebuildInventory();
-  CatchUpUsage(now);
+  CatchUpUsage(now, ended_since);
   last_usage_ = now;
   last_usage_commit_ = now;
   last_efficiency_commit_ = now;
@@ -755,6 +757,7 @@ void Controller::Finish(Job& job, JobState state, Time now) {
   job.end_time = ended;
   if (was_running) {
     job.gpu_seconds = ServiceAt(job, ended);
+    SettleUsage(job, ended);
     if (auto r = running_.find(job.id.value()); r != running_.end())
       job.efficiency = r->second.efficiency;
     EndLiveSteps(job, now, fmt::format("the job ended ({})", JobStateName(state)));
@@ -803,8 +806,32 @@ double Controller::ServiceAt(const Job& job, Time t) const {
          job.allocation.GpuEquivalents() * std::max(0.0, ToSeconds(t - job.start_time));
 }
 
+void Controller::SettleUsage(const Job& job, Time ended) {
+  // Fair share was charged for the running job up to the last accrual.
+  // Bring it to the job's end: the time since, if it ended after (between
+  // ticks), or back, if it ended before (its end heard late). Usage is kept
+  // as of the last accrual, so what is added or taken is valued then.
+  if (ended == last_usage_) return;
+  const double eq = job.allocation.GpuEquivalents();
+  const Time from = std::max(job.start_time, std::min(ended, last_usage_));
+  const Duration span = std::max(ended, last_usage_) - from;
+  if (span.count() <= 0) return;
+  const double sign = ended > last_usage_ ? 1.0 : -1.0;
+  account_gpu_s_[job.spec.account] += sign * eq * ToSeconds(span);
+  if (job.spec.account.empty()) return;
+  const Duration half_life = config_.usage_half_life;
+  double service = sched::DecayedService(eq, span, half_life);
+  if (ended > last_usage_ && half_life.count() > 0)
+    service *= std::exp2(ToSeconds(ended - last_usage_) / ToSeconds(half_life));
+  state::AccountUsage& u = usage_[job.spec.account];
+  u.account = job.spec.account;
+  u.usage_gpu_s = std::max(0.0, u.usage_gpu_s + sign * service);
+}
+
 void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
-  job.gpu_seconds = ServiceAt(job, EndOf(job, now));
+  const Time ended = EndOf(job, now);
+  job.gpu_seconds = ServiceAt(job, ended);
+  SettleUsage(job, ended);
   if (auto r = running_.find(job.id.value()); r != running_.end())
     job.efficiency = r->second.efficiency;
   EndLiveSteps(job, now, "the job was requeued");

@@ -286,7 +286,10 @@ class Controller {
   explicit Controller(ControllerConfig config);
 
   // Takes over the state a store loaded. Called once, before any command.
-  Status Restore(const state::Loaded& loaded, Time now);
+  // `ended_since` (optional): the jobs that ended since the oldest account
+  // usage the store kept (it is committed once a minute), whose GPU-time
+  // since then counts for fair share too.
+  Status Restore(const state::Loaded& loaded, Time now, const std::vector<Job>& ended_since = {});
   // A policy that ranks by the service past jobs needed (gittins) learns it
   // from the jobs that complete; at start, the store's last completed jobs
   // (`completed`, newest first) stand in for what it saw before.
@@ -599,6 +602,9 @@ class Controller {
   // GPU-seconds then (its service before this run and what the run held).
   Time EndOf(const Job& job, Time now) const;
   double ServiceAt(const Job& job, Time t) const;
+  // Brings a running job's fair-share charge to its end (`ended`), from the
+  // last accrual: more if it ended since, less if it ended before (heard late).
+  void SettleUsage(const Job& job, Time ended);
   void RecordService(double gpu_s);
   void StopJob(Job& job, JobState ending_as, Time now, const std::string& why,
                bool requeue_after = false);
@@ -651,7 +657,7 @@ class Controller {
   // At a restart: the stored usage is as of its last commit (updated); decays
   // it to now and charges the running jobs for what they held since, as the
   // ticks would have (sched::DecayedService).
-  void CatchUpUsage(Time now);
+  void CatchUpUsage(Time now, const std::vector<Job>& ended_since);
   std::string NodeName(NodeId id) const;  // O(1), from node_names_
   std::optional<NodeId> NodeIdOf(std::string_view name) const;
   api::NodeNames Names() const;

@@ -80,12 +80,24 @@ void Controller::AccrueUsage(Time now) {
   }
 }
 
-void Controller::CatchUpUsage(Time now) {
+void Controller::CatchUpUsage(Time now, const std::vector<Job>& ended_since) {
   std::map<std::string, Time> as_of;
   for (auto& [name, u] : usage_) {
     as_of[name] = u.updated;
     u.usage_gpu_s = sched::DecayUsage(u.usage_gpu_s, now - u.updated, config_.usage_half_life);
     u.updated = now;
+  }
+  // Jobs that ended after their account's figure was committed: what they
+  // held from then to their end, decayed to now.
+  for (const Job& job : ended_since) {
+    auto since = as_of.find(job.spec.account);
+    if (since == as_of.end() || job.end_time <= since->second || job.start_time == Time{}) continue;
+    const Time from = std::max(job.start_time, since->second);
+    state::AccountUsage& u = usage_[job.spec.account];
+    u.usage_gpu_s +=
+        sched::DecayUsage(sched::DecayedService(job.allocation.GpuEquivalents(),
+                                                job.end_time - from, config_.usage_half_life),
+                          now - job.end_time, config_.usage_half_life);
   }
   for (const auto& [id, r] : running_) {
     const Job* job = Find(JobId(id));

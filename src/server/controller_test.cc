@@ -11,6 +11,7 @@
 #include "sched/working_state.h"
 #include "server/controller_testing.h"
 #include "server/metrics.h"
+#include "server/restore.h"
 
 namespace shoal::server {
 namespace {
@@ -724,6 +725,51 @@ TEST_F(ControllerTest, AnExitHeardLateEndsTheJobWhenItEnded) {
   ahead.events.push_back({c, EpochOf(c), 0, JobEvent::kExited, 0, 0, "", At(900)});
   ASSERT_TRUE(c_.ReceiveHeartbeat(kNodeAgent, "n1", ahead, At(200)).ok());
   EXPECT_DOUBLE_EQ((*c_.ShowJob(kAdmin, c))["end_time"].get<double>(), api::TimeToJson(At(200)));
+}
+
+// Fair share through a restart, as for a server that never stopped: a job
+// that ended after the store's last usage figure (committed once a minute)
+// counts up to its end, and one that ended while the server was down counts
+// up to its end, not until the server heard of it.
+TEST_F(ControllerTest, FairShareAfterARestartCountsJobsThatEndedMeanwhile) {
+  ControllerConfig cfg = Config();
+  cfg.accounts = {{.name = "vision", .shares = 1.0}};
+  cfg.node_timeout = std::chrono::hours(24);  // no beats here
+  Controller steady(cfg);
+  Controller stopping(cfg);
+  JobSpec spec = Spec(4);
+  spec.account = "vision";
+  // Job `job`'s exit at `ended`, heard at `heard`; the other job (if it is
+  // still running) goes on.
+  auto exit_at = [&](Controller& c, int job, int ended, int heard) {
+    Heartbeat hb;
+    const uint64_t epoch = (*c.ShowJob(kAdmin, JobId(job)))["epoch"].get<uint64_t>();
+    hb.events.push_back({JobId(job), epoch, 0, JobEvent::kExited, 0, 0, "", At(ended)});
+    if (job == 1) hb.running.push_back({JobId(2), epoch});
+    ASSERT_TRUE(c.ReceiveHeartbeat(kNodeAgent, "n1", hb, At(heard)).ok());
+  };
+  auto store = state::NewMemoryStore();
+  for (Controller* c : {&steady, &stopping}) {
+    ASSERT_TRUE(c->RegisterNode(kNodeAgent, MakeNode("n1"), At(0)).ok());
+    ASSERT_TRUE(c->Submit(kAlice, spec, At(0)).ok());
+    ASSERT_TRUE(c->Submit(kAlice, spec, At(0)).ok());
+    c->SchedulePass(At(1));
+    c->Tick(At(10));  // usage committed
+    exit_at(*c, 1, 35, 35);
+    c->Tick(At(40));
+    c->Tick(At(60));  // within the minute: not committed
+  }
+  ASSERT_TRUE(store->Commit(stopping.TakeBatch()).ok());
+  // `stopping` is down from 65 s to 100 s; job 2 ends at 85 s.
+  exit_at(steady, 2, 85, 85);
+  steady.Tick(At(100));
+  Controller again(cfg);
+  ASSERT_TRUE(RestoreFromStore(again, *store, At(100)).ok());
+  exit_at(again, 2, 85, 100);
+  again.Tick(At(100));
+  const double want = steady.AccountsJson()[0]["usage_gpu_hours"].get<double>();
+  EXPECT_GT(want, 4 * (34 + 84) / 3600.0 * 0.99);
+  EXPECT_NEAR(again.AccountsJson()[0]["usage_gpu_hours"].get<double>(), want, want * 1e-9);
 }
 
 // The same for a job that had run before (requeued after 100 s): its

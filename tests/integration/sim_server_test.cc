@@ -622,7 +622,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "las:queue=backfill", "gittins:queue=backfill", "multifactor:queue=greedy",
                       "best-fit:queue=backfill", "speed:queue=greedy", "las:preempt=tier",
                       "fgd:queue=backfill", "las:queue=strict", "gittins:score=best-fit",
-                      "las:score=fgd", "backfill:score=first-fit", "speed-gittins:queue=backfill"),
+                      "las:score=fgd", "backfill:score=first-fit", "speed-gittins:queue=backfill",
+                      "multifactor:preempt=class"),
     [](const auto& p) {
       std::string s = p.param;
       for (char& c : s) {
