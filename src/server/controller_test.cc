@@ -28,6 +28,19 @@ using testing::Spec;
 
 class ControllerTest : public testing::ControllerFixture {
  protected:
+  // One account, "vision", and no node timeout (the restart tests send no beats).
+  static ControllerConfig OneAccount() {
+    ControllerConfig cfg = Config();
+    cfg.accounts = {{.name = "vision", .shares = 1.0}};
+    cfg.node_timeout = std::chrono::hours(24);
+    return cfg;
+  }
+  static JobSpec VisionJob(int gpus) {
+    JobSpec spec = Spec(gpus);
+    spec.account = "vision";
+    return spec;
+  }
+
   // Alice's batch script on 2 nodes of 2 GPUs, `tasks` tasks, scheduled:
   // its id and the script's one launch.
   std::pair<JobId, LaunchOrder> StartTwoNodeScript(const std::string& script, int tasks) {
@@ -659,13 +672,10 @@ TEST_F(ControllerTest, RestoreContinuesWhereItStopped) {
 // and charges the running job for the time since, so that it reads what a
 // controller that never stopped reads.
 TEST_F(ControllerTest, UsageAfterARestartIsWhatItWouldHaveBeen) {
-  ControllerConfig cfg = Config();
-  cfg.accounts = {{.name = "vision", .shares = 1.0}};
-  cfg.node_timeout = std::chrono::hours(24);  // no beats here
+  const ControllerConfig cfg = OneAccount();
   Controller steady(cfg);
   Controller stopping(cfg);
-  JobSpec spec = Spec(8);
-  spec.account = "vision";
+  const JobSpec spec = VisionJob(8);
   for (Controller* c : {&steady, &stopping}) {
     ASSERT_TRUE(c->RegisterNode(kNodeAgent, MakeNode("n1"), At(0)).ok());
     ASSERT_TRUE(c->Submit(kAlice, spec, At(0)).ok());
@@ -732,13 +742,10 @@ TEST_F(ControllerTest, AnExitHeardLateEndsTheJobWhenItEnded) {
 // counts up to its end, and one that ended while the server was down counts
 // up to its end, not until the server heard of it.
 TEST_F(ControllerTest, FairShareAfterARestartCountsJobsThatEndedMeanwhile) {
-  ControllerConfig cfg = Config();
-  cfg.accounts = {{.name = "vision", .shares = 1.0}};
-  cfg.node_timeout = std::chrono::hours(24);  // no beats here
+  const ControllerConfig cfg = OneAccount();
   Controller steady(cfg);
   Controller stopping(cfg);
-  JobSpec spec = Spec(4);
-  spec.account = "vision";
+  const JobSpec spec = VisionJob(4);
   // Job `job`'s exit at `ended`, heard at `heard`; the other job (if it is
   // still running) goes on.
   auto exit_at = [&](Controller& c, int job, int ended, int heard) {
