@@ -817,7 +817,9 @@ void Controller::SettleUsage(const Job& job, Time ended) {
   const Duration span = std::max(ended, last_usage_) - from;
   if (span.count() <= 0) return;
   const double sign = ended > last_usage_ ? 1.0 : -1.0;
-  account_gpu_s_[job.spec.account] += sign * eq * ToSeconds(span);
+  // The metrics' counter only grows (a Prometheus counter that falls reads
+  // as a reset): what was counted past an end heard late stays counted.
+  if (sign > 0) account_gpu_s_[job.spec.account] += eq * ToSeconds(span);
   if (job.spec.account.empty()) return;
   const Duration half_life = config_.usage_half_life;
   double service = sched::DecayedService(eq, span, half_life);
