@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -110,6 +111,30 @@ void Controller::CatchUpUsage(Time now, const std::vector<Job>& ended_since) {
     u.usage_gpu_s += sched::DecayedService(job->allocation.GpuEquivalents(), now - from,
                                            config_.usage_half_life);
   }
+}
+
+void Controller::SettleUsage(const Job& job, Time ended) {
+  // Fair share was charged for the running job up to the last accrual.
+  // Bring it to the job's end: the time since, if it ended after (between
+  // ticks), or back, if it ended before (its end heard late). Usage is kept
+  // as of the last accrual, so what is added or taken is valued then.
+  if (ended == last_usage_) return;
+  const double eq = job.allocation.GpuEquivalents();
+  const Time from = std::max(job.start_time, std::min(ended, last_usage_));
+  const Duration span = std::max(ended, last_usage_) - from;
+  if (span.count() <= 0) return;
+  const double sign = ended > last_usage_ ? 1.0 : -1.0;
+  // The metrics' counter only grows (a Prometheus counter that falls reads
+  // as a reset): what was counted past an end heard late stays counted.
+  if (sign > 0) account_gpu_s_[job.spec.account] += eq * ToSeconds(span);
+  if (job.spec.account.empty()) return;
+  const Duration half_life = config_.usage_half_life;
+  double service = sched::DecayedService(eq, span, half_life);
+  if (ended > last_usage_ && half_life.count() > 0)
+    service *= std::exp2(ToSeconds(ended - last_usage_) / ToSeconds(half_life));
+  state::AccountUsage& u = usage_[job.spec.account];
+  u.account = job.spec.account;
+  u.usage_gpu_s = std::max(0.0, u.usage_gpu_s + sign * service);
 }
 
 void Controller::CreditUnheard(Duration d) {
