@@ -1,7 +1,5 @@
 #include "plan/support.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 

@@ -340,9 +340,8 @@ Result<std::string> Controller::MigTarget(const Identity& who, const std::string
 // any other ends NODE_FAIL. (Slurm: "Node unexpectedly rebooted".)
 void Controller::NodeRebooted(const std::string& name, Time now) {
   const std::string why = fmt::format("node {} rebooted", name);
-  log::Warning("node.rebooted",
-               {{"node", name}, {"jobs", static_cast<int64_t>(RunningOn(name).size())}});
   const std::vector<uint64_t> hit = RunningOn(name);
+  log::Warning("node.rebooted", {{"node", name}, {"jobs", static_cast<int64_t>(hit.size())}});
   for (uint64_t id : hit) {
     auto it = running_.find(id);
     if (it == running_.end()) continue;

@@ -544,16 +544,6 @@ class Simulator {
     return Status::Ok();
   }
 
-  // Whether a running job has a part on a node that is out (crashed or
-  // silent), noticed or not.
-  bool OnNodeOut(uint32_t idx) const {
-    if (!faults_) return false;
-    for (const NodeAllocation& na : jobs_[idx].alloc.nodes) {
-      if (faults_->Out(*inv_->IndexOf(na.node))) return true;
-    }
-    return false;
-  }
-
   // A preemption victim with a part on a node that is out: the kill cannot
   // reach that part, and the server holds the job, no longer preemptible,
   // until the node reboots or its fence passes (then it is requeued as a
@@ -767,7 +757,7 @@ class Simulator {
       case EventType::kTimeLimit: {
         const SimJob& j = jobs_[e.job];
         if (j.epoch != e.epoch || j.phase != SimJob::Phase::kRunning) return false;  // stale
-        if (e.type == EventType::kFinish && OnSilentNode(e.job)) {
+        if (e.type == EventType::kFinish && OnNodeOut(e.job)) {
           // Its end cannot reach the controller, which will requeue it at
           // the node's fence as every job there: it runs again from its
           // last checkpoint, as on the server.
@@ -918,9 +908,9 @@ class Simulator {
     return out;
   }
 
-  // Whether a node of its run is cut off from the controller (silent, or
-  // crashed: then the job is halted already).
-  bool OnSilentNode(uint32_t idx) const {
+  // Whether a node of its run is out: cut off from the controller (silent,
+  // or crashed: then the job is halted already), noticed or not.
+  bool OnNodeOut(uint32_t idx) const {
     if (!faults_) return false;
     for (const NodeAllocation& na : jobs_[idx].alloc.nodes) {
       if (faults_->Out(*inv_->IndexOf(na.node))) return true;
