@@ -522,6 +522,7 @@ void Agent::Impl::Loop() {
         case StepPhase::kStarting:
         case StepPhase::kRunning:
           r.running = true;
+          r.progress = steps->Progress(st.key()).value_or(0);
           break;
         case StepPhase::kExited:
           r.ended = st.ended;

@@ -299,7 +299,7 @@ api::Heartbeat HeartbeatFrom(const std::vector<StepReport>& steps,
   api::Heartbeat hb;
   for (const StepReport& r : steps) {
     if (r.running) {
-      hb.running.push_back({JobId(r.job), r.epoch, r.step});
+      hb.running.push_back({JobId(r.job), r.epoch, r.step, r.progress});
     } else {
       hb.events.push_back({.job = JobId(r.job),
                            .epoch = r.epoch,

@@ -74,7 +74,8 @@ struct StepReport {
   int exit_code = 0;
   int signal = 0;
   std::string message;
-  Time ended{};  // when it ended, where its supervisor recorded it
+  Time ended{};         // when it ended, where its supervisor recorded it
+  double progress = 0;  // running: the rate its progress file says (0: none)
 };
 
 // A GPU's reading as the node protocol (and the agent's /metrics) carries it.

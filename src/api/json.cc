@@ -525,7 +525,8 @@ Json ToJson(const Job& job, const NodeNames* names) {
   j["gpu_seconds"] = job.gpu_seconds;
   if (job.gpu_seconds_at_start > 0) j["gpu_seconds_at_start"] = job.gpu_seconds_at_start;
   if (job.requeued_at != Time{}) j["requeued_at"] = TimeToJson(job.requeued_at);
-  if (job.efficiency.samples > 0) j["efficiency"] = ToJson(job.efficiency);
+  if (job.efficiency.samples > 0 || job.efficiency.progress_samples > 0)
+    j["efficiency"] = ToJson(job.efficiency);
   if (job.idle) {
     j["idle"] = true;
     j["idle_since"] = TimeToJson(job.idle_since);
@@ -541,12 +542,17 @@ Json ToJson(const Job& job, const NodeNames* names) {
 }
 
 Json ToJson(const JobEfficiency& e) {
-  return {{"samples", e.samples},
-          {"util_mean_pct", e.util_mean_pct},
-          {"util_peak_pct", e.util_peak_pct},
-          {"mem_mean_mib", e.mem_mean_mib},
-          {"mem_peak_mib", e.mem_peak_mib},
-          {"energy_wh", e.energy_wh}};
+  Json j = {{"samples", e.samples},
+            {"util_mean_pct", e.util_mean_pct},
+            {"util_peak_pct", e.util_peak_pct},
+            {"mem_mean_mib", e.mem_mean_mib},
+            {"mem_peak_mib", e.mem_peak_mib},
+            {"energy_wh", e.energy_wh}};
+  if (e.progress_samples > 0) {
+    j["progress_samples"] = e.progress_samples;
+    j["progress_rate"] = e.progress_rate;
+  }
+  return j;
 }
 
 Result<JobEfficiency> JobEfficiencyFromJson(const Json& j) {
@@ -558,7 +564,11 @@ Result<JobEfficiency> JobEfficiencyFromJson(const Json& j) {
   f.Optional("mem_mean_mib", &e.mem_mean_mib);
   f.Optional("mem_peak_mib", &e.mem_peak_mib);
   f.Optional("energy_wh", &e.energy_wh);
+  f.Optional("progress_samples", &e.progress_samples);
+  f.Optional("progress_rate", &e.progress_rate);
   SHOAL_RETURN_IF_ERROR(f.Finish());
+  if (!std::isfinite(e.progress_rate) || e.progress_rate < 0)
+    return InvalidArgument("efficiency.progress_rate must be a number of at least 0");
   return e;
 }
 

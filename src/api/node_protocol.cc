@@ -60,9 +60,15 @@ Result<RunningStep> RunningFromJson(const Json& j, const std::string& path) {
   f.Required("job", &job);
   f.Required("epoch", &epoch);
   f.Optional("step", &step);
+  double progress = 0;
+  f.Optional("progress", &progress);
   SHOAL_RETURN_IF_ERROR(f.Finish());
   if (step > UINT32_MAX) return InvalidArgument(fmt::format("{}.step is out of range", path));
-  return RunningStep{JobId(job), epoch, static_cast<uint32_t>(step)};
+  if (!(progress >= 0 && progress <= kMaxProgressRate)) {
+    return InvalidArgument(
+        fmt::format("{}.progress must be 0 to {:g} (units a second)", path, kMaxProgressRate));
+  }
+  return RunningStep{JobId(job), epoch, static_cast<uint32_t>(step), progress};
 }
 
 Status CheckTelemetry(const GpuTelemetry& t, const std::string& path) {
@@ -389,6 +395,7 @@ Json ToJson(const Heartbeat& hb) {
   for (const RunningStep& r : hb.running) {
     Json one = {{"job", r.job.value()}, {"epoch", r.epoch}};
     if (r.step != 0) one["step"] = r.step;
+    if (r.progress > 0) one["progress"] = r.progress;
     running.push_back(std::move(one));
   }
   Json events = Json::array();

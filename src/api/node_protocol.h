@@ -51,6 +51,7 @@ Result<int> MessageProtocol(const Json& j);
 inline constexpr size_t kMaxLaunchNodes = 100000;    // as JobSpec::Validate
 inline constexpr size_t kMaxHeartbeatSteps = 65536;  // running steps, and events, per beat
 inline constexpr double kMaxKillGraceS = 3600;
+inline constexpr double kMaxProgressRate = 1e15;
 
 // POST /v1/launch: run this node's part of one step of a job (one epoch of it).
 struct LaunchMessage {
@@ -160,6 +161,9 @@ struct RunningStep {
   JobId job;
   uint64_t epoch = 0;
   uint32_t step = 0;
+  // The last figure the step's tasks wrote to $SHOAL_PROGRESS_FILE (units
+  // a second, 0 .. kMaxProgressRate; 0: none).
+  double progress = 0;
   friend bool operator==(const RunningStep&, const RunningStep&) = default;
 };
 

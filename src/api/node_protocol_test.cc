@@ -156,7 +156,7 @@ GpuTelemetry SomeTelemetry(int k) {
 
 Heartbeat FullHeartbeat() {
   Heartbeat hb;
-  hb.running = {{JobId(1), 1, 0}, {JobId(5), 2, 0}, {JobId(5), 2, 3}};
+  hb.running = {{JobId(1), 1, 0}, {JobId(5), 2, 0, 1234.5}, {JobId(5), 2, 3}};
   hb.events.push_back(
       {JobId(3), 1, 0, JobEvent::kExited, 137, 9, "out of memory", TimeFromJson(1.8e9 + 0.25)});
   hb.events.push_back({JobId(4), 2, 0, JobEvent::kStarted, 0, 0, ""});
@@ -302,6 +302,10 @@ TEST(NodeProtocolTest, HeartbeatDecoderIsStrict) {
            "heartbeat.events[0].signal must be 0 to 127"},
           {"a running job id as text", [](Json& j) { j["running"][0]["job"] = "1"; },
            "heartbeat.running[0].job must be a non-negative integer"},
+          {"a negative progress", [](Json& j) { j["running"][0]["progress"] = -1; },
+           "heartbeat.running[0].progress must be 0 to 1e+15 (units a second)"},
+          {"a progress past the limit", [](Json& j) { j["running"][0]["progress"] = 1e300; },
+           "heartbeat.running[0].progress must be 0 to 1e+15 (units a second)"},
           {"not an object", [](Json& j) { j = Json::array(); }, "heartbeat must be a JSON object"},
       });
 }

@@ -387,12 +387,24 @@ int RunShow(const std::vector<std::string>& raw) {
     line("gpu-hours", fmt::format("{:.2f}", Num(j, "gpu_seconds") / 3600));
     if (j.contains("efficiency")) {
       const Json& e = j["efficiency"];
-      line("gpu use",
-           fmt::format("util {:.0f}% mean, {:.0f}% peak; memory {} mean, {} peak; {:.2f} kWh",
-                       Num(e, "util_mean_pct"), Num(e, "util_peak_pct"),
-                       FormatMemoryMib(static_cast<int64_t>(Num(e, "mem_mean_mib"))),
-                       FormatMemoryMib(static_cast<int64_t>(Num(e, "mem_peak_mib"))),
-                       Num(e, "energy_wh") / 1000));
+      if (Num(e, "samples") > 0) {
+        line("gpu use",
+             fmt::format("util {:.0f}% mean, {:.0f}% peak; memory {} mean, {} peak; {:.2f} kWh",
+                         Num(e, "util_mean_pct"), Num(e, "util_peak_pct"),
+                         FormatMemoryMib(static_cast<int64_t>(Num(e, "mem_mean_mib"))),
+                         FormatMemoryMib(static_cast<int64_t>(Num(e, "mem_peak_mib"))),
+                         Num(e, "energy_wh") / 1000));
+      }
+      if (e.contains("progress_rate")) {
+        line("progress", fmt::format("{:.4g} a second (mean of {} reports, this run)",
+                                     Num(e, "progress_rate"), Str(e, "progress_samples")));
+      }
+    }
+    if (j.contains("speeds")) {
+      std::vector<std::string> by;
+      for (const auto& [model, speed] : j["speeds"]["by_model"].items())
+        by.push_back(fmt::format("{} {:.4g}", model, speed.get<double>()));
+      line("speeds", fmt::format("{}: {}", Str(j["speeds"], "source"), Join(by, ", ")));
     }
     if (j.value("idle", false)) {
       line("idle", fmt::format("its GPUs have been idle for {} (since the partition's "

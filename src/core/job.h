@@ -355,6 +355,12 @@ struct JobEfficiency {
   double mem_mean_mib = 0;
   int64_t mem_peak_mib = 0;
   double energy_wh = 0;
+  // The job's own progress in its latest run, as its first node's tasks
+  // wrote it to $SHOAL_PROGRESS_FILE (units a second, the job's choice of
+  // unit): the mean of the heartbeats that carried a figure. Learned speeds
+  // (server/speeds.h) come from it.
+  uint64_t progress_samples = 0;
+  double progress_rate = 0;
   friend bool operator==(const JobEfficiency&, const JobEfficiency&) = default;
 };
 

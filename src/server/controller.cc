@@ -153,6 +153,7 @@ Status Controller::Restore(const state::Loaded& loaded, Time now,
   }
   std::sort(pending.begin(), pending.end());
   pending_order_ = std::move(pending);
+  learned_.Load(loaded.speeds);
   RebuildInventory();
   CatchUpUsage(now, ended_since);
   last_usage_ = now;
@@ -759,6 +760,7 @@ void Controller::Finish(Job& job, JobState state, Time now) {
     SettleUsage(job, ended);
     if (auto r = running_.find(job.id.value()); r != running_.end())
       job.efficiency = r->second.efficiency;
+    LearnSpeed(job, now);
     EndLiveSteps(job, now, fmt::format("the job ended ({})", JobStateName(state)));
     EraseRunning(job.id.value());
   }
@@ -811,6 +813,7 @@ void Controller::RequeueNow(Job& job, Time now, const std::string& why) {
   SettleUsage(job, ended);
   if (auto r = running_.find(job.id.value()); r != running_.end())
     job.efficiency = r->second.efficiency;
+  LearnSpeed(job, now);
   EndLiveSteps(job, now, "the job was requeued");
   EraseRunning(job.id.value());
   job.idle = false;

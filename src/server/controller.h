@@ -40,6 +40,7 @@
 #include "sched/policy.h"
 #include "server/port_book.h"
 #include "server/power_history.h"
+#include "server/speeds.h"
 #include "server/telemetry_store.h"
 #include "state/store.h"
 
@@ -672,6 +673,12 @@ class Controller {
   NodeView ViewOf(const NodeRecord& n) const;
   void GpuReports(NodeRecord& n, const Heartbeat& hb, Time now);
   void AccountGpuUse(const std::string& node, NodeRecord& n, const Heartbeat& hb, Time now);
+  // A run's progress figure from its first node's heartbeat, and what the
+  // run taught of the job's speed once it ended or went back to the queue.
+  static void NoteProgress(JobEfficiency& e, double rate);
+  void LearnSpeed(const Job& job, Time now);
+  // The GPU model every GPU of the job's allocation is ("": several, none).
+  std::string ModelOfRun(const Job& job) const;
   void CheckIdle(Time now);
   void SampleCluster(Time now);
 
@@ -685,11 +692,14 @@ class Controller {
   // never erased, so the pointers hold.
   std::vector<const NodeRecord*> inventory_records_;
   // Speed-aware policies: each job's speeds on the inventory's models
-  // (server/speeds.h), with the inventory version they were made for.
+  // (server/speeds.h), with the inventory and learned_ versions they were
+  // made for.
   struct Speeds {
     uint64_t inventory_version = ~uint64_t{0};  // none yet
+    uint64_t learned_version = 0;
     std::shared_ptr<const std::vector<double>> speed;
   };
+  LearnedSpeeds learned_;
   mutable std::unordered_map<uint64_t, Speeds> speeds_;
   std::map<uint64_t, std::shared_ptr<const Job>> jobs_;  // active and recently finished
   // The jobs whose entry in jobs_ was replaced, added or erased since the

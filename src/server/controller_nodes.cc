@@ -144,6 +144,8 @@ Result<api::Json> Controller::ReceiveHeartbeat(const Identity& who, const std::s
     if (job_here && rs.step == 0 && r->second.nodes_left.count(name)) {
       confirmed = &r->second.confirmed;
       r->second.alive_at = now;
+      if (rs.progress > 0 && r->second.nodes.front() == name)
+        NoteProgress(r->second.efficiency, rs.progress);
     } else if (job_here && rs.step != 0) {
       auto st = r->second.steps.find(rs.step);
       if (st != r->second.steps.end() && st->second.nodes_left.count(name)) {

@@ -68,7 +68,7 @@ void Controller::AccrueUsage(Time now) {
   // they end), so that a restart loses at most that much of it.
   if (now - last_efficiency_commit_ >= std::chrono::minutes(5)) {
     for (const auto& [id, r] : running_) {
-      if (r.efficiency.samples == 0) continue;
+      if (r.efficiency.samples == 0 && r.efficiency.progress_samples == 0) continue;
       if (auto it = jobs_.find(id); it != jobs_.end()) Record(*it->second);
     }
     last_efficiency_commit_ = now;
@@ -270,8 +270,9 @@ sched::JobInfo Controller::InfoOf(const Job& job,
   }
   if (policy_->params().speed_aware) {
     Speeds& s = speeds_[job.id.value()];
-    if (s.inventory_version != inventory_->version()) {
-      s = {inventory_->version(), ModelSpeeds(job.spec, *inventory_)};
+    if (s.inventory_version != inventory_->version() || s.learned_version != learned_.version()) {
+      s = {inventory_->version(), learned_.version(),
+           SpeedsOf(job.spec, *inventory_, &learned_).speed};
     }
     info.model_speed = s.speed;
   }

@@ -120,6 +120,16 @@ Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
   // (0: the GPU's rated power).
   if (UsesPowerHistory() && IsActive(job->state))
     j["expected_gpu_power_w"] = power_history_.Expected(job->spec);
+  // With a speed-aware policy, the speeds it places the job by, and whence.
+  if (policy_->params().speed_aware && IsActive(job->state)) {
+    const ModelSpeeds s = SpeedsOf(job->spec, *inventory_, &learned_);
+    if (s.speed != nullptr) {
+      api::Json by_model = api::Json::object();
+      for (size_t m = 0; m < s.speed->size(); ++m)
+        by_model[inventory_->models()[m]] = (*s.speed)[m];
+      j["speeds"] = {{"source", s.source}, {"by_model", std::move(by_model)}};
+    }
+  }
   return j;
 }
 

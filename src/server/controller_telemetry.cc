@@ -45,6 +45,34 @@ void Controller::GpuReports(NodeRecord& n, const Heartbeat& hb, Time now) {
   AccountGpuUse(n.node.name, n, hb, now);
 }
 
+void Controller::NoteProgress(JobEfficiency& e, double rate) {
+  e.progress_samples += 1;
+  e.progress_rate += (rate - e.progress_rate) / static_cast<double>(e.progress_samples);
+}
+
+std::string Controller::ModelOfRun(const Job& job) const {
+  std::optional<uint8_t> model;
+  for (const NodeAllocation& na : job.allocation.nodes) {
+    const std::optional<sched::NodeIndex> i = inventory_->IndexOf(na.node);
+    if (!i) return "";
+    const sched::InvNode& node = inventory_->node(*i);
+    for (uint64_t mask = na.gpu_mask; mask != 0; mask &= mask - 1) {
+      const auto g = static_cast<size_t>(std::countr_zero(mask));
+      if (g >= node.gpu_model.size() || (model && *model != node.gpu_model[g])) return "";
+      model = node.gpu_model[g];
+    }
+  }
+  return model ? inventory_->models()[*model] : "";
+}
+
+void Controller::LearnSpeed(const Job& job, Time now) {
+  if (job.efficiency.progress_samples == 0) return;
+  if (auto learned =
+          learned_.Learn(job.spec.user, job.spec.name, ModelOfRun(job), job.efficiency, now)) {
+    batch_.speeds.push_back(std::move(*learned));
+  }
+}
+
 // Adds one heartbeat's telemetry to the efficiency of the jobs on the node,
 // and notes which of them kept a GPU busy (for idle detection). Costs what
 // the heartbeat's reconciliation costs already: one look at each running job.

@@ -2,6 +2,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "state/records.h"
 #include "state/store.h"
@@ -47,6 +48,8 @@ class MemoryStore final : public Store {
       reservations_[r.name] = r;
     for (const AccountUsage& u : batch.usage)
       usage_[u.account] = u;
+    for (const LearnedSpeed& sp : batch.speeds)
+      speeds_[{sp.user, sp.name, sp.model}] = sp;
     if (batch.next_job_id) next_job_id_ = *batch.next_job_id;
     return Status::Ok();
   }
@@ -75,6 +78,8 @@ class MemoryStore final : public Store {
       loaded.reservations.push_back(r);
     for (const auto& [account, u] : usage_)
       loaded.usage.push_back(u);
+    for (const auto& [key, sp] : speeds_)
+      loaded.speeds.push_back(sp);
     loaded.next_job_id = next_job_id_;
     if (!jobs_.empty())
       loaded.next_job_id = std::max(loaded.next_job_id, jobs_.rbegin()->first + 1);
@@ -123,6 +128,7 @@ class MemoryStore final : public Store {
   std::map<std::string, Qos> qos_;
   std::map<std::string, Reservation> reservations_;
   std::map<std::string, AccountUsage> usage_;
+  std::map<std::tuple<std::string, std::string, std::string>, LearnedSpeed> speeds_;
   uint64_t next_job_id_ = 1;
 };
 

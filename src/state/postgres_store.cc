@@ -229,7 +229,20 @@ CREATE TABLE usage (
 );
 )sql";
 
-constexpr std::string_view kPgMigrations[] = {kPgSchema1};
+// 2: learned speeds (job records' efficiency may carry progress).
+constexpr std::string_view kPgSchema2 = R"sql(
+CREATE TABLE speeds (
+  user_name text NOT NULL,
+  job_name text NOT NULL,
+  model text NOT NULL,
+  rate double precision NOT NULL,
+  runs integer NOT NULL,
+  updated_ms bigint NOT NULL,
+  PRIMARY KEY (user_name, job_name, model)
+);
+)sql";
+
+constexpr std::string_view kPgMigrations[] = {kPgSchema1, kPgSchema2};
 
 // Brings the schema up to date in one transaction (PostgreSQL's DDL is
 // transactional), under a lock so that two controllers starting at once
@@ -425,6 +438,30 @@ void AddUsage(BatchBuilder& b, const Batch& batch) {
       b.Param(Arr(accounts)), b.Param(Arr(usage)), b.Param(Arr(updated))));
 }
 
+void AddSpeeds(BatchBuilder& b, const Batch& batch) {
+  if (batch.speeds.empty()) return;
+  ArrayLiteral users, names, models, rates, runs, updated;
+  // Names hold no NUL, so it separates the key's parts.
+  for (size_t i : LastOfEach(batch.speeds, [](const LearnedSpeed& sp) {
+         return sp.user + '\0' + sp.name + '\0' + sp.model;
+       })) {
+    const LearnedSpeed& sp = batch.speeds[i];
+    users.Add(std::string_view(sp.user));
+    names.Add(std::string_view(sp.name));
+    models.Add(std::string_view(sp.model));
+    rates.Add(sp.rate);
+    runs.Add(int64_t{sp.runs});
+    updated.Add(ToMillis(sp.updated));
+  }
+  b.Add(fmt::format(
+      "INSERT INTO speeds (user_name, job_name, model, rate, runs, updated_ms) SELECT * FROM "
+      "unnest({}::text[], {}::text[], {}::text[], {}::double precision[], {}::integer[], "
+      "{}::bigint[]) ON CONFLICT (user_name, job_name, model) DO UPDATE SET rate = EXCLUDED.rate, "
+      "runs = EXCLUDED.runs, updated_ms = EXCLUDED.updated_ms",
+      b.Param(Arr(users)), b.Param(Arr(names)), b.Param(Arr(models)), b.Param(Arr(rates)),
+      b.Param(Arr(runs)), b.Param(Arr(updated))));
+}
+
 BatchStatement BatchSql(const Batch& batch, const EncodedBatch& encoded) {
   BatchBuilder b;
   AddJobs(b, batch, encoded);
@@ -435,6 +472,7 @@ BatchStatement BatchSql(const Batch& batch, const EncodedBatch& encoded) {
   AddNamed(b, "reservations", batch.deleted_reservations, batch.reservations, encoded.reservations);
   AddTokens(b, batch);
   AddUsage(b, batch);
+  AddSpeeds(b, batch);
   if (batch.next_job_id) {
     b.Add(fmt::format("UPDATE meta SET value = {} WHERE key = 'next_job_id'",
                       b.Param(std::to_string(*batch.next_job_id))));
@@ -688,6 +726,21 @@ Status PostgresStore::LoadInTransaction(Time finished_horizon, Loaded& loaded) {
           AccountUsage{.account = std::string(Text(r.get(), i, 0)),
                        .usage_gpu_s = std::strtod(pq->PQgetvalue(r.get(), i, 1), nullptr),
                        .updated = FromMillis(Int(r.get(), i, 2))});
+    }
+  }
+  {
+    SHOAL_ASSIGN_OR_RETURN(PgResult r, Run(c,
+                                           "SELECT user_name, job_name, model, rate, runs, "
+                                           "updated_ms FROM speeds ORDER BY user_name COLLATE "
+                                           "\"C\", job_name COLLATE \"C\", model COLLATE \"C\""));
+    for (int i = 0; i < pq->PQntuples(r.get()); ++i) {
+      loaded.speeds.push_back(
+          LearnedSpeed{.user = std::string(Text(r.get(), i, 0)),
+                       .name = std::string(Text(r.get(), i, 1)),
+                       .model = std::string(Text(r.get(), i, 2)),
+                       .rate = std::strtod(pq->PQgetvalue(r.get(), i, 3), nullptr),
+                       .runs = static_cast<int>(Int(r.get(), i, 4)),
+                       .updated = FromMillis(Int(r.get(), i, 5))});
     }
   }
   SHOAL_ASSIGN_OR_RETURN(PgResult r,

@@ -113,6 +113,14 @@ Result<EncodedBatch> EncodeBatch(const Batch& batch) {
           fmt::format("usage of account '{}' is not a finite number", u.account));
     }
   }
+  for (const LearnedSpeed& sp : batch.speeds) {
+    if (sp.user.empty() || sp.name.empty() || sp.model.empty())
+      return InvalidArgument("a learned speed needs a user, a job name and a GPU model");
+    if (!std::isfinite(sp.rate) || sp.rate <= 0 || sp.runs < 1) {
+      return InvalidArgument(fmt::format(
+          "learned speed of '{}' on {} needs a positive rate and a run", sp.name, sp.model));
+    }
+  }
   if (batch.next_job_id && (*batch.next_job_id == 0 || *batch.next_job_id > kMaxJobId)) {
     return InvalidArgument(fmt::format("next job id {} is out of range", *batch.next_job_id));
   }

@@ -104,6 +104,22 @@ CREATE TABLE reservations (
 INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 5);
 )sql";
 
+// Version 6: what jobs' earlier runs reported of their progress on each GPU
+// model (learned speeds); job records' efficiency may carry
+// `progress_rate` and `progress_samples`.
+constexpr std::string_view kSchema6 = R"sql(
+CREATE TABLE speeds (
+  user_name TEXT NOT NULL,
+  job_name TEXT NOT NULL,
+  model TEXT NOT NULL,
+  rate REAL NOT NULL,
+  runs INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  PRIMARY KEY (user_name, job_name, model)
+) STRICT, WITHOUT ROWID;
+INSERT OR REPLACE INTO meta (key, value) VALUES ('record_format', 6);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "jobs, nodes, partitions, accounts, tokens, usage and meta", kSchema1},
     {2, "job efficiency and idle flags, partition idle options (in the JSON records)", kSchema2},
@@ -113,6 +129,7 @@ constexpr Migration kMigrations[] = {
     {4, "token expiry and join tokens' node names; node credentials (in the JSON records)",
      kSchema4},
     {5, "QoS and reservations; job specs' reservation (in the JSON records)", kSchema5},
+    {6, "learned speeds; job progress (in the JSON records)", kSchema6},
 };
 
 // Applies the migration after the database's current version, if there is one.

@@ -209,6 +209,21 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
       SHOAL_RETURN_IF_ERROR(stmt.Run());
     }
   }
+  if (!batch.speeds.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(Statement stmt,
+                           writer_->Prepare("INSERT OR REPLACE INTO speeds (user_name, job_name, "
+                                            "model, rate, runs, updated_ms) VALUES (?1, ?2, ?3, "
+                                            "?4, ?5, ?6)"));
+    for (const LearnedSpeed& sp : batch.speeds) {
+      stmt.BindText(1, sp.user);
+      stmt.BindText(2, sp.name);
+      stmt.BindText(3, sp.model);
+      stmt.BindDouble(4, sp.rate);
+      stmt.BindInt(5, sp.runs);
+      stmt.BindInt(6, ToMillis(sp.updated));
+      SHOAL_RETURN_IF_ERROR(stmt.Run());
+    }
+  }
   if (batch.next_job_id) {
     SHOAL_ASSIGN_OR_RETURN(
         Statement stmt,
@@ -308,6 +323,22 @@ Result<Loaded> SqliteStore::LoadInTransaction(Time finished_horizon) {
       loaded.usage.push_back(AccountUsage{.account = std::string(stmt.Text(0)),
                                           .usage_gpu_s = stmt.Double(1),
                                           .updated = FromMillis(stmt.Int(2))});
+    }
+  }
+  {
+    SHOAL_ASSIGN_OR_RETURN(Statement stmt,
+                           writer_->Prepare("SELECT user_name, job_name, model, rate, runs, "
+                                            "updated_ms FROM speeds ORDER BY user_name, "
+                                            "job_name, model"));
+    for (;;) {
+      SHOAL_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      loaded.speeds.push_back(LearnedSpeed{.user = std::string(stmt.Text(0)),
+                                           .name = std::string(stmt.Text(1)),
+                                           .model = std::string(stmt.Text(2)),
+                                           .rate = stmt.Double(3),
+                                           .runs = static_cast<int>(stmt.Int(4)),
+                                           .updated = FromMillis(stmt.Int(5))});
     }
   }
   SHOAL_ASSIGN_OR_RETURN(int64_t next,

@@ -45,6 +45,19 @@ struct AccountUsage {
   Time updated{};
 };
 
+// What a job's earlier runs reported of their progress on one GPU model
+// (learned speeds, docs/scheduling.md): keyed by the job's user, its name
+// and the model; the rate in whatever units a second the job reports.
+struct LearnedSpeed {
+  std::string user;
+  std::string name;
+  std::string model;
+  double rate = 0;  // > 0
+  int runs = 0;     // the runs it was learned from, >= 1
+  Time updated{};
+  friend bool operator==(const LearnedSpeed&, const LearnedSpeed&) = default;
+};
+
 // Everything one transaction writes. Jobs and nodes are written whole
 // (insert or replace by id / name).
 //
@@ -67,6 +80,7 @@ struct Batch {
   std::vector<Reservation> reservations;
   std::vector<std::string> deleted_reservations;
   std::vector<AccountUsage> usage;
+  std::vector<LearnedSpeed> speeds;  // insert or replace by (user, name, model)
   std::optional<uint64_t> next_job_id;
 
   bool empty() const;
@@ -74,7 +88,7 @@ struct Batch {
 
 // What the controller needs to start again. Every list is ordered by its key
 // (job id; node, partition, account, QoS and reservation name; token id;
-// usage by account).
+// usage by account; speeds by user, name and model).
 struct Loaded {
   std::vector<Job> active_jobs;  // pending and running
   // States of finished jobs newer than the load horizon, for dependencies.
@@ -86,6 +100,7 @@ struct Loaded {
   std::vector<Qos> qos;
   std::vector<Reservation> reservations;
   std::vector<AccountUsage> usage;
+  std::vector<LearnedSpeed> speeds;
   // The larger of the last committed next_job_id and one more than the
   // largest stored job id, so an id is never handed out twice.
   uint64_t next_job_id = 1;

@@ -218,6 +218,36 @@ TEST_P(StoreTest, LaterWritesReplaceEarlierOnes) {
   EXPECT_EQ(HistoryIds(HistoryQuery()), std::vector<uint64_t>{1});
 }
 
+TEST_P(StoreTest, LearnedSpeedsAreKeptByUserNameAndModel) {
+  Batch first;
+  first.speeds = {
+      LearnedSpeed{
+          .user = "ann", .name = "train", .model = "A100", .rate = 50, .runs = 1, .updated = At(1)},
+      LearnedSpeed{
+          .user = "ann", .name = "train", .model = "H100", .rate = 90, .runs = 2, .updated = At(2)},
+      LearnedSpeed{
+          .user = "bob", .name = "train", .model = "A100", .rate = 7, .runs = 1, .updated = At(3)},
+  };
+  MustCommit(first);
+  Batch second;  // the same key twice in a batch: the last one counts
+  second.speeds = {
+      LearnedSpeed{
+          .user = "ann", .name = "train", .model = "A100", .rate = 60, .runs = 2, .updated = At(4)},
+      LearnedSpeed{
+          .user = "ann", .name = "train", .model = "A100", .rate = 55, .runs = 3, .updated = At(5)},
+  };
+  MustCommit(second);
+  const std::vector<LearnedSpeed> want = {
+      LearnedSpeed{
+          .user = "ann", .name = "train", .model = "A100", .rate = 55, .runs = 3, .updated = At(5)},
+      LearnedSpeed{
+          .user = "ann", .name = "train", .model = "H100", .rate = 90, .runs = 2, .updated = At(2)},
+      LearnedSpeed{
+          .user = "bob", .name = "train", .model = "A100", .rate = 7, .runs = 1, .updated = At(3)},
+  };
+  EXPECT_EQ(MustLoad().speeds, want);
+}
+
 TEST_P(StoreTest, DeletionsComeBeforeTheWritesOfTheirBatch) {
   Batch first;
   first.nodes = {TestNode("a"), TestNode("b")};
@@ -445,6 +475,14 @@ TEST_P(StoreTest, RefusesWholeBatchesWithARecordThatCouldNotBeLoaded) {
        [](Batch& b) { b.usage = {AccountUsage{.account = "", .usage_gpu_s = 1}}; }},
       {"usage not finite",
        [](Batch& b) { b.usage = {AccountUsage{.account = "a", .usage_gpu_s = std::nan("")}}; }},
+      {"learned speed without a model",
+       [](Batch& b) {
+         b.speeds = {LearnedSpeed{.user = "u", .name = "n", .model = "", .rate = 1, .runs = 1}};
+       }},
+      {"learned speed of 0",
+       [](Batch& b) {
+         b.speeds = {LearnedSpeed{.user = "u", .name = "n", .model = "m", .rate = 0, .runs = 1}};
+       }},
       {"next job id 0", [](Batch& b) { b.next_job_id = 0; }},
   };
   for (const Case& c : cases) {

@@ -874,6 +874,28 @@ TEST_F(ClusterTest, JobsRunAsTheirUser) {
   EXPECT_TRUE(r->status == 403 || r->status == 404) << r->status;
 }
 
+// A job reports its progress through $SHOAL_PROGRESS_FILE, and the server
+// keeps the mean of what the agent read there. The file is the job's to
+// write and nothing else: the job cannot put a link to a file of root's in
+// its place.
+TEST_F(ClusterTest, AJobsProgressFileReachesItsRecord) {
+  StartAgent("n1");
+  net::HttpClient& nobody = User("nobody");
+  const uint64_t id = Submit(
+      nobody,
+      {{"command",
+        "ln -sf /etc/shadow \"$SHOAL_PROGRESS_FILE\" 2>/dev/null && echo replaced || echo kept; "
+        "for i in 1 2 3 4 5 6 7 8 9 10; do echo '250 samples/s' >> \"$SHOAL_PROGRESS_FILE\"; "
+        "sleep 0.3; done"},
+       {"gpus", 1}});
+  ASSERT_TRUE(WaitFor(id, "completed"));
+  EXPECT_EQ(Log(nobody, id), "kept\n");
+  const Json job = Show(id);
+  ASSERT_TRUE(job.contains("efficiency")) << job.dump();
+  EXPECT_GE(job["efficiency"].value("progress_samples", 0), 1) << job.dump();
+  EXPECT_EQ(job["efficiency"].value("progress_rate", 0.0), 250.0) << job.dump();
+}
+
 TEST_F(ClusterTest, UnknownUserIsRefused) {
   StartAgent("n1");
   net::HttpClient& ghost = User("no-such-user-shoal");

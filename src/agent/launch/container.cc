@@ -312,7 +312,7 @@ UserEntries MissingUserEntries(std::string_view passwd, std::string_view group,
 
 Result<std::unique_ptr<StepContainer>> StepContainer::Prepare(
     const SupervisorRequest& request, const std::string& step_dir, const std::string& step_name,
-    const std::string& work_dir, const std::vector<std::string>& step_files) {
+    const std::string& work_dir, const std::vector<ContainerBind>& step_files) {
   if (::geteuid() != 0) return FailedPrecondition("containers need the agent to run as root");
   if (request.step.pty && !request.container.rootless) {
     return InvalidArgument(
@@ -569,7 +569,7 @@ Status StepContainer::HideCgroupV2() {
   return Status::Ok();
 }
 
-Status StepContainer::StageBinds(const std::vector<std::string>& step_files) {
+Status StepContainer::StageBinds(const std::vector<ContainerBind>& step_files) {
   const UserAccount& user = request_->account;
   const ContainerSpec& spec = request_->step.container;
   std::vector<ContainerMount> wanted;
@@ -608,8 +608,7 @@ Status StepContainer::StageBinds(const std::vector<std::string>& step_files) {
     }
     binds_.push_back({staged, m.target, m.read_only});
   }
-  for (const std::string& file : step_files)
-    binds_.push_back({file, file, true});
+  binds_.insert(binds_.end(), step_files.begin(), step_files.end());
   return Status::Ok();
 }
 

@@ -116,14 +116,13 @@ UserEntries MissingUserEntries(std::string_view passwd, std::string_view group,
 class StepContainer {
  public:
   // Everything the tasks share: the runtime, the image, the mount namespace
-  // with the root and the staged mounts. `step_files` are root's own files
-  // of the step (its script, its hostfile), bound read-only at their paths.
+  // with the root and the staged mounts. `step_files` are the step's own
+  // files in its folder (its script and hostfile, read-only; its progress
+  // file, the user's to write), bound at their paths.
   // Errors say what the job's user can do about them.
-  static Result<std::unique_ptr<StepContainer>> Prepare(const SupervisorRequest& request,
-                                                        const std::string& step_dir,
-                                                        const std::string& step_name,
-                                                        const std::string& work_dir,
-                                                        const std::vector<std::string>& step_files);
+  static Result<std::unique_ptr<StepContainer>> Prepare(
+      const SupervisorRequest& request, const std::string& step_dir, const std::string& step_name,
+      const std::string& work_dir, const std::vector<ContainerBind>& step_files);
   ~StepContainer();
 
   bool rootless() const;  // the node's ContainerHost::rootless
@@ -140,7 +139,7 @@ class StepContainer {
   Status MountRoot();
   Status HideCgroupV2();
   void AddUserEntries() const;
-  Status StageBinds(const std::vector<std::string>& step_files);
+  Status StageBinds(const std::vector<ContainerBind>& step_files);
   Status AddCdiDevices();
   Status StageDevices();
 

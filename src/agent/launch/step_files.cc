@@ -1,16 +1,20 @@
 #include "agent/launch/step_files.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "api/node_protocol.h"
 #include "core/files.h"
 #include "core/strings.h"
 
@@ -443,6 +447,37 @@ bool SignalIfAlive(const ProcessIdentity& process, int sig, bool group) {
 
 std::string EncodePidFile(const ProcessIdentity& supervisor, Time started) {
   return fmt::format("{} {} {}\n", supervisor.pid, supervisor.start_ticks, MsOf(started));
+}
+
+std::optional<double> ReadProgressFile(const std::string& path) {
+  constexpr off_t kTail = 256;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  char buf[kTail];
+  off_t from = 0;
+  ssize_t got = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    from = std::max<off_t>(0, st.st_size - kTail);
+    got = ::pread(fd, buf, sizeof buf, from);
+  }
+  ::close(fd);
+  if (got <= 0) return std::nullopt;
+  std::string_view tail(buf, static_cast<size_t>(got));
+  // The last complete line: a writer may be part-way through the next one.
+  const size_t end = tail.rfind('\n');
+  if (end == std::string_view::npos) return std::nullopt;
+  tail = tail.substr(0, end);
+  const size_t newline = tail.rfind('\n');
+  if (newline == std::string_view::npos && from > 0) return std::nullopt;  // began before the tail
+  const std::string_view line =
+      Trim(newline == std::string_view::npos ? tail : tail.substr(newline + 1));
+  double rate = 0;
+  const auto [next, error] = std::from_chars(line.data(), line.data() + line.size(), rate);
+  const bool whole_word = next == line.data() + line.size() || *next == ' ' || *next == '\t';
+  if (error != std::errc() || !whole_word || !(rate > 0 && rate <= api::kMaxProgressRate))
+    return std::nullopt;
+  return rate;
 }
 
 Result<std::pair<ProcessIdentity, Time>> DecodePidFile(std::string_view text) {

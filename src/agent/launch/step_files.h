@@ -9,6 +9,9 @@
 //                 22, which tells a live supervisor from a reused pid)
 //   hostfile      the supervisor: the MPI hostfile (0644)
 //   script        the supervisor: the batch script (0700, the user's)
+//   progress      the supervisor, empty (0600, the user's): the tasks write
+//                 their rate of progress to it ($SHOAL_PROGRESS_FILE), the
+//                 agent reads its last line (ReadProgressFile)
 //   tasks         the supervisor, once every task started: "<pid> <start
 //                 ticks>" a line, to clean up after a supervisor killed by force
 //   stop          the agent (Stop), before it signals the supervisor:
@@ -41,6 +44,7 @@ inline constexpr char kRequestFile[] = "request.json";
 inline constexpr char kPidFile[] = "pid";
 inline constexpr char kHostfileFile[] = "hostfile";
 inline constexpr char kScriptFile[] = "script";
+inline constexpr char kProgressFile[] = "progress";
 inline constexpr char kTasksFile[] = "tasks";
 inline constexpr char kStopFile[] = "stop";
 // "<signal> <leader_only 0|1>": a signal for the step's tasks, forwarded by
@@ -117,6 +121,13 @@ Result<std::pair<ProcessIdentity, Time>> DecodePidFile(std::string_view text);
 // The tasks file: one identity a line.
 std::string EncodeTasksFile(const std::vector<ProcessIdentity>& tasks);
 std::vector<ProcessIdentity> DecodeTasksFile(std::string_view text);
+
+// The progress file: the rate on its last complete line ("1234.5", or
+// "1234.5 samples/s": the first word is the figure, the rest is for people),
+// when it is a number above 0 and at most api::kMaxProgressRate. Reads
+// only the file's last 256 bytes, never follows a symbolic link and reads
+// nothing but a regular file; nullopt when there is no such figure.
+std::optional<double> ReadProgressFile(const std::string& path);
 
 // The wall clock, for the times in these files.
 Time WallNow();

@@ -1,7 +1,13 @@
 #include "agent/launch/step_files.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/files.h"
 
 namespace shoal::agent {
 namespace {
@@ -17,6 +23,40 @@ TEST(StepFiles, DirNames) {
                           "12.3.", "12.3.4.5", "12.3.99999999999"}) {
     EXPECT_FALSE(ParseStepDirName(bad).has_value()) << bad;
   }
+}
+
+// What a job writes to $SHOAL_PROGRESS_FILE, and what the agent makes of
+// it: the last complete line's first word, when it is a rate.
+TEST(StepFiles, ProgressIsTheLastCompleteLinesRate) {
+  const std::string dir = ::testing::TempDir() + "progress-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/progress";
+  auto rate_of = [&](const std::string& text) {
+    EXPECT_TRUE(WriteFile(path, text, 0600).ok());
+    return ReadProgressFile(path);
+  };
+  EXPECT_EQ(rate_of("1234.5\n"), 1234.5);
+  EXPECT_EQ(rate_of("10\n20 samples/s\n"), 20);
+  EXPECT_EQ(rate_of("10\n20\n3"), 20) << "a line part-way written is not read";
+  EXPECT_EQ(rate_of("  7e3\tsteps/s \n"), 7000);
+  EXPECT_EQ(rate_of(std::string(100000, 'x') + "\n55\n"), 55) << "only the tail is read";
+  for (const char* bad :
+       {"", "12", "0\n", "-5\n", "nan\n", "inf\n", "1e300\n", "12abc\n", "fast\n", "\n"}) {
+    EXPECT_EQ(rate_of(bad), std::nullopt) << bad;
+  }
+  // A line longer than the tail read is not taken for the number it ends with.
+  EXPECT_EQ(rate_of(std::string(300, '9') + "\n"), std::nullopt);
+
+  // Nothing but a regular file, never through a symbolic link.
+  EXPECT_TRUE(WriteFile(dir + "/secret", "42\n", 0600).ok());
+  std::filesystem::remove(path);
+  std::filesystem::create_symlink(dir + "/secret", path);
+  EXPECT_EQ(ReadProgressFile(path), std::nullopt);
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_EQ(ReadProgressFile(path), std::nullopt) << "a FIFO is neither read nor waited on";
+  EXPECT_EQ(ReadProgressFile(dir + "/missing"), std::nullopt);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StepFiles, RequestRoundTrip) {

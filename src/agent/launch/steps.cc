@@ -193,6 +193,10 @@ class DirSteps final : public Steps {
     return seconds;
   }
 
+  std::optional<double> Progress(StepKey key) const override {
+    return ReadProgressFile(StepDir(key) + "/" + kProgressFile);
+  }
+
   void Forget(StepKey key) override {
     Result<StepState> state = ReadState(key);
     if (!state.ok() || state->phase == StepPhase::kRunning ||
@@ -201,7 +205,6 @@ class DirSteps final : public Steps {
     }
     // Its output stays readable: a small record of where it went and whose
     // it is outlives the folder (the request, with the job's environment,
-    // does not).
     // does not). The job's output is its own step's (0).
     if (key.step == 0) {
       if (Result<StepOutput> output = Output(key); output.ok()) {

@@ -115,14 +115,15 @@ struct StepRequest {
 // The environment of one task of a step (local_rank 0..tasks_per_node-1 on
 // this node): the job's own variables, then SHOAL_JOB_ID, SHOAL_JOB_NAME,
 // SHOAL_NODE_RANK, SHOAL_NNODES, SHOAL_NODELIST, SHOAL_HOSTFILE (hostfile
-// path), MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK,
-// LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, TF_CONFIG (a MultiWorkerMirrored
+// path), SHOAL_PROGRESS_FILE (progress_file, where given), MASTER_ADDR, MASTER_PORT, WORLD_SIZE,
+// RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, TF_CONFIG (a MultiWorkerMirrored
 // cluster of every task, on ports master_port+1+rank), CUDA_VISIBLE_DEVICES,
 // and the SLURM_* equivalents common launchers read (SLURM_JOB_ID,
 // SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID, SLURM_NNODES).
 // Pure: no I/O.
 std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank,
-                                         const std::string& hostfile);
+                                         const std::string& hostfile,
+                                         const std::string& progress_file = "");
 
 // The MPI hostfile for a step: one line per node, "<host> slots=<tasks>".
 std::string Hostfile(const StepRequest& step);
@@ -269,6 +270,9 @@ class Steps {
   // leaders without a cgroup); nullopt when there is nothing to read. The
   // agent's simulated GPUs follow it, so that a `sleep` shows idle.
   virtual std::optional<double> CpuSeconds(StepKey /*key*/) const { return std::nullopt; }
+  // The rate of progress a running step's tasks last wrote to their
+  // progress file (ReadProgressFile); nullopt when there is none.
+  virtual std::optional<double> Progress(StepKey /*key*/) const { return std::nullopt; }
 
   // Change notifications, so that the agent learns at once that a step
   // ended. Each supervisor writes one line "<job>.<epoch>\n" to the FIFO

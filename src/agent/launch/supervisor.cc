@@ -211,6 +211,7 @@ class Supervisor {
 
     const std::string hostfile = dir_ + "/" + kHostfileFile;
     SHOAL_RETURN_IF_ERROR(WriteFile(hostfile, Hostfile(step), 0644));
+    SHOAL_RETURN_IF_ERROR(MakeProgressFile(user));
     if (step.script) {
       // A script with "#!" runs with its interpreter, as the kernel reads
       // it; one without runs with /bin/sh, as Slurm users expect of sbatch.
@@ -252,7 +253,7 @@ class Supervisor {
       TaskPlan& plan = plans_[static_cast<size_t>(local)];
       plan.local_rank = local;
       plan.rank = FirstRank(step) + local;
-      plan.shoal_env = TaskEnvironment(step, local, hostfile);
+      plan.shoal_env = TaskEnvironment(step, local, hostfile, dir_ + "/" + kProgressFile);
       plan.env = MergeEnvironment(login, plan.shoal_env);
       if (!bin_dir.empty()) PrependToPath(plan.env, bin_dir);
       plan.envp = PointersTo(plan.env);
@@ -287,10 +288,25 @@ class Supervisor {
     return Status::Ok();
   }
 
+  // The file the tasks write their progress to (step_files.h): empty, the
+  // user's, in the step's folder, where the user cannot put anything else
+  // in its place for the agent to read.
+  Status MakeProgressFile(const UserAccount& user) const {
+    const std::string path = dir_ + "/" + kProgressFile;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return Internal(ErrnoMessage("create " + path));
+    const bool owned = !drop_privileges_ || ::fchown(fd, user.uid, user.gid) == 0;
+    ::close(fd);
+    if (!owned) return Internal(ErrnoMessage("chown " + path));
+    return Status::Ok();
+  }
+
   // --container-image: every task runs under the OCI runtime (container.h).
   Status PrepareContainer(const StepRequest& step, const std::string& hostfile) {
-    std::vector<std::string> files = {hostfile};
-    if (step.script) files.push_back(dir_ + "/" + kScriptFile);
+    std::vector<ContainerBind> files = {{hostfile, hostfile, true}};
+    if (step.script) files.push_back({dir_ + "/" + kScriptFile, dir_ + "/" + kScriptFile, true});
+    const std::string progress = dir_ + "/" + kProgressFile;
+    files.push_back({progress, progress, false});
     SHOAL_ASSIGN_OR_RETURN(container_,
                            StepContainer::Prepare(request_, dir_, name_, work_dir_, files));
     // A program is found on the container's PATH, not the host's.

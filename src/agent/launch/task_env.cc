@@ -148,7 +148,8 @@ std::vector<FencedGpu> FencedGpusOf(const StepRequest& step) {
 }
 
 std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank,
-                                         const std::string& hostfile) {
+                                         const std::string& hostfile,
+                                         const std::string& progress_file) {
   const int nodes = NodeCount(step);
   const int world = WorldSize(step);
   const int rank = FirstRank(step) + local_rank;
@@ -176,6 +177,7 @@ std::vector<std::string> TaskEnvironment(const StepRequest& step, int local_rank
       Var("SHOAL_NODELIST", Join(hosts, ",")), Var("SHOAL_STEP_ID", step.step),
   };
   if (!hostfile.empty()) shoal.push_back(Var("SHOAL_HOSTFILE", hostfile));
+  if (!progress_file.empty()) shoal.push_back(Var("SHOAL_PROGRESS_FILE", progress_file));
   if (!step.node_name.empty()) {
     // The node's name, as Slurm's slurmd sets it for everything it starts.
     shoal.push_back(Var("SLURMD_NODENAME", step.node_name));

@@ -96,8 +96,9 @@ TEST(TaskEnvironment, RanksAndSizes) {
 
 TEST(TaskEnvironment, JobAndPlacementVariables) {
   StepRequest s = TwoNodeStep();
-  auto env = AsMap(TaskEnvironment(s, 0, "/steps/42.3/hostfile"));
+  auto env = AsMap(TaskEnvironment(s, 0, "/steps/42.3/hostfile", "/steps/42.3/progress"));
   EXPECT_EQ(env["SHOAL_JOB_ID"], "42");
+  EXPECT_EQ(env["SHOAL_PROGRESS_FILE"], "/steps/42.3/progress");
   EXPECT_EQ(env["SHOAL_JOB_NAME"], "train");
   EXPECT_EQ(env["SHOAL_NODELIST"], "gpu-a,gpu-b");
   EXPECT_EQ(env["SHOAL_HOSTFILE"], "/steps/42.3/hostfile");
