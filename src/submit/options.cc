@@ -291,7 +291,9 @@ constexpr OptionDef kOptions[] = {
      }},
     {"gpu-speed", 0, "MODEL=X,...",
      "Shoal's own: how fast the job runs on each GPU model, e.g. h100=1,a100=0.55 (ratios); "
-     "speed-aware policies run it where it ends soonest, only on these models",
+     "speed-aware policies run it where it ends soonest, only on these models. Without it: "
+     "the speeds learned from earlier runs of the job's name that wrote $SHOAL_PROGRESS_FILE, "
+     "else the GPUs' catalogue peaks",
      [](const Call& c, Request& r, std::vector<std::string>&) {
        std::vector<std::pair<std::string, double>> speeds;
        for (std::string_view item : Split(c.value, ',')) {
