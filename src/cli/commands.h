@@ -9,6 +9,7 @@ namespace shoal::cli {
 
 int RunSim(const std::vector<std::string>& args);
 int RunPlan(const std::vector<std::string>& args);
+int RunPlanMix(const std::vector<std::string>& args);  // shoal plan mix
 int RunServer(const std::vector<std::string>& args);
 int RunSubmit(const std::vector<std::string>& args);
 int RunQueue(const std::vector<std::string>& args);

@@ -270,6 +270,7 @@ int RunPlan(const std::vector<std::string>& raw) {
   if (!raw.empty() && raw[0] == "validate") return RunValidate({raw.begin() + 1, raw.end()});
   if (!raw.empty() && raw[0] == "gpus") return RunGpus({raw.begin() + 1, raw.end()});
   if (!raw.empty() && raw[0] == "models") return RunModels({raw.begin() + 1, raw.end()});
+  if (!raw.empty() && raw[0] == "mix") return RunPlanMix({raw.begin() + 1, raw.end()});
 
   std::string file;
   WorkloadFlags wf;
@@ -282,7 +283,8 @@ int RunPlan(const std::vector<std::string>& raw) {
       "Size a GPU cluster for a workload: GPUs, parallel layout, nodes, racks, network fabric, "
       "power, "
       "cooling, cost and failures, one design per allowed GPU model, side by side.\n"
-      "Give a workload file (docs/plan.md) or flags. Also: `shoal plan validate` (the model "
+      "Give a workload file (docs/plan.md) or flags. Also: `shoal plan mix` (which GPU mix serves "
+      "a trace best, by simulation), `shoal plan validate` (the model "
       "against "
       "published runs), `shoal plan gpus` (the catalogue), `shoal plan models` (presets).",
       "shoal plan"};

@@ -166,9 +166,6 @@ Result<Cluster> LoadNodeList(const TextFile& file, std::string_view header, RowR
 // Gavel's cluster spec: {"philly": ["500:0:0"]}, GPU counts of V100:P100:K80.
 Result<Cluster> LoadGavelSpec(const TextFile& file, const ClusterLoadOptions& options) {
   const std::string& path = file.path();
-  if (options.gavel_gpus_per_node < 1 || options.gavel_gpus_per_node > kMaxGpusPerNode) {
-    return InvalidArgument(fmt::format("gavel_gpus_per_node must be in [1, {}]", kMaxGpusPerNode));
-  }
   std::string trace_name;
   std::string spec;
   try {
@@ -197,35 +194,50 @@ Result<Cluster> LoadGavelSpec(const TextFile& file, const ClusterLoadOptions& op
     return InvalidArgument(fmt::format("{}: '{}' is not a V100:P100:K80 GPU count", path, spec));
   }
   static constexpr std::string_view kModels[] = {"V100", "P100", "K80"};
+  std::vector<std::pair<std::string, int64_t>> mix;
+  for (size_t m = 0; m < 3; ++m) {
+    auto count = ParseInt(counts[m]);
+    if (!count.ok() || *count < 0 || *count > 10'000'000) {
+      return InvalidArgument(fmt::format("{}: '{}' is not a V100:P100:K80 GPU count", path, spec));
+    }
+    mix.emplace_back(kModels[m], *count);
+  }
+  return ModelMixCluster(trace_name, mix, options);
+}
+
+}  // namespace
+
+Result<Cluster> ModelMixCluster(const std::string& name,
+                                const std::vector<std::pair<std::string, int64_t>>& gpus_by_model,
+                                const ClusterLoadOptions& options) {
+  if (options.gavel_gpus_per_node < 1 || options.gavel_gpus_per_node > kMaxGpusPerNode) {
+    return InvalidArgument(fmt::format("gavel_gpus_per_node must be in [1, {}]", kMaxGpusPerNode));
+  }
   // Gavel's simulator gives jobs GPUs only; the host figures are the per-GPU
   // share of an AWS p3.16xlarge (64 vCPUs, 488 GiB for 8 GPUs) so that nodes
   // are not empty of CPUs and memory.
   constexpr int64_t kCpuMilliPerGpu = 8000;
   constexpr int64_t kMemoryMibPerGpu = int64_t{61} * 1024;
   std::vector<ListedNode> nodes;
-  for (size_t m = 0; m < 3; ++m) {
-    auto count = ParseInt(counts[m]);
-    if (!count.ok() || *count < 0 || *count > 10'000'000) {
-      return InvalidArgument(fmt::format("{}: '{}' is not a V100:P100:K80 GPU count", path, spec));
-    }
-    int64_t left = *count;
+  for (const auto& [model, count] : gpus_by_model) {
+    if (count < 0 || count > 10'000'000)
+      return InvalidArgument(fmt::format("{} {} GPUs: out of range", count, model));
+    int64_t left = count;
     int64_t total_nodes = (left + options.gavel_gpus_per_node - 1) / options.gavel_gpus_per_node;
     int width = std::max<int>(3, static_cast<int>(std::to_string(total_nodes).size()));
     for (int64_t i = 1; left > 0; ++i) {
       ListedNode n;
       n.gpus = static_cast<int>(std::min<int64_t>(left, options.gavel_gpus_per_node));
       left -= n.gpus;
-      n.model = std::string(kModels[m]);
-      n.name = fmt::format("{}-{:0{}}", ToLower(kModels[m]), i, width);
+      n.model = model;
+      n.name = fmt::format("{}-{:0{}}", ToLower(model), i, width);
       n.cpu_milli = kCpuMilliPerGpu * n.gpus;
       n.memory_mib = kMemoryMibPerGpu * n.gpus;
       nodes.push_back(std::move(n));
     }
   }
-  return BuildListCluster(trace_name, nodes, options, path);
+  return BuildListCluster(name, nodes, options, name);
 }
-
-}  // namespace
 
 Result<Cluster> LoadCluster(const std::string& path, const ClusterLoadOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(TextFile file, TextFile::Read(path));

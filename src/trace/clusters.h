@@ -2,7 +2,10 @@
 // or the node lists and cluster specs that come with the public traces.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/cluster.h"
 #include "core/status.h"
@@ -28,5 +31,13 @@ struct ClusterLoadOptions {
 // say is left 0: GPU memory for models of undisclosed size, and host memory for
 // the spot list, which has no memory column.
 Result<Cluster> LoadCluster(const std::string& path, const ClusterLoadOptions& options = {});
+
+// A cluster of these GPU models in these numbers, `gavel_gpus_per_node` to a
+// node (the last node of a model holds what is left), named <model>-NNN,
+// with the host figures of a Gavel cluster spec's nodes. What a Gavel spec
+// builds; also the candidates of `shoal plan mix`.
+Result<Cluster> ModelMixCluster(const std::string& name,
+                                const std::vector<std::pair<std::string, int64_t>>& gpus_by_model,
+                                const ClusterLoadOptions& options = {});
 
 }  // namespace shoal::trace

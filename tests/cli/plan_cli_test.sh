@@ -84,4 +84,33 @@ check "validate \$SHOAL_DATA_DIR" 0 "worst row" -- env SHOAL_DATA_DIR="$ROOT/dat
 check "validate without data" 1 "give --data" -- "$SHOAL" plan validate --data "$TMP/none"
 check "validate bad \$SHOAL_DATA_DIR" 1 "$TMP/none/compiled" -- env SHOAL_DATA_DIR="$TMP/none" "$SHOAL" plan validate
 check "version names the data" 0 "data: $ROOT/data (source tree)" -- "$SHOAL" version
+
+# Which GPU mix serves a workload best, asked of the simulator: the first 300
+# jobs of Gavel's Philly trace on every mix of 48 GPUs in nodes of 8 (28
+# mixes), and on what a budget buys (illustrative prices, a unit an hour).
+MIX="plan mix --trace gavel-philly-msr/seed=0/ --max-jobs 300 --models V100,P100,K80"
+check "mix: a fixed number of GPUs" 0 "^best: V100 [0-9]*, P100 [0-9]*, K80 [0-9]* (mean JCT" -- "$SHOAL" $MIX --gpus 48
+mix_json() {  # checks the JSON: every mix, ranked by mean JCT, within its limits
+  "$SHOAL" $MIX "$@" --json > "$TMP/mix.json" && python3 - "$TMP/mix.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+mixes = r["mixes"]
+jct = [m["jct_mean_s"] for m in mixes]
+assert jct == sorted(jct), "not ranked by mean JCT"
+for m in mixes:
+    total = sum(m["gpus"].values())
+    assert total > 0 and all(g % 8 == 0 for g in m["gpus"].values()), m
+    if "gpus" in r:
+        assert total == r["gpus"], m
+    else:
+        assert m["cost"] <= r["budget"] + 1e-9, m
+print(f"{len(mixes)} mixes, ranked")
+PY
+}
+check "mix: 28 mixes of 48 GPUs, ranked" 0 "^28 mixes, ranked$" -- mix_json --gpus 48
+check "mix: within a budget" 0 "mixes, ranked$" -- mix_json --price V100=3.06,P100=1.46,K80=0.90 --budget 60
+check "mix: a budget needs prices" 2 "a budget needs a price for every model; K80 has none" -- "$SHOAL" $MIX --price V100=3,P100=1 --budget 60
+check "mix: a model the trace lacks" 2 "the trace has no run times on H100 (it has K80, P100, V100)" -- "$SHOAL" plan mix --trace gavel-philly-msr/seed=0/ --max-jobs 300 --models V100,H100 --gpus 16
+check "mix: too fine a step" 2 "choose a coarser step" -- "$SHOAL" $MIX --gpus 4000 --step 8
+check "mix: a bad price" 2 "--price: 'V100=-1' is not MODEL=PRICE" -- "$SHOAL" $MIX --price V100=-1 --budget 60
 exit $fail
