@@ -20,6 +20,7 @@ int RunRelease(const std::vector<std::string>& args);
 int RunRequeue(const std::vector<std::string>& args);
 int RunPriority(const std::vector<std::string>& args);
 int RunHistory(const std::vector<std::string>& args);
+int RunSpeeds(const std::vector<std::string>& args);
 int RunNodes(const std::vector<std::string>& args);
 int RunNode(const std::vector<std::string>& args);
 int RunDoctor(const std::vector<std::string>& args);

@@ -42,6 +42,8 @@ constexpr Command kCommands[] = {
     {"priority", shoal::cli::RunPriority, "set a job's priority (admins)"},
     {"logs", shoal::cli::RunLogs, "a job's output (-f: follow it while it runs)"},
     {"history", shoal::cli::RunHistory, "finished jobs and their GPU-hours"},
+    {"speeds", shoal::cli::RunSpeeds,
+     "what jobs' progress taught of their speed on each GPU model; forget a job's"},
     {"nodes", shoal::cli::RunNodes, "nodes, their GPUs in use and their state"},
     {"top", shoal::cli::RunTop,
      "every GPU, live: utilisation, memory, power, temperature, job (like nvtop)"},

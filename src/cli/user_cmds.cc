@@ -636,6 +636,44 @@ int RunHistory(const std::vector<std::string>& raw) {
   });
 }
 
+int RunSpeeds(const std::vector<std::string>& raw) {
+  ServerCommand cmd("speeds",
+                    "Learned speeds: what jobs that wrote their progress to $SHOAL_PROGRESS_FILE "
+                    "ran at on each GPU model, by user and job name (speed-aware policies place "
+                    "a later job of that name by them); --forget drops a job name's.");
+  std::string user, forget;
+  CLI::App& app = cmd.app();
+  app.add_option("-u,--user", user, "this user's (default: yours; admins: everyone's)")
+      ->type_name("USER");
+  app.add_option("--forget", forget, "forget what was learned of this job name")->type_name("NAME");
+  return RunServerCommand(cmd, raw, [&](ApiClient& c) {
+    if (!forget.empty()) {
+      auto r = c.Delete("/v1/speeds" + Query({{"user", user}, {"name", forget}}));
+      if (!r.ok()) return Fail("speeds", r.status());
+      const std::string what = Num(*r, "forgotten") == 1
+                                   ? std::string("1 model's speed")
+                                   : fmt::format("{} models' speeds", Str(*r, "forgotten"));
+      std::printf("forgot %s of %s's job '%s'\n", what.c_str(), Str(*r, "user").c_str(),
+                  forget.c_str());
+      return kExitOk;
+    }
+    auto r = c.Get("/v1/speeds" + Query({{"user", user}}));
+    if (!r.ok()) return Fail("speeds", r.status());
+    if (cmd.flags().json) {
+      std::printf("%s\n", r->dump(2).c_str());
+      return kExitOk;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const Json& s : (*r)["speeds"]) {
+      rows.push_back({Str(s, "user"), Str(s, "name"), Str(s, "model"),
+                      fmt::format("{:.4g}", Num(s, "rate")), Str(s, "runs"),
+                      fmt::format("{} ago", Elapsed(NowSeconds() - Num(s, "updated")))});
+    }
+    std::printf("%s", Table({"USER", "NAME", "MODEL", "RATE/S", "RUNS", "LEARNED"}, rows).c_str());
+    return kExitOk;
+  });
+}
+
 int RunDrain(const std::vector<std::string>& raw) {
   ServerCommand cmd("drain",
                     "Take nodes out of service (admins): their jobs finish, no new ones start.");

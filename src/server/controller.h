@@ -384,6 +384,12 @@ class Controller {
                                                            const JobFilter& f) const;
   // A job with why it waits and where it would run (estimated start, planned nodes).
   Result<api::Json> ShowJob(const Identity& who, JobId id) const;
+  // Learned speeds (server/speeds.h): `user`'s (empty: the caller's own; an
+  // admin's: everyone's), and forgetting one job name's of them. Only an
+  // admin acts for another user.
+  Result<api::Json> LearnedSpeedsJson(const Identity& who, const std::string& user) const;
+  Result<api::Json> ForgetSpeeds(const Identity& who, const std::string& user,
+                                 const std::string& name);
   // Whether the controller holds the job (active or recently finished):
   // then its record here is newer than the store's.
   bool Holds(JobId id) const { return jobs_.count(id.value()) > 0; }

@@ -133,6 +133,23 @@ Result<api::Json> Controller::ShowJob(const Identity& who, JobId id) const {
   return j;
 }
 
+Result<api::Json> Controller::LearnedSpeedsJson(const Identity& who,
+                                                const std::string& user) const {
+  if (!user.empty() && user != who.user && !who.admin())
+    return Denied("only an admin sees another user's learned speeds");
+  api::Json list = api::Json::array();
+  for (const state::LearnedSpeed* s :
+       learned_.List(user.empty() && !who.admin() ? who.user : user)) {
+    list.push_back({{"user", s->user},
+                    {"name", s->name},
+                    {"model", s->model},
+                    {"rate", s->rate},
+                    {"runs", s->runs},
+                    {"updated", api::TimeToJson(s->updated)}});
+  }
+  return api::Json{{"speeds", std::move(list)}};
+}
+
 // The running jobs' parts by node id (only node `only`'s when it is set):
 // one look at each running job, so that listing every node costs
 // O(nodes + jobs), not O(nodes x jobs).

@@ -16,6 +16,7 @@ namespace shoal::server {
 
 namespace {
 
+using internal::Denied;
 using internal::IsActive;
 
 }  // namespace
@@ -71,6 +72,22 @@ void Controller::LearnSpeed(const Job& job, Time now) {
           learned_.Learn(job.spec.user, job.spec.name, ModelOfRun(job), job.efficiency, now)) {
     batch_.speeds.push_back(std::move(*learned));
   }
+}
+
+Result<api::Json> Controller::ForgetSpeeds(const Identity& who, const std::string& user,
+                                           const std::string& name) {
+  const std::string& whose = user.empty() ? who.user : user;
+  if (whose != who.user && !who.admin())
+    return Denied("only an admin forgets another user's learned speeds");
+  if (name.empty()) return InvalidArgument("name the job whose learned speeds to forget");
+  const int forgotten = learned_.Forget(whose, name);
+  if (forgotten > 0) {
+    // A rate learned since the last commit goes with the rest.
+    std::erase_if(batch_.speeds,
+                  [&](const state::LearnedSpeed& s) { return s.user == whose && s.name == name; });
+    batch_.deleted_speeds.emplace_back(whose, name);
+  }
+  return api::Json{{"user", whose}, {"name", name}, {"forgotten", forgotten}};
 }
 
 // Adds one heartbeat's telemetry to the efficiency of the jobs on the node,

@@ -358,6 +358,23 @@ std::optional<net::HttpResponse> AskAgent(const Context& ctx, const std::string&
   return std::move(*r);
 }
 
+// What jobs' earlier runs taught of their speeds (server/speeds.h), and
+// forgetting one job name's: ?user= (an admin's, for another user) and, to
+// forget, ?name=.
+void LearnedSpeeds(const Context& ctx, const Identity& who, const httplib::Request& req,
+                   httplib::Response& res) {
+  Reply(res, ctx.loop.Call<Json>([who, user = req.get_param_value("user")](Controller& c, Time) {
+    return c.LearnedSpeedsJson(who, user);
+  }));
+}
+
+void ForgetSpeeds(const Context& ctx, const Identity& who, const httplib::Request& req,
+                  httplib::Response& res) {
+  Reply(res, ctx.loop.Call<Json>(
+                 [who, user = req.get_param_value("user"), name = req.get_param_value("name")](
+                     Controller& c, Time) { return c.ForgetSpeeds(who, user, name); }));
+}
+
 }  // namespace
 
 void ProxyAgentOutput(const Context& ctx, const std::string& node, const std::string& address,
@@ -394,6 +411,8 @@ void AddJobRoutes(httplib::Server& http, const Context& ctx) {
   http.Post(R"(/v1/jobs/(\d+)/signal)", HandleAuthed(ctx, SignalJob));
   http.Patch(R"(/v1/jobs/(\d+))", HandleAuthed(ctx, SetPriority));
   http.Get("/v1/history", HandleAuthed(ctx, History));
+  http.Get("/v1/speeds", HandleAuthed(ctx, LearnedSpeeds));
+  http.Delete("/v1/speeds", HandleAuthed(ctx, ForgetSpeeds));
 }
 
 }  // namespace shoal::server::routes

@@ -66,6 +66,31 @@ std::map<std::string, const state::LearnedSpeed*> LearnedSpeeds::Of(const std::s
   return out;
 }
 
+int LearnedSpeeds::Forget(const std::string& user, const std::string& name) {
+  int forgotten = 0;
+  auto it = table_.lower_bound({user, name, ""});
+  while (it != table_.end() && std::get<0>(it->first) == user && std::get<1>(it->first) == name) {
+    it = table_.erase(it);
+    ++forgotten;
+  }
+  if (forgotten > 0) {
+    if (auto u = names_.find(user); u != names_.end()) {
+      u->second.erase(name);
+      if (u->second.empty()) names_.erase(u);
+    }
+    ++version_;
+  }
+  return forgotten;
+}
+
+std::vector<const state::LearnedSpeed*> LearnedSpeeds::List(const std::string& user) const {
+  std::vector<const state::LearnedSpeed*> out;
+  auto it = user.empty() ? table_.begin() : table_.lower_bound({user, "", ""});
+  for (; it != table_.end() && (user.empty() || std::get<0>(it->first) == user); ++it)
+    out.push_back(&it->second);
+  return out;
+}
+
 ModelSpeeds SpeedsOf(const JobSpec& spec, const sched::Inventory& inv,
                      const LearnedSpeeds* learned) {
   const std::vector<std::string>& models = inv.models();

@@ -50,6 +50,11 @@ class LearnedSpeeds {
   // The rates learned for `user`'s job `name`, by model.
   std::map<std::string, const state::LearnedSpeed*> Of(const std::string& user,
                                                        const std::string& name) const;
+  // Forgets what was learned of `user`'s job `name`; returns how many
+  // models' rates that was.
+  int Forget(const std::string& user, const std::string& name);
+  // Every record, in (user, name, model) order; only `user`'s unless empty.
+  std::vector<const state::LearnedSpeed*> List(const std::string& user) const;
   // Grows with every change: speeds made from the table before are stale.
   uint64_t version() const { return version_; }
   size_t size() const { return table_.size(); }

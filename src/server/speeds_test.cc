@@ -159,6 +159,49 @@ TEST_F(SpeedsTest, SpeedsLearnedFromEarlierRunsPlaceTheNextOne) {
   EXPECT_EQ(launches[0].node, "a1");
 }
 
+// What was learned is each user's to see and to forget; only an admin sees
+// or forgets another user's. Forgetting reaches the store, and the next job
+// of that name is placed as if nothing had been learned.
+TEST_F(SpeedsTest, UsersSeeAndForgetTheirOwnLearnedSpeeds) {
+  Controller c(SpeedConfig());
+  RegisterMixed(c, 1, 0);
+  state::Loaded loaded;
+  loaded.speeds = {
+      {.user = "alice", .name = "train", .model = "A100-SXM4-80GB", .rate = 120, .runs = 2},
+      {.user = "alice", .name = "train", .model = "H100-SXM-80GB", .rate = 80, .runs = 1},
+      {.user = "bob", .name = "train", .model = "H100-SXM-80GB", .rate = 5, .runs = 1},
+  };
+  ASSERT_TRUE(c.Restore(loaded, At(0), {}).ok());
+  auto listed = [&](const Identity& who, const std::string& user) {
+    auto r = c.LearnedSpeedsJson(who, user);
+    return r.ok() ? (*r)["speeds"].size() : size_t{999};
+  };
+  EXPECT_EQ(listed(kAlice, ""), 2u);
+  EXPECT_EQ(listed(kAdmin, ""), 3u);
+  EXPECT_EQ(listed(kAdmin, "bob"), 1u);
+  EXPECT_EQ(c.LearnedSpeedsJson(kAlice, "bob").status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c.ForgetSpeeds(kBob, "alice", "train").status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(c.ForgetSpeeds(kAlice, "", "").status().code(), StatusCode::kInvalidArgument);
+  (void)c.TakeBatch();
+
+  auto forgot = c.ForgetSpeeds(kAlice, "", "train");
+  ASSERT_TRUE(forgot.ok()) << forgot.status().ToString();
+  EXPECT_EQ((*forgot)["forgotten"], 2);
+  EXPECT_EQ(listed(kAlice, ""), 0u);
+  EXPECT_EQ(listed(kAdmin, "bob"), 1u) << "bob's job of the same name keeps its speeds";
+  const state::Batch batch = c.TakeBatch();
+  EXPECT_EQ(batch.deleted_speeds,
+            (std::vector<std::pair<std::string, std::string>>{{"alice", "train"}}));
+
+  JobSpec spec = Spec(1);
+  spec.name = "train";
+  auto id = c.Submit(kAlice, spec, At(1));
+  ASSERT_TRUE(id.ok());
+  auto shown = c.ShowJob(kAlice, JobId((*id)["jobs"][0].get<uint64_t>()));
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ((*shown)["speeds"]["source"], "catalogue (peak BF16)");
+}
+
 // A run teaches only with enough figures, on one model; each new run weighs
 // half; a user's job names are bounded, other users' are not affected.
 TEST(LearnedSpeedsTest, LearnsFromRunsWithEnoughFiguresAndBoundsEachUsersNames) {

@@ -32,6 +32,12 @@ class MemoryStore final : public Store {
       qos_.erase(name);
     for (const std::string& name : batch.deleted_reservations)
       reservations_.erase(name);
+    for (const auto& [user, name] : batch.deleted_speeds) {
+      auto it = speeds_.lower_bound({user, name, ""});
+      while (it != speeds_.end() && std::get<0>(it->first) == user &&
+             std::get<1>(it->first) == name)
+        it = speeds_.erase(it);
+    }
     for (const Job& job : batch.jobs)
       jobs_[job.id.value()] = job;
     for (const Node& node : batch.nodes)

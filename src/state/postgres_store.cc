@@ -439,7 +439,7 @@ void AddUsage(BatchBuilder& b, const Batch& batch) {
 }
 
 void AddSpeeds(BatchBuilder& b, const Batch& batch) {
-  if (batch.speeds.empty()) return;
+  if (batch.speeds.empty() && batch.deleted_speeds.empty()) return;
   ArrayLiteral users, names, models, rates, runs, updated;
   // Names hold no NUL, so it separates the key's parts.
   for (size_t i : LastOfEach(batch.speeds, [](const LearnedSpeed& sp) {
@@ -453,13 +453,33 @@ void AddSpeeds(BatchBuilder& b, const Batch& batch) {
     runs.Add(int64_t{sp.runs});
     updated.Add(ToMillis(sp.updated));
   }
+  const std::string written_users = b.Param(Arr(users)), written_names = b.Param(Arr(names)),
+                    written_models = b.Param(Arr(models));
+  if (!batch.deleted_speeds.empty()) {
+    // A forgotten job's rows, but those the batch writes (no row may be
+    // touched twice; the write is what would be left).
+    ArrayLiteral gone_users, gone_names;
+    for (const auto& [user, name] : batch.deleted_speeds) {
+      gone_users.Add(std::string_view(user));
+      gone_names.Add(std::string_view(name));
+    }
+    b.Add(fmt::format(
+        "DELETE FROM speeds USING unnest({}::text[], {}::text[]) AS gone(user_name, job_name) "
+        "WHERE speeds.user_name = gone.user_name AND speeds.job_name = gone.job_name AND "
+        "(speeds.user_name, speeds.job_name, speeds.model) NOT IN (SELECT * FROM "
+        "unnest({}::text[], "
+        "{}::text[], {}::text[]))",
+        b.Param(Arr(gone_users)), b.Param(Arr(gone_names)), written_users, written_names,
+        written_models));
+  }
+  if (batch.speeds.empty()) return;
   b.Add(fmt::format(
       "INSERT INTO speeds (user_name, job_name, model, rate, runs, updated_ms) SELECT * FROM "
       "unnest({}::text[], {}::text[], {}::text[], {}::double precision[], {}::integer[], "
       "{}::bigint[]) ON CONFLICT (user_name, job_name, model) DO UPDATE SET rate = EXCLUDED.rate, "
       "runs = EXCLUDED.runs, updated_ms = EXCLUDED.updated_ms",
-      b.Param(Arr(users)), b.Param(Arr(names)), b.Param(Arr(models)), b.Param(Arr(rates)),
-      b.Param(Arr(runs)), b.Param(Arr(updated))));
+      written_users, written_names, written_models, b.Param(Arr(rates)), b.Param(Arr(runs)),
+      b.Param(Arr(updated))));
 }
 
 BatchStatement BatchSql(const Batch& batch, const EncodedBatch& encoded) {

@@ -209,6 +209,16 @@ Status SqliteStore::WriteBatch(const Batch& batch, const EncodedBatch& encoded) 
       SHOAL_RETURN_IF_ERROR(stmt.Run());
     }
   }
+  if (!batch.deleted_speeds.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(
+        Statement stmt,
+        writer_->Prepare("DELETE FROM speeds WHERE user_name = ?1 AND job_name = ?2"));
+    for (const auto& [user, name] : batch.deleted_speeds) {
+      stmt.BindText(1, user);
+      stmt.BindText(2, name);
+      SHOAL_RETURN_IF_ERROR(stmt.Run());
+    }
+  }
   if (!batch.speeds.empty()) {
     SHOAL_ASSIGN_OR_RETURN(Statement stmt,
                            writer_->Prepare("INSERT OR REPLACE INTO speeds (user_name, job_name, "

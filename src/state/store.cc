@@ -7,7 +7,7 @@ bool Batch::empty() const {
          partitions.empty() && deleted_partitions.empty() && accounts.empty() &&
          deleted_accounts.empty() && qos.empty() && deleted_qos.empty() && reservations.empty() &&
          deleted_reservations.empty() && usage.empty() && speeds.empty() &&
-         !next_job_id.has_value();
+         deleted_speeds.empty() && !next_job_id.has_value();
 }
 
 }  // namespace shoal::state

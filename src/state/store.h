@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cluster.h"
@@ -81,6 +82,8 @@ struct Batch {
   std::vector<std::string> deleted_reservations;
   std::vector<AccountUsage> usage;
   std::vector<LearnedSpeed> speeds;  // insert or replace by (user, name, model)
+  // (user, job name): every model's learned speed of that job is forgotten.
+  std::vector<std::pair<std::string, std::string>> deleted_speeds;
   std::optional<uint64_t> next_job_id;
 
   bool empty() const;

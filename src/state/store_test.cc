@@ -248,6 +248,34 @@ TEST_P(StoreTest, LearnedSpeedsAreKeptByUserNameAndModel) {
   EXPECT_EQ(MustLoad().speeds, want);
 }
 
+// Forgetting a job name's speeds removes every model's, and nothing of
+// another name or user; a batch that forgets and learns again keeps what it
+// learned.
+TEST_P(StoreTest, ForgottenSpeedsAreGoneButWhatTheBatchLearnsAgain) {
+  auto speed = [](std::string user, std::string name, std::string model, double rate) {
+    return LearnedSpeed{.user = std::move(user),
+                        .name = std::move(name),
+                        .model = std::move(model),
+                        .rate = rate,
+                        .runs = 1,
+                        .updated = At(1)};
+  };
+  Batch first;
+  first.speeds = {speed("ann", "a", "A100", 1), speed("ann", "a", "H100", 2),
+                  speed("ann", "b", "H100", 3), speed("bob", "a", "H100", 4)};
+  MustCommit(first);
+  Batch forget;
+  forget.deleted_speeds = {{"ann", "a"}};
+  MustCommit(forget);
+  EXPECT_EQ(MustLoad().speeds, (std::vector<LearnedSpeed>{speed("ann", "b", "H100", 3),
+                                                          speed("bob", "a", "H100", 4)}));
+  Batch again;
+  again.deleted_speeds = {{"ann", "b"}, {"bob", "a"}};
+  again.speeds = {speed("bob", "a", "H100", 5)};
+  MustCommit(again);
+  EXPECT_EQ(MustLoad().speeds, (std::vector<LearnedSpeed>{speed("bob", "a", "H100", 5)}));
+}
+
 TEST_P(StoreTest, DeletionsComeBeforeTheWritesOfTheirBatch) {
   Batch first;
   first.nodes = {TestNode("a"), TestNode("b")};

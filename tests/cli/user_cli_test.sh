@@ -117,5 +117,7 @@ check "restart keeps history" 0 "train" -- "$SHOAL" history
 # A job's speed on each GPU model (--gpu-speed), shown and kept.
 SPEEDY=$("$SHOAL" submit --parsable --gpus 1 --gpu-speed h100=1,a100=0.55 --wrap true)
 check "show: the job's GPU speeds" 0 "^gpu speeds  *a100=0.55, h100=1 (--gpu-speed)$" -- "$SHOAL" show "$SPEEDY"
+check "speeds: nothing learned yet" 0 "^USER  *NAME  *MODEL  *RATE/S" -- "$SHOAL" speeds
+check "speeds: forgetting what was never learned" 0 "^forgot 0 models' speeds of .*'s job 'nothing'$" -- "$SHOAL" speeds --forget nothing
 check "a speed must be above 0" 2 "'a100=0' is not MODEL=SPEED" -- "$SHOAL" submit --gpus 1 --gpu-speed h100=1,a100=0 --wrap true
 exit $fail
