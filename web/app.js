@@ -252,6 +252,7 @@
   const EFFICIENCY_LABELS = {
     util_mean_pct: 'Mean utilisation', util_peak_pct: 'Peak utilisation', mem_mean_mib: 'Mean memory used',
     mem_peak_mib: 'Peak memory used', energy_wh: 'Energy', samples: 'Samples',
+    progress_rate: 'Progress (a second)', progress_samples: 'Progress reports',
   };
   function efficiencyLabel(key) {
     return EFFICIENCY_LABELS[key] || key.replace(/_(pct|mib|wh)$/, '').replace(/_/g, ' ');
@@ -1001,6 +1002,11 @@
         ['Exit', j.end_time ? (j.exit_signal ? `signal ${j.exit_signal}` : String(j.exit_code ?? '')) : '–'],
         ['Command', h('code', null, s.command || '')],
       ];
+      // Under a speed-aware policy: the speed it is placed by on each GPU model, and whence.
+      if (j.speeds && j.speeds.by_model) {
+        const by = Object.entries(j.speeds.by_model).map(([m, v]) => `${m} ${fmtNum(v)}`).join(', ');
+        rows.push(['Speeds', `${j.speeds.source}: ${by}`]);
+      }
       this.fields.replaceChildren(...rows.flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v ?? '–')]));
       const eff = j.efficiency;
       if (eff && typeof eff === 'object' && Object.keys(eff).length) {
