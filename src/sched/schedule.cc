@@ -668,7 +668,7 @@ class Cycle {
            params_.long_backfill ? "" : "it would still run when the first job waiting starts");
       return;
     }
-    if (policy_.preempt() != nullptr && TryPreempt(e)) return;
+    if (policy_.preempt() != nullptr && TryPreempt(PreemptorEntry(e, j))) return;
     if (!snap_.explain && !(mode == QueueMode::kBackfill && !reservation_)) {
       // Neither recorded nor reserving: why it waits changes nothing.
       if (mode == QueueMode::kStrict) blocked_partition_ |= uint64_t{1} << req.partition;
@@ -749,6 +749,32 @@ class Cycle {
     timeline_.emplace(inv_, now_);
     for (const JobInfo& r : snap_.running)
       timeline_->AddRunning(inv_, r);
+  }
+
+  // A speed-aware job makes room by preemption only on the models it runs
+  // fastest on. Room on a slower model it would not take while it may wait
+  // for a faster one (WalkBySpeed), and the jobs preempted for it would start
+  // there again at the next pass, to be preempted again, pass after pass.
+  Entry PreemptorEntry(const Entry& e, const JobInfo& j) {
+    if (!timeline_ || !j.model_speed) return e;
+    const std::vector<double>& speed = *j.model_speed;
+    const uint64_t accepted = e.req->model_mask;
+    double fastest_speed = 0;
+    for (size_t m = 0; m < speed.size() && m < 64; ++m) {
+      if (accepted >> m & 1) fastest_speed = std::max(fastest_speed, speed[m]);
+    }
+    uint64_t fastest = 0;
+    for (size_t m = 0; m < speed.size() && m < 64; ++m) {
+      if ((accepted >> m & 1) && speed[m] > 0 && speed[m] >= fastest_speed)
+        fastest |= uint64_t{1} << m;
+    }
+    if (fastest == 0 || fastest == accepted) return e;
+    Request& kept = recompiled_.emplace_back(*e.req);
+    kept.model_mask = fastest;
+    Entry out = e;
+    out.req = &kept;
+    out.key_known.reset();
+    return out;
   }
 
   // `req` kept to the models where the job's speed is not 0 (it cannot run
