@@ -49,17 +49,15 @@ struct MixRun {
 // "V100=3.06,K80=0.9" into the models' prices.
 Status TakePrices(const std::string& text, std::vector<plan::MixModel>& models) {
   for (std::string_view item : Split(text, ',')) {
-    const size_t eq = item.find('=');
-    auto price = eq == std::string_view::npos ? Result<double>(InvalidArgument(""))
-                                              : ParseDouble(Trim(item.substr(eq + 1)));
-    const std::string model(Trim(item.substr(0, eq == std::string_view::npos ? 0 : eq)));
-    auto it = std::find_if(models.begin(), models.end(),
-                           [&](const plan::MixModel& m) { return m.model == model; });
-    if (!price.ok() || !(*price > 0) || it == models.end()) {
+    const auto price = ParseNamedNumber(item);
+    auto it = std::find_if(models.begin(), models.end(), [&](const plan::MixModel& m) {
+      return price && m.model == price->first;
+    });
+    if (!price || !(price->second > 0) || it == models.end()) {
       return InvalidArgument(fmt::format(
           "--price: '{}' is not MODEL=PRICE for one of the --models, with a price above 0", item));
     }
-    it->price = *price;
+    it->price = price->second;
   }
   return Status::Ok();
 }
@@ -192,8 +190,9 @@ int RunPlanMix(const std::vector<std::string>& raw) {
   for (std::string_view m : Split(a.models, ',')) {
     if (!Trim(m).empty()) models.push_back({std::string(Trim(m)), 0});
   }
-  if (Status s = TakePrices(a.prices, models); !a.prices.empty() && !s.ok())
-    return fail(2, s.message());
+  if (!a.prices.empty()) {
+    if (Status s = TakePrices(a.prices, models); !s.ok()) return fail(2, s.message());
+  }
   Result<std::vector<plan::Mix>> mixes =
       plan::EnumerateMixes(models, {.total_gpus = a.gpus, .budget = a.budget, .step = a.step});
   if (!mixes.ok()) return fail(2, mixes.status().message());

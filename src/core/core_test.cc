@@ -97,6 +97,16 @@ TEST(StringsTest, MemorySizes) {
   EXPECT_EQ(FormatMemoryMib(1536), "1.5G");
 }
 
+TEST(StringsTest, NamedNumbers) {
+  using Pair = std::pair<std::string, double>;
+  EXPECT_EQ(ParseNamedNumber("h100=1"), Pair("h100", 1));
+  EXPECT_EQ(ParseNamedNumber(" a100 = 0.55 "), Pair("a100", 0.55));
+  EXPECT_EQ(ParseNamedNumber("k80=-2"), Pair("k80", -2))
+      << "the caller says which numbers it takes";
+  for (const char* bad : {"h100", "=1", "h100=", "h100=fast", "h100=1x", "h100=inf", ""})
+    EXPECT_EQ(ParseNamedNumber(bad), std::nullopt) << bad;
+}
+
 TEST(StringsTest, Signals) {
   EXPECT_EQ(*ParseSignal("USR1"), SIGUSR1);
   EXPECT_EQ(*ParseSignal("sigusr2"), SIGUSR2);

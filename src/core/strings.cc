@@ -81,6 +81,15 @@ Result<double> ParseDouble(std::string_view s) {
   return v;
 }
 
+std::optional<std::pair<std::string, double>> ParseNamedNumber(std::string_view item) {
+  const size_t eq = item.find('=');
+  if (eq == std::string_view::npos) return std::nullopt;
+  const std::string_view name = Trim(item.substr(0, eq));
+  Result<double> number = ParseDouble(item.substr(eq + 1));
+  if (name.empty() || !number.ok()) return std::nullopt;
+  return std::pair<std::string, double>(name, *number);
+}
+
 Result<int64_t> ParseMemoryMib(std::string_view s) {
   s = Trim(s);
   size_t digits = 0;

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -41,6 +43,10 @@ bool IsValidUtf8(std::string_view s);
 
 Result<int64_t> ParseInt(std::string_view s);
 Result<double> ParseDouble(std::string_view s);
+// One "NAME=NUMBER" of a list such as "h100=1,a100=0.55" (spaces around
+// either part allowed): the name and the number, or nullopt when it is not
+// one (no '=', an empty name, not a number).
+std::optional<std::pair<std::string, double>> ParseNamedNumber(std::string_view item);
 
 // Parses a memory size into MiB: "512" (MiB), "16384M", "80G", "80GiB", "1T", "2048MB".
 Result<int64_t> ParseMemoryMib(std::string_view s);

@@ -18,11 +18,8 @@ double PeakOf(const std::string& model) {
 
 void LearnedSpeeds::Load(const std::vector<state::LearnedSpeed>& stored) {
   table_.clear();
-  names_.clear();
-  for (const state::LearnedSpeed& s : stored) {
+  for (const state::LearnedSpeed& s : stored)
     table_[{s.user, s.name, s.model}] = s;
-    ++names_[s.user][s.name];
-  }
   ++version_;
 }
 
@@ -34,12 +31,11 @@ std::optional<state::LearnedSpeed> LearnedSpeeds::Learn(const std::string& user,
       user.empty() || name.empty() || model.empty()) {
     return std::nullopt;
   }
-  std::map<std::string, int>& names = names_[user];
-  if (!names.contains(name) && names.size() >= kMaxNamesPerUser) return std::nullopt;
+  if (!IsOf(FirstOf(user, name), user, name) && NamesOf(user) >= kMaxNamesPerUser)
+    return std::nullopt;
   auto [it, added] = table_.try_emplace({user, name, model});
   state::LearnedSpeed& s = it->second;
   if (added) {
-    ++names[name];
     s = {.user = user,
          .name = name,
          .model = model,
@@ -58,29 +54,32 @@ std::optional<state::LearnedSpeed> LearnedSpeeds::Learn(const std::string& user,
 std::map<std::string, const state::LearnedSpeed*> LearnedSpeeds::Of(const std::string& user,
                                                                     const std::string& name) const {
   std::map<std::string, const state::LearnedSpeed*> out;
-  for (auto it = table_.lower_bound({user, name, ""});
-       it != table_.end() && std::get<0>(it->first) == user && std::get<1>(it->first) == name;
-       ++it) {
+  for (auto it = FirstOf(user, name); IsOf(it, user, name); ++it)
     out[std::get<2>(it->first)] = &it->second;
-  }
   return out;
 }
 
 int LearnedSpeeds::Forget(const std::string& user, const std::string& name) {
+  auto first = FirstOf(user, name), last = first;
   int forgotten = 0;
-  auto it = table_.lower_bound({user, name, ""});
-  while (it != table_.end() && std::get<0>(it->first) == user && std::get<1>(it->first) == name) {
-    it = table_.erase(it);
+  for (; IsOf(last, user, name); ++last)
     ++forgotten;
-  }
   if (forgotten > 0) {
-    if (auto u = names_.find(user); u != names_.end()) {
-      u->second.erase(name);
-      if (u->second.empty()) names_.erase(u);
-    }
+    table_.erase(first, last);
     ++version_;
   }
   return forgotten;
+}
+
+size_t LearnedSpeeds::NamesOf(const std::string& user) const {
+  size_t names = 0;
+  const std::string* last = nullptr;
+  for (auto it = table_.lower_bound({user, "", ""});
+       it != table_.end() && std::get<0>(it->first) == user; ++it) {
+    if (last == nullptr || *last != std::get<1>(it->first)) ++names;
+    last = &std::get<1>(it->first);
+  }
+  return names;
 }
 
 std::vector<const state::LearnedSpeed*> LearnedSpeeds::List(const std::string& user) const {

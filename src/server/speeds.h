@@ -21,7 +21,6 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "core/job.h"
@@ -61,8 +60,19 @@ class LearnedSpeeds {
 
  private:
   using Key = std::tuple<std::string, std::string, std::string>;  // user, name, model
-  std::map<Key, state::LearnedSpeed> table_;
-  std::unordered_map<std::string, std::map<std::string, int>> names_;  // user -> name -> models
+  using Table = std::map<Key, state::LearnedSpeed>;
+  // The first record of `user`'s job `name` (its models follow it), and
+  // whether a record is one of them.
+  Table::const_iterator FirstOf(const std::string& user, const std::string& name) const {
+    return table_.lower_bound({user, name, ""});
+  }
+  bool IsOf(Table::const_iterator it, const std::string& user, const std::string& name) const {
+    return it != table_.end() && std::get<0>(it->first) == user && std::get<1>(it->first) == name;
+  }
+  // The job names learned for `user`.
+  size_t NamesOf(const std::string& user) const;
+
+  Table table_;
   uint64_t version_ = 0;
 };
 

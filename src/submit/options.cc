@@ -297,16 +297,13 @@ constexpr OptionDef kOptions[] = {
      [](const Call& c, Request& r, std::vector<std::string>&) {
        std::vector<std::pair<std::string, double>> speeds;
        for (std::string_view item : Split(c.value, ',')) {
-         const size_t eq = item.find('=');
-         auto speed = eq == std::string_view::npos ? Result<double>(InvalidArgument(""))
-                                                   : ParseDouble(Trim(item.substr(eq + 1)));
-         const std::string model(Trim(item.substr(0, eq == std::string_view::npos ? 0 : eq)));
-         if (model.empty() || !speed.ok() || !(*speed > 0) || *speed > 1e6) {
+         auto speed = ParseNamedNumber(item);
+         if (!speed || !(speed->second > 0) || speed->second > 1e6) {
            return Invalid(c, fmt::format("'{}' is not MODEL=SPEED with a speed above 0 "
                                          "(e.g. h100=1,a100=0.55)",
                                          Printable(item)));
          }
-         speeds.emplace_back(model, *speed);
+         speeds.push_back(std::move(*speed));
        }
        r.gpu_speeds = std::move(speeds);
        return Status::Ok();
