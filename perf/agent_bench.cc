@@ -18,7 +18,8 @@
 //    cluster, one job at a time (p50/p99), each after --gap-ms of nothing
 //    (an idle cluster is idle: back to back, the kernel's slow paths for a
 //    task joining a cgroup stay warm and the figure looks better than a
-//    user's first job of the hour sees; docs/agent.md);
+//    user's first job of the hour sees; docs/agent.md); then the same with
+//    each job submitted by `shoal submit` started as a new process;
 //  - throughput: --jobs one-GPU `true` jobs, from the first submission to
 //    the last completion (the latest end time the server recorded), and
 //    the CPU time spent per job by the server, the agents and the jobs'
@@ -28,6 +29,7 @@
 //    telemetry with 8 GPUs, and the server's.
 // Everything stops by itself; jobs run as the benchmark's user (root is
 // allowed on these agents: they are this machine's own).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -94,26 +96,48 @@ std::string Submit(shoal::net::HttpClient& c, const Json& spec) {
   return std::to_string(Json::parse(r->body)["jobs"][0].get<uint64_t>());
 }
 
-// Starts `/bin/sh -c command` in `dir` as the jobs' processes start (fork +
-// exec, no Shoal) and waits for it. `ours` keeps the benchmark's reaper
-// thread off it.
-void RunShell(const std::string& command, const std::string& dir, std::vector<pid_t>& ours,
-              std::mutex& ours_mu) {
+// Starts `argv` in `dir` (fork + exec, no shell, its output to /dev/null)
+// and waits for it. `ours` keeps the benchmark's reaper thread off it.
+void RunProgram(const std::vector<std::string>& argv, const std::string& dir,
+                std::vector<pid_t>& ours, std::mutex& ours_mu) {
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   pid_t pid;
   {
     std::lock_guard<std::mutex> lock(ours_mu);
     pid = ::fork();
     if (pid == 0) {
-      if (::chdir(dir.c_str()) != 0) ::_exit(127);
-      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      const int null = ::open("/dev/null", O_WRONLY);
+      if (::chdir(dir.c_str()) != 0 || null < 0 || ::dup2(null, STDOUT_FILENO) < 0) ::_exit(127);
+      ::execv(args[0], args.data());
       ::_exit(127);
     }
     if (pid < 0) Die("fork failed");
     ours.push_back(pid);
   }
-  ::waitpid(pid, nullptr, 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
   std::lock_guard<std::mutex> lock(ours_mu);
   ours.erase(std::find(ours.begin(), ours.end(), pid));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die(argv[0] + " failed");
+}
+
+// Starts `/bin/sh -c command` in `dir` as the jobs' processes start.
+void RunShell(const std::string& command, const std::string& dir, std::vector<pid_t>& ours,
+              std::mutex& ours_mu) {
+  RunProgram({"/bin/sh", "-c", command}, dir, ours, ours_mu);
+}
+
+// Waits for the time a job's `date +%s%N` wrote into `file`.
+int64_t StartedAt(const std::string& file, const std::string& what) {
+  for (int w = 0; w < 10000; ++w) {
+    int64_t started = 0;
+    if (std::ifstream in(file); in >> started) return started;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  Die(what + " did not start");
 }
 
 // The floor under Shoal's figures, measured in the same run: the latency
@@ -304,20 +328,26 @@ int main(int argc, char** argv) {
                                            {"gpus", 1},
                                            {"work_dir", work},
                                            {"time_limit_s", 60}});
-    const std::string file = work + "/" + id + ".t";
-    int64_t started = 0;
-    for (int w = 0; w < 10000 && started == 0; ++w) {
-      std::ifstream in(file);
-      if (!(in >> started)) {
-        started = 0;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-    }
-    if (started == 0) Die("job " + id + " did not start");
+    const int64_t started = StartedAt(work + "/" + id + ".t", "job " + id);
     ms.push_back(static_cast<double>(started - t0) / 1e6);
     WaitIdle(*admin, 30, std::chrono::milliseconds(5));
   }
   const Latency start = Percentiles(ms);
+  // The same through the CLI: `shoal submit` started as a new process.
+  std::vector<double> cli_ms;
+  ::setenv("SHOAL_TOKEN_FILE", (dir + "/state/admin.token").c_str(), 1);
+  for (int i = 0; i < samples; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
+    const std::string file = "cli-" + std::to_string(i) + ".t";
+    const int64_t t0 = WallNs();
+    RunProgram({shoal, "submit", "--server", address, "-G", "1", "-t", "1", "-D", work, "--wrap",
+                "date +%s%N > " + file},
+               work, ours, ours_mu);
+    const int64_t started = StartedAt(work + "/" + file, "the CLI's job " + file);
+    cli_ms.push_back(static_cast<double>(started - t0) / 1e6);
+    WaitIdle(*admin, 30, std::chrono::milliseconds(5));
+  }
+  const Latency cli_start = Percentiles(cli_ms);
   std::printf("submit -> process started (idle cluster, %d jobs one at a time, %d ms apart):\n",
               samples, gap_ms);
   std::printf("  p50 %.1f ms  p99 %.1f ms  max %.1f ms   (target: p50 <= 10 ms, p99 <= 2x p50)\n",
@@ -326,6 +356,10 @@ int main(int argc, char** argv) {
       "  floor: the same command started directly (fork + exec of /bin/sh): p50 %.1f ms, p99 "
       "%.1f ms; Shoal adds p50 %.1f ms\n\n",
       floor.start.p50_ms, floor.start.p99_ms, start.p50_ms - floor.start.p50_ms);
+  std::printf(
+      "submit -> process started through the CLI (`shoal submit --wrap`, a new process each):\n"
+      "  p50 %.1f ms  p99 %.1f ms  max %.1f ms   (target: p50 <= 20 ms)\n\n",
+      cli_start.p50_ms, cli_start.p99_ms, cli_start.max_ms);
 
   // 2. Throughput of trivial jobs.
   double agents_cpu0 = 0;

@@ -369,6 +369,18 @@ std::vector<CgroupWrite> LimitWrites(CgroupVersion version, int64_t cpu_milli, i
   return writes;
 }
 
+// The file a task joins a folder of the step's by, writing "0" (itself)
+// into it. Under v1 it is `tasks`, which moves the writing thread alone: the
+// task is a vforked child with one thread, so that is the whole process, and
+// a thread that moves itself does not take the kernel's
+// cgroup_threadgroup_rwsem for writing. Moving a process by its pid through
+// cgroup.procs does, and waits for an RCU grace period (7 ms a move on the
+// development VM, 0.08 ms through `tasks`; docs/agent.md). A v2 cgroup has
+// no `tasks`; there the task is cloned into its cgroup where it can be.
+std::string StepCgroup::JoinFile(const std::string& dir) const {
+  return dir + (version_ == CgroupVersion::kV1 ? "/tasks" : "/cgroup.procs");
+}
+
 StepCgroup::StepCgroup(const CgroupLayout& layout, const std::string& name)
     : version_(layout.version) {
   if (version_ == CgroupVersion::kV2) {
@@ -387,7 +399,7 @@ StepCgroup::StepCgroup(const CgroupLayout& layout, const std::string& name)
     if (!layout.v1_memory_dir.empty()) memory_dir_ = layout.v1_memory_dir + "/" + name;
   }
   for (const std::string& dir : dirs_)
-    join_files_.push_back(dir + "/cgroup.procs");
+    join_files_.push_back(JoinFile(dir));
   if (!layout.v1_devices_dir.empty()) devices_dir_ = layout.v1_devices_dir + "/" + name;
   v2_device_fence_ = version_ == CgroupVersion::kV2 && layout.v2_device_fence;
 }
@@ -426,14 +438,14 @@ Status StepCgroup::Create(int64_t cpu_milli, int64_t memory_mib,
     });
     join_files_.clear();
     for (const std::string& dir : dirs_)
-      join_files_.push_back(dir + "/cgroup.procs");
+      join_files_.push_back(JoinFile(dir));
   }
   if (!devices_dir_.empty()) {
     if (deny.empty()) {
       devices_dir_.clear();  // nothing to deny: no cgroup to make and remove
     } else {
       dirs_.push_back(devices_dir_);
-      join_files_.push_back(devices_dir_ + "/cgroup.procs");
+      join_files_.push_back(JoinFile(devices_dir_));
     }
   }
   for (const std::string& dir : dirs_) {

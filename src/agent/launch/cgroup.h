@@ -143,17 +143,20 @@ class StepCgroup {
   // hierarchy, which the step joins only when there is something to deny,
   // or by a BPF device program on its v2 cgroup.
   Status Create(int64_t cpu_milli, int64_t memory_mib, const std::vector<GpuDeviceNode>& deny = {});
-  // The cgroup.procs files a task writes its pid into, before exec (final
-  // once Create has run).
+  // The files a task writes "0" (itself) into, before exec, to join the
+  // step's cgroup: `tasks` under v1, cgroup.procs under v2 (final once
+  // Create has run).
   const std::vector<std::string>& JoinFiles() const { return join_files_; }
   // Starts a child straight inside the cgroup, as fork does (0 in the
   // child, its pid in the parent), so that it never moves between cgroups:
-  // clone3 with CLONE_INTO_CGROUP (v2, Linux 5.7). A move takes the kernel's
-  // cgroup_threadgroup_rwsem for writing, which waits for an RCU grace
-  // period unless another move came just before: on an idle node that was
-  // most of a job's start (docs/agent.md). -1 where it cannot: under v1,
-  // before Create, when the kernel refuses, under ThreadSanitizer. The
-  // caller then starts the child its own way and joins it by JoinFiles.
+  // clone3 with CLONE_INTO_CGROUP (v2, Linux 5.7). A process moved through
+  // v2's cgroup.procs takes the kernel's cgroup_threadgroup_rwsem for
+  // writing, which waits for an RCU grace period unless another move came
+  // just before: on an idle node that was most of a job's start
+  // (docs/agent.md). -1 where it cannot: under v1 (where a task joins by
+  // `tasks`, which costs no such wait), before Create, when the kernel
+  // refuses, under ThreadSanitizer. The caller then starts the child its
+  // own way and joins it by JoinFiles.
   pid_t ForkInto() const;
   // The processes in it now (empty when the cgroup does not exist).
   std::vector<pid_t> Pids() const;
@@ -168,6 +171,8 @@ class StepCgroup {
   Status Remove();
 
  private:
+  std::string JoinFile(const std::string& dir) const;
+
   CgroupVersion version_;
   std::vector<std::string> dirs_;  // the step's folder in each hierarchy used
   std::vector<std::string> join_files_;

@@ -148,19 +148,6 @@ std::string SignalName(int sig) {
   return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
 }
 
-// Formats a pid into `out` without allocating (for a forked child).
-size_t FormatPid(pid_t pid, char (&out)[24]) {
-  char digits[24];
-  size_t n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + pid % 10);
-    pid /= 10;
-  } while (pid > 0 && n < sizeof digits);
-  for (size_t i = 0; i < n; ++i)
-    out[i] = digits[n - 1 - i];
-  return n;
-}
-
 class Supervisor {
  public:
   Supervisor(std::string steps_dir, std::string name, Time started)
@@ -380,8 +367,6 @@ class Supervisor {
       ::_exit(kNotStartedExitCode);
     };
     if (::setsid() < 0) fail(ChildStage::kSession);
-    char pid_text[24];
-    const size_t pid_length = FormatPid(::getpid(), pid_text);
     // A runtime run as root puts the task in a cgroup of its own below the
     // step's, and must not be in the cgroup it empties when the task ends.
     const bool in_container = !plan.runtime_argv.empty();
@@ -389,7 +374,7 @@ class Supervisor {
     for (const std::string& file :
          root_runtime || in_cgroup ? kNoCgroupFiles : cgroup_->JoinFiles()) {
       int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || ::write(fd, pid_text, pid_length) < 0) fail(ChildStage::kCgroup);
+      if (fd < 0 || ::write(fd, "0", 1) < 0) fail(ChildStage::kCgroup);
       ::close(fd);
     }
     // Ignored signals stay ignored across exec: give the job the defaults.
