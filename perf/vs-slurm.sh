@@ -143,6 +143,9 @@ stop_shoal() {
   kill -INT "$UP_PID"
   wait "$UP_PID" 2>/dev/null || true
   UP_PID=""
+  # Its running steps' folder (on a tmpfs) stays while stopped steps are in it.
+  steps=$(sed -n 's/^running job steps in //p' "$TMP/up.log")
+  if [ -n "$steps" ]; then rm -rf "$steps"; fi
 }
 
 # 1. sequential submits ---------------------------------------------------

@@ -47,10 +47,10 @@ inline void ReplyError(httplib::Response& res, const Status& s) {
   Reply(res, api::HttpStatus(s), api::ErrorBody(s));
 }
 
-// A file of the agent's own state, beside the steps' folder
+// A file of the agent's own state, in its state folder
 // ("gpu-power-limits.json", "mig-layout.json").
 inline std::string StateFile(const Steps& steps, std::string_view name) {
-  return (std::filesystem::path(steps.dir()).parent_path() / name).string();
+  return (std::filesystem::path(steps.state_dir()) / name).string();
 }
 inline constexpr std::string_view kMigLayoutFile = "mig-layout.json";
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "agent/gpu/simulated_provider.h"
+#include "agent/launch/step_files.h"
 #include "catalog/profiles.h"
 #include "config/server_file.h"
 #include "core/log.h"
@@ -48,6 +49,9 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     o.advertise = value;
   } else if (key == "state_dir") {
     c.state_dir = value;
+  } else if (key == "steps_dir") {
+    if (!value.starts_with('/')) return InvalidArgument("steps_dir: an absolute path");
+    c.steps_dir = value;
   } else if (key == "gpus") {
     if (value != "nvml" && !StartsWith(value, "simulated:")) {
       return InvalidArgument(fmt::format("gpus: 'nvml' or 'simulated:<profile>', not '{}'", value));
@@ -130,7 +134,7 @@ Status ApplyAgentSetting(const std::string& key, const std::string& value, Agent
     return InvalidArgument(
         fmt::format("unknown agent setting '{}' (server, token, token_file, join_token, "
                     "join_token_file, ca_file, ca_fingerprint, name, listen, "
-                    "advertise, state_dir, gpus, "
+                    "advertise, state_dir, steps_dir, gpus, "
                     "nvml_library, labels, partitions, place, heartbeat, cpus, memory, "
                     "allow_root_jobs, slurm_commands, metrics_public, cgroup_root, "
                     "gpu_device_path, temperature_limit, sim_faults, container_runtime, "
@@ -176,7 +180,9 @@ Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& c, const std::string
   if (c.state_dir.empty())
     return InvalidArgument("the agent needs a state directory (--state-dir)");
   StepsOptions o;
-  o.dir = c.state_dir + "/steps";
+  o.dir = c.steps_dir.empty() ? c.state_dir + "/steps" : c.steps_dir;
+  o.outputs_dir = c.state_dir + "/steps/" + kOutputsDir;
+  o.state_dir = c.state_dir;
   o.supervisor = supervisor;
   o.allow_root_jobs = c.allow_root_jobs;
   o.cgroup_root = c.cgroup_root;

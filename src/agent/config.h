@@ -9,6 +9,7 @@
 //   listen = "0.0.0.0:6821"
 //   advertise = "10.0.0.11:6821"
 //   state_dir = "/var/lib/shoal-agent"
+//   steps_dir = "/run/shoal-agent/steps"  # running steps; a tmpfs is best
 //   gpus = "nvml"                  # or "simulated:dgx-h100"
 //   labels = ["ib", "nvme"]
 //   partitions = ["gpu"]
@@ -32,7 +33,12 @@ struct AgentConfig {
   AgentOptions agent;
   std::string gpus = "nvml";  // "nvml", "simulated:<profile>"
   std::string nvml_library = "libnvidia-ml.so.1";
-  std::string state_dir;        // steps live in <state_dir>/steps
+  std::string state_dir;  // the node's key and certificate, finished steps' outputs
+  // The running steps' folders (empty: <state_dir>/steps). They live as long
+  // as their jobs, so a tmpfs (/run) suits them: on a disk file system that
+  // has seen many files come and go, making a step's few files cost more CPU
+  // than the rest of its start (docs/agent.md).
+  std::string steps_dir;
   std::string token_file;       // plain HTTP: the node token
   std::string join_token_file;  // TLS: a one-time join token, until the node has joined
   bool allow_root_jobs = false;
@@ -64,8 +70,9 @@ Status LoadAgentConfig(const std::string& path, AgentConfig& config);
 // outlive the provider.
 Result<std::unique_ptr<GpuProvider>> OpenGpus(AgentConfig& config, const Clock& clock);
 
-// The node's steps under <state_dir>/steps, supervised by `supervisor`
-// (the shoal-step binary).
+// The node's steps in steps_dir (else <state_dir>/steps), supervised by
+// `supervisor` (the shoal-step binary); finished steps' output records in
+// <state_dir>/steps/outputs either way.
 Result<std::unique_ptr<Steps>> OpenSteps(const AgentConfig& config, const std::string& supervisor);
 
 }  // namespace shoal::agent

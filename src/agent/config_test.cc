@@ -31,6 +31,7 @@ cpus = 64
 allow_root_jobs = true
 sim_faults = ["ecc:1:14", "xid:5:79@30s"]
 metrics_public = true
+steps_dir = "/run/shoal-agent/steps"
 )",
                                  c);
   ASSERT_TRUE(loaded.ok()) << loaded.ToString();
@@ -41,6 +42,7 @@ metrics_public = true
   EXPECT_TRUE(c.allow_root_jobs) << "a TOML boolean arrives as \"true\"";
   EXPECT_EQ(c.sim_faults, (std::vector<std::string>{"ecc:1:14", "xid:5:79@30s"}));
   EXPECT_TRUE(c.agent.metrics_public);
+  EXPECT_EQ(c.steps_dir, "/run/shoal-agent/steps");
 }
 
 TEST(AgentConfigTest, MistakesAreErrors) {
@@ -50,6 +52,7 @@ TEST(AgentConfigTest, MistakesAreErrors) {
       {"[agent]\nlabels = [1]\n", ":2: agent.labels: must be a list of strings"},
       {"[agent]\nservre = \"x\"\n", "unknown agent setting 'servre'"},
       {"[agent]\nmetrics_public = \"yes\"\n", "metrics_public: true or false"},
+      {"[agent]\nsteps_dir = \"run/steps\"\n", "steps_dir: an absolute path"},
       {"[agent]\nsim_faults = [\"xid:5\"]\n", "sim_faults: fault 'xid:5': too few parts"},
   };
   for (const auto& [text, want] : cases) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "catalog/gpus.h"
+#include "core/hash.h"
 
 namespace shoal::catalog {
 
@@ -161,17 +162,6 @@ const std::vector<NodeProfile>& Table() {
   return table;
 }
 
-// FNV-1a, 64 bits: stable across platforms and releases, unlike std::hash,
-// so a node keeps its GPU UUIDs from one run to the next.
-uint64_t Fnv1a(std::string_view text, uint64_t seed) {
-  uint64_t h = seed;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 }  // namespace
 
 const std::vector<NodeProfile>& Profiles() {
@@ -193,7 +183,7 @@ std::vector<std::string> ProfileNames() {
 }
 
 std::string DerivedUuid(std::string_view prefix, std::string_view key) {
-  uint64_t hi = Fnv1a(key, 0xcbf29ce484222325ULL);
+  uint64_t hi = Fnv1a(key);
   uint64_t lo = Fnv1a(key, hi ^ 0x9e3779b97f4a7c15ULL);
   return fmt::format("{}-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", prefix, hi >> 32,
                      (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48, lo & 0xffffffffffffULL);

@@ -102,7 +102,12 @@ int RunAgent(const std::vector<std::string>& raw) {
            {"name", "this node's name (default: the host name)"},
            {"listen", "where the server reaches this agent (default 127.0.0.1:6821)"},
            {"advertise", "the address to give the server, when it differs from --listen"},
-           {"state-dir", "where job steps are kept (default <state dir>/agents/<name>)"},
+           {"state-dir",
+            "the node's key, certificate and finished jobs' output records (default <state "
+            "dir>/agents/<name>)"},
+           {"steps-dir",
+            "where running job steps are kept: best on a tmpfs such as /run (default <state "
+            "dir>/steps)"},
            {"gpus", "nvml (this host's GPUs) or simulated:<profile>, e.g. simulated:dgx-h100"},
            {"nvml-library", "the NVML library to load (default libnvidia-ml.so.1)"},
            {"place", "the node's network place, spine/leaf"},

@@ -3,6 +3,9 @@
 // ones through NVML), state under one directory, and job steps under their
 // supervisors as on a real node. Ctrl-C stops everything, jobs included.
 #include <fmt/format.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +25,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/paths.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "net/http_client.h"
@@ -97,12 +101,71 @@ Result<std::string> JoinToken(const std::string& url, const std::string& ca_file
   return json::parse(r.body).at("token").get<std::string>();
 }
 
+// A folder of ours (not a link), made if missing: where others may make
+// names too (/dev/shm), one they made first is refused, not used.
+bool OwnFolder(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return false;
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
+}
+
+bool IsTmpfs(const char* path) {
+  struct statfs st {};
+  return ::statfs(path, &st) == 0 && st.f_type == TMPFS_MAGIC;
+}
+
+// Where the agents keep their running steps: on a tmpfs, in a folder named
+// after the state folder, so that a `shoal up` started again on the same
+// state finds steps that outlived the last one. A step's files cost little
+// there; on a disk file system that has seen many files come and go, making
+// them costs more CPU than the rest of a job's start (docs/agent.md). Root's
+// go in /run/shoal, a user's in $XDG_RUNTIME_DIR (private to the user), where
+// these are tmpfs; else in /dev/shm. Empty where none will do: the steps
+// then go under the state folder.
+std::string StepsRoot(const std::string& state_dir) {
+  std::error_code ec;
+  const std::string state = std::filesystem::canonical(state_dir, ec).string();
+  if (ec) return "";
+  const std::string name = fmt::format("up-{:016x}", Fnv1a(state));
+  const bool root = ::geteuid() == 0;
+  // Root's jobs run as their users, who pass through to their steps' files.
+  const mode_t mode = root ? 0711 : 0700;
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  struct stat st {};
+  if (root && IsTmpfs("/run")) {
+    if (OwnFolder("/run/shoal", mode) && OwnFolder("/run/shoal/" + name, mode))
+      return "/run/shoal/" + name;
+  } else if (!root && xdg != nullptr && xdg[0] == '/' && IsTmpfs(xdg) && ::stat(xdg, &st) == 0 &&
+             st.st_uid == ::geteuid() && (st.st_mode & 077) == 0) {
+    const std::string base = std::string(xdg) + "/shoal";
+    if (OwnFolder(base, mode) && OwnFolder(base + "/" + name, mode)) return base + "/" + name;
+  }
+  const std::string shm = fmt::format("/dev/shm/shoal-{}-{}", ::geteuid(), name);
+  return IsTmpfs("/dev/shm") && OwnFolder(shm, mode) ? shm : "";
+}
+
+// Removes the agents' steps folders that hold no step any more, and then
+// the steps root if that left it empty (/run/shoal stays).
+void RemoveIdleStepsFolders(const std::string& root,
+                            const std::vector<agent::AgentConfig>& configs) {
+  if (root.empty()) return;
+  for (const agent::AgentConfig& c : configs) {
+    auto steps = agent::OpenSteps(c, CompanionPath("shoal-step"));
+    if (!steps.ok() || !(*steps)->Scan().empty()) continue;
+    steps->reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(c.steps_dir, ignored);
+  }
+  ::rmdir(root.c_str());
+}
+
 // What the agents of `shoal up` are started with.
 struct UpAgents {
   const std::string& url;
   server::Server& server;
   const std::string& state_dir;
-  std::string gpus;  // "nvml" or "simulated:<profile>"
+  const std::string& steps_root;  // empty: under state_dir
+  std::string gpus;               // "nvml" or "simulated:<profile>"
   int count = 1;
   bool real = false;
   bool tls = false;
@@ -129,6 +192,8 @@ Status StartAgents(const UpAgents& up, const Clock& clock, std::vector<agent::Ag
     c.allow_root_jobs = up.root;
     c.agent.slurm_commands = CompanionPath("shoal");
     c.state_dir = fmt::format("{}/agents/{}", up.state_dir, up.real ? "local" : c.agent.name);
+    if (!up.steps_root.empty())
+      c.steps_dir = fmt::format("{}/{}", up.steps_root, up.real ? "local" : c.agent.name);
     if (auto f = up.faults.find(c.agent.name); f != up.faults.end()) c.sim_faults = f->second;
     if (!up.image_dir.empty()) c.container.image_dir = up.image_dir;
     if (up.tls) {
@@ -169,6 +234,26 @@ std::optional<int> NodeNumber(const std::string& name) {
   auto n = ParseInt(name.substr(4));
   if (!n.ok() || *n < 1 || fmt::format("node{:02}", *n) != name) return std::nullopt;
   return static_cast<int>(*n);
+}
+
+// `--demo`: submits the demonstration workload and shows the queue.
+void StartDemo(server::Server& srv, const std::string& url, const std::string& work_dir, int nodes,
+               int gpus_per_node) {
+  std::error_code ec;
+  std::filesystem::create_directories(work_dir, ec);
+  std::string token = srv.admin_token();
+  if (auto local = net::RequestLocalToken(srv.socket_path()); local.ok()) token = local->token;
+  Status s = SubmitDemo(url, srv.ca_file(), token, work_dir, nodes, gpus_per_node);
+  if (!s.ok()) {
+    std::cerr << "shoal up: the demonstration workload failed: " << s.message() << "\n";
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::printf("A demonstration workload is running (output in %s):\n", work_dir.c_str());
+  std::fflush(stdout);
+  RunQueue({});
+  std::printf("\n");
+  std::fflush(stdout);
 }
 
 // What to type next, in another terminal.
@@ -310,11 +395,13 @@ int RunUp(const std::vector<std::string>& raw) {
 
   const bool root = ::geteuid() == 0;
   const int count = real ? 1 : nodes;
+  const std::string steps_root = StepsRoot(state_dir);
   std::vector<agent::AgentConfig> configs;
   std::vector<std::unique_ptr<agent::Agent>> agents;
   if (Status st = StartAgents({.url = url,
                                .server = **srv,
                                .state_dir = state_dir,
+                               .steps_root = steps_root,
                                .gpus = real ? "nvml" : "simulated:" + profile,
                                .count = count,
                                .real = real,
@@ -338,6 +425,7 @@ int RunUp(const std::vector<std::string>& raw) {
     std::printf(" x %d simulated %.*s GPUs (%s)", p->gpus, static_cast<int>(p->gpu_model.size()),
                 p->gpu_model.data(), profile.c_str());
   std::printf("\nstate in %s\n", state_dir.c_str());
+  if (!steps_root.empty()) std::printf("running job steps in %s\n", steps_root.c_str());
   if (root)
     std::printf(
         "running as root: root's own jobs are allowed on these nodes (other users' run as "
@@ -345,30 +433,13 @@ int RunUp(const std::vector<std::string>& raw) {
   PrintTry(url, state_dir, state_dir != default_state_dir, real);
   std::printf("Ctrl-C stops the cluster and its jobs.\n\n");
   std::fflush(stdout);
-  if (demo && !real) {
-    const std::string work_dir = state_dir + "/demo";
-    std::error_code ec;
-    std::filesystem::create_directories(work_dir, ec);
-    std::string token = (*srv)->admin_token();
-    if (auto local = net::RequestLocalToken((*srv)->socket_path()); local.ok())
-      token = local->token;
-    Status s = SubmitDemo(url, (*srv)->ca_file(), token, work_dir, count, gpus_per_node);
-    if (!s.ok()) {
-      std::cerr << "shoal up: the demonstration workload failed: " << s.message() << "\n";
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      std::printf("A demonstration workload is running (output in %s):\n", work_dir.c_str());
-      std::fflush(stdout);
-      RunQueue({});
-      std::printf("\n");
-      std::fflush(stdout);
-    }
-  }
+  if (demo && !real) StartDemo(**srv, url, state_dir + "/demo", count, gpus_per_node);
   WaitForStopSignal();
   std::printf("\nstopping: agents, jobs, server\n");
   for (auto& a : agents)
     a->Stop();
   StopSteps(configs);
+  RemoveIdleStepsFolders(steps_root, configs);
   (*srv)->Stop();
   return 0;
 }

@@ -216,6 +216,7 @@ class ClusterTest : public ::testing::Test {
     c.gpus = "simulated:dgx-h100";
     c.allow_root_jobs = true;  // the tests' own jobs run as root (the test's user)
     c.state_dir = (dir_ / "agents" / name).string();
+    if (!steps_root_.empty()) c.steps_dir = (steps_root_ / name).string();
     c.gpu_device_path = gpu_device_path_;
     c.cgroup_root = cgroup_root_;
     return c;
@@ -312,6 +313,7 @@ class ClusterTest : public ::testing::Test {
   std::string isolation_;
   std::string gpu_device_path_ = "/dev/nvidia%d";
   std::string cgroup_root_;  // empty: the agent detects
+  fs::path steps_root_;      // the agents' steps_dir is <steps_root_>/<name> (empty: the default)
 };
 
 TEST_F(ClusterTest, JobRunsOnItsGpusAndItsLogIsReadable) {
@@ -720,16 +722,23 @@ TEST_F(ClusterTest, OnCgroupV2TasksStartInTheirStepsCgroup) {
 }
 
 // A finished job's log stays readable after its step's folder is gone and
-// the agent has restarted.
+// the agent has restarted, even with the running steps kept apart (a tmpfs,
+// as /run) and emptied, as a restart of the machine empties them.
 TEST_F(ClusterTest, FinishedJobsLogsSurviveAnAgentRestart) {
+  steps_root_ = dir_ / "run";
   StartAgent("n1");
   const uint64_t id = Submit(*admin_, {{"command", "echo kept"}, {"gpus", 1}});
   ASSERT_TRUE(WaitFor(id, "completed"));
-  const fs::path step = dir_ / "agents" / "n1" / "steps" / (std::to_string(id) + ".1");
+  const fs::path step = steps_root_ / "n1" / (std::to_string(id) + ".1");
   for (int i = 0; i < 250 && fs::exists(step); ++i)
     std::this_thread::sleep_for(milliseconds(20));
   ASSERT_FALSE(fs::exists(step)) << "the agent never forgot the step";
+  ASSERT_TRUE(fs::exists(steps_root_ / "n1" / "events")) << "the steps were not where asked";
+  // The agent's own state stays in its state folder, which a restart keeps.
+  EXPECT_TRUE(fs::exists(dir_ / "agents" / "n1" / "gpu-power-limits.json"));
+  EXPECT_FALSE(fs::exists(steps_root_ / "gpu-power-limits.json"));
   StopAgent("n1");
+  fs::remove_all(steps_root_);
   StartAgent("n1");
   EXPECT_EQ(Log(*admin_, id), "kept\n");
   // The record names the user's file; only the agent reads it.

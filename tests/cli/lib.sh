@@ -37,4 +37,8 @@ start_up() {
 stop_up() {  # Ctrl-C, as a user would, and wait for it
   if [ -n "$UP_PID" ]; then kill -INT "$UP_PID" 2>/dev/null; wait "$UP_PID" 2>/dev/null; fi
   UP_PID=
+  # Its running steps' folder stays while steps that were stopping are in
+  # it (a `shoal up` on the same state finds them); a test's state goes.
+  steps=$(sed -n 's/^running job steps in //p' "$TMP/up.log" 2>/dev/null)
+  if [ -n "$steps" ]; then rm -rf "$steps"; fi
 }

@@ -94,8 +94,8 @@ check "the server reads its configuration file (a wrong policy in it is refused)
 "$SHOAL" token create --role join --node pkgnode > "$TMP/join.token" 2> "$TMP/token.err"
 "$SHOAL" agent --config "$ROOT/etc/shoal/agent.toml" --server "$URL" \
   --ca-file "$SHOAL_STATE_DIR/tls/ca.crt" --join-token-file "$TMP/join.token" --name pkgnode \
-  --listen 127.0.0.1:0 --state-dir "$TMP/agent" --gpus simulated:dgx-h100 --allow-root-jobs \
-  > "$TMP/agent.log" 2>&1 &
+  --listen 127.0.0.1:0 --state-dir "$TMP/agent" --steps-dir "$TMP/agent-run/steps" \
+  --gpus simulated:dgx-h100 --allow-root-jobs > "$TMP/agent.log" 2>&1 &
 PIDS="$PIDS $!"
 up=0
 for _ in $(seq 200); do "$SHOAL" nodes 2>/dev/null | grep -q "^pkgnode *up" && { up=1; break; }; sleep 0.1; done

@@ -39,6 +39,8 @@ cleanup() {
     wait "$UP_PID" 2>/dev/null
   fi
   cp "$TMP/up.log" "$ARTIFACTS/shoal-up.log" 2>/dev/null
+  steps=$(sed -n 's/^running job steps in //p' "$TMP/up.log" 2>/dev/null)
+  if [ -n "$steps" ]; then rm -rf "$steps"; fi
   rm -rf "$TMP"
 }
 trap cleanup EXIT

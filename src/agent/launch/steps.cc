@@ -29,6 +29,7 @@
 #include "agent/launch/task_env.h"
 #include "agent/launch/users.h"
 #include "core/files.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/strings.h"
 
@@ -41,15 +42,6 @@ namespace {
 // supervisor's pid file exists, so a live launch is far younger.
 constexpr auto kStartingTimeout = std::chrono::seconds(60);
 constexpr int kEventsPipeBytes = 1 << 20;
-
-uint64_t Fnv1a(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
 
 // Where a supervised step's rank-0 output goes, and whose it is.
 StepOutput OutputOf(const SupervisorRequest& request) {
@@ -208,7 +200,7 @@ class DirSteps final : public Steps {
     // does not). The job's output is its own step's (0).
     if (key.step == 0) {
       if (Result<StepOutput> output = Output(key); output.ok()) {
-        (void)WriteFileAtomic(dir_ + "/" + kOutputsDir + "/" + std::to_string(key.job),
+        (void)WriteFileAtomic(options_.outputs_dir + "/" + std::to_string(key.job),
                               EncodeOutput(key.epoch, *output), 0600);
       }
     }
@@ -220,7 +212,7 @@ class DirSteps final : public Steps {
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> FinishedOutputs() override {
     constexpr size_t kKept = 10000;
     std::map<uint64_t, std::pair<uint64_t, StepOutput>> out;
-    const std::string dir = dir_ + "/" + kOutputsDir;
+    const std::string& dir = options_.outputs_dir;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
       Result<int64_t> job = ParseInt(entry.path().filename().string());
@@ -289,6 +281,7 @@ class DirSteps final : public Steps {
 
   int ChangeFd() const override { return events_fd_; }
   const std::string& dir() const override { return dir_; }
+  const std::string& state_dir() const override { return options_.state_dir; }
 
   std::vector<StepKey> WaitForChanges(Duration timeout) override {
     // A launcher that left when it was idle is collected on the next wait,
@@ -609,7 +602,7 @@ class DirSteps final : public Steps {
 
 }  // namespace
 
-Result<std::unique_ptr<Steps>> Steps::Open(const StepsOptions& options) {
+Result<std::unique_ptr<Steps>> Steps::Open(StepsOptions options) {
   if (options.dir.empty()) return InvalidArgument("no steps folder given");
   if (options.supervisor.empty()) return InvalidArgument("no step supervisor (shoal-step) given");
   std::error_code ec;
@@ -632,9 +625,14 @@ Result<std::unique_ptr<Steps>> Steps::Open(const StepsOptions& options) {
     return FailedPrecondition(ErrnoMessage("no step supervisor at " + options.supervisor));
   }
   // Finished steps' output records: the agent's alone (they name users' files).
-  const std::string outputs = dir + "/" + kOutputsDir;
+  if (options.outputs_dir.empty()) options.outputs_dir = dir + "/" + kOutputsDir;
+  if (options.state_dir.empty())
+    options.state_dir = std::filesystem::path(dir).parent_path().string();
+  const std::filesystem::path outputs = options.outputs_dir;
+  std::filesystem::create_directories(outputs.parent_path(), ec);
+  if (ec) return Internal(fmt::format("cannot create {}: {}", outputs.string(), ec.message()));
   if (::mkdir(outputs.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Internal(ErrnoMessage("cannot create " + outputs));
+    return Internal(ErrnoMessage("cannot create " + outputs.string()));
   }
   // `shoal run` steps' output folders: users pass through to their own.
   const std::string step_outputs = dir + "/" + kStepOutputsDir;

@@ -209,7 +209,13 @@ struct ContainerHost {
 };
 
 struct StepsOptions {
-  std::string dir;               // <steps_dir>
+  std::string dir;  // <steps_dir>: best on a tmpfs (AgentConfig::steps_dir)
+  // Finished steps' output records, which must outlive the machine's
+  // restart (empty: <steps_dir>/outputs).
+  std::string outputs_dir;
+  // The agent's own state files, which must too (MIG layouts, power
+  // limits; empty: the steps folder's parent).
+  std::string state_dir;
   std::string supervisor;        // path of the shoal-step binary
   bool allow_root_jobs = false;  // run jobs whose user is root (single-user machines only)
   std::vector<GpuDeviceNode> gpu_devices;  // the node's GPU device files, fenced per step
@@ -221,7 +227,7 @@ struct StepsOptions {
 
 class Steps {
  public:
-  static Result<std::unique_ptr<Steps>> Open(const StepsOptions& options);
+  static Result<std::unique_ptr<Steps>> Open(StepsOptions options);
   virtual ~Steps() = default;
 
   // Starts a step and says where its output goes (as Output would).
@@ -245,6 +251,8 @@ class Steps {
   virtual void Forget(StepKey key) = 0;
   // The steps folder.
   virtual const std::string& dir() const = 0;
+  // Where the agent keeps its own state files (StepsOptions::state_dir).
+  virtual const std::string& state_dir() const = 0;
   // What process tracking and limits this host allows, for the agent's log
   // ("cgroup v2 (cpu, memory)", "cgroup v1 (cpu, memory, pids)", "none: ...").
   virtual std::string Isolation() const = 0;
