@@ -54,10 +54,18 @@ inline constexpr char kResultFile[] = "result.json";
 inline constexpr char kEventsFifo[] = "events";
 inline constexpr char kLauncherSocket[] = "launcher.sock";
 inline constexpr char kLauncherLock[] = "launcher.lock";
-// <steps_dir>/outputs/<job>: where a forgotten step's output went and whose
-// it is (StepOutput), so that its log stays readable after the step's folder
-// is gone and the agent has restarted.
+// <state_dir>/steps/outputs/journal: where each forgotten step's output went
+// and whose it is (StepOutput), so that its log stays readable after the
+// step's folder is gone and the agent has restarted. One line a job, "<job>
+// <EncodeOutput>", appended (a file a job cost more CPU to make than the rest
+// of a job's handling on a disk that has seen many come and go); the newest
+// line of a job wins, and the file is rewritten with the newest
+// kKeptOutputs jobs when it holds twice that many lines. Earlier releases
+// kept a file a job, outputs/<job>: read, and folded into the journal, at
+// start.
 inline constexpr char kOutputsDir[] = "outputs";
+inline constexpr char kOutputsJournal[] = "journal";
+inline constexpr size_t kKeptOutputs = 10000;
 // The tasks' output of `shoal run` steps: <job>.<epoch>.<step>/task-<rank>.out
 // and .err, each folder the job user's; removed with the job's own step.
 inline constexpr char kStepOutputsDir[] = "stepout";

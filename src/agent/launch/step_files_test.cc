@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -131,6 +132,55 @@ TEST(StepFiles, OutputRoundTrip) {
   EXPECT_EQ(back->second.owner.gid, 1001u);
   EXPECT_EQ(back->second.owner.groups, o.owner.groups);
   EXPECT_FALSE(DecodeOutput(R"({"epoch": 1})").ok());
+}
+
+// Finished jobs' output records: one journal, the newest line of a job
+// winning, a torn last line ignored, the newest kKeptOutputs jobs kept, and
+// the file a job of earlier releases folded in.
+TEST(StepFiles, FinishedOutputsJournalKeepsTheNewestJobs) {
+  namespace fs = std::filesystem;
+  const fs::path dir = ::testing::TempDir() + "outputs-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  const fs::path outputs = dir / "state" / kOutputsDir;
+  fs::create_directories(outputs);
+  auto record = [](uint64_t job, uint64_t epoch) {
+    return EncodeOutput(epoch,
+                        {"/out/" + std::to_string(job), "/err", {"alice", 1000, 1000, "", "", {}}});
+  };
+  std::string journal;
+  const uint64_t jobs = 2 * kKeptOutputs + 5;
+  for (uint64_t job = 1; job <= jobs; ++job)
+    journal += std::to_string(job) + " " + record(job, 1) + "\n";
+  journal += std::to_string(jobs) + " " + record(jobs, 2) + "\n";  // run again
+  journal += "30001 {\"epo";                                       // torn by a crash
+  ASSERT_TRUE(WriteFile((outputs / kOutputsJournal).string(), journal, 0600).ok());
+  ASSERT_TRUE(WriteFile((outputs / "30000").string(), record(30000, 3), 0600).ok());
+
+  StepsOptions options;
+  options.dir = (dir / "run").string();
+  options.outputs_dir = outputs.string();
+  options.supervisor = "/bin/true";
+  options.cgroup_root = "none";
+  auto steps = Steps::Open(options);
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  for (int pass = 0; pass < 2; ++pass) {  // the second reads what the first wrote back
+    const auto kept = (*steps)->FinishedOutputs();
+    ASSERT_EQ(kept.size(), kKeptOutputs);
+    EXPECT_EQ(kept.begin()->first, jobs - kKeptOutputs + 2) << "the oldest jobs go first";
+    EXPECT_EQ(kept.at(jobs).first, 2u) << "a job's newest line wins";
+    EXPECT_EQ(kept.at(30000).first, 3u);
+    EXPECT_EQ(kept.at(30000).second.stdout_path, "/out/30000");
+    EXPECT_EQ(kept.count(30001), 0u);
+    EXPECT_FALSE(fs::exists(outputs / "30000")) << "folded into the journal";
+    Result<std::string> text = ReadFile((outputs / kOutputsJournal).string());
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(std::count(text->begin(), text->end(), '\n'), static_cast<long>(kKeptOutputs));
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((outputs / kOutputsJournal).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  steps->reset();
+  fs::remove_all(dir);
 }
 
 TEST(StepFiles, RecordAndPidFileRoundTrip) {

@@ -199,10 +199,8 @@ class DirSteps final : public Steps {
     // it is outlives the folder (the request, with the job's environment,
     // does not). The job's output is its own step's (0).
     if (key.step == 0) {
-      if (Result<StepOutput> output = Output(key); output.ok()) {
-        (void)WriteFileAtomic(options_.outputs_dir + "/" + std::to_string(key.job),
-                              EncodeOutput(key.epoch, *output), 0600);
-      }
+      if (Result<StepOutput> output = Output(key); output.ok())
+        KeepOutput(key.job, EncodeOutput(key.epoch, *output));
     }
     std::error_code ignored;
     std::filesystem::remove_all(StepDir(key), ignored);
@@ -210,24 +208,8 @@ class DirSteps final : public Steps {
   }
 
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> FinishedOutputs() override {
-    constexpr size_t kKept = 10000;
-    std::map<uint64_t, std::pair<uint64_t, StepOutput>> out;
-    const std::string& dir = options_.outputs_dir;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      Result<int64_t> job = ParseInt(entry.path().filename().string());
-      if (!job.ok() || *job <= 0) continue;
-      Result<std::string> text = ReadFile(entry.path().string());
-      Result<std::pair<uint64_t, StepOutput>> output =
-          text.ok() ? DecodeOutput(*text) : Result<std::pair<uint64_t, StepOutput>>(text.status());
-      if (output.ok()) out.emplace(static_cast<uint64_t>(*job), std::move(output).value());
-    }
-    // Job ids grow: the oldest jobs' records go first.
-    while (out.size() > kKept) {
-      std::filesystem::remove(dir + "/" + std::to_string(out.begin()->first), ec);
-      out.erase(out.begin());
-    }
-    return out;
+    std::lock_guard lock(outputs_mu_);
+    return LoadOutputs();
   }
 
   std::string Isolation() const override { return layout_.description; }
@@ -313,6 +295,72 @@ class DirSteps final : public Steps {
 
  private:
   std::string StepDir(StepKey key) const { return dir_ + "/" + StepDirName(key); }
+
+  std::string Journal() const { return options_.outputs_dir + "/" + kOutputsJournal; }
+
+  // Appends a finished job's output record to the journal (step_files.h).
+  void KeepOutput(uint64_t job, const std::string& record) {
+    const std::string line = fmt::format("{} {}\n", job, record);
+    std::lock_guard lock(outputs_mu_);
+    const int fd =
+        ::open(Journal().c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+    if (written && ++journal_lines_ > 2 * kKeptOutputs) (void)LoadOutputs();
+  }
+
+  // The newest kKeptOutputs jobs' records, from the journal and from the
+  // files a job of earlier releases; rewrites the journal with just those
+  // when it held more, or when such files were there (which then go).
+  // Holds outputs_mu_.
+  std::map<uint64_t, std::pair<uint64_t, StepOutput>> LoadOutputs() {
+    std::map<uint64_t, std::pair<uint64_t, StepOutput>> out;
+    std::map<uint64_t, std::string> records;  // as read, to write back
+    std::vector<std::string> legacy;
+    auto take = [&](std::string_view job_text, std::string_view record) {
+      Result<int64_t> job = ParseInt(job_text);
+      if (!job.ok() || *job <= 0) return false;
+      Result<std::pair<uint64_t, StepOutput>> output = DecodeOutput(record);
+      if (!output.ok()) return false;
+      out.insert_or_assign(static_cast<uint64_t>(*job), std::move(output).value());
+      records.insert_or_assign(static_cast<uint64_t>(*job), std::string(record));
+      return true;
+    };
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(options_.outputs_dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name == kOutputsJournal) continue;
+      if (Result<std::string> text = ReadFile(entry.path().string());
+          text.ok() && take(name, *text))
+        legacy.push_back(entry.path().string());
+    }
+    size_t lines = 0;
+    if (Result<std::string> text = ReadFile(Journal()); text.ok()) {
+      for (std::string_view line : Split(*text, '\n')) {
+        const size_t space = line.find(' ');
+        lines +=
+            space != std::string_view::npos && take(line.substr(0, space), line.substr(space + 1));
+      }
+    }
+    // Job ids grow: the oldest jobs' records go first.
+    while (out.size() > kKeptOutputs) {
+      records.erase(out.begin()->first);
+      out.erase(out.begin());
+    }
+    journal_lines_ = lines;
+    if (lines > out.size() || !legacy.empty()) {
+      std::string text;
+      for (const auto& [job, record] : records)
+        text += fmt::format("{} {}\n", job, record);
+      if (WriteFileAtomic(Journal(), text, 0600).ok()) {
+        journal_lines_ = records.size();
+        for (const std::string& path : legacy)
+          std::filesystem::remove(path, ec);
+      }
+    }
+    return out;
+  }
 
   // What the node's CDI specs add to a container for the step's GPUs.
   CdiEdits CdiFor(const StepRequest& request) const {
@@ -596,6 +644,8 @@ class DirSteps final : public Steps {
   const int events_fd_;
   std::mutex events_mu_;
   std::string partial_;          // the events FIFO's last line, when read in part
+  std::mutex outputs_mu_;        // the output records' journal
+  size_t journal_lines_ = 0;     // lines in it (LoadOutputs counts them)
   std::mutex children_mu_;       // also: one thread starts a launcher
   std::vector<pid_t> children_;  // launchers started here, not yet reaped
 };
