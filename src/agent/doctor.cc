@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/timex.h>
 #include <unistd.h>
@@ -415,12 +417,19 @@ DoctorCheck FilesCheck() {
   return Check("open files", Level::kPass, detail);
 }
 
-DoctorCheck DiskCheck(const DoctorOptions& o) {
-  std::filesystem::path at = o.state_dir;
+// The nearest folder of `path` that exists: where a folder not made yet
+// will be.
+std::filesystem::path NearestExisting(const std::string& path) {
+  std::filesystem::path at = path;
   std::error_code ec;
   while (!at.empty() && !std::filesystem::exists(at, ec) && at.has_parent_path() &&
          at != at.parent_path())
     at = at.parent_path();
+  return at;
+}
+
+DoctorCheck DiskCheck(const DoctorOptions& o) {
+  const std::filesystem::path at = NearestExisting(o.state_dir);
   struct statvfs fs {};
   if (::statvfs(at.c_str(), &fs) != 0)
     return Check("disk space", Level::kWarn, "cannot read the free space of " + at.string());
@@ -429,10 +438,29 @@ DoctorCheck DiskCheck(const DoctorOptions& o) {
   const std::string detail =
       fmt::format("{:.1f} GiB free for {} (on {})", free_gib, o.state_dir, at.string());
   const char* fix =
-      "free space there: the agent keeps each running step's record and output folder";
+      "free space there: the agent keeps the node's certificate and where each finished job's "
+      "output went";
   if (free_gib < 0.1) return Check("disk space", Level::kFail, detail, fix);
   if (free_gib < 1) return Check("disk space", Level::kWarn, detail, fix);
   return Check("disk space", Level::kPass, detail);
+}
+
+// Each job makes its step's folder and files in steps_dir: on a disk file
+// system that has seen many files come and go, that cost more CPU than the
+// rest of a job's start (docs/agent.md).
+DoctorCheck StepsFolderCheck(const DoctorOptions& o) {
+  const std::filesystem::path at = NearestExisting(o.steps_dir);
+  struct statfs fs {};
+  if (::statfs(at.c_str(), &fs) != 0)
+    return Check("steps folder", Level::kWarn, "cannot read the file system of " + at.string());
+  if (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)
+    return Check("steps folder", Level::kPass, o.steps_dir + " on a tmpfs");
+  return Check("steps folder", Level::kWarn,
+               fmt::format("{} is not on a tmpfs (file system type {:#x})", o.steps_dir,
+                           static_cast<uint64_t>(fs.f_type)),
+               "put the agent's steps_dir on a tmpfs (/run on most hosts, the package's "
+               "/run/shoal-agent/steps; else /dev/shm): on a disk, making each job's files "
+               "costs more CPU than the rest of its start");
 }
 
 }  // namespace
@@ -457,6 +485,7 @@ std::vector<DoctorCheck> RunDoctor(const DoctorOptions& o) {
   checks.push_back(ClockCheck());
   checks.push_back(FilesCheck());
   checks.push_back(DiskCheck(o));
+  checks.push_back(StepsFolderCheck(o));
   return checks;
 }
 

@@ -22,6 +22,8 @@ struct DoctorOptions {
   std::string proc = "/proc";  // self/mountinfo, */comm
   // Where the agent keeps its state: the disk it is on needs room.
   std::string state_dir = "/var/lib/shoal-agent";
+  // Where it keeps its running steps (steps_dir): best on a tmpfs.
+  std::string steps_dir = "/run/shoal-agent/steps";
   // The CUDA driver library and NCCL, looked for with dlopen.
   std::string cuda_library = "libcuda.so.1";
   std::string nccl_library = "libnccl.so.2";

@@ -39,7 +39,8 @@ class DoctorTest : public ::testing::Test {
     options_.dev = (root_ / "dev").string();
     options_.proc = (root_ / "proc").string();
     options_.state_dir = (root_ / "state").string();
-    options_.cuda_library = SHOAL_FAKE_NVML;  // any library that loads
+    options_.steps_dir = "/dev/shm/shoal-doctor-test-no-such/steps";  // /dev/shm: a tmpfs
+    options_.cuda_library = SHOAL_FAKE_NVML;                          // any library that loads
     options_.nccl_library = "libshoal-no-such-nccl.so.2";
     options_.cuda_home = (root_ / "cuda").string();  // no toolkit until a test writes one
     fs::create_directories(root_ / "dev");
@@ -113,6 +114,7 @@ TEST_F(DoctorTest, AReadyNodePasses) {
   EXPECT_EQ(checks.at("GPU-NIC NUMA affinity").level, Level::kPass);
   EXPECT_EQ(checks.at("cgroups").level, Level::kPass);
   EXPECT_EQ(checks.at("disk space").level, Level::kPass);
+  EXPECT_EQ(checks.at("steps folder").level, Level::kPass) << checks.at("steps folder").detail;
   for (const auto& [name, c] : checks) {
     if (c.level == Level::kPass) {
       EXPECT_TRUE(c.fix.empty()) << name;
@@ -128,8 +130,13 @@ TEST_F(DoctorTest, WhatIsMissingFailsOrWarnsAndSaysTheFix) {
   state_->gpus[2].ecc_uncorrected = 3;
   state_->gpus[6].persistence_mode = 0;
   state_->gpus[7].persistence_mode = 0;
-  CgroupV2("cpuset io pids");  // no cpu, no memory
+  CgroupV2("cpuset io pids");                        // no cpu, no memory
+  options_.steps_dir = "/proc/shoal-no-such/steps";  // never a tmpfs
   auto checks = Run();
+  const DoctorCheck& steps = checks.at("steps folder");
+  EXPECT_EQ(steps.level, Level::kWarn);
+  EXPECT_NE(steps.detail.find("/proc/shoal-no-such/steps is not on a tmpfs"), std::string::npos)
+      << steps.detail;
   const DoctorCheck& fm = checks.at("NVSwitch fabric manager");
   EXPECT_EQ(fm.level, Level::kFail);
   EXPECT_NE(fm.fix.find("nvidia-fabricmanager"), std::string::npos);

@@ -13,8 +13,8 @@ int RunDoctor(const std::vector<std::string>& raw) {
       "Checks that this host is ready to be a GPU node: the NVIDIA driver and its GPUs' health, "
       "the NVSwitch fabric manager, the CUDA and NCCL libraries, InfiniBand/RoCE links and their "
       "NUMA placement beside the GPUs, cgroups, the container runtime, clock sync, open-file "
-      "limits "
-      "and disk space. "
+      "limits, "
+      "disk space and whether the running steps' folder is on a tmpfs. "
       "Changes nothing. Exits 1 when a check fails.",
       "shoal doctor"};
   agent::DoctorOptions o;
@@ -27,6 +27,9 @@ int RunDoctor(const std::vector<std::string>& raw) {
                  "--cuda-home, if there is one");
   app.add_option("--cuda-home", o.cuda_home, "where the CUDA toolkit is")->capture_default_str();
   app.add_option("--state-dir", o.state_dir, "where the agent keeps its state (for disk space)")
+      ->capture_default_str();
+  app.add_option("--steps-dir", o.steps_dir,
+                 "where the agent keeps its running steps (best on a tmpfs)")
       ->capture_default_str();
   app.add_option("--container-runtime", o.container_runtime,
                  "the agent's container_runtime (for --container-image jobs)")
