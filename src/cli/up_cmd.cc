@@ -119,9 +119,10 @@ bool IsTmpfs(const char* path) {
 // state finds steps that outlived the last one. A step's files cost little
 // there; on a disk file system that has seen many files come and go, making
 // them costs more CPU than the rest of a job's start (docs/agent.md). Root's
-// go in /run/shoal, a user's in $XDG_RUNTIME_DIR (private to the user), where
-// these are tmpfs; else in /dev/shm. Empty where none will do: the steps
-// then go under the state folder.
+// go in /run/shoal-up (not /run/shoal, which the packaged server's unit
+// empties when it stops), a user's in $XDG_RUNTIME_DIR/shoal-up ($XDG_RUNTIME_DIR
+// is private to the user), where these are tmpfs; else in /dev/shm. Empty
+// where none will do: the steps then go under the state folder.
 std::string StepsRoot(const std::string& state_dir) {
   std::error_code ec;
   const std::string state = std::filesystem::canonical(state_dir, ec).string();
@@ -132,14 +133,15 @@ std::string StepsRoot(const std::string& state_dir) {
   const mode_t mode = root ? 0711 : 0700;
   const char* xdg = std::getenv("XDG_RUNTIME_DIR");
   struct stat st {};
+  std::string base;
   if (root && IsTmpfs("/run")) {
-    if (OwnFolder("/run/shoal", mode) && OwnFolder("/run/shoal/" + name, mode))
-      return "/run/shoal/" + name;
+    base = "/run/shoal-up";
   } else if (!root && xdg != nullptr && xdg[0] == '/' && IsTmpfs(xdg) && ::stat(xdg, &st) == 0 &&
              st.st_uid == ::geteuid() && (st.st_mode & 077) == 0) {
-    const std::string base = std::string(xdg) + "/shoal";
-    if (OwnFolder(base, mode) && OwnFolder(base + "/" + name, mode)) return base + "/" + name;
+    base = std::string(xdg) + "/shoal-up";
   }
+  if (!base.empty() && OwnFolder(base, mode) && OwnFolder(base + "/" + name, mode))
+    return base + "/" + name;
   const std::string shm = fmt::format("/dev/shm/shoal-{}-{}", ::geteuid(), name);
   return IsTmpfs("/dev/shm") && OwnFolder(shm, mode) ? shm : "";
 }
