@@ -146,21 +146,6 @@ std::string StepsRoot(const std::string& state_dir) {
   return IsTmpfs("/dev/shm") && OwnFolder(shm, mode) ? shm : "";
 }
 
-// Removes the agents' steps folders that hold no step any more, and then
-// the steps root if that left it empty (/run/shoal stays).
-void RemoveIdleStepsFolders(const std::string& root,
-                            const std::vector<agent::AgentConfig>& configs) {
-  if (root.empty()) return;
-  for (const agent::AgentConfig& c : configs) {
-    auto steps = agent::OpenSteps(c, CompanionPath("shoal-step"));
-    if (!steps.ok() || !(*steps)->Scan().empty()) continue;
-    steps->reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(c.steps_dir, ignored);
-  }
-  ::rmdir(root.c_str());
-}
-
 // What the agents of `shoal up` are started with.
 struct UpAgents {
   const std::string& url;
@@ -193,9 +178,9 @@ Status StartAgents(const UpAgents& up, const Clock& clock, std::vector<agent::Ag
     c.seed = static_cast<uint64_t>(i);
     c.allow_root_jobs = up.root;
     c.agent.slurm_commands = CompanionPath("shoal");
-    c.state_dir = fmt::format("{}/agents/{}", up.state_dir, up.real ? "local" : c.agent.name);
-    if (!up.steps_root.empty())
-      c.steps_dir = fmt::format("{}/{}", up.steps_root, up.real ? "local" : c.agent.name);
+    const std::string folder = up.real ? "local" : c.agent.name;
+    c.state_dir = fmt::format("{}/agents/{}", up.state_dir, folder);
+    if (!up.steps_root.empty()) c.steps_dir = fmt::format("{}/{}", up.steps_root, folder);
     if (auto f = up.faults.find(c.agent.name); f != up.faults.end()) c.sim_faults = f->second;
     if (!up.image_dir.empty()) c.container.image_dir = up.image_dir;
     if (up.tls) {
@@ -217,17 +202,25 @@ Status StartAgents(const UpAgents& up, const Clock& clock, std::vector<agent::Ag
   return Status::Ok();
 }
 
-// Stops every step still running under the agents' state directories.
-void StopSteps(const std::vector<agent::AgentConfig>& configs) {
+// Stops every step still running in the agents' steps folders. Where they
+// are under a root of their own (StepsRoot), removes each folder that holds
+// no step, and then the root if that left it empty (its base stays).
+void StopSteps(const std::vector<agent::AgentConfig>& configs, const std::string& root) {
   for (const agent::AgentConfig& c : configs) {
     auto steps = agent::OpenSteps(c, CompanionPath("shoal-step"));
     if (!steps.ok()) continue;
-    for (const agent::StepState& st : (*steps)->Scan()) {
+    const std::vector<agent::StepState> found = (*steps)->Scan();
+    for (const agent::StepState& st : found) {
       if (st.phase == agent::StepPhase::kRunning || st.phase == agent::StepPhase::kStarting) {
         (void)(*steps)->Stop(st.key(), std::chrono::seconds(2));
       }
     }
+    if (root.empty() || !found.empty()) continue;
+    steps->reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(c.steps_dir, ignored);
   }
+  if (!root.empty()) ::rmdir(root.c_str());
 }
 
 // N of a simulated node's name, nodeNN (as StartAgents names them).
@@ -440,8 +433,7 @@ int RunUp(const std::vector<std::string>& raw) {
   std::printf("\nstopping: agents, jobs, server\n");
   for (auto& a : agents)
     a->Stop();
-  StopSteps(configs);
-  RemoveIdleStepsFolders(steps_root, configs);
+  StopSteps(configs, steps_root);
   (*srv)->Stop();
   return 0;
 }

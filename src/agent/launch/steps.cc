@@ -316,7 +316,6 @@ class DirSteps final : public Steps {
   // Holds outputs_mu_.
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> LoadOutputs() {
     std::map<uint64_t, std::pair<uint64_t, StepOutput>> out;
-    std::map<uint64_t, std::string> records;  // as read, to write back
     std::vector<std::string> legacy;
     auto take = [&](std::string_view job_text, std::string_view record) {
       Result<int64_t> job = ParseInt(job_text);
@@ -324,7 +323,6 @@ class DirSteps final : public Steps {
       Result<std::pair<uint64_t, StepOutput>> output = DecodeOutput(record);
       if (!output.ok()) return false;
       out.insert_or_assign(static_cast<uint64_t>(*job), std::move(output).value());
-      records.insert_or_assign(static_cast<uint64_t>(*job), std::string(record));
       return true;
     };
     std::error_code ec;
@@ -344,17 +342,15 @@ class DirSteps final : public Steps {
       }
     }
     // Job ids grow: the oldest jobs' records go first.
-    while (out.size() > kKeptOutputs) {
-      records.erase(out.begin()->first);
+    while (out.size() > kKeptOutputs)
       out.erase(out.begin());
-    }
     journal_lines_ = lines;
     if (lines > out.size() || !legacy.empty()) {
       std::string text;
-      for (const auto& [job, record] : records)
-        text += fmt::format("{} {}\n", job, record);
+      for (const auto& [job, output] : out)
+        text += fmt::format("{} {}\n", job, EncodeOutput(output.first, output.second));
       if (WriteFileAtomic(Journal(), text, 0600).ok()) {
-        journal_lines_ = records.size();
+        journal_lines_ = out.size();
         for (const std::string& path : legacy)
           std::filesystem::remove(path, ec);
       }
