@@ -437,8 +437,13 @@ int main(int argc, char** argv) {
   std::printf("\n");
 
   // 3. Idle agents: memory and CPU at 1 s telemetry, each with its step
-  // launcher (a child of the agent, part of its footprint).
-  auto agent_cpu = [](const Child& a) { return a.CpuSeconds() + a.LiveChildrenCpuSeconds(); };
+  // launcher (a child of the agent, part of its footprint). A child that
+  // ends in the window moves its CPU from the live children's sum to the
+  // agent's reaped children's: both count (without the second, a child
+  // still running at the start made the mean negative).
+  auto agent_cpu = [](const Child& a) {
+    return a.CpuSeconds() + a.ChildrenCpuSeconds() + a.LiveChildrenCpuSeconds();
+  };
   std::vector<double> cpu0;
   for (const auto& a : agents)
     cpu0.push_back(agent_cpu(*a));

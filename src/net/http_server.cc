@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -214,52 +215,74 @@ void TrustThisConnection() {
   if (HttpServer::serving_ != nullptr) HttpServer::serving_->trusted = true;
 }
 
-// Idle connections, in one epoll set watched by one thread: a connection
-// whose next request starts arriving goes back to the thread pool
-// (`resume`); one idle past its deadline is closed.
+// Idle connections, in one epoll set on which pool threads wait themselves
+// ("parked", kParked at most): the thread whose connection's next request
+// starts arriving serves it at once, without handing it to another thread
+// (an agent's beat wakes one thread here, not two). Before it serves, it
+// makes sure that another thread is parked or on its way, so that the set
+// is never left unwatched while requests are served, however slow. A timer
+// in the set fires for the soonest deadline; a connection idle past its
+// deadline is closed.
 class HttpServer::IdleSet {
  public:
-  explicit IdleSet(std::function<void(std::shared_ptr<Connection>)> resume)
-      : resume_(std::move(resume)),
+  // `run_on_pool` runs a job on the server's pool; `serve` serves a
+  // connection whose next request has started to arrive.
+  IdleSet(std::function<void(std::function<void()>)> run_on_pool,
+          std::function<void(std::shared_ptr<Connection>)> serve)
+      : run_on_pool_(std::move(run_on_pool)),
+        serve_(std::move(serve)),
         epoll_(::epoll_create1(EPOLL_CLOEXEC)),
-        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.fd = wake_;
-    (void)::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &e);
-    thread_ = std::thread([this] { Watch(); });
+        timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)),
+        stop_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    for (const int fd : {timer_, stop_}) {
+      epoll_event e{};
+      e.events = EPOLLIN;  // level-triggered: the stop wakes every parked thread
+      e.data.fd = fd;
+      (void)::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &e);
+    }
   }
   ~IdleSet() {
     Stop();
     ::close(epoll_);
-    ::close(wake_);
+    ::close(timer_);
+    ::close(stop_);
   }
 
   // Holds `c` until its socket is readable (or closed by the peer), or
   // closes it at `until`. After Stop, closes it at once.
   void Add(std::shared_ptr<Connection> c, SteadyClock::time_point until) {
-    std::lock_guard lock(mu_);
-    if (stopped_) return;
-    const int fd = c->sock;
-    epoll_event e{};
-    e.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-    e.data.fd = fd;
-    if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &e) != 0) return;
-    const bool soonest = deadlines_.empty() || until < deadlines_.begin()->first;
-    deadlines_.emplace(until, fd);
-    idle_.emplace(fd, Idle{std::move(c), until});
-    if (soonest) Wake();
-  }
-
-  // Closes every idle connection and refuses new ones; idempotent.
-  void Stop() {
+    bool park = false;
     {
       std::lock_guard lock(mu_);
       if (stopped_) return;
-      stopped_ = true;
-      Wake();
+      const int fd = c->sock;
+      epoll_event e{};
+      e.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+      e.data.fd = fd;
+      if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &e) != 0) return;
+      if (deadlines_.empty() || until < deadlines_.begin()->first) Arm(until);
+      deadlines_.emplace(until, fd);
+      idle_.emplace(fd, Idle{std::move(c), until});
+      park = NeedsParker();
     }
-    thread_.join();
+    if (park) run_on_pool_([this] { Park(); });
+  }
+
+  // Closes every idle connection, refuses new ones and waits until no
+  // thread is parked; idempotent.
+  void Stop() {
+    std::unordered_map<int, Idle> closing;
+    std::unique_lock lock(mu_);
+    if (!stopped_) {
+      stopped_ = true;
+      const uint64_t one = 1;
+      (void)!::write(stop_, &one, sizeof one);  // never read
+      closing.swap(idle_);
+      deadlines_.clear();
+    }
+    left_.wait(lock, [this] { return parked_ == 0; });
+    lock.unlock();
+    // `closing` closes its connections as it goes.
   }
 
   int size() const {
@@ -268,14 +291,28 @@ class HttpServer::IdleSet {
   }
 
  private:
+  static constexpr int kParked = 2;
+
   struct Idle {
     std::shared_ptr<Connection> connection;
     SteadyClock::time_point until;
   };
 
-  void Wake() const {
-    const uint64_t one = 1;
-    (void)!::write(wake_, &one, sizeof one);
+  // Whether no thread is parked nor on its way; if so, counts the one the
+  // caller sends. The caller holds mu_.
+  bool NeedsParker() {
+    if (stopped_ || parked_ + starting_ > 0) return false;
+    ++starting_;
+    return true;
+  }
+
+  // Sets the timer for `when`; the caller holds mu_.
+  void Arm(SteadyClock::time_point when) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch());
+    itimerspec t{};
+    t.it_value.tv_sec = static_cast<time_t>(std::max<int64_t>(ns.count(), 1) / 1000000000);
+    t.it_value.tv_nsec = static_cast<long>(std::max<int64_t>(ns.count(), 1) % 1000000000);
+    (void)::timerfd_settime(timer_, TFD_TIMER_ABSTIME, &t, nullptr);
   }
 
   // Takes `fd` out of the set; the caller holds mu_.
@@ -289,53 +326,62 @@ class HttpServer::IdleSet {
     return c;
   }
 
-  void Watch() {
-    std::vector<epoll_event> events(256);
-    while (true) {
-      int timeout_ms = -1;
-      {
-        std::lock_guard lock(mu_);
-        if (stopped_) break;
-        if (!deadlines_.empty()) {
-          const auto left = deadlines_.begin()->first - SteadyClock::now();
-          timeout_ms = static_cast<int>(std::clamp<int64_t>(
-              std::chrono::ceil<std::chrono::milliseconds>(left).count(), 0, 60000));
-        }
-      }
-      const int n =
-          ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), timeout_ms);
-      std::vector<std::shared_ptr<Connection>> ready, expired;
-      {
-        std::lock_guard lock(mu_);
-        for (int i = 0; i < n; ++i) {
-          if (events[i].data.fd == wake_) {
-            uint64_t count;
-            (void)!::read(wake_, &count, sizeof count);
-          } else if (auto c = Take(events[i].data.fd)) {
-            ready.push_back(std::move(c));
-          }
-        }
-        const auto now = SteadyClock::now();
-        while (!deadlines_.empty() && deadlines_.begin()->first <= now)
-          expired.push_back(Take(deadlines_.begin()->second));
-      }
-      for (auto& c : ready)
-        resume_(std::move(c));
-      // `expired` closes its connections as it goes.
+  // A pool thread's job: waits on the set, serves what arrives, and waits
+  // again while fewer than kParked threads wait; leaves at Stop.
+  void Park() {
+    {
+      std::lock_guard lock(mu_);
+      --starting_;
+      if (stopped_) return;
+      ++parked_;
     }
-    std::unordered_map<int, Idle> closing;
-    std::lock_guard lock(mu_);
-    closing.swap(idle_);
-    deadlines_.clear();
+    while (true) {
+      epoll_event e{};
+      const int n = ::epoll_wait(epoll_, &e, 1, -1);
+      std::shared_ptr<Connection> ready;
+      std::vector<std::shared_ptr<Connection>> expired;
+      bool park = false;
+      {
+        std::lock_guard lock(mu_);
+        if (stopped_) {
+          if (--parked_ == 0) left_.notify_all();
+          return;
+        }
+        if (n == 1 && e.data.fd == timer_) {
+          uint64_t fired;
+          (void)!::read(timer_, &fired, sizeof fired);
+          const auto now = SteadyClock::now();
+          while (!deadlines_.empty() && deadlines_.begin()->first <= now)
+            expired.push_back(Take(deadlines_.begin()->second));
+          if (!deadlines_.empty()) Arm(deadlines_.begin()->first);
+        } else if (n == 1) {
+          ready = Take(e.data.fd);
+        }
+        if (ready) {
+          --parked_;
+          park = NeedsParker();
+        }
+      }
+      expired.clear();  // closes them, outside the lock
+      if (!ready) continue;
+      if (park) run_on_pool_([this] { Park(); });
+      serve_(std::move(ready));
+      std::lock_guard lock(mu_);
+      if (stopped_ || parked_ + starting_ >= kParked) return;
+      ++parked_;
+    }
   }
 
-  const std::function<void(std::shared_ptr<Connection>)> resume_;
-  const int epoll_, wake_;
+  const std::function<void(std::function<void()>)> run_on_pool_;
+  const std::function<void(std::shared_ptr<Connection>)> serve_;
+  const int epoll_, timer_, stop_;
   mutable std::mutex mu_;
+  std::condition_variable left_;
   std::unordered_map<int, Idle> idle_;
   std::set<std::pair<SteadyClock::time_point, int>> deadlines_;
+  int parked_ = 0;    // threads waiting on the set
+  int starting_ = 0;  // Park jobs queued on the pool, not yet waiting
   bool stopped_ = false;
-  std::thread thread_;
 };
 
 uint64_t RaiseOpenFileLimit() {
@@ -349,11 +395,11 @@ uint64_t RaiseOpenFileLimit() {
 }
 
 HttpServer::HttpServer()
-    : idle_(std::make_unique<IdleSet>([this](std::shared_ptr<Connection> c) {
-        // Only connections the pool's threads served reach the idle set.
-        pool_.load()->enqueue(
-            [this, c = std::move(c)]() mutable { Serve(std::move(c), /*resumed=*/true); });
-      })) {
+    : idle_(std::make_unique<IdleSet>(
+          // Only connections the pool's threads served reach the idle set:
+          // the pool is there.
+          [this](std::function<void()> job) { pool_.load()->enqueue(std::move(job)); },
+          [this](std::shared_ptr<Connection> c) { Serve(std::move(c), /*resumed=*/true); })) {
   // Called once, when the server starts listening; the idle set closes its
   // connections before the pool's threads are joined.
   new_task_queue = [this] {

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <vector>
+
 #include "net/token.h"
 
 namespace shoal::server {
@@ -30,6 +33,27 @@ Issued Make(const std::string& user, const std::string& role, Time expires = kTi
                              .expires = expires,
                              .node = node},
           "Bearer " + t->text};
+}
+
+// The digests every token check rests on give the published answers (FIPS
+// 180-2 for SHA-256, RFC 4231 test case 2 for HMAC), empty input and key
+// included, and the same from many threads at once.
+TEST(TokenDigestTest, GiveThePublishedAnswersFromAnyThread) {
+  auto check = [] {
+    EXPECT_EQ(net::Sha256Hex("abc"),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(net::Sha256Hex(""),
+              "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_EQ(net::HmacSha256Hex("Jefe", "what do ya want for nothing?"),
+              "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    EXPECT_EQ(net::HmacSha256Hex("", ""),
+              "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back(check);
+  for (std::thread& t : threads)
+    t.join();
 }
 
 TEST(TokenCacheTest, TokensExpireAndJoinTokensOnlyJoin) {

@@ -444,6 +444,8 @@ class Controller {
   Time WakeAt() const { return wake_at_; }
 
   // --- output ---
+  // Whether anything waits to be committed (TakeBatch would not be empty).
+  bool HasChanges() const { return !batch_.empty(); }
   state::Batch TakeBatch();
   Outbox TakeOutbox();
   // Tokens as the HTTP layer's cache needs them (after each commit of tokens).

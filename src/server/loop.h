@@ -1,11 +1,21 @@
-// The control loop: the one thread that changes the controller's state
-// (DESIGN.md, boundary 3).
+// The control loop: the only way to the controller's state, which one
+// thread at a time changes (DESIGN.md, boundary 3).
 //
 // Handlers on other threads hand it work with Call(); it runs a batch of such
 // work, a scheduling pass when one is due, commits everything the batch
 // changed in one transaction (group commit), and only then answers the
 // callers and sends launches and kills to the agents. A queue limit turns a
 // flood into "503 overloaded" instead of unbounded memory.
+//
+// A call that finds the loop idle (no batch running, none waiting) runs at
+// once on the caller's thread, as the loop's thread would run it (with the
+// tick and a pass when due). If it changed nothing to commit, it is answered
+// there, and the loop's thread is woken only when there is work for it
+// sooner than it planned (calls queued meanwhile, a pass now wanted): an
+// agent's beat on an idle server costs no thread switch to the loop and
+// back (docs/performance.md). If it did change something, its commit and
+// answer go with the loop's next batch, with the calls queued meanwhile:
+// group commit under load is as before.
 #pragma once
 
 #include <condition_variable>
@@ -91,7 +101,7 @@ class ControlLoop {
     };
     task.done = [promise, result]() { promise->set_value(std::move(**result)); };
     std::future<Result<T>> future = promise->get_future();
-    if (!Enqueue(std::move(task))) {
+    if (!RunOrEnqueue(std::move(task))) {
       return Status(StatusCode::kUnavailable, "the server is overloaded; try again");
     }
     return future.get();
@@ -105,8 +115,22 @@ class ControlLoop {
     std::function<void()> done;
     Time queued{};  // when it was enqueued
   };
-  bool Enqueue(Task task);
+  // Runs `task` now on this thread when the loop is idle, else queues it;
+  // false when it is refused (queue full, loop stopped).
+  bool RunOrEnqueue(Task task);
+  // The loop's thread: waits for work or its next deadline, runs batches.
   void Run();
+  // Runs one batch (possibly empty): its calls, the tick and a pass when
+  // due, the commit, the answers (to `ran` too: calls run before, whose
+  // changes this commit takes) and the outbox. With `may_defer`, stops
+  // before the commit when there is something to commit and returns false
+  // (the changes wait in the controller for the loop's next batch). Only by
+  // whoever set busy_.
+  bool Step(std::vector<Task>& batch, std::vector<Task>& ran, bool may_defer);
+  void CountPass(double pass_ms);
+  // When the loop must next run by itself (tick, idle pass, wanted pass,
+  // the controller's next deadline). With mu_ held and busy_ clear.
+  Time NextWake() const;
 
   Controller& controller_;
   state::Store& store_;
@@ -119,8 +143,23 @@ class ControlLoop {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
+  // Calls run on their callers' threads whose changes wait for the loop's
+  // next commit (and their answers with it).
+  std::vector<Task> ran_;
   bool stopping_ = false;
   bool running_ = false;
+  // Someone runs a batch: the loop's thread or a caller (guarded by mu_;
+  // whoever set it owns the controller and the members below until it clears it).
+  bool busy_ = false;
+  // Until when the loop's thread sleeps by itself (Time::max() when it does
+  // not sleep on a deadline), and whether a caller asked it to look again.
+  Time sleeping_until_ = Time::max();
+  bool rewake_ = false;
+  // The batch runner's state.
+  Time last_tick_{};
+  Time last_pass_{};
+  std::chrono::steady_clock::time_point last_steady_tick_{};
+  Duration pass_gap_{};
   LoopStats stats_;
   std::thread thread_;
 };

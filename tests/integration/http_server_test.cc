@@ -128,6 +128,10 @@ class HttpServerTest : public ::testing::Test {
     return got;
   }
 
+  // `n` connections, each answered once and then left idle; returns once
+  // the server holds them all idle (fewer when one failed).
+  std::vector<int> KeptConnections(int n);
+
   static int Count(const std::string& text, const std::string& what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
@@ -174,21 +178,30 @@ TEST_F(HttpServerTest, ABodyThatWasReadKeepsTheConnection) {
 constexpr char kEcho[] =
     "POST /echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nContent-Length: 2\r\n\r\nhi";
 
+std::vector<int> HttpServerTest::KeptConnections(int n) {
+  std::vector<int> socks;
+  for (int i = 0; i < n; ++i) {
+    const int sock = Open();
+    if (sock < 0 || Ask(sock, kEcho).find("echo:hi") == std::string::npos) {
+      ADD_FAILURE() << "connection " << i << " was not answered";
+      if (sock >= 0) ::close(sock);
+      return socks;
+    }
+    socks.push_back(sock);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (http_.idle_connections() < n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return socks;
+}
+
 TEST_F(HttpServerTest, IdleConnectionsWaitWithoutAThreadAndAreServedAgain) {
   // Agents keep their connection between heartbeats: 200 of them, each past
   // the linger, must not hold 200 threads, and each must be answered when
   // its next request comes.
   constexpr int kConnections = 200;  // under the 256 one address may hold
-  std::vector<int> socks;
-  for (int i = 0; i < kConnections; ++i) {
-    const int sock = Open();
-    ASSERT_GE(sock, 0) << i;
-    ASSERT_NE(Ask(sock, kEcho).find("echo:hi"), std::string::npos) << i;
-    socks.push_back(sock);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (http_.idle_connections() < kConnections && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::vector<int> socks = KeptConnections(kConnections);
+  ASSERT_EQ(socks.size(), size_t{kConnections});
   EXPECT_EQ(http_.idle_connections(), kConnections);
   EXPECT_EQ(http_.open_connections(), kConnections);
   EXPECT_LT(ThreadsOfThisProcess(), 64);
@@ -196,6 +209,30 @@ TEST_F(HttpServerTest, IdleConnectionsWaitWithoutAThreadAndAreServedAgain) {
     EXPECT_NE(Ask(socks[static_cast<size_t>(i)], kEcho).find("echo:hi"), std::string::npos) << i;
     ::close(socks[static_cast<size_t>(i)]);
   }
+}
+
+TEST_F(HttpServerTest, IdleConnectionsWhoseRequestsTrickleInHoldUpNoOther) {
+  // The threads waiting on the idle connections serve what arrives on
+  // them: clients that start their next request and then stall (more of
+  // them than such threads) must not keep a kept connection's request
+  // from being answered at once.
+  constexpr int kStalled = 6;
+  std::vector<int> stalled = KeptConnections(kStalled + 1);
+  ASSERT_EQ(stalled.size(), size_t{kStalled + 1});
+  ASSERT_EQ(http_.idle_connections(), kStalled + 1);
+  const int member = stalled.back();
+  stalled.pop_back();
+  for (int sock : stalled)
+    ASSERT_EQ(::send(sock, "POST /echo HT", 13, MSG_NOSIGNAL), 13);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // each taken up by a thread
+  for (int round = 0; round < 3; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_NE(Ask(member, kEcho).find("echo:hi"), std::string::npos) << round;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500)) << round;
+  }
+  for (int sock : stalled)
+    ::close(sock);
+  ::close(member);
 }
 
 TEST_F(HttpServerTest, AStrangersIdleConnectionClosesBeforeOneThatShowedCredentials) {
