@@ -215,7 +215,8 @@ TEST_F(HttpServerTest, IdleConnectionsWhoseRequestsTrickleInHoldUpNoOther) {
   // The threads waiting on the idle connections serve what arrives on
   // them: clients that start their next request and then stall (more of
   // them than such threads) must not keep a kept connection's request
-  // from being answered at once.
+  // from being answered at once (a stalled request holds its thread for
+  // the request deadline, 10 s here; 2 s leaves room for a loaded machine).
   constexpr int kStalled = 6;
   std::vector<int> stalled = KeptConnections(kStalled + 1);
   ASSERT_EQ(stalled.size(), size_t{kStalled + 1});
@@ -228,7 +229,7 @@ TEST_F(HttpServerTest, IdleConnectionsWhoseRequestsTrickleInHoldUpNoOther) {
   for (int round = 0; round < 3; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_NE(Ask(member, kEcho).find("echo:hi"), std::string::npos) << round;
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500)) << round;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << round;
   }
   for (int sock : stalled)
     ::close(sock);
