@@ -308,10 +308,12 @@ class HttpServer::IdleSet {
 
   // Sets the timer for `when`; the caller holds mu_.
   void Arm(SteadyClock::time_point when) {
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch());
+    // Never 0, which would disarm the timer.
+    const int64_t ns = std::max<int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count(), 1);
     itimerspec t{};
-    t.it_value.tv_sec = static_cast<time_t>(std::max<int64_t>(ns.count(), 1) / 1000000000);
-    t.it_value.tv_nsec = static_cast<long>(std::max<int64_t>(ns.count(), 1) % 1000000000);
+    t.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+    t.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
     (void)::timerfd_settime(timer_, TFD_TIMER_ABSTIME, &t, nullptr);
   }
 

@@ -129,7 +129,8 @@ class ControlLoop {
   bool Step(std::vector<Task>& batch, std::vector<Task>& ran, bool may_defer);
   void CountPass(double pass_ms);
   // When the loop must next run by itself (tick, idle pass, wanted pass,
-  // the controller's next deadline). With mu_ held and busy_ clear.
+  // the controller's next deadline). With mu_ held, by whoever set busy_
+  // or while it is clear (it reads the controller).
   Time NextWake() const;
 
   Controller& controller_;
