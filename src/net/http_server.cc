@@ -190,8 +190,13 @@ static_assert(
 // One admitted connection, with its TLS session. Whoever holds the last
 // reference (a serving thread, the idle set, a queued job) closes it.
 struct HttpServer::Connection {
-  Connection(HttpServer& owner, int socket, std::string address, size_t requests)
-      : server(owner), sock(socket), client(std::move(address)), left(requests) {}
+  Connection(HttpServer& owner, int socket, Endpoint peer, size_t requests)
+      : server(owner),
+        sock(socket),
+        remote(std::move(peer)),
+        local(LocalOf(socket)),
+        client(remote.ip),
+        left(requests) {}
   ~Connection() {
     ssl.reset();  // no close_notify: see Serve
     ::shutdown(sock, SHUT_RDWR);
@@ -203,7 +208,8 @@ struct HttpServer::Connection {
 
   HttpServer& server;
   const int sock;
-  const std::string client;
+  const Endpoint remote, local;  // learnt once, for every request's remote_addr and local_addr
+  const std::string client;      // the peer's address, as limits count it
   std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, SSL_free};
   size_t left;  // requests it may still make (keep_alive_max_count)
   bool trusted = false;
@@ -259,7 +265,14 @@ class HttpServer::IdleSet {
       epoll_event e{};
       e.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
       e.data.fd = fd;
-      if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &e) != 0) return;
+      // A connection that was here before is still in the epoll set,
+      // disarmed by its one event (Take leaves it there): re-armed, one
+      // call. A new one (or a socket number closed and given out again,
+      // which left the set as it closed) is added.
+      if (::epoll_ctl(epoll_, EPOLL_CTL_MOD, fd, &e) != 0 &&
+          (errno != ENOENT || ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &e) != 0)) {
+        return;
+      }
       if (deadlines_.empty() || until < deadlines_.begin()->first) Arm(until);
       deadlines_.emplace(until, fd);
       idle_.emplace(fd, Idle{std::move(c), until});
@@ -317,11 +330,13 @@ class HttpServer::IdleSet {
     (void)::timerfd_settime(timer_, TFD_TIMER_ABSTIME, &t, nullptr);
   }
 
-  // Takes `fd` out of the set; the caller holds mu_.
+  // Takes `fd` out of the set; the caller holds mu_. Its socket stays in
+  // the epoll set, disarmed once its event came (EPOLLONESHOT) until Add
+  // re-arms it, and leaves the set when it is closed; one expiring here may
+  // still be armed, and a thread that its last event wakes finds nothing.
   std::shared_ptr<Connection> Take(int fd) {
     auto it = idle_.find(fd);
     if (it == idle_.end()) return nullptr;
-    (void)::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
     deadlines_.erase({it->second.until, fd});
     std::shared_ptr<Connection> c = std::move(it->second.connection);
     idle_.erase(it);
@@ -545,19 +560,15 @@ void HttpServer::Release(const std::string& client) {
 }
 
 bool HttpServer::process_and_close_socket(socket_t sock) {
-  sockaddr_storage peer{};
-  socklen_t length = sizeof peer;
-  std::string client = ::getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) == 0
-                           ? AddressText(peer)
-                           : "";
-  if (!Admit(client)) {
+  Endpoint peer = PeerOf(sock);
+  if (!Admit(peer.ip)) {
     // Non-blocking: a client that does not read its refusal loses nothing of ours.
     (void)!::send(sock, kBusyAnswer, sizeof kBusyAnswer - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return false;
   }
-  auto c = std::make_shared<Connection>(*this, sock, std::move(client), keep_alive_max_count_);
+  auto c = std::make_shared<Connection>(*this, sock, std::move(peer), keep_alive_max_count_);
   if (ssl_ctx_ != nullptr) {
     c->ssl = Handshake(ssl_ctx_.get(), sock, SteadyClock::now() + limits_.request_deadline);
     if (!c->ssl) return false;
@@ -571,17 +582,22 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
 void HttpServer::Serve(std::shared_ptr<Connection> c, bool resumed) {
   SocketStream stream(c->sock, limits_.write_timeout);
   if (c->ssl) stream.set_ssl(c->ssl.get());
+  stream.set_endpoints(&c->remote, &c->local);
   for (int served = 0; c->left > 0 && svr_sock_ != INVALID_SOCKET; ++served) {
     // Between requests: the next one may come at once (a client's burst),
     // so the thread waits `linger` for it, except after the first answer to
     // a connection that came from the idle set (an agent's beat, seconds
-    // apart): that one goes back at once unless its next request is there
-    // already. Past the linger the connection waits without a thread;
-    // nothing is left in `stream` then (buffers empty, answer sent).
+    // apart): that one goes back at once, without a look (a request there
+    // already wakes the set at once). Past the linger the connection waits
+    // without a thread; nothing is left in `stream` then (buffers empty,
+    // answer sent). A connection the idle set hands over has bytes waiting
+    // (or its peer has gone): its first request is read without a wait.
     const auto now = SteadyClock::now();
     const auto idle_end = now + (c->trusted ? limits_.trusted_idle_timeout : limits_.idle_timeout);
-    const auto linger = resumed && served < 2 ? std::chrono::milliseconds(0) : limits_.linger;
-    if (!stream.has_buffered() && !WaitUntil(c->sock, POLLIN, std::min(idle_end, now + linger))) {
+    const bool back_at_once = resumed && served == 1;
+    const bool arrived = resumed && served == 0;
+    if (!stream.has_buffered() && !arrived &&
+        (back_at_once || !WaitUntil(c->sock, POLLIN, std::min(idle_end, now + limits_.linger)))) {
       idle_->Add(std::move(c), idle_end);
       return;
     }

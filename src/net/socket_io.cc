@@ -22,8 +22,8 @@ namespace {
 // number reused by a later socket or folder looks like one descriptor
 // shared without synchronisation. Memory accesses are still checked.
 #if defined(__SANITIZE_THREAD__)
-ssize_t SysRecv(int fd, void* buffer, size_t size) {
-  return ::syscall(SYS_recvfrom, fd, buffer, size, 0, nullptr, nullptr);
+ssize_t SysRecv(int fd, void* buffer, size_t size, int flags) {
+  return ::syscall(SYS_recvfrom, fd, buffer, size, flags, nullptr, nullptr);
 }
 ssize_t SysSend(int fd, const void* data, size_t size, int flags) {
   return ::syscall(SYS_sendto, fd, data, size, flags, nullptr, 0);
@@ -32,8 +32,8 @@ int SysPoll(pollfd* fds, nfds_t count, int timeout_ms) {
   return static_cast<int>(::syscall(SYS_poll, fds, count, timeout_ms));
 }
 #else
-ssize_t SysRecv(int fd, void* buffer, size_t size) {
-  return ::recv(fd, buffer, size, 0);
+ssize_t SysRecv(int fd, void* buffer, size_t size, int flags) {
+  return ::recv(fd, buffer, size, flags);
 }
 ssize_t SysSend(int fd, const void* data, size_t size, int flags) {
   return ::send(fd, data, size, flags);
@@ -80,13 +80,16 @@ bool WaitUntil(int sock, short events, SteadyClock::time_point deadline) {
 
 ssize_t ReadSome(int sock, SSL* ssl, char* data, size_t size, SteadyClock::time_point deadline) {
   if (ssl != nullptr) return SslIo(ssl, sock, /*reading=*/true, data, size, deadline);
+  // The socket first, without waiting (MSG_DONTWAIT, whatever the socket's
+  // mode): a server reads once its idle set or a wait said that bytes are
+  // there, so a wait before each read would be a poll(2) spent for nothing.
   while (true) {
-    if (!WaitUntil(sock, POLLIN, deadline)) return -1;
     ssize_t n;
     do {
-      n = SysRecv(sock, data, size);
+      n = SysRecv(sock, data, size, MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
+    if (!WaitUntil(sock, POLLIN, deadline)) return -1;
   }
 }
 
@@ -98,11 +101,14 @@ bool SendAll(int sock, SSL* ssl, const char* data, size_t size, SteadyClock::tim
       n = SslIo(ssl, sock, /*reading=*/false, const_cast<char*>(data),
                 std::min<size_t>(size, 1 << 30), deadline);
     } else {
-      if (!WaitUntil(sock, POLLOUT, deadline)) return false;
+      // As ReadSome: the socket first, a wait only when it is full.
       do {
-        n = SysSend(sock, data, size, MSG_NOSIGNAL);
+        n = SysSend(sock, data, size, MSG_NOSIGNAL | MSG_DONTWAIT);
       } while (n < 0 && errno == EINTR);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (!WaitUntil(sock, POLLOUT, deadline)) return false;
+        continue;
+      }
     }
     if (n <= 0) return false;
     data += n;

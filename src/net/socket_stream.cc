@@ -31,15 +31,22 @@ int PortOf(const sockaddr_storage& a) {
 }
 
 template <typename F>
-void Name(int sock, F get, std::string& ip, int& port) {
+Endpoint Name(int sock, F get) {
   sockaddr_storage a{};
   socklen_t length = sizeof a;
-  if (get(sock, reinterpret_cast<sockaddr*>(&a), &length) != 0) return;
-  ip = AddressText(a);
-  port = PortOf(a);
+  if (get(sock, reinterpret_cast<sockaddr*>(&a), &length) != 0) return {};
+  return {AddressText(a), PortOf(a)};
 }
 
 }  // namespace
+
+Endpoint PeerOf(int sock) {
+  return Name(sock, ::getpeername);
+}
+
+Endpoint LocalOf(int sock) {
+  return Name(sock, ::getsockname);
+}
 
 SteadyClock::time_point SocketStream::ReadDeadline() const {
   return read_timeout_.count() > 0 ? SteadyClock::now() + read_timeout_ : deadline_;
@@ -91,11 +98,15 @@ bool SocketStream::Send(const char* data, size_t size) const {
 }
 
 void SocketStream::get_remote_ip_and_port(std::string& ip, int& port) const {
-  Name(sock_, ::getpeername, ip, port);
+  const Endpoint e = remote_ != nullptr ? *remote_ : PeerOf(sock_);
+  ip = e.ip;
+  port = e.port;
 }
 
 void SocketStream::get_local_ip_and_port(std::string& ip, int& port) const {
-  Name(sock_, ::getsockname, ip, port);
+  const Endpoint e = local_ != nullptr ? *local_ : LocalOf(sock_);
+  ip = e.ip;
+  port = e.port;
 }
 
 }  // namespace shoal::net

@@ -31,6 +31,15 @@ namespace shoal::net {
 // The numeric address of a socket address ("127.0.0.1", "::1").
 std::string AddressText(const sockaddr_storage& address);
 
+// One end of a connection, as httplib puts it in a request.
+struct Endpoint {
+  std::string ip;
+  int port = 0;
+};
+// The peer's (getpeername) or this side's (getsockname) end of `sock`.
+Endpoint PeerOf(int sock);
+Endpoint LocalOf(int sock);
+
 class SocketStream final : public httplib::Stream {
  public:
   // TLS records carry at most 16 KiB of data.
@@ -47,6 +56,13 @@ class SocketStream final : public httplib::Stream {
   // Reads and writes go through `ssl` from now on. On a non-blocking socket
   // (the server's) OpenSSL's wants are waited for until the deadline.
   void set_ssl(SSL* ssl) { ssl_ = ssl; }
+  // The connection's two ends, known already (the server learns them once a
+  // connection, not twice a request); both outlive the stream. Unset, each
+  // request asks the socket.
+  void set_endpoints(const Endpoint* remote, const Endpoint* local) {
+    remote_ = remote;
+    local_ = local;
+  }
 
   bool has_buffered() const {
     return offset_ < size_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0);
@@ -73,6 +89,8 @@ class SocketStream final : public httplib::Stream {
 
   const int sock_;
   SSL* ssl_ = nullptr;
+  const Endpoint* remote_ = nullptr;
+  const Endpoint* local_ = nullptr;
   const std::chrono::milliseconds write_timeout_;
   std::chrono::milliseconds read_timeout_{0};
   SteadyClock::time_point deadline_{};

@@ -21,7 +21,6 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <future>
 #include <iterator>
 #include <memory>
 #include <mutex>
@@ -93,18 +92,33 @@ class ControlLoop {
   // is committed. Unavailable when the queue is full or the loop has stopped.
   template <typename T, typename F>
   Result<T> Call(F&& fn) {
-    auto promise = std::make_shared<std::promise<Result<T>>>();
-    auto result = std::make_shared<std::optional<Result<T>>>();
-    Task task;
-    task.run = [fn = std::forward<F>(fn), result](Controller& c, Time now) mutable {
-      result->emplace(fn(c, now));
+    // Not a std::promise: setting one runs std::call_once, whose glibc
+    // pthread_once wakes futex waiters with a syscall every time, and most
+    // calls (a beat on an idle loop) are answered before anyone waits.
+    struct Answer {
+      std::optional<Result<T>> result;  // written by `run`, read after `done`
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
     };
-    task.done = [promise, result]() { promise->set_value(std::move(**result)); };
-    std::future<Result<T>> future = promise->get_future();
+    auto answer = std::make_shared<Answer>();
+    Task task;
+    task.run = [fn = std::forward<F>(fn), answer](Controller& c, Time now) mutable {
+      answer->result.emplace(fn(c, now));
+    };
+    task.done = [answer]() {
+      {
+        std::lock_guard lock(answer->mu);
+        answer->done = true;
+      }
+      answer->cv.notify_one();
+    };
     if (!RunOrEnqueue(std::move(task))) {
       return Status(StatusCode::kUnavailable, "the server is overloaded; try again");
     }
-    return future.get();
+    std::unique_lock lock(answer->mu);
+    answer->cv.wait(lock, [&] { return answer->done; });
+    return std::move(*answer->result);
   }
 
   LoopStats Stats();

@@ -6,6 +6,7 @@
 #include "net/http_server.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +46,11 @@ class HttpServerTest : public ::testing::Test {
     });
     http_.Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content("echo:" + req.body, "text/plain");
+    });
+    http_.Post("/ends", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(fmt::format("ends:{}:{} {}:{}.", req.remote_addr, req.remote_port,
+                                  req.local_addr, req.local_port),
+                      "text/plain");
     });
     port_ = http_.Bind("127.0.0.1", 0);
     ASSERT_GT(port_, 0);
@@ -252,6 +259,40 @@ TEST_F(HttpServerTest, AStrangersIdleConnectionClosesBeforeOneThatShowedCredenti
   EXPECT_EQ(http_.open_connections(), 1);
   for (int sock : {stranger, member, silent})
     ::close(sock);
+}
+
+TEST_F(HttpServerTest, KeptConnectionsComeBackFromTheIdleSetAgainAndAgain) {
+  // A connection that the idle set gave back stays in its epoll set,
+  // disarmed, until it is re-armed or closed: it must be served after every
+  // idle spell, and a later connection that gets the same socket number
+  // (the first one closed) must be held idle and served too. Every request
+  // carries the connection's two ends as the client sees them.
+  constexpr char kEnds[] =
+      "POST /ends HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nContent-Length: 0\r\n\r\n";
+  auto wait_until = [](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return done();
+  };
+  for (int connection = 0; connection < 3; ++connection) {
+    const int sock = Open();
+    ASSERT_GE(sock, 0);
+    sockaddr_in mine{}, theirs{};
+    socklen_t length = sizeof mine;
+    ASSERT_EQ(::getsockname(sock, reinterpret_cast<sockaddr*>(&mine), &length), 0);
+    length = sizeof theirs;
+    ASSERT_EQ(::getpeername(sock, reinterpret_cast<sockaddr*>(&theirs), &length), 0);
+    const std::string ends = fmt::format("ends:127.0.0.1:{} 127.0.0.1:{}.", ntohs(mine.sin_port),
+                                         ntohs(theirs.sin_port));
+    for (int spell = 0; spell < 4; ++spell) {
+      EXPECT_NE(Ask(sock, kEnds).find(ends), std::string::npos) << connection << " " << spell;
+      EXPECT_TRUE(wait_until([&] { return http_.idle_connections() == 1; }))
+          << connection << " " << spell;
+    }
+    ::close(sock);
+    EXPECT_TRUE(wait_until([&] { return http_.open_connections() == 0; })) << connection;
+  }
 }
 
 TEST_F(HttpServerTest, StoppingClosesIdleConnectionsAtOnce) {
