@@ -195,21 +195,21 @@ struct HttpServer::Connection {
         sock(socket),
         remote(std::move(peer)),
         local(LocalOf(socket)),
-        client(remote.ip),
         left(requests) {}
   ~Connection() {
     ssl.reset();  // no close_notify: see Serve
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
-    server.Release(client);
+    server.Release(remote.ip);
   }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   HttpServer& server;
   const int sock;
-  const Endpoint remote, local;  // learnt once, for every request's remote_addr and local_addr
-  const std::string client;      // the peer's address, as limits count it
+  // Learnt once, for every request's remote_addr and local_addr; limits
+  // count connections by the remote's address.
+  const Endpoint remote, local;
   std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, SSL_free};
   size_t left;  // requests it may still make (keep_alive_max_count)
   bool trusted = false;

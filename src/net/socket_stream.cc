@@ -38,6 +38,12 @@ Endpoint Name(int sock, F get) {
   return {AddressText(a), PortOf(a)};
 }
 
+// Into httplib's request fields.
+void Put(const Endpoint& e, std::string& ip, int& port) {
+  ip = e.ip;
+  port = e.port;
+}
+
 }  // namespace
 
 Endpoint PeerOf(int sock) {
@@ -98,15 +104,13 @@ bool SocketStream::Send(const char* data, size_t size) const {
 }
 
 void SocketStream::get_remote_ip_and_port(std::string& ip, int& port) const {
-  const Endpoint e = remote_ != nullptr ? *remote_ : PeerOf(sock_);
-  ip = e.ip;
-  port = e.port;
+  if (remote_ != nullptr) return Put(*remote_, ip, port);
+  Put(PeerOf(sock_), ip, port);
 }
 
 void SocketStream::get_local_ip_and_port(std::string& ip, int& port) const {
-  const Endpoint e = local_ != nullptr ? *local_ : LocalOf(sock_);
-  ip = e.ip;
-  port = e.port;
+  if (local_ != nullptr) return Put(*local_, ip, port);
+  Put(LocalOf(sock_), ip, port);
 }
 
 }  // namespace shoal::net
