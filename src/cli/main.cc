@@ -1,8 +1,8 @@
 // shoal: one command, one subcommand per stage of a GPU cluster's life.
 //
 // This program carries the commands users type many times a day (submit,
-// queue, show, ...): it is linked so that its process loads only libc, and
-// starts in about a millisecond. The daemons and the heavy tools (server,
+// queue, show, ...): it is linked statically, so that its process loads
+// nothing, and starts in well under a millisecond of CPU. The daemons and the heavy tools (server,
 // agent, up, sim, plan, bench, doctor) are in `shoal-full` beside it, which
 // it runs in its place (exec: same process, same arguments).
 #include <unistd.h>

@@ -5,8 +5,8 @@
 // start: Debian ships cpp-httplib only as a shared library, which brings
 // libssl, libcrypto, brotli and zlib with it and loads OpenSSL's error
 // strings as it starts. This client needs none of that, so the `shoal`
-// binary links it with OpenSSL and the C++ runtime compiled in and loads only
-// libc (docs/performance.md). The daemons keep net::HttpClient, which also
+// binary links it with OpenSSL, the C++ runtime and libc compiled in and
+// loads nothing (docs/performance.md). The daemons keep net::HttpClient, which also
 // keeps TLS sessions between connections.
 //
 // It speaks what Shoal's server answers: a head, then a body of a stated
