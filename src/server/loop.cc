@@ -72,7 +72,7 @@ bool ControlLoop::RunOrEnqueue(Task task) {
   }
   std::vector<Task> batch, none;
   batch.push_back(std::move(task));
-  const bool answered = Step(batch, none, /*may_defer=*/true);
+  const bool answered = Step(batch, none, /*may_defer=*/last_commit_calls_ > 1);
   bool wake_loop = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -90,7 +90,9 @@ bool ControlLoop::RunOrEnqueue(Task task) {
 
 LoopStats ControlLoop::Stats() {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  LoopStats s = stats_;
+  s.waiting = queue_.size();
+  return s;
 }
 
 Time ControlLoop::NextWake() const {
@@ -191,6 +193,7 @@ bool ControlLoop::Step(std::vector<Task>& batch, std::vector<Task>& ran, bool ma
       std::abort();
     }
     if (change_log_ != nullptr) change_log_->Committed(changes);
+    last_commit_calls_ = batch.size() + ran.size();
   }
   if (passed && change_log_ != nullptr) change_log_->Pass(pass_stats, pass_ms);
   // A new token works as soon as its creator hears of it.

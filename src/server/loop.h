@@ -13,7 +13,10 @@
 // there, and the loop's thread is woken only when there is work for it
 // sooner than it planned (calls queued meanwhile, a pass now wanted): an
 // agent's beat on an idle server costs no thread switch to the loop and
-// back (docs/performance.md). If it did change something, its commit and
+// back (docs/performance.md). If it did change something, it is committed
+// and answered there too while calls come one at a time (the last commit
+// answered one call): a lone submit waits for no thread switch either. When
+// calls come together (the last commit answered several), its commit and
 // answer go with the loop's next batch, with the calls queued meanwhile:
 // group commit under load is as before.
 #pragma once
@@ -69,6 +72,7 @@ struct LoopStats {
   uint64_t batches = 0;
   uint64_t passes = 0;
   uint64_t rejected = 0;
+  uint64_t waiting = 0;  // calls queued for the loop's thread now
   double last_pass_ms = 0;
   double pass_ms_total = 0;
   uint64_t pass_buckets[kPassBuckets] =
@@ -175,6 +179,11 @@ class ControlLoop {
   Time last_pass_{};
   std::chrono::steady_clock::time_point last_steady_tick_{};
   Duration pass_gap_{};
+  // How many calls the last commit answered. One (or none): calls come one
+  // at a time, and a call that runs on its caller's thread commits there.
+  // More: calls come together, and such a call's commit waits for the
+  // loop's next batch, to be shared with the calls queued meanwhile.
+  size_t last_commit_calls_ = 0;
   LoopStats stats_;
   std::thread thread_;
 };
