@@ -241,8 +241,14 @@ std::vector<QueueRow> QueueRows(const Json& listed) {
     return j.contains("array_task_id") && Str(j, "state") == "pending";
   };
   for (const Json& j : listed) {
-    if (pending_task(j))
-      pending_tasks[j.value("array_job_id", uint64_t{0})].push_back(j.value("array_task_id", 0));
+    if (!pending_task(j)) continue;
+    std::vector<int>& tasks = pending_tasks[j.value("array_job_id", uint64_t{0})];
+    if (!j.contains("pending_tasks")) {
+      tasks.push_back(j.value("array_task_id", 0));
+      continue;
+    }
+    for (const Json& t : j["pending_tasks"])  // a run of them, as the server collapsed it
+      tasks.push_back(t.get<int>());
   }
   std::vector<QueueRow> rows;
   for (const Json& j : listed) {

@@ -130,9 +130,9 @@ std::string Query(std::initializer_list<std::pair<const char*, std::string>> par
 namespace {
 
 // Every job a listing selects ("/v1/jobs?...&"), read a page at a time:
-// `each` sees each page's jobs as they come.
+// `each` sees each page's jobs as they come, and may take them.
 Status ForEachJobPage(ApiClient& c, const std::string& query,
-                      const std::function<void(const Json& jobs)>& each) {
+                      const std::function<void(Json& jobs)>& each) {
   constexpr int kPage = 1000;
   uint64_t after = 0;
   for (;;) {
@@ -275,13 +275,17 @@ int RunQueue(const std::vector<std::string>& raw) {
       Status s = PrintJobsJson(c, query);
       return s.ok() ? kExitOk : Fail("queue", s);
     }
-    // A table needs no job's command or environment: leave them out.
+    // A table needs no job's command or environment: leave them out. It
+    // shows an array's pending tasks on one line: the server sends each run
+    // of them as one object (but for --start, a line for each).
     const bool brief = !(columns && columns->NeedsCommand());
     Json listed = Json::array();
-    Status s = ForEachJobPage(c, query + (brief ? "brief=1&" : ""), [&listed](const Json& jobs) {
-      for (const Json& j : jobs)
-        listed.push_back(j);
-    });
+    Status s =
+        ForEachJobPage(c, query + (brief ? "brief=1&" : "") + (starts ? "" : "arrays=collapsed&"),
+                       [&listed](Json& jobs) {
+                         for (Json& j : jobs)
+                           listed.push_back(std::move(j));
+                       });
     if (!s.ok()) return Fail("queue", s);
     std::string table;
     if (starts) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/http_client.h"
@@ -82,11 +83,27 @@ void SubmitBatch(const Context& ctx, const Identity& who, const httplib::Request
         201);
 }
 
+// How a listing writes each job.
+struct JobListing {
+  bool brief = false;            // without commands, scripts, arguments and environments
+  bool collapse_arrays = false;  // one object for each run of an array's pending tasks
+};
+
+// A pending array task, whose object a collapsed listing may fold into the
+// one before it.
+bool PendingTask(const Job& job) {
+  return job.state == JobState::kPending && job.array_task_id >= 0;
+}
+
 // The page of jobs `f` selects after f.after, at most f.limit (>= 1) of them:
 // the controller's, merged with the finished ones only the store still has
-// when finished states are asked for (server/job_pages.h). `brief`: without
-// their commands, scripts, arguments and environments.
-Result<ListingPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f, bool brief) {
+// when finished states are asked for (server/job_pages.h). With
+// `collapse_arrays`, the pending tasks of one array that follow each other in
+// the page are one object, the first's, whose "pending_tasks" lists every
+// one's index: an array of 100,000 waiting tasks is one object a page, not
+// 1,000, which is all that a table of the queue shows of it (7_[0-99999]).
+Result<ListingPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilter f,
+                                JobListing how) {
   const size_t limit = f.limit;
   state::HistoryQuery q;
   for (JobState s : f.states) {
@@ -133,22 +150,43 @@ Result<ListingPage> ReadJobPage(const Context& ctx, const Identity& who, JobFilt
   // The JSON is built here, off the loop's thread, one job at a time.
   ListingPage page;
   if (cut.next_after) page.next_after = Json(*cut.next_after);
+  Json run;  // the collapsed run of one array's pending tasks not written yet
+  auto write = [&page](const Json& job) {
+    if (!page.objects.empty()) page.objects += ',';
+    page.objects += job.dump();
+  };
   size_t c = 0, s = 0;
   while (c < cut.from_controller || s < cut.from_store) {
-    if (!page.objects.empty()) page.objects += ',';
     const bool from_controller =
         s == cut.from_store || (c < cut.from_controller && controller_ids[c] < store_ids[s]);
+    const Job* task = from_controller && how.collapse_arrays && PendingTask(*parts.views[c].job)
+                          ? parts.views[c].job.get()
+                          : nullptr;
+    if (task != nullptr && !run.is_null() &&
+        run["array_job_id"].get<uint64_t>() == task->array_job_id.value()) {
+      run["pending_tasks"].push_back(task->array_task_id);
+      ++c;
+      continue;
+    }
+    if (!run.is_null()) write(std::exchange(run, Json()));
     Json job = from_controller ? JobViewJson(parts.views[c++]) : api::ToJson(parts.stored[s++]);
-    if (brief) {
+    if (how.brief) {
       for (const char* bulky : {"command", "env", "argv", "script_args"})
         job["spec"].erase(bulky);
     }
-    page.objects += job.dump();
+    if (task != nullptr) {
+      job["pending_tasks"] = Json::array({task->array_task_id});
+      run = std::move(job);
+    } else {
+      write(job);
+    }
   }
+  if (!run.is_null()) write(run);
   return page;
 }
 
-// GET /v1/jobs?state=&ended_since=&user=&all=1&partition=&limit=&after=&brief=1: with `limit`,
+// GET /v1/jobs?state=&ended_since=&user=&all=1&partition=&limit=&after=&brief=1&arrays=collapsed:
+// with `limit`,
 // one page ({"jobs": [...], "next_after": id} while more follow); without,
 // every job, streamed a page at a time so that neither the server nor the
 // loop holds the whole listing at once.
@@ -177,13 +215,20 @@ void ListJobs(const Context& ctx, const Identity& who, const httplib::Request& r
     if (!v.ok() || *v < 0) return Reply(res, InvalidArgument("after must be a job id"));
     f.after = static_cast<uint64_t>(*v);
   }
-  const bool brief = req.get_param_value("brief") == "1";
-  auto first = ReadJobPage(ctx, who, f, brief);
+  JobListing how;
+  how.brief = req.get_param_value("brief") == "1";
+  if (req.has_param("arrays")) {
+    const std::string arrays = req.get_param_value("arrays");
+    if (arrays != "collapsed" && arrays != "each")
+      return Reply(res, InvalidArgument("arrays must be 'collapsed' or 'each'"));
+    how.collapse_arrays = arrays == "collapsed";
+  }
+  auto first = ReadJobPage(ctx, who, f, how);
   if (!first.ok()) return Reply(res, first.status());
-  ReplyListing(res, "jobs", paged, std::move(*first), [&ctx, who, f, brief](const Json& after) {
+  ReplyListing(res, "jobs", paged, std::move(*first), [&ctx, who, f, how](const Json& after) {
     JobFilter next = f;
     next.after = after.get<uint64_t>();
-    return ReadJobPage(ctx, who, next, brief);
+    return ReadJobPage(ctx, who, next, how);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <numeric>
 #include <thread>
 
 #include "api/json.h"
@@ -335,6 +336,42 @@ TEST_F(ServerTest, ListingsComeInPagesOrWholeAndStreamed) {
   EXPECT_FALSE(spec.contains("env"));
   auto full = bob_->Get("/v1/jobs?limit=1");
   EXPECT_EQ(Json::parse(full->body)["jobs"][0]["spec"]["command"], "exit:0:100");
+
+  // arrays=collapsed: the pending tasks of an array that follow each other
+  // in a page are one object, the first's, listing every one's index.
+  struct Collapsed {
+    std::vector<uint64_t> objects;  // the ids of the objects listed
+    std::vector<int> tasks;         // the pending tasks they list
+  };
+  auto collapsed = [&](const std::string& paging) {
+    Collapsed out;
+    std::string after = "0";
+    for (int page = 0; page < 10 && !after.empty(); ++page) {
+      auto r = admin_->Get("/v1/jobs?all=1&brief=1&arrays=collapsed" + paging + after);
+      EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
+      if (!r.ok() || r->status != 200) break;
+      const Json body = Json::parse(r->body);
+      for (const Json& j : body["jobs"]) {
+        out.objects.push_back(j["id"].get<uint64_t>());
+        for (const Json& t : j.value("pending_tasks", Json::array()))
+          out.tasks.push_back(t.get<int>());
+      }
+      after = body.contains("next_after") ? std::to_string(body["next_after"].get<uint64_t>()) : "";
+    }
+    return out;
+  };
+  std::vector<int> all_tasks(2500);
+  std::iota(all_tasks.begin(), all_tasks.end(), 0);
+  // Pages of 997 jobs: the array's tasks in three runs, then bob's jobs
+  // that were not cancelled above.
+  const Collapsed paged = collapsed("&limit=997&after=");
+  EXPECT_EQ(paged.objects, (std::vector<uint64_t>{1, 998, 1995, 2501, 2503}));
+  EXPECT_EQ(paged.tasks, all_tasks);
+  // Streamed whole, a page of 1,000 at a time.
+  const Collapsed whole_collapsed = collapsed("&after=");
+  EXPECT_EQ(whole_collapsed.objects, (std::vector<uint64_t>{1, 1001, 2001, 2501, 2503}));
+  EXPECT_EQ(whole_collapsed.tasks, all_tasks);
+  EXPECT_EQ(admin_->Get("/v1/jobs?arrays=some")->status, 400);
 
   for (const char* bad : {"limit=0", "limit=10001", "limit=x", "after=-1", "after=x"})
     EXPECT_EQ(admin_->Get(std::string("/v1/jobs?") + bad)->status, 400) << bad;
