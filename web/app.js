@@ -513,9 +513,11 @@
     async refresh() {
       const admin = isAdmin();
       const range = timeRange();
+      // The figures count jobs: no commands or environments, and an array's
+      // waiting tasks as one object that lists them (docs/api.md).
       const [nodes, jobs, series, power] = await Promise.all([
         getJson('/v1/nodes'),
-        getJson(`/v1/jobs${admin ? '?all=1' : ''}`),
+        getJson(`/v1/jobs?brief=1&arrays=collapsed${admin ? '&all=1' : ''}`),
         getSeries(`/v1/cluster/series?${rangeQuery(range)}`),
         getSeries(`/v1/power/series?${rangeQuery(range)}`),
       ]);
@@ -560,7 +562,7 @@
         }
       }
       const up = nodes.filter((n) => n.state === 'up').length;
-      const count = (s) => jobs.filter((j) => j.state === s).length;
+      const count = (s) => jobs.reduce((n, j) => n + (j.state !== s ? 0 : j.pending_tasks ? j.pending_tasks.length : 1), 0);
       const fig = (value, label) => h('div', { class: 'figure' }, h('b', null, value), h('span', null, label));
       // The GPU figures are the whole cluster's; a user's job counts are
       // their own (the API lists only those), and say so.

@@ -462,6 +462,24 @@ try {
   });
   await page.screenshot({ path: shot('node.png'), fullPage: true });
 
+  await check("the overview counts an array's waiting tasks one by one", async () => {
+    const array = (shoal('submit', '--array', '0-9', '--gpus', '1', '--hold', '--job-name', 'web-held', '--chdir', env.WORK_DIR,
+      '--wrap', 'true').match(/Submitted job array (\d+)/) || [])[1];
+    expect(array, 'no array submitted');
+    await page.goto(`${origin}/#/`);
+    // Each task counts, as `shoal queue --json` lists them (other checks'
+    // jobs may start meanwhile: compare until both agree, for 15 s).
+    let shown = '', listed = -1;
+    for (const end = Date.now() + 15000; Date.now() < end; await page.waitForTimeout(500)) {
+      listed = JSON.parse(shoal('queue', '--json', '--all', '-t', 'pending')).jobs.length;
+      shown = await page.locator('.figures').innerText().catch(() => '');
+      if (new RegExp(`\\b${listed}\\s+all users' jobs pending`).test(shown)) break;
+    }
+    expect(listed >= 10 && new RegExp(`\\b${listed}\\s+all users' jobs pending`).test(shown),
+      `${listed} pending listed, the figures say: ${shown.replace(/\s+/g, ' ')}`);
+    shoal('cancel', array);
+  });
+
   await check('a tab without a token asks for one and refuses a bad one', async () => {
     const fresh = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await fresh.goto(`${origin}/`);
