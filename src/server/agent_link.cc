@@ -1,5 +1,6 @@
 #include "server/agent_link.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -56,9 +57,9 @@ void AgentLink::Send(Outbox orders) {
     std::lock_guard<std::mutex> lock(mu_);
     // Kills first: they free resources that launches may need.
     for (const KillOrder& k : orders.kills)
-      queue_.push_back({k.node, k.address, "/v1/kill", KillBody(k)});
+      queue_.push_back({k.node, k.address, "/v1/kill", KillBody(k), k.job.value()});
     for (const LaunchOrder& l : orders.launches)
-      queue_.push_back({l.node, l.address, "/v1/launch", LaunchBody(l)});
+      queue_.push_back({l.node, l.address, "/v1/launch", LaunchBody(l), l.job.value()});
   }
   cv_.notify_all();
 }
@@ -73,22 +74,38 @@ uint64_t AgentLink::Failed() const {
   return failed_;
 }
 
+std::deque<AgentLink::Message>::iterator AgentLink::NextReady() {
+  // Few orders wait behind one in flight (a launch and its stop, a step or
+  // two), and at most one key per worker is in flight: a short scan.
+  return std::find_if(queue_.begin(), queue_.end(), [this](const Message& m) {
+    return std::none_of(in_flight_.begin(), in_flight_.end(),
+                        [&](const Message* f) { return f->job == m.job && f->node == m.node; });
+  });
+}
+
 void AgentLink::Work() {
   std::map<std::string, std::unique_ptr<net::HttpClient>> clients;
   while (true) {
     Message m;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock, [this] {
+        return (stopping_ && (queue_.empty() || std::chrono::steady_clock::now() > give_up_at_)) ||
+               NextReady() != queue_.end();
+      });
       if (stopping_ && std::chrono::steady_clock::now() > give_up_at_) {
         // Stopping, and the agents are slow or gone: what is left is
         // reconciled by the heartbeats after the restart.
         failed_ += queue_.size();
         queue_.clear();
+        cv_.notify_all();  // workers that waited on an order in flight
       }
       if (stopping_ && queue_.empty()) return;
-      m = std::move(queue_.front());
-      queue_.pop_front();
+      auto next = NextReady();
+      if (next == queue_.end()) continue;
+      m = std::move(*next);
+      queue_.erase(next);
+      in_flight_.push_back(&m);
     }
     bool ok = false;
     for (int attempt = 0; attempt < 3 && !ok; ++attempt) {
@@ -112,8 +129,17 @@ void AgentLink::Work() {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50 << attempt));
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    ++(ok ? delivered_ : failed_);
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++(ok ? delivered_ : failed_);
+      std::erase(in_flight_, &m);
+      // An order that waited for this one may go; a stop waits for all.
+      wake = stopping_ || std::any_of(queue_.begin(), queue_.end(), [&](const Message& q) {
+               return q.job == m.job && q.node == m.node;
+             });
+    }
+    if (wake) cv_.notify_all();
   }
 }
 

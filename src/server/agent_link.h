@@ -3,6 +3,11 @@
 // connections, retrying a few times. An order that cannot be delivered is
 // dropped: the heartbeats reconcile (a lost launch fails the job after the
 // launch grace; an unknown process is killed).
+//
+// Orders about one job to one node arrive in the order given: the next
+// goes once the agent has answered the one before (a stop must not pass
+// the launch it stops, nor a step its job's own launch). Orders about other
+// jobs or nodes go meanwhile, on the other workers.
 #pragma once
 
 #include <chrono>
@@ -52,13 +57,17 @@ class AgentLink {
     std::string address;
     std::string path;
     std::string body;
+    uint64_t job = 0;
   };
   void Work();
+  // The oldest queued order whose node and job has none in flight (mu_ held).
+  std::deque<Message>::iterator NextReady();
 
   const AgentCredentials credentials_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Message> queue_;
+  std::vector<const Message*> in_flight_;  // one a worker, each its own (node, job)
   bool stopping_ = false;
   // On stop, queued orders are sent for this long at most, then dropped.
   static constexpr std::chrono::seconds kStopDrain{2};
