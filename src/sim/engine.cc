@@ -16,6 +16,7 @@
 #include "sched/schedule.h"
 #include "sched/shape_memo.h"
 #include "sched/speed.h"
+#include "sim/fill.h"
 #include "sim/ledger.h"
 
 namespace shoal::sim {
@@ -135,9 +136,7 @@ class Simulator {
   Time WallNow() const { return opts_.wall_clock ? opts_.wall_clock->Now() : kTimeZero; }
 
   Status Violation(const std::string& what) const {
-    return Internal(
-        fmt::format("invariant violated at t={}s under {}: {} (rerun with --seed {} to reproduce)",
-                    ToSeconds(now_), result_.policy, what, opts_.seed));
+    return InvariantViolated(now_, result_.policy, opts_.seed, what);
   }
 
   Status Prepare() {
@@ -208,24 +207,6 @@ class Simulator {
     for (const auto& [model, d] : t.duration_by_model)
       named.emplace_back(model, 1 / std::max(1.0, ToSeconds(d)));
     return sched::SpeedsByName(inv_->models(), named);
-  }
-
-  // Fragmented GPU capacity from the ledger (not the scheduler's own state).
-  double Fragmented() const {
-    double total = 0;
-    std::vector<sched::GpuRoom> rooms;
-    for (NodeIndex n = 0; n < inv_->size(); ++n) {
-      const sched::InvNode& node = inv_->node(n);
-      if (node.gpu_count == 0) continue;
-      rooms.clear();
-      for (int g = 0; g < node.gpu_count; ++g) {
-        rooms.push_back({node.gpu_model[static_cast<size_t>(g)],
-                         static_cast<int16_t>(kMilliPerGpu - ledger_.UsedMilli(n, g))});
-      }
-      total += sched::NodeFragmentation(rooms, node.cpu_milli - ledger_.CpuUsed(n),
-                                        node.mem_mib - ledger_.MemUsed(n), workload_);
-    }
-    return total / kMilliPerGpu;
   }
 
   // ---- replay ----
@@ -329,39 +310,8 @@ class Simulator {
   }
 
   Status CheckWhole(const SimJob& j, const Allocation& a) const {
-    const sched::Request& r = j.req;
-    for (const NodeAllocation& na : a.nodes) {
-      if (na.gpu_milli != r.gpu_milli && na.gpu_mask != 0) {
-        return Violation(fmt::format("job {} got shares of {} instead of {}", j.t->name,
-                                     na.gpu_milli, r.gpu_milli));
-      }
-    }
-    switch (r.shape) {
-      case sched::Shape::kGang:
-        if (static_cast<int>(a.nodes.size()) != r.nodes) {
-          return Violation(
-              fmt::format("gang {} got {} of its {} nodes", j.t->name, a.nodes.size(), r.nodes));
-        }
-        for (const NodeAllocation& na : a.nodes) {
-          if (na.GpuCount() != r.gpus_per_node) {
-            return Violation(fmt::format("gang {} got {} GPUs on a node instead of {}", j.t->name,
-                                         na.GpuCount(), r.gpus_per_node));
-          }
-        }
-        break;
-      case sched::Shape::kSpread:
-        if (a.TotalGpus() != r.total_gpus) {
-          return Violation(
-              fmt::format("job {} got {} of its {} GPUs", j.t->name, a.TotalGpus(), r.total_gpus));
-        }
-        break;
-      case sched::Shape::kCpuOnly:
-        if (static_cast<int>(a.nodes.size()) != r.nodes || a.TotalGpus() != 0) {
-          return Violation(fmt::format("CPU job {} got a wrong allocation", j.t->name));
-        }
-        break;
-    }
-    return Status::Ok();
+    const std::string wrong = NotWhole(j.req, a, j.t->name);
+    return wrong.empty() ? Status::Ok() : Violation(wrong);
   }
 
   void StopRunning(uint32_t idx) {
@@ -658,7 +608,7 @@ class Simulator {
       UtilSample s;
       s.at = next_sample_;
       s.allocated_gpus = ledger_.AllocatedGpus();
-      s.fragmented_gpus = Fragmented();
+      s.fragmented_gpus = ledger_.FragmentedGpus(workload_);
       if (result_.peak_power_w > 0) {
         s.power_w = idle_power_w_;
         for (uint32_t idx : running_)
@@ -1009,125 +959,15 @@ class Simulator {
     }
   }
 
-  // ---- fill ----
+  // ---- fill (sim/fill.h) ----
 
   Status RunFill() {
-    // The trace's tasks in seeded random order, then random copies of them until
-    // arrived GPU demand reaches the target (as the FGD artifact's workload tuning).
-    Rng rng(opts_.seed);
-    std::vector<uint32_t> order(jobs_.size());
-    for (uint32_t i = 0; i < order.size(); ++i)
-      order[i] = i;
-    for (size_t i = order.size(); i > 1; --i)
-      std::swap(order[i - 1], order[rng.Uniform(i)]);
-    const double capacity = static_cast<double>(inv_->total_gpus());
-    if (capacity <= 0) return InvalidArgument("fill mode needs a cluster with GPUs");
-    const size_t originals = jobs_.size();
-    if (originals == 0) return Status::Ok();
-    double demand = 0;
-    size_t keep = 0;
-    while (keep < order.size() &&
-           demand + jobs_[order[keep]].req.GpuEquivalents() <= opts_.fill_target * capacity) {
-      demand += jobs_[order[keep++]].req.GpuEquivalents();
-    }
-    // More demand than the target: the rest of the shuffled tasks never arrive.
-    order.resize(keep);
-    while (keep == originals) {
-      const uint32_t src = static_cast<uint32_t>(rng.Uniform(originals));
-      const double d = jobs_[src].req.GpuEquivalents();
-      if (demand + d > opts_.fill_target * capacity) break;
-      demand += d;
-      order.push_back(src);  // a copy: the same request again
-    }
-    result_.notes.push_back(fmt::format(
-        "fill: {} tasks ({} of the trace's {}, {} random copies) in seeded random order (seed {}), "
-        "{:.0f} GPUs of demand on {:.0f} GPUs",
-        order.size(), keep, originals, order.size() - keep, opts_.seed, demand, capacity));
-    // One pass: the queue in arrival order, placed in that order, a task that
-    // does not fit dropped; the same as scheduling each as it arrives.
-    sched::PolicyParams params = policy_.params();
-    params.queue = "greedy";
-    params.workload = workload_;
-    auto policy = sched::Policy::Create(
-        params, opts_.registry ? *opts_.registry : sched::BuiltinRegistry(), {true});
-    if (!policy.ok()) return policy.status();
-    snap_.pending.clear();
-    snap_.pending.reserve(order.size());
-    snap_.pending_not_whole_gpus = -1;
-    for (size_t k = 0; k < order.size(); ++k) {
-      sched::JobInfo info;
-      info.id = JobId(k + 1);
-      info.request = jobs_[order[k]].req;
-      info.submit = Time(Duration(static_cast<int64_t>(k)));
-      snap_.pending.push_back(info);
-    }
-    now_ = Time(Duration(static_cast<int64_t>(order.size())));
-    const Time t0 = WallNow();
-    sched::Plan plan = sched::Schedule(snap_, now_, *policy);
-    result_.schedule_seconds += ToSeconds(WallNow() - t0);
-    ++result_.passes;
-    std::vector<const Allocation*> placed(order.size(), nullptr);
-    std::vector<int> decisions(order.size(), 0);
-    for (const sched::StartDecision& s : plan.starts) {
-      placed[s.job.value() - 1] = &s.allocation;
-      ++decisions[s.job.value() - 1];
-    }
-    for (const sched::PendingDecision& p : plan.pending) {
-      if (p.reason == PendingReason::kNone) return Violation("a task waits without a reason");
-      ++decisions[p.job.value() - 1];
-    }
-    double arrived = 0;
-    double allocated = 0;
-    int failed = 0;
-    double next_point = 0.05;
-    bool recorded_full = false;
-    for (size_t k = 0; k < order.size(); ++k) {
-      now_ = Time(Duration(static_cast<int64_t>(k)));
-      ++result_.events;
-      if (decisions[k] != 1)
-        return Violation(fmt::format("task {} got {} decisions", k + 1, decisions[k]));
-      const SimJob& j = jobs_[order[k]];
-      const double d = j.req.GpuEquivalents();
-      arrived += d;
-      if (placed[k] != nullptr) {
-        SHOAL_RETURN_IF_ERROR(CheckWhole(j, *placed[k]));
-        Status took = ledger_.Take(*placed[k]);
-        if (!took.ok()) return Violation(fmt::format("task {}: {}", k + 1, took.message()));
-        allocated += d;
-      } else {
-        ++failed;
-        if (!recorded_full) RecordDropped(j.req, d);
-      }
-      const double frac = arrived / capacity;
-      const bool full = !recorded_full && frac >= 1.0;
-      if (frac >= next_point - 1e-12 || full || k + 1 == order.size()) {
-        FillPoint p;
-        p.arrived = frac;
-        p.allocated = ledger_.AllocatedGpus() / capacity;
-        p.fragmented = Fragmented() / capacity;
-        p.arrived_tasks = static_cast<int>(k + 1);
-        p.failed_tasks = failed;
-        result_.fill.push_back(p);
-        while (next_point <= frac + 1e-12)
-          next_point += 0.05;
-        if (full) recorded_full = true;
-      }
-    }
-    (void)allocated;
-    return Status::Ok();
-  }
-
-  void RecordDropped(const sched::Request& r, double gpus) {
-    const std::string kind = r.total_gpus == 0            ? "CPU only"
-                             : r.gpu_milli < kMilliPerGpu ? "shared GPU"
-                             : r.total_gpus == 1          ? "1 GPU"
-                                                          : fmt::format("{} GPUs", r.total_gpus);
-    auto it = std::find_if(result_.dropped_at_full.begin(), result_.dropped_at_full.end(),
-                           [&](const DroppedKind& k) { return k.kind == kind; });
-    if (it == result_.dropped_at_full.end())
-      it = result_.dropped_at_full.insert(it, DroppedKind{kind, 0, 0});
-    ++it->tasks;
-    it->gpus += gpus;
+    std::vector<FillTask> tasks;
+    tasks.reserve(jobs_.size());
+    for (const SimJob& j : jobs_)
+      tasks.push_back({&j.req, j.t->name});
+    FillContext c{opts_, policy_.params(), workload_, snap_, ledger_};
+    return sim::RunFill(tasks, c, result_);
   }
 
   const Cluster& cluster_;

@@ -4,6 +4,8 @@
 
 #include <bit>
 
+#include "sched/fragmentation.h"
+
 namespace shoal::sim {
 
 Ledger::Ledger(const sched::Inventory& inv) : inv_(&inv) {
@@ -101,6 +103,57 @@ Status Ledger::CheckAgainst(const std::vector<const Allocation*>& running) const
     return Internal("the ledger does not match the running jobs' allocations");
   }
   return Status::Ok();
+}
+
+double Ledger::FragmentedGpus(const std::vector<sched::TypicalDemand>& workload) const {
+  double total = 0;
+  std::vector<sched::GpuRoom> rooms;
+  for (sched::NodeIndex n = 0; n < inv_->size(); ++n) {
+    const sched::InvNode& node = inv_->node(n);
+    if (node.gpu_count == 0) continue;
+    rooms.clear();
+    for (int g = 0; g < node.gpu_count; ++g) {
+      rooms.push_back({node.gpu_model[static_cast<size_t>(g)],
+                       static_cast<int16_t>(kMilliPerGpu - UsedMilli(n, g))});
+    }
+    total += sched::NodeFragmentation(rooms, node.cpu_milli - CpuUsed(n), node.mem_mib - MemUsed(n),
+                                      workload);
+  }
+  return total / kMilliPerGpu;
+}
+
+std::string NotWhole(const sched::Request& r, const Allocation& a, std::string_view name) {
+  for (const NodeAllocation& na : a.nodes) {
+    if (na.gpu_milli != r.gpu_milli && na.gpu_mask != 0)
+      return fmt::format("job {} got shares of {} instead of {}", name, na.gpu_milli, r.gpu_milli);
+  }
+  switch (r.shape) {
+    case sched::Shape::kGang:
+      if (static_cast<int>(a.nodes.size()) != r.nodes)
+        return fmt::format("gang {} got {} of its {} nodes", name, a.nodes.size(), r.nodes);
+      for (const NodeAllocation& na : a.nodes) {
+        if (na.GpuCount() != r.gpus_per_node) {
+          return fmt::format("gang {} got {} GPUs on a node instead of {}", name, na.GpuCount(),
+                             r.gpus_per_node);
+        }
+      }
+      break;
+    case sched::Shape::kSpread:
+      if (a.TotalGpus() != r.total_gpus)
+        return fmt::format("job {} got {} of its {} GPUs", name, a.TotalGpus(), r.total_gpus);
+      break;
+    case sched::Shape::kCpuOnly:
+      if (static_cast<int>(a.nodes.size()) != r.nodes || a.TotalGpus() != 0)
+        return fmt::format("CPU job {} got a wrong allocation", name);
+      break;
+  }
+  return "";
+}
+
+Status InvariantViolated(Time now, std::string_view policy, uint64_t seed, std::string_view what) {
+  return Internal(
+      fmt::format("invariant violated at t={}s under {}: {} (rerun with --seed {} to reproduce)",
+                  ToSeconds(now), policy, what, seed));
 }
 
 }  // namespace shoal::sim

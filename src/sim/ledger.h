@@ -5,12 +5,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/cluster.h"
 #include "core/job.h"
 #include "core/status.h"
+#include "core/time.h"
 #include "sched/inventory.h"
+#include "sched/policy.h"
 
 namespace shoal::sim {
 
@@ -30,6 +33,10 @@ class Ledger {
   // Compares with the allocations of every running job, recomputed from scratch.
   Status CheckAgainst(const std::vector<const Allocation*>& running) const;
 
+  // GPU capacity left in pieces that the workload's typical demands cannot
+  // use (FGD's fragmentation), in GPUs, from this account of what is taken.
+  double FragmentedGpus(const std::vector<sched::TypicalDemand>& workload) const;
+
   int UsedMilli(sched::NodeIndex n, int gpu) const { return gpu_milli_[offset_[n] + gpu]; }
   int64_t CpuUsed(sched::NodeIndex n) const { return cpu_[n]; }
   int64_t MemUsed(sched::NodeIndex n) const { return mem_[n]; }
@@ -44,5 +51,13 @@ class Ledger {
   std::vector<uint8_t> exclusive_;
   int64_t allocated_milli_ = 0;
 };
+
+// What is wrong with an allocation for a request, "" when it is whole: shares
+// of the size asked, a gang's nodes and GPUs on each, a job's GPUs in all.
+// `name` names the job in the message.
+std::string NotWhole(const sched::Request& r, const Allocation& a, std::string_view name);
+
+// The error of a broken invariant at `now`, with what reproduces it.
+Status InvariantViolated(Time now, std::string_view policy, uint64_t seed, std::string_view what);
 
 }  // namespace shoal::sim
