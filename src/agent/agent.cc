@@ -234,6 +234,7 @@ void Agent::Impl::Routes() {
     if (k->step) {
       keys.push_back({k->job, k->epoch, *k->step});
     } else {
+      if (k->signal == 0) NoteStopped(k->job, k->epoch);
       for (const StepState& st : steps->Scan()) {
         if (st.job == k->job && st.epoch == k->epoch) keys.push_back(st.key());
       }
@@ -362,6 +363,14 @@ void Agent::Impl::HandleMetrics(const httplib::Request& req, httplib::Response& 
                   api::prometheus::kContentType);
 }
 
+void Agent::Impl::NoteStopped(uint64_t job, uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t& e = stopped_epoch[job];
+  e = std::max(e, epoch);
+  while (stopped_epoch.size() > 10000)
+    stopped_epoch.erase(stopped_epoch.begin());
+}
+
 void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req))
     return ReplyError(res, Status(StatusCode::kUnauthenticated, "node token required"));
@@ -388,6 +397,17 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
     // made once, is the second gate).
     std::lock_guard<std::mutex> lock(mu);
     if (Status s = DescribeStepGpus(*step, devices); !s.ok()) return ReplyError(res, s);
+    if (auto stopped = stopped_epoch.find(step->job);
+        stopped != stopped_epoch.end() && stopped->second >= step->epoch) {
+      // Its stop came first: the server hears that it ended without starting.
+      const std::string why =
+          fmt::format("job {} epoch {} step {}: stopped before its launch arrived", step->job,
+                      step->epoch, step->step);
+      refused.push_back({step->job, step->epoch, step->step, false, 1, 0, why});
+      wake = true;
+      cv.notify_all();
+      return Reply(res, 409, api::ErrorBody(Status(StatusCode::kFailedPrecondition, why)));
+    }
     auto it = last_epoch.find(step->job);
     const bool seen = it != last_epoch.end() &&
                       (it->second > step->epoch || (it->second == step->epoch && step->step == 0));

@@ -78,6 +78,10 @@ struct Agent::Impl {
   bool wake = false;                        // a step started or ended: report now
   std::map<uint64_t, uint64_t> last_epoch;  // job -> the newest epoch this agent was given
   std::vector<StepReport> refused;          // launches that could not start, to report
+  // job -> the newest epoch stopped here as a whole: a launch of it that
+  // arrives after its stop (from another controller, after a failover)
+  // starts nothing. Bounded: the oldest jobs are forgotten first.
+  std::map<uint64_t, uint64_t> stopped_epoch;
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
   std::map<StepKey, GpuHold> step_holds;  // each running step's GPUs here, and whose they are
   StepLoads step_loads;                   // Loop's own
@@ -143,6 +147,8 @@ struct Agent::Impl {
   Status UseTls(const std::string& listen_host);
   void Routes();
   void HandleLaunch(const httplib::Request& req, httplib::Response& res);
+  // A stop of a job's whole epoch: no step of that epoch starts here after it.
+  void NoteStopped(uint64_t job, uint64_t epoch);
   void HandleMetrics(const httplib::Request& req, httplib::Response& res);
   void Loop();
   // A MIG order (POST /v1/mig): handed to the loop thread, which owns the

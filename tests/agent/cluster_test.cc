@@ -781,6 +781,51 @@ TEST_F(ClusterTest, ALaunchPastItsDeadlineIsRefused) {
   EXPECT_FALSE(fs::exists(dir_ / "work" / "late-9001.out"));
 }
 
+// A stop that reaches the agent before the launch it stops (from another
+// controller, after a failover: one controller's orders about a job go in
+// order) keeps that launch from running; a later epoch of the job starts.
+TEST_F(ClusterTest, AStopThatArrivesBeforeItsLaunchKeepsItFromRunning) {
+  StartAgent("n1");
+  const std::string address = agents_.at("n1")->address();
+  auto c = net::HttpClient::Connect(address, {.token = server_->node_token()});
+  ASSERT_TRUE(c.ok());
+  server::KillOrder kill;
+  kill.node = "n1";
+  kill.address = address;
+  kill.job = JobId(9003);
+  kill.epoch = 1;
+  auto stopped = (*c)->Post("/v1/kill", server::AgentLink::KillBody(kill));
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->status, 200) << stopped->body;
+  auto launch = [&](uint64_t epoch) {
+    server::LaunchOrder o;
+    o.node = "n1";
+    o.address = address;
+    o.job = JobId(9003);
+    o.epoch = epoch;
+    o.spec.user = "root";
+    o.spec.command = "sleep 5";
+    o.spec.work_dir = (dir_ / "work").string();
+    o.allocation.gpu_mask = 1;
+    o.nodes = {"n1"};
+    o.addresses = {o.address};
+    o.not_after = clock_.Now() + std::chrono::seconds(30);
+    auto r = (*c)->Post("/v1/launch", server::AgentLink::LaunchBody(o));
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : net::HttpResponse{};
+  };
+  const net::HttpResponse late = launch(1);
+  EXPECT_EQ(late.status, 409) << late.body;
+  EXPECT_NE(late.body.find("stopped before its launch arrived"), std::string::npos) << late.body;
+  EXPECT_FALSE(fs::exists(dir_ / "agents" / "n1" / "steps" / "9003.1")) << "a step was started";
+  // The job requeued (a new epoch) starts. (This test's server knows no job
+  // 9003 and has the agent stop it at its next beat: what it runs is not
+  // looked at.)
+  const net::HttpResponse again = launch(2);
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_NE(again.body.find("\"started\":true"), std::string::npos) << again.body;
+}
+
 // A supervisor killed outright takes its step's tasks with it: nothing runs
 // on after the server has freed the step's GPUs.
 TEST_F(ClusterTest, AKilledSupervisorTakesItsTasksWithIt) {
