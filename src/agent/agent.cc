@@ -367,8 +367,7 @@ void Agent::Impl::NoteStopped(uint64_t job, uint64_t epoch) {
   std::lock_guard<std::mutex> lock(mu);
   uint64_t& e = stopped_epoch[job];
   e = std::max(e, epoch);
-  while (stopped_epoch.size() > 10000)
-    stopped_epoch.erase(stopped_epoch.begin());
+  ForgetOldJobs(stopped_epoch);
 }
 
 void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& res) {
@@ -419,6 +418,7 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
                                             step->job, step->epoch, step->step))));
     }
     last_epoch[step->job] = step->epoch;
+    ForgetOldJobs(last_epoch);
   }
   Result<StepOutput> started = steps->Launch(*step);
   const Status& s = started.status();
@@ -430,9 +430,7 @@ void Agent::Impl::HandleLaunch(const httplib::Request& req, httplib::Response& r
     } else {
       if (step->step == 0) outputs[step->job] = {step->epoch, *started};
       step_holds[{step->job, step->epoch, step->step}] = HoldOf(*step);
-      // Bounded: the oldest jobs' output paths are forgotten first.
-      while (outputs.size() > 10000)
-        outputs.erase(outputs.begin());
+      ForgetOldJobs(outputs);
     }
   }
   // A refusal is news for the server at once; a start is not (it counts the

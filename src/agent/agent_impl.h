@@ -75,12 +75,16 @@ struct Agent::Impl {
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;
-  bool wake = false;                        // a step started or ended: report now
+  bool wake = false;  // a step started or ended: report now
+  // What the agent remembers of each job (its epochs, its output's paths)
+  // is kept for the newest this many jobs: job ids grow, and a launch older
+  // than that is past its deadline (not_after) long before.
+  static constexpr size_t kJobsRemembered = 10000;
   std::map<uint64_t, uint64_t> last_epoch;  // job -> the newest epoch this agent was given
   std::vector<StepReport> refused;          // launches that could not start, to report
   // job -> the newest epoch stopped here as a whole: a launch of it that
   // arrives after its stop (from another controller, after a failover)
-  // starts nothing. Bounded: the oldest jobs are forgotten first.
+  // starts nothing.
   std::map<uint64_t, uint64_t> stopped_epoch;
   std::map<uint64_t, std::pair<uint64_t, StepOutput>> outputs;  // job -> its newest epoch's output
   std::map<StepKey, GpuHold> step_holds;  // each running step's GPUs here, and whose they are
@@ -149,6 +153,12 @@ struct Agent::Impl {
   void HandleLaunch(const httplib::Request& req, httplib::Response& res);
   // A stop of a job's whole epoch: no step of that epoch starts here after it.
   void NoteStopped(uint64_t job, uint64_t epoch);
+  // Forgets the oldest jobs of `by_job` beyond kJobsRemembered.
+  template <typename Map>
+  static void ForgetOldJobs(Map& by_job) {
+    while (by_job.size() > kJobsRemembered)
+      by_job.erase(by_job.begin());
+  }
   void HandleMetrics(const httplib::Request& req, httplib::Response& res);
   void Loop();
   // A MIG order (POST /v1/mig): handed to the loop thread, which owns the
