@@ -147,9 +147,10 @@ int main(int argc, char** argv) {
   }
   std::printf("scheduling pass: %d nodes, %d GPUs (median of %d passes)\n\n", nodes,
               (*inv)->total_gpus(), repeats);
-  std::printf("%-12s %-7s %9s %10s %10s %9s %9s\n", "policy", "state", "pending", "pass ms",
+  std::printf("%-30s %-7s %9s %10s %10s %9s %9s\n", "policy", "state", "pending", "pass ms",
               "us/job", "started", "tried");
-  for (const char* name : {"backfill", "multifactor", "las", "fifo", "greedy"}) {
+  for (const char* name :
+       {"backfill", "backfill:backfill-order=queue", "multifactor", "las", "fifo", "greedy"}) {
     auto params = sched::Policy::Preset(name);
     auto policy = sched::Policy::Create(*params, sched::BuiltinRegistry());
     for (const char* state : {"steady", "cold"}) {
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
         AddPending(w, pending, rng);
         sched::PassStats stats;
         const double ms = PassMs(w, *policy, repeats, &stats);
-        std::printf("%-12s %-7s %9d %10.2f %10.3f %9d %9d%s\n", name, state, pending, ms,
+        std::printf("%-30s %-7s %9d %10.2f %10.3f %9d %9d%s\n", name, state, pending, ms,
                     1000.0 * ms / pending, stats.started, stats.placements_tried,
                     prev > 0 ? fmt_growth(ms / prev).c_str() : "");
         prev = ms;

@@ -27,14 +27,17 @@ struct PresetDef {
   bool simulation_only;
   const char* summary;
   bool speed_aware = false;
+  bool backfill_in_queue_order = false;  // else shortest first (PolicyParams::shortest_backfill)
 };
 
 constexpr PresetDef kPresets[] = {
     {"fifo", "fifo", "topology", "strict", "none", false,
      "first come first served; the head blocks its partition"},
-    {"backfill", "fifo", "topology", "backfill", "none", false, "FIFO with EASY backfill"},
+    {"backfill", "fifo", "topology", "backfill", "none", false,
+     "FIFO with EASY backfill, the shortest jobs tried first behind the reservation"},
+    // Slurm backfills in priority order; the priorities an admin sets govern here too.
     {"multifactor", "multifactor", "topology", "backfill", "none", false,
-     "Slurm-style multifactor priority with EASY backfill"},
+     "Slurm-style multifactor priority with EASY backfill in priority order", false, true},
     {"las", "las", "topology", "greedy", "class", false,
      "Tiresias 2D-LAS: least attained GPU-time first, preemptive, for jobs that checkpoint"},
     {"gittins", "gittins", "topology", "greedy", "class", false,
@@ -50,7 +53,7 @@ constexpr PresetDef kPresets[] = {
     {"oracle", "oracle", "topology", "greedy", "srtf", true,
      "simulation only: shortest remaining service first from true run times, preemptive"},
     {"speed", "fifo", "topology", "backfill", "none", false,
-     "FIFO with EASY backfill, each job on the GPU model expected to finish it soonest", true},
+     "backfill, each job on the GPU model expected to finish it soonest", true},
     {"speed-gittins", "gittins", "topology", "greedy", "class", false,
      "gittins, each job on the GPU model expected to finish it soonest", true},
 };
@@ -97,6 +100,13 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
   } else if (key == "speed-slack") {
     SHOAL_ASSIGN_OR_RETURN(p.speed_slack, ParseDouble(v));
     if (p.speed_slack < 0 || p.speed_slack > 10) return InvalidArgument("speed-slack is 0 to 10");
+  } else if (key == "backfill-order") {
+    if (v != "shortest" && v != "queue") {
+      return InvalidArgument(
+          "backfill-order is shortest (the jobs behind the reservation by their time limits) or "
+          "queue (in the queue's order)");
+    }
+    p.shortest_backfill = v == "shortest";
   } else if (key == "long-backfill") {
     if (v != "0" && v != "1") {
       return InvalidArgument(
@@ -108,12 +118,12 @@ Status ApplyOverride(PolicyParams& p, std::string_view key, std::string_view val
     if (v != "0" && v != "1") return InvalidArgument("speed is 1 (speed-aware) or 0");
     p.speed_aware = v == "1";
   } else {
-    return InvalidArgument(fmt::format(
-        "unknown policy option '{}' (sort, filters, score, queue, preempt, seed, "
-        "candidates, las-thresholds, "
-        "starvation-knob, workload, workload-coverage, favor-small, long-backfill, speed, "
-        "speed-slack)",
-        key));
+    return InvalidArgument(
+        fmt::format("unknown policy option '{}' (sort, filters, score, queue, preempt, seed, "
+                    "candidates, las-thresholds, "
+                    "starvation-knob, workload, workload-coverage, favor-small, long-backfill, "
+                    "backfill-order, speed, speed-slack)",
+                    key));
   }
   return Status::Ok();
 }
@@ -139,6 +149,7 @@ Result<PolicyParams> Policy::Preset(std::string_view spec) {
   p.queue = def->queue;
   p.preempt = def->preempt;
   p.speed_aware = def->speed_aware;
+  p.shortest_backfill = !def->backfill_in_queue_order;
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
     if (eq == std::string_view::npos) {
@@ -186,10 +197,13 @@ Result<Policy> Policy::Create(PolicyParams params, const Registry& registry,
 }
 
 std::string Policy::Describe() const {
-  const bool short_only = !params_.long_backfill && queue_mode() == QueueMode::kBackfill;
-  return fmt::format("{} (sort={} score={} queue={}{} preempt={}{})", params_.name, params_.sort,
+  const bool backfill = queue_mode() == QueueMode::kBackfill;
+  const bool short_only = !params_.long_backfill && backfill;
+  const bool queue_order = !params_.shortest_backfill && backfill;
+  return fmt::format("{} (sort={} score={} queue={}{}{} preempt={}{})", params_.name, params_.sort,
                      params_.score, reserve_->Name(), short_only ? " long-backfill=0" : "",
-                     params_.preempt, params_.speed_aware ? " speed-aware" : "");
+                     queue_order ? " backfill-order=queue" : "", params_.preempt,
+                     params_.speed_aware ? " speed-aware" : "");
 }
 
 Result<std::shared_ptr<const SortPlugin>> Registry::MakeSort(std::string_view name) const {

@@ -49,6 +49,12 @@ struct PolicyParams {
   // reservation may start on what the reservation leaves free (textbook
   // EASY), or only jobs that end before it may pass the job waiting first.
   bool long_backfill = true;
+  // The order in which the jobs behind the reservation are tried: their time
+  // limits', shortest first, ties in queue order (EASY with shortest-job
+  // backfilling, as EASY++ in Tsafrir, Etsion and Feitelson, "Backfilling
+  // Using System-Generated Predictions Rather than User Runtime Estimates",
+  // IEEE TPDS 2007); or the queue's own (textbook EASY).
+  bool shortest_backfill = true;
 
   // Preemption.
   Duration min_run_before_preempt{0};

@@ -58,6 +58,11 @@ class OrderTails {
   };
   // Every shape class in the order with its last place, latest first.
   const std::vector<ClassTail>& Classes();
+  // The index in Classes() of a shape class of the order.
+  size_t ClassIndex(uint32_t shape_class) {
+    if (!classes_) FindClasses();
+    return index_of_class_[shape_class];
+  }
   // The shape class of the job at `place` (0: none).
   uint32_t ClassAt(size_t place) {
     if (!classes_) FindClasses();

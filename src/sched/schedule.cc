@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -109,9 +110,120 @@ class Cycle {
       std::optional<Entry> e = Screen(r);
       if (!e) continue;
       ++plan_.stats.considered;
+      const bool reserved = reservation_.has_value();
       Walk(*e);
+      if (!reserved && reservation_ && params_.shortest_backfill) {
+        // The jobs right behind the reservation shortest first; beyond
+        // kShortestFirstDepth, on in the queue's order.
+        const size_t end = std::min(order_.size(), k + 1 + kShortestFirstDepth);
+        if (!BackfillShortestFirst(k + 1, end)) break;
+        k = end - 1;
+        before.reset();
+      }
     }
     return std::move(plan_);
+  }
+
+  // How many jobs behind the reservation backfill tries shortest first: the
+  // work of a pass stays bounded in a queue of 100,000 (sorted, they are
+  // walked out of their order in memory), as Slurm bounds its backfill
+  // (bf_max_job_test).
+  static constexpr size_t kShortestFirstDepth = 10000;
+
+  // The jobs order_[from, end), behind the reservation just made, tried by
+  // their time limits, shortest first, ties in queue order
+  // (PolicyParams::shortest_backfill). Those of a shape that cannot start
+  // (ClassesClosed's rule, job by job) are passed over without a decision,
+  // as the queue-order walk passes them, unless the pass explains. False
+  // once nothing more can start.
+  bool BackfillShortestFirst(size_t from, size_t end) {
+    auto closed = [&](size_t k) {
+      if (snap_.explain) return false;
+      const uint32_t c = tails_->ClassAt(k);
+      if (c == 0) return false;
+      if (now_memo_.HasClass(c)) return true;
+      return long_memo_.HasClass(c) &&
+             now_ + RequestOf(order_[k].index).time_limit > reservation_->start;
+    };
+    auto nothing_free = [&] {  // no GPU free, and every job left wants whole GPUs
+      return !snap_.explain && now_state_.max_gpus() >= 1 && now_state_.AtLeast(1).None() &&
+             tails_->LastNotWholeGpus() < static_cast<ptrdiff_t>(from);
+    };
+    if (nothing_free()) return false;
+    // The jobs left by shape class, each class a heap by (time limit, place),
+    // and a heap of each class's shortest: the shortest job of all is always
+    // on top. A class that closes closes its longer jobs too, and leaves (a
+    // deep queue's classes mostly close after a try or two). Jobs without a
+    // class are one list, sorted, since each is tried; so are all the jobs
+    // when classes are small (few jobs each), where a sorted list is cheaper
+    // to walk than heaps.
+    struct Key {
+      Duration limit;
+      uint32_t place;  // in order_
+      uint32_t index;  // into snap_.pending, to read it ahead
+      bool operator>(const Key& o) const {
+        return limit != o.limit ? limit > o.limit : place > o.place;
+      }
+    };
+    const uint32_t classless = static_cast<uint32_t>(tails_->Classes().size());
+    const bool one_list = size_t{classless} * 8 > end - from;
+    std::vector<std::vector<Key>> classes(classless + 1);
+    for (size_t k = from; k < end; ++k) {
+      if (closed(k)) continue;
+      const uint32_t c = tails_->ClassAt(k);
+      const uint32_t index = order_[k].index;
+      classes[c == 0 || one_list ? classless : tails_->ClassIndex(c)].push_back(
+          {RequestOf(index).time_limit, static_cast<uint32_t>(k), index});
+    }
+    constexpr auto later = std::greater<>();
+    std::vector<std::pair<Key, uint32_t>> tops;  // each class's shortest, and the class
+    auto top_later = [](const std::pair<Key, uint32_t>& a, const std::pair<Key, uint32_t>& b) {
+      return a.first > b.first;
+    };
+    for (uint32_t c = 0; c < classless; ++c) {
+      if (classes[c].empty()) continue;
+      std::make_heap(classes[c].begin(), classes[c].end(), later);
+      tops.emplace_back(classes[c].front(), c);
+    }
+    // The list is walked out of the jobs' order in memory: read ahead.
+    std::vector<Key>& listed = classes[classless];
+    std::sort(listed.begin(), listed.end(), [](const Key& a, const Key& b) { return b > a; });
+    size_t next_listed = 0;
+    if (!listed.empty()) tops.emplace_back(listed.front(), classless);
+    std::make_heap(tops.begin(), tops.end(), top_later);
+    while (!tops.empty()) {
+      std::pop_heap(tops.begin(), tops.end(), top_later);
+      const uint32_t c = tops.back().second;
+      const uint32_t k = tops.back().first.place;
+      tops.pop_back();
+      const Key* next = nullptr;  // the class's next, once this one is tried
+      if (c == classless) {
+        if (++next_listed + kAhead < listed.size()) {
+          Prefetch(listed[next_listed + kAhead].index);
+          __builtin_prefetch(&order_[listed[next_listed + kAhead].place]);
+        }
+      } else {
+        std::pop_heap(classes[c].begin(), classes[c].end(), later);
+        classes[c].pop_back();
+      }
+      if (!closed(k)) {
+        if (std::optional<Entry> e = Screen(At(k))) {
+          ++plan_.stats.considered;
+          Walk(*e);
+          if (nothing_free()) return false;
+        }
+      }
+      if (c == classless) {
+        if (next_listed < listed.size()) next = &listed[next_listed];
+      } else if (!classes[c].empty() && !closed(classes[c].front().place)) {
+        next = &classes[c].front();
+      }
+      if (next != nullptr) {
+        tops.emplace_back(*next, c);
+        std::push_heap(tops.begin(), tops.end(), top_later);
+      }
+    }
+    return true;
   }
 
  private:
