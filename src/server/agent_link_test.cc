@@ -97,7 +97,7 @@ KillOrder Kill(uint64_t job, const std::string& address) {
 }
 
 TEST(AgentLinkTest, AJobsOrdersToANodeArriveInTheOrderGiven) {
-  FakeAgent agent(/*slow_job=*/7, std::chrono::milliseconds(300));
+  FakeAgent agent(/*slow_job=*/7, std::chrono::milliseconds(1000));
   AgentLink link(AgentCredentials{.node_token = "t"}, /*workers=*/4);
   Outbox first;
   first.launches.push_back(Launch(7, 0, agent.address()));
