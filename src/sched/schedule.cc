@@ -137,17 +137,13 @@ class Cycle {
   // as the queue-order walk passes them, unless the pass explains. False
   // once nothing more can start.
   bool BackfillShortestFirst(size_t from, size_t end) {
-    auto closed = [&](size_t k) {
-      if (snap_.explain) return false;
+    auto closed = [&](size_t k) {  // no preemption behind a reservation
       const uint32_t c = tails_->ClassAt(k);
-      if (c == 0) return false;
-      if (now_memo_.HasClass(c)) return true;
-      return long_memo_.HasClass(c) &&
-             now_ + RequestOf(order_[k].index).time_limit > reservation_->start;
+      return !snap_.explain && c != 0 &&
+             ClassClosed(c, false, [&] { return RequestOf(order_[k].index).time_limit; });
     };
-    auto nothing_free = [&] {  // no GPU free, and every job left wants whole GPUs
-      return !snap_.explain && now_state_.max_gpus() >= 1 && now_state_.AtLeast(1).None() &&
-             tails_->LastNotWholeGpus() < static_cast<ptrdiff_t>(from);
+    auto nothing_free = [&] {
+      return !snap_.explain && NothingFreeFrom(static_cast<ptrdiff_t>(from));
     };
     if (nothing_free()) return false;
     // The jobs left by shape class, each class a heap by (time limit, place),
@@ -570,9 +566,7 @@ class Cycle {
       return order_.size();
     }
     const bool preempting = policy_.preempt() != nullptr && MayStillPreempt(At(next));
-    if (now_state_.max_gpus() >= 1 && now_state_.AtLeast(1).None() && !preempting &&
-        tails_->LastNotWholeGpus() < from)
-      return order_.size();
+    if (!preempting && NothingFreeFrom(from)) return order_.size();
     if (ClassesClosed(from, preempting)) return order_.size();
     for (size_t k = next; k < order_.size(); ++k) {
       const uint32_t c = tails_->ClassAt(k);
@@ -593,10 +587,8 @@ class Cycle {
     if (tails_->LastClassless() >= from) return false;
     const std::vector<OrderTails::ClassTail>& classes = tails_->Classes();
     const auto closed = [&](size_t k) {
-      const uint32_t c = classes[k].shape_class;
-      if (now_memo_.HasClass(c)) return !preempting || preempt_failed_.HasClass(c);
-      if (!reservation_ || !long_memo_.HasClass(c)) return false;
-      return now_ + tails_->ShortestLimitFrom(k, from) > reservation_->start;
+      return ClassClosed(classes[k].shape_class, preempting,
+                         [&] { return tails_->ShortestLimitFrom(k, from); });
     };
     // The class found open last time is most likely open still.
     if (open_class_ < classes.size() && classes[open_class_].last >= from && !closed(open_class_))
@@ -608,6 +600,24 @@ class Cycle {
       }
     }
     return true;
+  }
+
+  // Whether no job of shape class `c` can start now: its shape did not fit
+  // (nor, while preemption may happen, make room by preemption), or, behind
+  // a backfill reservation, it did not fit beside the reservation and the
+  // jobs would end after it begins (`shortest_limit()`: the shortest of
+  // their time limits, asked only then).
+  template <typename Limit>
+  bool ClassClosed(uint32_t c, bool preempting, Limit shortest_limit) {
+    if (now_memo_.HasClass(c)) return !preempting || preempt_failed_.HasClass(c);
+    if (!reservation_ || !long_memo_.HasClass(c)) return false;
+    return now_ + shortest_limit() > reservation_->start;
+  }
+
+  // No GPU is free, and every job from order_[from] on wants whole GPUs.
+  bool NothingFreeFrom(ptrdiff_t from) {
+    return now_state_.max_gpus() >= 1 && now_state_.AtLeast(1).None() &&
+           tails_->LastNotWholeGpus() < from;
   }
 
   // The request a ranked job is placed with (kept off reserved nodes or not: the same shape of
