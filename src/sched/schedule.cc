@@ -150,9 +150,7 @@ class Cycle {
     // and a heap of each class's shortest: the shortest job of all is always
     // on top. A class that closes closes its longer jobs too, and leaves (a
     // deep queue's classes mostly close after a try or two). Jobs without a
-    // class are one list, sorted, since each is tried; so are all the jobs
-    // when classes are small (few jobs each), where a sorted list is cheaper
-    // to walk than heaps.
+    // class are one list, sorted, since each is tried.
     struct Key {
       Duration limit;
       uint32_t place;  // in order_
@@ -162,13 +160,12 @@ class Cycle {
       }
     };
     const uint32_t classless = static_cast<uint32_t>(tails_->Classes().size());
-    const bool one_list = size_t{classless} * 8 > end - from;
     std::vector<std::vector<Key>> classes(classless + 1);
     for (size_t k = from; k < end; ++k) {
       if (closed(k)) continue;
       const uint32_t c = tails_->ClassAt(k);
       const uint32_t index = order_[k].index;
-      classes[c == 0 || one_list ? classless : tails_->ClassIndex(c)].push_back(
+      classes[c == 0 ? classless : tails_->ClassIndex(c)].push_back(
           {RequestOf(index).time_limit, static_cast<uint32_t>(k), index});
     }
     constexpr auto later = std::greater<>();

@@ -79,7 +79,7 @@ std::deque<AgentLink::Message>::iterator AgentLink::NextReady() {
   // two), and at most one key per worker is in flight: a short scan.
   return std::find_if(queue_.begin(), queue_.end(), [this](const Message& m) {
     return std::none_of(in_flight_.begin(), in_flight_.end(),
-                        [&](const Message* f) { return f->job == m.job && f->node == m.node; });
+                        [&](const Message* f) { return f->SameKey(m); });
   });
 }
 
@@ -135,9 +135,8 @@ void AgentLink::Work() {
       ++(ok ? delivered_ : failed_);
       std::erase(in_flight_, &m);
       // An order that waited for this one may go; a stop waits for all.
-      wake = stopping_ || std::any_of(queue_.begin(), queue_.end(), [&](const Message& q) {
-               return q.job == m.job && q.node == m.node;
-             });
+      wake = stopping_ || std::any_of(queue_.begin(), queue_.end(),
+                                      [&](const Message& q) { return q.SameKey(m); });
     }
     if (wake) cv_.notify_all();
   }

@@ -58,6 +58,8 @@ class AgentLink {
     std::string path;
     std::string body;
     uint64_t job = 0;
+    // About the same job on the same node: the two go in order.
+    bool SameKey(const Message& o) const { return job == o.job && node == o.node; }
   };
   void Work();
   // The oldest queued order whose node and job has none in flight (mu_ held).

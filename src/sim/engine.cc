@@ -9,7 +9,6 @@
 #include <queue>
 #include <unordered_map>
 
-#include "core/rng.h"
 #include "sched/fragmentation.h"
 #include "sched/inventory.h"
 #include "sched/power.h"
